@@ -1,0 +1,3 @@
+from patchkit.cli import entry
+
+entry()

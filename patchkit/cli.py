@@ -1,0 +1,238 @@
+"""The command line.  click lives here and nowhere else.
+
+Each verb parses its options and calls ``patchkit.commands.<verb>`` with
+plain keyword arguments; ``main`` maps exceptions to exit codes in one place.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import click
+
+from patchkit import __version__
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  OK: every patch APPLY, SKIP or WARN (check: no required FAIL anywhere)
+  1  refused: a required patch FAILs (or any WARN with --strict);
+     nothing was written. Also: a precondition protecting your work
+     (uncommitted changes, files edited after patching)
+  2  bad input: usage, manifest (names file and key path), revision,
+     range or repository
+  3  internal error (a bug; rerun with --debug for the traceback)
+  4  busy: another patchkit holds this repository's lock
+"""
+
+_DEBUG = False
+
+MANIFEST_HELP = "Manifest: a path to a .toml file, or a NAME found as manifests/NAME.toml."
+REPO_HELP = "The upstream git checkout to work on (default: current directory)."
+
+
+def _console() -> Any:
+    from patchkit.render import make_console
+
+    return make_console()
+
+
+def manifest_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("-m", "--manifest", required=True, metavar="MANIFEST", help=MANIFEST_HELP)(f)
+
+
+def repo_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--repo", default=".", show_default=True, metavar="DIR", help=REPO_HELP)(f)
+
+
+def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "json_out", is_flag=True, help="Print one JSON object (see docs/json.md).")(f)
+
+
+def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--wait", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
+        help="If another patchkit holds the repository lock, wait this long before giving up (exit 4).",
+    )(f)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=EXIT_CODES_HELP)
+@click.version_option(__version__, prog_name="patchkit")
+@click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
+@click.option("--no-color", is_flag=True, help="No colours (also: NO_COLOR=1; off anyway when not a TTY).")
+def cli(debug: bool, no_color: bool) -> None:
+    """Keep local patches on a moving upstream as declarative libcst codemods.
+
+    For every patch in a manifest, patchkit says APPLY, SKIP, WARN or FAIL with
+    a reason code, file and line; it writes all changed files or none.
+    """
+    global _DEBUG
+    _DEBUG = debug
+    if no_color:
+        from patchkit.render import disable_color
+
+        disable_color()
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@repo_option
+@click.option("--commit", metavar="REV", help="Move the tree to REV first (detached; patchkit's own edits are "
+              "reverted and re-applied; other uncommitted changes refuse), or with --worktree patch a linked worktree.")
+@click.option("--worktree", metavar="DIR", help="With --commit: create or reuse a linked worktree at DIR and patch "
+              "it, leaving the main tree alone.")
+@click.option("--dry-run", is_flag=True, help="Compute everything, write nothing.")
+@click.option("--diff", is_flag=True, help="Also print the unified diff of what is (or would be) written.")
+@json_option
+@click.option("--strict", is_flag=True, help="Treat WARN (optional patches that cannot apply) as failure.")
+@wait_option
+def apply(**kwargs: Any) -> int:
+    """Apply a manifest to a work tree: all of it, or nothing."""
+    from patchkit.commands.apply import apply as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@repo_option
+@click.option("--force", is_flag=True, help="Restore files even if they were edited after patching.")
+@json_option
+@wait_option
+def revert(**kwargs: Any) -> int:
+    """Restore the files patchkit wrote for a manifest (to HEAD, or to what they held before if they had local edits)."""
+    from patchkit.commands.revert import revert as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@repo_option
+@json_option
+def status(**kwargs: Any) -> int:
+    """Show, per patch, whether it is in the work tree now. Exit 0 only if every required patch is in place."""
+    from patchkit.commands.status import status as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@repo_option
+@click.option("--range", "ranges", multiple=True, metavar="A..B",
+              help="Commits as `git rev-list A..B` lists them (merges included). Repeatable.")
+@click.option("--commit", "commits", multiple=True, metavar="REV", help="A single commit to check. Repeatable.")
+@json_option
+@click.option("--no-cache", is_flag=True, help="Ignore and do not update the verdict cache in the git dir.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a TTY for long ranges).")
+def check(**kwargs: Any) -> int:
+    """Check every patch at every commit of a range, without checking anything out.
+
+    Without --range or --commit, checks HEAD.
+    """
+    from patchkit.commands.check import check as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@click.argument("patch_id")
+@repo_option
+@click.option("--commit", default="HEAD", show_default=True, metavar="REV", help="The commit where it fails.")
+@json_option
+def explain(**kwargs: Any) -> int:
+    """Name the upstream commit that made PATCH_ID stop applying, with the hunk that did it."""
+    from patchkit.commands.explain import explain as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("file")
+@click.argument("qualname")
+@click.option("--repo", default=None, metavar="DIR", help="With --commit: the repository (default: .).")
+@click.option("--commit", default=None, metavar="REV", help="Read FILE (repo-relative) at this commit instead of from disk.")
+@json_option
+def digest(**kwargs: Any) -> int:
+    """Print the digest of a function, method (Class.method) or class, for `expect`."""
+    from patchkit.commands.digest import digest as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@json_option
+def validate(**kwargs: Any) -> int:
+    """Load a manifest (schema, payloads, references) and list its patches."""
+    from patchkit.commands.validate import validate as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@click.option("--keep", metavar="DIR", help="Build the demo repository in DIR (must not exist) and keep it.")
+def demo(**kwargs: Any) -> int:
+    """Build a small SGLang-shaped upstream repo, then run check and apply on it."""
+    from patchkit.commands.demo import demo as run
+
+    return run(console=_console(), **kwargs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from patchkit.errors import ExitCode, PatchkitError, RefusedError
+
+    try:
+        rv = cli.main(args=argv, prog_name="patchkit", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.USAGE
+    except click.exceptions.Abort:
+        click.echo("patchkit: aborted", err=True)
+        return 130
+    except KeyboardInterrupt:
+        click.echo("patchkit: interrupted; nothing was left half-written", err=True)
+        return 130
+    except PatchkitError as exc:
+        click.echo(f"patchkit: error: {exc.one_line()}", err=True)
+        if isinstance(exc, RefusedError):
+            for item in exc.items:
+                click.echo(f"  {item}", err=True)
+        if _DEBUG:
+            import traceback
+
+            traceback.print_exc()
+        return int(exc.exit_code)
+    except Exception as exc:  # a bug: one crash line, the traceback behind --debug
+        if _DEBUG:
+            import traceback
+
+            traceback.print_exc()
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+        click.echo(
+            f"patchkit: internal error: {type(exc).__name__}: {exc}{where}; this is a bug in patchkit "
+            f"{__version__}, please report it (rerun with --debug for the traceback)",
+            err=True,
+        )
+        return int(ExitCode.INTERNAL)
+    if rv is None:
+        return 0
+    return int(rv)
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,87 @@
+"""`patchkit apply`: patch a work tree (or a commit, in place or in a worktree)."""
+
+from __future__ import annotations
+
+import difflib
+
+from rich.console import Console
+
+from patchkit.commands._common import header, open_inputs
+from patchkit.engine.apply import ApplyReport, apply_worktree
+from patchkit.errors import ExitCode
+from patchkit.render import emit, plural, print_json, results_table
+from patchkit.results import Status
+
+
+def apply(
+    *,
+    manifest: str,
+    repo: str,
+    commit: str | None,
+    worktree: str | None,
+    dry_run: bool,
+    diff: bool,
+    json_out: bool,
+    strict: bool,
+    wait: float,
+    console: Console,
+) -> int:
+    loaded, git_repo = open_inputs(manifest, repo)
+    if commit is not None:
+        from patchkit.engine.commit_apply import apply_at_commit
+
+        report = apply_at_commit(loaded, git_repo, commit, worktree=worktree, dry_run=dry_run,
+                                 strict=strict, wait=wait)
+    else:
+        if worktree is not None:
+            from patchkit.errors import UsageError
+
+            raise UsageError("--worktree needs --commit REV", hint="e.g. --commit HEAD --worktree ../sglang-head")
+        report = apply_worktree(loaded, git_repo, dry_run=dry_run, strict=strict, wait=wait)
+    if json_out:
+        print_json(report.to_json())
+    else:
+        show(report, console, diff=diff)
+    return int(ExitCode.REFUSED if report.refused else ExitCode.OK)
+
+
+def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
+    header(console, "apply" + (" --dry-run" if report.dry_run else ""), report.manifest,
+           f"work tree {report.target}", report.commit)
+    for note in report.notes:
+        console.print(f"note: {note}", style="yellow")
+    emit(console, results_table(report.results))
+    if diff:
+        for item in report.diffs:
+            lines = difflib.unified_diff(
+                item.before.decode("utf-8", "replace").splitlines(keepends=True),
+                item.after.decode("utf-8", "replace").splitlines(keepends=True),
+                fromfile=f"a/{item.path}", tofile=f"b/{item.path}",
+            )
+            console.print("".join(lines), end="", markup=False, highlight=False)
+    console.print(verdict(report)[0], style=verdict(report)[1], markup=False)
+
+
+def verdict(report: ApplyReport) -> tuple[str, str]:
+    """The one-line verdict and its style."""
+    results = report.results
+    warns = [r for r in results if r.status is Status.WARN]
+    if report.refused:
+        blocking = [r for r in results if r.status is Status.FAIL or (report.strict and r.status is Status.WARN)]
+        listed = ", ".join(f"{r.patch} {r.reason.value if r.reason else ''}".strip() for r in blocking)
+        what = "required " if all(r.required for r in blocking) else ""
+        strict = " (--strict counts WARN as failure)" if report.strict and warns else ""
+        return (f"REFUSED: {plural(len(blocking), what + 'patch', what + 'patches')} cannot apply "
+                f"({listed}){strict}; nothing was written.", "bold red")
+    tail = f"; {plural(len(warns), 'optional patch', 'optional patches')} left out (WARN)" if warns else ""
+    applied = sum(r.status is Status.APPLY for r in results)
+    if report.dry_run:
+        if not report.would_write:
+            return f"DRY RUN: nothing to do, every patch is already in place{tail}.", "bold"
+        return (f"DRY RUN: would apply {plural(applied, 'patch', 'patches')} to "
+                f"{plural(len(report.would_write), 'file')} ({', '.join(report.would_write)}){tail}; "
+                "nothing was written.", "bold")
+    if not report.written:
+        return f"OK: nothing to do, every patch is already in place{tail}.", "bold green"
+    return (f"APPLIED: {plural(applied, 'patch', 'patches')}, wrote {plural(len(report.written), 'file')} "
+            f"({', '.join(report.written)}){tail}.", "bold green")

@@ -1,0 +1,55 @@
+"""`patchkit digest FILE QUALNAME`: the digest `expect` compares against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from patchkit.engine.evaluate import decode
+from patchkit.errors import ExitCode, UsageError
+from patchkit.operations.base import Outcome
+from patchkit.operations.code import CodeState
+from patchkit.operations.replace_function import function_digest
+from patchkit.render import print_json
+from patchkit.sources import CommitSource, FileRead, FileState
+
+
+def digest(*, file: str, qualname: str, repo: str | None, commit: str | None, json_out: bool, console: Console) -> int:
+    read = _read(file, repo, commit)
+    text, problem = decode(read)
+    if problem is not None:
+        raise UsageError(problem[2])
+    try:
+        state = CodeState.parse(file, text or "")
+    except SyntaxError as exc:
+        raise UsageError(f"{file}:{exc.lineno}: not valid Python: {exc.msg}") from None
+    found = function_digest(state, qualname)
+    if isinstance(found, Outcome):
+        raise UsageError(f"{file}: {found.message}")
+    value, line = found
+    if json_out:
+        print_json({"version": 1, "command": "digest", "file": file, "qualname": qualname, "line": line, "digest": value})
+    else:
+        console.print(value, markup=False)
+    return int(ExitCode.OK)
+
+
+def _read(file: str, repo: str | None, commit: str | None) -> FileRead:
+    if commit is None:
+        path = Path(file)
+        if not path.exists():
+            raise UsageError(f"{file} does not exist")
+        if not path.is_file():
+            raise UsageError(f"{file} is not a regular file")
+        data = path.read_bytes()
+        return FileRead(file, FileState.OK, data)
+    from patchkit.git import Repo
+
+    git_repo = Repo.discover(Path(repo or "."))
+    source = CommitSource(git_repo, git_repo.commit(commit))
+    read = source.read(file)
+    if read.state is FileState.MISSING:
+        raise UsageError(f"{file} does not exist at {source.label}")
+    return read
+

@@ -1,0 +1,36 @@
+"""`patchkit status`: what of a manifest is in the work tree now."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from patchkit.commands._common import header, open_inputs
+from patchkit.engine.apply import status_worktree
+from patchkit.errors import ExitCode
+from patchkit.render import emit, print_json, results_table
+
+
+def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int:
+    loaded, git_repo = open_inputs(manifest, repo)
+    report = status_worktree(loaded, git_repo)
+    code = int(ExitCode.OK if report.complete else ExitCode.REFUSED)
+    if json_out:
+        print_json(report.to_json())
+        return code
+    header(console, "status", loaded, f"work tree {report.target}", report.commit)
+    emit(console, results_table(report.results, extra={"state": [report.state_of(r) for r in report.results]}))
+    if report.record is not None:
+        base = report.record.base_commit[:10] if report.record.base_commit else "no commit"
+        console.print(f"record: applied {report.record.applied_at} at {base}; files: "
+                      f"{', '.join(f.path for f in report.record.files)}")
+        if report.record.manifest_digest != loaded.digest:
+            console.print("note: the manifest changed since it was applied", style="yellow")
+    if report.edited:
+        console.print(Text(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow"))
+    if report.complete:
+        console.print("COMPLETE: every required patch is in place.", style="bold green")
+    else:
+        pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]
+        console.print(f"INCOMPLETE: required patches not in place: {', '.join(pending)}.", style="bold red")
+    return code

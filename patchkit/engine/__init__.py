@@ -1,0 +1,1 @@
+"""The engine: evaluate manifests against sources, write results, keep records."""

@@ -1,0 +1,280 @@
+"""Evaluate a manifest against a source: one verdict per patch, no writes.
+
+Per file, patches run in manifest order on one ``CodeState`` (an APPLY is
+simulated so the next patch sees it).  Across files, ``requires`` is resolved
+to a fixpoint: a patch whose requirement does not apply is held back with
+DEPENDENCY, and the files it lives on are evaluated again without it.
+
+``render`` turns the APPLY verdicts into new file bytes with libcst and then
+re-evaluates its own output: every applied patch must read back as
+ALREADY_APPLIED, or the file is refused with INTERNAL.  That check is what
+lets verdicts be computed on the fast ast model while edits use libcst.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from patchkit.errors import InternalError
+from patchkit.manifest import Manifest, Patch
+from patchkit.operations.base import Kind, Outcome
+from patchkit.operations.code import CodeState
+from patchkit.results import PatchResult, Reason, Status, failed
+from patchkit.sources import FileRead, FileState, Source
+
+
+@dataclass(frozen=True)
+class FileEval:
+    path: str
+    read: FileRead
+    patches: tuple[Patch, ...]
+    results: tuple[PatchResult, ...]
+    outcomes: tuple[Outcome | None, ...]  # None where the patch was not analysed
+
+    @property
+    def changes(self) -> bool:
+        return any(r.status is Status.APPLY for r in self.results)
+
+
+def _result(patch: Patch, status: Status, reason: Reason | None, line: int | None, message: str) -> PatchResult:
+    return PatchResult(
+        patch=patch.id,
+        op=patch.op_name,
+        status=status,
+        reason=reason,
+        required=patch.required,
+        file=patch.file,
+        line=line,
+        message=message,
+    )
+
+
+def _all(patches: Sequence[Patch], reason: Reason, line: int | None, message: str) -> list[PatchResult]:
+    return [_result(p, failed(required=p.required), reason, line, message) for p in patches]
+
+
+def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] | None]:
+    """The file's text, or why it cannot be analysed."""
+    if read.state is FileState.MISSING:
+        return None, (Reason.FILE_NOT_FOUND, None, f"{read.path} does not exist")
+    if read.state is FileState.SYMLINK:
+        return None, (Reason.UNSUPPORTED_FILE, None,
+                      f"{read.path} is a symlink; patchkit edits regular files only (patch the file it points to)")
+    if read.state is FileState.NOT_FILE:
+        return None, (Reason.UNSUPPORTED_FILE, None, f"{read.path} is a directory or a submodule, not a file")
+    assert read.data is not None
+    try:
+        return read.data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        line = read.data.count(b"\n", 0, exc.start) + 1
+        byte = read.data[exc.start : exc.start + 1].hex()
+        return None, (Reason.UNSUPPORTED_FILE, line,
+                      f"{read.path} is not UTF-8 (byte 0x{byte} at line {line}); patchkit reads Python source as UTF-8")
+
+
+def evaluate_file(
+    read: FileRead,
+    patches: Sequence[Patch],
+    held: Mapping[str, str] | None = None,
+) -> FileEval:
+    """Verdicts for the patches on one file.  ``held``: patch id -> why it is held back."""
+    held = held or {}
+    text, problem = decode(read)
+    results: list[PatchResult] = []
+    outcomes: list[Outcome | None] = []
+    state: CodeState | None = None
+    if problem is None:
+        assert text is not None
+        try:
+            state = CodeState.parse(read.path, text)
+        except SyntaxError as exc:
+            line = exc.lineno
+            problem = (Reason.PARSE_ERROR, line, f"{read.path} is not valid Python: {exc.msg} at line {line}")
+        except ValueError as exc:  # e.g. NUL bytes
+            problem = (Reason.PARSE_ERROR, None, f"{read.path} is not valid Python: {exc}")
+    for patch in patches:
+        if patch.id in held:
+            results.append(_result(patch, failed(required=patch.required), Reason.DEPENDENCY, None, held[patch.id]))
+            outcomes.append(None)
+            continue
+        if state is None:
+            assert problem is not None
+            reason, line, message = problem
+            results.append(_result(patch, failed(required=patch.required), reason, line, message))
+            outcomes.append(None)
+            continue
+        outcome = patch.op.analyze(state)
+        if outcome.kind is Kind.APPLY:
+            patch.op.simulate(state, outcome, patch.id)
+            status = Status.APPLY
+        elif outcome.kind is Kind.SKIP:
+            status = Status.SKIP
+        else:
+            status = failed(required=patch.required)
+        results.append(_result(patch, status, outcome.reason, outcome.line, outcome.message))
+        outcomes.append(outcome)
+    return FileEval(read.path, read, tuple(patches), tuple(results), tuple(outcomes))
+
+
+FileEvaluator = Callable[[FileRead, Sequence[Patch], Mapping[str, str]], FileEval]
+
+
+def resolve_requires(
+    manifest: Manifest,
+    reads: Mapping[str, FileRead],
+    evaluate: FileEvaluator = evaluate_file,
+) -> dict[str, FileEval]:
+    """Evaluate every file, holding back patches whose requirements fail, to a fixpoint."""
+    by_file: dict[str, list[Patch]] = {}
+    for patch in manifest.patches:
+        by_file.setdefault(patch.file, []).append(patch)
+    held: dict[str, str] = {}
+    evals: dict[str, FileEval] = {}
+    dirty = set(by_file)
+    while True:
+        for path in dirty:
+            local = {p.id: held[p.id] for p in by_file[path] if p.id in held}
+            evals[path] = evaluate(reads[path], by_file[path], local)
+        results = {r.patch: r for fe in evals.values() for r in fe.results}
+        newly: dict[str, str] = {}
+        for patch in manifest.patches:
+            if patch.id in held:
+                continue
+            for dep in patch.requires:
+                dep_result = results[dep]
+                if not dep_result.ok:
+                    newly[patch.id] = (
+                        f"held back: requires {dep}, which is {dep_result.status.value}"
+                        f" {dep_result.reason.value if dep_result.reason else ''}".rstrip()
+                    )
+                    break
+        if not newly:
+            return evals
+        held.update(newly)
+        dirty = {manifest.patch(pid).file for pid in newly}
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    manifest: Manifest
+    source: Source
+    results: tuple[PatchResult, ...]  # manifest order
+    files: Mapping[str, FileEval]
+
+    def refused(self, strict: bool = False) -> bool:
+        return any(r.status is Status.FAIL or (strict and r.status is Status.WARN) for r in self.results)
+
+    def blocking(self, strict: bool = False) -> list[PatchResult]:
+        return [r for r in self.results if r.status is Status.FAIL or (strict and r.status is Status.WARN)]
+
+    def changed_files(self) -> list[str]:
+        return [path for path, fe in self.files.items() if fe.changes]
+
+
+def order_results(manifest: Manifest, evals: Mapping[str, FileEval]) -> tuple[PatchResult, ...]:
+    by_id = {r.patch: r for fe in evals.values() for r in fe.results}
+    return tuple(by_id[p.id] for p in manifest.patches)
+
+
+def evaluate(manifest: Manifest, source: Source, *, hints: bool = True) -> Evaluation:
+    prefetch = getattr(source, "prefetch", None)
+    if prefetch is not None:
+        prefetch(manifest.files())
+    reads = {path: source.read(path) for path in manifest.files()}
+    evals = resolve_requires(manifest, reads)
+    results = order_results(manifest, evals)
+    if hints:
+        from patchkit.engine.hints import annotate
+
+        results = annotate(manifest, results, source)
+    return Evaluation(manifest, source, results, evals)
+
+
+# -- rendering -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rendered:
+    path: str
+    before: bytes
+    after: bytes
+    mode: int | None
+
+
+def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
+    """New bytes for every file with an APPLY, verified by re-evaluation.
+
+    Returns the rendered files and the evaluation, in which a file whose
+    output does not verify has its APPLY results turned into FAIL INTERNAL
+    (so the caller refuses and writes nothing).
+    """
+    import libcst
+
+    rendered: list[Rendered] = []
+    files = dict(evaluation.files)
+    for path, fe in evaluation.files.items():
+        if not fe.changes:
+            continue
+        assert fe.read.data is not None
+        try:
+            module = libcst.parse_module(fe.read.data)
+        except libcst.ParserSyntaxError as exc:
+            files[path] = _fail_applied(fe, Reason.PARSE_ERROR,
+                                        f"libcst cannot parse {path}: {str(exc).splitlines()[0]} "
+                                        f"(line {exc.raw_line}); the file parses for Python's own parser, "
+                                        "so please report this")
+            continue
+        try:
+            for patch, outcome in zip(fe.patches, fe.outcomes):
+                if outcome is not None and outcome.kind is Kind.APPLY:
+                    module = patch.op.transform(module, outcome)
+            after = module.bytes
+        except InternalError as exc:
+            files[path] = _fail_applied(fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)")
+            continue
+        problem = _verify(fe, after)
+        if problem is not None:
+            files[path] = _fail_applied(fe, Reason.INTERNAL, problem)
+            continue
+        rendered.append(Rendered(path, fe.read.data, after, fe.read.mode))
+    if files != dict(evaluation.files):
+        # Something did not render or verify: report it and write nothing.
+        hints = {r.patch: r.hint for r in evaluation.results}
+        results = tuple(r.with_hint(hints[r.patch]) for r in order_results(evaluation.manifest, files))
+        return [], Evaluation(evaluation.manifest, evaluation.source, results, files)
+    return rendered, evaluation
+
+
+def _verify(fe: FileEval, after: bytes) -> str | None:
+    from dataclasses import replace
+
+    held = {r.patch: r.message for r in fe.results if r.reason is Reason.DEPENDENCY}
+    again = evaluate_file(replace(fe.read, data=after), fe.patches, held)
+    for old, new in zip(fe.results, again.results):
+        if old.status is Status.APPLY:
+            ok = new.status is Status.SKIP and new.reason is Reason.ALREADY_APPLIED
+            expected = "SKIP ALREADY_APPLIED"
+        elif old.status is Status.SKIP:
+            ok = new.status is Status.SKIP
+            expected = f"SKIP {old.reason.value if old.reason else ''}"
+        else:
+            ok = not new.ok
+            expected = old.status.value
+        if not ok:
+            got = f"{new.status.value} {new.reason.value if new.reason else ''}".strip()
+            return (
+                f"patchkit's edit of {fe.path} did not verify: after editing, patch {old.patch} reads back as "
+                f"{got} ({new.message}), expected {expected}; nothing was written (a bug: please report it)"
+            )
+    return None
+
+
+def _fail_applied(fe: FileEval, reason: Reason, message: str) -> FileEval:
+    results = tuple(
+        PatchResult(r.patch, r.op, Status.FAIL, reason, r.required, r.file, r.line, message)
+        if r.status is Status.APPLY
+        else r
+        for r in fe.results
+    )
+    return FileEval(fe.path, fe.read, fe.patches, results, fe.outcomes)

@@ -1,0 +1,97 @@
+"""Hints: where a missing class, function or file went, from the rest of the tree.
+
+Kept out of ``PatchResult.message`` because they depend on the whole tree,
+not only on the target file: a range check caches messages per blob and
+computes hints once per window instead (see ``engine/check.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from patchkit.git import GitFailed
+from patchkit.manifest import Manifest, Patch
+from patchkit.results import PatchResult, Reason
+from patchkit.sources import Source
+
+
+def missing_name(patch: Patch, reason: Reason) -> tuple[str, str] | None:
+    """("class" | "def", name) that a CLASS/FUNCTION_NOT_FOUND result is about."""
+    op = patch.op
+    dotted = getattr(op, "class_name", None) or getattr(op, "function", None)
+    if not dotted:
+        return None
+    parts = dotted.split(".")
+    if reason is Reason.CLASS_NOT_FOUND:
+        owners = parts if getattr(op, "class_name", None) else parts[:-1]
+        return ("class", owners[-1]) if owners else None
+    if reason is Reason.FUNCTION_NOT_FOUND:
+        return ("def", parts[-1])
+    return None
+
+
+def tree_hint(patch: Patch, result: PatchResult, source: Source) -> str | None:
+    reason = result.reason
+    try:
+        if reason in (Reason.CLASS_NOT_FOUND, Reason.FUNCTION_NOT_FOUND):
+            wanted = missing_name(patch, reason)
+            if wanted is None:
+                return None
+            kind, name = wanted
+            hits = source.find_definition(kind, name, exclude=patch.file)
+            if not hits:
+                return None
+            shown = ", ".join(f"{path}:{line}" for path, line in hits[:3])
+            more = f" (and {len(hits) - 3} more)" if len(hits) > 3 else ""
+            label = "class" if kind == "class" else "def"
+            return f"{label} {name} is defined in {shown}{more}"
+        if reason is Reason.FILE_NOT_FOUND:
+            return file_hint(patch.file, source)
+    except GitFailed:
+        return None  # a hint is a courtesy: never fail a report over one
+    return None
+
+
+def file_hint(path: str, source: Source) -> str | None:
+    repo = source.repo
+    commit = source.commit
+    parts: list[str] = []
+    if commit is not None:
+        gone = repo.first_change(commit.sha, path, filter="D")
+        if gone is not None:
+            parent = gone.parents[0] if gone.parents else None
+            target = repo.renamed_to(parent, gone.sha, path) if parent else None
+            what = f"renamed to {target}" if target else "deleted"
+            parts.append(f"{what} in {gone.short} {gone.subject!r} ({gone.date[:10]})")
+        else:
+            added = repo.git("log", "--all", "--diff-filter=A", "--format=%H", "--", path).split()
+            if added:
+                first = repo.commit(added[-1])
+                parts.append(f"it first appears in {first.short} {first.subject!r} ({first.date[:10]}), "
+                             "which is not in this commit's history")
+    base = os.path.basename(path)
+    same_name = [f for f in source.files() if os.path.basename(f) == base and f != path]
+    if same_name:
+        parts.append(f"a file named {base} exists at {', '.join(same_name[:3])}")
+    return "; ".join(parts) or None
+
+
+def annotate(manifest: Manifest, results: Sequence[PatchResult], source: Source) -> tuple[PatchResult, ...]:
+    """Add the manifest's own hints and tree hints to non-OK results."""
+    out = []
+    cache: dict[tuple[str, Reason | None], str | None] = {}
+    for result in results:
+        patch = manifest.patch(result.patch)
+        parts = []
+        if result.reason is not None and result.reason in patch.hints:
+            parts.append(patch.hints[result.reason])
+        if not result.ok:
+            key = (patch.op_name + ":" + str(missing_name(patch, result.reason) if result.reason else "") + patch.file,
+                   result.reason)
+            if key not in cache:
+                cache[key] = tree_hint(patch, result, source)
+            if cache[key]:
+                parts.append(cache[key])
+        out.append(result.with_hint("; ".join(parts) if parts else None))
+    return tuple(out)

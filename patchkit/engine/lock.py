@@ -1,0 +1,57 @@
+"""One patchkit at a time per work tree: an advisory lock in the git dir.
+
+``flock`` is released by the kernel when the holder dies, so a crashed run
+never leaves a stale lock behind.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from patchkit.errors import BusyError
+
+
+@contextmanager
+def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator[None]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / "lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _holder(path)
+                    raise BusyError(
+                        f"another patchkit is working on this repository ({holder})",
+                        hint="wait for it to finish, or pass --wait SECONDS",
+                    ) from None
+                time.sleep(0.05)
+        info = f"pid {os.getpid()}, `{what or ' '.join(['patchkit', *sys.argv[1:]])}`, since {datetime.now(timezone.utc):%H:%M:%S} UTC"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info.encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _holder(path: Path) -> str:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        text = ""
+    return text or "holder unknown"

@@ -1,0 +1,105 @@
+"""The one exception tree of patchkit, and the exit codes it maps to.
+
+Library code raises these and never calls ``sys.exit``; ``patchkit.cli`` turns
+them into exit codes in one place (``exit_code_for``).  A *refusal* caused by
+patches that cannot apply is not an exception: it is a value on the report
+(``report.refused``), because callers of the Python API want the full report
+either way.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Documented exit codes (README "Exit codes" is generated from the same list)."""
+
+    OK = 0  # every patch is APPLY, SKIP or WARN (without --strict)
+    REFUSED = 1  # a required patch FAILs (or a WARN under --strict); nothing was written
+    USAGE = 2  # bad command line, manifest, revision, range or repository
+    INTERNAL = 3  # a bug in patchkit; the crash message says where
+    BUSY = 4  # another patchkit process holds the repository lock
+    BISECT_SKIP = 125  # reserved for `git bisect run` (the pre-benchmark guard)
+
+
+class PatchkitError(Exception):
+    """Base class: an error the user can act on.  ``str()`` is one line."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        if self.hint:
+            return f"{self.message}; {self.hint}"
+        return self.message
+
+
+class UsageError(PatchkitError):
+    """Bad arguments (a path that does not exist, options that clash)."""
+
+
+class ManifestError(PatchkitError):
+    """A manifest that does not load: names the file and the key path."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str,
+        key_path: str | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = file
+        if line is not None:
+            where += f":{line}"
+        if key_path:
+            where += f": {key_path}"
+        super().__init__(f"{where}: {message}", hint=hint)
+        self.file = file
+        self.key_path = key_path
+        self.line = line
+
+
+class RepoError(PatchkitError):
+    """The repository cannot be used as asked (not a repo, bare, shallow...)."""
+
+
+class RevisionError(PatchkitError):
+    """An unknown revision or an empty / unreadable commit range."""
+
+
+class RefusedError(PatchkitError):
+    """Patchkit declined to touch the tree to protect the user's work.
+
+    Used for preconditions (uncommitted changes that are not patchkit's own,
+    files edited after patching), not for failing patches: those are reported
+    on the report itself.
+    """
+
+    exit_code = ExitCode.REFUSED
+
+    def __init__(self, message: str, *, items: tuple[str, ...] = (), hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.items = items
+
+
+class BusyError(PatchkitError):
+    exit_code = ExitCode.BUSY
+
+
+class InternalError(PatchkitError):
+    """Something patchkit itself got wrong; reported with a crash message."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    if isinstance(exc, PatchkitError):
+        return exc.exit_code
+    return ExitCode.INTERNAL

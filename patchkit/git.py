@@ -1,0 +1,358 @@
+"""All git access goes through this module.
+
+Plumbing commands run in a fixed environment (C locale, no pager, no prompt,
+unquoted paths) so their output can be parsed; blobs are read through one
+persistent ``git cat-file --batch`` process (GitPython's), so reading a
+thousand blobs costs one process start, not a thousand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from patchkit.errors import InternalError, RepoError, RevisionError
+
+_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
+    env.update({"LC_ALL": "C", "LANG": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0"})
+    return env
+
+
+class GitFailed(Exception):
+    def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(f"git {' '.join(args)} exited {returncode}: {stderr.strip()}")
+        self.args_ = list(args)
+        self.returncode = returncode
+        self.stderr = stderr.strip()
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    check: bool = True,
+    text: bool = True,
+) -> Any:
+    """Run git; returns stdout (str, or bytes when ``text=False``)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-c", "core.quotepath=false", *args],
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            env=_env(),
+        )
+    except FileNotFoundError:
+        raise RepoError("git is not installed or not on PATH") from None
+    if check and proc.returncode != 0:
+        raise GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc.stdout.decode("utf-8", "surrogateescape") if text else proc.stdout
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    date: str  # author date, ISO 8601
+    subject: str
+
+    @property
+    def short(self) -> str:
+        return self.sha[:10]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.sha, "subject": self.subject, "author": self.author, "date": self.date}
+
+
+_LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%s"
+
+
+def _parse_commit(line: str) -> Commit:
+    sha, parents, author, date, subject = line.split("\x1f", 4)
+    return Commit(sha, tuple(parents.split()), author, date, subject)
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    path: str
+    mode: str  # "100644", "100755", "120000" (symlink), "160000" (submodule), "040000"
+    oid: str
+
+
+class Repo:
+    """A git repository (with or without a work tree)."""
+
+    def __init__(self, path: Path, git_dir: Path, common_dir: Path, root: Path | None) -> None:
+        self.path = path
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.root = root  # None for a bare repository
+        self._blobs: Any = None
+
+    # -- discovery ---------------------------------------------------------
+
+    @classmethod
+    def discover(cls, path: Path) -> Repo:
+        path = path.resolve()
+        if not path.exists():
+            raise RepoError(f"{path} does not exist")
+        try:
+            out = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir"], path)
+        except GitFailed as exc:
+            raise RepoError(f"{path} is not a git repository ({exc.stderr.splitlines()[-1] if exc.stderr else 'git failed'})",
+                            hint="pass --repo DIR pointing at a git checkout") from None
+        bare, git_dir, common = out.splitlines()[:3]
+        git_dir_p = Path(git_dir)
+        common_p = Path(common) if os.path.isabs(common) else (path / common).resolve()
+        root = None
+        if bare != "true":
+            try:
+                root = Path(run_git(["rev-parse", "--show-toplevel"], path).strip())
+            except GitFailed:
+                root = None  # inside the .git directory itself
+        return cls(path, git_dir_p, common_p, root)
+
+    @property
+    def bare(self) -> bool:
+        return self.root is None
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> str:
+        return run_git(args, self.root or self.git_dir, input=input, check=check)
+
+    def git_bytes(self, *args: str) -> bytes:
+        return run_git(args, self.root or self.git_dir, text=False)
+
+    def require_worktree(self, action: str) -> Path:
+        if self.root is None:
+            raise RepoError(
+                f"{self.git_dir} is a bare repository: {action} needs a work tree",
+                hint="use --commit REV --worktree DIR to patch a linked worktree, or `patchkit check`, which needs no checkout",
+            )
+        return self.root
+
+    # -- revisions ---------------------------------------------------------
+
+    def resolve(self, rev: str) -> str:
+        out = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False).strip()
+        if not out:
+            hint = "check the name with `git log --oneline`"
+            if self.is_shallow:
+                hint = "this is a shallow clone: the commit may be outside the fetched history (`git fetch --unshallow`)"
+            raise RevisionError(f"unknown revision {rev!r} in {self.root or self.git_dir}", hint=hint)
+        return out
+
+    def head(self) -> str | None:
+        out = self.git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).strip()
+        return out or None
+
+    def branch(self) -> str | None:
+        out = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
+        return out or None
+
+    def commit(self, rev: str) -> Commit:
+        return _parse_commit(self.git("log", "-1", f"--format={_LOG_FORMAT}", self.resolve(rev), "--").rstrip("\n"))
+
+    def commits(self, revs: Sequence[str]) -> list[Commit]:
+        """Commit metadata for the given shas, in the given order."""
+        if not revs:
+            return []
+        out = self.git("log", "--no-walk=unsorted", f"--format={_LOG_FORMAT}", "--stdin",
+                       input=("\n".join(revs) + "\n").encode())
+        by_sha = {c.sha: c for c in (_parse_commit(line) for line in out.splitlines() if line)}
+        return [by_sha[r] for r in revs]
+
+    def rev_list(self, spec: Sequence[str]) -> list[Commit]:
+        """Commits of a rev-list range, oldest first (topological: parents before children)."""
+        out = self.git("log", "--topo-order", "--reverse", f"--format={_LOG_FORMAT}", *spec, "--")
+        return [_parse_commit(line) for line in out.splitlines() if line]
+
+    @cached_property
+    def is_shallow(self) -> bool:
+        return self.git("rev-parse", "--is-shallow-repository").strip() == "true"
+
+    def shallow_boundary(self) -> set[str]:
+        path = self.common_dir / "shallow"
+        if not path.exists():
+            return set()
+        return {line.strip() for line in path.read_text().splitlines() if line.strip()}
+
+    @cached_property
+    def object_format(self) -> str:
+        return self.git("rev-parse", "--show-object-format").strip() or "sha1"
+
+    def hash_blob(self, data: bytes) -> str:
+        """The object id git would give ``data`` (no process, no write)."""
+        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
+        return algo(b"blob %d\0" % len(data) + data).hexdigest()
+
+    # -- trees and blobs ---------------------------------------------------
+
+    def ls_tree(self, commit: str, paths: Iterable[str]) -> dict[str, TreeEntry]:
+        paths = list(paths)
+        if not paths:
+            return {}
+        out = self.git_bytes("ls-tree", "-z", "--full-tree", commit, "--", *paths)
+        entries: dict[str, TreeEntry] = {}
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, path = record.split(b"\t", 1)
+            mode, _kind, oid = meta.decode().split()
+            name = path.decode("utf-8", "surrogateescape")
+            entries[name] = TreeEntry(name, mode, oid)
+        return entries
+
+    def list_files(self, commit: str | None) -> list[str]:
+        """Tracked files at a commit, or in the index/work tree when ``commit`` is None."""
+        if commit is None:
+            out = self.git_bytes("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+        else:
+            out = self.git_bytes("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def read_blob(self, oid: str) -> bytes:
+        if self._blobs is None:
+            import git as gitpython  # the persistent cat-file process; imported only when blobs are read
+
+            self._blobs = gitpython.Git(str(self.root or self.git_dir))
+        try:
+            _sha, kind, _size, data = self._blobs.get_object_data(oid)
+        except Exception as exc:  # GitPython raises ValueError/GitCommandError variants
+            raise InternalError(f"git could not read object {oid}: {exc}") from None
+        if isinstance(kind, bytes):
+            kind = kind.decode()
+        if kind != "blob":
+            raise InternalError(f"object {oid} is a {kind}, not a blob")
+        return data
+
+    def close(self) -> None:
+        if self._blobs is not None:
+            self._blobs.clear_cache()
+            self._blobs = None
+
+    def grep(self, pattern: str, commit: str | None, pathspec: str = "*.py") -> list[tuple[str, int, str]]:
+        """(path, line, text) for lines matching an extended regex."""
+        args = ["grep", "-n", "-I", "-E", "--full-name", "-e", pattern]
+        if commit is not None:
+            args.append(commit)
+        out = self.git("-c", "grep.fallbackToNoIndex=false", *args, "--", pathspec, check=False)
+        hits = []
+        prefix = f"{commit}:" if commit else ""
+        for line in out.splitlines():
+            if prefix and line.startswith(prefix):
+                line = line[len(prefix):]
+            parts = line.split(":", 2)
+            if len(parts) == 3 and parts[1].isdigit():
+                hits.append((parts[0], int(parts[1]), parts[2]))
+        return hits
+
+    # -- history -----------------------------------------------------------
+
+    def path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> dict[str, dict[str, tuple[str, str] | None]]:
+        """For each commit in the range whose diff against its *first* parent
+        touches ``paths``: {path: (mode, oid) or None if deleted}.
+
+        ``--full-history`` keeps every commit that differs from any parent
+        (default simplification would drop side branches), and
+        ``--diff-merges=first-parent`` gives a merge's diff against its first
+        parent, which is what a child's tree inherits from.
+        """
+        out = self.git_bytes(
+            "log", "--full-history", "--diff-merges=first-parent", "--raw", "-z", "--no-abbrev",
+            "--no-renames", "--format=%x1e%H", *spec, "--", *paths,
+        )
+        changes: dict[str, dict[str, tuple[str, str] | None]] = {}
+        for chunk in out.split(b"\x1e"):
+            if not chunk.strip(b"\0\n"):
+                continue
+            head, _, rest = chunk.partition(b"\n")
+            sha = head.strip(b"\0").decode()
+            fields = rest.lstrip(b"\n").split(b"\0")
+            entry: dict[str, tuple[str, str] | None] = {}
+            i = 0
+            while i + 1 < len(fields):
+                meta = fields[i].decode().lstrip("\n")
+                if not meta.startswith(":"):
+                    i += 1
+                    continue
+                _old_mode, new_mode, _old, new_oid, status = meta[1:].split()
+                path = fields[i + 1].decode("utf-8", "surrogateescape")
+                entry[path] = None if status.startswith("D") else (new_mode, new_oid)
+                i += 2
+            changes[sha] = entry
+        return changes
+
+    def first_change(self, commit: str, path: str, *, filter: str) -> Commit | None:
+        """The newest commit reachable from ``commit`` with that --diff-filter on ``path``."""
+        out = self.git("log", "-1", f"--diff-filter={filter}", f"--format={_LOG_FORMAT}", commit, "--", path).strip()
+        return _parse_commit(out) if out else None
+
+    def renamed_to(self, parent: str, commit: str, path: str) -> str | None:
+        out = self.git_bytes("diff", "-z", "--name-status", "-M", parent, commit)
+        fields = out.split(b"\0")
+        i = 0
+        while i < len(fields) - 1:
+            status = fields[i].decode()
+            if status.startswith("R") and i + 2 < len(fields):
+                src = fields[i + 1].decode("utf-8", "surrogateescape")
+                dst = fields[i + 2].decode("utf-8", "surrogateescape")
+                if src == path:
+                    return dst
+                i += 3
+            elif status.startswith(("C",)):
+                i += 3
+            else:
+                i += 2
+        return None
+
+    def diff_text(self, parent: str | None, commit: str, paths: Sequence[str]) -> str:
+        base = parent or self.empty_tree
+        return self.git("diff", "--no-color", "--unified=3", base, commit, "--", *paths)
+
+    @cached_property
+    def empty_tree(self) -> str:
+        return self.git("hash-object", "-t", "tree", "--stdin", input=b"").strip()
+
+    # -- work tree ---------------------------------------------------------
+
+    def changed_tracked_files(self) -> list[tuple[str, str]]:
+        """(status, path) for tracked files that differ from HEAD (staged or not)."""
+        out = self.git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no")
+        items: list[tuple[str, str]] = []
+        fields = out.split(b"\0")
+        i = 0
+        while i < len(fields):
+            record = fields[i]
+            i += 1
+            if not record:
+                continue
+            status = record[:2].decode()
+            path = record[3:].decode("utf-8", "surrogateescape")
+            if status[0] in "RC":
+                i += 1  # the rename source follows
+            items.append((status, path))
+        return items
+
+    def checkout_detached(self, sha: str) -> None:
+        self.git("checkout", "--quiet", "--detach", sha)
+
+    def checkout_branch(self, branch: str) -> None:
+        self.git("checkout", "--quiet", branch)
+
+    def worktrees(self) -> list[Path]:
+        out = self.git("worktree", "list", "--porcelain")
+        return [Path(line[len("worktree "):]) for line in out.splitlines() if line.startswith("worktree ")]
+
+    def add_worktree(self, path: Path, sha: str) -> None:
+        self.git("worktree", "add", "--quiet", "--detach", str(path), sha)

@@ -1,0 +1,7 @@
+"""Manifests: TOML files describing patches, validated on every load."""
+
+from __future__ import annotations
+
+from patchkit.manifest.loader import Manifest, Patch, load_manifest, resolve_manifest
+
+__all__ = ["Manifest", "Patch", "load_manifest", "resolve_manifest"]

@@ -1,0 +1,376 @@
+"""Load a manifest: TOML -> JSON Schema -> semantic checks -> frozen values.
+
+The schema (``schema.json``, shipped in the package) is enforced on every
+load, and every error names the file, the key path (``patch[2].class``,
+counting ``[[patch]]`` tables from 1) and, where it can be found, the line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from patchkit.errors import ManifestError, UsageError
+from patchkit.manifest.payload import PayloadCache
+from patchkit.operations import registry
+from patchkit.operations.base import LoadContext, Operation
+from patchkit.results import Reason
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Patch:
+    index: int  # 1-based position among [[patch]] tables
+    id: str
+    op: Operation
+    file: str
+    required: bool
+    requires: tuple[str, ...]
+    description: str | None
+    hints: Mapping[Reason, str] = field(default_factory=dict)
+
+    @property
+    def op_name(self) -> str:
+        return self.op.op_name
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    display: str
+    name: str
+    summary: str | None
+    patches: tuple[Patch, ...]
+    digest: str  # over the manifest and every payload it uses
+
+    def files(self) -> list[str]:
+        """Target files in first-use order."""
+        return list(dict.fromkeys(p.file for p in self.patches))
+
+    def patch(self, patch_id: str) -> Patch:
+        for patch in self.patches:
+            if patch.id == patch_id:
+                return patch
+        known = [p.id for p in self.patches]
+        close = difflib.get_close_matches(patch_id, known, n=1)
+        raise UsageError(
+            f"manifest {self.name} has no patch {patch_id!r}",
+            hint=f"did you mean {close[0]!r}?" if close else f"patches: {', '.join(known)}",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.display, "digest": self.digest}
+
+
+# -- resolution -----------------------------------------------------------------
+
+
+def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
+    """A path, or a bare name looked up as manifests/NAME.toml (here, then in patchkit's checkout)."""
+    cwd = cwd or Path.cwd()
+    looks_like_path = spec.endswith(".toml") or "/" in spec or os.sep in spec
+    if looks_like_path:
+        path = (cwd / spec).resolve()
+        if not path.is_file():
+            raise UsageError(f"manifest file {spec} does not exist", hint="give a path to a .toml file or a manifest name")
+        return path
+    candidates = []
+    for root in dict.fromkeys([cwd, PROJECT_ROOT]):
+        candidate = root / "manifests" / f"{spec}.toml"
+        candidates.append(candidate)
+        if candidate.is_file():
+            return candidate.resolve()
+    known = sorted({p.stem for c in candidates if c.parent.is_dir() for p in c.parent.glob("*.toml")})
+    close = difflib.get_close_matches(spec, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else (f"known manifests: {', '.join(known)}" if known else "give a path to a .toml file")
+    raise UsageError(f"no manifest named {spec!r} (looked for {', '.join(str(c) for c in candidates)})", hint=hint)
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows); keep the absolute path
+        return str(path)
+
+
+# -- loading --------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def load_manifest(spec: str | Path, cwd: Path | None = None) -> Manifest:
+    path = spec if isinstance(spec, Path) else resolve_manifest(spec, cwd)
+    path = path.resolve()
+    display = _display(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read manifest {display}: {exc.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"not UTF-8 (byte {exc.start})", file=display) from None
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        line = int(match.group(1)) if match else None
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        col = f", column {match.group(2)}" if match else ""
+        raise ManifestError(f"invalid TOML: {message}{col}", file=display, line=line) from None
+
+    lines = _Lines(text)
+    _validate_schema(data, display, lines)
+
+    payloads = PayloadCache()
+    ops = registry()
+    patches: list[Patch] = []
+    seen: dict[str, int] = {}
+    for index, table in enumerate(data["patch"], start=1):
+        key = f"patch[{index}]"
+        ctx = LoadContext(
+            manifest_path=path,
+            display=display,
+            key=key,
+            line_of=lambda name, i=index: lines.line_of(i, name),
+            payloads=payloads,
+        )
+        patch_id = table["id"]
+        if patch_id in seen:
+            ctx.error("id", f"duplicate id {patch_id!r} (patch[{seen[patch_id]}] has it too)")
+        seen[patch_id] = index
+        file = table["file"]
+        if "\\" in file or file != Path(file).as_posix() or file.startswith("./"):
+            ctx.error("file", f"{file!r} must be a plain repo-relative path with '/' separators")
+        op = ops[table["op"]].from_table(table, ctx)
+        requires = tuple(table.get("requires", ()))
+        patches.append(
+            Patch(
+                index=index,
+                id=patch_id,
+                op=op,
+                file=file,
+                required=table.get("required", True),
+                requires=requires,
+                description=table.get("description"),
+                hints={Reason(k): v for k, v in table.get("hints", {}).items()},
+            )
+        )
+    for patch in patches:
+        for position, dep in enumerate(patch.requires, start=1):
+            key = f"patch[{patch.index}].requires[{position}]"
+            if dep == patch.id:
+                raise ManifestError("a patch cannot require itself", file=display, key_path=key,
+                                    line=lines.line_of(patch.index, "requires"))
+            if dep not in seen:
+                close = difflib.get_close_matches(dep, list(seen), n=1)
+                raise ManifestError(f"no patch has id {dep!r}", file=display, key_path=key,
+                                    line=lines.line_of(patch.index, "requires"),
+                                    hint=f"did you mean {close[0]!r}?" if close else None)
+
+    digest = hashlib.sha256()
+    digest.update(raw)
+    for payload in sorted(payloads.all(), key=lambda p: str(p.path)):
+        digest.update(b"\0" + os.path.relpath(payload.path, path.parent).encode() + b"\0" + payload.sha256.encode())
+    return Manifest(
+        path=path,
+        display=display,
+        name=data["name"],
+        summary=data.get("summary"),
+        patches=tuple(patches),
+        digest="sha256:" + digest.hexdigest(),
+    )
+
+
+# -- schema errors, worded ----------------------------------------------------------
+
+_PRIORITY = {"unevaluatedProperties": 9, "additionalProperties": 8, "if": 10, "allOf": 10}
+
+_PATTERN_MESSAGES = {
+    "id": "must start with a lowercase letter or digit and use only a-z, 0-9, '.', '_' and '-'",
+    "name": "must start with a lowercase letter or digit and use only a-z, 0-9 and '-'",
+    "file": "must be a repo-relative path to a .py file, without a leading '/' or '..' parts",
+    "class": "must be a class name, dotted for nested classes (Outer.Inner)",
+    "function": "must be a function name, or Class.method (dotted for nested classes)",
+    "payload_class": "must be a class name, dotted for nested classes",
+    "payload_function": "must be a function name or Class.method",
+    "body_of": "must be a function name or Class.method in the payload",
+    "target": "must be a Python identifier",
+    "before": "must be a Python identifier",
+}
+
+
+def _key_path(path: Iterable[Any]) -> str:
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part + 1}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _validate_schema(data: Mapping[str, Any], display: str, lines: _Lines) -> None:
+    errors = list(_validator().iter_errors(data))
+    if not errors:
+        return
+    errors.sort(key=lambda e: (_sort_path(e.absolute_path), _PRIORITY.get(e.validator, 0)))
+    error = errors[0]
+    path = list(error.absolute_path)
+    message, key, hint = _word(error, data)
+    if key is not None:
+        path.append(key)
+    patch_index = path[1] + 1 if len(path) >= 2 and path[0] == "patch" and isinstance(path[1], int) else None
+    leaf = path[-1] if path and isinstance(path[-1], str) else None
+    if patch_index is not None:
+        leaf = path[2] if len(path) > 2 and isinstance(path[2], str) else None
+        line = lines.line_of(patch_index, leaf)
+    else:
+        line = lines.top_line_of(leaf)
+    raise ManifestError(message, file=display, key_path=_key_path(path) or None, line=line, hint=hint)
+
+
+def _sort_path(path: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in path)
+
+
+def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
+    """(message, extra key to append to the path, hint)."""
+    validator = error.validator
+    instance = error.instance
+    path = list(error.absolute_path)
+    leaf = path[-1] if path else None
+    if validator == "required":
+        missing = re.search(r"'([^']+)' is a required property", error.message)
+        name = missing.group(1) if missing else "?"
+        op = instance.get("op") if isinstance(instance, dict) else None
+        what = f" for op {op!r}" if op and name != "op" and leaf != "patch" else ""
+        return f"missing required key{what}", name, None
+    if validator in ("unevaluatedProperties", "additionalProperties"):
+        known = _known_keys(error, instance)
+        extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
+        name = extra[0] if extra else "?"
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        op = instance.get("op") if isinstance(instance, dict) else None
+        scope = f" for op {op!r}" if op else ""
+        hint = f"did you mean {close[0]!r}?" if close else f"allowed keys{scope}: {', '.join(sorted(known))}"
+        return f"unknown key{scope}", name, hint
+    if validator == "enum":
+        allowed = error.validator_value
+        shown = repr(instance)
+        close = difflib.get_close_matches(str(instance), [str(a) for a in allowed], n=1)
+        hint = f"did you mean {close[0]!r}?" if close else None
+        label = "op" if leaf == "op" else "value"
+        return f"unknown {label} {shown}; expected one of: {', '.join(map(str, allowed))}", None, hint
+    if validator == "const":
+        if leaf == "schema":
+            return f"schema must be {error.validator_value} (this patchkit reads schema 1), got {instance!r}", None, None
+        return f"must be {error.validator_value!r}", None, None
+    if validator == "type":
+        return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None
+    if validator == "pattern":
+        return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None
+    if validator in ("minItems", "minLength"):
+        return "must not be empty", None, None
+    if validator == "uniqueItems":
+        return "lists the same value twice", None, None
+    if validator == "oneOf" and leaf == "expect":
+        return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, \
+            "run `patchkit digest FILE QUALNAME` on the upstream file"
+    if validator == "not":
+        return "give either `position` or `before`, not both", None, None
+    if validator == "propertyNames":
+        return f"{instance!r} is not a reason code", None, f"reason codes: {', '.join(r.value for r in Reason)}"
+    return error.message, None, None
+
+
+def _known_keys(error: Any, instance: Any) -> set[str]:
+    schema = _validator().schema
+    if error.validator == "additionalProperties":
+        return set(error.schema.get("properties", {}))
+    known = set(schema["$defs"]["patch"]["properties"])
+    op = instance.get("op") if isinstance(instance, dict) else None
+    op_schema = schema["$defs"].get(f"op-{op}")
+    if op_schema:
+        known |= set(op_schema.get("properties", {}))
+    return known
+
+
+def _a(kind: Any) -> str:
+    names = {"string": "a string", "boolean": "true or false", "array": "a list", "object": "a table",
+             "integer": "an integer", "number": "a number"}
+    if isinstance(kind, list):
+        return " or ".join(names.get(k, k) for k in kind)
+    return names.get(kind, str(kind))
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a table"
+    return type(value).__name__
+
+
+class _Lines:
+    """Best-effort line numbers for keys, read from the TOML text itself."""
+
+    _HEADER = re.compile(r"^\s*\[\[\s*patch\s*\]\]\s*(#.*)?$")
+    _TABLE = re.compile(r"^\s*\[")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.headers = [i for i, line in enumerate(self.lines) if self._HEADER.match(line)]
+
+    def _find_key(self, start: int, end: int, key: str | None) -> int | None:
+        if key is None:
+            return None
+        pattern = re.compile(rf"^\s*(\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})\s*=")
+        for i in range(start, end):
+            if pattern.match(self.lines[i]):
+                return i + 1
+        return None
+
+    def line_of(self, patch_index: int, key: str | None) -> int | None:
+        if patch_index - 1 >= len(self.headers):
+            return None
+        start = self.headers[patch_index - 1]
+        end = len(self.lines)
+        for i in range(start + 1, len(self.lines)):
+            if self._TABLE.match(self.lines[i]):
+                end = i
+                break
+        return self._find_key(start + 1, end, key) or start + 1
+
+    def top_line_of(self, key: str | None) -> int | None:
+        end = self.headers[0] if self.headers else len(self.lines)
+        for i in range(end):
+            if self._TABLE.match(self.lines[i]):
+                end = i
+                break
+        return self._find_key(0, end, key)

@@ -1,0 +1,109 @@
+"""Payloads: the real Python files in ``patches/`` that hold the code a patch adds.
+
+A payload is read and checked when the manifest loads, so a missing file or a
+missing definition is a manifest error before any target file is touched.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from patchkit.operations.code import FunctionNode, definition_name, is_docstring
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+
+@dataclass
+class Payload:
+    path: Path  # absolute
+    display: str  # as written in the manifest
+    text: str
+    tree: ast.Module
+    sha256: str
+    _cst: Any = field(default=None, repr=False)
+
+    def cst_module(self) -> cst.Module:
+        # libcst is imported only when something is actually edited: a range
+        # check never needs it.
+        if self._cst is None:
+            import libcst
+
+            self._cst = libcst.parse_module(self.text)
+        return self._cst
+
+    def find_class(self, dotted: str) -> ast.ClassDef | None:
+        body = self.tree.body
+        node: ast.ClassDef | None = None
+        for part in dotted.split("."):
+            node = next((s for s in reversed(body) if isinstance(s, ast.ClassDef) and s.name == part), None)
+            if node is None:
+                return None
+            body = node.body
+        return node
+
+    def methods_of(self, node: ast.ClassDef) -> list[FunctionNode]:
+        return [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def find_function(self, qualname: str) -> FunctionNode | None:
+        *owners, name = qualname.split(".")
+        body = self.tree.body
+        if owners:
+            owner = self.find_class(".".join(owners))
+            if owner is None:
+                return None
+            body = owner.body
+        return next(
+            (s for s in reversed(body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name),
+            None,
+        )
+
+    def definitions(self) -> dict[str, ast.stmt]:
+        """Top-level definitions by name (imports and docstrings are not definitions)."""
+        out: dict[str, ast.stmt] = {}
+        for stmt in self.tree.body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) or is_docstring(stmt):
+                continue
+            name = definition_name(stmt)
+            if name is not None:
+                out[name] = stmt
+        return out
+
+    def body_statements(self, fn: FunctionNode) -> list[ast.stmt]:
+        body = list(fn.body)
+        if body and is_docstring(body[0]):
+            body = body[1:]
+        return body
+
+
+class PayloadCache:
+    """Loads each payload file once per manifest load."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[Path, Payload] = {}
+
+    def load(self, path: Path, display: str) -> Payload:
+        """Raises OSError, UnicodeDecodeError or SyntaxError; the loader words them."""
+        resolved = path.resolve()
+        cached = self._by_path.get(resolved)
+        if cached is not None:
+            return cached
+        data = resolved.read_bytes()
+        text = data.decode("utf-8")
+        tree = ast.parse(text, filename=str(resolved))
+        payload = Payload(
+            path=resolved,
+            display=display,
+            text=text,
+            tree=tree,
+            sha256=hashlib.sha256(data).hexdigest(),
+        )
+        self._by_path[resolved] = payload
+        return payload
+
+    def all(self) -> list[Payload]:
+        return list(self._by_path.values())

@@ -1,0 +1,125 @@
+"""add-definitions: add module-level functions, classes or assignments from a payload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
+from patchkit.operations.code import CodeState, bound_names, canon, closest, format_closest
+from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from patchkit.manifest.payload import Payload
+
+
+@dataclass(frozen=True)
+class AddDefinitions(Operation):
+    op_name = "add-definitions"
+    payload: Payload
+    definitions: tuple[NamedDef, ...]
+    on_conflict: OnConflict
+    position: str  # "end" | "after-imports"
+    before: str | None
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> AddDefinitions:
+        payload = ctx.payload(table)
+        available = payload.definitions()
+        wanted = table.get("names")
+        if wanted is None:
+            if not available:
+                ctx.error("source", f"{payload.display} has no module-level definitions to add")
+            names = list(available)
+        else:
+            names = list(wanted)
+            for index, name in enumerate(names):
+                if name not in available:
+                    ctx.error(f"names[{index + 1}]", f"{payload.display} defines no module-level {name!r}",
+                              hint=f"it defines: {', '.join(available) or 'nothing'}")
+        return cls(
+            payload=payload,
+            definitions=tuple(NamedDef(n, available[n]) for n in names),
+            on_conflict=OnConflict(table.get("on_conflict", "fail")),
+            position=table.get("position", "end"),
+            before=table.get("before"),
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "definitions": [(d.name, canon(d.node)) for d in self.definitions],
+            "on_conflict": self.on_conflict.value,
+            "position": self.position,
+            "before": self.before,
+        }
+
+    def _insert_index(self, state: CodeState) -> int | None:
+        if self.before is not None:
+            stmt = state.module_binding(self.before)
+            if stmt is None:
+                return None
+            return state.tree.body.index(stmt)
+        if self.position == "after-imports":
+            return state.import_block_end()
+        return len(state.tree.body)
+
+    def _insert_line(self, state: CodeState, index: int) -> int:
+        body = state.tree.body
+        if index < len(body):
+            return body[index].lineno
+        return state.last_line + 1
+
+    def analyze(self, state: CodeState) -> Outcome:
+        plan = classify(self.definitions, state.module_binding, self.on_conflict)
+        index = self._insert_index(state)
+        if index is None and plan.add:
+            names = [(n, s.lineno) for s in state.tree.body for n in bound_names(s)]
+            return Outcome.fail(
+                Reason.TARGET_NOT_FOUND,
+                None,
+                f"`before = {self.before!r}`: nothing named {self.before} is defined at module level"
+                + format_closest("names", closest(self.before or "", names)),
+            )
+        line = self._insert_line(state, index) if index is not None else 1
+        return outcome_for(plan, where="the module", where_line=line, payload=self.payload.display, kind="definitions")
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        index = self._insert_index(state)
+        assert index is not None or not outcome.plan.add
+        splice_defs(
+            state.tree.body,
+            outcome.plan,
+            insert_at=index if index is not None else len(state.tree.body),
+            insert_line=outcome.line or 1,
+            splice=lambda nodes, line: state.splice(nodes, line=line, patch_id=patch_id),
+        )
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        edit = edit_lazy()
+        plan: DefPlan = outcome.plan
+        payload_body = self.payload.cst_module().body
+
+        def payload_stmt(name: str) -> cst.BaseStatement:
+            return [s for s in payload_body if name in edit.cst_bound_names(s)][-1]
+
+        body = list(module.body)
+        if self.before is not None:
+            insert_at: int | None = max(i for i, s in enumerate(body) if self.before in edit.cst_bound_names(s))
+        elif self.position == "after-imports":
+            from patchkit.operations.ensure_import import _cst_import_block_end
+
+            insert_at = _cst_import_block_end(body)
+        else:
+            insert_at = None
+        new_body = edit.place_definitions(
+            body,
+            [(d.name, payload_stmt(d.name)) for d, _ in plan.replace],
+            [payload_stmt(d.name) for d in plan.add],
+            insert_at=insert_at,
+            blank_lines=2,
+        )
+        return module.with_changes(body=new_body)

@@ -1,0 +1,143 @@
+"""add-methods: add methods from a payload class to a class in the target file."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
+from patchkit.operations.code import CodeState, canon, closest, format_closest
+from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from patchkit.manifest.payload import Payload
+
+
+@dataclass(frozen=True)
+class AddMethods(Operation):
+    op_name = "add-methods"
+    class_name: str
+    payload: Payload
+    payload_class: str
+    methods: tuple[NamedDef, ...]
+    on_conflict: OnConflict
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> AddMethods:
+        payload = ctx.payload(table)
+        class_name = table["class"]
+        payload_class = table.get("payload_class", class_name)
+        node = payload.find_class(payload_class)
+        if node is None:
+            key = "payload_class" if "payload_class" in table else "class"
+            ctx.error(key, f"payload {payload.display} defines no class {payload_class!r}",
+                      hint="the payload must hold a class of that name whose body has the methods")
+        available = {m.name: m for m in payload.methods_of(node)}
+        wanted = table.get("methods")
+        if wanted is None:
+            if not available:
+                ctx.error("source", f"class {payload_class} in {payload.display} has no methods to add")
+            names = list(available)
+        else:
+            names = list(wanted)
+            for index, name in enumerate(names):
+                if name not in available:
+                    ctx.error(f"methods[{index + 1}]",
+                              f"class {payload_class} in {payload.display} has no method {name!r}",
+                              hint=f"it has: {', '.join(available) or 'none'}")
+            dupes = {n for n in names if names.count(n) > 1}
+            if dupes:
+                ctx.error("methods", f"lists {', '.join(sorted(dupes))} more than once")
+        return cls(
+            class_name=class_name,
+            payload=payload,
+            payload_class=payload_class,
+            methods=tuple(NamedDef(n, available[n]) for n in names),
+            on_conflict=OnConflict(table.get("on_conflict", "fail")),
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "class": self.class_name,
+            "methods": [(m.name, canon(m.node)) for m in self.methods],
+            "on_conflict": self.on_conflict.value,
+        }
+
+    def analyze(self, state: CodeState) -> Outcome:
+        target = state.find_class(self.class_name)
+        if target is None:
+            suggestions = closest(self.class_name, state.all_classes())
+            return Outcome.fail(
+                Reason.CLASS_NOT_FOUND,
+                None,
+                f"class {self.class_name} is not defined in {state.path}"
+                + format_closest("classes", suggestions),
+            )
+
+        def member(name: str) -> ast.stmt | None:
+            found = None
+            for stmt in target.body:
+                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+                    found = stmt
+                elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                        found = stmt
+            return found
+
+        plan = classify(self.methods, member, self.on_conflict)
+        return outcome_for(
+            plan,
+            where=f"class {self.class_name} (line {target.lineno})",
+            where_line=target.lineno,
+            payload=self.payload.display,
+            kind="methods",
+        )
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        target = state.find_class(self.class_name)
+        assert target is not None
+        end = target.end_lineno or target.lineno
+        splice_defs(
+            target.body,
+            outcome.plan,
+            insert_at=len(target.body),
+            insert_line=end,
+            splice=lambda nodes, line: state.splice(nodes, line=line, patch_id=patch_id),
+        )
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        edit = edit_lazy()
+        plan: DefPlan = outcome.plan
+        payload_class = _cst_class(self.payload.cst_module(), self.payload_class, edit)
+        by_name = {
+            stmt.name.value: stmt
+            for stmt in edit.block_body(payload_class)
+            if isinstance(stmt, edit.cst.FunctionDef)
+        }
+
+        def change(cls_node: cst.ClassDef) -> cst.ClassDef:
+            body = edit.place_definitions(
+                edit.block_body(cls_node),
+                [(d.name, by_name[d.name]) for d, _ in plan.replace],
+                [by_name[d.name] for d in plan.add],
+                insert_at=None,
+                blank_lines=1,
+            )
+            return edit.with_block_body(cls_node, body)  # type: ignore[return-value]
+
+        return edit.update_class(module, self.class_name, change)
+
+
+def _cst_class(module: cst.Module, dotted: str, edit: Any) -> cst.ClassDef:
+    body = module.body
+    node = None
+    for part in dotted.split("."):
+        node = [s for s in body if isinstance(s, edit.cst.ClassDef) and s.name.value == part][-1]
+        body = edit.block_body(node)
+    return node  # type: ignore[return-value]

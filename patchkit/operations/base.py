@@ -1,0 +1,124 @@
+"""The transform contract every operation implements.
+
+An operation is a frozen value built from one ``[[patch]]`` table.  It has
+three steps, always run in this order by the engine:
+
+``analyze(state)``
+    Look at the file (an ast model, see ``code.py``) and return an
+    ``Outcome``: apply, skip or fail, with a reason code, the line and a
+    message.  It never raises for a target that does not fit.
+``simulate(state, outcome)``
+    Only after an "apply" outcome: splice the change into the ast model so
+    the next patch on the same file sees it.
+``transform(module, outcome)``
+    Only when writing: make the same change on a libcst module.  The engine
+    re-analyses the result and requires this patch to read back as
+    ALREADY_APPLIED, so ``analyze`` and ``transform`` cannot silently diverge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NoReturn
+
+from patchkit.errors import ManifestError
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import libcst as cst
+
+    from patchkit.manifest.payload import Payload, PayloadCache
+    from patchkit.operations.code import CodeState
+
+
+class Kind(str, Enum):
+    APPLY = "apply"
+    SKIP = "skip"
+    FAIL = "fail"
+
+
+class OnConflict(str, Enum):
+    FAIL = "fail"
+    KEEP_UPSTREAM = "keep-upstream"
+    REPLACE = "replace"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: Kind
+    reason: Reason | None
+    line: int | None
+    message: str
+    plan: Any = None  # op-specific: what simulate/transform must do
+
+    @classmethod
+    def apply(cls, line: int | None, message: str, plan: Any = None) -> Outcome:
+        return cls(Kind.APPLY, None, line, message, plan)
+
+    @classmethod
+    def skip(cls, reason: Reason, line: int | None, message: str) -> Outcome:
+        return cls(Kind.SKIP, reason, line, message)
+
+    @classmethod
+    def fail(cls, reason: Reason, line: int | None, message: str) -> Outcome:
+        return cls(Kind.FAIL, reason, line, message)
+
+
+@dataclass(frozen=True)
+class LoadContext:
+    """What ``from_table`` needs to read payloads and word manifest errors."""
+
+    manifest_path: Path
+    display: str  # the manifest path as shown to the user
+    key: str  # e.g. "patch[2]"
+    line_of: Any  # callable(key_name | None) -> int | None
+    payloads: PayloadCache
+
+    def error(self, key: str | None, message: str, hint: str | None = None) -> NoReturn:
+        path = self.key if key is None else f"{self.key}.{key}"
+        raise ManifestError(message, file=self.display, key_path=path, line=self.line_of(key), hint=hint)
+
+    def payload(self, table: Mapping[str, Any], key: str = "source") -> Payload:
+        written = table[key]
+        path = (self.manifest_path.parent / written)
+        try:
+            return self.payloads.load(path, written)
+        except FileNotFoundError:
+            self.error(key, f"payload file {written!r} does not exist (looked at {path})",
+                       hint="source paths are relative to the manifest file")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.error(key, f"payload file {written!r} cannot be read: {exc}")
+        except SyntaxError as exc:
+            self.error(key, f"payload file {written!r} is not valid Python: {exc.msg} at line {exc.lineno}")
+
+
+class Operation(ABC):
+    op_name: ClassVar[str]
+
+    @classmethod
+    @abstractmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation:
+        """Build from a schema-valid table; raise ManifestError via ``ctx.error``."""
+
+    @abstractmethod
+    def analyze(self, state: CodeState) -> Outcome: ...
+
+    @abstractmethod
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None: ...
+
+    @abstractmethod
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module: ...
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """Everything the verdict depends on besides the file (for cache keys)."""
+
+    def fingerprint(self) -> str:
+        blob = json.dumps({"op": self.op_name, **self.identity()}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()

@@ -1,0 +1,117 @@
+"""Shared logic of the two operations that add named definitions.
+
+``add-methods`` adds defs to a class body, ``add-definitions`` adds functions,
+classes and assignments to a module body.  Both decide per name: add it,
+leave it (already identical), keep upstream's (different code,
+``on_conflict = "keep-upstream"``), replace it (``"replace"``) or stop
+(``"fail"``); and both word their outcome the same way.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from patchkit.operations.base import OnConflict, Outcome
+from patchkit.operations.code import canon
+from patchkit.results import Reason
+
+
+@dataclass(frozen=True)
+class NamedDef:
+    name: str
+    node: ast.stmt  # from the payload
+
+
+@dataclass
+class DefPlan:
+    add: list[NamedDef] = field(default_factory=list)
+    replace: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)  # (payload, existing)
+    same: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)
+    kept: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)
+    conflicts: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)
+
+
+def classify(
+    defs: Sequence[NamedDef],
+    existing: Callable[[str], ast.stmt | None],
+    on_conflict: OnConflict,
+) -> DefPlan:
+    plan = DefPlan()
+    for item in defs:
+        current = existing(item.name)
+        if current is None:
+            plan.add.append(item)
+        elif canon(current) == canon(item.node):
+            plan.same.append((item, current))
+        elif on_conflict is OnConflict.KEEP_UPSTREAM:
+            plan.kept.append((item, current))
+        elif on_conflict is OnConflict.REPLACE:
+            plan.replace.append((item, current))
+        else:
+            plan.conflicts.append((item, current))
+    return plan
+
+
+def _listed(pairs: Sequence[tuple[NamedDef, ast.stmt]]) -> str:
+    return ", ".join(f"{d.name} (line {node.lineno})" for d, node in pairs)
+
+
+def outcome_for(
+    plan: DefPlan,
+    *,
+    where: str,
+    where_line: int,
+    payload: str,
+    kind: str,
+) -> Outcome:
+    """Word the verdict.  ``where`` is e.g. "class Foo (line 12)" or "the module"."""
+    if plan.conflicts:
+        first = plan.conflicts[0][1]
+        return Outcome.fail(
+            Reason.CONFLICT,
+            first.lineno,
+            f"{where} already defines {_listed(plan.conflicts)} with code that differs from {payload}. "
+            'Compare them, then set on_conflict = "keep-upstream" to use upstream\'s '
+            'or "replace" to use the patch\'s',
+        )
+    if not plan.add and not plan.replace:
+        if plan.kept:
+            return Outcome.skip(
+                Reason.UPSTREAM_PROVIDES,
+                plan.kept[0][1].lineno,
+                f"upstream already defines {_listed(plan.kept)} in {where} with its own code "
+                '(on_conflict = "keep-upstream"): this patch is redundant at this commit',
+            )
+        return Outcome.skip(
+            Reason.ALREADY_APPLIED,
+            plan.same[0][1].lineno if plan.same else where_line,
+            f"{kind} {', '.join(d.name for d, _ in plan.same)} already in {where} with the patch's code",
+        )
+    parts = []
+    if plan.add:
+        parts.append(f"adds {', '.join(d.name for d in plan.add)}")
+    if plan.replace:
+        parts.append(f"replaces {_listed(plan.replace)}")
+    message = f"{' and '.join(parts)} {'to' if plan.add and not plan.replace else 'in'} {where}"
+    if plan.same:
+        message += f"; {', '.join(d.name for d, _ in plan.same)} already present"
+    if plan.kept:
+        message += f"; keeps upstream's {_listed(plan.kept)}"
+    return Outcome.apply(where_line, message, plan=plan)
+
+
+def splice_defs(
+    body: list[ast.stmt],
+    plan: DefPlan,
+    *,
+    insert_at: int,
+    insert_line: int,
+    splice: Callable[[Sequence[ast.AST], int], list[ast.AST]],
+) -> None:
+    """Simulate the plan on an ast body (replacements in place, additions at ``insert_at``)."""
+    for item, current in plan.replace:
+        index = next(i for i, stmt in enumerate(body) if stmt is current)
+        body[index] = splice([item.node], current.lineno)[0]  # type: ignore[assignment]
+    body[insert_at:insert_at] = splice([d.node for d in plan.add], insert_line)  # type: ignore[misc]

@@ -1,0 +1,231 @@
+"""libcst editing helpers shared by the operations' ``transform`` steps.
+
+Everything here rebuilds only the nodes on the path to the edit; libcst keeps
+every other node (and so every other byte) as it was parsed.  Targets are
+found the same way ``code.py`` finds them on the ast: the last definition of a
+name in its block, statements compared by ``canon``.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Sequence
+
+import libcst as cst
+
+from patchkit.errors import InternalError
+from patchkit.operations.code import canon
+
+_EMPTY = cst.Module(body=[])
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return _EMPTY.code_for_node(node)
+
+
+def statement_canons(stmt: cst.BaseStatement) -> list[str]:
+    """canon() of each ast statement this cst statement holds (``a; b`` holds two)."""
+    tree = ast.parse(code_of(stmt))
+    return [canon(s) for s in tree.body]
+
+
+def statements_canon(stmts: Sequence[cst.BaseStatement]) -> str:
+    return canon(ast.parse("".join(code_of(s) for s in stmts)).body)
+
+
+def _replace_last(
+    body: Sequence[cst.BaseStatement],
+    match: Callable[[cst.BaseStatement], bool],
+    change: Callable[[cst.BaseStatement], cst.BaseStatement | Sequence[cst.BaseStatement]],
+    what: str,
+) -> list[cst.BaseStatement]:
+    index = None
+    for i, stmt in enumerate(body):
+        if match(stmt):
+            index = i
+    if index is None:
+        raise InternalError(f"libcst edit could not find {what} that the analysis found")
+    new = change(body[index])
+    replacement = list(new) if isinstance(new, (list, tuple)) else [new]
+    return [*body[:index], *replacement, *body[index + 1 :]]  # type: ignore[list-item]
+
+
+def _named(kind: type, name: str) -> Callable[[cst.BaseStatement], bool]:
+    return lambda stmt: isinstance(stmt, kind) and stmt.name.value == name  # type: ignore[attr-defined]
+
+
+def _is_function(name: str) -> Callable[[cst.BaseStatement], bool]:
+    return _named(cst.FunctionDef, name)  # async defs are FunctionDef with `asynchronous` set
+
+
+def block_body(node: cst.ClassDef | cst.FunctionDef) -> list[cst.BaseStatement]:
+    body = node.body
+    if isinstance(body, cst.IndentedBlock):
+        return list(body.body)
+    # `class A: pass` -- a one-line suite; edits turn it into an indented block.
+    return [cst.SimpleStatementLine(body=list(body.body))]
+
+
+def with_block_body(node: cst.ClassDef | cst.FunctionDef, stmts: Sequence[cst.BaseStatement]) -> cst.CSTNode:
+    body = node.body
+    if isinstance(body, cst.IndentedBlock):
+        return node.with_changes(body=body.with_changes(body=list(stmts)))
+    return node.with_changes(
+        body=cst.IndentedBlock(body=list(stmts), header=body.trailing_whitespace),
+        whitespace_before_colon=node.whitespace_before_colon,
+    )
+
+
+def update_class(
+    module: cst.Module, dotted: str, change: Callable[[cst.ClassDef], cst.ClassDef]
+) -> cst.Module:
+    parts = dotted.split(".")
+
+    def descend(body: Sequence[cst.BaseStatement], depth: int) -> list[cst.BaseStatement]:
+        def apply(stmt: cst.BaseStatement) -> cst.BaseStatement:
+            assert isinstance(stmt, cst.ClassDef)
+            if depth == len(parts) - 1:
+                return change(stmt)
+            return with_block_body(stmt, descend(block_body(stmt), depth + 1))  # type: ignore[return-value]
+
+        return _replace_last(body, _named(cst.ClassDef, parts[depth]), apply, f"class {dotted}")
+
+    return module.with_changes(body=descend(module.body, 0))
+
+
+def update_function(
+    module: cst.Module,
+    qualname: str,
+    change: Callable[[cst.FunctionDef], cst.BaseStatement | Sequence[cst.BaseStatement]],
+) -> cst.Module:
+    *owners, name = qualname.split(".")
+
+    def in_body(body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        return _replace_last(body, _is_function(name), change, f"function {qualname}")  # type: ignore[arg-type]
+
+    if not owners:
+        return module.with_changes(body=in_body(module.body))
+    return update_class(
+        module, ".".join(owners), lambda cls: with_block_body(cls, in_body(block_body(cls)))  # type: ignore[return-value]
+    )
+
+
+def spaced(stmt: cst.BaseStatement, blank_lines: int = 1) -> cst.BaseStatement:
+    """The statement with exactly ``blank_lines`` blank lines before it.
+
+    Comments attached above it in the payload are kept.
+    """
+    leading = list(getattr(stmt, "leading_lines", ()))
+    while leading and leading[0].comment is None:
+        leading.pop(0)
+    return stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * blank_lines + leading)
+
+
+def without_leading_blank_lines(stmt: cst.BaseStatement) -> cst.BaseStatement:
+    return spaced(stmt, 0)
+
+
+class AnchorInserter(cst.CSTTransformer):
+    """Inserts statements before/after the one statement whose canon matches."""
+
+    def __init__(self, anchor: str, position: str, stmts: Sequence[cst.BaseStatement]) -> None:
+        super().__init__()
+        self.anchor = anchor
+        self.position = position
+        self.stmts = list(stmts)
+        self.hits = 0
+        self._depth = 0
+
+    # Do not look inside nested functions or classes: the anchor belongs to
+    # the function the patch names, as in code.walk_statements.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._depth += 1
+        return self._depth == 1
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._depth -= 1
+        return updated
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        out: list[cst.BaseStatement] = []
+        changed = False
+        for orig, upd in zip(original.body, updated.body):
+            if self.anchor in statement_canons(orig):
+                self.hits += 1
+                changed = True
+                if self.position == "before":
+                    out.extend(self.stmts)
+                    out.append(upd)
+                else:
+                    out.append(upd)
+                    out.extend(self.stmts)
+            else:
+                out.append(upd)
+        return updated.with_changes(body=out) if changed else updated
+
+
+def parse_expression(code: str) -> cst.BaseExpression:
+    return cst.parse_expression(code)
+
+
+def _cst_target_names(node: cst.BaseExpression) -> set[str]:
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, (cst.Tuple, cst.List)):
+        out: set[str] = set()
+        for element in node.elements:
+            out |= _cst_target_names(element.value)
+        return out
+    return set()
+
+
+def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:
+    """Mirror of code.bound_names for libcst statements."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return {stmt.name.value}
+    names: set[str] = set()
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    names |= _cst_target_names(target.target)
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                names |= _cst_target_names(small.target)
+            elif isinstance(small, cst.Import):
+                for alias in small.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    names.add(code_of(bound).split(".")[0].strip())  # type: ignore[arg-type]
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    bound = alias.asname.name if alias.asname else alias.name
+                    names.add(code_of(bound).strip())  # type: ignore[arg-type]
+    return names
+
+
+def binds(name: str) -> Callable[[cst.BaseStatement], bool]:
+    return lambda stmt: name in cst_bound_names(stmt)
+
+
+def place_definitions(
+    body: Sequence[cst.BaseStatement],
+    replace: Sequence[tuple[str, cst.BaseStatement]],
+    add: Sequence[cst.BaseStatement],
+    *,
+    insert_at: int | None,
+    blank_lines: int,
+) -> list[cst.BaseStatement]:
+    """Replace the last binding of each name, then insert ``add`` (None: at the end)."""
+    out = list(body)
+    for name, new in replace:
+        out = _replace_last(
+            out, binds(name), lambda old, new=new: new.with_changes(leading_lines=old.leading_lines), name
+        )
+    added = [spaced(stmt, blank_lines) for stmt in add]
+    # What follows an insertion keeps its own leading lines untouched, so no
+    # byte of upstream's changes; the added block brings its own spacing.
+    index = len(out) if insert_at is None else insert_at
+    out[index:index] = added
+    return out

@@ -1,0 +1,171 @@
+"""ensure-import: make sure a module-level import is present.
+
+Missing names are added as one new import line after the module's leading
+import block.  An existing ``from x import (...)`` is never rewritten: the
+patch then touches only lines it owns.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.code import CodeState, bound_names, parse_statement
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+
+@dataclass(frozen=True)
+class ImportItem:
+    """One name an import statement binds."""
+
+    module: str | None  # "a.b" for `import a.b`; the from-module for `from m import x`
+    level: int  # leading dots of a relative from-import
+    name: str | None  # None for `import a.b`
+    asname: str | None
+
+    @property
+    def binds(self) -> str:
+        if self.asname:
+            return self.asname
+        if self.name is None:
+            return (self.module or "").split(".")[0]
+        return self.name
+
+    def render(self) -> str:
+        alias = f" as {self.asname}" if self.asname else ""
+        if self.name is None:
+            return f"import {self.module}{alias}"
+        return f"from {'.' * self.level}{self.module or ''} import {self.name}{alias}"
+
+    def spelled(self) -> str:
+        return self.name if self.name is not None else (self.module or "")
+
+
+def items_of(stmt: ast.Import | ast.ImportFrom) -> list[ImportItem]:
+    if isinstance(stmt, ast.Import):
+        return [ImportItem(a.name, 0, None, a.asname) for a in stmt.names]
+    return [ImportItem(stmt.module, stmt.level, a.name, a.asname) for a in stmt.names]
+
+
+def render_items(items: list[ImportItem]) -> str:
+    first = items[0]
+    if first.name is None:
+        return "import " + ", ".join(
+            f"{i.module}{' as ' + i.asname if i.asname else ''}" for i in items
+        )
+    names = ", ".join(f"{i.name}{' as ' + i.asname if i.asname else ''}" for i in items)
+    return f"from {'.' * first.level}{first.module or ''} import {names}"
+
+
+@dataclass(frozen=True)
+class EnsureImport(Operation):
+    op_name = "ensure-import"
+    code: str
+    items: tuple[ImportItem, ...]
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
+        code = table["import"]
+        try:
+            stmt = parse_statement(code)
+        except ValueError as exc:
+            ctx.error("import", f"{code!r} {exc}")
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            ctx.error("import", f"{code!r} is not an import statement")
+        if any(alias.name == "*" for alias in stmt.names):
+            ctx.error("import", "star imports cannot be ensured: name each symbol")
+        return cls(code=code, items=tuple(items_of(stmt)))
+
+    def identity(self) -> dict[str, Any]:
+        return {"import": self.code}
+
+    def analyze(self, state: CodeState) -> Outcome:
+        existing = state.top_level_imports()
+        present: list[tuple[ImportItem, int]] = []
+        missing: list[ImportItem] = []
+        for item in self.items:
+            line = next((imp.lineno for imp in existing if item in items_of(imp)), None)
+            if line is not None:
+                present.append((item, line))
+                continue
+            clash = self._clash(state, item)
+            if clash is not None:
+                return Outcome.fail(
+                    Reason.CONFLICT,
+                    clash.lineno,
+                    f"the module already binds {item.binds!r} at line {clash.lineno} "
+                    f"({_describe(clash)}); importing `{item.render()}` would rebind it. "
+                    "Import it under another name (`as ...`) in the manifest and the payload",
+                )
+            missing.append(item)
+        if not missing:
+            lines = sorted({line for _, line in present})
+            where = f"line {lines[0]}" if len(lines) == 1 else "lines " + ", ".join(map(str, lines))
+            return Outcome.skip(Reason.ALREADY_APPLIED, lines[0], f"`{self.code}` is already imported ({where})")
+        new_code = render_items(missing)
+        message = f"adds `{new_code}` after the import block"
+        if present:
+            message += f" ({', '.join(i.spelled() for i, _ in present)} already imported)"
+        return Outcome.apply(state.import_insert_line(), message, plan=new_code)
+
+    def _clash(self, state: CodeState, item: ImportItem) -> ast.stmt | None:
+        name = item.binds
+        for stmt in state.tree.body:
+            if name not in bound_names(stmt):
+                continue
+            if isinstance(stmt, ast.Import) and item.name is None and not item.asname:
+                # `import a.b` and `import a.c` both bind `a`: that is no clash.
+                if any(a.asname is None and a.name.split(".")[0] == name for a in stmt.names):
+                    continue
+            return stmt
+        return None
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        node = ast.parse(outcome.plan).body
+        index = state.import_block_end()
+        state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)  # type: ignore[misc]
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        import libcst
+
+        stmt = libcst.parse_statement(outcome.plan + "\n")
+        body = list(module.body)
+        body.insert(_cst_import_block_end(body), stmt)
+        return module.with_changes(body=body)
+
+
+def _describe(stmt: ast.stmt) -> str:
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return f"`{ast.unparse(stmt)}`"
+    if isinstance(stmt, ast.ClassDef):
+        return f"class {stmt.name}"
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"def {stmt.name}"
+    return "an assignment"
+
+
+def _cst_import_block_end(body: list[Any]) -> int:
+    import libcst
+
+    end = 0
+    for index, stmt in enumerate(body):
+        is_import = isinstance(stmt, libcst.SimpleStatementLine) and all(
+            isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in stmt.body
+        )
+        is_doc = (
+            index == 0
+            and isinstance(stmt, libcst.SimpleStatementLine)
+            and len(stmt.body) == 1
+            and isinstance(stmt.body[0], libcst.Expr)
+            and isinstance(stmt.body[0].value, (libcst.SimpleString, libcst.ConcatenatedString))
+        )
+        if is_import or is_doc:
+            end = index + 1
+        else:
+            break
+    return end

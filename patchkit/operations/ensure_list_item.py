@@ -1,0 +1,125 @@
+"""ensure-list-item: make sure an item is in a module-level list or tuple.
+
+Typical use: register a class in ``EntryClass = [...]``.  A single value
+(``EntryClass = Foo``) becomes a list holding both.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.code import CodeState, bound_names, canon, closest, format_closest, one_line
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+_SINGLE = (ast.Name, ast.Attribute)
+
+
+@dataclass(frozen=True)
+class EnsureListItem(Operation):
+    op_name = "ensure-list-item"
+    target: str
+    item: str
+    item_node: ast.expr
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureListItem:
+        item = table["item"]
+        try:
+            node = ast.parse(item.strip(), mode="eval").body
+        except SyntaxError as exc:
+            ctx.error("item", f"{item!r} is not a Python expression ({exc.msg})")
+        return cls(target=table["target"], item=item.strip(), item_node=node)
+
+    def identity(self) -> dict[str, Any]:
+        return {"target": self.target, "item": canon(self.item_node)}
+
+    def _value(self, state: CodeState) -> tuple[ast.stmt | None, ast.expr | None]:
+        stmt = state.module_binding(self.target)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            return stmt, stmt.value
+        return stmt, None
+
+    def analyze(self, state: CodeState) -> Outcome:
+        stmt, value = self._value(state)
+        if stmt is None:
+            names = [(n, s.lineno) for s in state.tree.body for n in bound_names(s)]
+            return Outcome.fail(
+                Reason.TARGET_NOT_FOUND,
+                None,
+                f"nothing named {self.target} is assigned at module level in {state.path}"
+                + format_closest("names", closest(self.target, names)),
+            )
+        line = stmt.lineno
+        if value is None or not isinstance(value, (ast.List, ast.Tuple, *_SINGLE)):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                line,
+                f"{self.target} (line {line}) is not a list, tuple or single name, so `{self.item}` cannot be "
+                "added to it; edit it with a replace or insert patch instead",
+            )
+        elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+        wanted = canon(self.item_node)
+        if any(canon(e) == wanted for e in elements):
+            return Outcome.skip(Reason.ALREADY_APPLIED, line, f"{self.item} is already in {self.target} (line {line})")
+        shape = "list" if isinstance(value, ast.List) else "tuple" if isinstance(value, ast.Tuple) else "single value"
+        message = f"adds {self.item} to {self.target} (line {line})"
+        if shape == "single value":
+            message += f", turning `{one_line(ast.unparse(value), 40)}` into a list"
+        return Outcome.apply(line, message)
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        stmt, value = self._value(state)
+        assert stmt is not None and value is not None
+        new = state.splice([self.item_node], line=stmt.lineno, patch_id=patch_id)[0]
+        if isinstance(value, (ast.List, ast.Tuple)):
+            value.elts.append(new)  # type: ignore[arg-type]
+        else:
+            stmt.value = ast.List(elts=[value, new], ctx=ast.Load())  # type: ignore[union-attr]
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        edit = edit_lazy()
+        cst_mod = edit.cst
+        new_item = cst_mod.parse_expression(self.item)
+        body = list(module.body)
+        index = max(i for i, s in enumerate(body) if self.target in edit.cst_bound_names(s))
+        line: Any = body[index]
+        small = next(
+            s for s in line.body
+            if isinstance(s, (cst_mod.Assign, cst_mod.AnnAssign))
+            and self.target in edit.cst_bound_names(cst_mod.SimpleStatementLine(body=[s]))
+        )
+        new_small = small.with_changes(value=_append(small.value, new_item, cst_mod))
+        body[index] = line.with_changes(body=[new_small if s is small else s for s in line.body])
+        return module.with_changes(body=body)
+
+
+def _append(value: Any, item: Any, cst: Any) -> Any:
+    """Append to a list/tuple node, copying the spacing its elements already use."""
+    if not isinstance(value, (cst.List, cst.Tuple)):
+        return cst.List(elements=[cst.Element(value=value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                  cst.Element(value=item)])
+    elements = list(value.elements)
+    if not elements:
+        return value.with_changes(elements=[cst.Element(value=item)])
+    last = elements[-1]
+    trailing = last.comma if isinstance(last.comma, cst.Comma) else None
+    if len(elements) >= 2 and isinstance(elements[-2].comma, cst.Comma):
+        between = elements[-2].comma
+    elif isinstance(value, cst.List) and isinstance(value.lbracket.whitespace_after, cst.ParenthesizedWhitespace):
+        # One element on its own line: separate the new one the same way.
+        between = cst.Comma(whitespace_after=value.lbracket.whitespace_after)
+    elif isinstance(value, cst.Tuple) and value.lpar and isinstance(value.lpar[0].whitespace_after, cst.ParenthesizedWhitespace):
+        between = cst.Comma(whitespace_after=value.lpar[0].whitespace_after)
+    else:
+        between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    elements[-1] = last.with_changes(comma=between)
+    # A trailing comma (and the line break before the bracket) moves to the new last element.
+    elements.append(cst.Element(value=item, comma=trailing) if trailing is not None else cst.Element(value=item))
+    return value.with_changes(elements=elements)

@@ -1,0 +1,176 @@
+"""insert: put statements before or after one anchor statement inside a function.
+
+The anchor is matched on normalised code (formatting and comments do not
+matter), at any depth of the function's blocks but not inside nested defs.
+No match and more than one match are both errors: an insert never guesses.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.code import (
+    CodeState,
+    StatementMatch,
+    canon,
+    one_line,
+    parse_statement,
+    unparse_short,
+    walk_statements,
+)
+from patchkit.operations.replace_function import _payload_def, missing_function
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from patchkit.manifest.payload import Payload
+
+
+@dataclass(frozen=True)
+class Insert(Operation):
+    op_name = "insert"
+    function: str
+    anchor: str
+    anchor_canon: str
+    position: str  # "before" | "after"
+    payload: Payload
+    body_of: str
+    statements: tuple[ast.stmt, ...]
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Insert:
+        anchor = table["anchor"]
+        try:
+            anchor_node = parse_statement(anchor)
+        except ValueError as exc:
+            ctx.error("anchor", f"{one_line(anchor)!r} {exc}")
+        payload = ctx.payload(table)
+        body_of = table["body_of"]
+        fn = payload.find_function(body_of)
+        if fn is None:
+            ctx.error("body_of", f"payload {payload.display} defines no function {body_of!r}",
+                      hint="the statements to insert are the body of that function")
+        statements = payload.body_statements(fn)
+        if not statements or all(isinstance(s, ast.Pass) for s in statements):
+            ctx.error("body_of", f"{body_of} in {payload.display} has no statements to insert")
+        return cls(
+            function=table["function"],
+            anchor=anchor,
+            anchor_canon=canon(anchor_node),
+            position=table["position"],
+            payload=payload,
+            body_of=body_of,
+            statements=tuple(statements),
+        )
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "function": self.function,
+            "anchor": self.anchor_canon,
+            "position": self.position,
+            "statements": canon(list(self.statements)),
+        }
+
+    def _matches(self, state: CodeState) -> tuple[Any, list[StatementMatch]]:
+        fn, _owner, missing_class = state.find_function(self.function)
+        if fn is None:
+            return missing_function(state, self.function, missing_class), []
+        return fn, [m for m in walk_statements(fn.body) if canon(m.node) == self.anchor_canon]
+
+    def analyze(self, state: CodeState) -> Outcome:
+        fn, matches = self._matches(state)
+        if isinstance(fn, Outcome):
+            return fn
+        span = f"{self.function} (lines {fn.lineno}-{fn.end_lineno})"
+        if not matches:
+            return Outcome.fail(
+                Reason.ANCHOR_NOT_FOUND,
+                fn.lineno,
+                f"no statement in {span} matches the anchor `{one_line(self.anchor)}`"
+                + self._closest(fn),
+            )
+        if len(matches) > 1:
+            lines = ", ".join(str(m.node.lineno) for m in matches)
+            return Outcome.fail(
+                Reason.ANCHOR_AMBIGUOUS,
+                matches[0].node.lineno,
+                f"the anchor `{one_line(self.anchor)}` matches {len(matches)} statements in {span}, "
+                f"at lines {lines}; use a statement that occurs once",
+            )
+        match = matches[0]
+        line = match.node.lineno
+        if not state.alone_on_lines(match.node):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                line,
+                f"the anchor at line {line} shares its line with other code (`;` or a one-line block); "
+                "patchkit inserts whole lines, so split that line upstream or pick another anchor",
+            )
+        count = len(self.statements)
+        if self.position == "before":
+            neighbours = match.body[max(0, match.index - count) : match.index]
+        else:
+            neighbours = match.body[match.index + 1 : match.index + 1 + count]
+        noun = "statement" if count == 1 else "statements"
+        if len(neighbours) == count and canon(neighbours) == canon(list(self.statements)):
+            return Outcome.skip(
+                Reason.ALREADY_APPLIED,
+                line,
+                f"{count} {noun} from {self.body_of} already {self.position} line {line} in {self.function}",
+            )
+        return Outcome.apply(
+            line,
+            f"inserts {count} {noun} from {self.body_of} {self.position} line {line} "
+            f"(`{unparse_short(match.node, 60)}`) in {self.function}",
+        )
+
+    def _closest(self, fn: ast.AST) -> str:
+        wanted = unparse_short(parse_statement(self.anchor), 200)
+        candidates: dict[str, int] = {}
+        for match in walk_statements(fn.body):  # type: ignore[attr-defined]
+            if isinstance(match.node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
+                continue  # a compound statement's text is its whole block: not a useful suggestion
+            candidates.setdefault(unparse_short(match.node, 200), match.node.lineno)
+        best = difflib.get_close_matches(wanted, list(candidates), n=2, cutoff=0.5)
+        if not best:
+            return ""
+        shown = "; ".join(f"line {candidates[b]}: `{one_line(b, 70)}`" for b in best)
+        return f"; closest: {shown}"
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        _fn, matches = self._matches(state)
+        match = matches[0]
+        index = match.index if self.position == "before" else match.index + 1
+        match.body[index:index] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)  # type: ignore[misc]
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        edit = edit_lazy()
+        source_fn = _payload_def(self.payload.cst_module(), self.body_of, edit)
+        stmts = list(edit.block_body(source_fn))
+        if stmts and _is_cst_docstring(stmts[0], edit):
+            stmts = stmts[1:]
+        if stmts:
+            stmts[0] = edit.without_leading_blank_lines(stmts[0])
+        inserter = edit.AnchorInserter(self.anchor_canon, self.position, stmts)
+        new = edit.update_function(module, self.function, lambda fn: fn.visit(inserter))
+        if inserter.hits != 1:
+            from patchkit.errors import InternalError
+
+            raise InternalError(f"anchor matched {inserter.hits} statements in libcst, 1 in the analysis")
+        return new
+
+
+def _is_cst_docstring(stmt: Any, edit: Any) -> bool:
+    cst = edit.cst
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )

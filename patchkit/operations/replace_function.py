@@ -1,0 +1,152 @@
+"""replace-function: swap a function or method for the payload's version.
+
+Guarded by ``expect``: the digest(s) of the upstream definition the
+replacement was written against.  If upstream changed the function since,
+the patch reports DRIFT instead of silently discarding upstream's change.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.code import (
+    CodeState,
+    FunctionNode,
+    canon,
+    closest,
+    digest,
+    format_closest,
+    short_digest,
+)
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from patchkit.manifest.payload import Payload
+
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def missing_function(state: CodeState, qualname: str, missing_class: str | None) -> Outcome:
+    """The CLASS_NOT_FOUND / FUNCTION_NOT_FOUND outcome, with suggestions."""
+    if missing_class is not None:
+        return Outcome.fail(
+            Reason.CLASS_NOT_FOUND,
+            None,
+            f"class {missing_class} (for {qualname}) is not defined in {state.path}"
+            + format_closest("classes", closest(missing_class, state.all_classes())),
+        )
+    *owners, name = qualname.split(".")
+    owner = state.find_class(".".join(owners)) if owners else None
+    where = f"class {'.'.join(owners)} (line {owner.lineno})" if owner else state.path
+    kind = "methods" if owner else "functions"
+    return Outcome.fail(
+        Reason.FUNCTION_NOT_FOUND,
+        owner.lineno if owner else None,
+        f"{'method' if owner else 'function'} {name} is not defined in {where}"
+        + format_closest(kind, closest(name, state.functions_in(owner))),
+    )
+
+
+@dataclass(frozen=True)
+class ReplaceFunction(Operation):
+    op_name = "replace-function"
+    function: str
+    payload: Payload
+    payload_function: str
+    node: FunctionNode
+    expect: tuple[str, ...]
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> ReplaceFunction:
+        payload = ctx.payload(table)
+        function = table["function"]
+        payload_function = table.get("payload_function", function)
+        node = payload.find_function(payload_function)
+        if node is None and "." in payload_function and "payload_function" not in table:
+            # A payload may hold just the function at module level.
+            node = payload.find_function(payload_function.rsplit(".", 1)[1])
+            payload_function = payload_function.rsplit(".", 1)[1]
+        if node is None:
+            key = "payload_function" if "payload_function" in table else "function"
+            ctx.error(key, f"payload {payload.display} defines no function {payload_function!r}")
+        if node.name != function.rsplit(".", 1)[-1]:
+            ctx.error("payload_function",
+                      f"the payload's function is named {node.name!r} but the target is {function!r}",
+                      hint="a replacement keeps the target's name")
+        raw = table["expect"]
+        expect = (raw,) if isinstance(raw, str) else tuple(raw)
+        for index, value in enumerate(expect):
+            if not DIGEST_RE.match(value):
+                key = "expect" if isinstance(raw, str) else f"expect[{index + 1}]"
+                ctx.error(key, f"{value!r} is not a digest",
+                          hint=f"run `patchkit digest {table['file']} {function}` on the upstream file")
+        return cls(function=function, payload=payload, payload_function=payload_function, node=node, expect=expect)
+
+    def identity(self) -> dict[str, Any]:
+        return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
+
+    def analyze(self, state: CodeState) -> Outcome:
+        current, _owner, missing_class = state.find_function(self.function)
+        if current is None:
+            return missing_function(state, self.function, missing_class)
+        if canon(current) == canon(self.node):
+            return Outcome.skip(
+                Reason.ALREADY_APPLIED,
+                current.lineno,
+                f"{self.function} (line {current.lineno}) is already the replacement from {self.payload.display}",
+            )
+        found = digest(current)
+        if found in self.expect:
+            return Outcome.apply(
+                current.lineno,
+                f"replaces {self.function} (line {current.lineno}; upstream matches expect {short_digest(found)}…)",
+            )
+        expected = ", ".join(short_digest(e) + "…" for e in self.expect)
+        return Outcome.fail(
+            Reason.DRIFT,
+            current.lineno,
+            f"{self.function} (line {current.lineno}) changed upstream since the replacement was written: "
+            f"expect {expected}, found {found}. Review upstream's change against {self.payload.display}, "
+            f"update the payload, then set expect to the new digest",
+        )
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        current, owner, _ = state.find_function(self.function)
+        assert current is not None
+        body = owner.body if owner is not None else state.tree.body
+        index = next(i for i, stmt in enumerate(body) if stmt is current)
+        body[index] = state.splice([self.node], line=current.lineno, patch_id=patch_id)[0]  # type: ignore[assignment]
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        edit = edit_lazy()
+        new = _payload_def(self.payload.cst_module(), self.payload_function, edit)
+        return edit.update_function(
+            module, self.function, lambda old: new.with_changes(leading_lines=old.leading_lines)
+        )
+
+
+def _payload_def(module: cst.Module, qualname: str, edit: Any) -> cst.FunctionDef:
+    *owners, name = qualname.split(".")
+    body: Any = module.body
+    for part in owners:
+        cls_node = [s for s in body if isinstance(s, edit.cst.ClassDef) and s.name.value == part][-1]
+        body = edit.block_body(cls_node)
+    return [s for s in body if isinstance(s, edit.cst.FunctionDef) and s.name.value == name][-1]
+
+
+def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome:
+    """For `patchkit digest`: the digest and line, or the not-found outcome."""
+    node, _owner, missing_class = state.find_function(qualname)
+    if node is None:
+        cls_node = state.find_class(qualname) if missing_class is None else None
+        if isinstance(cls_node, ast.ClassDef):
+            return digest(cls_node), cls_node.lineno
+        return missing_function(state, qualname, missing_class)
+    return digest(node), node.lineno

@@ -1,0 +1,110 @@
+"""Output for people (rich) and for machines (JSON), kept side by side.
+
+Colours follow the terminal: off when stdout is not a TTY, off with
+``NO_COLOR`` or ``--no-color``.  Off a terminal the width is 200 columns (or
+``$COLUMNS``), so CI logs do not wrap messages at 80.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, Any, Iterable, Sequence
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from patchkit.results import PatchResult, Status
+
+STATUS_STYLE = {
+    Status.APPLY: "bold green",
+    Status.SKIP: "cyan",
+    Status.WARN: "bold yellow",
+    Status.FAIL: "bold red",
+}
+
+_color_forced_off = False
+
+
+def disable_color() -> None:
+    global _color_forced_off
+    _color_forced_off = True
+
+
+def make_console(stream: IO[str] | None = None) -> Console:
+    stream = stream or sys.stdout
+    is_tty = hasattr(stream, "isatty") and stream.isatty()
+    width = None
+    if not is_tty:
+        width = int(os.environ.get("COLUMNS") or 0) or 200
+    return Console(
+        file=stream,
+        highlight=False,
+        no_color=_color_forced_off or bool(os.environ.get("NO_COLOR")),
+        color_system="auto" if is_tty and not _color_forced_off else None,
+        width=width,
+        soft_wrap=False,
+        emoji=False,
+    )
+
+
+def emit(console: Console, renderable: Any) -> None:
+    """Print a table; off a terminal, without the padding rich leaves at line ends."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    console.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
+
+
+def err_console() -> Console:
+    return make_console(sys.stderr)
+
+
+def print_json(data: Any, stream: IO[str] | None = None) -> None:
+    out = stream or sys.stdout
+    out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+def status_text(status: Status, reason: Any = None) -> Text:
+    return Text(status.value, style=STATUS_STYLE[status])
+
+
+def results_table(results: Sequence[PatchResult], *, extra: dict[str, Iterable[str]] | None = None) -> Table:
+    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, box=None)
+    table.add_column("#", justify="right", style="dim", no_wrap=True)
+    table.add_column("patch", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("reason", no_wrap=True)
+    for name in extra or {}:
+        table.add_column(name, no_wrap=True)
+    table.add_column("where", no_wrap=True)
+    table.add_column("message", overflow="fold")
+    columns = {name: list(values) for name, values in (extra or {}).items()}
+    for index, r in enumerate(results, start=1):
+        message = Text(r.message)
+        if r.hint:
+            message.append("\nhint: " + r.hint, style="dim")
+        label = r.patch + ("" if r.required else " (optional)")
+        row: list[Any] = [str(index), label, status_text(r.status), r.reason.value if r.reason else "-"]
+        row.extend(columns[name][index - 1] for name in columns)
+        row.extend([r.where(), message])
+        table.add_row(*row)
+    return table
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+def verdict_line(console: Console, style: str, head: str, rest: str) -> None:
+    console.print(Text.assemble((head, style), " " + rest))
+
+
+def markup(text: str) -> str:
+    return escape(text)
