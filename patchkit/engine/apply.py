@@ -45,8 +45,16 @@ class ApplyReport:
     would_write: tuple[str, ...]
     diffs: tuple[Rendered, ...] = ()
     notes: tuple[str, ...] = ()
+    moved_from: Commit | None = None  # apply --commit: where the tree was before
+    moved_from_branch: str | None = None
+    worktree: str | None = None  # apply --commit --worktree: the linked worktree
 
     def to_json(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.moved_from is not None or self.worktree is not None:
+            extra["moved_from"] = None if self.moved_from is None else {
+                "commit": self.moved_from.sha, "branch": self.moved_from_branch}
+            extra["worktree"] = self.worktree
         return {
             "version": 1,
             "command": "apply",
@@ -60,6 +68,7 @@ class ApplyReport:
             "written": list(self.written),
             "would_write": list(self.would_write),
             "notes": list(self.notes),
+            **extra,
             "results": [r.to_json() for r in self.results],
         }
 

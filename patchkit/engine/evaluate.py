@@ -14,7 +14,7 @@ lets verdicts be computed on the fast ast model while edits use libcst.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
@@ -117,20 +117,26 @@ def evaluate_file(
     return FileEval(read.path, read, tuple(patches), tuple(results), tuple(outcomes))
 
 
-FileEvaluator = Callable[[FileRead, Sequence[Patch], Mapping[str, str]], FileEval]
+class HasResults(Protocol):
+    results: tuple[PatchResult, ...]
 
 
 def resolve_requires(
     manifest: Manifest,
-    reads: Mapping[str, FileRead],
-    evaluate: FileEvaluator = evaluate_file,
-) -> dict[str, FileEval]:
-    """Evaluate every file, holding back patches whose requirements fail, to a fixpoint."""
+    reads: Mapping[str, Any],
+    evaluate: Callable[[Any, Sequence[Patch], Mapping[str, str]], Any] = evaluate_file,
+) -> dict[str, Any]:
+    """Evaluate every file, holding back patches whose requirements fail, to a fixpoint.
+
+    ``reads`` maps each target file to whatever ``evaluate`` takes: a
+    FileRead here, a (path, tree entry) key in a range check, which then
+    reads the blob only on a cache miss.
+    """
     by_file: dict[str, list[Patch]] = {}
     for patch in manifest.patches:
         by_file.setdefault(patch.file, []).append(patch)
     held: dict[str, str] = {}
-    evals: dict[str, FileEval] = {}
+    evals: dict[str, Any] = {}
     dirty = set(by_file)
     while True:
         for path in dirty:

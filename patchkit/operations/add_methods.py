@@ -99,6 +99,11 @@ class AddMethods(Operation):
             kind="methods",
         )
 
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        node = state.find_class(self.class_name)
+        return (node.lineno, node.end_lineno or node.lineno) if node else None
+
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         target = state.find_class(self.class_name)
         assert target is not None

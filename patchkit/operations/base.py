@@ -119,6 +119,10 @@ class Operation(ABC):
     def identity(self) -> dict[str, Any]:
         """Everything the verdict depends on besides the file (for cache keys)."""
 
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        """Lines of what the patch targets in this file (for `explain` to pick hunks)."""
+        return None
+
     def fingerprint(self) -> str:
         blob = json.dumps({"op": self.op_name, **self.identity()}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()

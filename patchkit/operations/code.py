@@ -148,6 +148,12 @@ class CodeState:
         node = _last_named(body, name, (ast.FunctionDef, ast.AsyncFunctionDef))
         return node, owner, None  # type: ignore[return-value]
 
+    def function_span(self, qualname: str) -> tuple[int, int] | None:
+        """Lines of the function, or of its class when the method is missing."""
+        fn, owner, _missing = self.find_function(qualname)
+        node = fn or owner
+        return (node.lineno, node.end_lineno or node.lineno) if node else None
+
     def module_binding(self, name: str) -> ast.stmt | None:
         """The last top-level statement that binds ``name`` (def, class, assignment)."""
         found: ast.stmt | None = None

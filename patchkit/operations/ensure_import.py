@@ -125,6 +125,10 @@ class EnsureImport(Operation):
             return stmt
         return None
 
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        return (1, state.import_insert_line())
+
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         node = ast.parse(outcome.plan).body
         index = state.import_block_end()

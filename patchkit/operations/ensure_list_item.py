@@ -74,6 +74,11 @@ class EnsureListItem(Operation):
             message += f", turning `{one_line(ast.unparse(value), 40)}` into a list"
         return Outcome.apply(line, message)
 
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        stmt = state.module_binding(self.target)
+        return (stmt.lineno, stmt.end_lineno or stmt.lineno) if stmt else None
+
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         stmt, value = self._value(state)
         assert stmt is not None and value is not None

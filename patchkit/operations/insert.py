@@ -143,6 +143,10 @@ class Insert(Operation):
         shown = "; ".join(f"line {candidates[b]}: `{one_line(b, 70)}`" for b in best)
         return f"; closest: {shown}"
 
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        return state.function_span(self.function)
+
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         _fn, matches = self._matches(state)
         match = matches[0]

@@ -117,6 +117,10 @@ class ReplaceFunction(Operation):
             f"update the payload, then set expect to the new digest",
         )
 
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        return state.function_span(self.function)
+
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         current, owner, _ = state.find_function(self.function)
         assert current is not None

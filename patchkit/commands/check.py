@@ -1,0 +1,121 @@
+"""`patchkit check`: every patch at every commit of a range, as windows."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rich.console import Console
+from rich.text import Text
+
+from patchkit.engine.check import CheckReport, Window, check_range
+from patchkit.errors import ExitCode
+from patchkit.git import Commit, Repo
+from patchkit.manifest import load_manifest
+from patchkit.render import STATUS_STYLE, make_console, plural, print_json
+
+
+def check(
+    *,
+    manifest: str,
+    repo: str,
+    ranges: Sequence[str],
+    commits: Sequence[str],
+    json_out: bool,
+    no_cache: bool,
+    progress: bool | None,
+    console: Console,
+) -> int:
+    loaded = load_manifest(manifest)
+    git_repo = Repo.discover(Path(repo))
+    with _progress(progress) as tick:
+        report = check_range(loaded, git_repo, ranges=ranges, commits=commits, use_cache=not no_cache, progress=tick)
+    if json_out:
+        print_json(report.to_json())
+    else:
+        show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
+    return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
+
+
+class _progress:
+    """A progress bar on stderr for long checks (only on a terminal, unless forced)."""
+
+    def __init__(self, wanted: bool | None) -> None:
+        self.wanted = wanted
+        self.bar = None
+        self.task = None
+
+    def __enter__(self) -> Callable[[int, int], None] | None:
+        interactive = sys.stderr.isatty()
+        if self.wanted is False or (self.wanted is None and not interactive):
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(
+            TextColumn("checking distinct file versions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            console=make_console(sys.stderr), transient=True,
+        )
+        return self._tick
+
+    def _tick(self, done: int, total: int) -> None:
+        assert self.bar is not None
+        if self.task is None:
+            if total < 20 and self.wanted is None:
+                return
+            self.bar.start()
+            self.task = self.bar.add_task("check", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None and self.task is not None:
+            self.bar.stop()
+
+
+def _commit_label(commit: Commit) -> str:
+    return f'{commit.short} "{commit.subject}" ({commit.date[:10]})'
+
+
+def window_line(window: Window, is_first: bool) -> Text:
+    line = Text("  ")
+    line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
+    line.append(f" {window.reason.value if window.reason else '':<18}")
+    line.append(f" {window.count:>7,} {'commit ' if window.count == 1 else 'commits'}  ")
+    if is_first:
+        span = window.first.short if window.count == 1 else f"{window.first.short}..{window.last.short}"
+        line.append(span)
+    else:
+        line.append(f"from {_commit_label(window.first)}")
+        if window.count > 1:
+            line.append(f" .. {window.last.short}")
+    return line
+
+
+def show(report: CheckReport, console: Console, what: str) -> None:
+    stats = report.stats
+    console.print(Text.assemble(
+        ("patchkit check", "bold"),
+        f"  manifest {report.manifest.name} ({report.manifest.digest[:19]}…)  {what}: "
+        f"{plural(stats.commits, 'commit')}, {plural(stats.distinct_states, 'distinct version')} of the target files",
+    ))
+    for patch in report.manifest.patches:
+        console.print(Text.assemble(
+            (patch.id, "bold"), f"  {patch.op_name}{'' if patch.required else ' (optional)'}  {patch.file}"
+        ))
+        for index, window in enumerate(report.windows_of(patch.id)):
+            console.print(window_line(window, index == 0))
+            if not (window.status.value == "APPLY"):
+                console.print(Text("        " + window.first_result.message, style="dim"))
+                if window.first_result.hint:
+                    console.print(Text("        hint: " + window.first_result.hint, style="dim"))
+    good = report.last_good
+    if good is None:
+        console.print("no checked commit has every required patch applying.", style="bold red")
+    else:
+        console.print(f"last commit where the whole manifest applies: {good.sha} \"{good.subject}\" ({good.date[:10]})")
+    if report.failed:
+        bad = sum(c.failed for c in report.commits)
+        console.print(f"FAILED: a required patch FAILs at {bad:,} of {stats.commits:,} commits.", style="bold red")
+    else:
+        every = "the checked commit" if stats.commits == 1 else f"all {stats.commits:,} commits"
+        console.print(f"OK: every required patch applies at {every}.", style="bold green")

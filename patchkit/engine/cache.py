@@ -1,0 +1,92 @@
+"""The verdict cache of range checks, persisted in the git dir.
+
+Key: the target file's path and git tree entry (mode + blob id), and the
+fingerprints of the patches on that file (op, options, payload code, id,
+``required``, and which are held back by ``requires``).  Value: their results.
+A blob is thus analysed once, ever, for a given set of patches, and a warm
+check reads no blob at all.  Hints are not cached: they depend on the whole
+tree, not on the blob.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from patchkit import __version__
+from patchkit.manifest import Patch
+from patchkit.results import PatchResult
+
+CACHE_FORMAT = 1
+
+
+def file_key(path: str, entry: tuple[str, str] | None, patches: Sequence[Patch], held: Mapping[str, str]) -> str:
+    material = json.dumps(
+        [
+            CACHE_FORMAT,
+            __version__,
+            path,
+            entry,
+            [[p.id, p.required, p.op.fingerprint()] for p in patches],
+            sorted(held.items()),
+        ],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class VerdictCache:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.memory: dict[str, tuple[PatchResult, ...]] = {}
+        self.pending: dict[str, str] = {}
+        self.hits = 0
+        self.misses = 0
+        self._db: sqlite3.Connection | None = None
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(str(path), timeout=10)
+                self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, results TEXT NOT NULL)")
+            except (OSError, sqlite3.Error):
+                # A read-only git dir: check still works, just without persistence.
+                self._db = None
+
+    def get(self, key: str) -> tuple[PatchResult, ...] | None:
+        found = self.memory.get(key)
+        if found is None and self._db is not None:
+            row = self._db.execute("SELECT results FROM verdicts WHERE key = ?", (key,)).fetchone()
+            if row is not None:
+                found = tuple(PatchResult.from_json(item) for item in json.loads(row[0]))
+                self.memory[key] = found
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
+
+    def put(self, key: str, results: Iterable[PatchResult]) -> tuple[PatchResult, ...]:
+        stored = tuple(results)
+        self.memory[key] = stored
+        if self._db is not None:
+            self.pending[key] = json.dumps([r.to_json() for r in stored], separators=(",", ":"))
+        return stored
+
+    def close(self) -> None:
+        if self._db is None:
+            return
+        try:
+            if self.pending:
+                with self._db:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO verdicts (key, results) VALUES (?, ?)", self.pending.items()
+                    )
+        except sqlite3.Error:
+            pass  # losing cache entries costs time, never correctness
+        finally:
+            self.pending.clear()
+            self._db.close()
+            self._db = None

@@ -1,0 +1,335 @@
+"""Check a manifest at every commit of a range, without checking anything out.
+
+Cost follows the number of distinct versions of the target files, not the
+number of commits:
+
+1. One ``git log`` lists the commits; one more lists, for the commits whose
+   diff against their first parent touches a target file, the new tree
+   entries (mode, blob id).  Walking the commits oldest first, each commit's
+   target entries are its first parent's plus that diff (a commit whose first
+   parent is outside the range gets one ``ls-tree``).  This is exact across
+   merges: a merge's tree is its first parent's plus its first-parent diff.
+2. Commits are grouped by their tuple of target entries, and each distinct
+   tuple is evaluated once.  Per file, verdicts are cached by (path, entry,
+   patch fingerprints) in memory and in ``<git-common-dir>/patchkit/cache.sqlite``,
+   so a blob is read and analysed once, ever.
+3. Hints (where a missing class or file went) depend on the whole tree, so
+   they are computed once per window of equal verdicts, at its first commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from patchkit.engine.cache import VerdictCache, file_key
+from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
+from patchkit.engine.hints import annotate
+from patchkit.errors import RepoError, RevisionError
+from patchkit.git import Commit, GitFailed, Repo
+from patchkit.manifest import Manifest, Patch
+from patchkit.results import PatchResult, Reason, Status
+from patchkit.sources import CommitSource, read_entry
+
+Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
+
+
+@dataclass(frozen=True)
+class CommitResults:
+    commit: Commit
+    results: tuple[PatchResult, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(r.status is Status.FAIL for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.commit.to_json(), "results": [r.to_json() for r in self.results]}
+
+
+@dataclass(frozen=True)
+class Window:
+    """A run of consecutive commits where one patch has one status and reason."""
+
+    patch: str
+    status: Status
+    reason: Reason | None
+    commits: tuple[Commit, ...]
+    first_result: PatchResult
+
+    @property
+    def count(self) -> int:
+        return len(self.commits)
+
+    @property
+    def first(self) -> Commit:
+        return self.commits[0]
+
+    @property
+    def last(self) -> Commit:
+        return self.commits[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patch": self.patch,
+            "status": self.status.value,
+            "reason": self.reason.value if self.reason else None,
+            "count": self.count,
+            "first": self.first.sha,
+            "last": self.last.sha,
+            "message": self.first_result.message,
+            "hint": self.first_result.hint,
+        }
+
+
+@dataclass(frozen=True)
+class CheckStats:
+    commits: int
+    distinct_states: int
+    cache_hits: int
+    cache_misses: int
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    manifest: Manifest
+    commits: tuple[CommitResults, ...]
+    windows: tuple[Window, ...]
+    stats: CheckStats
+
+    @property
+    def failed(self) -> bool:
+        return any(c.failed for c in self.commits)
+
+    @property
+    def last_good(self) -> Commit | None:
+        """The newest checked commit where no required patch FAILs."""
+        for item in reversed(self.commits):
+            if not item.failed:
+                return item.commit
+        return None
+
+    def windows_of(self, patch_id: str) -> list[Window]:
+        return [w for w in self.windows if w.patch == patch_id]
+
+    def matrix(self) -> dict[str, dict[str, tuple[Status, Reason | None]]]:
+        return {c.commit.sha: {r.patch: (r.status, r.reason) for r in c.results} for c in self.commits}
+
+    def to_json(self) -> dict[str, Any]:
+        good = self.last_good
+        return {
+            "version": 1,
+            "command": "check",
+            "manifest": self.manifest.to_json(),
+            "commits": [c.to_json() for c in self.commits],
+            "windows": [w.to_json() for w in self.windows],
+            "last_good": None if good is None else {"commit": good.sha, "subject": good.subject},
+            "failed": self.failed,
+            "stats": {
+                "commits": self.stats.commits,
+                "distinct_states": self.stats.distinct_states,
+                "cache_hits": self.stats.cache_hits,
+                "cache_misses": self.stats.cache_misses,
+            },
+        }
+
+
+# -- commit selection -----------------------------------------------------------
+
+
+def _split_range(spec: str) -> tuple[list[str], str]:
+    for sep in ("...", ".."):
+        if sep in spec:
+            left, right = spec.split(sep, 1)
+            return [left or "HEAD", right or "HEAD"], sep
+    return [spec], ""
+
+
+def select_commits(
+    repo: Repo, ranges: Sequence[str], commits: Sequence[str]
+) -> tuple[list[Commit], list[list[str]], set[str]]:
+    """The commits to check (ranges oldest first, then --commit ones), the
+    rev-list specs of the ranges, and the shas that came from a range."""
+    seen: set[str] = set()
+    out: list[Commit] = []
+    specs: list[list[str]] = []
+    for spec in ranges:
+        ends, sep = _split_range(spec)
+        resolved = [repo.resolve(end) for end in ends]  # names the unknown side precisely
+        rev_spec = [spec] if sep else [resolved[0]]
+        listed = repo.rev_list(rev_spec)
+        if not listed:
+            raise RevisionError(
+                f"range {spec!r} is empty",
+                hint=(f"{ends[1]} is already contained in {ends[0]}; did you mean {ends[1]}..{ends[0]}?"
+                      if sep == ".." else "check the range with `git log --oneline " + spec + "`"),
+            )
+        _refuse_truncated(repo, spec, listed)
+        specs.append(rev_spec)
+        for commit in listed:
+            if commit.sha not in seen:
+                seen.add(commit.sha)
+                out.append(commit)
+    from_ranges = set(seen)
+    extra = [repo.resolve(rev) for rev in commits]
+    fresh = [sha for sha in dict.fromkeys(extra) if sha not in seen]
+    for commit in repo.commits(fresh):
+        seen.add(commit.sha)
+        out.append(commit)
+    return out, specs, from_ranges
+
+
+def _refuse_truncated(repo: Repo, spec: str, listed: Sequence[Commit]) -> None:
+    if not repo.is_shallow:
+        return
+    boundary = repo.shallow_boundary()
+    cut = [c for c in listed if c.sha in boundary]
+    if cut:
+        raise RepoError(
+            f"this is a shallow clone and the history of {spec!r} is cut off at {cut[0].short} "
+            f"{cut[0].subject!r}: the range needs commits that were not fetched",
+            hint="run `git fetch --unshallow` (or `git fetch --deepen N`) and check again",
+        )
+
+
+# -- evaluation --------------------------------------------------------------------
+
+
+@dataclass
+class _Results:
+    results: tuple[PatchResult, ...]
+
+
+def _file_evaluator(repo: Repo, cache: VerdictCache) -> Callable[..., _Results]:
+    def evaluate(ref: tuple[str, Entry], patches: Sequence[Patch], held: Mapping[str, str]) -> _Results:
+        path, entry = ref
+        key = file_key(path, entry, patches, held)
+        found = cache.get(key)
+        if found is None:
+            fe = evaluate_file(read_entry(repo, path, entry), patches, held)
+            found = cache.put(key, fe.results)
+        return _Results(found)
+
+    return evaluate
+
+
+def check_range(
+    manifest: Manifest,
+    repo: Repo,
+    *,
+    ranges: Sequence[str] = (),
+    commits: Sequence[str] = (),
+    use_cache: bool = True,
+    hints: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Evaluate every patch at every selected commit (HEAD if nothing is selected)."""
+    if not ranges and not commits:
+        commits = ["HEAD"]
+    selected, specs, from_ranges = select_commits(repo, ranges, commits)
+    files = manifest.files()
+    try:
+        # Commits from ranges are covered by the path-limited log; a commit
+        # given alone with --commit is not, and gets its own ls-tree.
+        states = _states(repo, selected, specs, files, from_ranges)
+    except GitFailed as exc:
+        raise RevisionError(f"git could not list the history: {exc.stderr}") from None
+
+    cache = VerdictCache(repo.common_dir / "patchkit" / "cache.sqlite" if use_cache else None)
+    distinct = list(dict.fromkeys(states.values()))
+    by_state: dict[tuple[Entry, ...], tuple[PatchResult, ...]] = {}
+    try:
+        evaluate = _file_evaluator(repo, cache)
+        for done, state in enumerate(distinct, start=1):
+            refs = {path: (path, state[i]) for i, path in enumerate(files)}
+            evals = resolve_requires(manifest, refs, evaluate)
+            by_state[state] = order_results(manifest, evals)
+            if progress is not None:
+                progress(done, len(distinct))
+    finally:
+        cache.close()
+        repo.close()
+
+    rows = [CommitResults(c, by_state[states[c.sha]]) for c in selected]
+    if hints:
+        rows = _with_hints(manifest, repo, rows)
+    windows = _windows(manifest, rows)
+    stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
+    return CheckReport(manifest, tuple(rows), tuple(windows), stats)
+
+
+def _states(repo: Repo, selected: Sequence[Commit], specs: Sequence[list[str]], files: Sequence[str],
+            covered: set[str]) -> dict[str, tuple[Entry, ...]]:
+    changes: dict[str, dict[str, Entry]] = {}
+    for spec in specs:
+        changes.update(repo.path_changes(spec, files))
+    index = {path: i for i, path in enumerate(files)}
+    states: dict[str, tuple[Entry, ...]] = {}
+    for commit in selected:
+        parent = commit.parents[0] if commit.parents else None
+        if commit.sha in covered and (parent is None or parent in states):
+            # Inherit from the first parent (or start empty at a root) and
+            # apply this commit's first-parent diff, if the log listed one.
+            state = list(states[parent]) if parent is not None else [None] * len(files)
+            for path, entry in changes.get(commit.sha, {}).items():
+                if path in index:
+                    state[index[path]] = entry
+        else:
+            tree = repo.ls_tree(commit.sha, files)
+            state = [(tree[p].mode, tree[p].oid) if p in tree else None for p in files]
+        states[commit.sha] = tuple(state)
+    return states
+
+
+def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> list[CommitResults]:
+    """Manifest hints everywhere; tree hints once per window, at its first commit."""
+    if not rows:
+        return rows
+    count = len(manifest.patches)
+    hinted: list[list[PatchResult]] = [list(row.results) for row in rows]
+    for column in range(count):
+        start = 0
+        while start < len(rows):
+            first = rows[start].results[column]
+            end = start + 1
+            while end < len(rows) and _same(rows[end].results[column], first):
+                end += 1
+            if not first.ok or manifest.patches[column].hints:
+                source = CommitSource(repo, rows[start].commit)
+                annotated = annotate(manifest, [first], source)[0]
+                for i in range(start, end):
+                    hinted[i][column] = rows[i].results[column].with_hint(annotated.hint)
+            start = end
+    repo.close()
+    return [CommitResults(row.commit, tuple(h)) for row, h in zip(rows, hinted)]
+
+
+def _same(a: PatchResult, b: PatchResult) -> bool:
+    return a.status is b.status and a.reason is b.reason
+
+
+def _windows(manifest: Manifest, rows: Sequence[CommitResults]) -> list[Window]:
+    windows: list[Window] = []
+    for column, patch in enumerate(manifest.patches):
+        current: list[Commit] = []
+        first: PatchResult | None = None
+        for row in rows:
+            result = row.results[column]
+            if first is not None and _same(result, first):
+                current.append(row.commit)
+                continue
+            if first is not None:
+                windows.append(Window(patch.id, first.status, first.reason, tuple(current), first))
+            first, current = result, [row.commit]
+        if first is not None:
+            windows.append(Window(patch.id, first.status, first.reason, tuple(current), first))
+    return windows
+
+
+def iter_results(report: CheckReport, patch_id: str) -> Iterable[tuple[Commit, PatchResult]]:
+    column = [p.id for p in report.manifest.patches].index(patch_id)
+    for row in report.commits:
+        yield row.commit, row.results[column]
+
+
+__all__ = ["CheckReport", "CommitResults", "Window", "check_range", "select_commits"]

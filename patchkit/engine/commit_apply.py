@@ -1,0 +1,209 @@
+"""`apply --commit REV`: move a tree to an upstream commit and patch it, safely.
+
+The regression hunt this replaces did ``git stash``, ``git checkout OLD`` and
+re-ran a patch script that printed a WARN nobody could interpret.  Here:
+
+* The verdicts at REV are computed from REV's blobs *before* anything moves;
+  if a required patch FAILs there, nothing happens at all.
+* Without ``--worktree`` the tree may hold only patchkit's own recorded edits
+  (files still exactly as patchkit left them).  Those are reverted, the tree
+  is checked out at REV (detached) and the manifest applied.  Any other
+  uncommitted change refuses the move, listed.  Nothing is ever stashed.
+  If a step fails midway, the tree is put back: original commit or branch,
+  patched files and records.
+* With ``--worktree DIR`` a linked worktree at REV is created (or reused, by
+  the same rules) and patched; the main tree is not touched.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+from patchkit.engine.apply import ApplyReport, _apply_locked
+from patchkit.engine.evaluate import evaluate, render
+from patchkit.engine.fsutil import FileWrite, Transaction, sha256
+from patchkit.engine.lock import repo_lock
+from patchkit.engine.record import Record, all_records, delete_record, save_record, state_dir
+from patchkit.errors import RefusedError, RepoError, UsageError
+from patchkit.git import Commit, GitFailed, Repo
+from patchkit.manifest import Manifest
+from patchkit.sources import CommitSource
+
+
+def _report_at(manifest: Manifest, repo: Repo, target: Commit, *, where: str, strict: bool,
+               dry_run: bool) -> ApplyReport | None:
+    """The report at ``target`` computed from its blobs; None if it would apply (and not dry-run)."""
+    evaluation = evaluate(manifest, CommitSource(repo, target))
+    refused = evaluation.refused(strict)
+    if not refused:
+        rendered, evaluation = render(evaluation)
+        refused = evaluation.refused(strict)
+    else:
+        rendered = []
+    if refused or dry_run:
+        repo.close()
+        paths = () if refused else tuple(r.path for r in rendered)
+        return ApplyReport(manifest, where, target, evaluation.results, refused, dry_run, strict,
+                           (), paths, tuple(rendered))
+    repo.close()
+    return None
+
+
+def apply_at_commit(
+    manifest: Manifest,
+    repo: Repo,
+    rev: str,
+    *,
+    worktree: str | None = None,
+    dry_run: bool = False,
+    strict: bool = False,
+    wait: float = 0.0,
+) -> ApplyReport:
+    target = repo.commit(rev)
+    if worktree is not None:
+        return _in_worktree(manifest, repo, target, Path(worktree), dry_run=dry_run, strict=strict, wait=wait)
+    root = repo.require_worktree("apply --commit without --worktree")
+    with repo_lock(state_dir(repo), wait=wait):
+        return _move_and_apply(manifest, repo, root, target, dry_run=dry_run, strict=strict)
+
+
+def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, bytes]], list[str]]:
+    """Changed tracked files, split into patchkit's own (untouched since written) and the rest."""
+    owned: dict[str, list[tuple[Record, str]]] = {}
+    for record in all_records(repo):
+        for f in record.files:
+            owned.setdefault(f.path, []).append((record, f.after_sha256))
+    ours: dict[str, tuple[Record, bytes]] = {}
+    foreign: list[str] = []
+    for status, path in repo.changed_tracked_files():
+        full = root / path
+        data = full.read_bytes() if full.is_file() else None
+        match = next((rec for rec, after in owned.get(path, []) if data is not None and sha256(data) == after), None)
+        if match is not None and data is not None:
+            ours[path] = (match, data)
+        else:
+            foreign.append(f"{status.strip() or 'M'} {path}")
+    return ours, foreign
+
+
+def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, *, dry_run: bool,
+                    strict: bool) -> ApplyReport:
+    txn = Transaction(root, state_dir(repo))
+    txn.recover()
+    early = _report_at(manifest, repo, target, where=str(root), strict=strict, dry_run=dry_run)
+    if early is not None and early.refused:
+        return early  # a required patch FAILs at REV: nothing moves
+    ours, foreign = _ours_and_foreign(repo, root)
+    if foreign:
+        raise RefusedError(
+            f"the work tree has uncommitted changes that are not patchkit's own; nothing was changed "
+            f"({len(foreign)} file(s))",
+            items=tuple(foreign),
+            hint="commit them or move them aside yourself (patchkit never stashes), "
+                 "or use --worktree DIR to patch a separate checkout",
+        )
+    if early is not None:
+        return early
+
+    head = repo.head()
+    branch = repo.branch()
+    moved_from = repo.commit(head) if head else None
+    records = {rec.manifest_name: rec for rec, _ in ours.values()}
+    notes = [
+        f"reverted manifest {name} (applied at {rec.base_commit[:10] if rec.base_commit else '?'}) before moving; "
+        f"re-apply it if you need it at {target.short}"
+        for name, rec in records.items() if name != manifest.name
+    ]
+
+    def restore_ours() -> None:
+        # Put back exactly what patchkit had written, and its records.
+        current = {p: (root / p).read_bytes() if (root / p).is_file() else b"" for p in ours}
+        txn.write([FileWrite(p, current[p], data, None) for p, (_, data) in ours.items() if current[p] != data])
+        for rec in records.values():
+            save_record(repo, rec)
+
+    # 1. Revert patchkit's own edits to HEAD's content.
+    writes = []
+    for path in ours:
+        entry = repo.ls_tree(head, [path]).get(path) if head else None
+        if entry is None:
+            raise RepoError(f"{path} is recorded as patched but is not in HEAD; cannot move safely",
+                            hint=f"inspect it, then `patchkit revert -m NAME --force`")
+        writes.append(FileWrite(path, ours[path][1], repo.read_blob(entry.oid), None))
+    repo.close()
+    txn.write(writes)
+    for name in records:
+        delete_record(repo, name)
+
+    # 2. Move (already there: keep the branch checked out).
+    try:
+        if head != target.sha:
+            repo.checkout_detached(target.sha)
+    except GitFailed as exc:
+        restore_ours()
+        raise RefusedError(f"git refused to check out {target.short}; the tree is back as it was",
+                           items=tuple(exc.stderr.splitlines()[:10])) from None
+
+    # 3. Apply.
+    try:
+        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict)
+    except BaseException:
+        _move_back(repo, moved_from, branch)
+        restore_ours()
+        raise
+    if report.refused:
+        # The blobs said it applies; the checkout says otherwise (e.g. a
+        # clean/smudge filter changed the files).  Leave no half state.
+        _move_back(repo, moved_from, branch)
+        restore_ours()
+        notes.append("the patches applied to the commit's blobs but not to its checkout; the tree was moved back")
+    return replace(report, notes=tuple(notes) + report.notes, moved_from=moved_from, moved_from_branch=branch)
+
+
+def _move_back(repo: Repo, commit: Commit | None, branch: str | None) -> None:
+    if branch is not None:
+        repo.checkout_branch(branch)
+    elif commit is not None:
+        repo.checkout_detached(commit.sha)
+
+
+def _in_worktree(manifest: Manifest, repo: Repo, target: Commit, path: Path, *, dry_run: bool, strict: bool,
+                 wait: float) -> ApplyReport:
+    path = path.resolve()
+    known = {p.resolve() for p in repo.worktrees()}
+    if path.exists():
+        if path not in known:
+            raise UsageError(
+                f"{path} exists and is not a worktree of {repo.root or repo.git_dir}",
+                hint="give a new directory (patchkit creates the worktree) or one listed by `git worktree list`",
+            )
+        linked = Repo.discover(path)
+        report = apply_at_commit(manifest, linked, target.sha, dry_run=dry_run, strict=strict, wait=wait)
+        return replace(report, worktree=str(path))
+    early = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
+    if early is not None:
+        return replace(early, worktree=str(path))
+    try:
+        repo.add_worktree(path, target.sha)
+    except GitFailed as exc:
+        raise RepoError(f"git could not create a worktree at {path}: {exc.stderr}") from None
+    try:
+        linked = Repo.discover(path)
+        with repo_lock(state_dir(linked), wait=wait):
+            report = _apply_locked(manifest, linked, path, dry_run=False, strict=strict)
+    except BaseException:
+        _remove_worktree(repo, path)
+        raise
+    if report.refused:
+        _remove_worktree(repo, path)
+    return replace(report, worktree=str(path))
+
+
+def _remove_worktree(repo: Repo, path: Path) -> None:
+    try:
+        repo.git("worktree", "remove", "--force", str(path))
+    except GitFailed:
+        shutil.rmtree(path, ignore_errors=True)
+        repo.git("worktree", "prune", check=False)
