@@ -46,6 +46,9 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
             console.print(f"  {report.patch.file} was renamed to {intro.renamed_to} in this commit")
         if intro.diff:
             console.print(Text(_indent(intro.diff), style="dim"), markup=False, highlight=False)
+    for commit, before, after in report.reason_changes:
+        console.print(f"then {after.value if after else '-'} (was {before.value if before else '-'}) from "
+                      f"{commit.short} \"{commit.subject}\" ({commit.date[:10]})")
     if report.never_applied:
         console.print(f"on at least one line of history {report.patch.id} fails back to the first commit: "
                       f"it never applied there ({report.checked:,} ancestors checked).")

@@ -154,6 +154,8 @@ def select_commits(
     out: list[Commit] = []
     specs: list[list[str]] = []
     for spec in ranges:
+        if spec.startswith("-"):
+            raise RevisionError(f"range {spec!r} looks like an option", hint="give a range such as v0.5.8..main")
         ends, sep = _split_range(spec)
         resolved = [repo.resolve(end) for end in ends]  # names the unknown side precisely
         rev_spec = [spec] if sep else [resolved[0]]

@@ -45,8 +45,11 @@ def _report_at(manifest: Manifest, repo: Repo, target: Commit, *, where: str, st
     if refused or dry_run:
         repo.close()
         paths = () if refused else tuple(r.path for r in rendered)
+        head = repo.head() if repo.root is not None else None
+        note = (f"verdicts read from the blobs of {target.short}; nothing was moved or written"
+                + (f" (the tree is still at {head[:10]})" if head and head != target.sha else ""))
         return ApplyReport(manifest, where, target, evaluation.results, refused, dry_run, strict,
-                           (), paths, tuple(rendered))
+                           (), paths, tuple(rendered), (note,))
     repo.close()
     return None
 

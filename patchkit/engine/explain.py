@@ -54,6 +54,9 @@ class ExplainReport:
     introduced: tuple[Introduction, ...]
     never_applied: bool  # failing back to a root commit on some line of history
     checked: int  # ancestors evaluated
+    # Failing commits whose failing parent failed for another reason:
+    # (commit, reason before, reason after), newest first.
+    reason_changes: tuple[tuple[Commit, Reason | None, Reason | None], ...] = ()
 
     @property
     def failing(self) -> bool:
@@ -70,6 +73,10 @@ class ExplainReport:
             "result": self.result.to_json(),
             "introduced_by": [i.to_json() for i in self.introduced],
             "never_applied": self.never_applied,
+            "reason_changes": [
+                {**c.to_json(), "from": a.value if a else None, "to": b.value if b else None}
+                for c, a, b in self.reason_changes
+            ],
             "where": self.result.hint,
             "ancestors_checked": self.checked,
         }
@@ -90,6 +97,7 @@ def explain(manifest: Manifest, repo: Repo, patch_id: str, rev: str = "HEAD") ->
         return not by_sha[sha].results[column].ok
 
     introduced: list[Introduction] = []
+    changes: list[tuple[Commit, Reason | None, Reason | None]] = []
     never = False
     stack, seen = [at.sha], {at.sha}
     while stack:
@@ -104,12 +112,16 @@ def explain(manifest: Manifest, repo: Repo, patch_id: str, rev: str = "HEAD") ->
             introduced.append(_introduction(repo, patch, row.commit, parent.commit,
                                             parent.results[column], row.results[column]))
         for p in bad:
+            here, there = row.results[column].reason, by_sha[p].results[column].reason
+            if here is not there:
+                changes.append((row.commit, there, here))
             if p not in seen:
                 seen.add(p)
                 stack.append(p)
     introduced.sort(key=lambda i: i.commit.date, reverse=True)
+    changes.sort(key=lambda c: c[0].date, reverse=True)
     repo.close()
-    return ExplainReport(manifest, patch, at, result, tuple(introduced), never, len(by_sha))
+    return ExplainReport(manifest, patch, at, result, tuple(introduced), never, len(by_sha), tuple(changes))
 
 
 def _introduction(repo: Repo, patch: Patch, commit: Commit, parent: Commit, before: PatchResult,

@@ -71,12 +71,12 @@ class AddMethods(Operation):
     def analyze(self, state: CodeState) -> Outcome:
         target = state.find_class(self.class_name)
         if target is None:
-            suggestions = closest(self.class_name, state.all_classes())
+            classes = state.all_classes()
             return Outcome.fail(
                 Reason.CLASS_NOT_FOUND,
                 None,
                 f"class {self.class_name} is not defined in {state.path}"
-                + format_closest("classes", suggestions),
+                + format_closest("classes", closest(self.class_name, classes), classes),
             )
 
         def member(name: str) -> ast.stmt | None:

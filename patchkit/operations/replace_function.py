@@ -36,11 +36,12 @@ DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 def missing_function(state: CodeState, qualname: str, missing_class: str | None) -> Outcome:
     """The CLASS_NOT_FOUND / FUNCTION_NOT_FOUND outcome, with suggestions."""
     if missing_class is not None:
+        classes = state.all_classes()
         return Outcome.fail(
             Reason.CLASS_NOT_FOUND,
             None,
             f"class {missing_class} (for {qualname}) is not defined in {state.path}"
-            + format_closest("classes", closest(missing_class, state.all_classes())),
+            + format_closest("classes", closest(missing_class, classes), classes),
         )
     *owners, name = qualname.split(".")
     owner = state.find_class(".".join(owners)) if owners else None
@@ -50,7 +51,7 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
         Reason.FUNCTION_NOT_FOUND,
         owner.lineno if owner else None,
         f"{'method' if owner else 'function'} {name} is not defined in {where}"
-        + format_closest(kind, closest(name, state.functions_in(owner))),
+        + format_closest(kind, closest(name, state.functions_in(owner)), state.functions_in(owner)),
     )
 
 

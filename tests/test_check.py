@@ -1,0 +1,264 @@
+"""Range checks: the full matrix on real histories with branches and merges."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from histories import MODEL_V2, build_model_history, write_manifest
+from patchkit.cli import main
+from patchkit.engine.check import check_range
+from patchkit.engine.evaluate import evaluate
+from patchkit.errors import RepoError, RevisionError
+from patchkit.git import Repo
+from patchkit.manifest import load_manifest
+from patchkit.results import Reason, Status
+from patchkit.sources import CommitSource
+from patchkit.testing.history import HistoryBuilder, Symlink, git_env
+
+A, S, F = Status.APPLY, Status.SKIP, Status.FAIL
+
+# label -> (typing, hook), as (status, reason)
+EXPECTED = {
+    "base": [(F, Reason.FILE_NOT_FOUND), (F, Reason.FILE_NOT_FOUND)],
+    "add": [(A, None), (A, None)],
+    "churn1": [(A, None), (A, None)],
+    "edit": [(A, None), (A, None)],
+    "broken": [(F, Reason.PARSE_ERROR), (F, Reason.PARSE_ERROR)],
+    "fix": [(A, None), (A, None)],
+    "rename": [(A, None), (F, Reason.CLASS_NOT_FOUND)],
+    "move": [(F, Reason.FILE_NOT_FOUND), (F, Reason.FILE_NOT_FOUND)],
+    "churn2": [(A, None), (A, None)],
+    "merge": [(F, Reason.FILE_NOT_FOUND), (F, Reason.FILE_NOT_FOUND)],
+    "upstreamed": [(A, None), (S, Reason.UPSTREAM_PROVIDES)],
+}
+
+
+@pytest.fixture
+def model(tmp_path: Path):
+    history = build_model_history(tmp_path / "repo")
+    manifest = load_manifest(write_manifest(tmp_path / "m"))
+    return history, manifest, Repo.discover(history.path)
+
+
+def matrix_by_label(report, history):
+    return {
+        history.label_of(row.commit.sha): [(r.status, r.reason) for r in row.results] for row in report.commits
+    }
+
+
+def test_full_matrix_over_branches_and_merge(model) -> None:
+    history, manifest, repo = model
+    report = check_range(manifest, repo, ranges=["main"])
+    assert matrix_by_label(report, history) == EXPECTED
+    # rev-list semantics: every commit, merges and the side branch included, oldest first
+    assert len(report.commits) == len(EXPECTED)
+    order = [history.label_of(c.commit.sha) for c in report.commits]
+    assert order.index("add") < order.index("fix") < order.index("rename") < order.index("move") < order.index("merge")
+    assert report.failed
+    assert history.label_of(report.last_good.sha) == "upstreamed"
+    # far fewer evaluations than commits: one per distinct target blob
+    assert report.stats.distinct_states == 6
+
+
+def test_range_matrix_equals_per_commit_evaluation(model) -> None:
+    history, manifest, repo = model
+    report = check_range(manifest, repo, ranges=["main"], use_cache=False)
+    for row in report.commits:
+        single = evaluate(manifest, CommitSource(repo, row.commit))
+        assert [r.to_json() for r in row.results] == [r.to_json() for r in single.results], history.label_of(
+            row.commit.sha
+        )
+
+
+def test_lines_and_messages_are_precise(model) -> None:
+    history, manifest, repo = model
+    report = check_range(manifest, repo, ranges=["main"])
+    rows = {history.label_of(r.commit.sha): r.results for r in report.commits}
+    broken = rows["broken"][1]
+    assert broken.line == 10 and "expected ':'" in broken.message
+    renamed = rows["rename"][1]
+    assert "class Model is not defined in pkg/model.py" in renamed.message
+    assert "LanguageModelWrapper (line 6)" in renamed.message
+    moved = rows["merge"][1]
+    assert moved.hint is not None and "renamed to pkg/models/model.py" in moved.hint
+    upstream = rows["upstreamed"][1]
+    assert "redundant" in upstream.message and upstream.line == 14
+
+
+def test_windows_name_the_commit_where_status_changed(model) -> None:
+    history, manifest, repo = model
+    report = check_range(manifest, repo, ranges=["main"])
+    hook = report.windows_of("hook")
+    assert [(w.status, w.reason, w.count) for w in hook] == [
+        (F, Reason.FILE_NOT_FOUND, 1),
+        (A, None, 3),
+        (F, Reason.PARSE_ERROR, 1),
+        (A, None, 2),
+        (F, Reason.CLASS_NOT_FOUND, 1),
+        (F, Reason.FILE_NOT_FOUND, 2),
+        (S, Reason.UPSTREAM_PROVIDES, 1),
+    ]
+    assert history.label_of(hook[4].first.sha) == "rename"
+
+
+def test_warm_cache_reads_no_blob(model) -> None:
+    history, manifest, repo = model
+    cold = check_range(manifest, repo, ranges=["main"])
+    assert cold.stats.cache_misses > 0
+    warm = check_range(manifest, Repo.discover(history.path), ranges=["main"])
+    assert warm.stats.cache_misses == 0
+    assert warm.matrix() == cold.matrix()
+    assert (repo.common_dir / "patchkit" / "cache.sqlite").exists()
+
+
+def test_cli_window_view_and_json(model, capsys) -> None:
+    history, manifest, repo = model
+    code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert 'FAIL  CLASS_NOT_FOUND' in out
+    assert f'from {history["rename"][:10]} "Rename the model class"' in out
+    assert f"last commit where the whole manifest applies: {history['upstreamed']}" in out
+    assert "FAILED: a required patch FAILs at 5 of 11 commits." in out
+    code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1 and data["failed"] is True and data["command"] == "check"
+    assert [c["commit"] for c in data["commits"]] == [r.commit.sha for r in check_range(
+        manifest, repo, ranges=["main"]).commits]
+    first = data["commits"][0]
+    assert set(first) == {"commit", "subject", "author", "date", "results"}
+    assert set(first["results"][0]) == {"patch", "op", "status", "reason", "required", "file", "line", "message", "hint"}
+    assert data["last_good"]["commit"] == history["upstreamed"]
+
+
+def test_range_from_fixed_point_excludes_it(model) -> None:
+    history, manifest, repo = model
+    report = check_range(manifest, repo, ranges=[f"{history['fix']}..main"])
+    labels = {history.label_of(c.commit.sha) for c in report.commits}
+    assert labels == {"rename", "move", "churn2", "merge", "upstreamed"}
+    assert matrix_by_label(report, history) == {k: EXPECTED[k] for k in labels}
+
+
+def test_single_commits(model) -> None:
+    history, manifest, repo = model
+    report = check_range(manifest, repo, commits=[history["broken"], history["upstreamed"]])
+    assert matrix_by_label(report, history) == {k: EXPECTED[k] for k in ("broken", "upstreamed")}
+
+
+def test_unknown_revision_and_empty_range(model, capsys) -> None:
+    history, manifest, repo = model
+    with pytest.raises(RevisionError, match="unknown revision 'nope'"):
+        check_range(manifest, repo, ranges=["nope..main"])
+    with pytest.raises(RevisionError, match="is empty"):
+        check_range(manifest, repo, ranges=["main..main~3"])
+    code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main..v9"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "unknown revision 'v9'" in err
+
+
+def test_merge_from_side_branch_rename_is_exact(tmp_path: Path) -> None:
+    """The merge brings a rename from a side branch: the merge's tree has the
+    new name though mainline never touched the file."""
+    manifest = load_manifest(write_manifest(tmp_path / "m"))
+    b = HistoryBuilder(tmp_path / "repo")
+    b.commit("add", "add", {"pkg/model.py": MODEL_V2})
+    b.start_branch("side", "add")
+    b.commit("side-rename", "rename on side", {"pkg/model.py": MODEL_V2.replace("class Model:", "class Other:")},
+             branch="side")
+    b.commit("main1", "mainline work", {"README": "x\n"})
+    b.commit("merge", "merge side", {}, merge="side-rename")
+    b.commit("after", "after merge", {"README": "y\n"})
+    history = b.build()
+    report = check_range(manifest, Repo.discover(history.path), ranges=["main"])
+    hook = {history.label_of(c.commit.sha): c.results[1].reason for c in report.commits}
+    assert hook == {"add": None, "side-rename": Reason.CLASS_NOT_FOUND, "main1": None,
+                    "merge": Reason.CLASS_NOT_FOUND, "after": Reason.CLASS_NOT_FOUND}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_inherited_states_match_every_commits_tree(tmp_path: Path, seed: int) -> None:
+    """Random DAGs with merges: the verdict of every commit equals a direct evaluation."""
+    rng = random.Random(seed)
+    manifest = load_manifest(write_manifest(tmp_path / "m"))
+    b = HistoryBuilder(tmp_path / "repo")
+    variants = [MODEL_V2, MODEL_V2.replace("class Model:", "class M2:"), MODEL_V2 + "\ndef f(:\n", None]
+    b.commit("c0", "root", {"pkg/model.py": MODEL_V2, "o.txt": "0"})
+    tips = {"main": "c0"}
+    labels = ["c0"]
+    for i in range(1, 30):
+        label = f"c{i}"
+        files = {"o.txt": str(i)}
+        if rng.random() < 0.4:
+            files["pkg/model.py"] = rng.choice(variants)
+        roll = rng.random()
+        if roll < 0.15 and len(tips) < 3:
+            name = f"b{i}"
+            b.start_branch(name, rng.choice(labels))
+            b.commit(label, "branch", files, branch=name)
+            tips[name] = label
+        elif roll < 0.35 and len(tips) > 1:
+            other = rng.choice([t for t in tips if t != "main"])
+            b.commit(label, "merge", files if rng.random() < 0.5 else {}, merge=tips[other])
+            tips["main"] = label
+        else:
+            branch = rng.choice(list(tips))
+            b.commit(label, "work", files, branch=branch)
+            tips[branch] = label
+        labels.append(label)
+    history = b.build()
+    repo = Repo.discover(history.path)
+    report = check_range(manifest, repo, ranges=sorted(tips), use_cache=False)
+    assert len(report.commits) == len(labels)
+    for row in report.commits:
+        direct = evaluate(manifest, CommitSource(repo, row.commit), hints=False)
+        assert [(r.status, r.reason, r.line) for r in row.results] == [
+            (r.status, r.reason, r.line) for r in direct.results
+        ]
+
+
+def test_bare_repo_check_works_apply_refuses(model, tmp_path: Path, capsys) -> None:
+    history, manifest, _ = model
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(history.path), str(bare)], check=True, env=git_env())
+    report = check_range(manifest, Repo.discover(bare), ranges=["main"])
+    assert matrix_by_label(report, history) == EXPECTED
+    code = main(["apply", "-m", str(manifest.path), "--repo", str(bare)])
+    err = capsys.readouterr().err
+    assert code == 2 and "is a bare repository" in err and "--worktree" in err
+
+
+def test_shallow_clone_missing_history(model, tmp_path: Path, capsys) -> None:
+    history, manifest, _ = model
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{history.path}", str(shallow)],
+                   check=True, env=git_env())
+    repo = Repo.discover(shallow)
+    with pytest.raises(RepoError, match="shallow clone"):
+        check_range(manifest, repo, ranges=["main"])
+    with pytest.raises(RevisionError) as info:
+        check_range(manifest, repo, ranges=[f"{history['fix']}..main"])
+    assert "shallow clone" in info.value.one_line() and "git fetch --unshallow" in info.value.one_line()
+    # what was fetched is still checkable
+    report = check_range(manifest, repo, ranges=["main~1..main"])
+    assert len(report.commits) == 1
+    code = main(["check", "-m", str(manifest.path), "--repo", str(shallow), "--range", "main"])
+    assert code == 2 and "git fetch --unshallow" in capsys.readouterr().err
+
+
+def test_symlink_and_non_utf8_targets_at_a_commit(tmp_path: Path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path / "m"))
+    b = HistoryBuilder(tmp_path / "repo")
+    b.commit("real", "real file", {"pkg/real.py": MODEL_V2, "pkg/model.py": MODEL_V2})
+    b.commit("link", "make it a symlink", {"pkg/model.py": Symlink("real.py")})
+    b.commit("latin1", "latin-1 file", {"pkg/model.py": MODEL_V2.encode() + b"# caf\xe9\n"})
+    history = b.build()
+    report = check_range(manifest, Repo.discover(history.path), ranges=["main"])
+    rows = {history.label_of(r.commit.sha): r.results[1] for r in report.commits}
+    assert rows["real"].status is A
+    assert rows["link"].reason is Reason.UNSUPPORTED_FILE and "symlink" in rows["link"].message
+    assert rows["latin1"].reason is Reason.UNSUPPORTED_FILE and "not UTF-8 (byte 0xe9 at line 13)" in rows["latin1"].message
