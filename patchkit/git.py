@@ -59,6 +59,29 @@ def run_git(
     return proc.stdout.decode("utf-8", "surrogateescape") if text else proc.stdout
 
 
+class Pending:
+    """A git process started now and read later, so independent git calls overlap."""
+
+    def __init__(self, args: Sequence[str], cwd: Path) -> None:
+        self.args = list(args)
+        try:
+            self.proc = subprocess.Popen(
+                ["git", "-c", "core.quotepath=false", *args],
+                cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+            )
+        except FileNotFoundError:
+            raise RepoError("git is not installed or not on PATH") from None
+
+    def bytes(self) -> bytes:
+        out, err = self.proc.communicate()
+        if self.proc.returncode != 0:
+            raise GitFailed(self.args, self.proc.returncode, err.decode("utf-8", "replace"))
+        return out
+
+    def text(self) -> str:
+        return self.bytes().decode("utf-8", "surrogateescape")
+
+
 @dataclass(frozen=True)
 class Commit:
     sha: str
@@ -90,6 +113,33 @@ class TreeEntry:
     oid: str
 
 
+def parse_log(out: str) -> list[Commit]:
+    return [_parse_commit(line) for line in out.splitlines() if line]
+
+
+def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None]]:
+    changes: dict[str, dict[str, tuple[str, str] | None]] = {}
+    for chunk in out.split(b"\x1e"):
+        if not chunk.strip(b"\0\n"):
+            continue
+        head, _, rest = chunk.partition(b"\n")
+        sha = head.strip(b"\0").decode()
+        fields = rest.lstrip(b"\n").split(b"\0")
+        entry: dict[str, tuple[str, str] | None] = {}
+        i = 0
+        while i + 1 < len(fields):
+            meta = fields[i].decode().lstrip("\n")
+            if not meta.startswith(":"):
+                i += 1
+                continue
+            _old_mode, new_mode, _old, new_oid, status = meta[1:].split()
+            path = fields[i + 1].decode("utf-8", "surrogateescape")
+            entry[path] = None if status.startswith("D") else (new_mode, new_oid)
+            i += 2
+        changes[sha] = entry
+    return changes
+
+
 class Repo:
     """A git repository (with or without a work tree)."""
 
@@ -108,20 +158,22 @@ class Repo:
         if not path.exists():
             raise RepoError(f"{path} does not exist")
         try:
-            out = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir"], path)
+            # One process for everything start-up needs to know.
+            out = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir",
+                           "--is-shallow-repository", "--is-inside-work-tree", "--show-cdup"], path)
         except GitFailed as exc:
-            raise RepoError(f"{path} is not a git repository ({exc.stderr.splitlines()[-1] if exc.stderr else 'git failed'})",
+            last = exc.stderr.splitlines()[-1] if exc.stderr else "git failed"
+            raise RepoError(f"{path} is not a git repository ({last})",
                             hint="pass --repo DIR pointing at a git checkout") from None
-        bare, git_dir, common = out.splitlines()[:3]
-        git_dir_p = Path(git_dir)
+        lines = out.split("\n")
+        bare, git_dir, common, shallow, inside = lines[:5]
         common_p = Path(common) if os.path.isabs(common) else (path / common).resolve()
         root = None
-        if bare != "true":
-            try:
-                root = Path(run_git(["rev-parse", "--show-toplevel"], path).strip())
-            except GitFailed:
-                root = None  # inside the .git directory itself
-        return cls(path, git_dir_p, common_p, root)
+        if bare != "true" and inside == "true":
+            root = (path / (lines[5] if len(lines) > 5 else "")).resolve()
+        repo = cls(path, Path(git_dir), common_p, root)
+        repo.__dict__["is_shallow"] = shallow == "true"  # prime the cached_property
+        return repo
 
     @property
     def bare(self) -> bool:
@@ -152,6 +204,17 @@ class Repo:
             raise RevisionError(f"unknown revision {rev!r} in {self.root or self.git_dir}", hint=hint)
         return out
 
+    def resolve_all(self, revs: Sequence[str]) -> list[str]:
+        """Resolve several revisions in one process; on any failure, one by one
+        so the unknown revision is named."""
+        if len(revs) > 1 and not any(rev.startswith("-") for rev in revs):
+            out = run_git(["rev-parse", *[f"{rev}^{{commit}}" for rev in revs]], self.root or self.git_dir,
+                          check=False)
+            shas = out.split()
+            if len(shas) == len(revs) and all(len(sha) in (40, 64) for sha in shas):
+                return shas
+        return [self.resolve(rev) for rev in revs]
+
     def head(self) -> str | None:
         out = self.git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).strip()
         return out or None
@@ -172,10 +235,15 @@ class Repo:
         by_sha = {c.sha: c for c in (_parse_commit(line) for line in out.splitlines() if line)}
         return [by_sha[r] for r in revs]
 
+    def spawn(self, *args: str) -> Pending:
+        return Pending(args, self.root or self.git_dir)
+
     def rev_list(self, spec: Sequence[str]) -> list[Commit]:
         """Commits of a rev-list range, oldest first (topological: parents before children)."""
-        out = self.git("log", "--topo-order", "--reverse", f"--format={_LOG_FORMAT}", *spec, "--")
-        return [_parse_commit(line) for line in out.splitlines() if line]
+        return parse_log(self.spawn_rev_list(spec).text())
+
+    def spawn_rev_list(self, spec: Sequence[str]) -> Pending:
+        return self.spawn("log", "--topo-order", "--reverse", f"--format={_LOG_FORMAT}", *spec, "--")
 
     @cached_property
     def is_shallow(self) -> bool:
@@ -260,6 +328,9 @@ class Repo:
     # -- history -----------------------------------------------------------
 
     def path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> dict[str, dict[str, tuple[str, str] | None]]:
+        return parse_path_changes(self.spawn_path_changes(spec, paths).bytes())
+
+    def spawn_path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> Pending:
         """For each commit in the range whose diff against its *first* parent
         touches ``paths``: {path: (mode, oid) or None if deleted}.
 
@@ -268,30 +339,10 @@ class Repo:
         ``--diff-merges=first-parent`` gives a merge's diff against its first
         parent, which is what a child's tree inherits from.
         """
-        out = self.git_bytes(
+        return self.spawn(
             "log", "--full-history", "--diff-merges=first-parent", "--raw", "-z", "--no-abbrev",
             "--no-renames", "--format=%x1e%H", *spec, "--", *paths,
         )
-        changes: dict[str, dict[str, tuple[str, str] | None]] = {}
-        for chunk in out.split(b"\x1e"):
-            if not chunk.strip(b"\0\n"):
-                continue
-            head, _, rest = chunk.partition(b"\n")
-            sha = head.strip(b"\0").decode()
-            fields = rest.lstrip(b"\n").split(b"\0")
-            entry: dict[str, tuple[str, str] | None] = {}
-            i = 0
-            while i + 1 < len(fields):
-                meta = fields[i].decode().lstrip("\n")
-                if not meta.startswith(":"):
-                    i += 1
-                    continue
-                _old_mode, new_mode, _old, new_oid, status = meta[1:].split()
-                path = fields[i + 1].decode("utf-8", "surrogateescape")
-                entry[path] = None if status.startswith("D") else (new_mode, new_oid)
-                i += 2
-            changes[sha] = entry
-        return changes
 
     def first_change(self, commit: str, path: str, *, filter: str) -> Commit | None:
         """The newest commit reachable from ``commit`` with that --diff-filter on ``path``."""

@@ -26,7 +26,7 @@ from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.hints import annotate
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Repo
+from patchkit.git import Commit, GitFailed, Repo, parse_log, parse_path_changes
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
@@ -38,10 +38,7 @@ Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 class CommitResults:
     commit: Commit
     results: tuple[PatchResult, ...]
-
-    @property
-    def failed(self) -> bool:
-        return any(r.status is Status.FAIL for r in self.results)
+    failed: bool  # a required patch FAILs here
 
     def to_json(self) -> dict[str, Any]:
         return {**self.commit.to_json(), "results": [r.to_json() for r in self.results]}
@@ -145,21 +142,33 @@ def _split_range(spec: str) -> tuple[list[str], str]:
     return [spec], ""
 
 
-def select_commits(
-    repo: Repo, ranges: Sequence[str], commits: Sequence[str]
-) -> tuple[list[Commit], list[list[str]], set[str]]:
-    """The commits to check (ranges oldest first, then --commit ones), the
-    rev-list specs of the ranges, and the shas that came from a range."""
-    seen: set[str] = set()
-    out: list[Commit] = []
-    specs: list[list[str]] = []
+def _range_specs(repo: Repo, ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
+    """Validate each range: (as written, rev-list spec, its ends, separator)."""
+    out = []
     for spec in ranges:
         if spec.startswith("-"):
             raise RevisionError(f"range {spec!r} looks like an option", hint="give a range such as v0.5.8..main")
         ends, sep = _split_range(spec)
-        resolved = [repo.resolve(end) for end in ends]  # names the unknown side precisely
-        rev_spec = [spec] if sep else [resolved[0]]
-        listed = repo.rev_list(rev_spec)
+        resolved = repo.resolve_all(ends)  # names the unknown side precisely
+        out.append((spec, [spec] if sep else [resolved[0]], ends, sep))
+    return out
+
+
+def select_commits(
+    repo: Repo, ranges: Sequence[str], commits: Sequence[str], files: Sequence[str] = ()
+) -> tuple[list[Commit], dict[str, dict[str, Entry]], set[str]]:
+    """The commits to check (ranges oldest first, then --commit ones), the
+    first-parent changes of ``files`` along the ranges, and the shas that
+    came from a range.  Each range's two git logs run concurrently."""
+    seen: set[str] = set()
+    out: list[Commit] = []
+    changes: dict[str, dict[str, Entry]] = {}
+    for spec, rev_spec, ends, sep in _range_specs(repo, ranges):
+        listing = repo.spawn_rev_list(rev_spec)
+        diffs = repo.spawn_path_changes(rev_spec, files) if files else None
+        listed = parse_log(listing.text())
+        if diffs is not None:
+            changes.update(parse_path_changes(diffs.bytes()))
         if not listed:
             raise RevisionError(
                 f"range {spec!r} is empty",
@@ -167,18 +176,17 @@ def select_commits(
                       if sep == ".." else "check the range with `git log --oneline " + spec + "`"),
             )
         _refuse_truncated(repo, spec, listed)
-        specs.append(rev_spec)
         for commit in listed:
             if commit.sha not in seen:
                 seen.add(commit.sha)
                 out.append(commit)
     from_ranges = set(seen)
-    extra = [repo.resolve(rev) for rev in commits]
+    extra = repo.resolve_all(list(commits)) if commits else []
     fresh = [sha for sha in dict.fromkeys(extra) if sha not in seen]
     for commit in repo.commits(fresh):
         seen.add(commit.sha)
         out.append(commit)
-    return out, specs, from_ranges
+    return out, changes, from_ranges
 
 
 def _refuse_truncated(repo: Repo, spec: str, listed: Sequence[Commit]) -> None:
@@ -228,12 +236,12 @@ def check_range(
     """Evaluate every patch at every selected commit (HEAD if nothing is selected)."""
     if not ranges and not commits:
         commits = ["HEAD"]
-    selected, specs, from_ranges = select_commits(repo, ranges, commits)
     files = manifest.files()
     try:
+        selected, changes, from_ranges = select_commits(repo, ranges, commits, files)
         # Commits from ranges are covered by the path-limited log; a commit
         # given alone with --commit is not, and gets its own ls-tree.
-        states = _states(repo, selected, specs, files, from_ranges)
+        states = _states(repo, selected, changes, files, from_ranges)
     except GitFailed as exc:
         raise RevisionError(f"git could not list the history: {exc.stderr}") from None
 
@@ -252,7 +260,8 @@ def check_range(
         cache.close()
         repo.close()
 
-    rows = [CommitResults(c, by_state[states[c.sha]]) for c in selected]
+    failing = {state: any(r.status is Status.FAIL for r in res) for state, res in by_state.items()}
+    rows = [CommitResults(c, by_state[states[c.sha]], failing[states[c.sha]]) for c in selected]
     if hints:
         rows = _with_hints(manifest, repo, rows)
     windows = _windows(manifest, rows)
@@ -260,11 +269,8 @@ def check_range(
     return CheckReport(manifest, tuple(rows), tuple(windows), stats)
 
 
-def _states(repo: Repo, selected: Sequence[Commit], specs: Sequence[list[str]], files: Sequence[str],
-            covered: set[str]) -> dict[str, tuple[Entry, ...]]:
-    changes: dict[str, dict[str, Entry]] = {}
-    for spec in specs:
-        changes.update(repo.path_changes(spec, files))
+def _states(repo: Repo, selected: Sequence[Commit], changes: Mapping[str, Mapping[str, Entry]],
+            files: Sequence[str], covered: set[str]) -> dict[str, tuple[Entry, ...]]:
     index = {path: i for i, path in enumerate(files)}
     states: dict[str, tuple[Entry, ...]] = {}
     for commit in selected:
@@ -283,27 +289,40 @@ def _states(repo: Repo, selected: Sequence[Commit], specs: Sequence[list[str]], 
     return states
 
 
+def _runs(rows: Sequence[CommitResults]) -> list[tuple[int, int]]:
+    """[start, end) of consecutive rows sharing one results tuple (one state)."""
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i].results is not rows[start].results:
+            runs.append((start, i))
+            start = i
+    return runs
+
+
 def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> list[CommitResults]:
     """Manifest hints everywhere; tree hints once per window, at its first commit."""
-    if not rows:
-        return rows
-    count = len(manifest.patches)
-    hinted: list[list[PatchResult]] = [list(row.results) for row in rows]
-    for column in range(count):
-        start = 0
-        while start < len(rows):
-            first = rows[start].results[column]
-            end = start + 1
-            while end < len(rows) and _same(rows[end].results[column], first):
-                end += 1
-            if not first.ok or manifest.patches[column].hints:
-                source = CommitSource(repo, rows[start].commit)
-                annotated = annotate(manifest, [first], source)[0]
-                for i in range(start, end):
-                    hinted[i][column] = rows[i].results[column].with_hint(annotated.hint)
-            start = end
+    runs = _runs(rows)
+    hinted = [list(rows[start].results) for start, _ in runs]
+    for column, patch in enumerate(manifest.patches):
+        i = 0
+        while i < len(runs):
+            first = rows[runs[i][0]].results[column]
+            j = i + 1
+            while j < len(runs) and _same(rows[runs[j][0]].results[column], first):
+                j += 1
+            if not first.ok or patch.hints:
+                source = CommitSource(repo, rows[runs[i][0]].commit)
+                hint = annotate(manifest, [first], source)[0].hint
+                for k in range(i, j):
+                    hinted[k][column] = hinted[k][column].with_hint(hint)
+            i = j
     repo.close()
-    return [CommitResults(row.commit, tuple(h)) for row, h in zip(rows, hinted)]
+    out: list[CommitResults] = []
+    for (start, end), results in zip(runs, hinted):
+        shared = tuple(results)
+        out.extend(CommitResults(rows[i].commit, shared, rows[i].failed) for i in range(start, end))
+    return out
 
 
 def _same(a: PatchResult, b: PatchResult) -> bool:
@@ -311,20 +330,18 @@ def _same(a: PatchResult, b: PatchResult) -> bool:
 
 
 def _windows(manifest: Manifest, rows: Sequence[CommitResults]) -> list[Window]:
+    runs = _runs(rows)
     windows: list[Window] = []
     for column, patch in enumerate(manifest.patches):
-        current: list[Commit] = []
-        first: PatchResult | None = None
-        for row in rows:
-            result = row.results[column]
-            if first is not None and _same(result, first):
-                current.append(row.commit)
-                continue
-            if first is not None:
-                windows.append(Window(patch.id, first.status, first.reason, tuple(current), first))
-            first, current = result, [row.commit]
-        if first is not None:
-            windows.append(Window(patch.id, first.status, first.reason, tuple(current), first))
+        i = 0
+        while i < len(runs):
+            first = rows[runs[i][0]].results[column]
+            j = i + 1
+            while j < len(runs) and _same(rows[runs[j][0]].results[column], first):
+                j += 1
+            commits = tuple(rows[k].commit for k in range(runs[i][0], runs[j - 1][1]))
+            windows.append(Window(patch.id, first.status, first.reason, commits, first))
+            i = j
     return windows
 
 

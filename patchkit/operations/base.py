@@ -23,6 +23,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NoReturn
 
 from patchkit.errors import ManifestError
@@ -123,6 +124,8 @@ class Operation(ABC):
         """Lines of what the patch targets in this file (for `explain` to pick hunks)."""
         return None
 
+    @cached_property
     def fingerprint(self) -> str:
+        """Digest of ``identity()``; computed once per loaded patch."""
         blob = json.dumps({"op": self.op_name, **self.identity()}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
