@@ -23,6 +23,7 @@ Exit codes:
      range or repository
   3  internal error (a bug; rerun with --debug for the traceback)
   4  busy: another patchkit holds this repository's lock
+  125 reserved for `git bisect run` (skip this commit)
 """
 
 _DEBUG = False

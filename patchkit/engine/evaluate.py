@@ -232,9 +232,13 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
                                         "so please report this")
             continue
         try:
+            was_empty = not module.body
             for patch, outcome in zip(fe.patches, fe.outcomes):
                 if outcome is not None and outcome.kind is Kind.APPLY:
                     module = patch.op.transform(module, outcome)
+            if was_empty and module.body:
+                # libcst keeps "no newline at end of file" from an empty file; new code ends its lines.
+                module = module.with_changes(has_trailing_newline=True)
             after = module.bytes
         except InternalError as exc:
             files[path] = _fail_applied(fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)")
@@ -260,7 +264,7 @@ def _verify(fe: FileEval, after: bytes) -> str | None:
     for old, new in zip(fe.results, again.results):
         if old.status is Status.APPLY:
             ok = new.status is Status.SKIP and new.reason is Reason.ALREADY_APPLIED
-            expected = "SKIP ALREADY_APPLIED"
+            expected = "SKIP ALREADY_APPLIED"  # what the next run will say
         elif old.status is Status.SKIP:
             ok = new.status is Status.SKIP
             expected = f"SKIP {old.reason.value if old.reason else ''}"

@@ -185,6 +185,8 @@ def load_manifest(spec: str | Path, cwd: Path | None = None) -> Manifest:
                                     line=lines.line_of(patch.index, "requires"),
                                     hint=f"did you mean {close[0]!r}?" if close else None)
 
+    _check_composition(patches, display, lines)
+
     digest = hashlib.sha256()
     digest.update(raw)
     for payload in sorted(payloads.all(), key=lambda p: str(p.path)):
@@ -197,6 +199,47 @@ def load_manifest(spec: str | Path, cwd: Path | None = None) -> Manifest:
         patches=tuple(patches),
         digest="sha256:" + digest.hexdigest(),
     )
+
+
+def _prefixes(qualname: str) -> set[str]:
+    parts = qualname.split(".")
+    return {".".join(parts[: i + 1]) for i in range(len(parts))}
+
+
+def _check_composition(patches: list[Patch], display: str, lines: _Lines) -> None:
+    """Refuse patch sets that cannot be idempotent.
+
+    A patch that edits code an earlier patch of the same file adds (an
+    insert into an added method, a list item on an added list) would, on the
+    next run, make the earlier patch see "its" code changed and report a
+    conflict.  Such code belongs in the earlier patch's payload, which the
+    manifest's author owns.  Likewise two inserts at the same anchor and
+    position could not tell their statements apart on the next run.
+    """
+    for later_index, later in enumerate(patches):
+        for earlier in patches[:later_index]:
+            if earlier.file != later.file:
+                continue
+            touched = set().union(*(_prefixes(q) for q in later.op.edits() | later.op.adds()))
+            clash = sorted(earlier.op.adds() & touched)
+            same_spot = (
+                earlier.op_name == later.op_name == "insert"
+                and (earlier.op.function, earlier.op.anchor_canon, earlier.op.position)  # type: ignore[attr-defined]
+                == (later.op.function, later.op.anchor_canon, later.op.position)  # type: ignore[attr-defined]
+            )
+            if clash:
+                raise ManifestError(
+                    f"edits {clash[0]}, which patch[{earlier.index}] ({earlier.id!r}) adds from its payload; "
+                    "a later patch cannot change code an earlier one supplies (the next run could not recognise it)",
+                    file=display, key_path=f"patch[{later.index}]", line=lines.line_of(later.index, None),
+                    hint=f"make that change in patch[{earlier.index}]'s payload instead",
+                )
+            if same_spot:
+                raise ManifestError(
+                    f"inserts at the same anchor and position as patch[{earlier.index}] ({earlier.id!r})",
+                    file=display, key_path=f"patch[{later.index}]", line=lines.line_of(later.index, "anchor"),
+                    hint="put both sets of statements in one payload function and use one insert",
+                )
 
 
 # -- schema errors, worded ----------------------------------------------------------
@@ -231,7 +274,10 @@ def _validate_schema(data: Mapping[str, Any], display: str, lines: _Lines) -> No
     errors = list(_validator().iter_errors(data))
     if not errors:
         return
-    errors.sort(key=lambda e: (_sort_path(e.absolute_path), _PRIORITY.get(e.validator, 0)))
+    # When an op's own keys fail, 2020-12 also reports them as "unevaluated";
+    # such an error that names no actually unknown key is noise.
+    errors = [e for e in errors if not _spurious(e)] or errors
+    errors.sort(key=lambda e: (_PRIORITY.get(e.validator, 0), _sort_path(e.absolute_path)))
     error = errors[0]
     path = list(error.absolute_path)
     message, key, hint = _word(error, data)
@@ -247,11 +293,18 @@ def _validate_schema(data: Mapping[str, Any], display: str, lines: _Lines) -> No
     raise ManifestError(message, file=display, key_path=_key_path(path) or None, line=line, hint=hint)
 
 
+def _spurious(error: Any) -> bool:
+    if error.validator != "unevaluatedProperties" or not isinstance(error.instance, dict):
+        return False
+    known = _known_keys(error, error.instance)
+    return all(k in known for k in error.instance)
+
+
 def _sort_path(path: Iterable[Any]) -> tuple[Any, ...]:
     return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in path)
 
 
-def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | None, str | None]:
+def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, str | None]:
     """(message, extra key to append to the path, hint)."""
     validator = error.validator
     instance = error.instance
@@ -261,7 +314,8 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | None, str | N
         missing = re.search(r"'([^']+)' is a required property", error.message)
         name = missing.group(1) if missing else "?"
         op = instance.get("op") if isinstance(instance, dict) else None
-        what = f" for op {op!r}" if op and name != "op" and leaf != "patch" else ""
+        common = _validator().schema["$defs"]["patch"]["properties"]
+        what = f" for op {op!r}" if op and name not in common and leaf != "patch" else ""
         return f"missing required key{what}", name, None
     if validator in ("unevaluatedProperties", "additionalProperties"):
         known = _known_keys(error, instance)
@@ -272,10 +326,17 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | None, str | N
         scope = f" for op {op!r}" if op else ""
         hint = f"did you mean {close[0]!r}?" if close else f"allowed keys{scope}: {', '.join(sorted(known))}"
         return f"unknown key{scope}", name, hint
+    if validator == "enum" and leaf == "hints" and isinstance(instance, str):
+        # propertyNames: the bad *key* of the hints table
+        return (f"{instance!r} is not a reason code", instance,
+                f"reason codes: {', '.join(r.value for r in Reason)}")
     if validator == "enum":
         allowed = error.validator_value
         shown = repr(instance)
-        close = difflib.get_close_matches(str(instance), [str(a) for a in allowed], n=1)
+        options = [str(a) for a in allowed]
+        close = difflib.get_close_matches(str(instance), options, n=1) or [
+            o for o in options if str(instance) and o.startswith(str(instance))
+        ][:1]
         hint = f"did you mean {close[0]!r}?" if close else None
         label = "op" if leaf == "op" else "value"
         return f"unknown {label} {shown}; expected one of: {', '.join(map(str, allowed))}", None, hint
@@ -292,10 +353,15 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | None, str | N
     if validator == "uniqueItems":
         return "lists the same value twice", None, None
     if validator == "oneOf" and leaf == "expect":
-        return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, \
-            "run `patchkit digest FILE QUALNAME` on the upstream file"
+        hint = "run `patchkit digest FILE QUALNAME` on the upstream file"
+        if isinstance(instance, list) and instance:
+            pattern = re.compile(r"^sha256:[0-9a-f]{64}$")
+            bad = next((i for i, v in enumerate(instance) if not (isinstance(v, str) and pattern.match(v))), None)
+            if bad is not None:
+                return f"{instance[bad]!r} is not a digest 'sha256:<64 hex digits>'", bad, hint
+        return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, hint
     if validator == "not":
-        return "give either `position` or `before`, not both", None, None
+        return "give either `position` or `before`, not both", "before", None
     if validator == "propertyNames":
         return f"{instance!r} is not a reason code", None, f"reason codes: {', '.join(r.value for r in Reason)}"
     return error.message, None, None
@@ -350,6 +416,7 @@ class _Lines:
     def _find_key(self, start: int, end: int, key: str | None) -> int | None:
         if key is None:
             return None
+        key = key.split("[", 1)[0].split(".", 1)[0]  # methods[2] / hints.X live on the line of their key
         pattern = re.compile(rf"^\s*(\"{re.escape(key)}\"|'{re.escape(key)}'|{re.escape(key)})\s*=")
         for i in range(start, end):
             if pattern.match(self.lines[i]):

@@ -57,6 +57,9 @@ class AddDefinitions(Operation):
             "before": self.before,
         }
 
+    def adds(self) -> set[str]:
+        return {d.name for d in self.definitions}
+
     def _insert_index(self, state: CodeState) -> int | None:
         if self.before is not None:
             stmt = state.module_binding(self.before)

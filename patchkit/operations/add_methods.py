@@ -68,6 +68,12 @@ class AddMethods(Operation):
             "on_conflict": self.on_conflict.value,
         }
 
+    def adds(self) -> set[str]:
+        return {f"{self.class_name}.{m.name}" for m in self.methods}
+
+    def edits(self) -> set[str]:
+        return {self.class_name}
+
     def analyze(self, state: CodeState) -> Outcome:
         target = state.find_class(self.class_name)
         if target is None:

@@ -120,6 +120,14 @@ class Operation(ABC):
     def identity(self) -> dict[str, Any]:
         """Everything the verdict depends on besides the file (for cache keys)."""
 
+    def adds(self) -> set[str]:
+        """Qualified names whose whole definition this patch supplies."""
+        return set()
+
+    def edits(self) -> set[str]:
+        """Qualified names whose code this patch changes in place."""
+        return set()
+
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         """Lines of what the patch targets in this file (for `explain` to pick hunks)."""
         return None

@@ -77,17 +77,16 @@ def outcome_for(
             'or "replace" to use the patch\'s',
         )
     if not plan.add and not plan.replace:
-        if plan.kept:
-            return Outcome.skip(
-                Reason.UPSTREAM_PROVIDES,
-                plan.kept[0][1].lineno,
-                f"upstream already defines {_listed(plan.kept)} in {where} with its own code "
-                '(on_conflict = "keep-upstream"): this patch is redundant at this commit',
-            )
+        if plan.same:
+            message = f"{kind} {', '.join(d.name for d, _ in plan.same)} already in {where} with the patch's code"
+            if plan.kept:
+                message += f"; keeps upstream's {_listed(plan.kept)}"
+            return Outcome.skip(Reason.ALREADY_APPLIED, plan.same[0][1].lineno, message)
         return Outcome.skip(
-            Reason.ALREADY_APPLIED,
-            plan.same[0][1].lineno if plan.same else where_line,
-            f"{kind} {', '.join(d.name for d, _ in plan.same)} already in {where} with the patch's code",
+            Reason.UPSTREAM_PROVIDES,
+            plan.kept[0][1].lineno,
+            f"upstream already defines {_listed(plan.kept)} in {where} with its own code "
+            '(on_conflict = "keep-upstream"): this patch is redundant at this commit',
         )
     parts = []
     if plan.add:
@@ -99,7 +98,9 @@ def outcome_for(
         message += f"; {', '.join(d.name for d, _ in plan.same)} already present"
     if plan.kept:
         message += f"; keeps upstream's {_listed(plan.kept)}"
-    return Outcome.apply(where_line, message, plan=plan)
+    # The line of the first change: where additions go, or the replaced definition.
+    line = where_line if plan.add else plan.replace[0][1].lineno
+    return Outcome.apply(line, message, plan=plan)
 
 
 def splice_defs(

@@ -224,8 +224,22 @@ def place_definitions(
             out, binds(name), lambda old, new=new: new.with_changes(leading_lines=old.leading_lines), name
         )
     added = [spaced(stmt, blank_lines) for stmt in add]
-    # What follows an insertion keeps its own leading lines untouched, so no
-    # byte of upstream's changes; the added block brings its own spacing.
     index = len(out) if insert_at is None else insert_at
+    if added and index == 0:
+        # First statement of its block (e.g. of an empty module): no blank lines above it.
+        added[0] = spaced(added[0], 0)
     out[index:index] = added
+    following = index + len(added)
+    if added and following < len(out):
+        # Keep the added block apart from what follows: add blank lines above
+        # the next statement if it has fewer (never remove any of upstream's).
+        nxt = out[following]
+        have = 0
+        for line in getattr(nxt, "leading_lines", ()):
+            if line.comment is not None:
+                break
+            have += 1
+        if have < blank_lines:
+            extra = [cst.EmptyLine(indent=False)] * (blank_lines - have)
+            out[following] = nxt.with_changes(leading_lines=extra + list(nxt.leading_lines))
     return out

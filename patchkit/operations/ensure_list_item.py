@@ -40,6 +40,9 @@ class EnsureListItem(Operation):
     def identity(self) -> dict[str, Any]:
         return {"target": self.target, "item": canon(self.item_node)}
 
+    def edits(self) -> set[str]:
+        return {self.target}
+
     def _value(self, state: CodeState) -> tuple[ast.stmt | None, ast.expr | None]:
         stmt = state.module_binding(self.target)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
@@ -124,7 +127,32 @@ def _append(value: Any, item: Any, cst: Any) -> Any:
         between = cst.Comma(whitespace_after=value.lpar[0].whitespace_after)
     else:
         between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    closing = _closing(value, cst)
+    if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(between.whitespace_after, cst.ParenthesizedWhitespace):
+        # One item per line.  The line break before the bracket (with any
+        # comment on the last item's line) belongs to the bracket: it becomes
+        # the old last item's separator, and the bracket gets a plain one.
+        separator = closing.with_changes(last_line=between.whitespace_after.last_line)
+        old_comma = trailing if trailing is not None else cst.Comma()
+        elements[-1] = last.with_changes(comma=old_comma.with_changes(whitespace_after=separator))
+        elements.append(cst.Element(value=item, comma=trailing) if trailing is not None else cst.Element(value=item))
+        plain = closing.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+        return _with_closing(value.with_changes(elements=elements), plain, cst)
     elements[-1] = last.with_changes(comma=between)
-    # A trailing comma (and the line break before the bracket) moves to the new last element.
+    # A trailing comma (and the space before the bracket) moves to the new last element.
     elements.append(cst.Element(value=item, comma=trailing) if trailing is not None else cst.Element(value=item))
     return value.with_changes(elements=elements)
+
+
+def _closing(value: Any, cst: Any) -> Any:
+    if isinstance(value, cst.List):
+        return value.rbracket.whitespace_before
+    return value.rpar[-1].whitespace_before if value.rpar else None
+
+
+def _with_closing(value: Any, whitespace: Any, cst: Any) -> Any:
+    if isinstance(value, cst.List):
+        return value.with_changes(rbracket=value.rbracket.with_changes(whitespace_before=whitespace))
+    rpar = list(value.rpar)
+    rpar[-1] = rpar[-1].with_changes(whitespace_before=whitespace)
+    return value.with_changes(rpar=rpar)

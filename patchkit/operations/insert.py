@@ -77,6 +77,9 @@ class Insert(Operation):
             "statements": canon(list(self.statements)),
         }
 
+    def edits(self) -> set[str]:
+        return {self.function}
+
     def _matches(self, state: CodeState) -> tuple[Any, list[StatementMatch]]:
         fn, _owner, missing_class = state.find_function(self.function)
         if fn is None:

@@ -93,6 +93,12 @@ class ReplaceFunction(Operation):
     def identity(self) -> dict[str, Any]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
 
+    def adds(self) -> set[str]:
+        return {self.function}
+
+    def edits(self) -> set[str]:
+        return {self.function}
+
     def analyze(self, state: CodeState) -> Outcome:
         current, _owner, missing_class = state.find_function(self.function)
         if current is None:

@@ -1,0 +1,123 @@
+"""The docs are the contract: every schema key, reason, status, exit code and command is documented."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from patchkit.cli import cli
+from patchkit.errors import ExitCode
+from patchkit.manifest.loader import SCHEMA_PATH
+from patchkit.operations import OP_NAMES, registry
+from patchkit.results import REASON_MEANING, Reason, Status
+from helpers import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST_MD = ROOT / "docs" / "manifest.md"
+STATUSES_MD = ROOT / "docs" / "statuses.md"
+JSON_MD = ROOT / "docs" / "json.md"
+README = ROOT / "README.md"
+
+
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def property_names(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.get("properties", {}).items():
+            yield key
+            yield from property_names(value)
+        for key, value in node.items():
+            if key != "properties":
+                yield from property_names(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from property_names(item)
+
+
+def test_schema_is_valid_against_its_metaschema():
+    import jsonschema
+
+    document = schema()
+    cls = jsonschema.validators.validator_for(document)
+    cls.check_schema(document)
+    assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_schema_has_keys_to_check():
+    keys = set(property_names(schema()))
+    assert {"schema", "name", "patch", "id", "op", "file", "class", "anchor", "expect", "item"} <= keys
+
+
+@pytest.mark.parametrize("key", sorted(set(property_names(schema()))))
+def test_every_schema_key_is_documented(key):
+    text = MANIFEST_MD.read_text(encoding="utf-8")
+    assert re.search(rf"^\| `{re.escape(key)}` \|", text, re.M), f"`{key}` has no row in a key table of docs/manifest.md"
+
+
+@pytest.mark.parametrize("op", OP_NAMES)
+def test_every_op_has_a_section(op):
+    text = MANIFEST_MD.read_text(encoding="utf-8")
+    assert f"### `{op}`" in text
+
+
+def test_ops_agree_between_schema_registry_and_docs():
+    enum = schema()["$defs"]["patch"]["properties"]["op"]["enum"]
+    assert list(enum) == list(OP_NAMES) == list(registry())
+    documented = re.findall(r"^### `([a-z-]+)`", MANIFEST_MD.read_text(encoding="utf-8"), re.M)
+    assert documented == list(OP_NAMES)
+
+
+@pytest.mark.parametrize("reason", [r.value for r in Reason])
+def test_every_reason_is_in_statuses_md(reason):
+    text = STATUSES_MD.read_text(encoding="utf-8")
+    assert re.search(rf"^\| `{reason}` \|", text, re.M), f"{reason} has no row in docs/statuses.md"
+
+
+def test_statuses_md_lists_no_unknown_reason():
+    text = STATUSES_MD.read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([A-Z_]+)` \|", text, re.M)) - {s.value for s in Status}
+    assert documented == {r.value for r in Reason}
+
+
+def test_every_reason_has_a_meaning_and_hint_keys_match():
+    assert set(REASON_MEANING) == set(Reason)
+    hint_keys = schema()["$defs"]["patch"]["properties"]["hints"]["propertyNames"]["enum"]
+    # Manifests may give a hint for every reason a patch can get, i.e. all but INTERNAL.
+    assert set(hint_keys) == {r.value for r in Reason} - {"INTERNAL"}
+
+
+@pytest.mark.parametrize("status", [s.value for s in Status])
+def test_every_status_is_in_statuses_md(status):
+    assert re.search(rf"^\| `{status}` \|", STATUSES_MD.read_text(encoding="utf-8"), re.M)
+
+
+@pytest.mark.parametrize("code", [int(c) for c in ExitCode])
+def test_every_exit_code_is_in_statuses_md(code):
+    assert re.search(rf"^\| {code} \|", STATUSES_MD.read_text(encoding="utf-8"), re.M)
+
+
+@pytest.mark.parametrize("code", [int(c) for c in ExitCode])
+def test_every_exit_code_is_in_help(code, capsys):
+    r = run_cli(capsys, "--help")
+    assert r.code == 0
+    assert re.search(rf"^\s+{code}\s+\S", r.out, re.M), f"exit code {code} is not listed in `patchkit --help`"
+
+
+def test_json_md_documents_every_json_command():
+    text = JSON_MD.read_text(encoding="utf-8")
+    for command in ("apply", "status", "revert", "check", "explain", "digest", "validate"):
+        assert f"## `{command}" in text, command
+
+
+def test_every_cli_command_is_in_readme():
+    if not README.exists():
+        pytest.skip("README.md does not exist yet")
+    text = README.read_text(encoding="utf-8")
+    missing = [name for name in cli.commands if not re.search(rf"patchkit {re.escape(name)}\b", text)]
+    assert missing == []

@@ -1,0 +1,889 @@
+"""Every operation's APPLY / SKIP / FAIL paths, as before/after source text (docs/manifest.md).
+
+Each test builds a real git repository holding ``pkg/mod.py``, writes a
+manifest and its payload files, runs ``patchkit apply --json`` in-process and
+asserts the status, reason and line of each result and the exact bytes of the
+file afterwards (unchanged when nothing applies).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import TARGET, Scenario, result_of, run_cli, scenario, src, verdicts
+
+
+def d(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def one(tmp_path: Path, before: str, patch: dict, payloads: dict[str, str] | None = None,
+        extra_files: dict | None = None) -> Scenario:
+    patch = {"id": "p", "file": TARGET, **patch}
+    return scenario(tmp_path, {TARGET: before, **(extra_files or {})}, [patch], payloads)
+
+
+def assert_result(res: dict, status: str, reason: str | None, line: int | None) -> None:
+    assert (res["status"], res["reason"], res["line"]) == (status, reason, line), res
+
+
+def run_and_check(capsys, sc: Scenario, status: str, reason: str | None, line: int | None,
+                  after: str, *, code: int | None = None) -> dict:
+    """Apply, check the single result and the file's text; return the result."""
+    before = sc.text()
+    r = sc.apply(capsys)
+    expected_code = code if code is not None else (1 if status == "FAIL" else 0)
+    assert r.code == expected_code, (r.out, r.err)
+    res = r.json["results"][0]
+    assert_result(res, status, reason, line)
+    assert sc.text() == after
+    if status != "APPLY":
+        assert sc.text() == before
+    return res
+
+
+def reapply_is_skip(capsys, sc: Scenario) -> None:
+    again = sc.apply(capsys)
+    assert again.code == 0
+    assert [(r["status"], r["reason"]) for r in again.json["results"]] == [("SKIP", "ALREADY_APPLIED")] * len(
+        again.json["results"])
+    assert again.json["written"] == []
+
+
+# -- ensure-import -----------------------------------------------------------------------------
+
+IMPORT_BEFORE = d('''
+    """Module doc."""
+    from __future__ import annotations
+
+    import os
+
+    def f():
+        return os.sep
+''')
+
+
+def test_ensure_import_apply_adds_one_line_after_import_block(tmp_path, capsys):
+    sc = one(tmp_path, IMPORT_BEFORE, {"op": "ensure-import", "import": "from typing import List, Optional"})
+    after = d('''
+        """Module doc."""
+        from __future__ import annotations
+
+        import os
+        from typing import List, Optional
+
+        def f():
+            return os.sep
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 5, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_ensure_import_adds_only_missing_names_and_never_rewrites_existing_line(tmp_path, capsys):
+    before = d('''
+        from typing import (
+            List,
+        )
+
+        X = 1
+    ''')
+    sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import List, Optional"})
+    after = d('''
+        from typing import (
+            List,
+        )
+        from typing import Optional
+
+        X = 1
+    ''')
+    res = run_and_check(capsys, sc, "APPLY", None, 4, after)
+    assert "from typing import Optional" in res["message"]
+
+
+def test_ensure_import_into_module_without_imports_goes_first(tmp_path, capsys):
+    sc = one(tmp_path, "X = 1\n", {"op": "ensure-import", "import": "import json"})
+    run_and_check(capsys, sc, "APPLY", None, 1, "import json\nX = 1\n")
+
+
+def test_ensure_import_skip_when_present(tmp_path, capsys):
+    before = "import os\nfrom typing import List, Optional\n\nX = 1\n"
+    sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import Optional"})
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+
+
+def test_ensure_import_skip_when_present_inside_top_level_try(tmp_path, capsys):
+    before = d('''
+        try:
+            import numpy as np
+        except ImportError:
+            np = None
+    ''')
+    sc = one(tmp_path, before, {"op": "ensure-import", "import": "import numpy as np"})
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+
+
+@pytest.mark.parametrize(
+    ("before", "line"),
+    [
+        ("import os\n\n\ndef Optional():\n    return 1\n", 4),
+        ("import os\n\nOptional = 3\n", 3),
+        ("from mylib import Optional\n", 1),
+    ],
+    ids=["def", "assignment", "other-module"],
+)
+def test_ensure_import_conflict_when_name_bound_otherwise(tmp_path, capsys, before, line):
+    sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import Optional"})
+    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", line, before)
+    assert "Optional" in res["message"]
+
+
+# -- add-methods ---------------------------------------------------------------------------------
+
+CLASS_BEFORE = d('''
+    import os
+
+
+    class Model:
+        def forward(self, x):
+            return x
+
+
+    def helper():
+        return os.sep
+''')
+
+METHODS_PAYLOAD = d('''
+    class Model:
+        def get_embed(self):
+            return self.embed
+
+        def set_embed(self, embed):
+            self.embed = embed
+''')
+
+
+def test_add_methods_apply_appends_at_end_of_class(tmp_path, capsys):
+    sc = one(tmp_path, CLASS_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py")},
+             {"m.py": METHODS_PAYLOAD})
+    after = d('''
+        import os
+
+
+        class Model:
+            def forward(self, x):
+                return x
+
+            def get_embed(self):
+                return self.embed
+
+            def set_embed(self, embed):
+                self.embed = embed
+
+
+        def helper():
+            return os.sep
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 4, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_methods_subset_and_payload_class(tmp_path, capsys):
+    payload = d('''
+        class Donor:
+            def get_embed(self):
+                return self.embed
+
+            def unrelated(self):
+                return 0
+    ''')
+    sc = one(tmp_path, CLASS_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
+                                      "payload_class": "Donor", "methods": ["get_embed"]}, {"m.py": payload})
+    r = sc.apply(capsys)
+    assert r.code == 0
+    assert_result(r.json["results"][0], "APPLY", None, 4)
+    text = sc.text()
+    assert "def get_embed(self):\n        return self.embed\n" in text
+    assert "unrelated" not in text
+
+
+def test_add_methods_skip_when_same_code_present(tmp_path, capsys):
+    before = d('''
+        class Model:
+            def get_embed(self):
+                # upstream comment and spacing differ
+                return   self.embed
+
+            def set_embed(self, embed):
+                self.embed = embed
+    ''')
+    sc = one(tmp_path, before, {"op": "add-methods", "class": "Model", "source": src("m.py")},
+             {"m.py": METHODS_PAYLOAD})
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+
+
+CONFLICT_BEFORE = d('''
+    class Model:
+        def get_embed(self):
+            return self.other_embed
+
+        def tail(self):
+            return 1
+''')
+
+
+def test_add_methods_on_conflict_fail(tmp_path, capsys):
+    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py")},
+             {"m.py": METHODS_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", 2, CONFLICT_BEFORE)
+    assert "get_embed" in res["message"]
+
+
+def test_add_methods_on_conflict_keep_upstream_adds_the_rest(tmp_path, capsys):
+    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
+                                         "on_conflict": "keep-upstream"}, {"m.py": METHODS_PAYLOAD})
+    after = d('''
+        class Model:
+            def get_embed(self):
+                return self.other_embed
+
+            def tail(self):
+                return 1
+
+            def set_embed(self, embed):
+                self.embed = embed
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 1, after)
+
+
+def test_add_methods_keep_upstream_with_nothing_left_is_upstream_provides(tmp_path, capsys):
+    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
+                                         "methods": ["get_embed"], "on_conflict": "keep-upstream"},
+             {"m.py": METHODS_PAYLOAD})
+    run_and_check(capsys, sc, "SKIP", "UPSTREAM_PROVIDES", 2, CONFLICT_BEFORE)
+
+
+def test_add_methods_on_conflict_replace_puts_payload_in_place(tmp_path, capsys):
+    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
+                                         "methods": ["get_embed"], "on_conflict": "replace"},
+             {"m.py": METHODS_PAYLOAD})
+    after = d('''
+        class Model:
+            def get_embed(self):
+                return self.embed
+
+            def tail(self):
+                return 1
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 2, after)  # the line of the replaced method
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_methods_nested_class(tmp_path, capsys):
+    before = d('''
+        class Outer:
+            class Inner:
+                def a(self):
+                    return 1
+
+            def outer_method(self):
+                return 2
+    ''')
+    payload = d('''
+        class Outer:
+            class Inner:
+                def b(self):
+                    return 3
+    ''')
+    sc = one(tmp_path, before, {"op": "add-methods", "class": "Outer.Inner", "source": src("m.py")},
+             {"m.py": payload})
+    after = d('''
+        class Outer:
+            class Inner:
+                def a(self):
+                    return 1
+
+                def b(self):
+                    return 3
+
+            def outer_method(self):
+                return 2
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 2, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_methods_one_line_class_body(tmp_path, capsys):
+    before = "class A: pass\n\n\nX = 1\n"
+    payload = "class A:\n    def g(self):\n        return 2\n"
+    sc = one(tmp_path, before, {"op": "add-methods", "class": "A", "source": src("m.py")}, {"m.py": payload})
+    after = "class A:\n    pass\n\n    def g(self):\n        return 2\n\n\nX = 1\n"
+    run_and_check(capsys, sc, "APPLY", None, 1, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_methods_class_not_found_lists_closest_and_hints_other_file(tmp_path, capsys):
+    before = "class ModelV2:\n    pass\n\n\nclass Unrelated:\n    pass\n"
+    other = "import os\n\n\nclass Model:\n    pass\n"
+    sc = one(tmp_path, before, {"op": "add-methods", "class": "Model", "source": src("m.py")},
+             {"m.py": METHODS_PAYLOAD}, extra_files={"pkg/other.py": other})
+    res = run_and_check(capsys, sc, "FAIL", "CLASS_NOT_FOUND", None, before)
+    assert "ModelV2 (line 1)" in res["message"]
+    assert "Unrelated" not in res["message"]
+    assert res["hint"] is not None and "pkg/other.py:4" in res["hint"]
+
+
+# -- replace-function ------------------------------------------------------------------------------
+
+RF_BEFORE = d('''
+    class Worker:
+        def verify(self, batch):
+            """Check a batch."""
+            out = self.forward(batch)
+            return out
+
+        def other(self):
+            return 0
+''')
+
+RF_PAYLOAD = d('''
+    class Worker:
+        def verify(self, batch):
+            """Check a batch."""
+            self.timer.start()
+            out = self.forward(batch)
+            self.timer.stop()
+            return out
+''')
+
+RF_AFTER = d('''
+    class Worker:
+        def verify(self, batch):
+            """Check a batch."""
+            self.timer.start()
+            out = self.forward(batch)
+            self.timer.stop()
+            return out
+
+        def other(self):
+            return 0
+''')
+
+
+def digest_of(capsys, path: Path, qualname: str) -> str:
+    r = run_cli(capsys, "digest", path, qualname, "--json")
+    assert r.code == 0, r.err
+    value = r.json["digest"]
+    assert value.startswith("sha256:") and len(value) == len("sha256:") + 64
+    return value
+
+
+def test_replace_function_apply_when_expect_matches(tmp_path, capsys):
+    sc = one(tmp_path, RF_BEFORE, {"op": "replace-function", "function": "Worker.verify",
+                                   "source": src("v.py"), "expect": "sha256:" + "0" * 64}, {"v.py": RF_PAYLOAD})
+    expect = digest_of(capsys, sc.file(), "Worker.verify")
+    sc.kit.write([{"id": "p", "file": TARGET, "op": "replace-function", "function": "Worker.verify",
+                   "source": src("v.py"), "expect": [expect]}])
+    run_and_check(capsys, sc, "APPLY", None, 2, RF_AFTER)
+    reapply_is_skip(capsys, sc)
+
+
+def test_replace_function_skip_when_already_replaced(tmp_path, capsys):
+    sc = one(tmp_path, RF_AFTER, {"op": "replace-function", "function": "Worker.verify",
+                                  "source": src("v.py"), "expect": "sha256:" + "1" * 64}, {"v.py": RF_PAYLOAD})
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, RF_AFTER)
+
+
+def test_replace_function_drift_gives_both_digests(tmp_path, capsys):
+    # The replacement was written against RF_BEFORE; upstream has since changed the body.
+    original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
+    expect = digest_of(capsys, original.file(), "Worker.verify")
+    changed = RF_BEFORE.replace("return out", "return out or None")
+    sc = one(tmp_path, changed, {"op": "replace-function", "function": "Worker.verify",
+                                 "source": src("v.py"), "expect": expect}, {"v.py": RF_PAYLOAD})
+    found = digest_of(capsys, sc.file(), "Worker.verify")
+    assert found != expect
+    res = run_and_check(capsys, sc, "FAIL", "DRIFT", 2, changed)
+    assert expect[: len("sha256:") + 12] in res["message"]
+    assert found in res["message"]
+
+
+def test_replace_function_reformatted_upstream_is_not_drift(tmp_path, capsys):
+    original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
+    expect = digest_of(capsys, original.file(), "Worker.verify")
+    reformatted = RF_BEFORE.replace("out = self.forward(batch)", "out = self.forward(  # comment\n            batch)")
+    sc = one(tmp_path, reformatted, {"op": "replace-function", "function": "Worker.verify",
+                                     "source": src("v.py"), "expect": expect}, {"v.py": RF_PAYLOAD})
+    assert digest_of(capsys, sc.file(), "Worker.verify") == expect
+    run_and_check(capsys, sc, "APPLY", None, 2, RF_AFTER)
+
+
+def test_replace_function_docstring_change_is_drift(tmp_path, capsys):
+    original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
+    expect = digest_of(capsys, original.file(), "Worker.verify")
+    changed = RF_BEFORE.replace('"""Check a batch."""', '"""Check a batch (v2)."""')
+    sc = one(tmp_path, changed, {"op": "replace-function", "function": "Worker.verify",
+                                 "source": src("v.py"), "expect": expect}, {"v.py": RF_PAYLOAD})
+    run_and_check(capsys, sc, "FAIL", "DRIFT", 2, changed)
+
+
+def test_replace_function_module_level_from_module_level_payload(tmp_path, capsys):
+    before = "def f(a):\n    return a\n\n\ndef g():\n    return 0\n"
+    sc = one(tmp_path, before, {"op": "ensure-import", "import": "import os"})
+    expect = digest_of(capsys, sc.file(), "f")
+    sc.kit.write([{"id": "p", "file": TARGET, "op": "replace-function", "function": "f",
+                   "source": src("f.py"), "expect": expect}], {"f.py": "def f(a):\n    return a * 2\n"})
+    run_and_check(capsys, sc, "APPLY", None, 1, "def f(a):\n    return a * 2\n\n\ndef g():\n    return 0\n")
+
+
+def test_replace_function_missing_method_is_function_not_found(tmp_path, capsys):
+    before = RF_BEFORE.replace("def verify(", "def verify_batch(")
+    sc = one(tmp_path, before, {"op": "replace-function", "function": "Worker.verify",
+                                "source": src("v.py"), "expect": "sha256:" + "2" * 64}, {"v.py": RF_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "FUNCTION_NOT_FOUND", 1, before)
+    assert "verify_batch (line 2)" in res["message"]
+
+
+# -- insert ------------------------------------------------------------------------------------------
+
+INSERT_BEFORE = d('''
+    class Worker:
+        def verify(self, batch):
+            prepared = self.prepare(batch)
+            result = self.target.forward(prepared, is_verify=True)
+            return result
+''')
+
+INSERT_PAYLOAD = d('''
+    def before_forward(self):
+        """Docstring: not inserted."""
+        self.timer.start()
+        self.count += 1
+
+
+    def after_forward(self):
+        self.timer.stop()
+''')
+
+
+def insert_patch(anchor: str, position: str, body_of: str = "before_forward", function: str = "Worker.verify") -> dict:
+    return {"op": "insert", "function": function, "anchor": anchor, "position": position,
+            "source": src("ins.py"), "body_of": body_of}
+
+
+def test_insert_before(tmp_path, capsys):
+    sc = one(tmp_path, INSERT_BEFORE, insert_patch("result = self.target.forward(prepared, is_verify=True)",
+                                                   "before"), {"ins.py": INSERT_PAYLOAD})
+    after = d('''
+        class Worker:
+            def verify(self, batch):
+                prepared = self.prepare(batch)
+                self.timer.start()
+                self.count += 1
+                result = self.target.forward(prepared, is_verify=True)
+                return result
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 4, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_insert_after(tmp_path, capsys):
+    sc = one(tmp_path, INSERT_BEFORE, insert_patch("result = self.target.forward(prepared, is_verify=True)",
+                                                   "after", "after_forward"), {"ins.py": INSERT_PAYLOAD})
+    after = d('''
+        class Worker:
+            def verify(self, batch):
+                prepared = self.prepare(batch)
+                result = self.target.forward(prepared, is_verify=True)
+                self.timer.stop()
+                return result
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 4, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_insert_anchor_reformatted_across_lines_still_matches(tmp_path, capsys):
+    before = d('''
+        class Worker:
+            def verify(self, batch):
+                prepared = self.prepare(batch)
+                result = self.target.forward(
+                    prepared,  # the batch
+                    is_verify=True,
+                )
+                return result
+    ''')
+    sc = one(tmp_path, before, insert_patch("result = self.target.forward(prepared, is_verify=True)", "after",
+                                            "after_forward"), {"ins.py": INSERT_PAYLOAD})
+    after = before.replace("        )\n", "        )\n        self.timer.stop()\n")
+    run_and_check(capsys, sc, "APPLY", None, 4, after)
+
+
+def test_insert_anchor_nested_in_with_and_if(tmp_path, capsys):
+    before = d('''
+        class Worker:
+            def verify(self, batch):
+                with self.lock:
+                    if batch:
+                        result = self.target.forward(batch)
+                return result
+    ''')
+    sc = one(tmp_path, before, insert_patch("result = self.target.forward(batch)", "before"),
+             {"ins.py": INSERT_PAYLOAD})
+    after = d('''
+        class Worker:
+            def verify(self, batch):
+                with self.lock:
+                    if batch:
+                        self.timer.start()
+                        self.count += 1
+                        result = self.target.forward(batch)
+                return result
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 5, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_insert_anchor_in_nested_function_is_not_a_target(tmp_path, capsys):
+    before = d('''
+        def verify(batch):
+            def inner():
+                result = forward(batch)
+                return result
+            return inner()
+    ''')
+    sc = one(tmp_path, before, insert_patch("result = forward(batch)", "before", function="verify"),
+             {"ins.py": INSERT_PAYLOAD})
+    run_and_check(capsys, sc, "FAIL", "ANCHOR_NOT_FOUND", 1, before)
+
+
+def test_insert_anchor_not_found_shows_closest_statement(tmp_path, capsys):
+    sc = one(tmp_path, INSERT_BEFORE, insert_patch("result = self.target.forward(prepared, is_verify=False)",
+                                                   "before"), {"ins.py": INSERT_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "ANCHOR_NOT_FOUND", 2, INSERT_BEFORE)
+    assert "line 4:" in res["message"]
+    assert "self.target.forward(prepared, is_verify=True)" in res["message"]
+
+
+def test_insert_anchor_ambiguous_lists_every_line(tmp_path, capsys):
+    before = d('''
+        def verify(batch):
+            x = step(batch)
+            if batch:
+                x = step(batch)
+            x = step(batch)
+            return x
+    ''')
+    sc = one(tmp_path, before, insert_patch("x = step(batch)", "after", "after_forward", function="verify"),
+             {"ins.py": INSERT_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "ANCHOR_AMBIGUOUS", 2, before)
+    assert "2, 4, 5" in res["message"]
+
+
+@pytest.mark.parametrize(
+    ("before", "line"),
+    [
+        ("def verify(batch):\n    prepared = 1; result = forward(batch)\n    return result\n", 2),
+        ("def verify(batch):\n    if batch: result = forward(batch)\n    return result\n", 2),
+    ],
+    ids=["semicolon", "one-line-if"],
+)
+def test_insert_anchor_sharing_its_line_is_unsupported_target(tmp_path, capsys, before, line):
+    sc = one(tmp_path, before, insert_patch("result = forward(batch)", "before", function="verify"),
+             {"ins.py": INSERT_PAYLOAD})
+    run_and_check(capsys, sc, "FAIL", "UNSUPPORTED_TARGET", line, before)
+
+
+def test_insert_function_missing(tmp_path, capsys):
+    sc = one(tmp_path, INSERT_BEFORE, insert_patch("x = 1", "before", function="Worker.verifyy"),
+             {"ins.py": INSERT_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "FUNCTION_NOT_FOUND", 1, INSERT_BEFORE)
+    assert "verify (line 2)" in res["message"]
+
+
+# -- add-definitions ------------------------------------------------------------------------------------
+
+DEFS_BEFORE = d('''
+    """Doc."""
+    import os
+
+
+    class Model:
+        pass
+
+
+    EntryClass = Model
+''')
+
+DEFS_PAYLOAD = d('''
+    import sys
+
+
+    def helper():
+        return sys.platform
+
+
+    LIMIT = 4
+''')
+
+
+def test_add_definitions_at_end(tmp_path, capsys):
+    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py")}, {"defs.py": DEFS_PAYLOAD})
+    after = DEFS_BEFORE + "\n\ndef helper():\n    return sys.platform\n\n\nLIMIT = 4\n"
+    run_and_check(capsys, sc, "APPLY", None, 10, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_definitions_after_imports(tmp_path, capsys):
+    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"],
+                                     "position": "after-imports"}, {"defs.py": DEFS_PAYLOAD})
+    after = d('''
+        """Doc."""
+        import os
+
+
+        LIMIT = 4
+
+
+        class Model:
+            pass
+
+
+        EntryClass = Model
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 5, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_definitions_before_name(tmp_path, capsys):
+    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"],
+                                     "before": "EntryClass"}, {"defs.py": DEFS_PAYLOAD})
+    after = d('''
+        """Doc."""
+        import os
+
+
+        class Model:
+            pass
+
+
+        def helper():
+            return sys.platform
+
+
+        EntryClass = Model
+    ''')
+    run_and_check(capsys, sc, "APPLY", None, 9, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_add_definitions_before_missing_name_is_target_not_found(tmp_path, capsys):
+    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"],
+                                     "before": "EntryClasses"}, {"defs.py": DEFS_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, DEFS_BEFORE)
+    assert "EntryClass (line 9)" in res["message"]
+
+
+def test_add_definitions_conflict(tmp_path, capsys):
+    before = DEFS_BEFORE + "\n\nLIMIT = 8\n"
+    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"]},
+             {"defs.py": DEFS_PAYLOAD})
+    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", 12, before)
+    assert "LIMIT" in res["message"]
+
+
+def test_add_definitions_keep_upstream_and_replace(tmp_path, capsys):
+    before = DEFS_BEFORE + "\n\nLIMIT = 8\n"
+    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"],
+                                "on_conflict": "keep-upstream"}, {"defs.py": DEFS_PAYLOAD})
+    run_and_check(capsys, sc, "SKIP", "UPSTREAM_PROVIDES", 12, before)
+    sc.kit.write([{"id": "p", "file": TARGET, "op": "add-definitions", "source": src("defs.py"),
+                   "names": ["LIMIT"], "on_conflict": "replace"}])
+    run_and_check(capsys, sc, "APPLY", None, 12, DEFS_BEFORE + "\n\nLIMIT = 4\n")
+
+
+def test_add_definitions_skip_when_identical(tmp_path, capsys):
+    before = DEFS_BEFORE + "\n\ndef helper():\n    return sys.platform  # same code\n"
+    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"]},
+             {"defs.py": DEFS_PAYLOAD})
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 12, before)
+
+
+# -- ensure-list-item ----------------------------------------------------------------------------------------
+
+
+def list_patch(item: str = "KimiK25", target: str = "EntryClass") -> dict:
+    return {"op": "ensure-list-item", "target": target, "item": item}
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("EntryClass = [Foo, Bar]\n", "EntryClass = [Foo, Bar, KimiK25]\n"),
+        ("EntryClass = [\n    Foo,\n    Bar,\n]\n", "EntryClass = [\n    Foo,\n    Bar,\n    KimiK25,\n]\n"),
+        ("EntryClass = [\n    Foo,\n]\n", "EntryClass = [\n    Foo,\n    KimiK25,\n]\n"),
+        ("EntryClass = (Foo, Bar)\n", "EntryClass = (Foo, Bar, KimiK25)\n"),
+        ("EntryClass = Foo\n", "EntryClass = [Foo, KimiK25]\n"),
+    ],
+    ids=["one-line-list", "multi-line-trailing-comma", "one-item-multi-line", "tuple", "single-name"],
+)
+def test_ensure_list_item_apply(tmp_path, capsys, before, after):
+    prefix = "class Foo: ...\nclass Bar: ...\nclass KimiK25: ...\n\n\n"
+    sc = one(tmp_path, prefix + before, list_patch())
+    run_and_check(capsys, sc, "APPLY", None, 6, prefix + after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_ensure_list_item_already_present(tmp_path, capsys):
+    before = "EntryClass = [\n    Foo,\n    KimiK25,  # ours\n]\n"
+    sc = one(tmp_path, before, list_patch())
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 1, before)
+
+
+def test_ensure_list_item_target_not_found(tmp_path, capsys):
+    before = "EntryClasses = [Foo]\n"
+    sc = one(tmp_path, before, list_patch())
+    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, before)
+    assert "EntryClasses (line 1)" in res["message"]
+
+
+def test_ensure_list_item_call_is_unsupported_target(tmp_path, capsys):
+    before = "EntryClass = make_list(Foo)\n"
+    sc = one(tmp_path, before, list_patch())
+    run_and_check(capsys, sc, "FAIL", "UNSUPPORTED_TARGET", 1, before)
+
+
+# -- composition on one file ----------------------------------------------------------------------------------
+
+
+def test_patches_on_one_file_compose_in_manifest_order(tmp_path, capsys):
+    """Each patch sees the file as the patches before it leave it: the insert
+    anchors on code of upstream's, next to a method an earlier patch added."""
+    before = d('''
+        class Model:
+            def forward(self, x):
+                y = self.layer(x)
+                return y
+
+
+        EntryClass = [Model]
+    ''')
+    methods = d('''
+        class Model:
+            def capture(self, layers):
+                self.layers = layers
+                return self.layers
+    ''')
+    ins = d('''
+        def log_layers(self):
+            print(self.layers)
+    ''')
+    patches = [
+        {"id": "imports", "op": "ensure-import", "file": TARGET, "import": "import logging"},
+        {"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
+        {"id": "log", "op": "insert", "file": TARGET, "function": "Model.forward",
+         "anchor": "y = self.layer(x)", "position": "after", "source": src("ins.py"), "body_of": "log_layers",
+         "requires": ["methods"]},
+        {"id": "register", "op": "ensure-list-item", "file": TARGET, "target": "EntryClass", "item": "Extra"},
+    ]
+    sc = scenario(tmp_path, {TARGET: before}, patches, {"m.py": methods, "ins.py": ins})
+    r = sc.apply(capsys)
+    assert r.code == 0, r.out
+    assert verdicts(r.json) == [("imports", "APPLY", None), ("methods", "APPLY", None),
+                                ("log", "APPLY", None), ("register", "APPLY", None)]
+    assert result_of(r.json, "register")["line"] == 7
+    assert sc.text() == d('''
+        import logging
+        class Model:
+            def forward(self, x):
+                y = self.layer(x)
+                print(self.layers)
+                return y
+
+            def capture(self, layers):
+                self.layers = layers
+                return self.layers
+
+
+        EntryClass = [Model, Extra]
+    ''')
+    assert r.json["written"] == [TARGET]
+    reapply_is_skip(capsys, sc)
+
+
+@pytest.mark.parametrize(
+    "patches, payloads, clash",
+    [
+        (  # an insert into a method an earlier patch adds
+            [{"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
+             {"id": "log", "op": "insert", "file": TARGET, "function": "Model.capture", "anchor": "self.layers = layers",
+              "position": "after", "source": src("i.py"), "body_of": "g"}],
+            {"m.py": "class Model:\n    def capture(self, layers):\n        self.layers = layers\n",
+             "i.py": "def g():\n    print(1)\n"},
+            "edits Model.capture, which patch[1] ('methods') adds",
+        ),
+        (  # an insert into a function an earlier patch replaces
+            [{"id": "replace", "op": "replace-function", "file": TARGET, "function": "f", "source": src("r.py"),
+              "expect": "sha256:" + "0" * 64},
+             {"id": "log", "op": "insert", "file": TARGET, "function": "f", "anchor": "b = 2", "position": "after",
+              "source": src("i.py"), "body_of": "g"}],
+            {"r.py": "def f():\n    b = 2\n", "i.py": "def g():\n    print(b)\n"},
+            "edits f, which patch[1] ('replace') adds",
+        ),
+        (  # a list item on a list an earlier patch adds
+            [{"id": "defs", "op": "add-definitions", "file": TARGET, "source": src("d.py")},
+             {"id": "reg", "op": "ensure-list-item", "file": TARGET, "target": "Registry", "item": "Extra"}],
+            {"d.py": "Registry = [Base]\n"},
+            "edits Registry, which patch[1] ('defs') adds",
+        ),
+        (  # two inserts at the same place
+            [{"id": "one", "op": "insert", "file": TARGET, "function": "f", "anchor": "a = 1", "position": "after",
+              "source": src("i.py"), "body_of": "g"},
+             {"id": "two", "op": "insert", "file": TARGET, "function": "f", "anchor": "a  =  1", "position": "after",
+              "source": src("i.py"), "body_of": "h"}],
+            {"i.py": "def g():\n    print(1)\n\n\ndef h():\n    print(2)\n"},
+            "inserts at the same anchor and position as patch[1] ('one')",
+        ),
+    ],
+)
+def test_a_patch_cannot_edit_code_an_earlier_patch_supplies(tmp_path, capsys, patches, payloads, clash):
+    """On the next run the earlier patch would see "its" code changed and
+    report a conflict, so such manifests are refused when they load."""
+    before = "def f():\n    a = 1\n    return a\n\n\nclass Model:\n    pass\n"
+    sc = scenario(tmp_path, {TARGET: before}, patches, payloads)
+    r = sc.apply(capsys)
+    assert r.code == 2
+    assert "patch[2]" in r.err and clash in r.err and r.err.count("\n") == 1
+    assert sc.text() == before
+
+
+def test_insert_into_method_not_yet_added_fails_when_order_is_reversed(tmp_path, capsys):
+    before = "class Model:\n    def forward(self, x):\n        return x\n"
+    methods = "class Model:\n    def capture(self, layers):\n        self.layers = layers\n"
+    ins = "def log_layers(self):\n    print(self.layers)\n"
+    patches = [
+        {"id": "log", "op": "insert", "file": TARGET, "function": "Model.capture",
+         "anchor": "self.layers = layers", "position": "after", "source": src("ins.py"), "body_of": "log_layers"},
+        {"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
+    ]
+    sc = scenario(tmp_path, {TARGET: before}, patches, {"m.py": methods, "ins.py": ins})
+    r = sc.apply(capsys)
+    assert r.code == 1
+    assert verdicts(r.json) == [("log", "FAIL", "FUNCTION_NOT_FOUND"), ("methods", "APPLY", None)]
+    assert sc.text() == before
+
+
+def test_ensure_list_item_keeps_comment_on_its_item(tmp_path, capsys):
+    before = "EntryClass = [\n    Foo,\n    Bar,  # bar is special\n]\n"
+    sc = one(tmp_path, before, list_patch())
+    after = "EntryClass = [\n    Foo,\n    Bar,  # bar is special\n    KimiK25,\n]\n"
+    run_and_check(capsys, sc, "APPLY", None, 1, after)
+
+
+def test_add_definitions_keep_upstream_adds_the_rest(tmp_path, capsys):
+    before = "LIMIT = 8\n"
+    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "on_conflict": "keep-upstream"},
+             {"defs.py": DEFS_PAYLOAD})
+    run_and_check(capsys, sc, "APPLY", None, 2, before + "\n\ndef helper():\n    return sys.platform\n")
