@@ -4,8 +4,9 @@
 the unmerged side branch ``rename-kimi``) whose files mirror the layout of
 SGLang (sgl-project/sglang) around the Kimi-K2.5 and EAGLE-3 changes of early
 2026.  The dates, PR numbers and subjects of the key commits follow the real
-ones; the code is synthetic, written for patchkit in SGLang's shape (every file
-says so in its first line), and every ``.py`` file parses at every commit.
+ones; the code is synthetic, written for patchkit in SGLang's shape (every
+``.py`` file says so in its first line, and parses at every commit).  ``LABELS``
+lists every commit label with its date and what it does.
 
 What the history is for:
 
@@ -151,6 +152,13 @@ Pixels (images, or video frames) are cut into patches by the vision tower,
 encoded with 2D rotary attention, averaged over time and merged 2x2, then
 projected to the text model's hidden size.  The projected features replace the
 image placeholder tokens of the prompt before the text model runs.
+
+Weights: checkpoint tensors under ``vision_tower.`` and ``mm_projector.`` are
+loaded here (with the renames of ``_VISION_WEIGHT_RENAMES``); everything else
+belongs to the text model and is handed to ``DeepseekV3ForCausalLM.load_weights``
+with the ``language_model.`` prefix removed.  The text model is built exactly
+as for a text-only DeepSeek-V3 checkpoint, so its quantization, expert
+parallelism and speculative-decoding support apply unchanged.
 """
 
 import logging

@@ -304,6 +304,7 @@ def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> li
     """Manifest hints everywhere; tree hints once per window, at its first commit."""
     runs = _runs(rows)
     hinted = [list(rows[start].results) for start, _ in runs]
+    shared: dict[tuple[str, ...], str | None] = {}
     for column, patch in enumerate(manifest.patches):
         i = 0
         while i < len(runs):
@@ -313,7 +314,7 @@ def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> li
                 j += 1
             if not first.ok or patch.hints:
                 source = CommitSource(repo, rows[runs[i][0]].commit)
-                hint = annotate(manifest, [first], source)[0].hint
+                hint = annotate(manifest, [first], source, shared)[0].hint
                 for k in range(i, j):
                     hinted[k][column] = hinted[k][column].with_hint(hint)
             i = j

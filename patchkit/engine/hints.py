@@ -77,18 +77,27 @@ def file_hint(path: str, source: Source) -> str | None:
     return "; ".join(parts) or None
 
 
-def annotate(manifest: Manifest, results: Sequence[PatchResult], source: Source) -> tuple[PatchResult, ...]:
-    """Add the manifest's own hints and tree hints to non-OK results."""
+def annotate(
+    manifest: Manifest,
+    results: Sequence[PatchResult],
+    source: Source,
+    cache: dict[tuple[str, ...], str | None] | None = None,
+) -> tuple[PatchResult, ...]:
+    """Add the manifest's own hints and tree hints to non-OK results.
+
+    ``cache`` may be shared across calls: a tree hint depends only on the
+    source, the file, the reason and the missing name, so patches on one file
+    that fail alike share one lookup.
+    """
+    cache = {} if cache is None else cache
     out = []
-    cache: dict[tuple[str, Reason | None], str | None] = {}
     for result in results:
         patch = manifest.patch(result.patch)
         parts = []
         if result.reason is not None and result.reason in patch.hints:
             parts.append(patch.hints[result.reason])
-        if not result.ok:
-            key = (patch.op_name + ":" + str(missing_name(patch, result.reason) if result.reason else "") + patch.file,
-                   result.reason)
+        if not result.ok and result.reason is not None:
+            key = (source.label, patch.file, result.reason.value, str(missing_name(patch, result.reason)))
             if key not in cache:
                 cache[key] = tree_hint(patch, result, source)
             if cache[key]:
