@@ -95,7 +95,20 @@ def evaluate_file(
             problem = (Reason.PARSE_ERROR, None, f"{read.path} is not valid Python: {exc}")
     for patch in patches:
         if patch.id in held:
-            results.append(_result(patch, failed(required=patch.required), Reason.DEPENDENCY, None, held[patch.id]))
+            # A held-back patch that would fail anyway keeps its own reason
+            # (FILE_NOT_FOUND says more than DEPENDENCY); otherwise it is the
+            # dependency that stops it.
+            own = problem if state is None else None
+            if state is not None:
+                probe = patch.op.analyze(state)
+                if probe.kind is Kind.FAIL:
+                    own = (probe.reason, probe.line, probe.message)  # type: ignore[assignment]
+            if own is not None:
+                reason, line, message = own
+                results.append(_result(patch, failed(required=patch.required), reason, line, message))
+            else:
+                results.append(_result(patch, failed(required=patch.required), Reason.DEPENDENCY, None,
+                                       held[patch.id]))
             outcomes.append(None)
             continue
         if state is None:

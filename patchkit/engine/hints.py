@@ -102,5 +102,6 @@ def annotate(
                 cache[key] = tree_hint(patch, result, source)
             if cache[key]:
                 parts.append(cache[key])
-        out.append(result.with_hint("; ".join(parts) if parts else None))
+        # A manifest hint may end its sentence; do not print "..; ..".
+        out.append(result.with_hint("; ".join(p.rstrip(". ") for p in parts) if parts else None))
     return tuple(out)

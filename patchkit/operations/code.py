@@ -209,6 +209,10 @@ class CodeState:
         if end == 0:
             return 1
         last = self.tree.body[end - 1]
+        if id(last) in self.added_by:
+            # Added by an earlier patch of this run: its "line" is where it
+            # will be inserted, which is also where the next import goes.
+            return last.lineno
         return (last.end_lineno or last.lineno) + 1
 
     def describe_added(self, node: ast.AST) -> str | None:

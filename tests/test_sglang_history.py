@@ -1,0 +1,248 @@
+"""The SGLang-shaped demo history: deterministic, valid Python everywhere, dated as documented."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from patchkit.demo import sglang
+from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, LABELS, build_sglang_history
+from patchkit.git import Repo
+
+# label -> (author date, branch, subject).  Written out by hand: this is the
+# documented timeline, not something read back from the generator.
+TIMELINE = {
+    "root": ("2026-01-12", "main", "Initial import of the runtime layout"),
+    "add-eagle": ("2026-01-14", "main", "[Spec] EAGLE worker and EAGLE-3 Llama draft model (#16820)"),
+    "docs-install": ("2026-01-19", "main", "docs: refresh the install section (#17512)"),
+    "release-0.5.8": ("2026-01-23", "main", "Release v0.5.8 (#17701)"),
+    "dsv2-router-fp32": ("2026-01-25", "main", "[DeepSeek] compute router logits in fp32 (#17740)"),
+    "add-kimi": ("2026-01-27", "main", "model: support Kimi-K2.5 (#17789)"),
+    "kimi-dp-reduce": ("2026-02-02", "main", "fix: avoid double reduce in VLM dp attention (#17991)"),
+    "pynccl-group-calls": ("2026-02-03", "main", "[Comm] pynccl: group_start / group_end (#18020)"),
+    "verify-nvtx": ("2026-02-05", "main", "[Spec] Trace the EAGLE verify forward with an NVTX range (#18057)"),
+    "kimi-nvfp4": ("2026-02-08", "main", "fix: fix NVFP4 Kimi-K2.5 weight mapping and exclude list (#18370)"),
+    "kimi-quant-config": ("2026-02-09", "main", "[Kimi-K2.5] Fix missing `quant_config` in `KimiK25` (#18440)"),
+    "kimi-builtin-generics": ("2026-02-11", "main",
+                              "refactor(kimi-k25): use builtin generics in the vision helpers (#18502)"),
+    "runner-eagle3-layers": ("2026-02-13", "main", "[Spec] Use the configured EAGLE-3 layers in the dummy run (#18566)"),
+    "kimi-dp-vit": ("2026-02-18", "main", "Add DP ViT support for Kimi K2.5 (#18689)"),
+    "fix-pcg-moe": ("2026-02-19", "main", "Fix PCG MoE Error (#17739)"),
+    "eagle-draft-extend": ("2026-02-20", "main", "[Spec] Skip the draft prefill for idle batches (#18790)"),
+    "llama-eagle3-head": ("2026-02-23", "main",
+                          "[Spec] EAGLE-3 draft: ignore a checkpoint lm_head borrowed from the target (#18901)"),
+    "kimi-pp": ("2026-02-25", "main", "[Fix] Kimi K2.5 support pp (#18434)"),
+    "kimi-npu": ("2026-02-26", "main", "[NPU] support Kimi-K2.5 on NPU (#19331)"),
+    "dsv2-weight-mixin": ("2026-02-27", "main",
+                          "[DeepSeek] move weight loading into DeepseekV2WeightLoaderMixin (#19402)"),
+    "hooks-upstream": ("2026-03-03", "main", "feat: support Kimi K2.5 for Eagle3 (#19689)"),
+    "docs-0.5.9": ("2026-03-05", "main", "docs: install v0.5.9 (#19850)"),
+    "kimi-pp-range": ("2026-03-07", "main", "Fix Kimi K2.5 PP layer range exposure for PD disaggregation (#19959)"),
+    "kimi-conv-layers": ("2026-03-15", "main",
+                         "VLM: add Conv2dLayer/Conv3dLayer to fix PyTorch 2.9.1 CuDNN Conv3d (#20282)"),
+    "kimi-pcg": ("2026-03-18", "main", "vlm: support piecewise cuda graph for Kimi-K2.5 (#20747)"),
+    "rename-kimi": ("2026-03-02", "rename-kimi", "Rename Kimi model class to KimiK25VLForConditionalGeneration"),
+    "rename-kimi-docs": ("2026-03-04", "rename-kimi", "kimi: call the model Kimi-K2.5 VL in docstrings and logs"),
+}
+
+HOOKS = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_head")
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory):
+    return build_sglang_history(tmp_path_factory.mktemp("sglang") / "repo")
+
+
+@pytest.fixture(scope="module")
+def repo(history) -> Repo:
+    repo = Repo.discover(history.path)
+    yield repo
+    repo.close()
+
+
+def _git(path: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout
+
+
+def _show(repo: Repo, sha: str, path: str) -> str | None:
+    entry = repo.ls_tree(sha, [path]).get(path)
+    return None if entry is None else repo.read_blob(entry.oid).decode("utf-8")
+
+
+def _class(tree: ast.Module, name: str) -> ast.ClassDef | None:
+    return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+
+
+def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def test_builds_deterministically_and_fast(tmp_path: Path, history) -> None:
+    started = time.perf_counter()
+    again = build_sglang_history(tmp_path / "again")
+    elapsed = time.perf_counter() - started
+    assert again.shas == history.shas
+    assert again.order == history.order
+    assert 25 <= len(history.order) <= 40
+    assert elapsed < 5.0  # about 0.05 s in practice; the bound only catches a pathological slowdown
+
+
+def test_labels_dates_subjects_and_branches(history, repo: Repo) -> None:
+    assert set(history.order) == set(TIMELINE)
+    on_main = set(_git(history.path, "rev-list", "main").split())
+    on_branch = set(_git(history.path, "rev-list", "rename-kimi").split())
+    for label, (day, branch, subject) in TIMELINE.items():
+        commit = repo.commit(history[label])
+        assert commit.date[:10] == day, label
+        assert commit.subject == subject, label
+        if branch == "main":
+            assert commit.sha in on_main, label
+        else:
+            assert commit.sha in on_branch and commit.sha not in on_main, label
+        # LABELS documents every label with its date.
+        row = next(line for line in LABELS.splitlines() if line.split()[:1] == [label])
+        assert day in row, label
+    assert _git(history.path, "rev-parse", "main").strip() == history["kimi-pcg"]
+    assert _git(history.path, "rev-parse", "rename-kimi").strip() == history["rename-kimi-docs"]
+    assert _git(history.path, "rev-parse", "HEAD").strip() == history["kimi-pcg"]
+    assert _git(history.path, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    # The side branch starts between add-kimi and hooks-upstream and is not merged.
+    assert repo.commit(history["rename-kimi"]).parents == (history["kimi-npu"],)
+    assert _git(history.path, "merge-base", "main", "rename-kimi").strip() == history["kimi-npu"]
+    # Tags.
+    assert _git(history.path, "rev-parse", "v0.5.8^{commit}").strip() == history["release-0.5.8"]
+    assert _git(history.path, "rev-parse", "v0.5.9^{commit}").strip() == history["docs-0.5.9"]
+    assert sglang.TAGS == {"v0.5.8": "release-0.5.8", "v0.5.9": "docs-0.5.9"}
+
+
+def test_every_python_file_parses_at_every_commit(history, repo: Repo) -> None:
+    checked: dict[str, str] = {}  # blob id -> where it was first seen; each blob is parsed once
+    pairs = 0
+    for label in history.order:
+        sha = history[label]
+        paths = [p for p in repo.list_files(sha) if p.endswith(".py")]
+        for path, entry in repo.ls_tree(sha, paths).items():
+            pairs += 1
+            if entry.oid in checked:
+                continue
+            text = repo.read_blob(entry.oid).decode("utf-8")
+            assert text.startswith("# Synthetic SGLang-shaped fixture"), (label, path)
+            try:
+                ast.parse(text, filename=f"{label}:{path}")
+            except SyntaxError as exc:  # pragma: no cover - the message is the point
+                pytest.fail(f"{path} does not parse at {label}: {exc}")
+            checked[entry.oid] = f"{label}:{path}"
+    assert pairs > 200 and len(checked) > 30
+
+
+def test_expected_files_exist_at_the_tip(history, repo: Repo) -> None:
+    files = set(repo.list_files(history["kimi-pcg"]))
+    for path in (
+        "README.md",
+        "python/sglang/srt/models/deepseek_v2.py",
+        "python/sglang/srt/models/llama_eagle3.py",
+        "python/sglang/srt/models/kimi_k25.py",
+        "python/sglang/srt/speculative/eagle_worker.py",
+        "python/sglang/srt/model_executor/model_runner.py",
+        "python/sglang/srt/distributed/parallel_state.py",
+        "python/sglang/srt/distributed/device_communicators/pynccl.py",
+    ):
+        assert path in files, path
+
+
+def test_kimi_file_timeline(history, repo: Repo) -> None:
+    order = history.order
+    first = order.index("add-kimi")
+    for label in order[:first]:
+        assert _show(repo, history[label], KIMI_K25) is None, label
+
+    text = _show(repo, history["add-kimi"], KIMI_K25)
+    assert text is not None
+    assert 25_000 <= len(text.encode()) <= 30_000
+    tree = ast.parse(text)
+    cls = _class(tree, "KimiK25ForConditionalGeneration")
+    assert cls is not None
+    assert [ast.unparse(b) for b in cls.bases] == ["nn.Module"]
+    assert "self.language_model = DeepseekV3ForCausalLM(" in text
+    assert {"__init__", "get_image_feature", "pad_input_ids", "forward", "load_weights"} <= {
+        n.name for n in cls.body if isinstance(n, ast.FunctionDef)
+    }
+    assert not any(_method(cls, hook) for hook in HOOKS)
+    assert text.rstrip().endswith("EntryClass = [KimiK25ForConditionalGeneration]")
+    for helper in ("apply_rope", "tpool_patch_merger", "get_1d_sincos_pos_embed", "vision_tower_forward_auto"):
+        assert any(isinstance(n, ast.FunctionDef) and n.name == helper for n in tree.body), helper
+    for vision in ("MoonViT3dPretrainedModel", "K2VLMultiModalProjector", "Rope2DPosEmbRepeated"):
+        assert _class(tree, vision) is not None, vision
+
+    # Hooks: absent before hooks-upstream on main, present (upstream's own code) from it on.
+    hooks_at = order.index("hooks-upstream")
+    for label in order:
+        if label.startswith("rename-kimi") or label in order[:first]:
+            continue
+        cls = _class(ast.parse(_show(repo, history[label], KIMI_K25) or ""), "KimiK25ForConditionalGeneration")
+        assert cls is not None, label
+        present = [hook for hook in HOOKS if _method(cls, hook) is not None]
+        assert present == (list(HOOKS) if order.index(label) >= hooks_at else []), label
+    upstream = _show(repo, history["hooks-upstream"], KIMI_K25) or ""
+    assert 'if not hasattr(self.language_model, "set_eagle3_layers_to_capture"):' in upstream
+
+    # The rename branch: the class is gone under its old name, EntryClass follows.
+    for label in ("rename-kimi", "rename-kimi-docs"):
+        text = _show(repo, history[label], KIMI_K25) or ""
+        tree = ast.parse(text)
+        assert _class(tree, "KimiK25ForConditionalGeneration") is None
+        assert _class(tree, "KimiK25VLForConditionalGeneration") is not None
+        assert "EntryClass = [KimiK25VLForConditionalGeneration]" in text
+
+    # Churn: kimi_k25.py changes at several commits other than the two above.
+    changed = [label for prev, label in zip(order, order[1:])
+               if not label.startswith("rename-kimi")
+               and _show(repo, history[prev], KIMI_K25) != _show(repo, history[label], KIMI_K25)]
+    assert len(changed) >= 8
+    assert "add-kimi" in changed and "hooks-upstream" in changed
+
+
+def test_exactly_one_commit_changes_eagle_worker_verify(history, repo: Repo) -> None:
+    assert _show(repo, history["root"], EAGLE_WORKER) is None
+    dumps = {}
+    for label in history.order:
+        text = _show(repo, history[label], EAGLE_WORKER)
+        if text is None:
+            continue
+        cls = _class(ast.parse(text), "EAGLEWorker")
+        assert cls is not None, label
+        verify = _method(cls, "verify")
+        assert verify is not None, label
+        dumps[label] = ast.dump(verify, include_attributes=False)
+        target = [n for n in ast.walk(verify) if isinstance(n, ast.Assign)
+                  and ast.unparse(n) == "batch_result = self.target_worker.forward_batch_generation("
+                                        "model_worker_batch, is_verify=True)"]
+        assert len(target) == 1, label
+    main = [label for label in history.order if not label.startswith("rename-kimi") and label in dumps]
+    changes = [label for prev, label in zip(main, main[1:]) if dumps[prev] != dumps[label]]
+    assert changes == ["verify-nvtx"]
+    assert dumps["rename-kimi"] == dumps["kimi-npu"]
+
+
+def test_model_runner_and_deepseek_shapes(history, repo: Repo) -> None:
+    runner = _show(repo, history["root"], "python/sglang/srt/model_executor/model_runner.py") or ""
+    assert "self.model.set_eagle3_layers_to_capture(self.eagle_aux_hidden_state_layer_ids)" in runner
+    deepseek = ast.parse(_show(repo, history["kimi-pcg"], "python/sglang/srt/models/deepseek_v2.py") or "")
+    base = _class(deepseek, "DeepseekV2ForCausalLM")
+    assert base is not None
+    assert all(_method(base, hook) is not None for hook in HOOKS)
+    v3 = _class(deepseek, "DeepseekV3ForCausalLM")
+    assert v3 is not None and [ast.unparse(b) for b in v3.bases] == ["DeepseekV2ForCausalLM"]
+    llama = ast.parse(_show(repo, history["add-eagle"], "python/sglang/srt/models/llama_eagle3.py") or "")
+    assert _class(llama, "LlamaForCausalLMEagle3") is not None
+
+
+def test_fix_pcg_moe_touches_the_communicators(history) -> None:
+    names = _git(history.path, "diff-tree", "--no-commit-id", "--name-only", "-r", history["fix-pcg-moe"]).split()
+    assert "python/sglang/srt/distributed/device_communicators/pynccl.py" in names
+    assert "python/sglang/srt/distributed/parallel_state.py" in names
+    assert KIMI_K25 not in names
