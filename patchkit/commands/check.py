@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.text import Text
 
-from patchkit.engine.check import CheckReport, Window, check_range
-from patchkit.errors import ExitCode
+from patchkit.engine.check import CheckReport, Window, check_range, start_listing
+from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import STATUS_STYLE, make_console, plural, print_json
@@ -27,15 +27,50 @@ def check(
     progress: bool | None,
     console: Console,
 ) -> int:
-    loaded = load_manifest(manifest)
-    git_repo = Repo.discover(Path(repo))
+    # Load the manifest (JSON Schema and all) in a thread while git lists the
+    # ranges: both take tens of milliseconds, and a warm check is little else.
+    loading = Background(load_manifest, manifest)
+    try:
+        git_repo = Repo.discover(Path(repo))
+        if not ranges and not commits:
+            commits = ["HEAD"]
+        listing = start_listing(git_repo, ranges)
+    except PatchkitError:
+        loading.result()  # a bad manifest is reported first, as by every command
+        raise
+    loaded = loading.result()
     with _progress(progress) as tick:
-        report = check_range(loaded, git_repo, ranges=ranges, commits=commits, use_cache=not no_cache, progress=tick)
+        report = check_range(loaded, git_repo, ranges=ranges, commits=commits, use_cache=not no_cache,
+                             progress=tick, listing=listing)
     if json_out:
         print_json(report.to_json())
     else:
         show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
     return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
+
+
+class Background:
+    """Run ``fn(*args)`` in a thread; ``result()`` returns it or re-raises its error."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 class _progress:

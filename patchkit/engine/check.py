@@ -26,7 +26,7 @@ from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.hints import annotate
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Repo, parse_log, parse_path_changes
+from patchkit.git import Commit, GitFailed, Pending, Repo, parse_log, parse_path_changes
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
@@ -143,32 +143,60 @@ def _split_range(spec: str) -> tuple[list[str], str]:
 
 
 def _range_specs(repo: Repo, ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
-    """Validate each range: (as written, rev-list spec, its ends, separator)."""
+    """Each range as (as written, rev-list spec, its ends, separator).
+
+    Nothing is resolved here: git lists the range straight away, and only if
+    that fails are the ends resolved one by one to name the unknown one.
+    """
     out = []
     for spec in ranges:
-        if spec.startswith("-"):
-            raise RevisionError(f"range {spec!r} looks like an option", hint="give a range such as v0.5.8..main")
+        if spec.startswith("-") or not spec.strip():
+            raise RevisionError(f"range {spec!r} is not a revision range", hint="give a range such as v0.5.8..main")
         ends, sep = _split_range(spec)
-        resolved = repo.resolve_all(ends)  # names the unknown side precisely
-        out.append((spec, [spec] if sep else [resolved[0]], ends, sep))
+        out.append((spec, [spec], ends, sep))
     return out
 
 
+@dataclass
+class Listing:
+    """The ranges' commit lists, being produced by git in the background.
+
+    ``start_listing`` needs no manifest, so a caller can start it first and
+    load the manifest while git works (see ``commands/check.py``).
+    """
+
+    specs: list[tuple[str, list[str], list[str], str]]
+    pending: list[Pending]
+
+
+def start_listing(repo: Repo, ranges: Sequence[str]) -> Listing:
+    specs = _range_specs(repo, ranges)
+    return Listing(specs, [repo.spawn_rev_list(rev_spec) for _, rev_spec, _, _ in specs])
+
+
 def select_commits(
-    repo: Repo, ranges: Sequence[str], commits: Sequence[str], files: Sequence[str] = ()
+    repo: Repo,
+    ranges: Sequence[str],
+    commits: Sequence[str],
+    files: Sequence[str] = (),
+    listing: Listing | None = None,
 ) -> tuple[list[Commit], dict[str, dict[str, Entry]], set[str]]:
     """The commits to check (ranges oldest first, then --commit ones), the
     first-parent changes of ``files`` along the ranges, and the shas that
-    came from a range.  Each range's two git logs run concurrently."""
+    came from a range.  A range's two git logs run concurrently."""
+    listing = listing or start_listing(repo, ranges)
+    diffs = [repo.spawn_path_changes(rev_spec, files) if files else None for _, rev_spec, _, _ in listing.specs]
     seen: set[str] = set()
     out: list[Commit] = []
     changes: dict[str, dict[str, Entry]] = {}
-    for spec, rev_spec, ends, sep in _range_specs(repo, ranges):
-        listing = repo.spawn_rev_list(rev_spec)
-        diffs = repo.spawn_path_changes(rev_spec, files) if files else None
-        listed = parse_log(listing.text())
-        if diffs is not None:
-            changes.update(parse_path_changes(diffs.bytes()))
+    for (spec, _rev_spec, ends, sep), pending, diff in zip(listing.specs, listing.pending, diffs):
+        try:
+            listed = parse_log(pending.text())
+            if diff is not None:
+                changes.update(parse_path_changes(diff.bytes()))
+        except GitFailed as exc:
+            repo.resolve_all(ends)  # raises, naming the unknown end
+            raise RevisionError(f"git cannot list {spec!r}: {exc.stderr}") from None
         if not listed:
             raise RevisionError(
                 f"range {spec!r} is empty",
@@ -232,13 +260,18 @@ def check_range(
     use_cache: bool = True,
     hints: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    listing: Listing | None = None,
 ) -> CheckReport:
-    """Evaluate every patch at every selected commit (HEAD if nothing is selected)."""
+    """Evaluate every patch at every selected commit (HEAD if nothing is selected).
+
+    ``listing``: from ``start_listing(repo, ranges)`` if the caller started
+    listing the ranges already.
+    """
     if not ranges and not commits:
         commits = ["HEAD"]
     files = manifest.files()
     try:
-        selected, changes, from_ranges = select_commits(repo, ranges, commits, files)
+        selected, changes, from_ranges = select_commits(repo, ranges, commits, files, listing)
         # Commits from ranges are covered by the path-limited log; a commit
         # given alone with --commit is not, and gets its own ls-tree.
         states = _states(repo, selected, changes, files, from_ranges)
