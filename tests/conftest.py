@@ -30,3 +30,20 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 @pytest.fixture
 def project_root() -> Path:
     return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def sglang_history(tmp_path_factory: pytest.TempPathFactory):
+    """The SGLang-shaped history of patchkit.demo.sglang, built once per module."""
+    from patchkit.demo.sglang import build_sglang_history
+
+    return build_sglang_history(tmp_path_factory.mktemp("sglang") / "repo")
+
+
+@pytest.fixture(scope="module")
+def sglang_repo(sglang_history):
+    from patchkit.git import Repo
+
+    repo = Repo.discover(sglang_history.path)
+    yield repo
+    repo.close()

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -26,6 +27,12 @@ ANSI_ESCAPE = "\x1b["
 
 
 # -- repositories -------------------------------------------------------------------
+
+
+
+def d(text: str) -> str:
+    """Dedented source text (tests write files as indented triple-quoted strings)."""
+    return textwrap.dedent(text).lstrip("\n")
 
 
 def make_repo(path: Path, files: Mapping[str, FileValue], *, message: str = "upstream base",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import pytest
 from patchkit.engine.lock import repo_lock
 from patchkit.testing.history import Executable, Symlink
 from helpers import (
+    d,
     TARGET,
     Kit,
     head_content,
@@ -31,10 +31,6 @@ from helpers import (
     tree_state,
     verdicts,
 )
-
-
-def d(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
 
 
 MODEL = d('''

@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 
-from helpers import ANSI_ESCAPE, TARGET, head_sha, run_cli, run_script, scenario, src
+from helpers import d, ANSI_ESCAPE, TARGET, head_sha, run_cli, run_script, scenario, src
 
 RESULT_KEYS = {"patch", "op", "status", "reason", "required", "file", "line", "message", "hint"}
 STATUSES = {"APPLY", "SKIP", "WARN", "FAIL"}
-
-
-def d(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
 
 
 MODEL = d('''

@@ -116,15 +116,13 @@ BEFORE_VERIFY_MOVE = [
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory):
-    return build_sglang_history(tmp_path_factory.mktemp("sglang") / "repo")
+def history(sglang_history):
+    return sglang_history
 
 
 @pytest.fixture(scope="module")
-def repo(history) -> Repo:
-    repo = Repo.discover(history.path)
-    yield repo
-    repo.close()
+def repo(sglang_repo) -> Repo:
+    return sglang_repo
 
 
 @pytest.fixture(scope="module")

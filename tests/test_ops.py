@@ -8,16 +8,11 @@ file afterwards (unchanged when nothing applies).
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from helpers import TARGET, Scenario, result_of, run_cli, scenario, src, verdicts
-
-
-def d(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
+from helpers import d, TARGET, Scenario, result_of, run_cli, scenario, src, verdicts
 
 
 def one(tmp_path: Path, before: str, patch: dict, payloads: dict[str, str] | None = None,

@@ -53,15 +53,13 @@ HOOKS = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_he
 
 
 @pytest.fixture(scope="module")
-def history(tmp_path_factory: pytest.TempPathFactory):
-    return build_sglang_history(tmp_path_factory.mktemp("sglang") / "repo")
+def history(sglang_history):
+    return sglang_history
 
 
 @pytest.fixture(scope="module")
-def repo(history) -> Repo:
-    repo = Repo.discover(history.path)
-    yield repo
-    repo.close()
+def repo(sglang_repo) -> Repo:
+    return sglang_repo
 
 
 def _git(path: Path, *args: str) -> str:

@@ -333,24 +333,32 @@ def _runs(rows: Sequence[CommitResults]) -> list[tuple[int, int]]:
     return runs
 
 
+def _column_windows(rows: Sequence[CommitResults], runs: Sequence[tuple[int, int]],
+                    column: int) -> Iterable[tuple[int, int, PatchResult]]:
+    """(first run, end run, first result) of each window of one patch's column."""
+    i = 0
+    while i < len(runs):
+        first = rows[runs[i][0]].results[column]
+        j = i + 1
+        while j < len(runs) and _same(rows[runs[j][0]].results[column], first):
+            j += 1
+        yield i, j, first
+        i = j
+
+
 def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> list[CommitResults]:
     """Manifest hints everywhere; tree hints once per window, at its first commit."""
     runs = _runs(rows)
     hinted = [list(rows[start].results) for start, _ in runs]
-    shared: dict[tuple[str, ...], str | None] = {}
+    lookups: dict[tuple[str, ...], str | None] = {}
     for column, patch in enumerate(manifest.patches):
-        i = 0
-        while i < len(runs):
-            first = rows[runs[i][0]].results[column]
-            j = i + 1
-            while j < len(runs) and _same(rows[runs[j][0]].results[column], first):
-                j += 1
-            if not first.ok or patch.hints:
-                source = CommitSource(repo, rows[runs[i][0]].commit)
-                hint = annotate(manifest, [first], source, shared)[0].hint
-                for k in range(i, j):
-                    hinted[k][column] = hinted[k][column].with_hint(hint)
-            i = j
+        for i, j, first in _column_windows(rows, runs, column):
+            if first.ok and not patch.hints:
+                continue
+            source = CommitSource(repo, rows[runs[i][0]].commit)
+            hint = annotate(manifest, [first], source, lookups)[0].hint
+            for k in range(i, j):
+                hinted[k][column] = hinted[k][column].with_hint(hint)
     repo.close()
     out: list[CommitResults] = []
     for (start, end), results in zip(runs, hinted):
@@ -367,15 +375,9 @@ def _windows(manifest: Manifest, rows: Sequence[CommitResults]) -> list[Window]:
     runs = _runs(rows)
     windows: list[Window] = []
     for column, patch in enumerate(manifest.patches):
-        i = 0
-        while i < len(runs):
-            first = rows[runs[i][0]].results[column]
-            j = i + 1
-            while j < len(runs) and _same(rows[runs[j][0]].results[column], first):
-                j += 1
+        for i, j, first in _column_windows(rows, runs, column):
             commits = tuple(rows[k].commit for k in range(runs[i][0], runs[j - 1][1]))
             windows.append(Window(patch.id, first.status, first.reason, commits, first))
-            i = j
     return windows
 
 
