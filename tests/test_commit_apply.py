@@ -170,6 +170,8 @@ def test_explain_names_the_breaking_commit_and_hunk(setup, capsys) -> None:
                        "--json")
     data = json.loads(out)
     assert code == 0
+    assert set(data) == {"version", "command", "manifest", "patch", "commit", "subject", "result", "introduced_by",
+                         "reason_changes", "never_applied", "where", "ancestors_checked"}
     assert data["result"]["reason"] == "FILE_NOT_FOUND"
     assert [i["commit"] for i in data["introduced_by"]] == [history["rename"]]
     intro = data["introduced_by"][0]
