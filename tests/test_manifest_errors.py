@@ -243,3 +243,18 @@ def test_error_names_the_manifest_as_given_from_elsewhere(tmp_path, capsys, monk
     r = run_cli(capsys, "validate", "-m", "kit/manifests/test.toml")
     assert r.code == 2
     assert r.err.startswith(f"{ERROR_PREFIX}kit/manifests/test.toml:13: patch[2].id: ")
+
+
+def test_missing_key_next_to_a_typo_points_at_the_typo(tmp_path):
+    """`clas = ...` is both an unknown key and a missing `class`: one line says both."""
+    kit = Kit(tmp_path / "kit")
+    kit.write([{"id": "a", "op": "add-methods", "file": TARGET, "clas": "Model", "source": src("p.py")}],
+              {"p.py": "class Model:\n    def f(self):\n        return 1\n"})
+    repo = make_repo(tmp_path / "repo", {TARGET: "class Model:\n    pass\n"})
+    result = run_script("validate", "-m", str(kit.manifest))
+    assert result.code == 2
+    assert "patch[1].class: missing required key for op 'add-methods'" in result.err
+    assert "the table has 'clas': did you mean 'class'?" in result.err
+    line = next(i for i, text in enumerate(kit.manifest.read_text().splitlines(), start=1) if text.startswith("clas"))
+    assert f".toml:{line}: patch[1].class" in result.err
+    assert repo.exists()

@@ -198,11 +198,13 @@ def select_commits(
             repo.resolve_all(ends)  # raises, naming the unknown end
             raise RevisionError(f"git cannot list {spec!r}: {exc.stderr}") from None
         if not listed:
-            raise RevisionError(
-                f"range {spec!r} is empty",
-                hint=(f"{ends[1]} is already contained in {ends[0]}; did you mean {ends[1]}..{ends[0]}?"
-                      if sep == ".." else "check the range with `git log --oneline " + spec + "`"),
-            )
+            if sep == ".." and len(set(repo.resolve_all(ends))) == 1:
+                hint = f"both ends are the same commit; {ends[0]}..{ends[1]} lists the commits after {ends[0]}"
+            elif sep == "..":
+                hint = f"{ends[0]} already contains {ends[1]}; did you mean {ends[1]}..{ends[0]}?"
+            else:
+                hint = f"check the range with `git log --oneline {spec}`"
+            raise RevisionError(f"range {spec!r} is empty", hint=hint)
         _refuse_truncated(repo, spec, listed)
         for commit in listed:
             if commit.sha not in seen:

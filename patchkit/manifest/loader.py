@@ -280,14 +280,14 @@ def _validate_schema(data: Mapping[str, Any], display: str, lines: _Lines) -> No
     errors.sort(key=lambda e: (_PRIORITY.get(e.validator, 0), _sort_path(e.absolute_path)))
     error = errors[0]
     path = list(error.absolute_path)
-    message, key, hint = _word(error, data)
+    message, key, hint, line_key = _word(error, data)
     if key is not None:
         path.append(key)
     patch_index = path[1] + 1 if len(path) >= 2 and path[0] == "patch" and isinstance(path[1], int) else None
     leaf = path[-1] if path and isinstance(path[-1], str) else None
     if patch_index is not None:
         leaf = path[2] if len(path) > 2 and isinstance(path[2], str) else None
-        line = lines.line_of(patch_index, leaf)
+        line = lines.line_of(patch_index, line_key or leaf)
     else:
         line = lines.top_line_of(leaf)
     raise ManifestError(message, file=display, key_path=_key_path(path) or None, line=line, hint=hint)
@@ -304,8 +304,8 @@ def _sort_path(path: Iterable[Any]) -> tuple[Any, ...]:
     return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in path)
 
 
-def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, str | None]:
-    """(message, extra key to append to the path, hint)."""
+def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, str | None, str | None]:
+    """(message, extra key to append to the path, hint, key whose line to show if not the path's)."""
     validator = error.validator
     instance = error.instance
     path = list(error.absolute_path)
@@ -316,7 +316,13 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         op = instance.get("op") if isinstance(instance, dict) else None
         common = _validator().schema["$defs"]["patch"]["properties"]
         what = f" for op {op!r}" if op and name not in common and leaf != "patch" else ""
-        return f"missing required key{what}", name, None
+        hint = None
+        if isinstance(instance, dict):
+            known = _known_keys(error, instance)
+            typo = difflib.get_close_matches(name, [k for k in instance if k not in known], n=1)
+            if typo:
+                hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
+        return f"missing required key{what}", name, hint, typo[0] if typo else None
     if validator in ("unevaluatedProperties", "additionalProperties"):
         known = _known_keys(error, instance)
         extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
@@ -325,11 +331,11 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         op = instance.get("op") if isinstance(instance, dict) else None
         scope = f" for op {op!r}" if op else ""
         hint = f"did you mean {close[0]!r}?" if close else f"allowed keys{scope}: {', '.join(sorted(known))}"
-        return f"unknown key{scope}", name, hint
+        return f"unknown key{scope}", name, hint, None
     if validator == "enum" and leaf == "hints" and isinstance(instance, str):
         # propertyNames: the bad *key* of the hints table
         return (f"{instance!r} is not a reason code", instance,
-                f"reason codes: {', '.join(r.value for r in Reason)}")
+                f"reason codes: {', '.join(r.value for r in Reason)}", None)
     if validator == "enum":
         allowed = error.validator_value
         shown = repr(instance)
@@ -339,32 +345,32 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         ][:1]
         hint = f"did you mean {close[0]!r}?" if close else None
         label = "op" if leaf == "op" else "value"
-        return f"unknown {label} {shown}; expected one of: {', '.join(map(str, allowed))}", None, hint
+        return f"unknown {label} {shown}; expected one of: {', '.join(map(str, allowed))}", None, hint, None
     if validator == "const":
         if leaf == "schema":
-            return f"schema must be {error.validator_value} (this patchkit reads schema 1), got {instance!r}", None, None
-        return f"must be {error.validator_value!r}", None, None
+            return f"schema must be {error.validator_value} (this patchkit reads schema 1), got {instance!r}", None, None, None
+        return f"must be {error.validator_value!r}", None, None, None
     if validator == "type":
-        return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None
+        return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None, None
     if validator == "pattern":
-        return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None
+        return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
     if validator in ("minItems", "minLength"):
-        return "must not be empty", None, None
+        return "must not be empty", None, None, None
     if validator == "uniqueItems":
-        return "lists the same value twice", None, None
+        return "lists the same value twice", None, None, None
     if validator == "oneOf" and leaf == "expect":
         hint = "run `patchkit digest FILE QUALNAME` on the upstream file"
         if isinstance(instance, list) and instance:
             pattern = re.compile(r"^sha256:[0-9a-f]{64}$")
             bad = next((i for i, v in enumerate(instance) if not (isinstance(v, str) and pattern.match(v))), None)
             if bad is not None:
-                return f"{instance[bad]!r} is not a digest 'sha256:<64 hex digits>'", bad, hint
-        return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, hint
+                return f"{instance[bad]!r} is not a digest 'sha256:<64 hex digits>'", bad, hint, None
+        return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, hint, None
     if validator == "not":
-        return "give either `position` or `before`, not both", "before", None
+        return "give either `position` or `before`, not both", "before", None, None
     if validator == "propertyNames":
-        return f"{instance!r} is not a reason code", None, f"reason codes: {', '.join(r.value for r in Reason)}"
-    return error.message, None, None
+        return f"{instance!r} is not a reason code", None, f"reason codes: {', '.join(r.value for r in Reason)}", None
+    return error.message, None, None, None
 
 
 def _known_keys(error: Any, instance: Any) -> set[str]:

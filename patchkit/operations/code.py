@@ -328,18 +328,19 @@ def closest(name: str, candidates: Sequence[tuple[str, int]], limit: int = 3) ->
     return [(match, by_name[match]) for match in matches]
 
 
-def format_closest(kind: str, matches: list[tuple[str, int]], everything: Sequence[tuple[str, int]] = ()) -> str:
+def format_closest(kind: str, matches: list[tuple[str, int]], everything: Sequence[tuple[str, int]] = (),
+                   scope: str = "in this file") -> str:
     """"; closest classes in this file: A (line 3)", or, with no close match
     and a short list, every candidate (a renamed class often looks nothing
     like its old name)."""
     if matches:
         listed = ", ".join(f"{name} (line {line})" for name, line in matches)
-        return f"; closest {kind} in this file: {listed}"
+        return f"; closest {kind} {scope}: {listed}"
     if everything and len(everything) <= 5:
         listed = ", ".join(f"{name} (line {line})" for name, line in everything)
-        return f"; {kind} in this file: {listed}"
+        return f"; {kind} {scope}: {listed}"
     if not everything:
-        return f"; the file defines no {kind}"
+        return f"; there are no {kind} {scope}"
     return ""
 
 

@@ -51,7 +51,8 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
         Reason.FUNCTION_NOT_FOUND,
         owner.lineno if owner else None,
         f"{'method' if owner else 'function'} {name} is not defined in {where}"
-        + format_closest(kind, closest(name, state.functions_in(owner)), state.functions_in(owner)),
+        + format_closest(kind, closest(name, state.functions_in(owner)), state.functions_in(owner),
+                         f"in class {'.'.join(owners)}" if owner else "in this file"),
     )
 
 
