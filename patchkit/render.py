@@ -13,7 +13,6 @@ import sys
 from typing import IO, Any, Iterable, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -61,10 +60,6 @@ def emit(console: Console, renderable: Any) -> None:
     console.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
-def err_console() -> Console:
-    return make_console(sys.stderr)
-
-
 def print_json(data: Any, stream: IO[str] | None = None) -> None:
     out = stream or sys.stdout
     out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -102,9 +97,3 @@ def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
-def verdict_line(console: Console, style: str, head: str, rest: str) -> None:
-    console.print(Text.assemble((head, style), " " + rest))
-
-
-def markup(text: str) -> str:
-    return escape(text)

@@ -383,10 +383,4 @@ def _windows(manifest: Manifest, rows: Sequence[CommitResults]) -> list[Window]:
     return windows
 
 
-def iter_results(report: CheckReport, patch_id: str) -> Iterable[tuple[Commit, PatchResult]]:
-    column = [p.id for p in report.manifest.patches].index(patch_id)
-    for row in report.commits:
-        yield row.commit, row.results[column]
-
-
 __all__ = ["CheckReport", "CommitResults", "Window", "check_range", "select_commits"]

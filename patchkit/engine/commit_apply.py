@@ -132,8 +132,9 @@ def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, 
     for path in ours:
         entry = repo.ls_tree(head, [path]).get(path) if head else None
         if entry is None:
+            name = ours[path][0].manifest_name
             raise RepoError(f"{path} is recorded as patched but is not in HEAD; cannot move safely",
-                            hint=f"inspect it, then `patchkit revert -m NAME --force`")
+                            hint=f"inspect it, then `patchkit revert -m {name} --force`")
         writes.append(FileWrite(path, ours[path][1], repo.read_blob(entry.oid), None))
     repo.close()
     txn.write(writes)

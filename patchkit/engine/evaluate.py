@@ -14,7 +14,7 @@ lets verdicts be computed on the fast ast model while edits use libcst.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
@@ -130,10 +130,6 @@ def evaluate_file(
     return FileEval(read.path, read, tuple(patches), tuple(results), tuple(outcomes))
 
 
-class HasResults(Protocol):
-    results: tuple[PatchResult, ...]
-
-
 def resolve_requires(
     manifest: Manifest,
     reads: Mapping[str, Any],
@@ -187,8 +183,6 @@ class Evaluation:
     def blocking(self, strict: bool = False) -> list[PatchResult]:
         return [r for r in self.results if r.status is Status.FAIL or (strict and r.status is Status.WARN)]
 
-    def changed_files(self) -> list[str]:
-        return [path for path, fe in self.files.items() if fe.changes]
 
 
 def order_results(manifest: Manifest, evals: Mapping[str, FileEval]) -> tuple[PatchResult, ...]:

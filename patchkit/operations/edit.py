@@ -29,10 +29,6 @@ def statement_canons(stmt: cst.BaseStatement) -> list[str]:
     return [canon(s) for s in tree.body]
 
 
-def statements_canon(stmts: Sequence[cst.BaseStatement]) -> str:
-    return canon(ast.parse("".join(code_of(s) for s in stmts)).body)
-
-
 def _replace_last(
     body: Sequence[cst.BaseStatement],
     match: Callable[[cst.BaseStatement], bool],
@@ -165,10 +161,6 @@ class AnchorInserter(cst.CSTTransformer):
             else:
                 out.append(upd)
         return updated.with_changes(body=out) if changed else updated
-
-
-def parse_expression(code: str) -> cst.BaseExpression:
-    return cst.parse_expression(code)
 
 
 def _cst_target_names(node: cst.BaseExpression) -> set[str]:
