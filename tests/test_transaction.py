@@ -1,0 +1,90 @@
+"""Writing several files as one transaction: rollback on error, recovery after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from patchkit.engine import fsutil
+from patchkit.engine.fsutil import FileWrite, Transaction, sha256
+from patchkit.errors import RefusedError
+
+
+def setup_files(root: Path) -> dict[str, bytes]:
+    files = {"a.py": b"A = 1\r\n", "pkg/b.py": b"B = 2\n", "pkg/c.py": b"C = 3\n"}
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    os.chmod(root / "pkg/b.py", 0o755)
+    return files
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.patchkit-tmp"))
+
+
+def test_all_files_written_modes_kept(tmp_path: Path) -> None:
+    root, state = tmp_path / "tree", tmp_path / "state"
+    files = setup_files(root)
+    txn = Transaction(root, state)
+    txn.write([FileWrite(n, d, d + b"# patched\n", None) for n, d in files.items()])
+    assert all((root / n).read_bytes() == d + b"# patched\n" for n, d in files.items())
+    assert (root / "pkg/b.py").stat().st_mode & 0o777 == 0o755
+    assert not txn.journal.exists() and leftovers(root) == []
+
+
+def test_failure_during_renames_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root, state = tmp_path / "tree", tmp_path / "state"
+    files = setup_files(root)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def failing_replace(src: str, dst: str) -> None:
+        # Fault injection: the second rename into the tree fails (e.g. EIO).
+        if str(dst).startswith(str(root)):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise OSError(5, "Input/output error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fsutil.os, "replace", failing_replace)
+    txn = Transaction(root, state)
+    with pytest.raises(OSError):
+        txn.write([FileWrite(n, d, b"new\n", None) for n, d in files.items()])
+    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    assert {n: (root / n).read_bytes() for n in files} == files
+    assert leftovers(root) == []
+
+
+def test_file_changed_under_us_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    root, state = tmp_path / "tree", tmp_path / "state"
+    files = setup_files(root)
+    (root / "pkg/c.py").write_bytes(b"C = 'edited meanwhile'\n")
+    txn = Transaction(root, state)
+    with pytest.raises(RefusedError) as info:
+        txn.write([FileWrite(n, d, b"new\n", None) for n, d in files.items()])
+    assert info.value.items == ("pkg/c.py",)
+    assert (root / "a.py").read_bytes() == files["a.py"]
+    assert leftovers(root) == []
+
+
+def test_recover_after_a_killed_run(tmp_path: Path) -> None:
+    """A run killed between two renames leaves a journal; the next one rolls it back."""
+    root, state = tmp_path / "tree", tmp_path / "state"
+    files = setup_files(root)
+    txn = Transaction(root, state)
+    state.mkdir()
+    entries = []
+    for name, data in files.items():
+        entries.append({"path": name, "before": txn.objects.put(data), "after": sha256(b"new\n"), "mode": 0o644})
+    # The killed run had replaced a.py and pkg/b.py, not pkg/c.py.
+    (root / "a.py").write_bytes(b"new\n")
+    (root / "pkg/b.py").write_bytes(b"new\n")
+    txn.journal.write_text(json.dumps({"files": entries}))
+    restored = Transaction(root, state).recover()
+    assert sorted(restored) == ["a.py", "pkg/b.py"]
+    assert {n: (root / n).read_bytes() for n in files} == files
+    assert not txn.journal.exists()
