@@ -16,15 +16,20 @@ in an encoder-only deployment) or does not implement the method, they raise an
 ``AttributeError`` that names the class, the method and what is missing: a
 speculative-decoding setup must never silently run without its hooks.
 
+``torch.Tensor`` appears only in string annotations, so the methods need
+nothing from the target module beyond the ``typing`` names the manifest
+ensures.
+
 Only the methods of the class below are added (by ``add-methods``); the class
 itself is a stand-in that names the target.  The imports mirror the
 ``ensure-import`` patches of the manifest: the target module imports all of
 them already, except ``List`` at some upstream commits.
 """
 
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
-import torch
+if TYPE_CHECKING:  # for type checkers of this file; the hooks need no torch at run time
+    import torch
 
 
 class KimiK25ForConditionalGeneration:
@@ -49,7 +54,7 @@ class KimiK25ForConditionalGeneration:
             )
         forward(layer_ids)
 
-    def get_embed_and_head(self) -> Tuple[torch.Tensor, torch.Tensor]:
+    def get_embed_and_head(self) -> Tuple["torch.Tensor", "torch.Tensor"]:
         """The text model's input embedding and LM head weights, shared with the draft model."""
         language_model = getattr(self, "language_model", None)
         if language_model is None:
@@ -65,7 +70,7 @@ class KimiK25ForConditionalGeneration:
             )
         return forward()
 
-    def set_embed_and_head(self, embed: torch.Tensor, head: torch.Tensor) -> None:
+    def set_embed_and_head(self, embed: "torch.Tensor", head: "torch.Tensor") -> None:
         """Replace the text model's input embedding and LM head weights."""
         language_model = getattr(self, "language_model", None)
         if language_model is None:

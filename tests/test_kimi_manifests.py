@@ -29,27 +29,22 @@ TIMING_MANIFEST = ROOT / "manifests" / "eagle3-verify-timing.toml"
 
 K_NO_FILE = {  # kimi_k25.py does not exist yet
     "typing-imports": "FAIL FILE_NOT_FOUND",
-    "torch-import": "FAIL FILE_NOT_FOUND",
     "eagle3-hooks": "FAIL FILE_NOT_FOUND",
 }
-K_NEEDED = {  # the file imports List, Optional, Tuple and torch; no hooks
+K_NEEDED = {  # the file imports List, Optional and Tuple; no hooks
     "typing-imports": "SKIP ALREADY_APPLIED",
-    "torch-import": "SKIP ALREADY_APPLIED",
     "eagle3-hooks": "APPLY",
 }
 K_NEEDED_NO_LIST = {  # kimi-builtin-generics dropped List from the typing import
     "typing-imports": "APPLY",
-    "torch-import": "SKIP ALREADY_APPLIED",
     "eagle3-hooks": "APPLY",
 }
 K_UPSTREAM = {  # hooks-upstream: upstream's own hooks, and List imported again
     "typing-imports": "SKIP ALREADY_APPLIED",
-    "torch-import": "SKIP ALREADY_APPLIED",
     "eagle3-hooks": "SKIP UPSTREAM_PROVIDES",
 }
 K_RENAMED = {  # rename-kimi branch (from kimi-npu, so List is still missing)
     "typing-imports": "APPLY",
-    "torch-import": "SKIP ALREADY_APPLIED",
     "eagle3-hooks": "FAIL CLASS_NOT_FOUND",
 }
 
