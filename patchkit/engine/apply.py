@@ -50,11 +50,6 @@ class ApplyReport:
     worktree: str | None = None  # apply --commit --worktree: the linked worktree
 
     def to_json(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
-        if self.moved_from is not None or self.worktree is not None:
-            extra["moved_from"] = None if self.moved_from is None else {
-                "commit": self.moved_from.sha, "branch": self.moved_from_branch}
-            extra["worktree"] = self.worktree
         return {
             "version": 1,
             "command": "apply",
@@ -68,7 +63,9 @@ class ApplyReport:
             "written": list(self.written),
             "would_write": list(self.would_write),
             "notes": list(self.notes),
-            **extra,
+            "moved_from": None if self.moved_from is None else {
+                "commit": self.moved_from.sha, "branch": self.moved_from_branch},
+            "worktree": self.worktree,
             "results": [r.to_json() for r in self.results],
         }
 
