@@ -136,8 +136,14 @@ def _update_record(repo: Repo, manifest: Manifest, commit: Commit | None, render
                    evaluation: Evaluation) -> None:
     old = load_record(repo, manifest.name)
     previous = {f.path: f for f in old.files} if old else {}
-    store = Transaction(repo.root or repo.git_dir, state_dir(repo)).objects
-    files: dict[str, FileRecord] = dict(previous)
+    root = repo.root or repo.git_dir
+    store = Transaction(root, state_dir(repo)).objects
+    # Earlier entries stay only while the file still holds what patchkit left
+    # (a file reset by hand since is no longer patchkit's to revert).
+    files: dict[str, FileRecord] = {
+        path: f for path, f in previous.items()
+        if (root / path).is_file() and sha256((root / path).read_bytes()) == f.after_sha256
+    }
     head = commit.sha if commit else None
     for item in rendered:
         prior = previous.get(item.path)

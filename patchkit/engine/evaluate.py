@@ -50,10 +50,6 @@ def _result(patch: Patch, status: Status, reason: Reason | None, line: int | Non
     )
 
 
-def _all(patches: Sequence[Patch], reason: Reason, line: int | None, message: str) -> list[PatchResult]:
-    return [_result(p, failed(required=p.required), reason, line, message) for p in patches]
-
-
 def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] | None]:
     """The file's text, or why it cannot be analysed."""
     if read.state is FileState.MISSING:
@@ -179,9 +175,6 @@ class Evaluation:
 
     def refused(self, strict: bool = False) -> bool:
         return any(r.status is Status.FAIL or (strict and r.status is Status.WARN) for r in self.results)
-
-    def blocking(self, strict: bool = False) -> list[PatchResult]:
-        return [r for r in self.results if r.status is Status.FAIL or (strict and r.status is Status.WARN)]
 
 
 
