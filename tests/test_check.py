@@ -123,6 +123,9 @@ def test_cli_window_view_and_json(model, capsys) -> None:
     assert code == 1
     assert 'FAIL  CLASS_NOT_FOUND' in out
     assert f'from {history["rename"][:10]} "Rename the model class"' in out
+    # The listing jumps from mainline to the side branch: the line says what
+    # the commit's own parent had, so the jump is not mistaken for a change.
+    assert f"(another line of history; its parent {history['fix'][:10]}: APPLY)" in out
     assert f"last commit where the whole manifest applies: {history['upstreamed']}" in out
     assert "FAILED: a required patch FAILs at 5 of 11 commits." in out
     code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main", "--json"])

@@ -14,6 +14,7 @@ from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import STATUS_STYLE, make_console, plural, print_json
+from patchkit.results import PatchResult
 
 
 def check(
@@ -111,18 +112,30 @@ def _commit_label(commit: Commit) -> str:
     return f'{commit.short} "{commit.subject}" ({commit.date[:10]})'
 
 
-def window_line(window: Window, is_first: bool) -> Text:
+def window_line(window: Window, previous: Window | None, parent_result: PatchResult | None = None) -> Text:
     line = Text("  ")
     line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
     line.append(f" {window.reason.value if window.reason else '':<18}")
     line.append(f" {window.count:>7,} {'commit ' if window.count == 1 else 'commits'}  ")
-    if is_first:
+    if previous is None:
         span = window.first.short if window.count == 1 else f"{window.first.short}..{window.last.short}"
         line.append(span)
-    else:
-        line.append(f"from {_commit_label(window.first)}")
-        if window.count > 1:
-            line.append(f" .. {window.last.short}")
+        return line
+    line.append(f"from {_commit_label(window.first)}")
+    if window.count > 1:
+        line.append(f" .. {window.last.short}")
+    parent = window.first.parents[0] if window.first.parents else None
+    if parent != previous.last.sha:
+        # The list jumped to another line of history (a side branch, or the
+        # next --range): say what the commit's own parent had, so a reader
+        # can tell a real change from a jump.
+        if parent_result is None:
+            said = "not checked"
+        elif (parent_result.status, parent_result.reason) == (window.status, window.reason):
+            said = "the same verdict: the change is older"
+        else:
+            said = f"{parent_result.status.value} {parent_result.reason.value if parent_result.reason else ''}".strip()
+        line.append(f"  (another line of history; its parent {parent[:10] if parent else '-'}: {said})", style="dim")
     return line
 
 
@@ -133,12 +146,18 @@ def show(report: CheckReport, console: Console, what: str) -> None:
         f"  manifest {report.manifest.name} ({report.manifest.digest[:19]}…)  {what}: "
         f"{plural(stats.commits, 'commit')}, {plural(stats.distinct_states, 'distinct version')} of the target files",
     ))
+    rows = {row.commit.sha: row for row in report.commits}
     for patch in report.manifest.patches:
         console.print(Text.assemble(
             (patch.id, "bold"), f"  {patch.op_name}{'' if patch.required else ' (optional)'}  {patch.file}"
         ))
-        for index, window in enumerate(report.windows_of(patch.id)):
-            console.print(window_line(window, index == 0))
+        previous: Window | None = None
+        column = report.manifest.patches.index(patch)
+        for window in report.windows_of(patch.id):
+            parent = window.first.parents[0] if window.first.parents else None
+            parent_row = rows.get(parent) if parent else None
+            console.print(window_line(window, previous, parent_row.results[column] if parent_row else None))
+            previous = window
             if not (window.status.value == "APPLY"):
                 console.print(Text("        " + window.first_result.message, style="dim"))
                 if window.first_result.hint:
