@@ -59,7 +59,8 @@ def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
                 fromfile=f"a/{item.path}", tofile=f"b/{item.path}",
             )
             console.print("".join(lines), end="", markup=False, highlight=False)
-    console.print(verdict(report)[0], style=verdict(report)[1], markup=False)
+    line, style = verdict(report)
+    console.print(line, style=style, markup=False)
 
 
 def verdict(report: ApplyReport) -> tuple[str, str]:
