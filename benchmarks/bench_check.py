@@ -85,7 +85,7 @@ def worker(version: int) -> str:
     return "\n".join(body)
 
 
-PAYLOAD = '''from typing import Optional
+PAYLOAD = """from typing import Optional
 
 
 class BigModel:
@@ -101,9 +101,9 @@ def before_forward(self, batch, spec_info):
 
 def after_forward(self, batch, spec_info):
     _elapsed = time.perf_counter() - _t0
-'''
+"""
 
-MANIFEST = '''schema = 1
+MANIFEST = """schema = 1
 name = "bench"
 
 [[patch]]
@@ -139,7 +139,7 @@ position = "after"
 source = "payload.py"
 body_of = "after_forward"
 requires = ["timing-before"]
-'''
+"""
 
 
 def build(path: Path, commits: int) -> list[str]:
@@ -198,14 +198,18 @@ def main() -> int:
     # command (the floor included) does, whatever this shell sets.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     subprocess.run([*patchkit, "--help"], stdout=subprocess.DEVNULL, env=env, check=True)
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "patchkit")],
-                   stdout=subprocess.DEVNULL, env=env, check=False)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "patchkit")],
+        stdout=subprocess.DEVNULL,
+        env=env,
+        check=False,
+    )
 
     t = time.perf_counter()
     shas = build(repo, args.commits)
     print(f"built {len(shas):,} commits in {time.perf_counter() - t:.1f}s at {repo}")
     sizes = [len((repo / p).read_bytes()) for p in TARGETS]
-    print(f"target files: {', '.join(f'{p} ({s / 1024:.0f} KB)' for p, s in zip(TARGETS, sizes))}")
+    print(f"target files: {', '.join(f'{p} ({s / 1024:.0f} KB)' for p, s in zip(TARGETS, sizes, strict=False))}")
     root = shas[0]
     rng = f"{root}..main"
     cache = repo / ".git" / "patchkit" / "cache.sqlite"
@@ -213,8 +217,9 @@ def main() -> int:
     # (a) cold and warm
     cache.unlink(missing_ok=True)
     a_cold = timed([*patchkit, "check", "-m", manifest, "--repo", str(repo), "--range", rng, "--json"], repo, env)
-    a_warm = min(timed([*patchkit, "check", "-m", manifest, "--repo", str(repo), "--range", rng], repo, env)
-                 for _ in range(3))
+    a_warm = min(
+        timed([*patchkit, "check", "-m", manifest, "--repo", str(repo), "--range", rng], repo, env) for _ in range(3)
+    )
 
     # (c) the floor
     git_log = min(timed(["git", "log", "--format=%H", rng, "--", *TARGETS], repo, env) for _ in range(3))
@@ -226,8 +231,13 @@ def main() -> int:
     start = time.perf_counter()
     for sha in sample:
         subprocess.run(["git", "checkout", "-q", "-f", "--detach", sha], cwd=repo, check=True, env=env)
-        proc = subprocess.run([*patchkit, "status", "-m", manifest, "--repo", str(repo), "--json"], cwd=repo,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.run(
+            [*patchkit, "status", "-m", manifest, "--repo", str(repo), "--json"],
+            cwd=repo,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         if proc.returncode not in (0, 1):
             raise SystemExit(f"patchkit status failed at {sha}: {proc.stderr.decode()}")
     naive_per = (time.perf_counter() - start) / len(sample)
@@ -237,14 +247,18 @@ def main() -> int:
     print()
     print(f"(a) patchkit check, {len(shas) - 1:,} commits, cold : {a_cold:8.2f} s")
     print(f"(a) patchkit check, warm                  : {a_warm:8.2f} s")
-    print(f"(b) naive checkout+status, {len(sample)} sampled  : {naive_per * 1000:8.1f} ms/commit "
-          f"-> {naive:8.1f} s scaled to {len(shas) - 1:,}")
+    print(
+        f"(b) naive checkout+status, {len(sample)} sampled  : {naive_per * 1000:8.1f} ms/commit "
+        f"-> {naive:8.1f} s scaled to {len(shas) - 1:,}"
+    )
     print(f"(c) git log -- targets {git_log:.3f} s + patchkit --help {help_:.3f} s = {floor:.3f} s")
     print()
-    print(f"ratio (b)/(a cold) = {naive / a_cold:7.1f}x   target >= 100x   "
-          f"{'MET' if naive / a_cold >= 100 else 'MISSED'}")
-    print(f"ratio (a warm)/(c) = {a_warm / floor:7.2f}x   target <= 3x     "
-          f"{'MET' if a_warm / floor <= 3 else 'MISSED'}")
+    print(
+        f"ratio (b)/(a cold) = {naive / a_cold:7.1f}x   target >= 100x   {'MET' if naive / a_cold >= 100 else 'MISSED'}"
+    )
+    print(
+        f"ratio (a warm)/(c) = {a_warm / floor:7.2f}x   target <= 3x     {'MET' if a_warm / floor <= 3 else 'MISSED'}"
+    )
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0

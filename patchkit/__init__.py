@@ -48,7 +48,7 @@ _EXPORTS = {
     "ExitCode": "patchkit.errors",
 }
 
-__all__ = ["__version__", "open_repo", *_EXPORTS]
+__all__ = ["__version__", "open_repo", *_EXPORTS]  # noqa: PLE0604 (the lazy names are strings)
 
 
 def open_repo(path: str | Path = ".") -> Repo:

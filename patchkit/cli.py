@@ -7,7 +7,8 @@ plain keyword arguments; ``main`` maps exceptions to exit codes in one place.
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -52,13 +53,15 @@ def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
-        "--wait", type=click.FloatRange(min=0), default=0.0, metavar="SECONDS",
+        "--wait",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        metavar="SECONDS",
         help="If another patchkit holds the repository lock, wait this long before giving up (exit 4).",
     )(f)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
-             epilog=EXIT_CODES_HELP)
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}, epilog=EXIT_CODES_HELP)
 @click.version_option(__version__, prog_name="patchkit")
 @click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
 @click.option("--no-color", is_flag=True, help="No colours (also: NO_COLOR=1; off anyway when not a TTY).")
@@ -79,10 +82,17 @@ def cli(debug: bool, no_color: bool) -> None:
 @cli.command(epilog=EXIT_CODES_HELP)
 @manifest_option
 @repo_option
-@click.option("--commit", metavar="REV", help="Move the tree to REV first (detached; patchkit's own edits are "
-              "reverted and re-applied; other uncommitted changes refuse), or with --worktree patch a linked worktree.")
-@click.option("--worktree", metavar="DIR", help="With --commit: create or reuse a linked worktree at DIR and patch "
-              "it, leaving the main tree alone.")
+@click.option(
+    "--commit",
+    metavar="REV",
+    help="Move the tree to REV first (detached; patchkit's own edits are "
+    "reverted and re-applied; other uncommitted changes refuse), or with --worktree patch a linked worktree.",
+)
+@click.option(
+    "--worktree",
+    metavar="DIR",
+    help="With --commit: create or reuse a linked worktree at DIR and patch it, leaving the main tree alone.",
+)
 @click.option("--dry-run", is_flag=True, help="Compute everything, write nothing.")
 @click.option("--diff", is_flag=True, help="Also print the unified diff of what is (or would be) written.")
 @json_option
@@ -102,7 +112,10 @@ def apply(**kwargs: Any) -> int:
 @json_option
 @wait_option
 def revert(**kwargs: Any) -> int:
-    """Restore the files patchkit wrote for a manifest (to HEAD, or to what they held before if they had local edits)."""
+    """Restore the files patchkit wrote for a manifest.
+
+    Each goes back to HEAD, or to what it held before if it had local edits.
+    """
     from patchkit.commands.revert import revert as run
 
     return run(console=_console(), **kwargs)
@@ -122,8 +135,13 @@ def status(**kwargs: Any) -> int:
 @cli.command(epilog=EXIT_CODES_HELP)
 @manifest_option
 @repo_option
-@click.option("--range", "ranges", multiple=True, metavar="A..B",
-              help="Commits as `git rev-list A..B` lists them (merges included). Repeatable.")
+@click.option(
+    "--range",
+    "ranges",
+    multiple=True,
+    metavar="A..B",
+    help="Commits as `git rev-list A..B` lists them (merges included). Repeatable.",
+)
 @click.option("--commit", "commits", multiple=True, metavar="REV", help="A single commit to check. Repeatable.")
 @json_option
 @click.option("--no-cache", is_flag=True, help="Ignore and do not update the verdict cache in the git dir.")
@@ -155,7 +173,9 @@ def explain(**kwargs: Any) -> int:
 @click.argument("file")
 @click.argument("qualname")
 @click.option("--repo", default=None, metavar="DIR", help="With --commit: the repository (default: .).")
-@click.option("--commit", default=None, metavar="REV", help="Read FILE (repo-relative) at this commit instead of from disk.")
+@click.option(
+    "--commit", default=None, metavar="REV", help="Read FILE (repo-relative) at this commit instead of from disk."
+)
 @json_option
 def digest(**kwargs: Any) -> int:
     """Print the digest of a function, method (Class.method) or class, for `expect`."""
@@ -209,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
         return int(exc.exit_code)
-    except Exception as exc:  # a bug: one crash line, the traceback behind --debug
+    except Exception as exc:  # noqa: BLE001 (a bug: one crash line, the traceback behind --debug
         if _DEBUG:
             import traceback
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from patchkit.errors import InternalError, RepoError, RevisionError
 
@@ -49,6 +50,7 @@ def run_git(
             ["git", "-c", "core.quotepath=false", *args],
             cwd=cwd,
             input=input,
+            check=False,
             capture_output=True,
             env=_env(),
         )
@@ -67,7 +69,10 @@ class Pending:
         try:
             self.proc = subprocess.Popen(
                 ["git", "-c", "core.quotepath=false", *args],
-                cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                cwd=cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=_env(),
             )
         except FileNotFoundError:
             raise RepoError("git is not installed or not on PATH") from None
@@ -159,12 +164,23 @@ class Repo:
             raise RepoError(f"{path} does not exist")
         try:
             # One process for everything start-up needs to know.
-            out = run_git(["rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir",
-                           "--is-shallow-repository", "--is-inside-work-tree", "--show-cdup"], path)
+            out = run_git(
+                [
+                    "rev-parse",
+                    "--is-bare-repository",
+                    "--absolute-git-dir",
+                    "--git-common-dir",
+                    "--is-shallow-repository",
+                    "--is-inside-work-tree",
+                    "--show-cdup",
+                ],
+                path,
+            )
         except GitFailed as exc:
             last = exc.stderr.splitlines()[-1] if exc.stderr else "git failed"
-            raise RepoError(f"{path} is not a git repository ({last})",
-                            hint="pass --repo DIR pointing at a git checkout") from None
+            raise RepoError(
+                f"{path} is not a git repository ({last})", hint="pass --repo DIR pointing at a git checkout"
+            ) from None
         lines = out.split("\n")
         bare, git_dir, common, shallow, inside = lines[:5]
         common_p = Path(common) if os.path.isabs(common) else (path / common).resolve()
@@ -189,7 +205,8 @@ class Repo:
         if self.root is None:
             raise RepoError(
                 f"{self.git_dir} is a bare repository: {action} needs a work tree",
-                hint="use --commit REV --worktree DIR to patch a linked worktree, or `patchkit check`, which needs no checkout",
+                hint="use --commit REV --worktree DIR to patch a linked worktree, "
+                "or `patchkit check`, which needs no checkout",
             )
         return self.root
 
@@ -200,7 +217,9 @@ class Repo:
         if not out:
             hint = "check the name with `git log --oneline`"
             if self.is_shallow:
-                hint = "this is a shallow clone: the commit may be outside the fetched history (`git fetch --unshallow`)"
+                hint = (
+                    "this is a shallow clone: the commit may be outside the fetched history (`git fetch --unshallow`)"
+                )
             raise RevisionError(f"unknown revision {rev!r} in {self.root or self.git_dir}", hint=hint)
         return out
 
@@ -208,8 +227,7 @@ class Repo:
         """Resolve several revisions in one process; on any failure, one by one
         so the unknown revision is named."""
         if len(revs) > 1 and not any(rev.startswith("-") for rev in revs):
-            out = run_git(["rev-parse", *[f"{rev}^{{commit}}" for rev in revs]], self.root or self.git_dir,
-                          check=False)
+            out = run_git(["rev-parse", *[f"{rev}^{{commit}}" for rev in revs]], self.root or self.git_dir, check=False)
             shas = out.split()
             if len(shas) == len(revs) and all(len(sha) in (40, 64) for sha in shas):
                 return shas
@@ -230,8 +248,9 @@ class Repo:
         """Commit metadata for the given shas, in the given order."""
         if not revs:
             return []
-        out = self.git("log", "--no-walk=unsorted", f"--format={_LOG_FORMAT}", "--stdin",
-                       input=("\n".join(revs) + "\n").encode())
+        out = self.git(
+            "log", "--no-walk=unsorted", f"--format={_LOG_FORMAT}", "--stdin", input=("\n".join(revs) + "\n").encode()
+        )
         by_sha = {c.sha: c for c in (_parse_commit(line) for line in out.splitlines() if line)}
         return [by_sha[r] for r in revs]
 
@@ -296,7 +315,7 @@ class Repo:
             self._blobs = gitpython.Git(str(self.root or self.git_dir))
         try:
             _sha, kind, _size, data = self._blobs.get_object_data(oid)
-        except Exception as exc:  # GitPython raises ValueError/GitCommandError variants
+        except Exception as exc:  # noqa: BLE001 (GitPython raises ValueError/GitCommandError variants
             raise InternalError(f"git could not read object {oid}: {exc}") from None
         if isinstance(kind, bytes):
             kind = kind.decode()
@@ -319,7 +338,7 @@ class Repo:
         prefix = f"{commit}:" if commit else ""
         for line in out.splitlines():
             if prefix and line.startswith(prefix):
-                line = line[len(prefix):]
+                line = line[len(prefix) :]
             parts = line.split(":", 2)
             if len(parts) == 3 and parts[1].isdigit():
                 hits.append((parts[0], int(parts[1]), parts[2]))
@@ -340,8 +359,17 @@ class Repo:
         parent, which is what a child's tree inherits from.
         """
         return self.spawn(
-            "log", "--full-history", "--diff-merges=first-parent", "--raw", "-z", "--no-abbrev",
-            "--no-renames", "--format=%x1e%H", *spec, "--", *paths,
+            "log",
+            "--full-history",
+            "--diff-merges=first-parent",
+            "--raw",
+            "-z",
+            "--no-abbrev",
+            "--no-renames",
+            "--format=%x1e%H",
+            *spec,
+            "--",
+            *paths,
         )
 
     def first_change(self, commit: str, path: str, *, filter: str) -> Commit | None:
@@ -403,7 +431,7 @@ class Repo:
 
     def worktrees(self) -> list[Path]:
         out = self.git("worktree", "list", "--porcelain")
-        return [Path(line[len("worktree "):]) for line in out.splitlines() if line.startswith("worktree ")]
+        return [Path(line[len("worktree ") :]) for line in out.splitlines() if line.startswith("worktree ")]
 
     def add_worktree(self, path: Path, sha: str) -> None:
         self.git("worktree", "add", "--quiet", "--detach", str(path), sha)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import IO, Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table
@@ -95,5 +96,3 @@ def results_table(results: Sequence[PatchResult], *, extra: dict[str, Iterable[s
 
 def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else (many or word + 's')}"
-
-

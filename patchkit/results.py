@@ -47,7 +47,10 @@ class Reason(str, Enum):
 # One line each, used by docs tests and by `patchkit explain`.
 REASON_MEANING: dict[Reason, str] = {
     Reason.ALREADY_APPLIED: "the patch's code is already in the file, exactly (ignoring formatting and comments)",
-    Reason.UPSTREAM_PROVIDES: "upstream defines the names itself with other code, and the patch says on_conflict = \"keep-upstream\": the patch is redundant here",
+    Reason.UPSTREAM_PROVIDES: (
+        "upstream defines the names itself with other code, and the patch says "
+        'on_conflict = "keep-upstream": the patch is redundant here'
+    ),
     Reason.FILE_NOT_FOUND: "the target file does not exist at this commit / in this tree",
     Reason.UNSUPPORTED_FILE: "the target is a symlink, a directory or a submodule, or is not UTF-8 text",
     Reason.PARSE_ERROR: "the target file is not valid Python",
@@ -57,7 +60,7 @@ REASON_MEANING: dict[Reason, str] = {
     Reason.UNSUPPORTED_TARGET: "the target exists but has a shape the operation cannot edit",
     Reason.ANCHOR_NOT_FOUND: "no statement in the function matches the anchor",
     Reason.ANCHOR_AMBIGUOUS: "more than one statement in the function matches the anchor",
-    Reason.CONFLICT: "a definition of that name exists with different code and on_conflict = \"fail\"",
+    Reason.CONFLICT: 'a definition of that name exists with different code and on_conflict = "fail"',
     Reason.DRIFT: "the definition to replace no longer matches the digest in `expect`",
     Reason.DEPENDENCY: "a patch listed in `requires` does not apply, so this one is held back",
     Reason.INTERNAL: "patchkit's own re-check of its output failed (a bug: please report it)",

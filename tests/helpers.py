@@ -15,9 +15,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from patchkit.testing.history import FileValue, HistoryBuilder
 
@@ -29,14 +30,14 @@ ANSI_ESCAPE = "\x1b["
 # -- repositories -------------------------------------------------------------------
 
 
-
 def d(text: str) -> str:
     """Dedented source text (tests write files as indented triple-quoted strings)."""
     return textwrap.dedent(text).lstrip("\n")
 
 
-def make_repo(path: Path, files: Mapping[str, FileValue], *, message: str = "upstream base",
-              bare: bool = False) -> Path:
+def make_repo(
+    path: Path, files: Mapping[str, FileValue], *, message: str = "upstream base", bare: bool = False
+) -> Path:
     """A git repository at ``path`` with one commit holding ``files``; returns ``path``."""
     builder = HistoryBuilder(path, bare=bare)
     builder.commit("base", message, dict(files))
@@ -122,8 +123,13 @@ def toml_value(value: Any) -> str:
     raise TypeError(f"cannot write {value!r} as TOML")
 
 
-def manifest_text(patches: Sequence[Mapping[str, Any]], *, name: str = MANIFEST_NAME,
-                  schema: Any = 1, summary: str | None = "test manifest") -> str:
+def manifest_text(
+    patches: Sequence[Mapping[str, Any]],
+    *,
+    name: str = MANIFEST_NAME,
+    schema: Any = 1,
+    summary: str | None = "test manifest",
+) -> str:
     lines = [f"schema = {toml_value(schema)}", f"name = {toml_value(name)}"]
     if summary is not None:
         lines.append(f"summary = {toml_value(summary)}")
@@ -149,8 +155,14 @@ class Kit:
     def payload_path(self, name: str) -> Path:
         return self.root / "patches" / name
 
-    def write(self, patches: Sequence[Mapping[str, Any]] | None = None, payloads: Mapping[str, str] | None = None,
-              *, text: str | None = None, **kwargs: Any) -> Path:
+    def write(
+        self,
+        patches: Sequence[Mapping[str, Any]] | None = None,
+        payloads: Mapping[str, str] | None = None,
+        *,
+        text: str | None = None,
+        **kwargs: Any,
+    ) -> Path:
         """Write the manifest (from ``patches`` or raw ``text``) and payload files; returns the manifest path."""
         self.manifest.parent.mkdir(parents=True, exist_ok=True)
         for fname, content in (payloads or {}).items():
@@ -214,8 +226,9 @@ def run_script(*argv: str | Path, cwd: Path | None = None) -> CliResult:
     """Run the ``patchkit`` console script as a real subprocess."""
     env = dict(os.environ)
     env.pop("PYTHONBREAKPOINT", None)
-    proc = subprocess.run([patchkit_script(), *(str(a) for a in argv)], cwd=cwd, capture_output=True, env=env,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [patchkit_script(), *(str(a) for a in argv)], cwd=cwd, capture_output=True, env=env, stdin=subprocess.DEVNULL
+    )
     return CliResult(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
 
 
@@ -238,8 +251,14 @@ class Scenario:
         return run_cli(capsys, "apply", "-m", self.kit.manifest, "--repo", self.repo, "--json", *extra)
 
 
-def scenario(tmp_path: Path, files: Mapping[str, FileValue], patches: Sequence[Mapping[str, Any]],
-             payloads: Mapping[str, str] | None = None, *, path: str = TARGET) -> Scenario:
+def scenario(
+    tmp_path: Path,
+    files: Mapping[str, FileValue],
+    patches: Sequence[Mapping[str, Any]],
+    payloads: Mapping[str, str] | None = None,
+    *,
+    path: str = TARGET,
+) -> Scenario:
     repo = make_repo(tmp_path / "repo", files)
     kit = Kit(tmp_path / "kit")
     kit.write(patches, payloads)

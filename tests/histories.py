@@ -25,13 +25,16 @@ MODEL_BROKEN = MODEL_V2.replace("def forward(self, x):", "def forward(self, x)")
 
 MODEL_RENAMED = MODEL_V2.replace("class Model:", "class LanguageModelWrapper:")
 
-MODEL_UPSTREAMED = MODEL_V2 + '''
+MODEL_UPSTREAMED = (
+    MODEL_V2
+    + """
     def hook(self):
         # upstream's own version
         return self.language_model.hook()
-'''
+"""
+)
 
-PAYLOAD = '''from typing import Optional
+PAYLOAD = """from typing import Optional
 
 
 class Model:
@@ -39,9 +42,9 @@ class Model:
         if self.language_model is None:
             raise AttributeError("Model.hook: language_model is missing")
         return self.language_model.hook()
-'''
+"""
 
-MANIFEST = '''schema = 1
+MANIFEST = """schema = 1
 name = "hooks"
 
 [[patch]]
@@ -57,7 +60,7 @@ file = "pkg/model.py"
 class = "Model"
 source = "payload.py"
 on_conflict = "keep-upstream"
-'''
+"""
 
 
 def write_manifest(folder: Path) -> Path:
@@ -82,8 +85,12 @@ def build_model_history(path: Path) -> History:
     b.commit("fix", "Fix the syntax error", {"pkg/model.py": MODEL_V2})
     b.start_branch("side", "fix")
     b.commit("rename", "Rename the model class", {"pkg/model.py": MODEL_RENAMED}, branch="side")
-    b.commit("move", "Move the model into pkg/models", {"pkg/model.py": None, "pkg/models/model.py": MODEL_RENAMED},
-             branch="side")
+    b.commit(
+        "move",
+        "Move the model into pkg/models",
+        {"pkg/model.py": None, "pkg/models/model.py": MODEL_RENAMED},
+        branch="side",
+    )
     b.commit("churn2", "Tweak other again", {"pkg/other.py": "X = 2\n"})
     b.commit("merge", "Merge branch 'side'", {}, merge="move")
     b.commit("upstreamed", "Bring the model back with a native hook", {"pkg/model.py": MODEL_UPSTREAMED})

@@ -12,13 +12,10 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from patchkit.engine.lock import repo_lock
-from patchkit.testing.history import Executable, Symlink
 from helpers import (
-    d,
     TARGET,
     Kit,
+    d,
     head_content,
     make_repo,
     porcelain,
@@ -32,6 +29,8 @@ from helpers import (
     verdicts,
 )
 
+from patchkit.engine.lock import repo_lock
+from patchkit.testing.history import Executable, Symlink
 
 MODEL = d('''
     """Upstream model."""
@@ -46,34 +45,40 @@ MODEL = d('''
     EntryClass = Model
 ''')
 
-WORKER = d('''
+WORKER = d("""
     class Worker:
         def verify(self, batch):
             result = self.forward(batch)
             return result
-''')
+""")
 
-METHODS = d('''
+METHODS = d("""
     class Model:
         def get_embed(self):
             return self.embed
-''')
+""")
 
-TIMING = d('''
+TIMING = d("""
     def start_timer(self):
         self.timer.start()
-''')
+""")
 
 
 def standard_patches() -> list[dict]:
     return [
         {"id": "imports", "op": "ensure-import", "file": "pkg/model.py", "import": "from typing import Optional"},
         {"id": "hooks", "op": "add-methods", "file": "pkg/model.py", "class": "Model", "source": src("m.py")},
-        {"id": "timing", "op": "insert", "file": "pkg/worker.py", "function": "Worker.verify",
-         "anchor": "result = self.forward(batch)", "position": "before", "source": src("t.py"),
-         "body_of": "start_timer"},
-        {"id": "register", "op": "ensure-list-item", "file": "pkg/model.py", "target": "EntryClass",
-         "item": "Extra"},
+        {
+            "id": "timing",
+            "op": "insert",
+            "file": "pkg/worker.py",
+            "function": "Worker.verify",
+            "anchor": "result = self.forward(batch)",
+            "position": "before",
+            "source": src("t.py"),
+            "body_of": "start_timer",
+        },
+        {"id": "register", "op": "ensure-list-item", "file": "pkg/model.py", "target": "EntryClass", "item": "Extra"},
     ]
 
 
@@ -108,17 +113,37 @@ def test_apply_twice_second_run_is_all_skip_and_writes_nothing(tmp_path, capsys)
 
 
 def test_refusal_writes_nothing_and_lists_every_failure(tmp_path, capsys):
-    patches = standard_patches() + [
-        {"id": "missing-class", "op": "add-methods", "file": "pkg/worker.py", "class": "NoSuchClass",
-         "source": src("m2.py")},
+    patches = [
+        *standard_patches(),
+        {
+            "id": "missing-class",
+            "op": "add-methods",
+            "file": "pkg/worker.py",
+            "class": "NoSuchClass",
+            "source": src("m2.py"),
+        },
         {"id": "missing-file", "op": "ensure-import", "file": "pkg/gone.py", "import": "import os"},
-        {"id": "optional-miss", "op": "ensure-list-item", "file": "pkg/model.py", "target": "Nope",
-         "item": "X", "required": False},
+        {
+            "id": "optional-miss",
+            "op": "ensure-list-item",
+            "file": "pkg/model.py",
+            "target": "Nope",
+            "item": "X",
+            "required": False,
+        },
     ]
-    files = {"pkg/model.py": MODEL, "pkg/worker.py": WORKER, "README.txt": "upstream\n",
-             "tools/run.sh": Executable("#!/bin/sh\necho hi\n")}
-    sc = scenario(tmp_path, files, patches, {"m.py": METHODS, "t.py": TIMING,
-                                              "m2.py": "class NoSuchClass:\n    def f(self):\n        return 1\n"})
+    files = {
+        "pkg/model.py": MODEL,
+        "pkg/worker.py": WORKER,
+        "README.txt": "upstream\n",
+        "tools/run.sh": Executable("#!/bin/sh\necho hi\n"),
+    }
+    sc = scenario(
+        tmp_path,
+        files,
+        patches,
+        {"m.py": METHODS, "t.py": TIMING, "m2.py": "class NoSuchClass:\n    def f(self):\n        return 1\n"},
+    )
     before_tree = tree_state(sc.repo)
     before_git = tree_state(sc.repo / ".git", include_git=True)
     r = sc.apply(capsys)
@@ -127,9 +152,13 @@ def test_refusal_writes_nothing_and_lists_every_failure(tmp_path, capsys):
     assert data["refused"] is True
     assert data["written"] == []
     assert verdicts(data) == [
-        ("imports", "APPLY", None), ("hooks", "APPLY", None), ("timing", "APPLY", None),
-        ("register", "APPLY", None), ("missing-class", "FAIL", "CLASS_NOT_FOUND"),
-        ("missing-file", "FAIL", "FILE_NOT_FOUND"), ("optional-miss", "WARN", "TARGET_NOT_FOUND"),
+        ("imports", "APPLY", None),
+        ("hooks", "APPLY", None),
+        ("timing", "APPLY", None),
+        ("register", "APPLY", None),
+        ("missing-class", "FAIL", "CLASS_NOT_FOUND"),
+        ("missing-file", "FAIL", "FILE_NOT_FOUND"),
+        ("optional-miss", "WARN", "TARGET_NOT_FOUND"),
     ]
     assert tree_state(sc.repo) == before_tree
     assert temp_leftovers(sc.repo) == []
@@ -153,7 +182,8 @@ def test_refusal_writes_nothing_and_lists_every_failure(tmp_path, capsys):
 
 
 def test_crlf_file_stays_crlf_and_outside_bytes_unchanged(tmp_path, capsys):
-    text = d('''
+    text = (
+        d("""
         import os
 
 
@@ -164,10 +194,16 @@ def test_crlf_file_stays_crlf_and_outside_bytes_unchanged(tmp_path, capsys):
 
         def tail():
             return os.sep
-    ''').replace("\n", "\r\n").encode()
-    sc = scenario(tmp_path, {TARGET: text}, [
-        {"id": "hooks", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")}],
-        {"m.py": METHODS})
+    """)
+        .replace("\n", "\r\n")
+        .encode()
+    )
+    sc = scenario(
+        tmp_path,
+        {TARGET: text},
+        [{"id": "hooks", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")}],
+        {"m.py": METHODS},
+    )
     r = sc.apply(capsys)
     assert r.code == 0, r.out
     after = sc.file().read_bytes()
@@ -184,8 +220,11 @@ def test_crlf_file_stays_crlf_and_outside_bytes_unchanged(tmp_path, capsys):
 
 def test_executable_mode_is_kept(tmp_path, capsys):
     script = "#!/usr/bin/env python3\nimport sys\n\n\ndef main():\n    return 0\n"
-    sc = scenario(tmp_path, {"bin/tool.py": Executable(script)}, [
-        {"id": "imp", "op": "ensure-import", "file": "bin/tool.py", "import": "import os"}])
+    sc = scenario(
+        tmp_path,
+        {"bin/tool.py": Executable(script)},
+        [{"id": "imp", "op": "ensure-import", "file": "bin/tool.py", "import": "import os"}],
+    )
     assert stat.S_IMODE(os.stat(sc.repo / "bin/tool.py").st_mode) == 0o755
     r = sc.apply(capsys)
     assert r.code == 0, r.out
@@ -206,9 +245,12 @@ def test_utf8_non_ascii_round_trips(tmp_path, capsys):
             def forward(self, x):
                 return "naïve"  # ça marche
     ''')
-    sc = scenario(tmp_path, {TARGET: text}, [
-        {"id": "hooks", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")}],
-        {"m.py": METHODS})
+    sc = scenario(
+        tmp_path,
+        {TARGET: text},
+        [{"id": "hooks", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")}],
+        {"m.py": METHODS},
+    )
     r = sc.apply(capsys)
     assert r.code == 0, r.out
     expected = text + "\n    def get_embed(self):\n        return self.embed\n"
@@ -217,8 +259,11 @@ def test_utf8_non_ascii_round_trips(tmp_path, capsys):
 
 def test_utf8_bom_is_kept(tmp_path, capsys):
     text = "\ufeffimport os\n\n\ndef f():\n    return os.sep\n"
-    sc = scenario(tmp_path, {TARGET: text.encode("utf-8")}, [
-        {"id": "imp", "op": "ensure-import", "file": TARGET, "import": "import sys"}])
+    sc = scenario(
+        tmp_path,
+        {TARGET: text.encode("utf-8")},
+        [{"id": "imp", "op": "ensure-import", "file": TARGET, "import": "import sys"}],
+    )
     r = sc.apply(capsys)
     assert r.code == 0, r.out
     assert sc.file().read_bytes() == "\ufeffimport os\nimport sys\n\n\ndef f():\n    return os.sep\n".encode("utf-8")
@@ -226,8 +271,11 @@ def test_utf8_bom_is_kept(tmp_path, capsys):
 
 def test_file_without_final_newline(tmp_path, capsys):
     text = "import os\n\nEntryClass = [A]"
-    sc = scenario(tmp_path, {TARGET: text}, [
-        {"id": "reg", "op": "ensure-list-item", "file": TARGET, "target": "EntryClass", "item": "B"}])
+    sc = scenario(
+        tmp_path,
+        {TARGET: text},
+        [{"id": "reg", "op": "ensure-list-item", "file": TARGET, "target": "EntryClass", "item": "B"}],
+    )
     r = sc.apply(capsys)
     assert r.code == 0, r.out
     assert sc.file().read_bytes() == b"import os\n\nEntryClass = [A, B]"
@@ -237,8 +285,11 @@ def test_file_without_final_newline(tmp_path, capsys):
 
 
 def one_import(tmp_path: Path, files: dict, path: str = TARGET, required: bool = True):
-    return scenario(tmp_path, files, [
-        {"id": "imp", "op": "ensure-import", "file": path, "import": "import os", "required": required}])
+    return scenario(
+        tmp_path,
+        files,
+        [{"id": "imp", "op": "ensure-import", "file": path, "import": "import os", "required": required}],
+    )
 
 
 def test_syntax_error_is_parse_error_with_line(tmp_path, capsys):
@@ -296,9 +347,19 @@ def test_missing_file_hint_names_file_of_same_name(tmp_path, capsys):
 
 
 def test_manifest_hints_are_printed_with_their_reason(tmp_path, capsys):
-    sc = scenario(tmp_path, {"pkg/other.py": "X = 1\n"}, [
-        {"id": "imp", "op": "ensure-import", "file": TARGET, "import": "import os",
-         "hints": {"FILE_NOT_FOUND": "support starts with PR #17789"}}])
+    sc = scenario(
+        tmp_path,
+        {"pkg/other.py": "X = 1\n"},
+        [
+            {
+                "id": "imp",
+                "op": "ensure-import",
+                "file": TARGET,
+                "import": "import os",
+                "hints": {"FILE_NOT_FOUND": "support starts with PR #17789"},
+            }
+        ],
+    )
     r = sc.apply(capsys)
     assert "support starts with PR #17789" in r.json["results"][0]["hint"]
 
@@ -308,18 +369,37 @@ def test_manifest_hints_are_printed_with_their_reason(tmp_path, capsys):
 
 def test_requires_holds_back_dependents_across_files(tmp_path, capsys):
     patches = [
-        {"id": "base", "op": "add-methods", "file": "pkg/model.py", "class": "Missing", "source": src("m.py"),
-         "required": False},
-        {"id": "dependent", "op": "ensure-import", "file": "pkg/worker.py", "import": "import os",
-         "requires": ["base"], "required": False},
+        {
+            "id": "base",
+            "op": "add-methods",
+            "file": "pkg/model.py",
+            "class": "Missing",
+            "source": src("m.py"),
+            "required": False,
+        },
+        {
+            "id": "dependent",
+            "op": "ensure-import",
+            "file": "pkg/worker.py",
+            "import": "import os",
+            "requires": ["base"],
+            "required": False,
+        },
         {"id": "independent", "op": "ensure-import", "file": "pkg/worker.py", "import": "import sys"},
     ]
-    sc = scenario(tmp_path, {"pkg/model.py": MODEL, "pkg/worker.py": WORKER}, patches,
-                  {"m.py": "class Missing:\n    def f(self):\n        return 1\n"})
+    sc = scenario(
+        tmp_path,
+        {"pkg/model.py": MODEL, "pkg/worker.py": WORKER},
+        patches,
+        {"m.py": "class Missing:\n    def f(self):\n        return 1\n"},
+    )
     r = sc.apply(capsys)
     assert r.code == 0, r.out
-    assert verdicts(r.json) == [("base", "WARN", "CLASS_NOT_FOUND"), ("dependent", "WARN", "DEPENDENCY"),
-                                ("independent", "APPLY", None)]
+    assert verdicts(r.json) == [
+        ("base", "WARN", "CLASS_NOT_FOUND"),
+        ("dependent", "WARN", "DEPENDENCY"),
+        ("independent", "APPLY", None),
+    ]
     assert "base" in result_of(r.json, "dependent")["message"]
     assert (sc.repo / "pkg/worker.py").read_text() == "import sys\n" + WORKER
 
@@ -372,8 +452,10 @@ def test_revert_restores_head_content_exactly(tmp_path, capsys):
     assert tree_state(sc.repo) != pristine
     r = run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
     assert r.code == 0, r.err
-    assert sorted((x["path"], x["from"]) for x in r.json["restored"]) == [("pkg/model.py", "HEAD"),
-                                                                         ("pkg/worker.py", "HEAD")]
+    assert sorted((x["path"], x["from"]) for x in r.json["restored"]) == [
+        ("pkg/model.py", "HEAD"),
+        ("pkg/worker.py", "HEAD"),
+    ]
     assert r.json["forced"] == [] and r.json["nothing_recorded"] is False
     assert tree_state(sc.repo) == pristine
     for path in ("pkg/model.py", "pkg/worker.py"):
@@ -391,8 +473,10 @@ def test_revert_restores_pre_patch_local_edits_from_backup(tmp_path, capsys):
     assert sc.apply(capsys).code == 0
     r = run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
     assert r.code == 0
-    assert dict((x["path"], x["from"]) for x in r.json["restored"]) == {"pkg/model.py": "backup",
-                                                                       "pkg/worker.py": "HEAD"}
+    assert {x["path"]: x["from"] for x in r.json["restored"]} == {
+        "pkg/model.py": "backup",
+        "pkg/worker.py": "HEAD",
+    }
     assert (sc.repo / "pkg/model.py").read_text() == local
     assert (sc.repo / "pkg/worker.py").read_bytes() == head_content(sc.repo, "pkg/worker.py")
 
@@ -419,20 +503,36 @@ def test_revert_refuses_files_edited_after_patching_unless_forced(tmp_path, caps
 
 
 def test_status_per_patch_state_and_exit_code(tmp_path, capsys):
-    patches = standard_patches() + [
-        {"id": "upstream-has-it", "op": "add-methods", "file": "pkg/model.py", "class": "Model",
-         "source": src("m3.py"), "on_conflict": "keep-upstream"},
+    patches = [
+        *standard_patches(),
+        {
+            "id": "upstream-has-it",
+            "op": "add-methods",
+            "file": "pkg/model.py",
+            "class": "Model",
+            "source": src("m3.py"),
+            "on_conflict": "keep-upstream",
+        },
         {"id": "opt", "op": "ensure-import", "file": "pkg/gone.py", "import": "import os", "required": False},
     ]
     files = {"pkg/model.py": MODEL, "pkg/worker.py": WORKER}
-    sc = scenario(tmp_path, files, patches, {"m.py": METHODS, "t.py": TIMING,
-                                              "m3.py": "class Model:\n    def forward(self, x):\n        return -x\n"})
+    sc = scenario(
+        tmp_path,
+        files,
+        patches,
+        {"m.py": METHODS, "t.py": TIMING, "m3.py": "class Model:\n    def forward(self, x):\n        return -x\n"},
+    )
     before = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
     assert before.code == 1
     assert before.json["complete"] is False
     assert [(r["patch"], r["state"]) for r in before.json["results"]] == [
-        ("imports", "not applied"), ("hooks", "not applied"), ("timing", "not applied"),
-        ("register", "not applied"), ("upstream-has-it", "provided by upstream"), ("opt", "cannot apply")]
+        ("imports", "not applied"),
+        ("hooks", "not applied"),
+        ("timing", "not applied"),
+        ("register", "not applied"),
+        ("upstream-has-it", "provided by upstream"),
+        ("opt", "cannot apply"),
+    ]
     assert before.json["record"] is None
     human = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo)
     assert human.code == 1

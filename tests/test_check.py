@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from histories import MODEL_V2, build_model_history, write_manifest
+
 from patchkit.cli import main
 from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import evaluate
@@ -46,9 +46,7 @@ def model(tmp_path: Path):
 
 
 def matrix_by_label(report, history):
-    return {
-        history.label_of(row.commit.sha): [(r.status, r.reason) for r in row.results] for row in report.commits
-    }
+    return {history.label_of(row.commit.sha): [(r.status, r.reason) for r in row.results] for row in report.commits}
 
 
 def test_full_matrix_over_branches_and_merge(model) -> None:
@@ -121,7 +119,7 @@ def test_cli_window_view_and_json(model, capsys) -> None:
     code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main"])
     out = capsys.readouterr().out
     assert code == 1
-    assert 'FAIL  CLASS_NOT_FOUND' in out
+    assert "FAIL  CLASS_NOT_FOUND" in out
     assert f'from {history["rename"][:10]} "Rename the model class"' in out
     # The listing jumps from mainline to the side branch: the line says what
     # the commit's own parent had, so the jump is not mistaken for a change.
@@ -134,11 +132,22 @@ def test_cli_window_view_and_json(model, capsys) -> None:
     assert set(data) == {"version", "command", "manifest", "commits", "windows", "last_good", "failed", "stats"}
     assert set(data["windows"][0]) == {"patch", "status", "reason", "count", "first", "last", "message", "hint"}
     assert set(data["stats"]) == {"commits", "distinct_states", "cache_hits", "cache_misses"}
-    assert [c["commit"] for c in data["commits"]] == [r.commit.sha for r in check_range(
-        manifest, repo, ranges=["main"]).commits]
+    assert [c["commit"] for c in data["commits"]] == [
+        r.commit.sha for r in check_range(manifest, repo, ranges=["main"]).commits
+    ]
     first = data["commits"][0]
     assert set(first) == {"commit", "subject", "author", "date", "results"}
-    assert set(first["results"][0]) == {"patch", "op", "status", "reason", "required", "file", "line", "message", "hint"}
+    assert set(first["results"][0]) == {
+        "patch",
+        "op",
+        "status",
+        "reason",
+        "required",
+        "file",
+        "line",
+        "message",
+        "hint",
+    }
     assert data["last_good"]["commit"] == history["upstreamed"]
 
 
@@ -174,16 +183,25 @@ def test_merge_from_side_branch_rename_is_exact(tmp_path: Path) -> None:
     b = HistoryBuilder(tmp_path / "repo")
     b.commit("add", "add", {"pkg/model.py": MODEL_V2})
     b.start_branch("side", "add")
-    b.commit("side-rename", "rename on side", {"pkg/model.py": MODEL_V2.replace("class Model:", "class Other:")},
-             branch="side")
+    b.commit(
+        "side-rename",
+        "rename on side",
+        {"pkg/model.py": MODEL_V2.replace("class Model:", "class Other:")},
+        branch="side",
+    )
     b.commit("main1", "mainline work", {"README": "x\n"})
     b.commit("merge", "merge side", {}, merge="side-rename")
     b.commit("after", "after merge", {"README": "y\n"})
     history = b.build()
     report = check_range(manifest, Repo.discover(history.path), ranges=["main"])
     hook = {history.label_of(c.commit.sha): c.results[1].reason for c in report.commits}
-    assert hook == {"add": None, "side-rename": Reason.CLASS_NOT_FOUND, "main1": None,
-                    "merge": Reason.CLASS_NOT_FOUND, "after": Reason.CLASS_NOT_FOUND}
+    assert hook == {
+        "add": None,
+        "side-rename": Reason.CLASS_NOT_FOUND,
+        "main1": None,
+        "merge": Reason.CLASS_NOT_FOUND,
+        "after": Reason.CLASS_NOT_FOUND,
+    }
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -241,8 +259,9 @@ def test_bare_repo_check_works_apply_refuses(model, tmp_path: Path, capsys) -> N
 def test_shallow_clone_missing_history(model, tmp_path: Path, capsys) -> None:
     history, manifest, _ = model
     shallow = tmp_path / "shallow"
-    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{history.path}", str(shallow)],
-                   check=True, env=git_env())
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{history.path}", str(shallow)], check=True, env=git_env()
+    )
     repo = Repo.discover(shallow)
     with pytest.raises(RepoError, match="shallow clone"):
         check_range(manifest, repo, ranges=["main"])
@@ -267,4 +286,7 @@ def test_symlink_and_non_utf8_targets_at_a_commit(tmp_path: Path) -> None:
     rows = {history.label_of(r.commit.sha): r.results[1] for r in report.commits}
     assert rows["real"].status is A
     assert rows["link"].reason is Reason.UNSUPPORTED_FILE and "symlink" in rows["link"].message
-    assert rows["latin1"].reason is Reason.UNSUPPORTED_FILE and "not UTF-8 (byte 0xe9 at line 13)" in rows["latin1"].message
+    assert (
+        rows["latin1"].reason is Reason.UNSUPPORTED_FILE
+        and "not UTF-8 (byte 0xe9 at line 13)" in rows["latin1"].message
+    )

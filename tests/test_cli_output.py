@@ -11,13 +11,13 @@ import json
 import re
 from pathlib import Path
 
-from helpers import d, ANSI_ESCAPE, TARGET, head_sha, run_cli, run_script, scenario, src
+from helpers import ANSI_ESCAPE, TARGET, d, head_sha, run_cli, run_script, scenario, src
 
 RESULT_KEYS = {"patch", "op", "status", "reason", "required", "file", "line", "message", "hint"}
 STATUSES = {"APPLY", "SKIP", "WARN", "FAIL"}
 
 
-MODEL = d('''
+MODEL = d("""
     import torch
 
 
@@ -27,7 +27,7 @@ MODEL = d('''
 
 
     EntryClass = Model
-''')
+""")
 
 WORKER = "def verify(batch):\n    result = forward(batch)\n    return result\n"
 
@@ -36,16 +36,34 @@ def patches() -> list[dict]:
     # Deliberately not grouped by file: results must still come back in manifest order.
     return [
         {"id": "reg", "op": "ensure-list-item", "file": "pkg/model.py", "target": "EntryClass", "item": "Extra"},
-        {"id": "timing", "op": "insert", "file": "pkg/worker.py", "function": "verify",
-         "anchor": "result = forward(batch)", "position": "before", "source": src("t.py"), "body_of": "start"},
+        {
+            "id": "timing",
+            "op": "insert",
+            "file": "pkg/worker.py",
+            "function": "verify",
+            "anchor": "result = forward(batch)",
+            "position": "before",
+            "source": src("t.py"),
+            "body_of": "start",
+        },
         {"id": "imp", "op": "ensure-import", "file": "pkg/model.py", "import": "import os"},
-        {"id": "opt", "op": "add-methods", "file": "pkg/gone.py", "class": "Model", "source": src("m.py"),
-         "required": False, "requires": ["imp"], "description": "optional, file missing"},
+        {
+            "id": "opt",
+            "op": "add-methods",
+            "file": "pkg/gone.py",
+            "class": "Model",
+            "source": src("m.py"),
+            "required": False,
+            "requires": ["imp"],
+            "description": "optional, file missing",
+        },
     ]
 
 
-PAYLOADS = {"t.py": "def start():\n    timer.start()\n",
-            "m.py": "class Model:\n    def extra(self):\n        return 1\n"}
+PAYLOADS = {
+    "t.py": "def start():\n    timer.start()\n",
+    "m.py": "class Model:\n    def extra(self):\n        return 1\n",
+}
 IDS = ["reg", "timing", "imp", "opt"]
 
 
@@ -83,8 +101,21 @@ def one_json_object(out: str) -> dict:
     return data
 
 
-APPLY_KEYS = {"version", "command", "manifest", "target", "commit", "subject", "dry_run", "strict", "refused",
-              "written", "would_write", "notes", "results"}
+APPLY_KEYS = {
+    "version",
+    "command",
+    "manifest",
+    "target",
+    "commit",
+    "subject",
+    "dry_run",
+    "strict",
+    "refused",
+    "written",
+    "would_write",
+    "notes",
+    "results",
+}
 
 
 def check_apply(data: dict, sc, *, dry_run: bool) -> None:
@@ -114,7 +145,11 @@ def test_apply_json_shape(tmp_path, capsys):
     assert sorted(data["written"]) == ["pkg/model.py", "pkg/worker.py"]
     assert data["would_write"] == []
     assert [(x["status"], x["reason"]) for x in data["results"]] == [
-        ("APPLY", None), ("APPLY", None), ("APPLY", None), ("WARN", "FILE_NOT_FOUND")]
+        ("APPLY", None),
+        ("APPLY", None),
+        ("APPLY", None),
+        ("WARN", "FILE_NOT_FOUND"),
+    ]
     assert [x["op"] for x in data["results"]] == ["ensure-list-item", "insert", "ensure-import", "add-methods"]
     assert [x["required"] for x in data["results"]] == [True, True, True, False]
     assert data["results"][3]["file"] == "pkg/gone.py" and data["results"][3]["line"] is None
@@ -134,8 +169,12 @@ def test_apply_dry_run_json_shape(tmp_path, capsys):
 
 
 def test_apply_json_when_refused(tmp_path, capsys):
-    sc = scenario(tmp_path, {"pkg/model.py": MODEL, "pkg/worker.py": WORKER},
-                  [p | {"required": True} if p["id"] == "opt" else p for p in patches()], PAYLOADS)
+    sc = scenario(
+        tmp_path,
+        {"pkg/model.py": MODEL, "pkg/worker.py": WORKER},
+        [p | {"required": True} if p["id"] == "opt" else p for p in patches()],
+        PAYLOADS,
+    )
     r = sc.apply(capsys)
     assert r.code == 1
     data = one_json_object(r.out)
@@ -144,8 +183,18 @@ def test_apply_json_when_refused(tmp_path, capsys):
     assert r.err == ""
 
 
-STATUS_KEYS = {"version", "command", "manifest", "target", "commit", "subject", "complete", "record",
-               "edited_after_apply", "results"}
+STATUS_KEYS = {
+    "version",
+    "command",
+    "manifest",
+    "target",
+    "commit",
+    "subject",
+    "complete",
+    "record",
+    "edited_after_apply",
+    "results",
+}
 
 
 def test_status_json_shape(tmp_path, capsys):
@@ -191,7 +240,9 @@ def test_revert_json_shape(tmp_path, capsys):
     assert Path(data["target"]) == sc.repo.resolve()
     assert data["nothing_recorded"] is False
     assert sorted(data["restored"], key=lambda x: x["path"]) == [
-        {"path": "pkg/model.py", "from": "HEAD"}, {"path": "pkg/worker.py", "from": "HEAD"}]
+        {"path": "pkg/model.py", "from": "HEAD"},
+        {"path": "pkg/worker.py", "from": "HEAD"},
+    ]
     assert data["forced"] == []
 
 
@@ -246,7 +297,7 @@ def test_digest_json_shape_and_plain_output(tmp_path, capsys):
 def table_rows(out: str, ids: list[str]) -> list[str]:
     rows = [line for line in out.splitlines() if re.match(r"^\s*\d+\s+\S", line)]
     assert len(rows) == len(ids), out
-    for index, (row, patch_id) in enumerate(zip(rows, ids), start=1):
+    for index, (row, patch_id) in enumerate(zip(rows, ids, strict=False), start=1):
         assert re.match(rf"^\s*{index}\s+{re.escape(patch_id)}\b", row), row
     return rows
 
@@ -282,9 +333,18 @@ def test_human_apply_table_and_verdicts(tmp_path, capsys):
 
 
 def test_human_refused_verdict_names_failures(tmp_path, capsys):
-    failing = patches()[:3] + [
-        {"id": "bad-anchor", "op": "insert", "file": "pkg/worker.py", "function": "verify",
-         "anchor": "nothing_like_this()", "position": "after", "source": src("t.py"), "body_of": "start"},
+    failing = [
+        *patches()[:3],
+        {
+            "id": "bad-anchor",
+            "op": "insert",
+            "file": "pkg/worker.py",
+            "function": "verify",
+            "anchor": "nothing_like_this()",
+            "position": "after",
+            "source": src("t.py"),
+            "body_of": "start",
+        },
         {"id": "gone", "op": "ensure-import", "file": "pkg/gone.py", "import": "import os"},
     ]
     sc = scenario(tmp_path, {"pkg/model.py": MODEL, "pkg/worker.py": WORKER}, failing, PAYLOADS)
@@ -326,8 +386,9 @@ def test_usage_errors_are_exit_2_without_traceback(tmp_path, capsys):
     assert "Traceback" not in r.err and "--no-such-option" in r.err
     sc = make(tmp_path)
     state = (sc.repo / "pkg/model.py").read_bytes()
-    worktree_without_commit = run_cli(capsys, "apply", "-m", sc.kit.manifest, "--repo", sc.repo,
-                                      "--worktree", tmp_path / "w")
+    worktree_without_commit = run_cli(
+        capsys, "apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--worktree", tmp_path / "w"
+    )
     assert worktree_without_commit.code == 2
     assert worktree_without_commit.err.startswith("patchkit: error: ") and "--commit" in worktree_without_commit.err
     assert worktree_without_commit.err.count("\n") == 1

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from histories import build_model_history, write_manifest
+
 from patchkit.cli import main
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import load_record, state_dir
@@ -29,8 +29,9 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True,
-                          env=git_env()).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=git_env()
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ def test_foreign_changes_refuse_and_are_listed(setup, capsys) -> None:
     assert run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["add"])[0] == 0
     (repo / "README.md").write_text("my local notes\n")
     before = tree_digest(repo)
-    code, out, err = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"])
+    code, _out, err = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"])
     assert code == 1
     assert "uncommitted changes that are not patchkit's own" in err and "M README.md" in err
     assert "pkg/model.py" not in err  # patchkit's own edit is not "foreign"
@@ -109,16 +110,28 @@ def test_worktree_leaves_main_tree_byte_identical(setup, tmp_path: Path, capsys)
     before = tree_digest(repo)
     head = git(repo, "rev-parse", "HEAD")
     wt = tmp_path / "wt-add"
-    code, out, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["add"],
-                       "--worktree", str(wt), "--json")
+    code, out, _ = run(
+        capsys,
+        "apply",
+        "-m",
+        manifest,
+        "--repo",
+        str(repo),
+        "--commit",
+        history["add"],
+        "--worktree",
+        str(wt),
+        "--json",
+    )
     data = json.loads(out)
     assert code == 0 and data["worktree"] == str(wt) and data["written"] == ["pkg/model.py"]
     assert tree_digest(repo) == before and git(repo, "rev-parse", "HEAD") == head
     assert git(wt, "rev-parse", "HEAD") == history["add"]
     assert "def hook(self)" in (wt / "pkg/model.py").read_text()
     # reuse: move the same worktree to another commit
-    code, out, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"],
-                       "--worktree", str(wt))
+    code, out, _ = run(
+        capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"], "--worktree", str(wt)
+    )
     assert code == 0 and git(wt, "rev-parse", "HEAD") == history["fix"]
     assert tree_digest(repo) == before
 
@@ -126,8 +139,9 @@ def test_worktree_leaves_main_tree_byte_identical(setup, tmp_path: Path, capsys)
 def test_worktree_not_created_when_refused(setup, tmp_path: Path, capsys) -> None:
     history, manifest, repo = setup
     wt = tmp_path / "wt-broken"
-    code, _, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["broken"],
-                     "--worktree", str(wt))
+    code, _, _ = run(
+        capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["broken"], "--worktree", str(wt)
+    )
     assert code == 1 and not wt.exists()
     assert str(wt) not in git(repo, "worktree", "list")
 
@@ -136,8 +150,9 @@ def test_worktree_dir_that_is_not_a_worktree(setup, tmp_path: Path, capsys) -> N
     history, manifest, repo = setup
     other = tmp_path / "somewhere"
     other.mkdir()
-    code, _, err = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["add"],
-                       "--worktree", str(other))
+    code, _, err = run(
+        capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["add"], "--worktree", str(other)
+    )
     assert code == 2 and "is not a worktree" in err
 
 
@@ -146,17 +161,20 @@ def test_bare_repo_with_worktree(setup, tmp_path: Path, capsys) -> None:
     bare = tmp_path / "bare.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True, env=git_env())
     wt = tmp_path / "from-bare"
-    code, _, _ = run(capsys, "apply", "-m", manifest, "--repo", str(bare), "--commit", history["fix"],
-                     "--worktree", str(wt))
+    code, _, _ = run(
+        capsys, "apply", "-m", manifest, "--repo", str(bare), "--commit", history["fix"], "--worktree", str(wt)
+    )
     assert code == 0 and "def hook(self)" in (wt / "pkg/model.py").read_text()
 
 
 def test_second_apply_is_refused_while_first_holds_the_lock(setup, capsys) -> None:
-    history, manifest, repo = setup
+    _history, manifest, repo = setup
     with repo_lock(state_dir(Repo.discover(repo)), what="test holder"):
         proc = subprocess.run(
             [sys.executable, "-m", "patchkit", "apply", "-m", manifest, "--repo", str(repo)],
-            capture_output=True, text=True, env={**os.environ},
+            capture_output=True,
+            text=True,
+            env={**os.environ},
         )
     assert proc.returncode == 4
     assert "another patchkit is working on this repository" in proc.stderr and "test holder" in proc.stderr
@@ -166,12 +184,25 @@ def test_second_apply_is_refused_while_first_holds_the_lock(setup, capsys) -> No
 
 def test_explain_names_the_breaking_commit_and_hunk(setup, capsys) -> None:
     history, manifest, repo = setup
-    code, out, _ = run(capsys, "explain", "-m", manifest, "hook", "--repo", str(repo), "--commit", history["merge"],
-                       "--json")
+    code, out, _ = run(
+        capsys, "explain", "-m", manifest, "hook", "--repo", str(repo), "--commit", history["merge"], "--json"
+    )
     data = json.loads(out)
     assert code == 0
-    assert set(data) == {"version", "command", "manifest", "patch", "commit", "subject", "result", "introduced_by",
-                         "reason_changes", "never_applied", "where", "ancestors_checked"}
+    assert set(data) == {
+        "version",
+        "command",
+        "manifest",
+        "patch",
+        "commit",
+        "subject",
+        "result",
+        "introduced_by",
+        "reason_changes",
+        "never_applied",
+        "where",
+        "ancestors_checked",
+    }
     assert data["result"]["reason"] == "FILE_NOT_FOUND"
     assert [i["commit"] for i in data["introduced_by"]] == [history["rename"]]
     intro = data["introduced_by"][0]

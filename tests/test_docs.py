@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+from helpers import run_cli
 
 from patchkit.cli import cli
 from patchkit.errors import ExitCode
 from patchkit.manifest.loader import SCHEMA_PATH
 from patchkit.operations import OP_NAMES, registry
 from patchkit.results import REASON_MEANING, Reason, Status
-from helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST_MD = ROOT / "docs" / "manifest.md"
@@ -57,7 +58,9 @@ def test_schema_has_keys_to_check():
 @pytest.mark.parametrize("key", sorted(set(property_names(schema()))))
 def test_every_schema_key_is_documented(key):
     text = MANIFEST_MD.read_text(encoding="utf-8")
-    assert re.search(rf"^\| `{re.escape(key)}` \|", text, re.M), f"`{key}` has no row in a key table of docs/manifest.md"
+    assert re.search(rf"^\| `{re.escape(key)}` \|", text, re.M), (
+        f"`{key}` has no row in a key table of docs/manifest.md"
+    )
 
 
 @pytest.mark.parametrize("op", OP_NAMES)

@@ -285,8 +285,9 @@ def _run_verify(namespace: dict[str, Any]):
     return result
 
 
-def test_timing_off_prints_nothing_and_costs_a_flag_check(eagle_source: str, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_timing_off_prints_nothing_and_costs_a_flag_check(
+    eagle_source: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     namespace, stand_ins = _load_worker(eagle_source, monkeypatch, env=None)
     assert namespace["_PATCHKIT_VERIFY_TIMING"] is False
     assert namespace["_patchkit_verify_timer_start"]() is None
@@ -306,8 +307,9 @@ def test_timing_off_prints_nothing_and_costs_a_flag_check(eagle_source: str, mon
 
 
 @pytest.mark.parametrize("value", ["1", "true", "ON"])
-def test_timing_on_prints_one_line_per_verify(eagle_source: str, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str], value: str) -> None:
+def test_timing_on_prints_one_line_per_verify(
+    eagle_source: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
     namespace, stand_ins = _load_worker(eagle_source, monkeypatch, env=value)
     assert namespace["_PATCHKIT_VERIFY_TIMING"] is True
     _run_verify(namespace)
@@ -321,16 +323,18 @@ def test_timing_on_prints_one_line_per_verify(eagle_source: str, monkeypatch: py
     assert len(stand_ins.syncs) == 6  # before and after each target forward
 
 
-def test_timing_reads_the_flag_once_at_import(eagle_source: str, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_timing_reads_the_flag_once_at_import(
+    eagle_source: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     namespace, _ = _load_worker(eagle_source, monkeypatch, env=None)
     monkeypatch.setenv("PATCHKIT_EAGLE3_VERIFY_TIMING", "1")  # too late: the module is loaded
     _run_verify(namespace)
     assert capsys.readouterr().err == ""
 
 
-def test_timing_line_format_and_sync(eagle_source: str, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_timing_line_format_and_sync(
+    eagle_source: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     namespace, stand_ins = _load_worker(eagle_source, monkeypatch, env="1")
     clock = iter([100.0, 100.0291])
     namespace["time"] = SimpleNamespace(perf_counter=lambda: next(clock))
@@ -341,8 +345,9 @@ def test_timing_line_format_and_sync(eagle_source: str, monkeypatch: pytest.Monk
     assert capsys.readouterr().err == "[patchkit] eagle3 verify_ms=29.1\n"
 
 
-def test_timing_without_cuda_does_not_synchronize(eagle_source: str, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_timing_without_cuda_does_not_synchronize(
+    eagle_source: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     namespace, stand_ins = _load_worker(eagle_source, monkeypatch, env="1", cuda=False)
     _run_verify(namespace)
     assert stand_ins.syncs == []

@@ -105,7 +105,12 @@ TIMING_EXPECTED = {label: (T_NO_FILE if label == "root" else T_APPLIES) for labe
 # Where the anchor `batch_result = self.target_worker.forward_batch_generation(...)`
 # stands: verify-nvtx is the one commit that moves it.
 BEFORE_VERIFY_MOVE = [
-    "add-eagle", "docs-install", "release-0.5.8", "dsv2-router-fp32", "add-kimi", "kimi-dp-reduce",
+    "add-eagle",
+    "docs-install",
+    "release-0.5.8",
+    "dsv2-router-fp32",
+    "add-kimi",
+    "kimi-dp-reduce",
     "pynccl-group-calls",
 ]
 
@@ -131,8 +136,7 @@ def timing():
 
 
 def _verdicts(evaluation) -> dict[str, str]:
-    return {r.patch: f"{r.status.value} {r.reason.value}" if r.reason else r.status.value
-            for r in evaluation.results}
+    return {r.patch: f"{r.status.value} {r.reason.value}" if r.reason else r.status.value for r in evaluation.results}
 
 
 def _all_commits(repo: Repo):
@@ -230,8 +234,9 @@ def test_insert_anchor_line_moves_exactly_at_verify_nvtx(history, repo: Repo, ti
         lines[label] = {start.line}
         # The reported line is the anchor's line in the file at that commit.
         text = _read(repo, history[label], EAGLE_WORKER)
-        assert text.splitlines()[start.line - 1].strip() == \
-            "batch_result = self.target_worker.forward_batch_generation(", label
+        assert (
+            text.splitlines()[start.line - 1].strip() == "batch_result = self.target_worker.forward_batch_generation("
+        ), label
     before = set().union(*(lines[label] for label in BEFORE_VERIFY_MOVE))
     after = set().union(*(lines[label] for label in lines if label not in BEFORE_VERIFY_MOVE))
     assert len(before) == 1 and len(after) == 1
@@ -255,8 +260,9 @@ def _checkout(path: Path, sha: str) -> None:
 
 
 def _status(path: Path) -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path,
-                          check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=path, check=True, capture_output=True, text=True
+    ).stdout
 
 
 APPLY_CASES = [
@@ -272,10 +278,12 @@ APPLY_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("which", "label", "written", "refused"), APPLY_CASES,
-                         ids=[f"{c[0]}@{c[1]}" for c in APPLY_CASES])
-def test_apply_on_a_checkout_then_again(tmp_path: Path, which: str, label: str, written: list[str],
-                                        refused: bool) -> None:
+@pytest.mark.parametrize(
+    ("which", "label", "written", "refused"), APPLY_CASES, ids=[f"{c[0]}@{c[1]}" for c in APPLY_CASES]
+)
+def test_apply_on_a_checkout_then_again(
+    tmp_path: Path, which: str, label: str, written: list[str], refused: bool
+) -> None:
     history = build_sglang_history(tmp_path / "sglang")
     _checkout(history.path, history[label])
     manifest = load_manifest(KIMI_MANIFEST if which == "kimi" else TIMING_MANIFEST)

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from helpers import TARGET, Kit, make_repo, run_cli, run_script, src, tree_state
 
 TARGET_TEXT = "import os\n\n\nclass Model:\n    def forward(self, x):\n        return x\n\n\nEntryClass = [Model]\n"
@@ -37,15 +36,29 @@ def imp(**over) -> dict:
 
 
 def ins(**over) -> dict:
-    base = {"id": "ins", "op": "insert", "file": TARGET, "function": "Model.forward", "anchor": "return x",
-            "position": "before", "source": src("p.py"), "body_of": "start"}
+    base = {
+        "id": "ins",
+        "op": "insert",
+        "file": TARGET,
+        "function": "Model.forward",
+        "anchor": "return x",
+        "position": "before",
+        "source": src("p.py"),
+        "body_of": "start",
+    }
     base.update(over)
     return {k: v for k, v in base.items() if v is not None}
 
 
 def rf(**over) -> dict:
-    base = {"id": "rf", "op": "replace-function", "file": TARGET, "function": "Model.forward",
-            "source": src("rf.py"), "expect": "sha256:" + "a" * 64}
+    base = {
+        "id": "rf",
+        "op": "replace-function",
+        "file": TARGET,
+        "function": "Model.forward",
+        "source": src("rf.py"),
+        "expect": "sha256:" + "a" * 64,
+    }
     base.update(over)
     return {k: v for k, v in base.items() if v is not None}
 
@@ -77,96 +90,273 @@ def header(extra: str = "") -> str:
 
 CASES = [
     Case("bad-toml", None, 5, text=header('\n[[patch]]\nid = "x\n'), message=("invalid TOML",)),
-    Case("bad-toml-dup-key", None, 7,
-         text=header('\n[[patch]]\nid = "a"\nop = "ensure-import"\nid = "b"\n'), message=("invalid TOML",)),
-    Case("missing-schema", "schema", None, text='name = "test"\n\n[[patch]]\nid = "a"\nop = "ensure-import"\n'
-         'file = "pkg/mod.py"\nimport = "import os"\n', message=("missing required key",)),
-    Case("missing-name", "name", None, text='schema = 1\n\n[[patch]]\nid = "a"\nop = "ensure-import"\n'
-         'file = "pkg/mod.py"\nimport = "import os"\n', message=("missing required key",)),
+    Case(
+        "bad-toml-dup-key",
+        None,
+        7,
+        text=header('\n[[patch]]\nid = "a"\nop = "ensure-import"\nid = "b"\n'),
+        message=("invalid TOML",),
+    ),
+    Case(
+        "missing-schema",
+        "schema",
+        None,
+        text='name = "test"\n\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n',
+        message=("missing required key",),
+    ),
+    Case(
+        "missing-name",
+        "name",
+        None,
+        text='schema = 1\n\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n',
+        message=("missing required key",),
+    ),
     Case("missing-patch", "patch", None, text=header(), message=("missing required key",)),
     Case("empty-patch-list", "patch", 3, text=header("patch = []\n"), message=("empty",)),
     Case("wrong-schema", "schema", 1, patches=[imp()], top={"schema": 2}, message=("schema 1", "2")),
     Case("schema-as-string", "schema", 1, patches=[imp()], top={"schema": "1"}),
-    Case("bad-name", "name", 2, text=header().replace('"test"', '"Bad_Name"') + '\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n', message=("Bad_Name",)),
-    Case("name-not-string", "name", 2, text=header().replace('"test"', '7') + '\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n', message=("must be a string",)),
-    Case("unknown-top-key", "sumary", 3, text=header('sumary = "x"\n\n[[patch]]\nid = "a"\nop = "ensure-import"\n'
-         'file = "pkg/mod.py"\nimport = "import os"\n'), message=("unknown key", "did you mean 'summary'?")),
-    Case("unknown-op", "patch[1].op", 7, patches=[good(op="add-method")],
-         message=("unknown op 'add-method'", "did you mean 'add-methods'?")),
-    Case("missing-op", "patch[1].op", 5, patches=[{"id": "x", "file": TARGET, "import": "import os"}],
-         message=("missing required key",)),
-    Case("missing-id", "patch[2].id", 11, patches=[imp(), {"op": "ensure-import", "file": TARGET,
-                                                           "import": "import os"}], message=("missing required key",)),
+    Case(
+        "bad-name",
+        "name",
+        2,
+        text=header().replace('"test"', '"Bad_Name"')
+        + '\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n',
+        message=("Bad_Name",),
+    ),
+    Case(
+        "name-not-string",
+        "name",
+        2,
+        text=header().replace('"test"', "7")
+        + '\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n',
+        message=("must be a string",),
+    ),
+    Case(
+        "unknown-top-key",
+        "sumary",
+        3,
+        text=header(
+            'sumary = "x"\n\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n'
+        ),
+        message=("unknown key", "did you mean 'summary'?"),
+    ),
+    Case(
+        "unknown-op",
+        "patch[1].op",
+        7,
+        patches=[good(op="add-method")],
+        message=("unknown op 'add-method'", "did you mean 'add-methods'?"),
+    ),
+    Case(
+        "missing-op",
+        "patch[1].op",
+        5,
+        patches=[{"id": "x", "file": TARGET, "import": "import os"}],
+        message=("missing required key",),
+    ),
+    Case(
+        "missing-id",
+        "patch[2].id",
+        11,
+        patches=[imp(), {"op": "ensure-import", "file": TARGET, "import": "import os"}],
+        message=("missing required key",),
+    ),
     Case("missing-file", "patch[1].file", 5, patches=[imp(file=None)], message=("missing required key",)),
-    Case("missing-op-key", "patch[2].class", 11, patches=[imp(), good(**{"class": None})],
-         message=("missing required key for op 'add-methods'",)),
-    Case("missing-insert-key", "patch[1].body_of", 5, patches=[ins(body_of=None)],
-         message=("missing required key for op 'insert'",)),
-    Case("missing-expect", "patch[1].expect", 5, patches=[rf(expect=None)], payloads={"rf.py": RF_PAYLOAD},
-         message=("missing required key for op 'replace-function'",)),
-    Case("unknown-key", "patch[1].metods", 11, patches=[good(metods=["get_embed"])],
-         message=("unknown key", "did you mean 'methods'?")),
+    Case(
+        "missing-op-key",
+        "patch[2].class",
+        11,
+        patches=[imp(), good(**{"class": None})],
+        message=("missing required key for op 'add-methods'",),
+    ),
+    Case(
+        "missing-insert-key",
+        "patch[1].body_of",
+        5,
+        patches=[ins(body_of=None)],
+        message=("missing required key for op 'insert'",),
+    ),
+    Case(
+        "missing-expect",
+        "patch[1].expect",
+        5,
+        patches=[rf(expect=None)],
+        payloads={"rf.py": RF_PAYLOAD},
+        message=("missing required key for op 'replace-function'",),
+    ),
+    Case(
+        "unknown-key",
+        "patch[1].metods",
+        11,
+        patches=[good(metods=["get_embed"])],
+        message=("unknown key", "did you mean 'methods'?"),
+    ),
     Case("key-of-other-op", "patch[1].anchor", 10, patches=[imp(anchor="x = 1")], message=("unknown key",)),
-    Case("required-not-bool", "patch[1].required", 11, patches=[good(required="yes")],
-         message=("must be true or false", "a string")),
-    Case("methods-not-list", "patch[1].methods", 11, patches=[good(methods="get_embed")],
-         message=("must be a list",)),
-    Case("requires-item-not-string", "patch[1].requires[1]", 11, patches=[good(requires=[3])],
-         message=("must be a string",)),
+    Case(
+        "required-not-bool",
+        "patch[1].required",
+        11,
+        patches=[good(required="yes")],
+        message=("must be true or false", "a string"),
+    ),
+    Case("methods-not-list", "patch[1].methods", 11, patches=[good(methods="get_embed")], message=("must be a list",)),
+    Case(
+        "requires-item-not-string",
+        "patch[1].requires[1]",
+        11,
+        patches=[good(requires=[3])],
+        message=("must be a string",),
+    ),
     Case("bad-id-pattern", "patch[1].id", 6, patches=[good(id="Bad ID")], message=("'Bad ID'",)),
-    Case("duplicate-id", "patch[2].id", 13, patches=[good(), imp(id="hooks")],
-         message=("duplicate id 'hooks'", "patch[1]")),
+    Case(
+        "duplicate-id",
+        "patch[2].id",
+        13,
+        patches=[good(), imp(id="hooks")],
+        message=("duplicate id 'hooks'", "patch[1]"),
+    ),
     Case("file-absolute", "patch[1].file", 8, patches=[good(file="/etc/mod.py")], message=("'/etc/mod.py'",)),
     Case("file-dotdot", "patch[1].file", 8, patches=[good(file="pkg/../../mod.py")]),
     Case("file-not-py", "patch[1].file", 8, patches=[good(file="pkg/mod.txt")]),
     Case("file-backslash", "patch[1].file", 8, patches=[good(file="pkg\\mod.py")]),
-    Case("missing-payload", "patch[1].source", 10, patches=[good(source=src("nope.py"))],
-         message=("nope.py", "does not exist")),
-    Case("payload-without-class", "patch[1].class", 9, patches=[good(**{"class": "Other"})],
-         message=("no class 'Other'",)),
-    Case("payload-without-payload-class", "patch[1].payload_class", 11, patches=[good(payload_class="Other")],
-         message=("no class 'Other'",)),
-    Case("payload-without-method", "patch[1].methods[2]", 11, patches=[good(methods=["get_embed", "set_embed"])],
-         message=("no method 'set_embed'",)),
-    Case("payload-without-function", "patch[1].function", 9, patches=[rf(function="Model.backward")],
-         payloads={"rf.py": RF_PAYLOAD}, message=("no function",)),
-    Case("payload-without-body-of", "patch[1].body_of", 13, patches=[ins(body_of="stop")],
-         message=("no function 'stop'",)),
-    Case("payload-without-name", "patch[1].names[2]", 10, patches=[defs(names=["start", "stop"])],
-         message=("'stop'",)),
-    Case("payload-syntax-error", "patch[1].source", 10, patches=[good()], payloads={"p.py": "class Model(:\n"},
-         message=("not valid Python", "line 1")),
-    Case("bad-expect", "patch[1].expect", 11, patches=[rf(expect="sha256:abc")], payloads={"rf.py": RF_PAYLOAD},
-         message=("sha256:",)),
-    Case("bad-expect-in-list", "patch[1].expect[2]", 11, patches=[rf(expect=["sha256:" + "b" * 64, "md5:00"])],
-         payloads={"rf.py": RF_PAYLOAD}),
-    Case("requires-unknown", "patch[2].requires[1]", 17, patches=[good(), imp(requires=["hook"])],
-         message=("no patch has id 'hook'", "did you mean 'hooks'?")),
-    Case("requires-self", "patch[1].requires[1]", 11, patches=[good(requires=["hooks"])],
-         message=("cannot require itself",)),
-    Case("position-and-before", "patch[1].before", 11, patches=[defs(position="end", before="EntryClass")],
-         message=("position", "before")),
-    Case("bad-position", "patch[1].position", 11, patches=[ins(position="around")],
-         message=("'around'", "before, after")),
-    Case("bad-on-conflict", "patch[1].on_conflict", 11, patches=[good(on_conflict="keep")],
-         message=("'keep'", "did you mean 'keep-upstream'?")),
-    Case("star-import", "patch[1].import", 9, patches=[imp(**{"import": "from os import *"})],
-         message=("star",)),
-    Case("import-not-import", "patch[1].import", 9, patches=[imp(**{"import": "x = 1"})],
-         message=("not an import",)),
-    Case("import-syntax-error", "patch[1].import", 9, patches=[imp(**{"import": "from os import"})],
-         message=("not valid Python",)),
-    Case("import-two-statements", "patch[1].import", 9, patches=[imp(**{"import": "import os\nimport sys"})],
-         message=("exactly one statement",)),
-    Case("anchor-syntax-error", "patch[1].anchor", 10, patches=[ins(anchor="return (x")],
-         message=("not valid Python",)),
-    Case("anchor-two-statements", "patch[1].anchor", 10, patches=[ins(anchor="a = 1; b = 2")],
-         message=("exactly one statement",)),
-    Case("bad-item", "patch[1].item", 10, patches=[{"id": "reg", "op": "ensure-list-item", "file": TARGET,
-                                                    "target": "EntryClass", "item": "Foo("}],
-         message=("not a Python expression",)),
-    Case("bad-hint-reason", "patch[1].hints.FILE_MISSING", 10, patches=[imp(hints={"FILE_MISSING": "x"})],
-         message=("FILE_MISSING",)),
+    Case(
+        "missing-payload",
+        "patch[1].source",
+        10,
+        patches=[good(source=src("nope.py"))],
+        message=("nope.py", "does not exist"),
+    ),
+    Case(
+        "payload-without-class",
+        "patch[1].class",
+        9,
+        patches=[good(**{"class": "Other"})],
+        message=("no class 'Other'",),
+    ),
+    Case(
+        "payload-without-payload-class",
+        "patch[1].payload_class",
+        11,
+        patches=[good(payload_class="Other")],
+        message=("no class 'Other'",),
+    ),
+    Case(
+        "payload-without-method",
+        "patch[1].methods[2]",
+        11,
+        patches=[good(methods=["get_embed", "set_embed"])],
+        message=("no method 'set_embed'",),
+    ),
+    Case(
+        "payload-without-function",
+        "patch[1].function",
+        9,
+        patches=[rf(function="Model.backward")],
+        payloads={"rf.py": RF_PAYLOAD},
+        message=("no function",),
+    ),
+    Case(
+        "payload-without-body-of",
+        "patch[1].body_of",
+        13,
+        patches=[ins(body_of="stop")],
+        message=("no function 'stop'",),
+    ),
+    Case("payload-without-name", "patch[1].names[2]", 10, patches=[defs(names=["start", "stop"])], message=("'stop'",)),
+    Case(
+        "payload-syntax-error",
+        "patch[1].source",
+        10,
+        patches=[good()],
+        payloads={"p.py": "class Model(:\n"},
+        message=("not valid Python", "line 1"),
+    ),
+    Case(
+        "bad-expect",
+        "patch[1].expect",
+        11,
+        patches=[rf(expect="sha256:abc")],
+        payloads={"rf.py": RF_PAYLOAD},
+        message=("sha256:",),
+    ),
+    Case(
+        "bad-expect-in-list",
+        "patch[1].expect[2]",
+        11,
+        patches=[rf(expect=["sha256:" + "b" * 64, "md5:00"])],
+        payloads={"rf.py": RF_PAYLOAD},
+    ),
+    Case(
+        "requires-unknown",
+        "patch[2].requires[1]",
+        17,
+        patches=[good(), imp(requires=["hook"])],
+        message=("no patch has id 'hook'", "did you mean 'hooks'?"),
+    ),
+    Case(
+        "requires-self",
+        "patch[1].requires[1]",
+        11,
+        patches=[good(requires=["hooks"])],
+        message=("cannot require itself",),
+    ),
+    Case(
+        "position-and-before",
+        "patch[1].before",
+        11,
+        patches=[defs(position="end", before="EntryClass")],
+        message=("position", "before"),
+    ),
+    Case(
+        "bad-position", "patch[1].position", 11, patches=[ins(position="around")], message=("'around'", "before, after")
+    ),
+    Case(
+        "bad-on-conflict",
+        "patch[1].on_conflict",
+        11,
+        patches=[good(on_conflict="keep")],
+        message=("'keep'", "did you mean 'keep-upstream'?"),
+    ),
+    Case("star-import", "patch[1].import", 9, patches=[imp(**{"import": "from os import *"})], message=("star",)),
+    Case("import-not-import", "patch[1].import", 9, patches=[imp(**{"import": "x = 1"})], message=("not an import",)),
+    Case(
+        "import-syntax-error",
+        "patch[1].import",
+        9,
+        patches=[imp(**{"import": "from os import"})],
+        message=("not valid Python",),
+    ),
+    Case(
+        "import-two-statements",
+        "patch[1].import",
+        9,
+        patches=[imp(**{"import": "import os\nimport sys"})],
+        message=("exactly one statement",),
+    ),
+    Case(
+        "anchor-syntax-error", "patch[1].anchor", 10, patches=[ins(anchor="return (x")], message=("not valid Python",)
+    ),
+    Case(
+        "anchor-two-statements",
+        "patch[1].anchor",
+        10,
+        patches=[ins(anchor="a = 1; b = 2")],
+        message=("exactly one statement",),
+    ),
+    Case(
+        "bad-item",
+        "patch[1].item",
+        10,
+        patches=[{"id": "reg", "op": "ensure-list-item", "file": TARGET, "target": "EntryClass", "item": "Foo("}],
+        message=("not a Python expression",),
+    ),
+    Case(
+        "bad-hint-reason",
+        "patch[1].hints.FILE_MISSING",
+        10,
+        patches=[imp(hints={"FILE_MISSING": "x"})],
+        message=("FILE_MISSING",),
+    ),
 ]
 
 
@@ -238,7 +428,7 @@ def test_manifest_error_from_the_console_script(tmp_path):
 
 def test_error_names_the_manifest_as_given_from_elsewhere(tmp_path, capsys, monkeypatch):
     case = next(c for c in CASES if c.name == "duplicate-id")
-    repo, kit = write_case(tmp_path, case)
+    _repo, _kit = write_case(tmp_path, case)
     monkeypatch.chdir(tmp_path)
     r = run_cli(capsys, "validate", "-m", "kit/manifests/test.toml")
     assert r.code == 2
@@ -248,8 +438,10 @@ def test_error_names_the_manifest_as_given_from_elsewhere(tmp_path, capsys, monk
 def test_missing_key_next_to_a_typo_points_at_the_typo(tmp_path):
     """`clas = ...` is both an unknown key and a missing `class`: one line says both."""
     kit = Kit(tmp_path / "kit")
-    kit.write([{"id": "a", "op": "add-methods", "file": TARGET, "clas": "Model", "source": src("p.py")}],
-              {"p.py": "class Model:\n    def f(self):\n        return 1\n"})
+    kit.write(
+        [{"id": "a", "op": "add-methods", "file": TARGET, "clas": "Model", "source": src("p.py")}],
+        {"p.py": "class Model:\n    def f(self):\n        return 1\n"},
+    )
     repo = make_repo(tmp_path / "repo", {TARGET: "class Model:\n    pass\n"})
     result = run_script("validate", "-m", str(kit.manifest))
     assert result.code == 2

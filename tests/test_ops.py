@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import TARGET, Scenario, d, result_of, run_cli, scenario, src, verdicts
 
-from helpers import d, TARGET, Scenario, result_of, run_cli, scenario, src, verdicts
 
-
-def one(tmp_path: Path, before: str, patch: dict, payloads: dict[str, str] | None = None,
-        extra_files: dict | None = None) -> Scenario:
+def one(
+    tmp_path: Path, before: str, patch: dict, payloads: dict[str, str] | None = None, extra_files: dict | None = None
+) -> Scenario:
     patch = {"id": "p", "file": TARGET, **patch}
     return scenario(tmp_path, {TARGET: before, **(extra_files or {})}, [patch], payloads)
 
@@ -25,8 +25,9 @@ def assert_result(res: dict, status: str, reason: str | None, line: int | None) 
     assert (res["status"], res["reason"], res["line"]) == (status, reason, line), res
 
 
-def run_and_check(capsys, sc: Scenario, status: str, reason: str | None, line: int | None,
-                  after: str, *, code: int | None = None) -> dict:
+def run_and_check(
+    capsys, sc: Scenario, status: str, reason: str | None, line: int | None, after: str, *, code: int | None = None
+) -> dict:
     """Apply, check the single result and the file's text; return the result."""
     before = sc.text()
     r = sc.apply(capsys)
@@ -44,7 +45,8 @@ def reapply_is_skip(capsys, sc: Scenario) -> None:
     again = sc.apply(capsys)
     assert again.code == 0
     assert [(r["status"], r["reason"]) for r in again.json["results"]] == [("SKIP", "ALREADY_APPLIED")] * len(
-        again.json["results"])
+        again.json["results"]
+    )
     assert again.json["written"] == []
 
 
@@ -78,22 +80,22 @@ def test_ensure_import_apply_adds_one_line_after_import_block(tmp_path, capsys):
 
 
 def test_ensure_import_adds_only_missing_names_and_never_rewrites_existing_line(tmp_path, capsys):
-    before = d('''
+    before = d("""
         from typing import (
             List,
         )
 
         X = 1
-    ''')
+    """)
     sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import List, Optional"})
-    after = d('''
+    after = d("""
         from typing import (
             List,
         )
         from typing import Optional
 
         X = 1
-    ''')
+    """)
     res = run_and_check(capsys, sc, "APPLY", None, 4, after)
     assert "from typing import Optional" in res["message"]
 
@@ -110,12 +112,12 @@ def test_ensure_import_skip_when_present(tmp_path, capsys):
 
 
 def test_ensure_import_skip_when_present_inside_top_level_try(tmp_path, capsys):
-    before = d('''
+    before = d("""
         try:
             import numpy as np
         except ImportError:
             np = None
-    ''')
+    """)
     sc = one(tmp_path, before, {"op": "ensure-import", "import": "import numpy as np"})
     run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
 
@@ -137,7 +139,7 @@ def test_ensure_import_conflict_when_name_bound_otherwise(tmp_path, capsys, befo
 
 # -- add-methods ---------------------------------------------------------------------------------
 
-CLASS_BEFORE = d('''
+CLASS_BEFORE = d("""
     import os
 
 
@@ -148,22 +150,26 @@ CLASS_BEFORE = d('''
 
     def helper():
         return os.sep
-''')
+""")
 
-METHODS_PAYLOAD = d('''
+METHODS_PAYLOAD = d("""
     class Model:
         def get_embed(self):
             return self.embed
 
         def set_embed(self, embed):
             self.embed = embed
-''')
+""")
 
 
 def test_add_methods_apply_appends_at_end_of_class(tmp_path, capsys):
-    sc = one(tmp_path, CLASS_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py")},
-             {"m.py": METHODS_PAYLOAD})
-    after = d('''
+    sc = one(
+        tmp_path,
+        CLASS_BEFORE,
+        {"op": "add-methods", "class": "Model", "source": src("m.py")},
+        {"m.py": METHODS_PAYLOAD},
+    )
+    after = d("""
         import os
 
 
@@ -180,22 +186,32 @@ def test_add_methods_apply_appends_at_end_of_class(tmp_path, capsys):
 
         def helper():
             return os.sep
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 4, after)
     reapply_is_skip(capsys, sc)
 
 
 def test_add_methods_subset_and_payload_class(tmp_path, capsys):
-    payload = d('''
+    payload = d("""
         class Donor:
             def get_embed(self):
                 return self.embed
 
             def unrelated(self):
                 return 0
-    ''')
-    sc = one(tmp_path, CLASS_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
-                                      "payload_class": "Donor", "methods": ["get_embed"]}, {"m.py": payload})
+    """)
+    sc = one(
+        tmp_path,
+        CLASS_BEFORE,
+        {
+            "op": "add-methods",
+            "class": "Model",
+            "source": src("m.py"),
+            "payload_class": "Donor",
+            "methods": ["get_embed"],
+        },
+        {"m.py": payload},
+    )
     r = sc.apply(capsys)
     assert r.code == 0
     assert_result(r.json["results"][0], "APPLY", None, 4)
@@ -205,7 +221,7 @@ def test_add_methods_subset_and_payload_class(tmp_path, capsys):
 
 
 def test_add_methods_skip_when_same_code_present(tmp_path, capsys):
-    before = d('''
+    before = d("""
         class Model:
             def get_embed(self):
                 # upstream comment and spacing differ
@@ -213,33 +229,42 @@ def test_add_methods_skip_when_same_code_present(tmp_path, capsys):
 
             def set_embed(self, embed):
                 self.embed = embed
-    ''')
-    sc = one(tmp_path, before, {"op": "add-methods", "class": "Model", "source": src("m.py")},
-             {"m.py": METHODS_PAYLOAD})
+    """)
+    sc = one(
+        tmp_path, before, {"op": "add-methods", "class": "Model", "source": src("m.py")}, {"m.py": METHODS_PAYLOAD}
+    )
     run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
 
 
-CONFLICT_BEFORE = d('''
+CONFLICT_BEFORE = d("""
     class Model:
         def get_embed(self):
             return self.other_embed
 
         def tail(self):
             return 1
-''')
+""")
 
 
 def test_add_methods_on_conflict_fail(tmp_path, capsys):
-    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py")},
-             {"m.py": METHODS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        CONFLICT_BEFORE,
+        {"op": "add-methods", "class": "Model", "source": src("m.py")},
+        {"m.py": METHODS_PAYLOAD},
+    )
     res = run_and_check(capsys, sc, "FAIL", "CONFLICT", 2, CONFLICT_BEFORE)
     assert "get_embed" in res["message"]
 
 
 def test_add_methods_on_conflict_keep_upstream_adds_the_rest(tmp_path, capsys):
-    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
-                                         "on_conflict": "keep-upstream"}, {"m.py": METHODS_PAYLOAD})
-    after = d('''
+    sc = one(
+        tmp_path,
+        CONFLICT_BEFORE,
+        {"op": "add-methods", "class": "Model", "source": src("m.py"), "on_conflict": "keep-upstream"},
+        {"m.py": METHODS_PAYLOAD},
+    )
+    after = d("""
         class Model:
             def get_embed(self):
                 return self.other_embed
@@ -249,35 +274,53 @@ def test_add_methods_on_conflict_keep_upstream_adds_the_rest(tmp_path, capsys):
 
             def set_embed(self, embed):
                 self.embed = embed
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 1, after)
 
 
 def test_add_methods_keep_upstream_with_nothing_left_is_upstream_provides(tmp_path, capsys):
-    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
-                                         "methods": ["get_embed"], "on_conflict": "keep-upstream"},
-             {"m.py": METHODS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        CONFLICT_BEFORE,
+        {
+            "op": "add-methods",
+            "class": "Model",
+            "source": src("m.py"),
+            "methods": ["get_embed"],
+            "on_conflict": "keep-upstream",
+        },
+        {"m.py": METHODS_PAYLOAD},
+    )
     run_and_check(capsys, sc, "SKIP", "UPSTREAM_PROVIDES", 2, CONFLICT_BEFORE)
 
 
 def test_add_methods_on_conflict_replace_puts_payload_in_place(tmp_path, capsys):
-    sc = one(tmp_path, CONFLICT_BEFORE, {"op": "add-methods", "class": "Model", "source": src("m.py"),
-                                         "methods": ["get_embed"], "on_conflict": "replace"},
-             {"m.py": METHODS_PAYLOAD})
-    after = d('''
+    sc = one(
+        tmp_path,
+        CONFLICT_BEFORE,
+        {
+            "op": "add-methods",
+            "class": "Model",
+            "source": src("m.py"),
+            "methods": ["get_embed"],
+            "on_conflict": "replace",
+        },
+        {"m.py": METHODS_PAYLOAD},
+    )
+    after = d("""
         class Model:
             def get_embed(self):
                 return self.embed
 
             def tail(self):
                 return 1
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 2, after)  # the line of the replaced method
     reapply_is_skip(capsys, sc)
 
 
 def test_add_methods_nested_class(tmp_path, capsys):
-    before = d('''
+    before = d("""
         class Outer:
             class Inner:
                 def a(self):
@@ -285,16 +328,15 @@ def test_add_methods_nested_class(tmp_path, capsys):
 
             def outer_method(self):
                 return 2
-    ''')
-    payload = d('''
+    """)
+    payload = d("""
         class Outer:
             class Inner:
                 def b(self):
                     return 3
-    ''')
-    sc = one(tmp_path, before, {"op": "add-methods", "class": "Outer.Inner", "source": src("m.py")},
-             {"m.py": payload})
-    after = d('''
+    """)
+    sc = one(tmp_path, before, {"op": "add-methods", "class": "Outer.Inner", "source": src("m.py")}, {"m.py": payload})
+    after = d("""
         class Outer:
             class Inner:
                 def a(self):
@@ -305,7 +347,7 @@ def test_add_methods_nested_class(tmp_path, capsys):
 
             def outer_method(self):
                 return 2
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 2, after)
     reapply_is_skip(capsys, sc)
 
@@ -322,8 +364,13 @@ def test_add_methods_one_line_class_body(tmp_path, capsys):
 def test_add_methods_class_not_found_lists_closest_and_hints_other_file(tmp_path, capsys):
     before = "class ModelV2:\n    pass\n\n\nclass Unrelated:\n    pass\n"
     other = "import os\n\n\nclass Model:\n    pass\n"
-    sc = one(tmp_path, before, {"op": "add-methods", "class": "Model", "source": src("m.py")},
-             {"m.py": METHODS_PAYLOAD}, extra_files={"pkg/other.py": other})
+    sc = one(
+        tmp_path,
+        before,
+        {"op": "add-methods", "class": "Model", "source": src("m.py")},
+        {"m.py": METHODS_PAYLOAD},
+        extra_files={"pkg/other.py": other},
+    )
     res = run_and_check(capsys, sc, "FAIL", "CLASS_NOT_FOUND", None, before)
     assert "ModelV2 (line 1)" in res["message"]
     assert "Unrelated" not in res["message"]
@@ -376,18 +423,36 @@ def digest_of(capsys, path: Path, qualname: str) -> str:
 
 
 def test_replace_function_apply_when_expect_matches(tmp_path, capsys):
-    sc = one(tmp_path, RF_BEFORE, {"op": "replace-function", "function": "Worker.verify",
-                                   "source": src("v.py"), "expect": "sha256:" + "0" * 64}, {"v.py": RF_PAYLOAD})
+    sc = one(
+        tmp_path,
+        RF_BEFORE,
+        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": "sha256:" + "0" * 64},
+        {"v.py": RF_PAYLOAD},
+    )
     expect = digest_of(capsys, sc.file(), "Worker.verify")
-    sc.kit.write([{"id": "p", "file": TARGET, "op": "replace-function", "function": "Worker.verify",
-                   "source": src("v.py"), "expect": [expect]}])
+    sc.kit.write(
+        [
+            {
+                "id": "p",
+                "file": TARGET,
+                "op": "replace-function",
+                "function": "Worker.verify",
+                "source": src("v.py"),
+                "expect": [expect],
+            }
+        ]
+    )
     run_and_check(capsys, sc, "APPLY", None, 2, RF_AFTER)
     reapply_is_skip(capsys, sc)
 
 
 def test_replace_function_skip_when_already_replaced(tmp_path, capsys):
-    sc = one(tmp_path, RF_AFTER, {"op": "replace-function", "function": "Worker.verify",
-                                  "source": src("v.py"), "expect": "sha256:" + "1" * 64}, {"v.py": RF_PAYLOAD})
+    sc = one(
+        tmp_path,
+        RF_AFTER,
+        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": "sha256:" + "1" * 64},
+        {"v.py": RF_PAYLOAD},
+    )
     run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, RF_AFTER)
 
 
@@ -396,8 +461,12 @@ def test_replace_function_drift_gives_both_digests(tmp_path, capsys):
     original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
     expect = digest_of(capsys, original.file(), "Worker.verify")
     changed = RF_BEFORE.replace("return out", "return out or None")
-    sc = one(tmp_path, changed, {"op": "replace-function", "function": "Worker.verify",
-                                 "source": src("v.py"), "expect": expect}, {"v.py": RF_PAYLOAD})
+    sc = one(
+        tmp_path,
+        changed,
+        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect},
+        {"v.py": RF_PAYLOAD},
+    )
     found = digest_of(capsys, sc.file(), "Worker.verify")
     assert found != expect
     res = run_and_check(capsys, sc, "FAIL", "DRIFT", 2, changed)
@@ -409,8 +478,12 @@ def test_replace_function_reformatted_upstream_is_not_drift(tmp_path, capsys):
     original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
     expect = digest_of(capsys, original.file(), "Worker.verify")
     reformatted = RF_BEFORE.replace("out = self.forward(batch)", "out = self.forward(  # comment\n            batch)")
-    sc = one(tmp_path, reformatted, {"op": "replace-function", "function": "Worker.verify",
-                                     "source": src("v.py"), "expect": expect}, {"v.py": RF_PAYLOAD})
+    sc = one(
+        tmp_path,
+        reformatted,
+        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect},
+        {"v.py": RF_PAYLOAD},
+    )
     assert digest_of(capsys, sc.file(), "Worker.verify") == expect
     run_and_check(capsys, sc, "APPLY", None, 2, RF_AFTER)
 
@@ -419,8 +492,12 @@ def test_replace_function_docstring_change_is_drift(tmp_path, capsys):
     original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
     expect = digest_of(capsys, original.file(), "Worker.verify")
     changed = RF_BEFORE.replace('"""Check a batch."""', '"""Check a batch (v2)."""')
-    sc = one(tmp_path, changed, {"op": "replace-function", "function": "Worker.verify",
-                                 "source": src("v.py"), "expect": expect}, {"v.py": RF_PAYLOAD})
+    sc = one(
+        tmp_path,
+        changed,
+        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect},
+        {"v.py": RF_PAYLOAD},
+    )
     run_and_check(capsys, sc, "FAIL", "DRIFT", 2, changed)
 
 
@@ -428,28 +505,43 @@ def test_replace_function_module_level_from_module_level_payload(tmp_path, capsy
     before = "def f(a):\n    return a\n\n\ndef g():\n    return 0\n"
     sc = one(tmp_path, before, {"op": "ensure-import", "import": "import os"})
     expect = digest_of(capsys, sc.file(), "f")
-    sc.kit.write([{"id": "p", "file": TARGET, "op": "replace-function", "function": "f",
-                   "source": src("f.py"), "expect": expect}], {"f.py": "def f(a):\n    return a * 2\n"})
+    sc.kit.write(
+        [
+            {
+                "id": "p",
+                "file": TARGET,
+                "op": "replace-function",
+                "function": "f",
+                "source": src("f.py"),
+                "expect": expect,
+            }
+        ],
+        {"f.py": "def f(a):\n    return a * 2\n"},
+    )
     run_and_check(capsys, sc, "APPLY", None, 1, "def f(a):\n    return a * 2\n\n\ndef g():\n    return 0\n")
 
 
 def test_replace_function_missing_method_is_function_not_found(tmp_path, capsys):
     before = RF_BEFORE.replace("def verify(", "def verify_batch(")
-    sc = one(tmp_path, before, {"op": "replace-function", "function": "Worker.verify",
-                                "source": src("v.py"), "expect": "sha256:" + "2" * 64}, {"v.py": RF_PAYLOAD})
+    sc = one(
+        tmp_path,
+        before,
+        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": "sha256:" + "2" * 64},
+        {"v.py": RF_PAYLOAD},
+    )
     res = run_and_check(capsys, sc, "FAIL", "FUNCTION_NOT_FOUND", 1, before)
     assert "verify_batch (line 2)" in res["message"]
 
 
 # -- insert ------------------------------------------------------------------------------------------
 
-INSERT_BEFORE = d('''
+INSERT_BEFORE = d("""
     class Worker:
         def verify(self, batch):
             prepared = self.prepare(batch)
             result = self.target.forward(prepared, is_verify=True)
             return result
-''')
+""")
 
 INSERT_PAYLOAD = d('''
     def before_forward(self):
@@ -464,14 +556,24 @@ INSERT_PAYLOAD = d('''
 
 
 def insert_patch(anchor: str, position: str, body_of: str = "before_forward", function: str = "Worker.verify") -> dict:
-    return {"op": "insert", "function": function, "anchor": anchor, "position": position,
-            "source": src("ins.py"), "body_of": body_of}
+    return {
+        "op": "insert",
+        "function": function,
+        "anchor": anchor,
+        "position": position,
+        "source": src("ins.py"),
+        "body_of": body_of,
+    }
 
 
 def test_insert_before(tmp_path, capsys):
-    sc = one(tmp_path, INSERT_BEFORE, insert_patch("result = self.target.forward(prepared, is_verify=True)",
-                                                   "before"), {"ins.py": INSERT_PAYLOAD})
-    after = d('''
+    sc = one(
+        tmp_path,
+        INSERT_BEFORE,
+        insert_patch("result = self.target.forward(prepared, is_verify=True)", "before"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
+    after = d("""
         class Worker:
             def verify(self, batch):
                 prepared = self.prepare(batch)
@@ -479,28 +581,32 @@ def test_insert_before(tmp_path, capsys):
                 self.count += 1
                 result = self.target.forward(prepared, is_verify=True)
                 return result
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 4, after)
     reapply_is_skip(capsys, sc)
 
 
 def test_insert_after(tmp_path, capsys):
-    sc = one(tmp_path, INSERT_BEFORE, insert_patch("result = self.target.forward(prepared, is_verify=True)",
-                                                   "after", "after_forward"), {"ins.py": INSERT_PAYLOAD})
-    after = d('''
+    sc = one(
+        tmp_path,
+        INSERT_BEFORE,
+        insert_patch("result = self.target.forward(prepared, is_verify=True)", "after", "after_forward"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
+    after = d("""
         class Worker:
             def verify(self, batch):
                 prepared = self.prepare(batch)
                 result = self.target.forward(prepared, is_verify=True)
                 self.timer.stop()
                 return result
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 4, after)
     reapply_is_skip(capsys, sc)
 
 
 def test_insert_anchor_reformatted_across_lines_still_matches(tmp_path, capsys):
-    before = d('''
+    before = d("""
         class Worker:
             def verify(self, batch):
                 prepared = self.prepare(batch)
@@ -509,25 +615,30 @@ def test_insert_anchor_reformatted_across_lines_still_matches(tmp_path, capsys):
                     is_verify=True,
                 )
                 return result
-    ''')
-    sc = one(tmp_path, before, insert_patch("result = self.target.forward(prepared, is_verify=True)", "after",
-                                            "after_forward"), {"ins.py": INSERT_PAYLOAD})
+    """)
+    sc = one(
+        tmp_path,
+        before,
+        insert_patch("result = self.target.forward(prepared, is_verify=True)", "after", "after_forward"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
     after = before.replace("        )\n", "        )\n        self.timer.stop()\n")
     run_and_check(capsys, sc, "APPLY", None, 4, after)
 
 
 def test_insert_anchor_nested_in_with_and_if(tmp_path, capsys):
-    before = d('''
+    before = d("""
         class Worker:
             def verify(self, batch):
                 with self.lock:
                     if batch:
                         result = self.target.forward(batch)
                 return result
-    ''')
-    sc = one(tmp_path, before, insert_patch("result = self.target.forward(batch)", "before"),
-             {"ins.py": INSERT_PAYLOAD})
-    after = d('''
+    """)
+    sc = one(
+        tmp_path, before, insert_patch("result = self.target.forward(batch)", "before"), {"ins.py": INSERT_PAYLOAD}
+    )
+    after = d("""
         class Worker:
             def verify(self, batch):
                 with self.lock:
@@ -536,43 +647,55 @@ def test_insert_anchor_nested_in_with_and_if(tmp_path, capsys):
                         self.count += 1
                         result = self.target.forward(batch)
                 return result
-    ''')
+    """)
     run_and_check(capsys, sc, "APPLY", None, 5, after)
     reapply_is_skip(capsys, sc)
 
 
 def test_insert_anchor_in_nested_function_is_not_a_target(tmp_path, capsys):
-    before = d('''
+    before = d("""
         def verify(batch):
             def inner():
                 result = forward(batch)
                 return result
             return inner()
-    ''')
-    sc = one(tmp_path, before, insert_patch("result = forward(batch)", "before", function="verify"),
-             {"ins.py": INSERT_PAYLOAD})
+    """)
+    sc = one(
+        tmp_path,
+        before,
+        insert_patch("result = forward(batch)", "before", function="verify"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
     run_and_check(capsys, sc, "FAIL", "ANCHOR_NOT_FOUND", 1, before)
 
 
 def test_insert_anchor_not_found_shows_closest_statement(tmp_path, capsys):
-    sc = one(tmp_path, INSERT_BEFORE, insert_patch("result = self.target.forward(prepared, is_verify=False)",
-                                                   "before"), {"ins.py": INSERT_PAYLOAD})
+    sc = one(
+        tmp_path,
+        INSERT_BEFORE,
+        insert_patch("result = self.target.forward(prepared, is_verify=False)", "before"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
     res = run_and_check(capsys, sc, "FAIL", "ANCHOR_NOT_FOUND", 2, INSERT_BEFORE)
     assert "line 4:" in res["message"]
     assert "self.target.forward(prepared, is_verify=True)" in res["message"]
 
 
 def test_insert_anchor_ambiguous_lists_every_line(tmp_path, capsys):
-    before = d('''
+    before = d("""
         def verify(batch):
             x = step(batch)
             if batch:
                 x = step(batch)
             x = step(batch)
             return x
-    ''')
-    sc = one(tmp_path, before, insert_patch("x = step(batch)", "after", "after_forward", function="verify"),
-             {"ins.py": INSERT_PAYLOAD})
+    """)
+    sc = one(
+        tmp_path,
+        before,
+        insert_patch("x = step(batch)", "after", "after_forward", function="verify"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
     res = run_and_check(capsys, sc, "FAIL", "ANCHOR_AMBIGUOUS", 2, before)
     assert "2, 4, 5" in res["message"]
 
@@ -586,14 +709,19 @@ def test_insert_anchor_ambiguous_lists_every_line(tmp_path, capsys):
     ids=["semicolon", "one-line-if"],
 )
 def test_insert_anchor_sharing_its_line_is_unsupported_target(tmp_path, capsys, before, line):
-    sc = one(tmp_path, before, insert_patch("result = forward(batch)", "before", function="verify"),
-             {"ins.py": INSERT_PAYLOAD})
+    sc = one(
+        tmp_path,
+        before,
+        insert_patch("result = forward(batch)", "before", function="verify"),
+        {"ins.py": INSERT_PAYLOAD},
+    )
     run_and_check(capsys, sc, "FAIL", "UNSUPPORTED_TARGET", line, before)
 
 
 def test_insert_function_missing(tmp_path, capsys):
-    sc = one(tmp_path, INSERT_BEFORE, insert_patch("x = 1", "before", function="Worker.verifyy"),
-             {"ins.py": INSERT_PAYLOAD})
+    sc = one(
+        tmp_path, INSERT_BEFORE, insert_patch("x = 1", "before", function="Worker.verifyy"), {"ins.py": INSERT_PAYLOAD}
+    )
     res = run_and_check(capsys, sc, "FAIL", "FUNCTION_NOT_FOUND", 1, INSERT_BEFORE)
     assert "verify (line 2)" in res["message"]
 
@@ -612,7 +740,7 @@ DEFS_BEFORE = d('''
     EntryClass = Model
 ''')
 
-DEFS_PAYLOAD = d('''
+DEFS_PAYLOAD = d("""
     import sys
 
 
@@ -621,7 +749,7 @@ DEFS_PAYLOAD = d('''
 
 
     LIMIT = 4
-''')
+""")
 
 
 def test_add_definitions_at_end(tmp_path, capsys):
@@ -632,8 +760,12 @@ def test_add_definitions_at_end(tmp_path, capsys):
 
 
 def test_add_definitions_after_imports(tmp_path, capsys):
-    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"],
-                                     "position": "after-imports"}, {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        DEFS_BEFORE,
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"], "position": "after-imports"},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     after = d('''
         """Doc."""
         import os
@@ -653,8 +785,12 @@ def test_add_definitions_after_imports(tmp_path, capsys):
 
 
 def test_add_definitions_before_name(tmp_path, capsys):
-    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"],
-                                     "before": "EntryClass"}, {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        DEFS_BEFORE,
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"], "before": "EntryClass"},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     after = d('''
         """Doc."""
         import os
@@ -675,34 +811,60 @@ def test_add_definitions_before_name(tmp_path, capsys):
 
 
 def test_add_definitions_before_missing_name_is_target_not_found(tmp_path, capsys):
-    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"],
-                                     "before": "EntryClasses"}, {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        DEFS_BEFORE,
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"], "before": "EntryClasses"},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, DEFS_BEFORE)
     assert "EntryClass (line 9)" in res["message"]
 
 
 def test_add_definitions_conflict(tmp_path, capsys):
     before = DEFS_BEFORE + "\n\nLIMIT = 8\n"
-    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"]},
-             {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        before,
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"]},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     res = run_and_check(capsys, sc, "FAIL", "CONFLICT", 12, before)
     assert "LIMIT" in res["message"]
 
 
 def test_add_definitions_keep_upstream_and_replace(tmp_path, capsys):
     before = DEFS_BEFORE + "\n\nLIMIT = 8\n"
-    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"],
-                                "on_conflict": "keep-upstream"}, {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        before,
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"], "on_conflict": "keep-upstream"},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     run_and_check(capsys, sc, "SKIP", "UPSTREAM_PROVIDES", 12, before)
-    sc.kit.write([{"id": "p", "file": TARGET, "op": "add-definitions", "source": src("defs.py"),
-                   "names": ["LIMIT"], "on_conflict": "replace"}])
+    sc.kit.write(
+        [
+            {
+                "id": "p",
+                "file": TARGET,
+                "op": "add-definitions",
+                "source": src("defs.py"),
+                "names": ["LIMIT"],
+                "on_conflict": "replace",
+            }
+        ]
+    )
     run_and_check(capsys, sc, "APPLY", None, 12, DEFS_BEFORE + "\n\nLIMIT = 4\n")
 
 
 def test_add_definitions_skip_when_identical(tmp_path, capsys):
     before = DEFS_BEFORE + "\n\ndef helper():\n    return sys.platform  # same code\n"
-    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"]},
-             {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        before,
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"]},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 12, before)
 
 
@@ -756,7 +918,7 @@ def test_ensure_list_item_call_is_unsupported_target(tmp_path, capsys):
 def test_patches_on_one_file_compose_in_manifest_order(tmp_path, capsys):
     """Each patch sees the file as the patches before it leave it: the insert
     anchors on code of upstream's, next to a method an earlier patch added."""
-    before = d('''
+    before = d("""
         class Model:
             def forward(self, x):
                 y = self.layer(x)
@@ -764,32 +926,44 @@ def test_patches_on_one_file_compose_in_manifest_order(tmp_path, capsys):
 
 
         EntryClass = [Model]
-    ''')
-    methods = d('''
+    """)
+    methods = d("""
         class Model:
             def capture(self, layers):
                 self.layers = layers
                 return self.layers
-    ''')
-    ins = d('''
+    """)
+    ins = d("""
         def log_layers(self):
             print(self.layers)
-    ''')
+    """)
     patches = [
         {"id": "imports", "op": "ensure-import", "file": TARGET, "import": "import logging"},
         {"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
-        {"id": "log", "op": "insert", "file": TARGET, "function": "Model.forward",
-         "anchor": "y = self.layer(x)", "position": "after", "source": src("ins.py"), "body_of": "log_layers",
-         "requires": ["methods"]},
+        {
+            "id": "log",
+            "op": "insert",
+            "file": TARGET,
+            "function": "Model.forward",
+            "anchor": "y = self.layer(x)",
+            "position": "after",
+            "source": src("ins.py"),
+            "body_of": "log_layers",
+            "requires": ["methods"],
+        },
         {"id": "register", "op": "ensure-list-item", "file": TARGET, "target": "EntryClass", "item": "Extra"},
     ]
     sc = scenario(tmp_path, {TARGET: before}, patches, {"m.py": methods, "ins.py": ins})
     r = sc.apply(capsys)
     assert r.code == 0, r.out
-    assert verdicts(r.json) == [("imports", "APPLY", None), ("methods", "APPLY", None),
-                                ("log", "APPLY", None), ("register", "APPLY", None)]
+    assert verdicts(r.json) == [
+        ("imports", "APPLY", None),
+        ("methods", "APPLY", None),
+        ("log", "APPLY", None),
+        ("register", "APPLY", None),
+    ]
     assert result_of(r.json, "register")["line"] == 7
-    assert sc.text() == d('''
+    assert sc.text() == d("""
         import logging
         class Model:
             def forward(self, x):
@@ -803,7 +977,7 @@ def test_patches_on_one_file_compose_in_manifest_order(tmp_path, capsys):
 
 
         EntryClass = [Model, Extra]
-    ''')
+    """)
     assert r.json["written"] == [TARGET]
     reapply_is_skip(capsys, sc)
 
@@ -812,32 +986,80 @@ def test_patches_on_one_file_compose_in_manifest_order(tmp_path, capsys):
     "patches, payloads, clash",
     [
         (  # an insert into a method an earlier patch adds
-            [{"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
-             {"id": "log", "op": "insert", "file": TARGET, "function": "Model.capture", "anchor": "self.layers = layers",
-              "position": "after", "source": src("i.py"), "body_of": "g"}],
-            {"m.py": "class Model:\n    def capture(self, layers):\n        self.layers = layers\n",
-             "i.py": "def g():\n    print(1)\n"},
+            [
+                {"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
+                {
+                    "id": "log",
+                    "op": "insert",
+                    "file": TARGET,
+                    "function": "Model.capture",
+                    "anchor": "self.layers = layers",
+                    "position": "after",
+                    "source": src("i.py"),
+                    "body_of": "g",
+                },
+            ],
+            {
+                "m.py": "class Model:\n    def capture(self, layers):\n        self.layers = layers\n",
+                "i.py": "def g():\n    print(1)\n",
+            },
             "edits Model.capture, which patch[1] ('methods') adds",
         ),
         (  # an insert into a function an earlier patch replaces
-            [{"id": "replace", "op": "replace-function", "file": TARGET, "function": "f", "source": src("r.py"),
-              "expect": "sha256:" + "0" * 64},
-             {"id": "log", "op": "insert", "file": TARGET, "function": "f", "anchor": "b = 2", "position": "after",
-              "source": src("i.py"), "body_of": "g"}],
+            [
+                {
+                    "id": "replace",
+                    "op": "replace-function",
+                    "file": TARGET,
+                    "function": "f",
+                    "source": src("r.py"),
+                    "expect": "sha256:" + "0" * 64,
+                },
+                {
+                    "id": "log",
+                    "op": "insert",
+                    "file": TARGET,
+                    "function": "f",
+                    "anchor": "b = 2",
+                    "position": "after",
+                    "source": src("i.py"),
+                    "body_of": "g",
+                },
+            ],
             {"r.py": "def f():\n    b = 2\n", "i.py": "def g():\n    print(b)\n"},
             "edits f, which patch[1] ('replace') adds",
         ),
         (  # a list item on a list an earlier patch adds
-            [{"id": "defs", "op": "add-definitions", "file": TARGET, "source": src("d.py")},
-             {"id": "reg", "op": "ensure-list-item", "file": TARGET, "target": "Registry", "item": "Extra"}],
+            [
+                {"id": "defs", "op": "add-definitions", "file": TARGET, "source": src("d.py")},
+                {"id": "reg", "op": "ensure-list-item", "file": TARGET, "target": "Registry", "item": "Extra"},
+            ],
             {"d.py": "Registry = [Base]\n"},
             "edits Registry, which patch[1] ('defs') adds",
         ),
         (  # two inserts at the same place
-            [{"id": "one", "op": "insert", "file": TARGET, "function": "f", "anchor": "a = 1", "position": "after",
-              "source": src("i.py"), "body_of": "g"},
-             {"id": "two", "op": "insert", "file": TARGET, "function": "f", "anchor": "a  =  1", "position": "after",
-              "source": src("i.py"), "body_of": "h"}],
+            [
+                {
+                    "id": "one",
+                    "op": "insert",
+                    "file": TARGET,
+                    "function": "f",
+                    "anchor": "a = 1",
+                    "position": "after",
+                    "source": src("i.py"),
+                    "body_of": "g",
+                },
+                {
+                    "id": "two",
+                    "op": "insert",
+                    "file": TARGET,
+                    "function": "f",
+                    "anchor": "a  =  1",
+                    "position": "after",
+                    "source": src("i.py"),
+                    "body_of": "h",
+                },
+            ],
             {"i.py": "def g():\n    print(1)\n\n\ndef h():\n    print(2)\n"},
             "inserts at the same anchor and position as patch[1] ('one')",
         ),
@@ -859,8 +1081,16 @@ def test_insert_into_method_not_yet_added_fails_when_order_is_reversed(tmp_path,
     methods = "class Model:\n    def capture(self, layers):\n        self.layers = layers\n"
     ins = "def log_layers(self):\n    print(self.layers)\n"
     patches = [
-        {"id": "log", "op": "insert", "file": TARGET, "function": "Model.capture",
-         "anchor": "self.layers = layers", "position": "after", "source": src("ins.py"), "body_of": "log_layers"},
+        {
+            "id": "log",
+            "op": "insert",
+            "file": TARGET,
+            "function": "Model.capture",
+            "anchor": "self.layers = layers",
+            "position": "after",
+            "source": src("ins.py"),
+            "body_of": "log_layers",
+        },
         {"id": "methods", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")},
     ]
     sc = scenario(tmp_path, {TARGET: before}, patches, {"m.py": methods, "ins.py": ins})
@@ -879,6 +1109,10 @@ def test_ensure_list_item_keeps_comment_on_its_item(tmp_path, capsys):
 
 def test_add_definitions_keep_upstream_adds_the_rest(tmp_path, capsys):
     before = "LIMIT = 8\n"
-    sc = one(tmp_path, before, {"op": "add-definitions", "source": src("defs.py"), "on_conflict": "keep-upstream"},
-             {"defs.py": DEFS_PAYLOAD})
+    sc = one(
+        tmp_path,
+        before,
+        {"op": "add-definitions", "source": src("defs.py"), "on_conflict": "keep-upstream"},
+        {"defs.py": DEFS_PAYLOAD},
+    )
     run_and_check(capsys, sc, "APPLY", None, 2, before + "\n\ndef helper():\n    return sys.platform\n")

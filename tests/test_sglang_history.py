@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import subprocess
 import time
 from pathlib import Path
@@ -27,23 +28,39 @@ TIMELINE = {
     "verify-nvtx": ("2026-02-05", "main", "[Spec] Trace the EAGLE verify forward with an NVTX range (#18057)"),
     "kimi-nvfp4": ("2026-02-08", "main", "fix: fix NVFP4 Kimi-K2.5 weight mapping and exclude list (#18370)"),
     "kimi-quant-config": ("2026-02-09", "main", "[Kimi-K2.5] Fix missing `quant_config` in `KimiK25` (#18440)"),
-    "kimi-builtin-generics": ("2026-02-11", "main",
-                              "refactor(kimi-k25): use builtin generics in the vision helpers (#18502)"),
-    "runner-eagle3-layers": ("2026-02-13", "main", "[Spec] Use the configured EAGLE-3 layers in the dummy run (#18566)"),
+    "kimi-builtin-generics": (
+        "2026-02-11",
+        "main",
+        "refactor(kimi-k25): use builtin generics in the vision helpers (#18502)",
+    ),
+    "runner-eagle3-layers": (
+        "2026-02-13",
+        "main",
+        "[Spec] Use the configured EAGLE-3 layers in the dummy run (#18566)",
+    ),
     "kimi-dp-vit": ("2026-02-18", "main", "Add DP ViT support for Kimi K2.5 (#18689)"),
     "fix-pcg-moe": ("2026-02-19", "main", "Fix PCG MoE Error (#17739)"),
     "eagle-draft-extend": ("2026-02-20", "main", "[Spec] Skip the draft prefill for idle batches (#18790)"),
-    "llama-eagle3-head": ("2026-02-23", "main",
-                          "[Spec] EAGLE-3 draft: ignore a checkpoint lm_head borrowed from the target (#18901)"),
+    "llama-eagle3-head": (
+        "2026-02-23",
+        "main",
+        "[Spec] EAGLE-3 draft: ignore a checkpoint lm_head borrowed from the target (#18901)",
+    ),
     "kimi-pp": ("2026-02-25", "main", "[Fix] Kimi K2.5 support pp (#18434)"),
     "kimi-npu": ("2026-02-26", "main", "[NPU] support Kimi-K2.5 on NPU (#19331)"),
-    "dsv2-weight-mixin": ("2026-02-27", "main",
-                          "[DeepSeek] move weight loading into DeepseekV2WeightLoaderMixin (#19402)"),
+    "dsv2-weight-mixin": (
+        "2026-02-27",
+        "main",
+        "[DeepSeek] move weight loading into DeepseekV2WeightLoaderMixin (#19402)",
+    ),
     "hooks-upstream": ("2026-03-03", "main", "feat: support Kimi K2.5 for Eagle3 (#19689)"),
     "docs-0.5.9": ("2026-03-05", "main", "docs: install v0.5.9 (#19850)"),
     "kimi-pp-range": ("2026-03-07", "main", "Fix Kimi K2.5 PP layer range exposure for PD disaggregation (#19959)"),
-    "kimi-conv-layers": ("2026-03-15", "main",
-                         "VLM: add Conv2dLayer/Conv3dLayer to fix PyTorch 2.9.1 CuDNN Conv3d (#20282)"),
+    "kimi-conv-layers": (
+        "2026-03-15",
+        "main",
+        "VLM: add Conv2dLayer/Conv3dLayer to fix PyTorch 2.9.1 CuDNN Conv3d (#20282)",
+    ),
     "kimi-pcg": ("2026-03-18", "main", "vlm: support piecewise cuda graph for Kimi-K2.5 (#20747)"),
     "rename-kimi": ("2026-03-02", "rename-kimi", "Rename Kimi model class to KimiK25VLForConditionalGeneration"),
     "rename-kimi-docs": ("2026-03-04", "rename-kimi", "kimi: call the model Kimi-K2.5 VL in docstrings and logs"),
@@ -197,9 +214,12 @@ def test_kimi_file_timeline(history, repo: Repo) -> None:
         assert "EntryClass = [KimiK25VLForConditionalGeneration]" in text
 
     # Churn: kimi_k25.py changes at several commits other than the two above.
-    changed = [label for prev, label in zip(order, order[1:])
-               if not label.startswith("rename-kimi")
-               and _show(repo, history[prev], KIMI_K25) != _show(repo, history[label], KIMI_K25)]
+    changed = [
+        label
+        for prev, label in itertools.pairwise(order)
+        if not label.startswith("rename-kimi")
+        and _show(repo, history[prev], KIMI_K25) != _show(repo, history[label], KIMI_K25)
+    ]
     assert len(changed) >= 8
     assert "add-kimi" in changed and "hooks-upstream" in changed
 
@@ -216,12 +236,16 @@ def test_exactly_one_commit_changes_eagle_worker_verify(history, repo: Repo) -> 
         verify = _method(cls, "verify")
         assert verify is not None, label
         dumps[label] = ast.dump(verify, include_attributes=False)
-        target = [n for n in ast.walk(verify) if isinstance(n, ast.Assign)
-                  and ast.unparse(n) == "batch_result = self.target_worker.forward_batch_generation("
-                                        "model_worker_batch, is_verify=True)"]
+        target = [
+            n
+            for n in ast.walk(verify)
+            if isinstance(n, ast.Assign)
+            and ast.unparse(n)
+            == "batch_result = self.target_worker.forward_batch_generation(model_worker_batch, is_verify=True)"
+        ]
         assert len(target) == 1, label
     main = [label for label in history.order if not label.startswith("rename-kimi") and label in dumps]
-    changes = [label for prev, label in zip(main, main[1:]) if dumps[prev] != dumps[label]]
+    changes = [label for prev, label in itertools.pairwise(main) if dumps[prev] != dumps[label]]
     assert changes == ["verify-nvtx"]
     assert dumps["rename-kimi"] == dumps["kimi-npu"]
 

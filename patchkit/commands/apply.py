@@ -30,8 +30,7 @@ def apply(
     if commit is not None:
         from patchkit.engine.commit_apply import apply_at_commit
 
-        report = apply_at_commit(loaded, git_repo, commit, worktree=worktree, dry_run=dry_run,
-                                 strict=strict, wait=wait)
+        report = apply_at_commit(loaded, git_repo, commit, worktree=worktree, dry_run=dry_run, strict=strict, wait=wait)
     else:
         if worktree is not None:
             from patchkit.errors import UsageError
@@ -46,8 +45,13 @@ def apply(
 
 
 def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
-    header(console, "apply" + (" --dry-run" if report.dry_run else ""), report.manifest,
-           f"work tree {report.target}", report.commit)
+    header(
+        console,
+        "apply" + (" --dry-run" if report.dry_run else ""),
+        report.manifest,
+        f"work tree {report.target}",
+        report.commit,
+    )
     for note in report.notes:
         console.print(f"note: {note}", style="yellow")
     emit(console, results_table(report.results))
@@ -56,7 +60,8 @@ def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
             lines = difflib.unified_diff(
                 item.before.decode("utf-8", "replace").splitlines(keepends=True),
                 item.after.decode("utf-8", "replace").splitlines(keepends=True),
-                fromfile=f"a/{item.path}", tofile=f"b/{item.path}",
+                fromfile=f"a/{item.path}",
+                tofile=f"b/{item.path}",
             )
             console.print("".join(lines), end="", markup=False, highlight=False)
     line, style = verdict(report)
@@ -72,17 +77,26 @@ def verdict(report: ApplyReport) -> tuple[str, str]:
         listed = ", ".join(f"{r.patch} {r.reason.value if r.reason else ''}".strip() for r in blocking)
         what = "required " if all(r.required for r in blocking) else ""
         strict = " (--strict counts WARN as failure)" if report.strict and warns else ""
-        return (f"REFUSED: {plural(len(blocking), what + 'patch', what + 'patches')} cannot apply "
-                f"({listed}){strict}; nothing was written.", "bold red")
+        return (
+            f"REFUSED: {plural(len(blocking), what + 'patch', what + 'patches')} cannot apply "
+            f"({listed}){strict}; nothing was written.",
+            "bold red",
+        )
     tail = f"; {plural(len(warns), 'optional patch', 'optional patches')} left out (WARN)" if warns else ""
     applied = sum(r.status is Status.APPLY for r in results)
     if report.dry_run:
         if not report.would_write:
             return f"DRY RUN: nothing to do, every patch is already in place{tail}.", "bold"
-        return (f"DRY RUN: would apply {plural(applied, 'patch', 'patches')} to "
-                f"{plural(len(report.would_write), 'file')} ({', '.join(report.would_write)}){tail}; "
-                "nothing was written.", "bold")
+        return (
+            f"DRY RUN: would apply {plural(applied, 'patch', 'patches')} to "
+            f"{plural(len(report.would_write), 'file')} ({', '.join(report.would_write)}){tail}; "
+            "nothing was written.",
+            "bold",
+        )
     if not report.written:
         return f"OK: nothing to do, every patch is already in place{tail}.", "bold green"
-    return (f"APPLIED: {plural(applied, 'patch', 'patches')}, wrote {plural(len(report.written), 'file')} "
-            f"({', '.join(report.written)}){tail}.", "bold green")
+    return (
+        f"APPLIED: {plural(applied, 'patch', 'patches')}, wrote {plural(len(report.written), 'file')} "
+        f"({', '.join(report.written)}){tail}.",
+        "bold green",
+    )

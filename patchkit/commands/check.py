@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -41,8 +42,9 @@ def check(
         raise
     loaded = loading.result()
     with _progress(progress) as tick:
-        report = check_range(loaded, git_repo, ranges=ranges, commits=commits, use_cache=not no_cache,
-                             progress=tick, listing=listing)
+        report = check_range(
+            loaded, git_repo, ranges=ranges, commits=commits, use_cache=not no_cache, progress=tick, listing=listing
+        )
     if json_out:
         print_json(report.to_json())
     else:
@@ -64,7 +66,7 @@ class Background:
     def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
         try:
             self._value = fn(*args)
-        except BaseException as exc:  # handed to the caller's thread by result()
+        except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread by result()
             self._error = exc
 
     def result(self) -> Any:
@@ -79,7 +81,7 @@ class _progress:
 
     def __init__(self, wanted: bool | None) -> None:
         self.wanted = wanted
-        self.bar = None
+        self.bar: Any = None
         self.task = None
 
     def __enter__(self) -> Callable[[int, int], None] | None:
@@ -89,8 +91,12 @@ class _progress:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.bar = Progress(
-            TextColumn("checking distinct file versions"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            console=make_console(sys.stderr), transient=True,
+            TextColumn("checking distinct file versions"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=make_console(sys.stderr),
+            transient=True,
         )
         return self._tick
 
@@ -141,16 +147,21 @@ def window_line(window: Window, previous: Window | None, parent_result: PatchRes
 
 def show(report: CheckReport, console: Console, what: str) -> None:
     stats = report.stats
-    console.print(Text.assemble(
-        ("patchkit check", "bold"),
-        f"  manifest {report.manifest.name} ({report.manifest.digest[:19]}…)  {what}: "
-        f"{plural(stats.commits, 'commit')}, {plural(stats.distinct_states, 'distinct version')} of the target files",
-    ))
+    console.print(
+        Text.assemble(
+            ("patchkit check", "bold"),
+            f"  manifest {report.manifest.name} ({report.manifest.digest[:19]}…)  {what}: "
+            f"{plural(stats.commits, 'commit')}, "
+            f"{plural(stats.distinct_states, 'distinct version')} of the target files",
+        )
+    )
     rows = {row.commit.sha: row for row in report.commits}
     for patch in report.manifest.patches:
-        console.print(Text.assemble(
-            (patch.id, "bold"), f"  {patch.op_name}{'' if patch.required else ' (optional)'}  {patch.file}"
-        ))
+        console.print(
+            Text.assemble(
+                (patch.id, "bold"), f"  {patch.op_name}{'' if patch.required else ' (optional)'}  {patch.file}"
+            )
+        )
         previous: Window | None = None
         column = report.manifest.patches.index(patch)
         for window in report.windows_of(patch.id):
@@ -158,7 +169,7 @@ def show(report: CheckReport, console: Console, what: str) -> None:
             parent_row = rows.get(parent) if parent else None
             console.print(window_line(window, previous, parent_row.results[column] if parent_row else None))
             previous = window
-            if not (window.status.value == "APPLY"):
+            if window.status.value != "APPLY":
                 console.print(Text("        " + window.first_result.message, style="dim"))
                 if window.first_result.hint:
                     console.print(Text("        hint: " + window.first_result.hint, style="dim"))
@@ -166,7 +177,7 @@ def show(report: CheckReport, console: Console, what: str) -> None:
     if good is None:
         console.print("no checked commit has every required patch applying.", style="bold red")
     else:
-        console.print(f"last commit where the whole manifest applies: {good.sha} \"{good.subject}\" ({good.date[:10]})")
+        console.print(f'last commit where the whole manifest applies: {good.sha} "{good.subject}" ({good.date[:10]})')
     if report.failed:
         bad = sum(c.failed for c in report.commits)
         console.print(f"FAILED: a required patch FAILs at {bad:,} of {stats.commits:,} commits.", style="bold red")

@@ -29,7 +29,9 @@ def digest(*, file: str, qualname: str, repo: str | None, commit: str | None, js
         raise UsageError(f"{file}: {found.message}")
     value, line = found
     if json_out:
-        print_json({"version": 1, "command": "digest", "file": file, "qualname": qualname, "line": line, "digest": value})
+        print_json(
+            {"version": 1, "command": "digest", "file": file, "qualname": qualname, "line": line, "digest": value}
+        )
     else:
         console.print(value, markup=False)
     return int(ExitCode.OK)
@@ -52,4 +54,3 @@ def _read(file: str, repo: str | None, commit: str | None) -> FileRead:
     if read.state is FileState.MISSING:
         raise UsageError(f"{file} does not exist at {source.label}")
     return read
-

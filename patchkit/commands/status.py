@@ -22,8 +22,10 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
     emit(console, results_table(report.results, extra={"state": [report.state_of(r) for r in report.results]}))
     if report.record is not None:
         base = report.record.base_commit[:10] if report.record.base_commit else "no commit"
-        console.print(f"record: applied {report.record.applied_at} at {base}; files: "
-                      f"{', '.join(f.path for f in report.record.files)}")
+        console.print(
+            f"record: applied {report.record.applied_at} at {base}; files: "
+            f"{', '.join(f.path for f in report.record.files)}"
+        )
         if report.record.manifest_digest != loaded.digest:
             console.print("note: the manifest changed since it was applied", style="yellow")
     if report.edited:

@@ -13,21 +13,31 @@ from patchkit.render import emit, print_json
 def validate(*, manifest: str, json_out: bool, console: Console) -> int:
     loaded = load_manifest(manifest)
     if json_out:
-        print_json({
-            "version": 1,
-            "command": "validate",
-            "manifest": loaded.to_json(),
-            "patches": [
-                {"patch": p.id, "op": p.op_name, "file": p.file, "required": p.required, "requires": list(p.requires)}
-                for p in loaded.patches
-            ],
-        })
+        print_json(
+            {
+                "version": 1,
+                "command": "validate",
+                "manifest": loaded.to_json(),
+                "patches": [
+                    {
+                        "patch": p.id,
+                        "op": p.op_name,
+                        "file": p.file,
+                        "required": p.required,
+                        "requires": list(p.requires),
+                    }
+                    for p in loaded.patches
+                ],
+            }
+        )
         return int(ExitCode.OK)
     table = Table(box=None, header_style="bold", pad_edge=False)
     for column in ("#", "patch", "op", "file", "required", "requires"):
         table.add_column(column, no_wrap=True)
     for p in loaded.patches:
-        table.add_row(str(p.index), p.id, p.op_name, p.file, "yes" if p.required else "no", ", ".join(p.requires) or "-")
+        table.add_row(
+            str(p.index), p.id, p.op_name, p.file, "yes" if p.required else "no", ", ".join(p.requires) or "-"
+        )
     console.print(f"manifest {loaded.name} ({loaded.display}, {loaded.digest})", markup=False)
     emit(console, table)
     console.print(f"VALID: {len(loaded.patches)} patches.", style="bold green")

@@ -29,9 +29,9 @@ Build time is well under a second (one ``git fast-import``).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Mapping
 
 from patchkit.testing.history import History, HistoryBuilder
 
@@ -120,7 +120,7 @@ _AUTHORS = {
 
 def _at(day: str, time: str = "09:00") -> datetime:
     """A UTC timestamp from "2026-01-27" and "02:57"."""
-    return datetime.fromisoformat(f"{day}T{time}:00+00:00").astimezone(timezone.utc)
+    return datetime.fromisoformat(f"{day}T{time}:00+00:00").astimezone(UTC)
 
 
 def _edit(text: str, *pairs: tuple[str, str]) -> str:
@@ -2298,8 +2298,15 @@ def build_sglang_history(path: Path) -> History:
     builder = HistoryBuilder(Path(path))
     tree: dict[str, str] = {}
 
-    def commit(label: str, day: str, time: str, who: str, subject: str,
-               changes: Mapping[str, Callable[[str], str] | str], body: str = "") -> None:
+    def commit(
+        label: str,
+        day: str,
+        time: str,
+        who: str,
+        subject: str,
+        changes: Mapping[str, Callable[[str], str] | str],
+        body: str = "",
+    ) -> None:
         files = {}
         for name, change in changes.items():
             files[name] = change(tree[name]) if callable(change) else change
@@ -2308,209 +2315,440 @@ def build_sglang_history(path: Path) -> History:
         builder.commit(label, message, files, when=_at(day, time), author=_AUTHORS[who])
 
     # -- before Kimi-K2.5 ------------------------------------------------------
-    commit("root", "2026-01-12", "08:30", "mira", "Initial import of the runtime layout", {
-        README: _README,
-        PYPROJECT: _PYPROJECT,
-        DEEPSEEK_V2: _DEEPSEEK_V2,
-        MODEL_RUNNER: _MODEL_RUNNER,
-        PARALLEL_STATE: _PARALLEL_STATE,
-        PYNCCL: _PYNCCL,
-        PCG_CONTEXT: _PCG_CONTEXT,
-    })
-    commit("add-eagle", "2026-01-14", "15:10", "kenji", "[Spec] EAGLE worker and EAGLE-3 Llama draft model (#16820)", {
-        EAGLE_WORKER: _EAGLE_WORKER,
-        LLAMA_EAGLE3: _LLAMA_EAGLE3,
-    })
-    commit("docs-install", "2026-01-19", "11:45", "lena", "docs: refresh the install section (#17512)", {
-        README: lambda t: _edit(t, ("    pip install sglang\n",
-                                    "    pip install --upgrade pip\n    pip install sglang\n\n"
-                                    "See the documentation for CUDA, ROCm and NPU builds.\n")),
-    })
-    commit("release-0.5.8", "2026-01-23", "06:00", "mira", "Release v0.5.8 (#17701)", {
-        README: lambda t: _edit(t, ("## Install\n", "## Install\n\nLatest release: v0.5.8 (2026-01-23).\n")),
-    })
-    commit("dsv2-router-fp32", "2026-01-25", "13:20", "jonas", "[DeepSeek] compute router logits in fp32 (#17740)", {
-        DEEPSEEK_V2: lambda t: _edit(t, (
-            "        return F.linear(hidden_states, self.weight, None)\n",
-            "        # fp32 logits: in bf16, near-tied experts swap places in the top-k.\n"
-            "        return F.linear(hidden_states.float(), self.weight.float(), None)\n",
-        )),
-    })
+    commit(
+        "root",
+        "2026-01-12",
+        "08:30",
+        "mira",
+        "Initial import of the runtime layout",
+        {
+            README: _README,
+            PYPROJECT: _PYPROJECT,
+            DEEPSEEK_V2: _DEEPSEEK_V2,
+            MODEL_RUNNER: _MODEL_RUNNER,
+            PARALLEL_STATE: _PARALLEL_STATE,
+            PYNCCL: _PYNCCL,
+            PCG_CONTEXT: _PCG_CONTEXT,
+        },
+    )
+    commit(
+        "add-eagle",
+        "2026-01-14",
+        "15:10",
+        "kenji",
+        "[Spec] EAGLE worker and EAGLE-3 Llama draft model (#16820)",
+        {
+            EAGLE_WORKER: _EAGLE_WORKER,
+            LLAMA_EAGLE3: _LLAMA_EAGLE3,
+        },
+    )
+    commit(
+        "docs-install",
+        "2026-01-19",
+        "11:45",
+        "lena",
+        "docs: refresh the install section (#17512)",
+        {
+            README: lambda t: _edit(
+                t,
+                (
+                    "    pip install sglang\n",
+                    "    pip install --upgrade pip\n    pip install sglang\n\n"
+                    "See the documentation for CUDA, ROCm and NPU builds.\n",
+                ),
+            ),
+        },
+    )
+    commit(
+        "release-0.5.8",
+        "2026-01-23",
+        "06:00",
+        "mira",
+        "Release v0.5.8 (#17701)",
+        {
+            README: lambda t: _edit(t, ("## Install\n", "## Install\n\nLatest release: v0.5.8 (2026-01-23).\n")),
+        },
+    )
+    commit(
+        "dsv2-router-fp32",
+        "2026-01-25",
+        "13:20",
+        "jonas",
+        "[DeepSeek] compute router logits in fp32 (#17740)",
+        {
+            DEEPSEEK_V2: lambda t: _edit(
+                t,
+                (
+                    "        return F.linear(hidden_states, self.weight, None)\n",
+                    "        # fp32 logits: in bf16, near-tied experts swap places in the top-k.\n"
+                    "        return F.linear(hidden_states.float(), self.weight.float(), None)\n",
+                ),
+            ),
+        },
+    )
 
     # -- Kimi-K2.5 arrives ---------------------------------------------------------
-    commit("add-kimi", "2026-01-27", "02:57", "priya", "model: support Kimi-K2.5 (#17789)", {
-        KIMI_K25: _KIMI_K25,
-        KIMI_CONFIG: _KIMI_CONFIG,
-        README: lambda t: _edit(t, ("(DeepSeek-V2/V3, EAGLE-3 draft heads, ...)",
-                                    "(DeepSeek-V2/V3, Kimi-K2.5, EAGLE-3 draft heads, ...)")),
-    }, body="Kimi-K2.5: MoonViT-3D vision tower, projector and a DeepSeek-V3 text model.")
-    commit("kimi-dp-reduce", "2026-02-02", "10:05", "jonas", "fix: avoid double reduce in VLM dp attention (#17991)", {
-        KIMI_K25: lambda t: _edit(t, (
-            "            proj_bias=attn_bias,\n            quant_config=quant_config,\n",
-            "            proj_bias=attn_bias,\n"
-            "            # The tower's output is gathered once, after the last block;\n"
-            "            # reducing inside every block as well counted it twice under DP.\n"
-            "            skip_output_reduce=True,\n"
-            "            quant_config=quant_config,\n",
-        )),
-    })
-    commit("pynccl-group-calls", "2026-02-03", "16:40", "kenji", "[Comm] pynccl: group_start / group_end (#18020)", {
-        PYNCCL: lambda t: t + (
-            "\n"
-            "    def group_start(self):\n"
-            "        \"\"\"Batch the following NCCL calls into one launch (until group_end).\"\"\"\n"
-            "        self.nccl.ncclGroupStart()\n"
-            "\n"
-            "    def group_end(self):\n"
-            "        self.nccl.ncclGroupEnd()\n"
-        ),
-    })
-    commit("verify-nvtx", "2026-02-05", "09:30", "kenji", "[Spec] Trace the EAGLE verify forward with an NVTX range (#18057)", {
-        EAGLE_WORKER: _verify_nvtx,
-    })
-    commit("kimi-nvfp4", "2026-02-08", "12:00", "priya",
-           "fix: fix NVFP4 Kimi-K2.5 weight mapping and exclude list (#18370)", {KIMI_K25: _kimi_nvfp4})
-    commit("kimi-quant-config", "2026-02-09", "07:15", "priya",
-           "[Kimi-K2.5] Fix missing `quant_config` in `KimiK25` (#18440)", {
-               KIMI_K25: lambda t: _edit(t, (
-                   "        self.config = config\n        self.vision_tower = ",
-                   "        self.config = config\n        self.quant_config = quant_config\n        self.vision_tower = ",
-               ), (
-                   "DeepseekV3ForCausalLM(config.text_config, quant_config)\n",
-                   "DeepseekV3ForCausalLM(\n"
-                   "            config.text_config, quant_config, prefix=add_prefix(\"language_model\", prefix)\n"
-                   "        )\n",
-               )),
-           })
-    commit("kimi-builtin-generics", "2026-02-11", "14:50", "lena",
-           "refactor(kimi-k25): use builtin generics in the vision helpers (#18502)", {
-               KIMI_K25: lambda t: _edit(_edit_all(t, "List[", "list["), (
-                   "from typing import Iterable, List, Optional, Sequence, Tuple\n",
-                   "from typing import Iterable, Optional, Sequence, Tuple\n",
-               )),
-           })
-    commit("runner-eagle3-layers", "2026-02-13", "10:10", "kenji",
-           "[Spec] Use the configured EAGLE-3 layers in the dummy run (#18566)", {
-               MODEL_RUNNER: lambda t: _edit(t, (
-                   "            self.model.set_eagle3_layers_to_capture()\n",
-                   "            self.model.set_eagle3_layers_to_capture(self.eagle_aux_hidden_state_layer_ids)\n",
-               )),
-           })
-    commit("kimi-dp-vit", "2026-02-18", "03:25", "priya", "Add DP ViT support for Kimi K2.5 (#18689)",
-           {KIMI_K25: _kimi_dp_vit})
-    commit("fix-pcg-moe", "2026-02-19", "08:48", "jonas", "Fix PCG MoE Error (#17739)", {
-        PYNCCL: _pynccl_outplace,
-        PARALLEL_STATE: _parallel_state_pcg,
-        PCG_CONTEXT: lambda t: t + (
-            "\n\n"
-            "def is_in_piecewise_cuda_graph() -> bool:\n"
-            "    \"\"\"True while a piecewise CUDA graph is being captured or replayed.\"\"\"\n"
-            "    return _IN_PIECEWISE_CUDA_GRAPH\n"
-        ),
-    })
-    commit("eagle-draft-extend", "2026-02-20", "17:05", "kenji",
-           "[Spec] Skip the draft prefill for idle batches (#18790)", {
-               EAGLE_WORKER: lambda t: _edit(t, (
-                   "        \"\"\"Run the draft model over the prompt so its KV cache matches the target's.\"\"\"\n",
-                   "        \"\"\"Run the draft model over the prompt so its KV cache matches the target's.\"\"\"\n"
-                   "        if batch.forward_mode.is_idle() or hidden_states.shape[0] == 0:\n"
-                   "            # An idle DP rank has nothing to prefill for the draft.\n"
-                   "            return\n",
-               )),
-           })
-    commit("llama-eagle3-head", "2026-02-23", "11:35", "lena",
-           "[Spec] EAGLE-3 draft: ignore a checkpoint lm_head borrowed from the target (#18901)", {
-               LLAMA_EAGLE3: lambda t: _edit(t, (
-                   "            if \"lm_head\" not in name:\n",
-                   "            if \"lm_head\" in name and self.load_lm_head_from_target:\n"
-                   "                continue  # set_embed_and_head installs the target's head\n"
-                   "            if \"lm_head\" not in name:\n",
-               )),
-           })
+    commit(
+        "add-kimi",
+        "2026-01-27",
+        "02:57",
+        "priya",
+        "model: support Kimi-K2.5 (#17789)",
+        {
+            KIMI_K25: _KIMI_K25,
+            KIMI_CONFIG: _KIMI_CONFIG,
+            README: lambda t: _edit(
+                t,
+                ("(DeepSeek-V2/V3, EAGLE-3 draft heads, ...)", "(DeepSeek-V2/V3, Kimi-K2.5, EAGLE-3 draft heads, ...)"),
+            ),
+        },
+        body="Kimi-K2.5: MoonViT-3D vision tower, projector and a DeepSeek-V3 text model.",
+    )
+    commit(
+        "kimi-dp-reduce",
+        "2026-02-02",
+        "10:05",
+        "jonas",
+        "fix: avoid double reduce in VLM dp attention (#17991)",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    "            proj_bias=attn_bias,\n            quant_config=quant_config,\n",
+                    "            proj_bias=attn_bias,\n"
+                    "            # The tower's output is gathered once, after the last block;\n"
+                    "            # reducing inside every block as well counted it twice under DP.\n"
+                    "            skip_output_reduce=True,\n"
+                    "            quant_config=quant_config,\n",
+                ),
+            ),
+        },
+    )
+    commit(
+        "pynccl-group-calls",
+        "2026-02-03",
+        "16:40",
+        "kenji",
+        "[Comm] pynccl: group_start / group_end (#18020)",
+        {
+            PYNCCL: lambda t: (
+                t
+                + (
+                    "\n"
+                    "    def group_start(self):\n"
+                    '        """Batch the following NCCL calls into one launch (until group_end)."""\n'
+                    "        self.nccl.ncclGroupStart()\n"
+                    "\n"
+                    "    def group_end(self):\n"
+                    "        self.nccl.ncclGroupEnd()\n"
+                )
+            ),
+        },
+    )
+    commit(
+        "verify-nvtx",
+        "2026-02-05",
+        "09:30",
+        "kenji",
+        "[Spec] Trace the EAGLE verify forward with an NVTX range (#18057)",
+        {
+            EAGLE_WORKER: _verify_nvtx,
+        },
+    )
+    commit(
+        "kimi-nvfp4",
+        "2026-02-08",
+        "12:00",
+        "priya",
+        "fix: fix NVFP4 Kimi-K2.5 weight mapping and exclude list (#18370)",
+        {KIMI_K25: _kimi_nvfp4},
+    )
+    commit(
+        "kimi-quant-config",
+        "2026-02-09",
+        "07:15",
+        "priya",
+        "[Kimi-K2.5] Fix missing `quant_config` in `KimiK25` (#18440)",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    "        self.config = config\n        self.vision_tower = ",
+                    "        self.config = config\n        self.quant_config = quant_config\n        self.vision_tower = ",
+                ),
+                (
+                    "DeepseekV3ForCausalLM(config.text_config, quant_config)\n",
+                    "DeepseekV3ForCausalLM(\n"
+                    '            config.text_config, quant_config, prefix=add_prefix("language_model", prefix)\n'
+                    "        )\n",
+                ),
+            ),
+        },
+    )
+    commit(
+        "kimi-builtin-generics",
+        "2026-02-11",
+        "14:50",
+        "lena",
+        "refactor(kimi-k25): use builtin generics in the vision helpers (#18502)",
+        {
+            KIMI_K25: lambda t: _edit(
+                _edit_all(t, "List[", "list["),
+                (
+                    "from typing import Iterable, List, Optional, Sequence, Tuple\n",
+                    "from typing import Iterable, Optional, Sequence, Tuple\n",
+                ),
+            ),
+        },
+    )
+    commit(
+        "runner-eagle3-layers",
+        "2026-02-13",
+        "10:10",
+        "kenji",
+        "[Spec] Use the configured EAGLE-3 layers in the dummy run (#18566)",
+        {
+            MODEL_RUNNER: lambda t: _edit(
+                t,
+                (
+                    "            self.model.set_eagle3_layers_to_capture()\n",
+                    "            self.model.set_eagle3_layers_to_capture(self.eagle_aux_hidden_state_layer_ids)\n",
+                ),
+            ),
+        },
+    )
+    commit(
+        "kimi-dp-vit",
+        "2026-02-18",
+        "03:25",
+        "priya",
+        "Add DP ViT support for Kimi K2.5 (#18689)",
+        {KIMI_K25: _kimi_dp_vit},
+    )
+    commit(
+        "fix-pcg-moe",
+        "2026-02-19",
+        "08:48",
+        "jonas",
+        "Fix PCG MoE Error (#17739)",
+        {
+            PYNCCL: _pynccl_outplace,
+            PARALLEL_STATE: _parallel_state_pcg,
+            PCG_CONTEXT: lambda t: (
+                t
+                + (
+                    "\n\n"
+                    "def is_in_piecewise_cuda_graph() -> bool:\n"
+                    '    """True while a piecewise CUDA graph is being captured or replayed."""\n'
+                    "    return _IN_PIECEWISE_CUDA_GRAPH\n"
+                )
+            ),
+        },
+    )
+    commit(
+        "eagle-draft-extend",
+        "2026-02-20",
+        "17:05",
+        "kenji",
+        "[Spec] Skip the draft prefill for idle batches (#18790)",
+        {
+            EAGLE_WORKER: lambda t: _edit(
+                t,
+                (
+                    '        """Run the draft model over the prompt so its KV cache matches the target\'s."""\n',
+                    '        """Run the draft model over the prompt so its KV cache matches the target\'s."""\n'
+                    "        if batch.forward_mode.is_idle() or hidden_states.shape[0] == 0:\n"
+                    "            # An idle DP rank has nothing to prefill for the draft.\n"
+                    "            return\n",
+                ),
+            ),
+        },
+    )
+    commit(
+        "llama-eagle3-head",
+        "2026-02-23",
+        "11:35",
+        "lena",
+        "[Spec] EAGLE-3 draft: ignore a checkpoint lm_head borrowed from the target (#18901)",
+        {
+            LLAMA_EAGLE3: lambda t: _edit(
+                t,
+                (
+                    '            if "lm_head" not in name:\n',
+                    '            if "lm_head" in name and self.load_lm_head_from_target:\n'
+                    "                continue  # set_embed_and_head installs the target's head\n"
+                    '            if "lm_head" not in name:\n',
+                ),
+            ),
+        },
+    )
     commit("kimi-pp", "2026-02-25", "06:20", "jonas", "[Fix] Kimi K2.5 support pp (#18434)", {KIMI_K25: _kimi_pp})
-    commit("kimi-npu", "2026-02-26", "09:55", "lena", "[NPU] support Kimi-K2.5 on NPU (#19331)", {
-        KIMI_K25: lambda t: _edit(t, (
-            "from sglang.srt.utils import add_prefix\n",
-            "from sglang.srt.utils import add_prefix, is_npu\n",
-        ), (
-            "logger = logging.getLogger(__name__)\n",
-            "logger = logging.getLogger(__name__)\n\n_is_npu = is_npu()\n",
-        ), (
-            "@torch.compile(dynamic=True)\n",
-            "@torch.compile(dynamic=True, disable=_is_npu)  # no inductor backend on Ascend\n",
-        )),
-    })
+    commit(
+        "kimi-npu",
+        "2026-02-26",
+        "09:55",
+        "lena",
+        "[NPU] support Kimi-K2.5 on NPU (#19331)",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    "from sglang.srt.utils import add_prefix\n",
+                    "from sglang.srt.utils import add_prefix, is_npu\n",
+                ),
+                (
+                    "logger = logging.getLogger(__name__)\n",
+                    "logger = logging.getLogger(__name__)\n\n_is_npu = is_npu()\n",
+                ),
+                (
+                    "@torch.compile(dynamic=True)\n",
+                    "@torch.compile(dynamic=True, disable=_is_npu)  # no inductor backend on Ascend\n",
+                ),
+            ),
+        },
+    )
     branch_base = "kimi-npu"
-    commit("dsv2-weight-mixin", "2026-02-27", "15:00", "jonas",
-           "[DeepSeek] move weight loading into DeepseekV2WeightLoaderMixin (#19402)", {DEEPSEEK_V2: _dsv2_mixin})
+    commit(
+        "dsv2-weight-mixin",
+        "2026-02-27",
+        "15:00",
+        "jonas",
+        "[DeepSeek] move weight loading into DeepseekV2WeightLoaderMixin (#19402)",
+        {DEEPSEEK_V2: _dsv2_mixin},
+    )
 
     # -- upstream adds the hooks --------------------------------------------------
-    commit("hooks-upstream", "2026-03-03", "18:41", "priya", "feat: support Kimi K2.5 for Eagle3 (#19689)", {
-        KIMI_K25: lambda t: _edit(t, (
-            "from typing import Iterable, Optional, Sequence, Tuple\n",
-            "from typing import Iterable, List, Optional, Sequence, Tuple\n",
-        ), (
-            "\n\nEntryClass = [KimiK25ForConditionalGeneration]\n",
-            _UPSTREAM_EAGLE3_HOOKS + "\n\nEntryClass = [KimiK25ForConditionalGeneration]\n",
-        )),
-    }, body="Draft model: AQ-MedAI/Kimi-K25-eagle3.")
-    commit("docs-0.5.9", "2026-03-05", "05:30", "mira", "docs: install v0.5.9 (#19850)", {
-        README: lambda t: _edit(t, ("Latest release: v0.5.8 (2026-01-23).", "Latest release: v0.5.9 (2026-03-05).")),
-    })
-    commit("kimi-pp-range", "2026-03-07", "13:05", "jonas",
-           "Fix Kimi K2.5 PP layer range exposure for PD disaggregation (#19959)", {KIMI_K25: _kimi_pp_range})
-    commit("kimi-conv-layers", "2026-03-15", "10:40", "lena",
-           "VLM: add Conv2dLayer/Conv3dLayer to fix PyTorch 2.9.1 CuDNN Conv3d (#20282)", {
-               KIMI_K25: lambda t: _edit(t, (
-                   "from sglang.srt.layers.attention.vision import VisionAttention\n",
-                   "from sglang.srt.layers.attention.vision import VisionAttention\n"
-                   "from sglang.srt.layers.conv import Conv2dLayer\n",
-               ), (
-                   "self.proj = nn.Conv2d(in_dim, out_dim,",
-                   "self.proj = Conv2dLayer(in_dim, out_dim,",
-               )),
-           })
-    commit("kimi-pcg", "2026-03-18", "16:25", "kenji", "vlm: support piecewise cuda graph for Kimi-K2.5 (#20747)", {
-        KIMI_K25: lambda t: _edit(t, (
-            "    \"\"\"Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model.\"\"\"\n",
-            "    \"\"\"Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model.\"\"\"\n\n"
-            "    # Only the text model is captured; the vision tower runs eagerly.\n"
-            "    supports_piecewise_cuda_graph = True\n",
-        )),
-        MODEL_RUNNER: lambda t: _edit(t, (
-            "        self.init_device_graphs()\n",
-            "        self.init_device_graphs()\n"
-            "        self.piecewise_cuda_graph = bool(getattr(self.model, \"supports_piecewise_cuda_graph\", False))\n",
-        )),
-    })
+    commit(
+        "hooks-upstream",
+        "2026-03-03",
+        "18:41",
+        "priya",
+        "feat: support Kimi K2.5 for Eagle3 (#19689)",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    "from typing import Iterable, Optional, Sequence, Tuple\n",
+                    "from typing import Iterable, List, Optional, Sequence, Tuple\n",
+                ),
+                (
+                    "\n\nEntryClass = [KimiK25ForConditionalGeneration]\n",
+                    _UPSTREAM_EAGLE3_HOOKS + "\n\nEntryClass = [KimiK25ForConditionalGeneration]\n",
+                ),
+            ),
+        },
+        body="Draft model: AQ-MedAI/Kimi-K25-eagle3.",
+    )
+    commit(
+        "docs-0.5.9",
+        "2026-03-05",
+        "05:30",
+        "mira",
+        "docs: install v0.5.9 (#19850)",
+        {
+            README: lambda t: _edit(
+                t, ("Latest release: v0.5.8 (2026-01-23).", "Latest release: v0.5.9 (2026-03-05).")
+            ),
+        },
+    )
+    commit(
+        "kimi-pp-range",
+        "2026-03-07",
+        "13:05",
+        "jonas",
+        "Fix Kimi K2.5 PP layer range exposure for PD disaggregation (#19959)",
+        {KIMI_K25: _kimi_pp_range},
+    )
+    commit(
+        "kimi-conv-layers",
+        "2026-03-15",
+        "10:40",
+        "lena",
+        "VLM: add Conv2dLayer/Conv3dLayer to fix PyTorch 2.9.1 CuDNN Conv3d (#20282)",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    "from sglang.srt.layers.attention.vision import VisionAttention\n",
+                    "from sglang.srt.layers.attention.vision import VisionAttention\n"
+                    "from sglang.srt.layers.conv import Conv2dLayer\n",
+                ),
+                (
+                    "self.proj = nn.Conv2d(in_dim, out_dim,",
+                    "self.proj = Conv2dLayer(in_dim, out_dim,",
+                ),
+            ),
+        },
+    )
+    commit(
+        "kimi-pcg",
+        "2026-03-18",
+        "16:25",
+        "kenji",
+        "vlm: support piecewise cuda graph for Kimi-K2.5 (#20747)",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    '    """Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model."""\n',
+                    '    """Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model."""\n\n'
+                    "    # Only the text model is captured; the vision tower runs eagerly.\n"
+                    "    supports_piecewise_cuda_graph = True\n",
+                ),
+            ),
+            MODEL_RUNNER: lambda t: _edit(
+                t,
+                (
+                    "        self.init_device_graphs()\n",
+                    "        self.init_device_graphs()\n"
+                    '        self.piecewise_cuda_graph = bool(getattr(self.model, "supports_piecewise_cuda_graph", False))\n',
+                ),
+            ),
+        },
+    )
 
     # -- side branch: the class is renamed (not merged) ---------------------------
     builder.start_branch(RENAME_BRANCH, branch_base)
     tree.clear()
     tree.update(builder.tree(branch_base))  # type: ignore[arg-type]
 
-    def on_branch(label: str, day: str, time: str, who: str, subject: str,
-                  changes: Mapping[str, Callable[[str], str]]) -> None:
+    def on_branch(
+        label: str, day: str, time: str, who: str, subject: str, changes: Mapping[str, Callable[[str], str]]
+    ) -> None:
         files = {name: change(tree[name]) for name, change in changes.items()}
         tree.update(files)
-        builder.commit(label, subject + "\n", files, branch=RENAME_BRANCH, when=_at(day, time),
-                       author=_AUTHORS[who])
+        builder.commit(label, subject + "\n", files, branch=RENAME_BRANCH, when=_at(day, time), author=_AUTHORS[who])
 
-    on_branch("rename-kimi", "2026-03-02", "12:00", "lena",
-              "Rename Kimi model class to KimiK25VLForConditionalGeneration", {
-                  KIMI_K25: lambda t: _edit_all(t, "KimiK25ForConditionalGeneration",
-                                                "KimiK25VLForConditionalGeneration"),
-              })
-    on_branch("rename-kimi-docs", "2026-03-04", "08:20", "lena",
-              "kimi: call the model Kimi-K2.5 VL in docstrings and logs", {
-                  KIMI_K25: lambda t: _edit(t, (
-                      "    \"\"\"Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model.\"\"\"\n",
-                      "    \"\"\"Kimi-K2.5 VL: MoonViT-3D vision tower + projector + DeepSeek-V3 text model.\"\"\"\n",
-                  ), (
-                      "\"Kimi-K2.5: skipping unexpected vision weight %s\"",
-                      "\"Kimi-K2.5 VL: skipping unexpected vision weight %s\"",
-                  )),
-              })
+    on_branch(
+        "rename-kimi",
+        "2026-03-02",
+        "12:00",
+        "lena",
+        "Rename Kimi model class to KimiK25VLForConditionalGeneration",
+        {
+            KIMI_K25: lambda t: _edit_all(t, "KimiK25ForConditionalGeneration", "KimiK25VLForConditionalGeneration"),
+        },
+    )
+    on_branch(
+        "rename-kimi-docs",
+        "2026-03-04",
+        "08:20",
+        "lena",
+        "kimi: call the model Kimi-K2.5 VL in docstrings and logs",
+        {
+            KIMI_K25: lambda t: _edit(
+                t,
+                (
+                    '    """Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model."""\n',
+                    '    """Kimi-K2.5 VL: MoonViT-3D vision tower + projector + DeepSeek-V3 text model."""\n',
+                ),
+                (
+                    '"Kimi-K2.5: skipping unexpected vision weight %s"',
+                    '"Kimi-K2.5 VL: skipping unexpected vision weight %s"',
+                ),
+            ),
+        },
+    )
 
     for name, label in TAGS.items():
         builder.tag(name, label)
@@ -2524,212 +2762,246 @@ def build_sglang_history(path: Path) -> History:
 
 def _verify_nvtx(text: str) -> str:
     """verify-nvtx: the one change to EAGLEWorker.verify (and what it needs)."""
-    return _edit(text, (
-        "import time\nfrom typing import",
-        "import time\nfrom contextlib import nullcontext\nfrom typing import",
-    ), (
-        "        self.enable_nan_detection = server_args.enable_nan_detection\n",
-        "        self.enable_nan_detection = server_args.enable_nan_detection\n"
-        "        self.trace_verify = bool(getattr(server_args, \"enable_verify_trace\", False))\n",
-    ), (
-        "    def verify(self, batch: ScheduleBatch, spec_info: EagleVerifyInput):\n",
-        "    def verify_trace_range(self, name: str):\n"
-        "        \"\"\"An NVTX range for one verify phase when tracing is on, else a no-op context.\"\"\"\n"
-        "        if self.trace_verify:\n"
-        "            return torch.cuda.nvtx.range(name)\n"
-        "        return nullcontext()\n"
-        "\n"
-        "    def verify(self, batch: ScheduleBatch, spec_info: EagleVerifyInput):\n",
-    ), (
-        "        # Forward\n"
-        "        batch_result = self.target_worker.forward_batch_generation(\n"
-        "            model_worker_batch, is_verify=True\n"
-        "        )\n",
-        "        num_draft_tokens = spec_info.draft_token_num\n"
-        "        if self.trace_verify:\n"
-        "            logger.debug(\n"
-        "                \"verify: %d requests x %d draft tokens\", len(batch.reqs), num_draft_tokens\n"
-        "            )\n"
-        "\n"
-        "        # Forward.  The range names the target pass in Nsight Systems and\n"
-        "        # torch profiler traces, next to the draft steps.\n"
-        "        with self.verify_trace_range(\"eagle_verify_target_forward\"):\n"
-        "            batch_result = self.target_worker.forward_batch_generation(\n"
-        "                model_worker_batch,\n"
-        "                is_verify=True,\n"
-        "            )\n",
-    ))
+    return _edit(
+        text,
+        (
+            "import time\nfrom typing import",
+            "import time\nfrom contextlib import nullcontext\nfrom typing import",
+        ),
+        (
+            "        self.enable_nan_detection = server_args.enable_nan_detection\n",
+            "        self.enable_nan_detection = server_args.enable_nan_detection\n"
+            '        self.trace_verify = bool(getattr(server_args, "enable_verify_trace", False))\n',
+        ),
+        (
+            "    def verify(self, batch: ScheduleBatch, spec_info: EagleVerifyInput):\n",
+            "    def verify_trace_range(self, name: str):\n"
+            '        """An NVTX range for one verify phase when tracing is on, else a no-op context."""\n'
+            "        if self.trace_verify:\n"
+            "            return torch.cuda.nvtx.range(name)\n"
+            "        return nullcontext()\n"
+            "\n"
+            "    def verify(self, batch: ScheduleBatch, spec_info: EagleVerifyInput):\n",
+        ),
+        (
+            "        # Forward\n"
+            "        batch_result = self.target_worker.forward_batch_generation(\n"
+            "            model_worker_batch, is_verify=True\n"
+            "        )\n",
+            "        num_draft_tokens = spec_info.draft_token_num\n"
+            "        if self.trace_verify:\n"
+            "            logger.debug(\n"
+            '                "verify: %d requests x %d draft tokens", len(batch.reqs), num_draft_tokens\n'
+            "            )\n"
+            "\n"
+            "        # Forward.  The range names the target pass in Nsight Systems and\n"
+            "        # torch profiler traces, next to the draft steps.\n"
+            '        with self.verify_trace_range("eagle_verify_target_forward"):\n'
+            "            batch_result = self.target_worker.forward_batch_generation(\n"
+            "                model_worker_batch,\n"
+            "                is_verify=True,\n"
+            "            )\n",
+        ),
+    )
 
 
 def _kimi_nvfp4(text: str) -> str:
-    return _edit(text, (
-        "from sglang.srt.models.kimi_vl_moonvit import MLP2\n",
-        "from sglang.srt.models.kimi_vl_moonvit import MLP2\nfrom sglang.srt.models.utils import WeightsMapper\n",
-    ), (
-        "    \"\"\"Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model.\"\"\"\n",
-        "    \"\"\"Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model.\"\"\"\n\n"
-        "    # The NVFP4 checkpoint (nvidia/Kimi-K2.5-NVFP4) names text layers without\n"
-        "    # the inner \"model.\" of DeepseekV3ForCausalLM.\n"
-        "    hf_to_sglang_mapper = WeightsMapper(\n"
-        "        orig_to_new_prefix={\"language_model.layers.\": \"language_model.model.layers.\"}\n"
-        "    )\n",
-    ), (
-        "        vision_weights = []\n        language_weights = []\n        for name, tensor in weights:\n",
-        "        vision_weights = []\n        language_weights = []\n"
-        "        for name, tensor in self.hf_to_sglang_mapper.apply(weights):\n"
-        "            if name.endswith((\".input_scale\", \".weight_scale_2\")) and name.startswith(\"vision_tower.\"):\n"
-        "                continue  # the vision tower stays unquantized in NVFP4 checkpoints\n",
-    ))
+    return _edit(
+        text,
+        (
+            "from sglang.srt.models.kimi_vl_moonvit import MLP2\n",
+            "from sglang.srt.models.kimi_vl_moonvit import MLP2\nfrom sglang.srt.models.utils import WeightsMapper\n",
+        ),
+        (
+            '    """Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model."""\n',
+            '    """Kimi-K2.5: MoonViT-3D vision tower + projector + DeepSeek-V3 text model."""\n\n'
+            "    # The NVFP4 checkpoint (nvidia/Kimi-K2.5-NVFP4) names text layers without\n"
+            '    # the inner "model." of DeepseekV3ForCausalLM.\n'
+            "    hf_to_sglang_mapper = WeightsMapper(\n"
+            '        orig_to_new_prefix={"language_model.layers.": "language_model.model.layers."}\n'
+            "    )\n",
+        ),
+        (
+            "        vision_weights = []\n        language_weights = []\n        for name, tensor in weights:\n",
+            "        vision_weights = []\n        language_weights = []\n"
+            "        for name, tensor in self.hf_to_sglang_mapper.apply(weights):\n"
+            '            if name.endswith((".input_scale", ".weight_scale_2")) and name.startswith("vision_tower."):\n'
+            "                continue  # the vision tower stays unquantized in NVFP4 checkpoints\n",
+        ),
+    )
 
 
 def _kimi_dp_vit(text: str) -> str:
-    return _edit(text, (
-        "from sglang.srt.utils import add_prefix\n",
-        "from sglang.srt.multimodal.mm_utils import run_dp_sharded_mrope_vision_model\n"
-        "from sglang.srt.server_args import get_global_server_args\n"
-        "from sglang.srt.utils import add_prefix\n",
-    ), (
-        "    def __init__(self, config: KimiK25VisionConfig, quant_config: Optional[QuantizationConfig] = None, prefix: str = \"\"):\n"
-        "        super().__init__()\n        config = deepcopy(config)\n",
-        "    def __init__(\n"
-        "        self,\n"
-        "        config: KimiK25VisionConfig,\n"
-        "        quant_config: Optional[QuantizationConfig] = None,\n"
-        "        prefix: str = \"\",\n"
-        "        use_data_parallel: bool = False,\n"
-        "    ):\n"
-        "        super().__init__()\n        config = deepcopy(config)\n"
-        "        self.use_data_parallel = use_data_parallel\n",
-    ), (
-        "        self.quant_config = quant_config\n        self.vision_tower = MoonViT3dPretrainedModel(config.vision_config)\n",
-        "        self.quant_config = quant_config\n"
-        "        # With --mm-enable-dp-encoder every rank encodes a share of the images.\n"
-        "        self.use_data_parallel = get_global_server_args().mm_enable_dp_encoder\n"
-        "        self.vision_tower = MoonViT3dPretrainedModel(\n"
-        "            config.vision_config, use_data_parallel=self.use_data_parallel\n"
-        "        )\n",
-    ), (
-        "        merged = vision_tower_forward_auto(self.vision_tower, pixel_values, grid_thws)\n",
-        "        if self.use_data_parallel:\n"
-        "            merged = run_dp_sharded_mrope_vision_model(\n"
-        "                self.vision_tower, pixel_values, grid_thws.tolist(), rope_type=\"rope_2d\"\n"
-        "            )\n"
-        "        else:\n"
-        "            merged = vision_tower_forward_auto(self.vision_tower, pixel_values, grid_thws)\n",
-    ))
+    return _edit(
+        text,
+        (
+            "from sglang.srt.utils import add_prefix\n",
+            "from sglang.srt.multimodal.mm_utils import run_dp_sharded_mrope_vision_model\n"
+            "from sglang.srt.server_args import get_global_server_args\n"
+            "from sglang.srt.utils import add_prefix\n",
+        ),
+        (
+            '    def __init__(self, config: KimiK25VisionConfig, quant_config: Optional[QuantizationConfig] = None, prefix: str = ""):\n'
+            "        super().__init__()\n        config = deepcopy(config)\n",
+            "    def __init__(\n"
+            "        self,\n"
+            "        config: KimiK25VisionConfig,\n"
+            "        quant_config: Optional[QuantizationConfig] = None,\n"
+            '        prefix: str = "",\n'
+            "        use_data_parallel: bool = False,\n"
+            "    ):\n"
+            "        super().__init__()\n        config = deepcopy(config)\n"
+            "        self.use_data_parallel = use_data_parallel\n",
+        ),
+        (
+            "        self.quant_config = quant_config\n        self.vision_tower = MoonViT3dPretrainedModel(config.vision_config)\n",
+            "        self.quant_config = quant_config\n"
+            "        # With --mm-enable-dp-encoder every rank encodes a share of the images.\n"
+            "        self.use_data_parallel = get_global_server_args().mm_enable_dp_encoder\n"
+            "        self.vision_tower = MoonViT3dPretrainedModel(\n"
+            "            config.vision_config, use_data_parallel=self.use_data_parallel\n"
+            "        )\n",
+        ),
+        (
+            "        merged = vision_tower_forward_auto(self.vision_tower, pixel_values, grid_thws)\n",
+            "        if self.use_data_parallel:\n"
+            "            merged = run_dp_sharded_mrope_vision_model(\n"
+            '                self.vision_tower, pixel_values, grid_thws.tolist(), rope_type="rope_2d"\n'
+            "            )\n"
+            "        else:\n"
+            "            merged = vision_tower_forward_auto(self.vision_tower, pixel_values, grid_thws)\n",
+        ),
+    )
 
 
 def _kimi_pp(text: str) -> str:
-    return _edit(text, (
-        "from sglang.srt.model_executor.forward_batch_info import ForwardBatch\n",
-        "from sglang.srt.model_executor.forward_batch_info import ForwardBatch, PPProxyTensors\n",
-    ), (
-        "from sglang.srt.configs.kimi_k25 import KimiK25Config, KimiK25VisionConfig\n",
-        "from sglang.srt.configs.kimi_k25 import KimiK25Config, KimiK25VisionConfig\n"
-        "from sglang.srt.eplb.expert_location import ModelConfigForExpertLocation\n",
-    ), (
-        "        get_embedding: bool = False,\n    ):\n",
-        "        get_embedding: bool = False,\n"
-        "        pp_proxy_tensors: Optional[PPProxyTensors] = None,\n    ):\n",
-    ), (
-        "            positions=positions,\n        )\n",
-        "            positions=positions,\n"
-        "            pp_proxy_tensors=pp_proxy_tensors,\n        )\n",
-    ), (
-        "    def forward(\n        self,\n        input_ids: torch.Tensor,\n",
-        "    @property\n"
-        "    def start_layer(self) -> int:\n"
-        "        return self.language_model.model.start_layer\n"
-        "\n"
-        "    @property\n"
-        "    def end_layer(self) -> int:\n"
-        "        return self.language_model.model.end_layer\n"
-        "\n"
-        "    def forward(\n        self,\n        input_ids: torch.Tensor,\n",
-    ), (
-        "        self.language_model.load_weights(language_weights)\n",
-        "        self.language_model.load_weights(language_weights)\n"
-        "\n"
-        "    @classmethod\n"
-        "    def get_model_config_for_expert_location(cls, config: KimiK25Config):\n"
-        "        \"\"\"Expert layout for EPLB: that of the DeepSeek-V3 text model.\"\"\"\n"
-        "        text = config.text_config\n"
-        "        return ModelConfigForExpertLocation(\n"
-        "            num_layers=text.num_hidden_layers,\n"
-        "            num_logical_experts=text.n_routed_experts,\n"
-        "            num_groups=text.n_group,\n"
-        "        )\n",
-    ))
+    return _edit(
+        text,
+        (
+            "from sglang.srt.model_executor.forward_batch_info import ForwardBatch\n",
+            "from sglang.srt.model_executor.forward_batch_info import ForwardBatch, PPProxyTensors\n",
+        ),
+        (
+            "from sglang.srt.configs.kimi_k25 import KimiK25Config, KimiK25VisionConfig\n",
+            "from sglang.srt.configs.kimi_k25 import KimiK25Config, KimiK25VisionConfig\n"
+            "from sglang.srt.eplb.expert_location import ModelConfigForExpertLocation\n",
+        ),
+        (
+            "        get_embedding: bool = False,\n    ):\n",
+            "        get_embedding: bool = False,\n"
+            "        pp_proxy_tensors: Optional[PPProxyTensors] = None,\n    ):\n",
+        ),
+        (
+            "            positions=positions,\n        )\n",
+            "            positions=positions,\n            pp_proxy_tensors=pp_proxy_tensors,\n        )\n",
+        ),
+        (
+            "    def forward(\n        self,\n        input_ids: torch.Tensor,\n",
+            "    @property\n"
+            "    def start_layer(self) -> int:\n"
+            "        return self.language_model.model.start_layer\n"
+            "\n"
+            "    @property\n"
+            "    def end_layer(self) -> int:\n"
+            "        return self.language_model.model.end_layer\n"
+            "\n"
+            "    def forward(\n        self,\n        input_ids: torch.Tensor,\n",
+        ),
+        (
+            "        self.language_model.load_weights(language_weights)\n",
+            "        self.language_model.load_weights(language_weights)\n"
+            "\n"
+            "    @classmethod\n"
+            "    def get_model_config_for_expert_location(cls, config: KimiK25Config):\n"
+            '        """Expert layout for EPLB: that of the DeepSeek-V3 text model."""\n'
+            "        text = config.text_config\n"
+            "        return ModelConfigForExpertLocation(\n"
+            "            num_layers=text.num_hidden_layers,\n"
+            "            num_logical_experts=text.n_routed_experts,\n"
+            "            num_groups=text.n_group,\n"
+            "        )\n",
+        ),
+    )
 
 
 def _kimi_pp_range(text: str) -> str:
-    return _edit(text, (
-        "    def start_layer(self) -> int:\n"
-        "        return self.language_model.model.start_layer\n",
-        "    def start_layer(self) -> int:\n"
-        "        \"\"\"First text layer on this pipeline rank (PD disaggregation reads it).\"\"\"\n"
-        "        return getattr(self.language_model, \"start_layer\", self.language_model.model.start_layer)\n",
-    ), (
-        "    def end_layer(self) -> int:\n"
-        "        return self.language_model.model.end_layer\n",
-        "    def end_layer(self) -> int:\n"
-        "        \"\"\"One past the last text layer on this pipeline rank.\"\"\"\n"
-        "        return getattr(self.language_model, \"end_layer\", self.language_model.model.end_layer)\n",
-    ))
+    return _edit(
+        text,
+        (
+            "    def start_layer(self) -> int:\n        return self.language_model.model.start_layer\n",
+            "    def start_layer(self) -> int:\n"
+            '        """First text layer on this pipeline rank (PD disaggregation reads it)."""\n'
+            '        return getattr(self.language_model, "start_layer", self.language_model.model.start_layer)\n',
+        ),
+        (
+            "    def end_layer(self) -> int:\n        return self.language_model.model.end_layer\n",
+            "    def end_layer(self) -> int:\n"
+            '        """One past the last text layer on this pipeline rank."""\n'
+            '        return getattr(self.language_model, "end_layer", self.language_model.model.end_layer)\n',
+        ),
+    )
 
 
 def _pynccl_outplace(text: str) -> str:
-    return _edit(text, (
-        "    def all_gather(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, stream=None):\n",
-        "    def outplace_all_reduce(\n"
-        "        self,\n"
-        "        in_tensor: torch.Tensor,\n"
-        "        out_tensor: Optional[torch.Tensor] = None,\n"
-        "        op: ReduceOp = ReduceOp.SUM,\n"
-        "        stream=None,\n"
-        "    ) -> Optional[torch.Tensor]:\n"
-        "        \"\"\"All-reduce into a separate output buffer (allocated if not given).\n"
-        "\n"
-        "        Piecewise CUDA graphs must not write into their input: the same\n"
-        "        buffer is read again by the next captured piece.\n"
-        "        \"\"\"\n"
-        "        if self.disabled:\n"
-        "            return None\n"
-        "        if out_tensor is None:\n"
-        "            out_tensor = torch.empty_like(in_tensor)\n"
-        "        self.nccl.ncclAllReduce(\n"
-        "            buffer_type(in_tensor.data_ptr()),\n"
-        "            buffer_type(out_tensor.data_ptr()),\n"
-        "            in_tensor.numel(),\n"
-        "            ncclDataTypeEnum.from_torch(in_tensor.dtype),\n"
-        "            ncclRedOpTypeEnum.from_torch(op),\n"
-        "            self.comm,\n"
-        "            self._stream(stream),\n"
-        "        )\n"
-        "        return out_tensor\n"
-        "\n"
-        "    def all_gather(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, stream=None):\n",
-    ))
+    return _edit(
+        text,
+        (
+            "    def all_gather(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, stream=None):\n",
+            "    def outplace_all_reduce(\n"
+            "        self,\n"
+            "        in_tensor: torch.Tensor,\n"
+            "        out_tensor: Optional[torch.Tensor] = None,\n"
+            "        op: ReduceOp = ReduceOp.SUM,\n"
+            "        stream=None,\n"
+            "    ) -> Optional[torch.Tensor]:\n"
+            '        """All-reduce into a separate output buffer (allocated if not given).\n'
+            "\n"
+            "        Piecewise CUDA graphs must not write into their input: the same\n"
+            "        buffer is read again by the next captured piece.\n"
+            '        """\n'
+            "        if self.disabled:\n"
+            "            return None\n"
+            "        if out_tensor is None:\n"
+            "            out_tensor = torch.empty_like(in_tensor)\n"
+            "        self.nccl.ncclAllReduce(\n"
+            "            buffer_type(in_tensor.data_ptr()),\n"
+            "            buffer_type(out_tensor.data_ptr()),\n"
+            "            in_tensor.numel(),\n"
+            "            ncclDataTypeEnum.from_torch(in_tensor.dtype),\n"
+            "            ncclRedOpTypeEnum.from_torch(op),\n"
+            "            self.comm,\n"
+            "            self._stream(stream),\n"
+            "        )\n"
+            "        return out_tensor\n"
+            "\n"
+            "    def all_gather(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, stream=None):\n",
+        ),
+    )
 
 
 def _parallel_state_pcg(text: str) -> str:
-    return _edit(text, (
-        "import torch.distributed\n",
-        "import torch.distributed\n\n"
-        "from sglang.srt.compilation.piecewise_context_manager import is_in_piecewise_cuda_graph\n",
-    ), (
-        "            return \"ca\"\n        return None\n",
-        "            return \"ca\"\n"
-        "        if is_in_piecewise_cuda_graph() and self.pynccl_comm is not None:\n"
-        "            # Inside a piecewise graph the MoE output buffer is reused: never reduce in place.\n"
-        "            return \"pynccl\"\n"
-        "        return None\n",
-    ), (
-        "            return self.ca_comm.custom_all_reduce(input_)\n",
-        "            return self.ca_comm.custom_all_reduce(input_)\n"
-        "        if method == \"pynccl\":\n"
-        "            return self.pynccl_comm.outplace_all_reduce(input_)\n",
-    ))
+    return _edit(
+        text,
+        (
+            "import torch.distributed\n",
+            "import torch.distributed\n\n"
+            "from sglang.srt.compilation.piecewise_context_manager import is_in_piecewise_cuda_graph\n",
+        ),
+        (
+            '            return "ca"\n        return None\n',
+            '            return "ca"\n'
+            "        if is_in_piecewise_cuda_graph() and self.pynccl_comm is not None:\n"
+            "            # Inside a piecewise graph the MoE output buffer is reused: never reduce in place.\n"
+            '            return "pynccl"\n'
+            "        return None\n",
+        ),
+        (
+            "            return self.ca_comm.custom_all_reduce(input_)\n",
+            "            return self.ca_comm.custom_all_reduce(input_)\n"
+            '        if method == "pynccl":\n'
+            "            return self.pynccl_comm.outplace_all_reduce(input_)\n",
+        ),
+    )
 
 
 def _dsv2_mixin(text: str) -> str:
@@ -2739,10 +3011,12 @@ def _dsv2_mixin(text: str) -> str:
     text = text[:start] + text[end:]
     mixin = (
         "class DeepseekV2WeightLoaderMixin:\n"
-        "    \"\"\"Checkpoint loading shared by the DeepSeek causal LMs.\"\"\"\n\n"
-        + method.rstrip("\n") + "\n\n\n"
+        '    """Checkpoint loading shared by the DeepSeek causal LMs."""\n\n' + method.rstrip("\n") + "\n\n\n"
     )
-    return _edit(text, (
-        "class DeepseekV2ForCausalLM(nn.Module):\n",
-        mixin + "class DeepseekV2ForCausalLM(nn.Module, DeepseekV2WeightLoaderMixin):\n",
-    ))
+    return _edit(
+        text,
+        (
+            "class DeepseekV2ForCausalLM(nn.Module):\n",
+            mixin + "class DeepseekV2ForCausalLM(nn.Module, DeepseekV2WeightLoaderMixin):\n",
+        ),
+    )

@@ -63,8 +63,9 @@ class ApplyReport:
             "written": list(self.written),
             "would_write": list(self.would_write),
             "notes": list(self.notes),
-            "moved_from": None if self.moved_from is None else {
-                "commit": self.moved_from.sha, "branch": self.moved_from_branch},
+            "moved_from": None
+            if self.moved_from is None
+            else {"commit": self.moved_from.sha, "branch": self.moved_from_branch},
             "worktree": self.worktree,
             "results": [r.to_json() for r in self.results],
         }
@@ -113,10 +114,17 @@ def _apply_locked(manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, 
     commit = source.commit
     evaluation = evaluate(manifest, source)
 
-    def report(ev: Evaluation, *, refused: bool, written: tuple[str, ...] = (),
-               would: tuple[str, ...] = (), diffs: tuple[Rendered, ...] = ()) -> ApplyReport:
-        return ApplyReport(manifest, str(root), commit, ev.results, refused, dry_run, strict,
-                           written, would, diffs, tuple(notes))
+    def report(
+        ev: Evaluation,
+        *,
+        refused: bool,
+        written: tuple[str, ...] = (),
+        would: tuple[str, ...] = (),
+        diffs: tuple[Rendered, ...] = (),
+    ) -> ApplyReport:
+        return ApplyReport(
+            manifest, str(root), commit, ev.results, refused, dry_run, strict, written, would, diffs, tuple(notes)
+        )
 
     if evaluation.refused(strict):
         return report(evaluation, refused=True)
@@ -132,8 +140,9 @@ def _apply_locked(manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, 
     return report(evaluation, refused=False, written=paths, diffs=tuple(rendered))
 
 
-def _update_record(repo: Repo, manifest: Manifest, commit: Commit | None, rendered: list[Rendered],
-                   evaluation: Evaluation) -> None:
+def _update_record(
+    repo: Repo, manifest: Manifest, commit: Commit | None, rendered: list[Rendered], evaluation: Evaluation
+) -> None:
     old = load_record(repo, manifest.name)
     previous = {f.path: f for f in old.files} if old else {}
     root = repo.root or repo.git_dir
@@ -141,7 +150,8 @@ def _update_record(repo: Repo, manifest: Manifest, commit: Commit | None, render
     # Earlier entries stay only while the file still holds what patchkit left
     # (a file reset by hand since is no longer patchkit's to revert).
     files: dict[str, FileRecord] = {
-        path: f for path, f in previous.items()
+        path: f
+        for path, f in previous.items()
         if (root / path).is_file() and sha256((root / path).read_bytes()) == f.after_sha256
     }
     head = commit.sha if commit else None
@@ -162,8 +172,10 @@ def _update_record(repo: Repo, manifest: Manifest, commit: Commit | None, render
             base_commit=head,
             applied_at=now(),
             files=tuple(files.values()),
-            patches=tuple({"id": r.patch, "status": r.status.value,
-                           "reason": r.reason.value if r.reason else None} for r in evaluation.results),
+            patches=tuple(
+                {"id": r.patch, "status": r.status.value, "reason": r.reason.value if r.reason else None}
+                for r in evaluation.results
+            ),
         ),
     )
 
@@ -220,8 +232,11 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
         return RevertReport(name, str(root), (), (), True)
     edited = edited_since(repo, record)
     if edited and not force:
-        others = [r.manifest_name for r in all_records(repo)
-                  if r.manifest_name != name and {f.path for f in r.files} & set(edited)]
+        others = [
+            r.manifest_name
+            for r in all_records(repo)
+            if r.manifest_name != name and {f.path for f in r.files} & set(edited)
+        ]
         hint = "review them; pass --force to restore them anyway (their edits are lost)"
         if others:
             hint = f"manifest(s) {', '.join(others)} also patched them: revert those first, or pass --force"
@@ -245,8 +260,10 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
         if content is None:
             content = txn.objects.get(f.before_sha256)
         if content is None:
-            raise RefusedError(f"the backup of {f.path} is missing from {txn.objects.root}; nothing was reverted",
-                               hint=f"restore it with `git checkout -- {f.path}` if HEAD's version is what you want")
+            raise RefusedError(
+                f"the backup of {f.path} is missing from {txn.objects.root}; nothing was reverted",
+                hint=f"restore it with `git checkout -- {f.path}` if HEAD's version is what you want",
+            )
         if not full.exists():
             full.parent.mkdir(parents=True, exist_ok=True)
             full.write_bytes(b"")  # the transaction replaces it; it must exist to be compared
@@ -259,7 +276,7 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
 
 # -- status ------------------------------------------------------------------------
 
-STATE_WORDS = {
+STATE_WORDS: dict[tuple[Status, Reason | None], str] = {
     (Status.SKIP, Reason.ALREADY_APPLIED): "applied",
     (Status.SKIP, Reason.UPSTREAM_PROVIDES): "provided by upstream",
 }
@@ -295,7 +312,9 @@ class StatusReport:
             "commit": self.commit.sha if self.commit else None,
             "subject": self.commit.subject if self.commit else None,
             "complete": self.complete,
-            "record": None if self.record is None else {
+            "record": None
+            if self.record is None
+            else {
                 "applied_at": self.record.applied_at,
                 "base_commit": self.record.base_commit,
                 "manifest_digest": self.record.manifest_digest,
@@ -313,4 +332,3 @@ def status_worktree(manifest: Manifest, repo: Repo) -> StatusReport:
     record = load_record(repo, manifest.name)
     edited = tuple(edited_since(repo, record)) if record else ()
     return StatusReport(manifest, str(root), source.commit, evaluation.results, record, edited)
-

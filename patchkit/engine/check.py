@@ -19,8 +19,9 @@ number of commits:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
@@ -189,7 +190,7 @@ def select_commits(
     seen: set[str] = set()
     out: list[Commit] = []
     changes: dict[str, dict[str, Entry]] = {}
-    for (spec, _rev_spec, ends, sep), pending, diff in zip(listing.specs, listing.pending, diffs):
+    for (spec, _rev_spec, ends, sep), pending, diff in zip(listing.specs, listing.pending, diffs, strict=True):
         try:
             listed = parse_log(pending.text())
             if diff is not None:
@@ -304,8 +305,13 @@ def check_range(
     return CheckReport(manifest, tuple(rows), tuple(windows), stats)
 
 
-def _states(repo: Repo, selected: Sequence[Commit], changes: Mapping[str, Mapping[str, Entry]],
-            files: Sequence[str], covered: set[str]) -> dict[str, tuple[Entry, ...]]:
+def _states(
+    repo: Repo,
+    selected: Sequence[Commit],
+    changes: Mapping[str, Mapping[str, Entry]],
+    files: Sequence[str],
+    covered: set[str],
+) -> dict[str, tuple[Entry, ...]]:
     index = {path: i for i, path in enumerate(files)}
     states: dict[str, tuple[Entry, ...]] = {}
     for commit in selected:
@@ -313,7 +319,7 @@ def _states(repo: Repo, selected: Sequence[Commit], changes: Mapping[str, Mappin
         if commit.sha in covered and (parent is None or parent in states):
             # Inherit from the first parent (or start empty at a root) and
             # apply this commit's first-parent diff, if the log listed one.
-            state = list(states[parent]) if parent is not None else [None] * len(files)
+            state: list[Entry] = list(states[parent]) if parent is not None else [None] * len(files)
             for path, entry in changes.get(commit.sha, {}).items():
                 if path in index:
                     state[index[path]] = entry
@@ -335,8 +341,9 @@ def _runs(rows: Sequence[CommitResults]) -> list[tuple[int, int]]:
     return runs
 
 
-def _column_windows(rows: Sequence[CommitResults], runs: Sequence[tuple[int, int]],
-                    column: int) -> Iterable[tuple[int, int, PatchResult]]:
+def _column_windows(
+    rows: Sequence[CommitResults], runs: Sequence[tuple[int, int]], column: int
+) -> Iterable[tuple[int, int, PatchResult]]:
     """(first run, end run, first result) of each window of one patch's column."""
     i = 0
     while i < len(runs):
@@ -363,7 +370,7 @@ def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> li
                 hinted[k][column] = hinted[k][column].with_hint(hint)
     repo.close()
     out: list[CommitResults] = []
-    for (start, end), results in zip(runs, hinted):
+    for (start, end), results in zip(runs, hinted, strict=True):
         shared = tuple(results)
         out.extend(CommitResults(rows[i].commit, shared, rows[i].failed) for i in range(start, end))
     return out

@@ -32,8 +32,9 @@ from patchkit.manifest import Manifest
 from patchkit.sources import CommitSource
 
 
-def _report_at(manifest: Manifest, repo: Repo, target: Commit, *, where: str, strict: bool,
-               dry_run: bool) -> ApplyReport | None:
+def _report_at(
+    manifest: Manifest, repo: Repo, target: Commit, *, where: str, strict: bool, dry_run: bool
+) -> ApplyReport | None:
     """The report at ``target`` computed from its blobs; None if it would apply (and not dry-run)."""
     evaluation = evaluate(manifest, CommitSource(repo, target))
     refused = evaluation.refused(strict)
@@ -46,10 +47,12 @@ def _report_at(manifest: Manifest, repo: Repo, target: Commit, *, where: str, st
         repo.close()
         paths = () if refused else tuple(r.path for r in rendered)
         head = repo.head() if repo.root is not None else None
-        note = (f"verdicts read from the blobs of {target.short}; nothing was moved or written"
-                + (f" (the tree is still at {head[:10]})" if head and head != target.sha else ""))
-        return ApplyReport(manifest, where, target, evaluation.results, refused, dry_run, strict,
-                           (), paths, tuple(rendered), (note,))
+        note = f"verdicts read from the blobs of {target.short}; nothing was moved or written" + (
+            f" (the tree is still at {head[:10]})" if head and head != target.sha else ""
+        )
+        return ApplyReport(
+            manifest, where, target, evaluation.results, refused, dry_run, strict, (), paths, tuple(rendered), (note,)
+        )
     repo.close()
     return None
 
@@ -91,8 +94,9 @@ def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, b
     return ours, foreign
 
 
-def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, *, dry_run: bool,
-                    strict: bool) -> ApplyReport:
+def _move_and_apply(
+    manifest: Manifest, repo: Repo, root: Path, target: Commit, *, dry_run: bool, strict: bool
+) -> ApplyReport:
     txn = Transaction(root, state_dir(repo))
     txn.recover()
     early = _report_at(manifest, repo, target, where=str(root), strict=strict, dry_run=dry_run)
@@ -105,7 +109,7 @@ def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, 
             f"({len(foreign)} file(s))",
             items=tuple(foreign),
             hint="commit them or move them aside yourself (patchkit never stashes), "
-                 "or use --worktree DIR to patch a separate checkout",
+            "or use --worktree DIR to patch a separate checkout",
         )
     if early is not None:
         return early
@@ -117,7 +121,8 @@ def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, 
     notes = [
         f"reverted manifest {name} (applied at {rec.base_commit[:10] if rec.base_commit else '?'}) before moving; "
         f"re-apply it if you need it at {target.short}"
-        for name, rec in records.items() if name != manifest.name
+        for name, rec in records.items()
+        if name != manifest.name
     ]
 
     def restore_ours() -> None:
@@ -133,8 +138,10 @@ def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, 
         entry = repo.ls_tree(head, [path]).get(path) if head else None
         if entry is None:
             name = ours[path][0].manifest_name
-            raise RepoError(f"{path} is recorded as patched but is not in HEAD; cannot move safely",
-                            hint=f"inspect it, then `patchkit revert -m {name} --force`")
+            raise RepoError(
+                f"{path} is recorded as patched but is not in HEAD; cannot move safely",
+                hint=f"inspect it, then `patchkit revert -m {name} --force`",
+            )
         writes.append(FileWrite(path, ours[path][1], repo.read_blob(entry.oid), None))
     repo.close()
     txn.write(writes)
@@ -147,8 +154,10 @@ def _move_and_apply(manifest: Manifest, repo: Repo, root: Path, target: Commit, 
             repo.checkout_detached(target.sha)
     except GitFailed as exc:
         restore_ours()
-        raise RefusedError(f"git refused to check out {target.short}; the tree is back as it was",
-                           items=tuple(exc.stderr.splitlines()[:10])) from None
+        raise RefusedError(
+            f"git refused to check out {target.short}; the tree is back as it was",
+            items=tuple(exc.stderr.splitlines()[:10]),
+        ) from None
 
     # 3. Apply.
     try:
@@ -173,8 +182,9 @@ def _move_back(repo: Repo, commit: Commit | None, branch: str | None) -> None:
         repo.checkout_detached(commit.sha)
 
 
-def _in_worktree(manifest: Manifest, repo: Repo, target: Commit, path: Path, *, dry_run: bool, strict: bool,
-                 wait: float) -> ApplyReport:
+def _in_worktree(
+    manifest: Manifest, repo: Repo, target: Commit, path: Path, *, dry_run: bool, strict: bool, wait: float
+) -> ApplyReport:
     path = path.resolve()
     known = {p.resolve() for p in repo.worktrees()}
     if path.exists():

@@ -13,8 +13,9 @@ lets verdicts be computed on the fast ast model while edits use libcst.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
@@ -55,8 +56,11 @@ def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] |
     if read.state is FileState.MISSING:
         return None, (Reason.FILE_NOT_FOUND, None, f"{read.path} does not exist")
     if read.state is FileState.SYMLINK:
-        return None, (Reason.UNSUPPORTED_FILE, None,
-                      f"{read.path} is a symlink; patchkit edits regular files only (patch the file it points to)")
+        return None, (
+            Reason.UNSUPPORTED_FILE,
+            None,
+            f"{read.path} is a symlink; patchkit edits regular files only (patch the file it points to)",
+        )
     if read.state is FileState.NOT_FILE:
         return None, (Reason.UNSUPPORTED_FILE, None, f"{read.path} is a directory or a submodule, not a file")
     assert read.data is not None
@@ -65,8 +69,11 @@ def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] |
     except UnicodeDecodeError as exc:
         line = read.data.count(b"\n", 0, exc.start) + 1
         byte = read.data[exc.start : exc.start + 1].hex()
-        return None, (Reason.UNSUPPORTED_FILE, line,
-                      f"{read.path} is not UTF-8 (byte 0x{byte} at line {line}); patchkit reads Python source as UTF-8")
+        return None, (
+            Reason.UNSUPPORTED_FILE,
+            line,
+            f"{read.path} is not UTF-8 (byte 0x{byte} at line {line}); patchkit reads Python source as UTF-8",
+        )
 
 
 def evaluate_file(
@@ -103,8 +110,7 @@ def evaluate_file(
                 reason, line, message = own
                 results.append(_result(patch, failed(required=patch.required), reason, line, message))
             else:
-                results.append(_result(patch, failed(required=patch.required), Reason.DEPENDENCY, None,
-                                       held[patch.id]))
+                results.append(_result(patch, failed(required=patch.required), Reason.DEPENDENCY, None, held[patch.id]))
             outcomes.append(None)
             continue
         if state is None:
@@ -177,7 +183,6 @@ class Evaluation:
         return any(r.status is Status.FAIL or (strict and r.status is Status.WARN) for r in self.results)
 
 
-
 def order_results(manifest: Manifest, evals: Mapping[str, FileEval]) -> tuple[PatchResult, ...]:
     by_id = {r.patch: r for fe in evals.values() for r in fe.results}
     return tuple(by_id[p.id] for p in manifest.patches)
@@ -226,14 +231,17 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
         try:
             module = libcst.parse_module(fe.read.data)
         except libcst.ParserSyntaxError as exc:
-            files[path] = _fail_applied(fe, Reason.PARSE_ERROR,
-                                        f"libcst cannot parse {path}: {str(exc).splitlines()[0]} "
-                                        f"(line {exc.raw_line}); the file parses for Python's own parser, "
-                                        "so please report this")
+            files[path] = _fail_applied(
+                fe,
+                Reason.PARSE_ERROR,
+                f"libcst cannot parse {path}: {str(exc).splitlines()[0]} "
+                f"(line {exc.raw_line}); the file parses for Python's own parser, "
+                "so please report this",
+            )
             continue
         try:
             was_empty = not module.body
-            for patch, outcome in zip(fe.patches, fe.outcomes):
+            for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
                 if outcome is not None and outcome.kind is Kind.APPLY:
                     module = patch.op.transform(module, outcome)
             if was_empty and module.body:
@@ -241,7 +249,9 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
                 module = module.with_changes(has_trailing_newline=True)
             after = module.bytes
         except InternalError as exc:
-            files[path] = _fail_applied(fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)")
+            files[path] = _fail_applied(
+                fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)"
+            )
             continue
         problem = _verify(fe, after)
         if problem is not None:
@@ -261,7 +271,7 @@ def _verify(fe: FileEval, after: bytes) -> str | None:
 
     held = {r.patch: r.message for r in fe.results if r.reason is Reason.DEPENDENCY}
     again = evaluate_file(replace(fe.read, data=after), fe.patches, held)
-    for old, new in zip(fe.results, again.results):
+    for old, new in zip(fe.results, again.results, strict=True):
         if old.status is Status.APPLY:
             ok = new.status is Status.SKIP and new.reason is Reason.ALREADY_APPLIED
             expected = "SKIP ALREADY_APPLIED"  # what the next run will say

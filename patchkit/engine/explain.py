@@ -109,8 +109,9 @@ def explain(manifest: Manifest, repo: Repo, patch_id: str, rev: str = "HEAD") ->
             never = True
         elif not bad:
             parent = by_sha[parents[0]]
-            introduced.append(_introduction(repo, patch, row.commit, parent.commit,
-                                            parent.results[column], row.results[column]))
+            introduced.append(
+                _introduction(repo, patch, row.commit, parent.commit, parent.results[column], row.results[column])
+            )
         for p in bad:
             here, there = row.results[column].reason, by_sha[p].results[column].reason
             if here is not there:
@@ -124,8 +125,9 @@ def explain(manifest: Manifest, repo: Repo, patch_id: str, rev: str = "HEAD") ->
     return ExplainReport(manifest, patch, at, result, tuple(introduced), never, len(by_sha), tuple(changes))
 
 
-def _introduction(repo: Repo, patch: Patch, commit: Commit, parent: Commit, before: PatchResult,
-                  after: PatchResult) -> Introduction:
+def _introduction(
+    repo: Repo, patch: Patch, commit: Commit, parent: Commit, before: PatchResult, after: PatchResult
+) -> Introduction:
     renamed = None
     if after.reason is Reason.FILE_NOT_FOUND:
         renamed = repo.renamed_to(parent.sha, commit.sha, patch.file)
@@ -179,5 +181,5 @@ def _relevant_hunks(diff: str, span: tuple[int, int] | None, full_command: str) 
     for hunk in chosen:
         out.extend(hunk)
     if len(out) > MAX_DIFF_LINES:
-        out = out[:MAX_DIFF_LINES] + [f"... ({len(out) - MAX_DIFF_LINES} more lines: {full_command})"]
+        out = [*out[:MAX_DIFF_LINES], f"... ({len(out) - MAX_DIFF_LINES} more lines: {full_command})"]
     return "\n".join(out)

@@ -10,13 +10,14 @@ command (``recover``).  A failure during the renames rolls back at once.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from patchkit.errors import RefusedError
 
@@ -46,10 +47,8 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
 
 
 def _unlink(path: str | Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
 
 
 @dataclass(frozen=True)
@@ -136,8 +135,12 @@ class Transaction:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             journal = {
                 "files": [
-                    {"path": w.path, "before": self.objects.put(w.before), "after": sha256(w.after),
-                     "mode": w.mode if w.mode is not None else 0o644}
+                    {
+                        "path": w.path,
+                        "before": self.objects.put(w.before),
+                        "after": sha256(w.after),
+                        "mode": w.mode if w.mode is not None else 0o644,
+                    }
                     for w, _, _ in temps
                 ]
             }

@@ -8,7 +8,7 @@ computes hints once per window instead (see ``engine/check.py``).
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from patchkit.git import GitFailed
 from patchkit.manifest import Manifest, Patch
@@ -68,8 +68,10 @@ def file_hint(path: str, source: Source) -> str | None:
             added = repo.git("log", "--all", "--diff-filter=A", "--format=%H", "--", path).split()
             if added:
                 first = repo.commit(added[-1])
-                parts.append(f"it first appears in {first.short} {first.subject!r} ({first.date[:10]}), "
-                             "which is not in this commit's history")
+                parts.append(
+                    f"it first appears in {first.short} {first.subject!r} ({first.date[:10]}), "
+                    "which is not in this commit's history"
+                )
     base = os.path.basename(path)
     same_name = [f for f in source.files() if os.path.basename(f) == base and f != path]
     if same_name:
@@ -93,15 +95,16 @@ def annotate(
     out = []
     for result in results:
         patch = manifest.patch(result.patch)
-        parts = []
+        parts: list[str] = []
         if result.reason is not None and result.reason in patch.hints:
             parts.append(patch.hints[result.reason])
         if not result.ok and result.reason is not None:
             key = (source.label, patch.file, result.reason.value, str(missing_name(patch, result.reason)))
             if key not in cache:
                 cache[key] = tree_hint(patch, result, source)
-            if cache[key]:
-                parts.append(cache[key])
+            found = cache[key]
+            if found:
+                parts.append(found)
         # A manifest hint may end its sentence; do not print "..; ..".
         out.append(result.with_hint("; ".join(p.rstrip(". ") for p in parts) if parts else None))
     return tuple(out)

@@ -10,10 +10,10 @@ import fcntl
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 from patchkit.errors import BusyError
 
@@ -37,7 +37,8 @@ def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator
                         hint="wait for it to finish, or pass --wait SECONDS",
                     ) from None
                 time.sleep(0.05)
-        info = f"pid {os.getpid()}, `{what or ' '.join(['patchkit', *sys.argv[1:]])}`, since {datetime.now(timezone.utc):%H:%M:%S} UTC"
+        command = what or " ".join(["patchkit", *sys.argv[1:]])
+        info = f"pid {os.getpid()}, `{command}`, since {datetime.now(UTC):%H:%M:%S} UTC"
         os.ftruncate(fd, 0)
         os.pwrite(fd, info.encode(), 0)
         try:

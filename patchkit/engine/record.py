@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +92,14 @@ def load_record(repo: Repo, name: str) -> Record | None:
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError) as exc:
-        raise RepoError(f"the patchkit record {path} is unreadable ({exc})",
-                        hint="move it aside; `patchkit status` will then treat the tree as unpatched") from None
+        raise RepoError(
+            f"the patchkit record {path} is unreadable ({exc})",
+            hint="move it aside; `patchkit status` will then treat the tree as unpatched",
+        ) from None
     if data.get("version") != RECORD_VERSION:
-        raise RepoError(f"the patchkit record {path} has version {data.get('version')}, this patchkit reads {RECORD_VERSION}")
+        raise RepoError(
+            f"the patchkit record {path} has version {data.get('version')}, this patchkit reads {RECORD_VERSION}"
+        )
     return Record.from_json(data)
 
 
@@ -122,4 +126,4 @@ def delete_record(repo: Repo, name: str) -> None:
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -13,10 +13,11 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
 from patchkit.manifest.payload import PayloadCache
@@ -82,7 +83,9 @@ def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
     if looks_like_path:
         path = (cwd / spec).resolve()
         if not path.is_file():
-            raise UsageError(f"manifest file {spec} does not exist", hint="give a path to a .toml file or a manifest name")
+            raise UsageError(
+                f"manifest file {spec} does not exist", hint="give a path to a .toml file or a manifest name"
+            )
         return path
     candidates = []
     for root in dict.fromkeys([cwd, PROJECT_ROOT]):
@@ -92,7 +95,11 @@ def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
             return candidate.resolve()
     known = sorted({p.stem for c in candidates if c.parent.is_dir() for p in c.parent.glob("*.toml")})
     close = difflib.get_close_matches(spec, known, n=1)
-    hint = f"did you mean {close[0]!r}?" if close else (f"known manifests: {', '.join(known)}" if known else "give a path to a .toml file")
+    hint = (
+        f"did you mean {close[0]!r}?"
+        if close
+        else (f"known manifests: {', '.join(known)}" if known else "give a path to a .toml file")
+    )
     raise UsageError(f"no manifest named {spec!r} (looked for {', '.join(str(c) for c in candidates)})", hint=hint)
 
 
@@ -177,13 +184,21 @@ def load_manifest(spec: str | Path, cwd: Path | None = None) -> Manifest:
         for position, dep in enumerate(patch.requires, start=1):
             key = f"patch[{patch.index}].requires[{position}]"
             if dep == patch.id:
-                raise ManifestError("a patch cannot require itself", file=display, key_path=key,
-                                    line=lines.line_of(patch.index, "requires"))
+                raise ManifestError(
+                    "a patch cannot require itself",
+                    file=display,
+                    key_path=key,
+                    line=lines.line_of(patch.index, "requires"),
+                )
             if dep not in seen:
                 close = difflib.get_close_matches(dep, list(seen), n=1)
-                raise ManifestError(f"no patch has id {dep!r}", file=display, key_path=key,
-                                    line=lines.line_of(patch.index, "requires"),
-                                    hint=f"did you mean {close[0]!r}?" if close else None)
+                raise ManifestError(
+                    f"no patch has id {dep!r}",
+                    file=display,
+                    key_path=key,
+                    line=lines.line_of(patch.index, "requires"),
+                    hint=f"did you mean {close[0]!r}?" if close else None,
+                )
 
     _check_composition(patches, display, lines)
 
@@ -231,13 +246,17 @@ def _check_composition(patches: list[Patch], display: str, lines: _Lines) -> Non
                 raise ManifestError(
                     f"edits {clash[0]}, which patch[{earlier.index}] ({earlier.id!r}) adds from its payload; "
                     "a later patch cannot change code an earlier one supplies (the next run could not recognise it)",
-                    file=display, key_path=f"patch[{later.index}]", line=lines.line_of(later.index, None),
+                    file=display,
+                    key_path=f"patch[{later.index}]",
+                    line=lines.line_of(later.index, None),
                     hint=f"make that change in patch[{earlier.index}]'s payload instead",
                 )
             if same_spot:
                 raise ManifestError(
                     f"inserts at the same anchor and position as patch[{earlier.index}] ({earlier.id!r})",
-                    file=display, key_path=f"patch[{later.index}]", line=lines.line_of(later.index, "anchor"),
+                    file=display,
+                    key_path=f"patch[{later.index}]",
+                    line=lines.line_of(later.index, "anchor"),
                     hint="put both sets of statements in one payload function and use one insert",
                 )
 
@@ -334,21 +353,31 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         return f"unknown key{scope}", name, hint, None
     if validator == "enum" and leaf == "hints" and isinstance(instance, str):
         # propertyNames: the bad *key* of the hints table
-        return (f"{instance!r} is not a reason code", instance,
-                f"reason codes: {', '.join(r.value for r in Reason)}", None)
+        return (
+            f"{instance!r} is not a reason code",
+            instance,
+            f"reason codes: {', '.join(r.value for r in Reason)}",
+            None,
+        )
     if validator == "enum":
         allowed = error.validator_value
         shown = repr(instance)
         options = [str(a) for a in allowed]
-        close = difflib.get_close_matches(str(instance), options, n=1) or [
-            o for o in options if str(instance) and o.startswith(str(instance))
-        ][:1]
+        close = (
+            difflib.get_close_matches(str(instance), options, n=1)
+            or [o for o in options if str(instance) and o.startswith(str(instance))][:1]
+        )
         hint = f"did you mean {close[0]!r}?" if close else None
         label = "op" if leaf == "op" else "value"
         return f"unknown {label} {shown}; expected one of: {', '.join(map(str, allowed))}", None, hint, None
     if validator == "const":
         if leaf == "schema":
-            return f"schema must be {error.validator_value} (this patchkit reads schema 1), got {instance!r}", None, None, None
+            return (
+                f"schema must be {error.validator_value} (this patchkit reads schema 1), got {instance!r}",
+                None,
+                None,
+                None,
+            )
         return f"must be {error.validator_value!r}", None, None, None
     if validator == "type":
         return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None, None
@@ -386,10 +415,16 @@ def _known_keys(error: Any, instance: Any) -> set[str]:
 
 
 def _a(kind: Any) -> str:
-    names = {"string": "a string", "boolean": "true or false", "array": "a list", "object": "a table",
-             "integer": "an integer", "number": "a number"}
+    names = {
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "a table",
+        "integer": "an integer",
+        "number": "a number",
+    }
     if isinstance(kind, list):
-        return " or ".join(names.get(k, k) for k in kind)
+        return " or ".join(names.get(k, str(k)) for k in kind)
     return names.get(kind, str(kind))
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
@@ -39,8 +40,11 @@ class AddDefinitions(Operation):
             names = list(wanted)
             for index, name in enumerate(names):
                 if name not in available:
-                    ctx.error(f"names[{index + 1}]", f"{payload.display} defines no module-level {name!r}",
-                              hint=f"it defines: {', '.join(available) or 'nothing'}")
+                    ctx.error(
+                        f"names[{index + 1}]",
+                        f"{payload.display} defines no module-level {name!r}",
+                        hint=f"it defines: {', '.join(available) or 'nothing'}",
+                    )
         return cls(
             payload=payload,
             definitions=tuple(NamedDef(n, available[n]) for n in names),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
@@ -35,8 +36,11 @@ class AddMethods(Operation):
         node = payload.find_class(payload_class)
         if node is None:
             key = "payload_class" if "payload_class" in table else "class"
-            ctx.error(key, f"payload {payload.display} defines no class {payload_class!r}",
-                      hint="the payload must hold a class of that name whose body has the methods")
+            ctx.error(
+                key,
+                f"payload {payload.display} defines no class {payload_class!r}",
+                hint="the payload must hold a class of that name whose body has the methods",
+            )
         available = {m.name: m for m in payload.methods_of(node)}
         wanted = table.get("methods")
         if wanted is None:
@@ -47,9 +51,11 @@ class AddMethods(Operation):
             names = list(wanted)
             for index, name in enumerate(names):
                 if name not in available:
-                    ctx.error(f"methods[{index + 1}]",
-                              f"class {payload_class} in {payload.display} has no method {name!r}",
-                              hint=f"it has: {', '.join(available) or 'none'}")
+                    ctx.error(
+                        f"methods[{index + 1}]",
+                        f"class {payload_class} in {payload.display} has no method {name!r}",
+                        hint=f"it has: {', '.join(available) or 'none'}",
+                    )
             dupes = {n for n in names if names.count(n) > 1}
             if dupes:
                 ctx.error("methods", f"lists {', '.join(sorted(dupes))} more than once")
@@ -86,7 +92,7 @@ class AddMethods(Operation):
             )
 
         def member(name: str) -> ast.stmt | None:
-            found = None
+            found: ast.stmt | None = None
             for stmt in target.body:
                 if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
                     found = stmt
@@ -104,7 +110,6 @@ class AddMethods(Operation):
             payload=self.payload.display,
             kind="methods",
         )
-
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         node = state.find_class(self.class_name)
@@ -127,9 +132,7 @@ class AddMethods(Operation):
         plan: DefPlan = outcome.plan
         payload_class = _cst_class(self.payload.cst_module(), self.payload_class, edit)
         by_name = {
-            stmt.name.value: stmt
-            for stmt in edit.block_body(payload_class)
-            if isinstance(stmt, edit.cst.FunctionDef)
+            stmt.name.value: stmt for stmt in edit.block_body(payload_class) if isinstance(stmt, edit.cst.FunctionDef)
         }
 
         def change(cls_node: cst.ClassDef) -> cst.ClassDef:
@@ -140,7 +143,7 @@ class AddMethods(Operation):
                 insert_at=None,
                 blank_lines=1,
             )
-            return edit.with_block_body(cls_node, body)  # type: ignore[return-value]
+            return edit.with_block_body(cls_node, body)
 
         return edit.update_class(module, self.class_name, change)
 

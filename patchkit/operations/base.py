@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from patchkit.errors import ManifestError
 from patchkit.results import Reason
@@ -87,12 +88,15 @@ class LoadContext:
 
     def payload(self, table: Mapping[str, Any], key: str = "source") -> Payload:
         written = table[key]
-        path = (self.manifest_path.parent / written)
+        path = self.manifest_path.parent / written
         try:
             return self.payloads.load(path, written)
         except FileNotFoundError:
-            self.error(key, f"payload file {written!r} does not exist (looked at {path})",
-                       hint="source paths are relative to the manifest file")
+            self.error(
+                key,
+                f"payload file {written!r} does not exist (looked at {path})",
+                hint="source paths are relative to the manifest file",
+            )
         except (OSError, UnicodeDecodeError) as exc:
             self.error(key, f"payload file {written!r} cannot be read: {exc}")
         except SyntaxError as exc:

@@ -21,8 +21,11 @@ import copy
 import difflib
 import hashlib
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import TypeVar
+
+NodeT = TypeVar("NodeT", bound=ast.AST)
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -95,7 +98,7 @@ def one_line(code: str, limit: int = 80) -> str:
 def unparse_short(node: ast.AST, limit: int = 80) -> str:
     try:
         return one_line(ast.unparse(node), limit)
-    except Exception:  # ast.unparse is best-effort on odd nodes; a message must not crash
+    except Exception:  # noqa: BLE001 (ast.unparse is best-effort on odd nodes; a message must not crash
         return type(node).__name__
 
 
@@ -177,11 +180,7 @@ class CodeState:
 
     def functions_in(self, owner: ast.ClassDef | None) -> list[tuple[str, int]]:
         body = owner.body if owner is not None else self.tree.body
-        return [
-            (stmt.name, stmt.lineno)
-            for stmt in body
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ]
+        return [(stmt.name, stmt.lineno) for stmt in body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
     def top_level_imports(self) -> list[ast.Import | ast.ImportFrom]:
         """Imports that bind names at module level, including in top-level try blocks."""
@@ -236,20 +235,20 @@ class CodeState:
             return False
         last_no = node.end_lineno or node.lineno
         last = lines[last_no - 1].encode("utf-8")
-        after = last[node.end_col_offset or len(last):].decode("utf-8", "replace").strip()
+        after = last[node.end_col_offset or len(last) :].decode("utf-8", "replace").strip()
         return not after or after.startswith("#")
 
     # -- simulation (used after an APPLY verdict) -----------------------------
 
-    def splice(self, nodes: Iterable[ast.AST], *, line: int, patch_id: str) -> list[ast.AST]:
+    def splice(self, nodes: Iterable[NodeT], *, line: int, patch_id: str) -> list[NodeT]:
         """Deep-copy payload nodes and mark them as added at ``line``."""
-        out: list[ast.AST] = []
+        out: list[NodeT] = []
         for node in nodes:
             clone = copy.deepcopy(node)
             for sub in ast.walk(clone):
-                if hasattr(sub, "lineno"):
-                    sub.lineno = line  # type: ignore[attr-defined]
-                    sub.end_lineno = line  # type: ignore[attr-defined]
+                if hasattr(sub, "lineno"):  # statements, expressions, args, patterns...
+                    setattr(sub, "lineno", line)  # noqa: B010 (ast.AST itself declares no lineno)
+                    setattr(sub, "end_lineno", line)  # noqa: B010
                 self.added_by[id(sub)] = patch_id
             out.append(clone)
         return out
@@ -265,11 +264,7 @@ def _last_named(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast
 
 
 def is_docstring(stmt: ast.stmt) -> bool:
-    return (
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Constant)
-        and isinstance(stmt.value.value, str)
-    )
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
 
 
 def bound_names(stmt: ast.stmt) -> set[str]:
@@ -328,9 +323,10 @@ def closest(name: str, candidates: Sequence[tuple[str, int]], limit: int = 3) ->
     return [(match, by_name[match]) for match in matches]
 
 
-def format_closest(kind: str, matches: list[tuple[str, int]], everything: Sequence[tuple[str, int]] = (),
-                   scope: str = "in this file") -> str:
-    """"; closest classes in this file: A (line 3)", or, with no close match
+def format_closest(
+    kind: str, matches: list[tuple[str, int]], everything: Sequence[tuple[str, int]] = (), scope: str = "in this file"
+) -> str:
+    """ "; closest classes in this file: A (line 3)", or, with no close match
     and a short list, every candidate (a renamed class often looks nothing
     like its old name)."""
     if matches:

@@ -10,8 +10,8 @@ leave it (already identical), keep upstream's (different code,
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from patchkit.operations.base import OnConflict, Outcome
 from patchkit.operations.code import canon
@@ -109,10 +109,10 @@ def splice_defs(
     *,
     insert_at: int,
     insert_line: int,
-    splice: Callable[[Sequence[ast.AST], int], list[ast.AST]],
+    splice: Callable[[Sequence[ast.stmt], int], list[ast.stmt]],
 ) -> None:
     """Simulate the plan on an ast body (replacements in place, additions at ``insert_at``)."""
     for item, current in plan.replace:
         index = next(i for i, stmt in enumerate(body) if stmt is current)
-        body[index] = splice([item.node], current.lineno)[0]  # type: ignore[assignment]
-    body[insert_at:insert_at] = splice([d.node for d in plan.add], insert_line)  # type: ignore[misc]
+        body[index] = splice([item.node], current.lineno)[0]
+    body[insert_at:insert_at] = splice([d.node for d in plan.add], insert_line)

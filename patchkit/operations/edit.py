@@ -9,7 +9,8 @@ name in its block, statements compared by ``canon``.
 from __future__ import annotations
 
 import ast
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -54,27 +55,30 @@ def _is_function(name: str) -> Callable[[cst.BaseStatement], bool]:
     return _named(cst.FunctionDef, name)  # async defs are FunctionDef with `asynchronous` set
 
 
+BlockT = TypeVar("BlockT", cst.ClassDef, cst.FunctionDef)
+
+
 def block_body(node: cst.ClassDef | cst.FunctionDef) -> list[cst.BaseStatement]:
     body = node.body
     if isinstance(body, cst.IndentedBlock):
         return list(body.body)
     # `class A: pass` -- a one-line suite; edits turn it into an indented block.
+    assert isinstance(body, cst.SimpleStatementSuite)
     return [cst.SimpleStatementLine(body=list(body.body))]
 
 
-def with_block_body(node: cst.ClassDef | cst.FunctionDef, stmts: Sequence[cst.BaseStatement]) -> cst.CSTNode:
+def with_block_body(node: BlockT, stmts: Sequence[cst.BaseStatement]) -> BlockT:
     body = node.body
     if isinstance(body, cst.IndentedBlock):
         return node.with_changes(body=body.with_changes(body=list(stmts)))
+    assert isinstance(body, cst.SimpleStatementSuite)
     return node.with_changes(
         body=cst.IndentedBlock(body=list(stmts), header=body.trailing_whitespace),
         whitespace_before_colon=node.whitespace_before_colon,
     )
 
 
-def update_class(
-    module: cst.Module, dotted: str, change: Callable[[cst.ClassDef], cst.ClassDef]
-) -> cst.Module:
+def update_class(module: cst.Module, dotted: str, change: Callable[[cst.ClassDef], cst.ClassDef]) -> cst.Module:
     parts = dotted.split(".")
 
     def descend(body: Sequence[cst.BaseStatement], depth: int) -> list[cst.BaseStatement]:
@@ -82,7 +86,7 @@ def update_class(
             assert isinstance(stmt, cst.ClassDef)
             if depth == len(parts) - 1:
                 return change(stmt)
-            return with_block_body(stmt, descend(block_body(stmt), depth + 1))  # type: ignore[return-value]
+            return with_block_body(stmt, descend(block_body(stmt), depth + 1))
 
         return _replace_last(body, _named(cst.ClassDef, parts[depth]), apply, f"class {dotted}")
 
@@ -102,7 +106,9 @@ def update_function(
     if not owners:
         return module.with_changes(body=in_body(module.body))
     return update_class(
-        module, ".".join(owners), lambda cls: with_block_body(cls, in_body(block_body(cls)))  # type: ignore[return-value]
+        module,
+        ".".join(owners),
+        lambda cls: with_block_body(cls, in_body(block_body(cls))),
     )
 
 
@@ -148,7 +154,7 @@ class AnchorInserter(cst.CSTTransformer):
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         out: list[cst.BaseStatement] = []
         changed = False
-        for orig, upd in zip(original.body, updated.body):
+        for orig, upd in zip(original.body, updated.body, strict=True):
             if self.anchor in statement_canons(orig):
                 self.hits += 1
                 changed = True
@@ -189,16 +195,25 @@ def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:
             elif isinstance(small, cst.Import):
                 for alias in small.names:
                     bound = alias.asname.name if alias.asname else alias.name
-                    names.add(code_of(bound).split(".")[0].strip())  # type: ignore[arg-type]
+                    names.add(code_of(bound).split(".")[0].strip())
             elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
                 for alias in small.names:
                     bound = alias.asname.name if alias.asname else alias.name
-                    names.add(code_of(bound).strip())  # type: ignore[arg-type]
+                    names.add(code_of(bound).strip())
     return names
 
 
 def binds(name: str) -> Callable[[cst.BaseStatement], bool]:
     return lambda stmt: name in cst_bound_names(stmt)
+
+
+def _keeping_leading_lines(new: cst.BaseStatement) -> Callable[[cst.BaseStatement], cst.BaseStatement]:
+    """A replacement that keeps the blank lines and comments above the old statement."""
+
+    def change(old: cst.BaseStatement) -> cst.BaseStatement:
+        return new.with_changes(leading_lines=getattr(old, "leading_lines", ()))
+
+    return change
 
 
 def place_definitions(
@@ -212,9 +227,7 @@ def place_definitions(
     """Replace the last binding of each name, then insert ``add`` (None: at the end)."""
     out = list(body)
     for name, new in replace:
-        out = _replace_last(
-            out, binds(name), lambda old, new=new: new.with_changes(leading_lines=old.leading_lines), name
-        )
+        out = _replace_last(out, binds(name), _keeping_leading_lines(new), name)
     added = [spaced(stmt, blank_lines) for stmt in add]
     index = len(out) if insert_at is None else insert_at
     if added and index == 0:
@@ -233,5 +246,5 @@ def place_definitions(
             have += 1
         if have < blank_lines:
             extra = [cst.EmptyLine(indent=False)] * (blank_lines - have)
-            out[following] = nxt.with_changes(leading_lines=extra + list(nxt.leading_lines))
+            out[following] = nxt.with_changes(leading_lines=extra + list(getattr(nxt, "leading_lines", ())))
     return out

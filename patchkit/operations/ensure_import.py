@@ -8,8 +8,9 @@ patch then touches only lines it owns.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome
 from patchkit.operations.code import CodeState, bound_names, parse_statement
@@ -55,9 +56,7 @@ def items_of(stmt: ast.Import | ast.ImportFrom) -> list[ImportItem]:
 def render_items(items: list[ImportItem]) -> str:
     first = items[0]
     if first.name is None:
-        return "import " + ", ".join(
-            f"{i.module}{' as ' + i.asname if i.asname else ''}" for i in items
-        )
+        return "import " + ", ".join(f"{i.module}{' as ' + i.asname if i.asname else ''}" for i in items)
     names = ", ".join(f"{i.name}{' as ' + i.asname if i.asname else ''}" for i in items)
     return f"from {'.' * first.level}{first.module or ''} import {names}"
 
@@ -118,13 +117,16 @@ class EnsureImport(Operation):
         for stmt in state.tree.body:
             if name not in bound_names(stmt):
                 continue
-            if isinstance(stmt, ast.Import) and item.name is None and not item.asname:
-                # `import a.b` and `import a.c` both bind `a`: that is no clash.
-                if any(a.asname is None and a.name.split(".")[0] == name for a in stmt.names):
-                    continue
+            # `import a.b` and `import a.c` both bind `a`: that is no clash.
+            if (
+                isinstance(stmt, ast.Import)
+                and item.name is None
+                and not item.asname
+                and any(a.asname is None and a.name.split(".")[0] == name for a in stmt.names)
+            ):
+                continue
             return stmt
         return None
-
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return (1, state.import_insert_line())
@@ -132,7 +134,7 @@ class EnsureImport(Operation):
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         node = ast.parse(outcome.plan).body
         index = state.import_block_end()
-        state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)  # type: ignore[misc]
+        state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         import libcst

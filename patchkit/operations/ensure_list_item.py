@@ -7,8 +7,9 @@ Typical use: register a class in ``EntryClass = [...]``.  A single value
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Operation, Outcome
@@ -77,19 +78,18 @@ class EnsureListItem(Operation):
             message += f", turning `{one_line(ast.unparse(value), 40)}` into a list"
         return Outcome.apply(line, message)
 
-
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         stmt = state.module_binding(self.target)
         return (stmt.lineno, stmt.end_lineno or stmt.lineno) if stmt else None
 
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         stmt, value = self._value(state)
-        assert stmt is not None and value is not None
+        assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and value is not None
         new = state.splice([self.item_node], line=stmt.lineno, patch_id=patch_id)[0]
         if isinstance(value, (ast.List, ast.Tuple)):
-            value.elts.append(new)  # type: ignore[arg-type]
+            value.elts.append(new)
         else:
-            stmt.value = ast.List(elts=[value, new], ctx=ast.Load())  # type: ignore[union-attr]
+            stmt.value = ast.List(elts=[value, new], ctx=ast.Load())
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
@@ -99,7 +99,8 @@ class EnsureListItem(Operation):
         index = max(i for i, s in enumerate(body) if self.target in edit.cst_bound_names(s))
         line: Any = body[index]
         small = next(
-            s for s in line.body
+            s
+            for s in line.body
             if isinstance(s, (cst_mod.Assign, cst_mod.AnnAssign))
             and self.target in edit.cst_bound_names(cst_mod.SimpleStatementLine(body=[s]))
         )
@@ -111,8 +112,12 @@ class EnsureListItem(Operation):
 def _append(value: Any, item: Any, cst: Any) -> Any:
     """Append to a list/tuple node, copying the spacing its elements already use."""
     if not isinstance(value, (cst.List, cst.Tuple)):
-        return cst.List(elements=[cst.Element(value=value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                                  cst.Element(value=item)])
+        return cst.List(
+            elements=[
+                cst.Element(value=value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                cst.Element(value=item),
+            ]
+        )
     elements = list(value.elements)
     if not elements:
         return value.with_changes(elements=[cst.Element(value=item)])
@@ -123,12 +128,18 @@ def _append(value: Any, item: Any, cst: Any) -> Any:
     elif isinstance(value, cst.List) and isinstance(value.lbracket.whitespace_after, cst.ParenthesizedWhitespace):
         # One element on its own line: separate the new one the same way.
         between = cst.Comma(whitespace_after=value.lbracket.whitespace_after)
-    elif isinstance(value, cst.Tuple) and value.lpar and isinstance(value.lpar[0].whitespace_after, cst.ParenthesizedWhitespace):
+    elif (
+        isinstance(value, cst.Tuple)
+        and value.lpar
+        and isinstance(value.lpar[0].whitespace_after, cst.ParenthesizedWhitespace)
+    ):
         between = cst.Comma(whitespace_after=value.lpar[0].whitespace_after)
     else:
         between = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
     closing = _closing(value, cst)
-    if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(between.whitespace_after, cst.ParenthesizedWhitespace):
+    if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(
+        between.whitespace_after, cst.ParenthesizedWhitespace
+    ):
         # One item per line.  The line break before the bracket (with any
         # comment on the last item's line) belongs to the bracket: it becomes
         # the old last item's separator, and the bracket gets a plain one.

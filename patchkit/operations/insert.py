@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Operation, Outcome
@@ -54,8 +55,11 @@ class Insert(Operation):
         body_of = table["body_of"]
         fn = payload.find_function(body_of)
         if fn is None:
-            ctx.error("body_of", f"payload {payload.display} defines no function {body_of!r}",
-                      hint="the statements to insert are the body of that function")
+            ctx.error(
+                "body_of",
+                f"payload {payload.display} defines no function {body_of!r}",
+                hint="the statements to insert are the body of that function",
+            )
         statements = payload.body_statements(fn)
         if not statements or all(isinstance(s, ast.Pass) for s in statements):
             ctx.error("body_of", f"{body_of} in {payload.display} has no statements to insert")
@@ -95,8 +99,7 @@ class Insert(Operation):
             return Outcome.fail(
                 Reason.ANCHOR_NOT_FOUND,
                 fn.lineno,
-                f"no statement in {span} matches the anchor `{one_line(self.anchor)}`"
-                + self._closest(fn),
+                f"no statement in {span} matches the anchor `{one_line(self.anchor)}`" + self._closest(fn),
             )
         if len(matches) > 1:
             lines = ", ".join(str(m.node.lineno) for m in matches)
@@ -146,7 +149,6 @@ class Insert(Operation):
         shown = "; ".join(f"line {candidates[b]}: `{one_line(b, 70)}`" for b in best)
         return f"; closest: {shown}"
 
-
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)
 
@@ -154,7 +156,7 @@ class Insert(Operation):
         _fn, matches = self._matches(state)
         match = matches[0]
         index = match.index if self.position == "before" else match.index + 1
-        match.body[index:index] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)  # type: ignore[misc]
+        match.body[index:index] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()

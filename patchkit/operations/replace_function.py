@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Operation, Outcome
@@ -51,8 +52,12 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
         Reason.FUNCTION_NOT_FOUND,
         owner.lineno if owner else None,
         f"{'method' if owner else 'function'} {name} is not defined in {where}"
-        + format_closest(kind, closest(name, state.functions_in(owner)), state.functions_in(owner),
-                         f"in class {'.'.join(owners)}" if owner else "in this file"),
+        + format_closest(
+            kind,
+            closest(name, state.functions_in(owner)),
+            state.functions_in(owner),
+            f"in class {'.'.join(owners)}" if owner else "in this file",
+        ),
     )
 
 
@@ -79,16 +84,21 @@ class ReplaceFunction(Operation):
             key = "payload_function" if "payload_function" in table else "function"
             ctx.error(key, f"payload {payload.display} defines no function {payload_function!r}")
         if node.name != function.rsplit(".", 1)[-1]:
-            ctx.error("payload_function",
-                      f"the payload's function is named {node.name!r} but the target is {function!r}",
-                      hint="a replacement keeps the target's name")
+            ctx.error(
+                "payload_function",
+                f"the payload's function is named {node.name!r} but the target is {function!r}",
+                hint="a replacement keeps the target's name",
+            )
         raw = table["expect"]
         expect = (raw,) if isinstance(raw, str) else tuple(raw)
         for index, value in enumerate(expect):
             if not DIGEST_RE.match(value):
                 key = "expect" if isinstance(raw, str) else f"expect[{index + 1}]"
-                ctx.error(key, f"{value!r} is not a digest",
-                          hint=f"run `patchkit digest {table['file']} {function}` on the upstream file")
+                ctx.error(
+                    key,
+                    f"{value!r} is not a digest",
+                    hint=f"run `patchkit digest {table['file']} {function}` on the upstream file",
+                )
         return cls(function=function, payload=payload, payload_function=payload_function, node=node, expect=expect)
 
     def identity(self) -> dict[str, Any]:
@@ -125,7 +135,6 @@ class ReplaceFunction(Operation):
             f"update the payload, then set expect to the new digest",
         )
 
-
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)
 
@@ -134,7 +143,7 @@ class ReplaceFunction(Operation):
         assert current is not None
         body = owner.body if owner is not None else state.tree.body
         index = next(i for i, stmt in enumerate(body) if stmt is current)
-        body[index] = state.splice([self.node], line=current.lineno, patch_id=patch_id)[0]  # type: ignore[assignment]
+        body[index] = state.splice([self.node], line=current.lineno, patch_id=patch_id)[0]
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Mapping, Union
 
 AUTHOR = ("Upstream Dev", "dev@upstream.invalid")
 
@@ -30,7 +30,7 @@ class Executable:
     content: str | bytes
 
 
-FileValue = Union[str, bytes, Symlink, Executable, None]  # None deletes
+FileValue = str | bytes | Symlink | Executable | None  # None deletes
 
 
 def git_env(home: Path | None = None) -> dict[str, str]:
@@ -38,15 +38,17 @@ def git_env(home: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         env.pop(key, None)
-    env.update({
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": AUTHOR[0],
-        "GIT_AUTHOR_EMAIL": AUTHOR[1],
-        "GIT_COMMITTER_NAME": AUTHOR[0],
-        "GIT_COMMITTER_EMAIL": AUTHOR[1],
-        "LC_ALL": "C",
-    })
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_AUTHOR_NAME": AUTHOR[0],
+            "GIT_AUTHOR_EMAIL": AUTHOR[1],
+            "GIT_COMMITTER_NAME": AUTHOR[0],
+            "GIT_COMMITTER_EMAIL": AUTHOR[1],
+            "LC_ALL": "C",
+        }
+    )
     if home is not None:
         env["HOME"] = str(home)
     return env
@@ -86,7 +88,7 @@ class History:
 class HistoryBuilder:
     path: Path
     branch: str = "main"
-    start: datetime = field(default_factory=lambda: datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc))
+    start: datetime = field(default_factory=lambda: datetime(2026, 1, 5, 9, 0, tzinfo=UTC))
     step: timedelta = timedelta(hours=3)
     bare: bool = False
     _commits: list[_Commit] = field(default_factory=list)
@@ -138,9 +140,7 @@ class HistoryBuilder:
         ops: dict[str, FileValue] = {p: tree[p] for p in tree if before.get(p) != tree[p]}
         ops.update({p: None for p in before if p not in tree})
         self._trees[label] = tree
-        self._ancestors[label] = {label}.union(
-            *(self._ancestors[p] for p in (first, *merges) if p is not None)
-        )
+        self._ancestors[label] = {label}.union(*(self._ancestors[p] for p in (first, *merges) if p is not None))
         self._tips[branch] = label
         self._commits.append(_Commit(label, branch, message, ops, when, author, start if explicit else None, merges))
         return label
