@@ -1,0 +1,258 @@
+"""Issue 7, items 12-20: exit codes, one-line errors, crash reports, git's environment, unwrapped output.
+
+Every test here runs real git repositories and, where the item is about what a
+user sees, the installed ``patchkit`` console script writing to a pipe.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from helpers import TARGET, d, git, make_repo, porcelain, run_cli, run_script, scenario, src
+
+MODEL = d("""
+    class Model:
+        def forward(self, x):
+            return x
+
+
+    EntryClass = Model
+""")
+
+METHODS = {"m.py": "class Model:\n    def extra(self):\n        return 1\n"}
+ADD_EXTRA = [{"id": "extra", "op": "add-methods", "file": TARGET, "class": "Model", "source": src("m.py")}]
+
+
+def one_error_line(err: str) -> str:
+    assert err.endswith("\n") and err.count("\n") == 1, err
+    assert err.startswith("patchkit: error: "), err
+    assert "Traceback" not in err
+    return err
+
+
+# -- 12. --repo at a regular file: exit 2, one line, for every command ---------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apply"],
+        ["apply", "--commit", "HEAD"],
+        ["revert"],
+        ["status"],
+        ["check"],
+        ["explain", "extra"],
+    ],
+)
+def test_repo_pointing_at_a_regular_file_is_bad_input(tmp_path, argv):
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    not_a_dir = tmp_path / "file.txt"
+    not_a_dir.write_text("hello\n")
+    r = run_script(*argv, "-m", sc.kit.manifest, "--repo", not_a_dir)
+    assert r.code == 2, r.err
+    line = one_error_line(r.err)
+    assert str(not_a_dir) in line and "not a directory" in line
+    assert "internal error" not in line
+
+
+def test_digest_repo_pointing_at_a_regular_file_is_bad_input(tmp_path):
+    not_a_dir = tmp_path / "file.txt"
+    not_a_dir.write_text("hello\n")
+    r = run_script("digest", "--repo", not_a_dir, "--commit", "HEAD", TARGET, "Model")
+    assert r.code == 2, r.err
+    one_error_line(r.err)
+
+
+# -- 17. click's usage errors are the documented single line --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "wanted"),
+    [
+        (["apply", "--no-such-option"], "--no-such-option"),
+        (["apply"], "--manifest"),
+        (["no-such-command"], "no-such-command"),
+        (["check", "-m", "x", "--progress", "--json", "--commit"], "--commit"),
+        (["apply", "-m", "x", "--wait", "soon"], "soon"),
+    ],
+)
+def test_click_usage_errors_are_one_line(argv, wanted):
+    r = run_script(*argv)
+    assert r.code == 2
+    line = one_error_line(r.err)
+    assert wanted in line
+    assert "Usage:" not in line and "Try '" not in line
+    assert "--help" in line  # what to do next
+
+
+# -- 16. off a terminal, nothing is hard-wrapped ------------------------------------------------
+
+
+def test_long_messages_are_not_wrapped_in_a_pipe(tmp_path, monkeypatch):
+    long_name = "Model" + "VeryLong" * 40  # a message far wider than any terminal
+    sc = scenario(
+        tmp_path,
+        {TARGET: MODEL},
+        [
+            {
+                "id": "gone",
+                "op": "add-methods",
+                "file": TARGET,
+                "class": long_name,
+                "source": src("m.py"),
+                "hints": {"CLASS_NOT_FOUND": "point `class` at the new name " + "and read this " * 30 + "end"},
+            }
+        ],
+        {"m.py": f"class {long_name}:\n    def extra(self):\n        return 1\n"},
+    )
+    monkeypatch.setenv("COLUMNS", "80")  # ignored off a terminal
+    r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
+    assert r.code == 1
+    lines = r.out.splitlines()
+    row = [line for line in lines if line.startswith("1  gone")]
+    assert len(row) == 1, r.out
+    assert row[0].endswith(f"class {long_name} is not defined in {TARGET}; classes in this file: Model (line 1)")
+    hint = [line for line in lines if "hint: " in line]
+    assert len(hint) == 1 and hint[0].endswith("and read this end"), r.out
+    assert all(len(line) == len(line.rstrip()) for line in lines)
+    assert len(lines) == 5  # header, column titles, row, hint, verdict: nothing folded onto extra lines
+    verdict = lines[-1]
+    assert verdict.startswith("REFUSED: ") and verdict.endswith("nothing was written."), r.out
+
+
+# -- 19. crash reports ----------------------------------------------------------------------------
+
+
+def _crash_in_status(monkeypatch):
+    import patchkit.commands.status as status_cmd
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom in status")
+
+    monkeypatch.setattr(status_cmd, "status_worktree", boom)
+
+
+def test_internal_error_writes_a_crash_log_under_the_git_dir(tmp_path, capsys, monkeypatch):
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    _crash_in_status(monkeypatch)
+    r = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo)
+    assert r.code == 3
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert "--debug" not in r.err
+    match = re.search(r"are in (\S+\.log);", r.err)
+    assert match, r.err
+    log = Path(match.group(1))
+    assert log.parent == (sc.repo / ".git" / "patchkit")
+    text = log.read_text()
+    assert f"command: patchkit status -m {sc.kit.manifest} --repo {sc.repo}" in text
+    for name in ("patchkit:", "python:", "libcst:", "git: git version", "platform:"):
+        assert name in text
+    assert "Traceback (most recent call last)" in text and "RuntimeError: boom in status" in text
+    assert porcelain(sc.repo) == []  # the log is in the git dir, not in the work tree
+
+
+def test_crash_log_without_a_repository_goes_to_the_cache_dir(tmp_path, capsys, monkeypatch):
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    _crash_in_status(monkeypatch)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    nowhere = tmp_path / "not-a-repo"
+    nowhere.mkdir()
+    monkeypatch.chdir(nowhere)
+    # status discovers the repo; the crash happens after; --repo names no repository here
+    r = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", "../repo")
+    assert r.code == 3
+    log = Path(re.search(r"are in (\S+\.log);", r.err).group(1))
+    assert log.parent == sc.repo / ".git" / "patchkit"
+    r = run_cli(capsys, "--debug", "status", "-m", sc.kit.manifest, "--repo", str(sc.repo))
+    assert "Traceback" in r.err, r.err  # --debug still shows it
+    from patchkit.crash import write_report
+
+    try:
+        raise ValueError("no repo here")
+    except ValueError as exc:
+        path = write_report(exc, ["status", "-m", "x"])
+    assert path is not None and path.parent == cache / "patchkit"
+    assert "ValueError: no repo here" in path.read_text()
+
+
+# -- 20. git runs with an allowlisted environment ---------------------------------------------
+
+
+def test_git_environment_keeps_only_allowlisted_git_variables():
+    from patchkit.git import git_environment
+
+    env = git_environment(
+        {
+            "PATH": "/bin",
+            "HOME": "/h",
+            "LANG": "de_DE.UTF-8",
+            "SSH_AUTH_SOCK": "/s",
+            "https_proxy": "http://p",
+            "XDG_CONFIG_HOME": "/x",
+            "GIT_SSH_COMMAND": "ssh -i k",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/g",
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "core.x",
+            "GIT_CONFIG_VALUE_0": "y",
+            "GIT_DIR": "/other/.git",
+            "GIT_WORK_TREE": "/other",
+            "GIT_INDEX_FILE": "/other/index",
+            "GIT_OBJECT_DIRECTORY": "/other/objects",
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES": "/other/objects",
+            "GIT_NAMESPACE": "ns",
+            "GIT_CEILING_DIRECTORIES": "/",
+            "GIT_COMMON_DIR": "/other/.git",
+        }
+    )
+    assert set(env) == {
+        "PATH",
+        "HOME",
+        "LANG",
+        "SSH_AUTH_SOCK",
+        "https_proxy",
+        "XDG_CONFIG_HOME",
+        "GIT_SSH_COMMAND",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_KEY_0",
+        "GIT_CONFIG_VALUE_0",
+    }
+
+
+@pytest.mark.parametrize("variables", [("GIT_DIR", "GIT_WORK_TREE"), ("GIT_OBJECT_DIRECTORY",), ("GIT_INDEX_FILE",)])
+def test_git_variables_of_another_repository_do_not_redirect_patchkit(tmp_path, variables):
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    other = make_repo(tmp_path / "other", {"unrelated.py": "x = 1\n"})
+    values = {
+        "GIT_DIR": str(other / ".git"),
+        "GIT_WORK_TREE": str(other),
+        "GIT_OBJECT_DIRECTORY": str(other / ".git" / "objects"),
+        "GIT_INDEX_FILE": str(other / ".git" / "index"),
+    }
+    env = {name: values[name] for name in variables}
+    before_other = git(other, "status", "--porcelain")
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        check = run_script("check", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+        applied = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+        status = run_script("status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert check.code == 0, check.err
+    assert [r["status"] for r in check.json["commits"][0]["results"]] == ["APPLY"]
+    assert applied.code == 0, applied.err
+    assert applied.json["written"] == [TARGET]
+    assert status.code == 0 and status.json["complete"] is True, status.out
+    assert "def extra" in (sc.repo / TARGET).read_text()
+    assert git(other, "status", "--porcelain") == before_other
