@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, closest, format_closest
+from patchkit.operations.code import CodeState, bound_names, canon, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
 
@@ -89,7 +89,7 @@ class AddDefinitions(Operation):
                 Reason.TARGET_NOT_FOUND,
                 None,
                 f"`before = {self.before!r}`: nothing named {self.before} is defined at module level"
-                + format_closest("names", closest(self.before or "", names)),
+                + what_is_there("names", self.before or "", names, "at module level"),
             )
         line = self._insert_line(state, index) if index is not None else 1
         return outcome_for(plan, where="the module", where_line=line, payload=self.payload.display, kind="definitions")

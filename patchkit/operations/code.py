@@ -323,21 +323,62 @@ def closest(name: str, candidates: Sequence[tuple[str, int]], limit: int = 3) ->
     return [(match, by_name[match]) for match in matches]
 
 
-def format_closest(
-    kind: str, matches: list[tuple[str, int]], everything: Sequence[tuple[str, int]] = (), scope: str = "in this file"
-) -> str:
-    """ "; closest classes in this file: A (line 3)", or, with no close match
-    and a short list, every candidate (a renamed class often looks nothing
-    like its old name)."""
+SHOWN = 5  # how many names a not-found message lists when none is close
+UNLIMITED = 1 << 30  # for one_line(): show the code in full
+
+
+def alike_first(name: str, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Every candidate (once, first line kept), most similar to ``name`` first, then by line."""
+    by_name: dict[str, int] = {}
+    for candidate, line in candidates:
+        by_name.setdefault(candidate, line)
+    return sorted(by_name.items(), key=lambda item: (-difflib.SequenceMatcher(None, name, item[0]).ratio(), item[1]))
+
+
+def listed_with_more(items: Sequence[str], total: int) -> str:
+    more = total - len(items)
+    return ", ".join(items) + (f" and {more} more" if more > 0 else "")
+
+
+def what_is_there(kind: str, name: str, candidates: Sequence[tuple[str, int]], scope: str = "in this file") -> str:
+    """What a not-found message shows: never a bare "not found".
+
+    "; closest classes in this file: A (line 3)" when some names look alike;
+    otherwise the names the file does define, a handful with their lines, most
+    alike first, and how many more ("; the 9 classes in this file, most alike
+    first: B (line 4), ... and 4 more"); or "; there are no classes in this
+    file".
+    """
+    matches = closest(name, candidates)
     if matches:
-        listed = ", ".join(f"{name} (line {line})" for name, line in matches)
-        return f"; closest {kind} {scope}: {listed}"
-    if everything and len(everything) <= 5:
-        listed = ", ".join(f"{name} (line {line})" for name, line in everything)
-        return f"; {kind} {scope}: {listed}"
-    if not everything:
+        return f"; closest {kind} {scope}: " + ", ".join(f"{n} (line {line})" for n, line in matches)
+    ranked = alike_first(name, candidates)
+    if not ranked:
         return f"; there are no {kind} {scope}"
-    return ""
+    shown = [f"{n} (line {line})" for n, line in ranked[:SHOWN]]
+    if len(ranked) <= SHOWN:
+        return f"; {kind} {scope}: {', '.join(shown)}"
+    return f"; the {len(ranked)} {kind} {scope}, most alike first: " + listed_with_more(shown, len(ranked))
+
+
+def first_difference(a: str, b: str, context: int = 12) -> str:
+    """Where two texts first differ: "at character 27: `…, b)` here, `…, b, extra=1)` there"."""
+    index = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        index += 1
+    start = max(0, index - context)
+    lead = "…" if start else ""
+
+    def piece(text: str) -> str:
+        rest = text[start : index + 2 * context]
+        if index >= len(text):
+            return f"`{lead}{rest}` (it ends there)" if rest else "nothing more (it ends there)"
+        tail = "…" if index + 2 * context < len(text) else ""
+        return f"`{lead}{rest}{tail}`"
+
+    return f"they first differ at character {index + 1}: the anchor has {piece(a)}, the statement has {piece(b)}"
 
 
 @dataclass(frozen=True)

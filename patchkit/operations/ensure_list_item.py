@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, closest, format_closest, one_line
+from patchkit.operations.code import CodeState, bound_names, canon, one_line, what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class EnsureListItem(Operation):
                 Reason.TARGET_NOT_FOUND,
                 None,
                 f"nothing named {self.target} is assigned at module level in {state.path}"
-                + format_closest("names", closest(self.target, names)),
+                + what_is_there("names", self.target, names),
             )
         line = stmt.lineno
         if value is None or not isinstance(value, (ast.List, ast.Tuple, *_SINGLE)):

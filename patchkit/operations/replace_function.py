@@ -19,10 +19,9 @@ from patchkit.operations.code import (
     CodeState,
     FunctionNode,
     canon,
-    closest,
     digest,
-    format_closest,
     short_digest,
+    what_is_there,
 )
 from patchkit.results import Reason
 
@@ -42,7 +41,7 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
             Reason.CLASS_NOT_FOUND,
             None,
             f"class {missing_class} (for {qualname}) is not defined in {state.path}"
-            + format_closest("classes", closest(missing_class, classes), classes),
+            + what_is_there("classes", missing_class, classes),
         )
     *owners, name = qualname.split(".")
     owner = state.find_class(".".join(owners)) if owners else None
@@ -52,11 +51,8 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
         Reason.FUNCTION_NOT_FOUND,
         owner.lineno if owner else None,
         f"{'method' if owner else 'function'} {name} is not defined in {where}"
-        + format_closest(
-            kind,
-            closest(name, state.functions_in(owner)),
-            state.functions_in(owner),
-            f"in class {'.'.join(owners)}" if owner else "in this file",
+        + what_is_there(
+            kind, name, state.functions_in(owner), f"in class {'.'.join(owners)}" if owner else "in this file"
         ),
     )
 
