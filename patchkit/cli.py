@@ -30,7 +30,10 @@ Exit codes:
 
 _DEBUG = False
 
-MANIFEST_HELP = "Manifest: a path to a .toml file, or a NAME found as manifests/NAME.toml."
+MANIFEST_HELP = (
+    "Manifest: a path to a .toml file, or a NAME found as manifests/NAME.toml "
+    "(in the current directory, then among the manifests that come with patchkit)."
+)
 REPO_HELP = "The upstream git checkout to work on (default: current directory)."
 
 

@@ -1,0 +1,37 @@
+"""Build hook: ship the bundled manifests and payloads inside the wheel.
+
+``manifests/`` and ``patches/`` stay at the repository's top level, where
+people edit them and where a checkout (or an editable install) reads them.
+A wheel has no repository around it, so ``build_py`` copies both folders to
+``patchkit/_bundled/`` in the build; ``patchkit.manifest.loader`` looks there
+after the current directory and the checkout.  Everything else about the
+build is in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+BUNDLED = {"manifests": "*.toml", "patches": "*.py"}
+
+
+class BuildWithBundledData(build_py):
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return  # an editable install reads the checkout's own folders
+        root = Path(__file__).resolve().parent
+        for folder, pattern in BUNDLED.items():
+            target = Path(self.build_lib) / "patchkit" / "_bundled" / folder
+            if target.exists():
+                shutil.rmtree(target)
+            target.mkdir(parents=True)
+            for source in sorted((root / folder).glob(pattern)):
+                shutil.copy2(source, target / source.name)
+
+
+setup(cmdclass={"build_py": BuildWithBundledData})
