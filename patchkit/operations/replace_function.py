@@ -20,6 +20,7 @@ from patchkit.operations.code import (
     FunctionNode,
     canon,
     digest,
+    replace_statement,
     short_digest,
     what_is_there,
 )
@@ -138,8 +139,7 @@ class ReplaceFunction(Operation):
         current, owner, _ = state.find_function(self.function)
         assert current is not None
         body = owner.body if owner is not None else state.tree.body
-        index = next(i for i, stmt in enumerate(body) if stmt is current)
-        body[index] = state.splice([self.node], line=current.lineno, patch_id=patch_id)[0]
+        replace_statement(body, current, state.splice([self.node], line=current.lineno, patch_id=patch_id)[0])
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
