@@ -176,7 +176,12 @@ def explain(**kwargs: Any) -> int:
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("file")
 @click.argument("qualname")
-@click.option("--repo", default=None, metavar="DIR", help="With --commit: the repository (default: .).")
+@click.option(
+    "--repo",
+    default=None,
+    metavar="DIR",
+    help="The repository; FILE is relative to it (default: FILE as given, and . with --commit).",
+)
 @click.option(
     "--commit", default=None, metavar="REV", help="Read FILE (repo-relative) at this commit instead of from disk."
 )

@@ -66,6 +66,15 @@ def _env() -> dict[str, str]:
     return env
 
 
+# What to do instead, per command: only options that command has.
+_BARE_HINTS = {
+    "apply": "use --commit REV --worktree DIR to patch a linked worktree, or `patchkit check`, which needs no checkout",
+    "status": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them), "
+    "or use `patchkit check`, which needs no checkout",
+    "revert": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them)",
+}
+
+
 class GitFailed(Exception):
     def __init__(self, args: Sequence[str], returncode: int, stderr: str) -> None:
         super().__init__(f"git {' '.join(args)} exited {returncode}: {stderr.strip()}")
@@ -309,8 +318,7 @@ class Repo:
         if self.root is None:
             raise RepoError(
                 f"{self.git_dir} is a bare repository: {action} needs a work tree",
-                hint="use --commit REV --worktree DIR to patch a linked worktree, "
-                "or `patchkit check`, which needs no checkout",
+                hint=_BARE_HINTS.get(action.split()[0], _BARE_HINTS["apply"]),
             )
         return self.root
 

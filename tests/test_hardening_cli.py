@@ -256,3 +256,127 @@ def test_git_variables_of_another_repository_do_not_redirect_patchkit(tmp_path, 
     assert status.code == 0 and status.json["complete"] is True, status.out
     assert "def extra" in (sc.repo / TARGET).read_text()
     assert git(other, "status", "--porcelain") == before_other
+
+
+# -- 17. smaller items -------------------------------------------------------------------------------
+
+
+def test_worktree_creation_held_by_another_run_is_busy(tmp_path):
+    from patchkit.engine.commit_apply import worktree_lock_dir
+    from patchkit.engine.lock import repo_lock
+    from patchkit.git import Repo
+
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    wt = tmp_path / "wt"
+    repo = Repo.discover(sc.repo)
+    with repo_lock(worktree_lock_dir(repo, wt.resolve()), what="patchkit apply --worktree (test holder)"):
+        r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--commit", "HEAD", "--worktree", wt)
+    assert r.code == 4, r.err
+    line = one_error_line(r.err)
+    assert "test holder" in line and "--wait" in line
+    assert not wt.exists()
+
+
+def test_two_worktree_runs_racing_for_one_new_dir_never_exit_2(tmp_path):
+    import subprocess
+
+    from helpers import patchkit_script
+
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    for attempt in range(3):
+        wt = tmp_path / f"wt{attempt}"
+        argv = [patchkit_script(), "apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)]
+        argv += ["--commit", "HEAD", "--worktree", str(wt)]
+        procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+        results = [(p.wait(), p.stderr.read().decode()) for p in procs]
+        for p in procs:
+            p.stdout.close()
+            p.stderr.close()
+        codes = sorted(code for code, _ in results)
+        assert codes in ([0, 0], [0, 4]), results
+        assert "def extra" in (wt / TARGET).read_text()
+
+
+def test_bare_repository_hints_name_only_options_the_command_has(tmp_path):
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(sc.repo), str(bare))
+    for verb in ("status", "revert"):
+        r = run_script(verb, "-m", sc.kit.manifest, "--repo", bare)
+        assert r.code == 2
+        line = one_error_line(r.err)
+        assert "is a bare repository" in line
+        assert "--commit" not in line and "--worktree" not in line, line
+        assert "--repo DIR" in line
+    r = run_script("apply", "-m", sc.kit.manifest, "--repo", bare)
+    assert "--worktree DIR" in one_error_line(r.err)
+
+
+def test_refusal_in_a_worktree_does_not_suggest_worktree(tmp_path):
+    sc = scenario(tmp_path, {TARGET: MODEL, "README.md": "hi\n"}, ADD_EXTRA, METHODS)
+    wt = tmp_path / "wt"
+    first = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--commit", "HEAD", "--worktree", wt)
+    assert first.code == 0, first.err
+    (wt / "README.md").write_text("my own edit\n")
+    r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--commit", "HEAD", "--worktree", wt)
+    assert r.code == 1
+    first_line = r.err.splitlines()[0]
+    assert first_line.startswith("patchkit: error: ") and f"the work tree {wt}" in first_line
+    assert "use --worktree DIR" not in r.err and "give --worktree a new directory" in first_line
+    main = run_script("apply", "-m", sc.kit.manifest, "--repo", wt, "--commit", "HEAD")
+    assert main.code == 1 and "use --worktree DIR" in main.err  # without --worktree the suggestion stays
+
+
+def test_manifest_that_is_a_directory_says_so(tmp_path):
+    folder = tmp_path / "some_dir.toml"
+    folder.mkdir()
+    r = run_script("validate", "-m", folder)
+    assert r.code == 2
+    line = one_error_line(r.err)
+    assert "is a directory" in line and "does not exist" not in line
+
+
+def test_digest_honours_repo(tmp_path):
+    repo = make_repo(tmp_path / "repo", {TARGET: MODEL})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run_script("digest", "--repo", repo, TARGET, "Model.forward", cwd=elsewhere)
+    assert r.code == 0, r.err
+    at_commit = run_script("digest", "--repo", repo, "--commit", "HEAD", TARGET, "Model.forward", cwd=elsewhere)
+    assert r.out == at_commit.out and r.out.startswith("sha256:")
+    missing = run_script("digest", "--repo", repo, "pkg/nope.py", "f", cwd=elsewhere)
+    assert missing.code == 2 and str(repo / "pkg/nope.py") in missing.err
+
+
+def test_explain_does_not_say_applies_for_upstream_provides(tmp_path):
+    upstream = MODEL.replace("        return x\n", "        return x\n\n    def extra(self):\n        return 2\n")
+    sc = scenario(
+        tmp_path,
+        {TARGET: upstream},
+        [dict(ADD_EXTRA[0], on_conflict="keep-upstream")],
+        METHODS,
+    )
+    r = run_script("explain", "-m", sc.kit.manifest, "extra", "--repo", sc.repo)
+    assert r.code == 0, r.err
+    assert "SKIP UPSTREAM_PROVIDES" in r.out
+    assert " applies at " not in r.out
+    assert r.out.rstrip().endswith(
+        "is not needed (upstream provides it) at "
+        + git(sc.repo, "rev-parse", "--short=10", "HEAD").strip()
+        + ": there is no failure to explain."
+    )
+
+
+def test_status_of_an_all_optional_manifest_says_what_is_left_out(tmp_path):
+    patches = [
+        {"id": f"opt{i}", "op": "ensure-import", "file": TARGET, "import": f"import mod{i}", "required": False}
+        for i in range(7)
+    ]
+    sc = scenario(tmp_path, {TARGET: "import mod0\nimport mod1\n\n" + MODEL}, patches)
+    r = run_script("status", "-m", sc.kit.manifest, "--repo", sc.repo)
+    assert r.code == 0
+    verdict = r.out.rstrip().splitlines()[-1]
+    assert verdict == (
+        "COMPLETE: the manifest has no required patches; 5 of 7 optional patches not in place: "
+        "opt2 (not applied), opt3 (not applied), opt4 (not applied), opt5 (not applied), opt6 (not applied)."
+    ), verdict
