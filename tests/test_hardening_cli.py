@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -380,3 +382,45 @@ def test_status_of_an_all_optional_manifest_says_what_is_left_out(tmp_path):
         "COMPLETE: the manifest has no required patches; 5 of 7 optional patches not in place: "
         "opt2 (not applied), opt3 (not applied), opt4 (not applied), opt5 (not applied), opt6 (not applied)."
     ), verdict
+
+
+# -- 12. a file that cannot be written is a refusal, not a crash ---------------------------------
+
+
+@contextmanager
+def read_only(folder: Path) -> Iterator[str]:
+    """A directory nobody can create files in: chmod for a user, the immutable flag for root."""
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield "Permission denied"
+        finally:
+            folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        pytest.skip("running as root without chattr +i: no way to make a directory read-only")
+    try:
+        yield "Operation not permitted"
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_read_only_directory_is_a_refusal_with_the_table_and_the_path(tmp_path):
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    before = (sc.repo / TARGET).read_bytes()
+    with read_only(sc.repo / "pkg") as why:
+        r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
+        js = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert r.code == 1, r.err
+    assert r.err == ""
+    lines = r.out.splitlines()
+    assert any(line.startswith("1  extra") and " APPLY " in line for line in lines), r.out
+    assert lines[-1] == f"REFUSED: cannot write {TARGET}: {why}; nothing was written."
+    assert js.code == 1 and js.json["refused"] is True and js.json["written"] == []
+    assert js.json["unwritable"] == f"{TARGET}: {why}"
+    assert (sc.repo / TARGET).read_bytes() == before
+    assert porcelain(sc.repo) == []
+    assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0  # writable again: it applies

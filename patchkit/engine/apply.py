@@ -8,7 +8,7 @@ work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from patchkit.engine.record import (
     save_record,
     state_dir,
 )
-from patchkit.errors import RefusedError
+from patchkit.errors import RefusedError, UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Reason, Status
@@ -48,6 +48,7 @@ class ApplyReport:
     moved_from: Commit | None = None  # apply --commit: where the tree was before
     moved_from_branch: str | None = None
     worktree: str | None = None  # apply --commit --worktree: the linked worktree
+    unwritable: str | None = None  # refused because this path could not be written ("path: reason")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +68,7 @@ class ApplyReport:
             if self.moved_from is None
             else {"commit": self.moved_from.sha, "branch": self.moved_from_branch},
             "worktree": self.worktree,
+            "unwritable": self.unwritable,
             "results": [r.to_json() for r in self.results],
         }
 
@@ -135,7 +137,11 @@ def _apply_locked(manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, 
     if dry_run:
         return report(evaluation, refused=False, would=paths, diffs=tuple(rendered))
     if rendered:
-        txn.write([FileWrite(r.path, r.before, r.after, r.mode) for r in rendered])
+        try:
+            txn.write([FileWrite(r.path, r.before, r.after, r.mode) for r in rendered])
+        except UnwritableError as exc:
+            # The patches apply, the file system said no: a refusal with the table, not a crash.
+            return replace(report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}")
         _update_record(repo, manifest, commit, rendered, evaluation)
     return report(evaluation, refused=False, written=paths, diffs=tuple(rendered))
 

@@ -195,7 +195,10 @@ def _move_and_apply(
         # clean/smudge filter changed the files).  Leave no half state.
         _move_back(repo, moved_from, branch)
         restore_ours()
-        notes.append("the patches applied to the commit's blobs but not to its checkout; the tree was moved back")
+        if report.unwritable:
+            notes.append(f"could not write {report.unwritable}; the tree was moved back")
+        else:
+            notes.append("the patches applied to the commit's blobs but not to its checkout; the tree was moved back")
     return replace(report, notes=tuple(notes) + report.notes, moved_from=moved_from, moved_from_branch=branch)
 
 

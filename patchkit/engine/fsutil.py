@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.errors import RefusedError
+from patchkit.errors import RefusedError, UnwritableError
 
 
 def sha256(data: bytes) -> str:
@@ -114,8 +114,10 @@ class Transaction:
         if not writes:
             return
         temps: list[tuple[FileWrite, Path, str]] = []
+        current = ""  # what is being written, for the refusal if the OS says no
         try:
             for w in writes:
+                current = w.path
                 full = self.root / w.path
                 mode = w.mode if w.mode is not None else (full.stat().st_mode & 0o7777)
                 fd, tmp = tempfile.mkstemp(prefix=f".{full.name}.", suffix=".patchkit-tmp", dir=full.parent)
@@ -132,6 +134,7 @@ class Transaction:
                     items=tuple(changed),
                     hint="run the command again",
                 )
+            current = str(self.journal)
             self.state_dir.mkdir(parents=True, exist_ok=True)
             journal = {
                 "files": [
@@ -148,6 +151,7 @@ class Transaction:
             done: list[tuple[FileWrite, Path]] = []
             try:
                 for w, full, tmp in temps:
+                    current = w.path
                     os.replace(tmp, full)
                     done.append((w, full))
             except BaseException:
@@ -155,6 +159,9 @@ class Transaction:
                     atomic_write(full, w.before, w.mode)
                 raise
             self.journal.unlink()
+        except OSError as exc:
+            # Nothing was replaced (or every replacement was rolled back above).
+            raise UnwritableError(current, exc.strerror or type(exc).__name__) from None
         finally:
             for _, _, tmp in temps:
                 _unlink(tmp)
