@@ -63,27 +63,19 @@ def test_add_methods_to_a_class_under_if_is_cuda(tmp_path, capsys):
     assert result_of(again.json, "m")["status"] == "SKIP" and again.json["written"] == []
 
 
-def test_replace_function_under_if(tmp_path, capsys):
+def replace_helper(tmp_path, text: str, line: int, payload: str):
+    """A replace-function patch on `helper`, expecting the definition patchkit must pick (at ``line``)."""
     from patchkit.operations.code import CodeState, digest
 
-    state = CodeState.parse(TARGET, CUDA)
-    helper, _owner, _missing = state.find_function("helper")
-    assert helper is not None and helper.lineno == 12
-    sc = scenario(
-        tmp_path,
-        {TARGET: CUDA},
-        [
-            {
-                "id": "rf",
-                "op": "replace-function",
-                "file": TARGET,
-                "function": "helper",
-                "source": src("h.py"),
-                "expect": digest(helper),
-            },
-        ],
-        {"h.py": "def helper(x):\n    return x + 2\n"},
-    )
+    helper = CodeState.parse(TARGET, text).find_function("helper")[0]
+    assert helper is not None and helper.lineno == line
+    patch = {"id": "rf", "op": "replace-function", "file": TARGET, "function": "helper"}
+    patch.update(source=src("h.py"), expect=digest(helper))
+    return scenario(tmp_path, {TARGET: text}, [patch], {"h.py": payload})
+
+
+def test_replace_function_under_if(tmp_path, capsys):
+    sc = replace_helper(tmp_path, CUDA, 12, "def helper(x):\n    return x + 2\n")
     r = apply(capsys, sc)
     assert r.code == 0, r.out + r.err
     assert result_of(r.json, "rf")["status"] == "APPLY"
@@ -209,25 +201,7 @@ def test_a_later_top_level_definition_wins_over_a_conditional_one(tmp_path, caps
         def helper():
             return 2
     """)
-    from patchkit.operations.code import CodeState, digest
-
-    top = CodeState.parse(TARGET, text).find_function("helper")[0]
-    assert top is not None and top.lineno == 8
-    sc = scenario(
-        tmp_path,
-        {TARGET: text},
-        [
-            {
-                "id": "rf",
-                "op": "replace-function",
-                "file": TARGET,
-                "function": "helper",
-                "source": src("h.py"),
-                "expect": digest(top),
-            }
-        ],
-        {"h.py": "def helper():\n    return 3\n"},
-    )
+    sc = replace_helper(tmp_path, text, 8, "def helper():\n    return 3\n")
     r = apply(capsys, sc)
     assert r.code == 0, r.out
     assert sc.text() == text.replace("    return 2\n", "    return 3\n")

@@ -42,9 +42,7 @@ def _replace_last(
             index = i
     if index is None:
         raise InternalError(f"libcst edit could not find {what} that the analysis found")
-    new = change(body[index])
-    replacement = list(new) if isinstance(new, (list, tuple)) else [new]
-    return [*body[:index], *replacement, *body[index + 1 :]]  # type: ignore[list-item]
+    return _rebuild(body, ((index, None),), change)
 
 
 # -- the module scope: the body and the branches of top-level if / try blocks ----------------
