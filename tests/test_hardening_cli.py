@@ -156,7 +156,7 @@ def test_internal_error_writes_a_crash_log_under_the_git_dir(tmp_path, capsys, m
     assert porcelain(sc.repo) == []  # the log is in the git dir, not in the work tree
 
 
-def test_crash_log_without_a_repository_goes_to_the_cache_dir(tmp_path, capsys, monkeypatch):
+def test_crash_log_follows_a_relative_repo_and_falls_back_to_the_cache_dir(tmp_path, capsys, monkeypatch):
     sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
     _crash_in_status(monkeypatch)
     cache = tmp_path / "cache"
