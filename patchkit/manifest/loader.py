@@ -276,6 +276,8 @@ _PATTERN_MESSAGES = {
     "body_of": "must be a function name or Class.method in the payload",
     "target": "must be a Python identifier",
     "before": "must be a Python identifier",
+    "from": "must be a dotted module path (leading dots for a relative import)",
+    "to": "must be a dotted module path (leading dots for a relative import)",
 }
 
 
@@ -382,6 +384,8 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
     if validator == "type":
         return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None, None
     if validator == "pattern":
+        if leaf == "name" and path[:1] == ["patch"]:
+            return f"{instance!r} must be a Python identifier", None, None, None
         return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
     if validator in ("minItems", "minLength"):
         return "must not be empty", None, None, None

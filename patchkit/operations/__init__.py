@@ -26,9 +26,18 @@ def registry() -> dict[str, type[Operation]]:
     from patchkit.operations.ensure_import import EnsureImport
     from patchkit.operations.ensure_list_item import EnsureListItem
     from patchkit.operations.insert import Insert
+    from patchkit.operations.move_import import MoveImport
     from patchkit.operations.replace_function import ReplaceFunction
 
-    ops: list[type[Operation]] = [EnsureImport, AddMethods, ReplaceFunction, Insert, AddDefinitions, EnsureListItem]
+    ops: list[type[Operation]] = [
+        EnsureImport,
+        AddMethods,
+        ReplaceFunction,
+        Insert,
+        AddDefinitions,
+        EnsureListItem,
+        MoveImport,
+    ]
     return {op.op_name: op for op in ops}
 
 
@@ -39,4 +48,5 @@ OP_NAMES = (
     "insert",
     "add-definitions",
     "ensure-list-item",
+    "move-import",
 )
