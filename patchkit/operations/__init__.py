@@ -23,6 +23,7 @@ def edit_lazy() -> ModuleType:
 def registry() -> dict[str, type[Operation]]:
     from patchkit.operations.add_definitions import AddDefinitions
     from patchkit.operations.add_methods import AddMethods
+    from patchkit.operations.diff import Diff
     from patchkit.operations.ensure_import import EnsureImport
     from patchkit.operations.ensure_list_item import EnsureListItem
     from patchkit.operations.insert import Insert
@@ -37,6 +38,7 @@ def registry() -> dict[str, type[Operation]]:
         AddDefinitions,
         EnsureListItem,
         MoveImport,
+        Diff,
     ]
     return {op.op_name: op for op in ops}
 
@@ -49,4 +51,5 @@ OP_NAMES = (
     "add-definitions",
     "ensure-list-item",
     "move-import",
+    "diff",
 )
