@@ -71,12 +71,15 @@ def test_hand_edited_kimi_tree_round_trips_with_structured_ops_and_diffs(tmp_pat
     assert (EAGLE, "replace-function") in ops  # the changed default
     assert (DEEPSEEK, "move-import") in ops
     assert (REGISTRY, "ensure-list-item") in ops
-    for path in (CMAKE, YAML, SERVER_ARGS, RUNNER):
+    for path in (CMAKE, YAML, SERVER_ARGS):
         assert [p["op"] for p in report["patches"] if p["file"] == path] == ["diff"]
+    # The import added in the middle of the block: ensure-import placed with `after`.
+    assert [(p["op"], p["why"]) for p in report["patches"] if p["file"] == RUNNER] == [
+        ("ensure-import", "a new import inside the import block, placed with `after`")
+    ]
     why = {p["file"]: p["why"] for p in report["patches"] if p["op"] == "diff"}
     assert why[CMAKE] == why[YAML] == "not a Python file"
     assert "deletes `os.environ.setdefault" in why[SERVER_ARGS]
-    assert "inside the import block" in why[RUNNER]
     replace = next(p for p in report["patches"] if p["op"] == "replace-function")
     assert replace["file"] == EAGLE and "EAGLEWorker.draft" in replace["change"]
     assert set(report) == {"version", "command", "name", "base", "manifest", "payloads", "patches", "untracked"}
@@ -93,6 +96,8 @@ def test_captured_manifest_pins_the_base_and_describes_every_patch(tmp_path, cap
     assert data["name"] == "captured"
     for patch in data["patch"]:
         assert patch["description"].startswith("Captured: ")
+    mid_block = next(p for p in data["patch"] if p["file"] == RUNNER)
+    assert (mid_block["import"], mid_block["after"]) == ("import json", "import logging")
     replace = next(p for p in data["patch"] if p["op"] == "replace-function")
     digest = run_cli(capsys, "digest", EAGLE, "EAGLEWorker.draft", "--repo", repo, "--commit", "HEAD", "--json")
     assert replace["expect"] == digest.json["digest"]

@@ -1229,3 +1229,40 @@ def test_move_import_bad_module_path_is_a_manifest_error(tmp_path, capsys):
     r = sc.apply(capsys)
     assert r.code == 2
     assert "patch[1].to" in r.err and "dotted module path" in r.err
+
+
+# -- ensure-import with `after` -------------------------------------------------------------------------------
+
+MID_BLOCK_BEFORE = "import logging\nimport os\nfrom typing import Optional\n\nX = 1\n"
+
+
+def test_ensure_import_after_puts_the_line_inside_the_import_block(tmp_path, capsys):
+    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "import logging"})
+    after = "import logging\nimport json\nimport os\nfrom typing import Optional\n\nX = 1\n"
+    res = run_and_check(capsys, sc, "APPLY", None, 2, after)
+    assert "after line 1 (`import logging`)" in res["message"]
+    reapply_is_skip(capsys, sc)
+
+
+def test_ensure_import_after_an_import_added_by_an_earlier_patch(tmp_path, capsys):
+    patches = [
+        {"id": "json", "op": "ensure-import", "file": TARGET, "import": "import json", "after": "import logging"},
+        {"id": "re", "op": "ensure-import", "file": TARGET, "import": "import re", "after": "import json"},
+    ]
+    sc = scenario(tmp_path, {TARGET: MID_BLOCK_BEFORE}, patches)
+    r = sc.apply(capsys)
+    assert verdicts(r.json) == [("json", "APPLY", None), ("re", "APPLY", None)]
+    assert sc.text() == "import logging\nimport json\nimport re\nimport os\nfrom typing import Optional\n\nX = 1\n"
+    reapply_is_skip(capsys, sc)
+
+
+def test_ensure_import_after_missing_anchor_is_target_not_found(tmp_path, capsys):
+    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "import sys"})
+    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, MID_BLOCK_BEFORE)
+    assert "`after`: no module-level import statement is `import sys`" in res["message"]
+
+
+def test_ensure_import_after_must_be_an_import(tmp_path, capsys):
+    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "X = 1"})
+    r = sc.apply(capsys)
+    assert r.code == 2 and "patch[1].after" in r.err and "is not an import statement" in r.err

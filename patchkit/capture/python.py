@@ -8,7 +8,7 @@ else by its code).  Then each difference is matched to an op:
 =========================================  ==================================
 difference                                 op
 =========================================  ==================================
-new import statements after the imports    ``ensure-import``
+new import statements                      ``ensure-import`` (``after`` inside the block)
 an import whose module changed             ``move-import`` (+ ``ensure-import``)
 new module-level definitions               ``add-definitions``
 new methods at the end of a class          ``add-methods``
@@ -96,6 +96,7 @@ class _File:
         except SyntaxError as exc:
             raise Unfit(f"the edited version is not valid Python ({exc.msg}, line {exc.lineno})") from None
         self.lines = split_lines(target)
+        self.base_text = base
         self.out: list[Proposal] = []
 
     # -- source text of the edited file ------------------------------------------------
@@ -109,6 +110,9 @@ class _File:
                 start -= 1
         end = last.end_lineno or last.lineno
         return textwrap.dedent("".join(self.lines[start:end]))
+
+    def base_source(self, stmt: ast.stmt) -> str:
+        return ast.get_source_segment(self.base_text, stmt) or ast.unparse(stmt)
 
     def add(self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str) -> None:
         self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why))
@@ -147,19 +151,28 @@ class _File:
 
     def inserted(self, at: int, stmts: list[ast.stmt]) -> None:
         if all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
+            previous = self.base.body[at - 1] if at > 0 else None
+            after: str | None = None
             if at != self.import_block_end():
-                raise Unfit(f"adds {_describe(stmts[0])} inside the import block; ensure-import adds after the block")
+                if not isinstance(previous, (ast.Import, ast.ImportFrom)):
+                    raise Unfit(f"adds {_describe(stmts[0])} after a statement that is not an import")
+                after = self.base_source(previous)
             for stmt in stmts:
                 code = self.source(stmt, stmt, comments=False).strip()
                 first = items_of(stmt)[0]  # type: ignore[arg-type]
+                import_keys = {"import": code} if after is None else {"import": code, "after": after}
                 self.add(
                     "ensure-import",
                     f"import-{first.binds}",
-                    {"import": code},
+                    import_keys,
                     None,
                     f"added `{code}`" if "\n" not in code else f"added an import of {first.binds}",
-                    "a new import after the import block",
+                    "a new import after the import block"
+                    if after is None
+                    else "a new import inside the import block, placed with `after`",
                 )
+                if after is not None:
+                    after = code
             return
         names = [definition_name(s) for s in stmts]
         if any(n is None for n in names):
