@@ -248,3 +248,12 @@ def test_import_diff_of_a_missing_file_is_bad_input(tmp_path, capsys):
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     r = run_cli(capsys, "import-diff", tmp_path / "nope.patch", "--repo", repo, "--name", "x")
     assert r.code == 2 and "nope.patch does not exist" in r.err
+
+
+def test_a_proposal_the_loader_refuses_falls_back_to_diff(tmp_path, capsys):
+    # An added `pass` is an insert whose payload has "no statements to insert".
+    base = {"pkg/m.py": "def f():\n    x = 1\n"}
+    edit = {"pkg/m.py": "def f():\n    x = 1\n    pass\n"}
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert "the manifest would not load" in report["patches"][0]["why"]

@@ -38,7 +38,7 @@ from typing import Any
 
 from patchkit.capture.python import Proposal, Unfit, propose
 from patchkit.capture.textdiff import count_changes, unified_diff
-from patchkit.errors import InternalError, RefusedError, UsageError
+from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -232,14 +232,28 @@ def _render(
 # -- verification ------------------------------------------------------------------------
 
 
-def _verify(repo: Repo, base: Commit, manifest_path: Path, changes: Mapping[str, _FileChange]) -> dict[str, str]:
+def _verify(
+    repo: Repo,
+    base: Commit,
+    manifest_path: Path,
+    changes: Mapping[str, _FileChange],
+    patches: Sequence[CapturedPatch],
+) -> dict[str, str]:
     """Files whose captured patches do not reproduce the edit, with the reason."""
     from patchkit.engine.evaluate import evaluate, render
     from patchkit.manifest import load_manifest
     from patchkit.results import Status
     from patchkit.sources.commit import CommitSource
 
-    manifest = load_manifest(manifest_path)
+    try:
+        manifest = load_manifest(manifest_path)
+    except ManifestError as exc:
+        # A proposal the loader refuses (e.g. two patches that cannot
+        # compose): carry that patch's file with a diff instead.
+        found = re.search(r"patch\[(\d+)\]", exc.key_path or "")
+        if found is None:
+            raise InternalError(f"capture wrote a manifest that does not load: {exc.one_line()}") from None
+        return {patches[int(found.group(1)) - 1].file: f"the manifest would not load ({exc.message})"}
     evaluation = evaluate(manifest, CommitSource(repo, base), hints=False)
     bad: dict[str, str] = {}
     for result in evaluation.results:
@@ -346,10 +360,10 @@ def capture(
     out.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".patchkit-capture-", dir=out))
     try:
-        for _attempt in range(3):
+        for _attempt in range(len(plans) + 2):
             text, payloads, patches = _render(name, commit, plans)
             manifest = _stage(staging, name, text, payloads)
-            bad = _verify(repo, commit, manifest, changes)
+            bad = _verify(repo, commit, manifest, changes, patches)
             if not bad:
                 break
             for path, why in bad.items():
