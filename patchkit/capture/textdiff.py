@@ -58,8 +58,8 @@ def count_changes(diff: str) -> tuple[int, int, int]:
     for line in diff.split("\n"):
         if line.startswith("@@ "):
             hunks += 1
-        elif line.startswith("+") and not line.startswith("+++ "):
+        elif hunks and line.startswith("+"):
             added += 1
-        elif line.startswith("-") and not line.startswith("--- "):
+        elif hunks and line.startswith("-"):
             removed += 1
     return hunks, added, removed
