@@ -237,11 +237,11 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
             if isinstance(after_text, str):
                 files[path] = _fail_applied(fe, Reason.INTERNAL, after_text)
                 continue
-            problem = _verify(fe, after_text)
-            if problem is not None:
-                files[path] = _fail_applied(fe, Reason.INTERNAL, problem)
-                continue
-            rendered.append(Rendered(path, fe.read.data, after_text, fe.read.mode))
+            checked = _checked(fe, after_text)
+            if isinstance(checked, FileEval):
+                files[path] = checked
+            else:
+                rendered.append(checked)
             continue
         try:
             module = libcst.parse_module(fe.read.data)
@@ -268,17 +268,26 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
                 fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)"
             )
             continue
-        problem = _verify(fe, after)
-        if problem is not None:
-            files[path] = _fail_applied(fe, Reason.INTERNAL, problem)
-            continue
-        rendered.append(Rendered(path, fe.read.data, after, fe.read.mode))
+        checked = _checked(fe, after)
+        if isinstance(checked, FileEval):
+            files[path] = checked
+        else:
+            rendered.append(checked)
     if files != dict(evaluation.files):
         # Something did not render or verify: report it and write nothing.
         hints = {r.patch: r.hint for r in evaluation.results}
         results = tuple(r.with_hint(hints[r.patch]) for r in order_results(evaluation.manifest, files))
         return [], Evaluation(evaluation.manifest, evaluation.source, results, files)
     return rendered, evaluation
+
+
+def _checked(fe: FileEval, after: bytes) -> Rendered | FileEval:
+    """The rendered file, or ``fe`` with its APPLYs failed INTERNAL when ``after`` does not verify."""
+    problem = _verify(fe, after)
+    if problem is not None:
+        return _fail_applied(fe, Reason.INTERNAL, problem)
+    assert fe.read.data is not None
+    return Rendered(fe.path, fe.read.data, after, fe.read.mode)
 
 
 def _render_text(fe: FileEval) -> bytes | str:

@@ -74,24 +74,11 @@ class EnsureImport(Operation):
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
         code = table["import"]
-        try:
-            stmt = parse_statement(code)
-        except ValueError as exc:
-            ctx.error("import", f"{code!r} {exc}")
-        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            ctx.error("import", f"{code!r} is not an import statement")
+        stmt = _import_statement(ctx, "import", code)
         if any(alias.name == "*" for alias in stmt.names):
             ctx.error("import", "star imports cannot be ensured: name each symbol")
         after = table.get("after")
-        after_canon = None
-        if after is not None:
-            try:
-                anchor = parse_statement(after)
-            except ValueError as exc:
-                ctx.error("after", f"{after!r} {exc}")
-            if not isinstance(anchor, (ast.Import, ast.ImportFrom)):
-                ctx.error("after", f"{after!r} is not an import statement")
-            after_canon = canon(anchor)
+        after_canon = None if after is None else canon(_import_statement(ctx, "after", after))
         return cls(code=code, items=tuple(items_of(stmt)), after=after, after_canon=after_canon)
 
     def identity(self) -> dict[str, Any]:
@@ -199,6 +186,16 @@ class EnsureImport(Operation):
         else:
             body.insert(_cst_import_block_end(body), stmt)
         return module.with_changes(body=body)
+
+
+def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast.ImportFrom:
+    try:
+        stmt = parse_statement(code)
+    except ValueError as exc:
+        ctx.error(key, f"{code!r} {exc}")
+    if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        ctx.error(key, f"{code!r} is not an import statement")
+    return stmt
 
 
 def _describe(stmt: ast.stmt) -> str:
