@@ -257,3 +257,12 @@ def test_a_proposal_the_loader_refuses_falls_back_to_diff(tmp_path, capsys):
     report = round_trip(capsys, tmp_path, base, edit)
     assert [p["op"] for p in report["patches"]] == ["diff"]
     assert "the manifest would not load" in report["patches"][0]["why"]
+
+
+def test_an_unwritable_out_is_bad_input(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    (repo / "a.txt").write_text("b\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory\n")
+    r = capture(capsys, repo, blocker / "kit")
+    assert r.code == 2 and r.err.startswith("patchkit: error: cannot write to --out") and r.err.count("\n") == 1

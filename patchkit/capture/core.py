@@ -357,8 +357,11 @@ def capture(
             hint="edit files, or pass --base REV to capture against an older commit",
         )
     plans = {path: _plan_file(change) for path, change in changes.items()}
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".patchkit-capture-", dir=out))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".patchkit-capture-", dir=out))
+    except OSError as exc:
+        raise UsageError(f"cannot write to --out {out}: {exc.strerror}", hint="choose a writable directory") from None
     try:
         for _attempt in range(len(plans) + 2):
             text, payloads, patches = _render(name, commit, plans)
