@@ -435,3 +435,40 @@ class Repo:
 
     def add_worktree(self, path: Path, sha: str) -> None:
         self.git("worktree", "add", "--quiet", "--detach", str(path), sha)
+
+
+def parent_dirs(path: str) -> list[str]:
+    """``a/b/c.py`` -> ``["a", "a/b"]``."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def symlinked_parents(repo: Repo, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """For (commit, path) pairs, the parent directory of ``path`` that is a
+    symlink in that commit's tree, where there is one.
+
+    One ``cat-file --batch-check`` for every parent of every pair (a blob
+    where a directory should be), then one ``ls-tree`` per distinct such blob
+    to tell a symlink from a regular file.
+    """
+    pairs = list(dict.fromkeys(pairs))
+    queries = [(commit, path, parent) for commit, path in pairs for parent in parent_dirs(path)]
+    if not queries:
+        return {}
+    spec = "".join(f"{commit}:{parent}\n" for commit, _path, parent in queries).encode()
+    out = run_git(
+        ["cat-file", "--batch-check=%(objecttype) %(objectname)"], repo.root or repo.git_dir, input=spec, text=False
+    )
+    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    found: dict[tuple[str, str], str] = {}
+    is_link: dict[str, bool] = {}
+    for (commit, path, parent), line in zip(queries, lines, strict=True):
+        kind, _, oid = line.partition(" ")
+        if kind != "blob" or (commit, path) in found:
+            continue
+        if oid not in is_link:
+            entry = repo.ls_tree(commit, [parent]).get(parent)
+            is_link[oid] = entry is not None and entry.mode == "120000"
+        if is_link[oid]:
+            found[(commit, path)] = parent
+    return found

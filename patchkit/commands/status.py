@@ -30,7 +30,9 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             console.print("note: the manifest changed since it was applied", style="yellow")
     if report.edited:
         console.print(Text(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow"))
-    if report.complete:
+    if report.interrupted is not None:
+        console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
+    elif report.complete:
         console.print("COMPLETE: every required patch is in place.", style="bold green")
     else:
         pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]

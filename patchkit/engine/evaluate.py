@@ -61,6 +61,8 @@ def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] |
             None,
             f"{read.path} is a symlink; patchkit edits regular files only (patch the file it points to)",
         )
+    if read.state is FileState.OUTSIDE:
+        return None, (Reason.UNSUPPORTED_FILE, None, read.note or f"{read.path} is outside the work tree")
     if read.state is FileState.NOT_FILE:
         return None, (Reason.UNSUPPORTED_FILE, None, f"{read.path} is a directory or a submodule, not a file")
     assert read.data is not None
