@@ -131,9 +131,10 @@ class Recovered:
     restored: tuple[str, ...] = ()  # tree paths put back to their content before the killed run
     state_files: tuple[str, ...] = ()  # records (paths in the state dir) put back or removed
     temps: tuple[str, ...] = ()  # leftover temp files removed (tree paths)
+    found: bool = False  # there was a killed run's journal
 
     def __bool__(self) -> bool:
-        return bool(self.restored or self.state_files or self.temps)
+        return self.found
 
     def describe(self) -> str:
         parts = []
@@ -250,7 +251,7 @@ class Transaction:
                         atomic_write(full, before, 0o644)
                 states.append(entry["path"])
         self.journal.unlink()
-        return Recovered(tuple(restored), tuple(states), tuple(temps))
+        return Recovered(tuple(restored), tuple(states), tuple(temps), found=True)
 
     def write(self, writes: Sequence[FileWrite], state_files: Mapping[str, bytes | None] | None = None) -> None:
         """Write every file (and state file: path in the state dir -> bytes, or None to delete) or none.
