@@ -250,6 +250,8 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
                 # libcst keeps "no newline at end of file" from an empty file; new code ends its lines.
                 module = module.with_changes(has_trailing_newline=True)
             after = module.bytes
+            if module.default_newline == "\r\n":
+                after = own_line_endings(fe.read.data, after, module.default_newline.encode())
         except InternalError as exc:
             files[path] = _fail_applied(
                 fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)"
@@ -266,6 +268,32 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
         results = tuple(r.with_hint(hints[r.patch]) for r in order_results(evaluation.manifest, files))
         return [], Evaluation(evaluation.manifest, evaluation.source, results, files)
     return rendered, evaluation
+
+
+def own_line_endings(before: bytes, after: bytes, newline: bytes) -> bytes:
+    """Give every line patchkit added the file's line ending.
+
+    libcst writes the structure's newlines in the file's style, but copies a
+    multi-line string from the payload verbatim, with the payload's LF.  Only
+    lines that are new (not in ``before``, by a line diff) are touched: a file
+    that already mixes endings keeps its own lines as they were.  Python reads
+    CRLF inside a string literal as LF, so the code means the same.
+    """
+    if before.count(b"\n") == before.count(newline):
+        # Every line of the file had the ending (the usual case): every bare LF is new.
+        return after.replace(newline, b"\n").replace(b"\n", newline)
+    import difflib
+
+    old = before.splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    out: list[bytes] = []
+    matcher = difflib.SequenceMatcher(None, old, new)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        for line in new[j1:j2]:
+            if tag != "equal" and line.endswith(b"\n") and not line.endswith(b"\r\n"):
+                line = line[:-1] + newline
+            out.append(line)
+    return b"".join(out)
 
 
 def _verify(fe: FileEval, after: bytes) -> str | None:
