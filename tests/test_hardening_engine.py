@@ -191,3 +191,46 @@ def test_rerunning_worktree_on_a_patched_worktree_writes_nothing(tmp_path: Path,
     assert {(r["status"], r["reason"]) for r in again.json["results"]} == {("SKIP", "ALREADY_APPLIED")}
     assert (linked / "pkg/model.py").stat().st_mtime_ns == mtime
     assert json.loads(json.dumps(again.json))["worktree"] == str(linked.resolve())
+
+
+# -- 11. the timing manifest: together or not at all --------------------------------------------
+
+TIMING = Path(__file__).resolve().parents[1] / "manifests" / "eagle3-verify-timing.toml"
+EAGLE = "python/sglang/srt/speculative/eagle_worker.py"
+
+
+@pytest.fixture(scope="module")
+def eagle_worker(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    from patchkit.demo.sglang import build_sglang_history
+
+    history = build_sglang_history(tmp_path_factory.mktemp("sglang") / "repo")
+    from helpers import git_bytes
+
+    return git_bytes(history.path, "show", f"{history['verify-nvtx']}:{EAGLE}")
+
+
+def test_timing_manifest_writes_nothing_when_the_forward_call_changed(tmp_path: Path, eagle_worker, capsys) -> None:
+    text = eagle_worker.decode()
+    call = "                is_verify=True,\n"
+    assert text.count(call) == 1  # the anchor statement, written over several lines
+    changed = text.replace(call, call + "                spec_info=spec_info,\n")
+    repo = make_repo(tmp_path / "repo", {EAGLE: changed})
+    r = run_cli(capsys, "apply", "-m", TIMING, "--repo", repo, "--json")
+    assert r.code == 0
+    verdicts = {x["patch"]: (x["status"], x["reason"]) for x in r.json["results"]}
+    assert verdicts == {
+        "import-os": ("WARN", "DEPENDENCY"),
+        "import-sys": ("WARN", "DEPENDENCY"),
+        "import-time": ("SKIP", "ALREADY_APPLIED"),  # upstream's own import: nothing to hold back
+        "import-optional": ("SKIP", "ALREADY_APPLIED"),
+        "timing-helpers": ("WARN", "DEPENDENCY"),
+        "verify-timer-start": ("WARN", "ANCHOR_NOT_FOUND"),
+        "verify-timer-stop": ("WARN", "ANCHOR_NOT_FOUND"),
+    }
+    assert "requires verify-timer-start" in result_of(r.json, "timing-helpers")["message"]
+    assert r.json["written"] == [] and porcelain(repo) == []
+    # With the call as the manifest expects, everything applies together.
+    good = make_repo(tmp_path / "good", {EAGLE: eagle_worker})
+    ok = run_cli(capsys, "apply", "-m", TIMING, "--repo", good, "--json")
+    assert ok.code == 0 and ok.json["written"] == [EAGLE]
+    assert {x["status"] for x in ok.json["results"]} <= {"APPLY", "SKIP"}

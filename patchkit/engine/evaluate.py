@@ -108,6 +108,11 @@ def evaluate_file(
                 probe = patch.op.analyze(state)
                 if probe.kind is Kind.FAIL:
                     own = (probe.reason, probe.line, probe.message)  # type: ignore[assignment]
+                elif probe.kind is Kind.SKIP:
+                    # Already in place: holding it back would write nothing either way.
+                    results.append(_result(patch, Status.SKIP, probe.reason, probe.line, probe.message))
+                    outcomes.append(probe)
+                    continue
             if own is not None:
                 reason, line, message = own
                 results.append(_result(patch, failed(required=patch.required), reason, line, message))
