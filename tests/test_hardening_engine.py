@@ -150,7 +150,10 @@ def test_worktree_refuses_the_main_checkout(tmp_path: Path, capsys) -> None:
     assert porcelain(repo) == []
     # From a linked worktree, the main checkout is refused the same way.
     linked = tmp_path / "linked"
-    assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--worktree", linked).code == 0
+    assert (
+        run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--worktree", linked).code
+        == 0
+    )
     r = run_cli(capsys, "apply", "-m", manifest, "--repo", linked, "--commit", history["fix"], "--worktree", repo)
     assert r.code == 2 and "is the main checkout" in r.err
     assert (head_sha(repo), git(repo, "symbolic-ref", "--short", "HEAD")) == before

@@ -29,6 +29,7 @@ from patchkit.engine.recovery import Interrupted, interrupted, recover
 from patchkit.errors import RefusedError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
+from patchkit.operations.base import REPLACES_PREVIOUS
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import WorktreeSource
 
@@ -79,13 +80,29 @@ def _clean_before(repo: Repo, head: str | None, path: str, data: bytes) -> bool:
     return entry is not None and entry.oid == repo.hash_blob(data)
 
 
+def previous_code(record: Record | None) -> dict[str, str]:
+    """Digests of the definitions patchkit wrote (any payload version) -> when, from the record.
+
+    With it, code patchkit wrote is recognised as patchkit's own: a new payload
+    version replaces it (APPLY), it is never kept as "upstream's".
+    """
+    out: dict[str, str] = {}
+    if record is None:
+        return out
+    for entry in record.patches:
+        for code in entry.get("code", ()):
+            out[code] = f"on {entry.get('written_at') or record.applied_at} (manifest {record.manifest_digest[:19]}…)"
+    return out
+
+
 def _notes_for(repo: Repo, manifest: Manifest) -> list[str]:
     notes = []
     record = load_record(repo, manifest.name)
     if record is not None and record.manifest_digest != manifest.digest:
         notes.append(
             f"this tree was patched on {record.applied_at} with another version of manifest {manifest.name} "
-            f"({record.manifest_digest[:19]}…); if patches now CONFLICT, run `patchkit revert -m {manifest.name}` first"
+            f"({record.manifest_digest[:19]}…); code patchkit wrote then is patchkit's own: where the new version "
+            "differs, it is replaced (APPLY)"
         )
     return notes
 
@@ -113,7 +130,7 @@ def _apply_locked(
     notes.extend(_notes_for(repo, manifest))
     source = WorktreeSource(repo, root)
     commit = source.commit
-    evaluation = evaluate(manifest, source)
+    evaluation = evaluate(manifest, source, previous=previous_code(load_record(repo, manifest.name)))
 
     def report(
         ev: Evaluation,
@@ -170,17 +187,35 @@ def _new_record(
         else:
             before_sha, clean = store.put(item.before), _clean_before(repo, head, item.path, item.before)
         files[item.path] = FileRecord(item.path, item.mode or 0o644, before_sha, sha256(item.after), clean)
+    stamp = now()
+    old_patches = {entry["id"]: entry for entry in old.patches} if old else {}
+    patches = []
+    for r in evaluation.results:
+        entry: dict[str, Any] = {
+            "id": r.patch,
+            "status": r.status.value,
+            "reason": r.reason.value if r.reason else None,
+        }
+        was = old_patches.get(r.patch, {})
+        if r.status is Status.APPLY:
+            # Digests of what this payload version writes: patchkit's own code from now on.
+            entry["code"] = list(manifest.patch(r.patch).op.own_code())
+            entry["written_at"] = stamp
+        elif was.get("code"):
+            # Still patchkit's code (in place, or left in the tree while the patch cannot apply).
+            code = list(was["code"])
+            if r.reason is Reason.ALREADY_APPLIED:
+                code += [d for d in manifest.patch(r.patch).op.own_code() if d not in code]
+            entry["code"], entry["written_at"] = code, was.get("written_at")
+        patches.append(entry)
     return Record(
         manifest_name=manifest.name,
         manifest_path=str(manifest.path),
         manifest_digest=manifest.digest,
         base_commit=head,
-        applied_at=now(),
+        applied_at=stamp,
         files=tuple(files.values()),
-        patches=tuple(
-            {"id": r.patch, "status": r.status.value, "reason": r.reason.value if r.reason else None}
-            for r in evaluation.results
-        ),
+        patches=tuple(patches),
     )
 
 
@@ -307,9 +342,14 @@ class StatusReport:
     edited: tuple[str, ...]  # recorded files changed since patchkit wrote them
     interrupted: Interrupted | None = None  # a killed run's leftovers (the next apply/revert rolls them back)
 
+    @property
+    def out_of_date(self) -> tuple[str, ...]:
+        """Patches the record has in place that would be written again: an older payload version is there."""
+        return tuple(r.patch for r in self.results if r.status is Status.APPLY and REPLACES_PREVIOUS in r.message)
+
     def state_of(self, result: PatchResult) -> str:
         if result.status is Status.APPLY:
-            return "not applied"
+            return "out of date" if result.patch in self.out_of_date else "not applied"
         if result.status in (Status.WARN, Status.FAIL):
             return "cannot apply"
         return STATE_WORDS.get((result.status, result.reason), "in place")
@@ -337,6 +377,7 @@ class StatusReport:
                 "files": [f.path for f in self.record.files],
             },
             "edited_after_apply": list(self.edited),
+            "out_of_date": list(self.out_of_date),
             "interrupted": None if self.interrupted is None else self.interrupted.to_json(),
             "results": [dict(r.to_json(), state=self.state_of(r)) for r in self.results],
         }
@@ -345,8 +386,8 @@ class StatusReport:
 def status_worktree(manifest: Manifest, repo: Repo) -> StatusReport:
     root = repo.require_worktree("status")
     source = WorktreeSource(repo, root)
-    evaluation = evaluate(manifest, source)
     record = load_record(repo, manifest.name)
+    evaluation = evaluate(manifest, source, previous=previous_code(record))
     edited = tuple(edited_since(repo, record)) if record else ()
     left = interrupted(repo, root)
     return StatusReport(manifest, str(root), source.commit, evaluation.results, record, edited, left)

@@ -336,7 +336,9 @@ def _mark_symlinked_dirs(
 ) -> dict[str, tuple[Entry, ...]]:
     """A target absent because a parent directory is a symlink gets the
     pseudo entry (SYMLINK_DIR, that directory): UNSUPPORTED_FILE, as apply says."""
-    missing = [(sha, path) for sha, state in states.items() for path, entry in zip(files, state) if entry is None]
+    missing = [
+        (sha, path) for sha, state in states.items() for path, entry in zip(files, state, strict=True) if entry is None
+    ]
     links = symlinked_parents(repo, missing) if missing else {}
     if not links:
         return states

@@ -82,8 +82,13 @@ def evaluate_file(
     read: FileRead,
     patches: Sequence[Patch],
     held: Mapping[str, str] | None = None,
+    previous: Mapping[str, str] | None = None,
 ) -> FileEval:
-    """Verdicts for the patches on one file.  ``held``: patch id -> why it is held back."""
+    """Verdicts for the patches on one file.  ``held``: patch id -> why it is held back.
+
+    ``previous``: digests of code patchkit's record says patchkit wrote -> when
+    (an older payload version is patchkit's own code, replaced, never "upstream's").
+    """
     held = held or {}
     text, problem = decode(read)
     results: list[PatchResult] = []
@@ -93,6 +98,7 @@ def evaluate_file(
         assert text is not None
         try:
             state = CodeState.parse(read.path, text)
+            state.previous = dict(previous or {})
         except SyntaxError as exc:
             line = exc.lineno
             problem = (Reason.PARSE_ERROR, line, f"{read.path} is not valid Python: {exc.msg} at line {line}")
@@ -195,12 +201,20 @@ def order_results(manifest: Manifest, evals: Mapping[str, FileEval]) -> tuple[Pa
     return tuple(by_id[p.id] for p in manifest.patches)
 
 
-def evaluate(manifest: Manifest, source: Source, *, hints: bool = True) -> Evaluation:
+def evaluate(
+    manifest: Manifest, source: Source, *, hints: bool = True, previous: Mapping[str, str] | None = None
+) -> Evaluation:
+    """``previous``: see ``evaluate_file`` (from the work tree's record; never for commits)."""
     prefetch = getattr(source, "prefetch", None)
     if prefetch is not None:
         prefetch(manifest.files())
     reads = {path: source.read(path) for path in manifest.files()}
-    evals = resolve_requires(manifest, reads)
+    if previous:
+        evals = resolve_requires(
+            manifest, reads, lambda read, patches, held: evaluate_file(read, patches, held, previous)
+        )
+    else:
+        evals = resolve_requires(manifest, reads)
     results = order_results(manifest, evals)
     if hints:
         from patchkit.engine.hints import annotate
