@@ -237,3 +237,24 @@ def test_timing_manifest_writes_nothing_when_the_forward_call_changed(tmp_path: 
     ok = run_cli(capsys, "apply", "-m", TIMING, "--repo", good, "--json")
     assert ok.code == 0 and ok.json["written"] == [EAGLE]
     assert {x["status"] for x in ok.json["results"]} <= {"APPLY", "SKIP"}
+
+
+def test_json_keys_of_status_revert_and_apply(tmp_path: Path, capsys) -> None:
+    history = build_model_history(tmp_path / "repo")
+    manifest = write_manifest(tmp_path / "m")
+    repo = history.path
+    ap = run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--json").json
+    assert set(ap) == {
+        "version", "command", "manifest", "target", "commit", "subject", "dry_run", "strict", "refused",
+        "written", "would_write", "notes", "moved_from", "worktree", "results",
+    }  # fmt: skip
+    assert ap["moved_from"] == {"commit": history["upstreamed"], "branch": "main"}
+    st = run_cli(capsys, "status", "-m", manifest, "--repo", repo, "--json").json
+    assert set(st) == {
+        "version", "command", "manifest", "target", "commit", "subject", "complete", "record",
+        "edited_after_apply", "out_of_date", "interrupted", "results",
+    }  # fmt: skip
+    assert st["interrupted"] is None and st["out_of_date"] == []
+    rv = run_cli(capsys, "revert", "-m", manifest, "--repo", repo, "--json").json
+    assert set(rv) == {"version", "command", "manifest", "target", "nothing_recorded", "restored", "forced", "recovered"}
+    assert rv["recovered"] == []
