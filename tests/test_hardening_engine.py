@@ -256,5 +256,14 @@ def test_json_keys_of_status_revert_and_apply(tmp_path: Path, capsys) -> None:
     }  # fmt: skip
     assert st["interrupted"] is None and st["out_of_date"] == []
     rv = run_cli(capsys, "revert", "-m", manifest, "--repo", repo, "--json").json
-    assert set(rv) == {"version", "command", "manifest", "target", "nothing_recorded", "restored", "forced", "recovered"}
+    assert set(rv) == {
+        "version",
+        "command",
+        "manifest",
+        "target",
+        "nothing_recorded",
+        "restored",
+        "forced",
+        "recovered",
+    }
     assert rv["recovered"] == []

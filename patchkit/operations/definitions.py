@@ -102,17 +102,17 @@ def outcome_for(
     replaced = [(d, node) for d, node in plan.replace if d.name not in plan.updated]
     if replaced:
         parts.append(f"replaces {_listed(replaced)}")
-    for d, node in plan.replace:
-        if d.name in plan.updated:
-            parts.append(
-                f"{REPLACES_PREVIOUS} {d.name} (line {node.lineno}), which patchkit wrote "
-                f"{plan.updated[d.name]}, with the new code from {payload}"
-            )
+    updated = [(d, node) for d, node in plan.replace if d.name in plan.updated]
+    if updated:
+        parts.append(f"{REPLACES_PREVIOUS} {_listed(updated)}")
     message = f"{' and '.join(parts)} {'to' if plan.add and not plan.replace else 'in'} {where}"
     if plan.same:
         message += f"; {', '.join(d.name for d, _ in plan.same)} already present"
     if plan.kept:
         message += f"; keeps upstream's {_listed(plan.kept)}"
+    if updated:
+        when = plan.updated[updated[0][0].name]
+        message += f" (patchkit wrote that version {when}; the new code is from {payload})"
     # The line of the first change: where additions go, or the replaced definition.
     line = where_line if plan.add else plan.replace[0][1].lineno
     return Outcome.apply(line, message, plan=plan)
