@@ -16,6 +16,15 @@ OLD_LINE = "return forward()"  # the end of get_embed_and_head
 NEW_LINE = "embed, head = forward()\n        return embed, head"
 
 
+def bundled_copy(kit: Path, name: str, payload: str) -> tuple[Path, Path]:
+    """A bundled manifest and its payload, copied (same layout) so the payload can be edited."""
+    (kit / "manifests").mkdir(parents=True)
+    (kit / "patches").mkdir()
+    shutil.copy(ROOT / "manifests" / f"{name}.toml", kit / "manifests")
+    shutil.copy(ROOT / "patches" / payload, kit / "patches")
+    return kit / "manifests" / f"{name}.toml", kit / "patches" / payload
+
+
 @pytest.fixture(scope="module")
 def kimi_file(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     from patchkit.demo.sglang import build_sglang_history
@@ -27,12 +36,7 @@ def kimi_file(tmp_path_factory: pytest.TempPathFactory) -> bytes:
 @pytest.fixture
 def kit(tmp_path: Path, kimi_file: bytes) -> tuple[Path, Path, Path]:
     """The bundled Kimi manifest (on_conflict = "keep-upstream") with its payload, copied so it can be edited."""
-    (tmp_path / "kit/manifests").mkdir(parents=True)
-    (tmp_path / "kit/patches").mkdir()
-    manifest = tmp_path / "kit/manifests/kimi-k25-eagle3.toml"
-    shutil.copy(ROOT / "manifests/kimi-k25-eagle3.toml", manifest)
-    payload = tmp_path / "kit/patches/kimi_k25_eagle3.py"
-    shutil.copy(ROOT / "patches/kimi_k25_eagle3.py", payload)
+    manifest, payload = bundled_copy(tmp_path / "kit", "kimi-k25-eagle3", "kimi_k25_eagle3.py")
     repo = make_repo(tmp_path / "repo", {KIMI: kimi_file})
     return repo, manifest, payload
 
@@ -94,12 +98,7 @@ def test_edited_insert_body_replaces_the_old_statements(tmp_path: Path, capsys: 
 
     history = build_sglang_history(tmp_path / "sglang")
     repo = make_repo(tmp_path / "repo", {EAGLE: git_bytes(history.path, "show", f"{history['verify-nvtx']}:{EAGLE}")})
-    (tmp_path / "kit/manifests").mkdir(parents=True)
-    (tmp_path / "kit/patches").mkdir()
-    manifest = tmp_path / "kit/manifests/eagle3-verify-timing.toml"
-    shutil.copy(ROOT / "manifests/eagle3-verify-timing.toml", manifest)
-    payload = tmp_path / "kit/patches/eagle3_verify_timing.py"
-    shutil.copy(ROOT / "patches/eagle3_verify_timing.py", payload)
+    manifest, payload = bundled_copy(tmp_path / "kit", "eagle3-verify-timing", "eagle3_verify_timing.py")
     assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo).code == 0
     old = "    if _pk_t0 is not None:\n        _patchkit_verify_timer_stop(_pk_t0)\n"
     new = "    if _pk_t0 is not None:\n        _pk_ms = _patchkit_verify_timer_stop(_pk_t0)\n        del _pk_ms\n"
