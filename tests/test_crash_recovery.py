@@ -161,3 +161,18 @@ def test_kill_after_apply_commit_landed_reports_the_move_and_the_way_back(moving
     assert not (repo / ".git/patchkit/move.json").exists()
     # The patched tree at `fix` is consistent: nothing left to do.
     assert "OK: nothing to do" in nxt.stdout
+
+
+def test_status_does_not_call_a_live_run_interrupted(two_files: tuple[Path, Path]) -> None:
+    """A journal under a held lock belongs to a run in progress, not a killed one."""
+    from patchkit.engine.lock import repo_lock
+    from patchkit.engine.record import state_dir
+    from patchkit.git import Repo
+
+    repo, manifest = two_files
+    assert run_killed("txn:journal", "apply", "-m", manifest, "--repo", repo).returncode == 137
+    with repo_lock(state_dir(Repo.discover(repo))):
+        live = json.loads(run_killed(None, "status", "-m", manifest, "--repo", repo, "--json").stdout)
+    assert live["interrupted"] is None
+    dead = json.loads(run_killed(None, "status", "-m", manifest, "--repo", repo, "--json").stdout)
+    assert dead["interrupted"] is not None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.fsutil import FileWrite, Transaction, atomic_write
+from patchkit.engine.lock import is_held
 from patchkit.engine.record import Record, record_bytes, record_path, record_rel, state_dir
 from patchkit.errors import RepoError
 from patchkit.git import GitFailed, Repo
@@ -171,8 +172,8 @@ def interrupted(repo: Repo, root: Path) -> Interrupted | None:
     txn = Transaction(root, state_dir(repo))
     files = txn.pending()
     move = _load_move(repo)
-    if files is None and move is None:
-        return None
+    if (files is None and move is None) or is_held(state_dir(repo)):
+        return None  # nothing left, or a patchkit is working right now: its journal is live
     parts = []
     if files is not None:
         parts.append(
