@@ -447,28 +447,39 @@ def symlinked_parents(repo: Repo, pairs: Iterable[tuple[str, str]]) -> dict[tupl
     """For (commit, path) pairs, the parent directory of ``path`` that is a
     symlink in that commit's tree, where there is one.
 
-    One ``cat-file --batch-check`` for every parent of every pair (a blob
-    where a directory should be), then one ``ls-tree`` per distinct such blob
-    to tell a symlink from a regular file.
+    Level by level, nearest parent first, one ``cat-file --batch-check`` per
+    level: a parent that is a tree ends the search (git resolved every
+    directory above it as a tree), a missing one sends it one level up, and a
+    blob is a symlink or a file, which one ``ls-tree`` per distinct blob tells.
+    Usually one level does it: the nearest parent exists.
     """
-    pairs = list(dict.fromkeys(pairs))
-    queries = [(commit, path, parent) for commit, path in pairs for parent in parent_dirs(path)]
-    if not queries:
-        return {}
-    spec = "".join(f"{commit}:{parent}\n" for commit, _path, parent in queries).encode()
-    out = run_git(
-        ["cat-file", "--batch-check=%(objecttype) %(objectname)"], repo.root or repo.git_dir, input=spec, text=False
-    )
-    lines = out.decode("utf-8", "surrogateescape").splitlines()
+    pending = {pair: parent_dirs(pair[1]) for pair in dict.fromkeys(pairs)}
     found: dict[tuple[str, str], str] = {}
     is_link: dict[str, bool] = {}
-    for (commit, path, parent), line in zip(queries, lines, strict=True):
-        kind, _, oid = line.partition(" ")
-        if kind != "blob" or (commit, path) in found:
-            continue
-        if oid not in is_link:
-            entry = repo.ls_tree(commit, [parent]).get(parent)
-            is_link[oid] = entry is not None and entry.mode == "120000"
-        if is_link[oid]:
-            found[(commit, path)] = parent
+    while pending:
+        queries = [(pair, parents[-1]) for pair, parents in pending.items() if parents]
+        if not queries:
+            break
+        spec = "".join(f"{pair[0]}:{parent}\n" for pair, parent in queries).encode()
+        out = run_git(
+            ["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectname)"],
+            repo.root or repo.git_dir,
+            input=spec,
+            text=False,
+        )
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        for (pair, parent), line in zip(queries, lines, strict=True):
+            kind, _, oid = line.partition(" ")
+            if kind == "tree":
+                del pending[pair]
+            elif kind == "blob":
+                del pending[pair]
+                if oid not in is_link:
+                    entry = repo.ls_tree(pair[0], [parent]).get(parent)
+                    is_link[oid] = entry is not None and entry.mode == "120000"
+                if is_link[oid]:
+                    found[pair] = parent
+            else:
+                pending[pair].pop()  # missing: look one level up
+        pending = {pair: parents for pair, parents in pending.items() if parents}
     return found

@@ -93,12 +93,20 @@ def test_check_range_sees_the_symlink_appear(tmp_path: Path) -> None:
     b = HistoryBuilder(tmp_path / "repo")
     b.commit("one", "no python dir", {"README.md": "x\n"})
     b.commit("two", "a symlinked dir", {"python/escape": Symlink(str(outside))})
+    b.commit("three", "a symlink two levels up", {"python/escape": None, "python": Symlink(str(outside))})
+    b.commit("four", "a plain file in the way", {"python": "not a directory\n"})
     history = b.build()
     kit = Kit(tmp_path / "kit")
     kit.write([{"id": "imp", "op": "ensure-import", "file": ESCAPING, "import": "import os"}])
     report = check_range(load_manifest(str(kit.manifest)), Repo.discover(history.path), ranges=["main"])
     reasons = [(c.results[0].status.value, c.results[0].reason.value) for c in report.commits]  # type: ignore[union-attr]
-    assert reasons == [("FAIL", "FILE_NOT_FOUND"), ("FAIL", "UNSUPPORTED_FILE")]
+    assert reasons == [
+        ("FAIL", "FILE_NOT_FOUND"),
+        ("FAIL", "UNSUPPORTED_FILE"),
+        ("FAIL", "UNSUPPORTED_FILE"),
+        ("FAIL", "FILE_NOT_FOUND"),
+    ]
+    assert "under python, which is a symlink" in report.commits[2].results[0].message
 
 
 def test_revert_refuses_a_recorded_path_that_now_passes_through_a_symlink(tmp_path: Path, capsys) -> None:
