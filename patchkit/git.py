@@ -482,3 +482,51 @@ class WorktreeChange:
     old_mode: str
     new_mode: str
     renamed_to: str | None = None
+
+
+def parent_dirs(path: str) -> list[str]:
+    """``a/b/c.py`` -> ``["a", "a/b"]``."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def symlinked_parents(repo: Repo, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """For (commit, path) pairs, the parent directory of ``path`` that is a
+    symlink in that commit's tree, where there is one.
+
+    Level by level, nearest parent first, one ``cat-file --batch-check`` per
+    level: a parent that is a tree ends the search (git resolved every
+    directory above it as a tree), a missing one sends it one level up, and a
+    blob is a symlink or a file, which one ``ls-tree`` per distinct blob tells.
+    Usually one level does it: the nearest parent exists.
+    """
+    pending = {pair: parent_dirs(pair[1]) for pair in dict.fromkeys(pairs)}
+    found: dict[tuple[str, str], str] = {}
+    is_link: dict[str, bool] = {}
+    while pending:
+        queries = [(pair, parents[-1]) for pair, parents in pending.items() if parents]
+        if not queries:
+            break
+        spec = "".join(f"{pair[0]}:{parent}\n" for pair, parent in queries).encode()
+        out = run_git(
+            ["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectname)"],
+            repo.root or repo.git_dir,
+            input=spec,
+            text=False,
+        )
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        for (pair, parent), line in zip(queries, lines, strict=True):
+            kind, _, oid = line.partition(" ")
+            if kind == "tree":
+                del pending[pair]
+            elif kind == "blob":
+                del pending[pair]
+                if oid not in is_link:
+                    entry = repo.ls_tree(pair[0], [parent]).get(parent)
+                    is_link[oid] = entry is not None and entry.mode == "120000"
+                if is_link[oid]:
+                    found[pair] = parent
+            else:
+                pending[pair].pop()  # missing: look one level up
+        pending = {pair: parents for pair, parents in pending.items() if parents}
+    return found

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, closest, format_closest
+from patchkit.operations.code import CodeState, bound_names, canon, closest, digest, format_closest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
 
@@ -61,6 +61,9 @@ class AddDefinitions(Operation):
             "before": self.before,
         }
 
+    def own_code(self) -> tuple[str, ...]:
+        return tuple(digest(d.node) for d in self.definitions)
+
     def adds(self) -> set[str]:
         return {d.name for d in self.definitions}
 
@@ -81,7 +84,7 @@ class AddDefinitions(Operation):
         return state.last_line + 1
 
     def analyze(self, state: CodeState) -> Outcome:
-        plan = classify(self.definitions, state.module_binding, self.on_conflict)
+        plan = classify(self.definitions, state.module_binding, self.on_conflict, state.previous)
         index = self._insert_index(state)
         if index is None and plan.add:
             names = [(n, s.lineno) for s in state.tree.body for n in bound_names(s)]

@@ -46,6 +46,11 @@ if TYPE_CHECKING:
     from patchkit.operations.code import CodeState
 
 
+# How every op words an APPLY that replaces an older version of patchkit's own code
+# (status reads it to say "out of date").
+REPLACES_PREVIOUS = "replaces the previous version of"
+
+
 class Kind(str, Enum):
     APPLY = "apply"
     SKIP = "skip"
@@ -142,6 +147,10 @@ class Operation(ABC):
 
     @abstractmethod
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module: ...
+
+    def own_code(self) -> tuple[str, ...]:
+        """Digests of the code this op writes (kept in the record: patchkit's own code, any version)."""
+        return ()
 
     @abstractmethod
     def identity(self) -> dict[str, Any]:
