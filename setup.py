@@ -16,7 +16,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-BUNDLED = {"manifests": "*.toml", "patches": "*.py"}
+BUNDLED = ("manifests", "patches")  # every file in them, subfolders included (patches/NAME/ from capture)
 
 
 class BuildWithBundledData(build_py):
@@ -25,13 +25,11 @@ class BuildWithBundledData(build_py):
         if getattr(self, "editable_mode", False):
             return  # an editable install reads the checkout's own folders
         root = Path(__file__).resolve().parent
-        for folder, pattern in BUNDLED.items():
+        for folder in BUNDLED:
             target = Path(self.build_lib) / "patchkit" / "_bundled" / folder
             if target.exists():
                 shutil.rmtree(target)
-            target.mkdir(parents=True)
-            for source in sorted((root / folder).glob(pattern)):
-                shutil.copy2(source, target / source.name)
+            shutil.copytree(root / folder, target, ignore=shutil.ignore_patterns("__pycache__", "*.py[cod]"))
 
 
 setup(cmdclass={"build_py": BuildWithBundledData})

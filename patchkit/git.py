@@ -537,3 +537,98 @@ class Repo:
 
     def add_worktree(self, path: Path, sha: str) -> None:
         self.git("worktree", "add", "--quiet", "--detach", str(path), sha)
+
+    # -- capture and import-diff -------------------------------------------
+
+    def worktree_changes(self, base: str) -> list[WorktreeChange]:
+        """Tracked files whose work tree content or mode differs from ``base`` (staged or not).
+
+        Renames are detected (``-M``) so that capture can name them.
+        """
+        out = self.git_bytes("diff", "--raw", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
+        fields = out.split(b"\0")
+        changes: list[WorktreeChange] = []
+        i = 0
+        while i < len(fields):
+            meta = fields[i].decode("ascii", "replace")
+            i += 1
+            if not meta.startswith(":"):
+                continue
+            old_mode, new_mode, _old, _new, status = meta[1:].split()
+            path = fields[i].decode("utf-8", "surrogateescape")
+            i += 1
+            renamed_to = None
+            if status[0] in "RC":
+                renamed_to = fields[i].decode("utf-8", "surrogateescape")
+                i += 1
+            changes.append(WorktreeChange(status[0], path, old_mode, new_mode, renamed_to))
+        return changes
+
+    def untracked_files(self) -> list[str]:
+        out = self.git_bytes("ls-files", "-z", "--others", "--exclude-standard")
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def apply_patch(self, patch: Path) -> None:
+        """``git apply --index`` in this work tree (raises GitFailed when it does not apply)."""
+        self.git("apply", "--index", "--whitespace=nowarn", str(patch))
+
+    def remove_worktree(self, path: Path) -> None:
+        self.git("worktree", "remove", "--force", str(path), check=False)
+        self.git("worktree", "prune", check=False)
+
+
+@dataclass(frozen=True)
+class WorktreeChange:
+    status: str  # M, A, D, R, C, T (git diff --raw)
+    path: str
+    old_mode: str
+    new_mode: str
+    renamed_to: str | None = None
+
+
+def parent_dirs(path: str) -> list[str]:
+    """``a/b/c.py`` -> ``["a", "a/b"]``."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def symlinked_parents(repo: Repo, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """For (commit, path) pairs, the parent directory of ``path`` that is a
+    symlink in that commit's tree, where there is one.
+
+    Level by level, nearest parent first, one ``cat-file --batch-check`` per
+    level: a parent that is a tree ends the search (git resolved every
+    directory above it as a tree), a missing one sends it one level up, and a
+    blob is a symlink or a file, which one ``ls-tree`` per distinct blob tells.
+    Usually one level does it: the nearest parent exists.
+    """
+    pending = {pair: parent_dirs(pair[1]) for pair in dict.fromkeys(pairs)}
+    found: dict[tuple[str, str], str] = {}
+    is_link: dict[str, bool] = {}
+    while pending:
+        queries = [(pair, parents[-1]) for pair, parents in pending.items() if parents]
+        if not queries:
+            break
+        spec = "".join(f"{pair[0]}:{parent}\n" for pair, parent in queries).encode()
+        out = run_git(
+            ["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectname)"],
+            repo.root or repo.git_dir,
+            input=spec,
+            text=False,
+        )
+        lines = out.decode("utf-8", "surrogateescape").splitlines()
+        for (pair, parent), line in zip(queries, lines, strict=True):
+            kind, _, oid = line.partition(" ")
+            if kind == "tree":
+                del pending[pair]
+            elif kind == "blob":
+                del pending[pair]
+                if oid not in is_link:
+                    entry = repo.ls_tree(pair[0], [parent]).get(parent)
+                    is_link[oid] = entry is not None and entry.mode == "120000"
+                if is_link[oid]:
+                    found[pair] = parent
+            else:
+                pending[pair].pop()  # missing: look one level up
+        pending = {pair: parents for pair, parents in pending.items() if parents}
+    return found

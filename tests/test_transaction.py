@@ -80,12 +80,14 @@ def test_recover_after_a_killed_run(tmp_path: Path) -> None:
     state.mkdir()
     entries = []
     for name, data in files.items():
-        entries.append({"path": name, "before": txn.objects.put(data), "after": sha256(b"new\n"), "mode": 0o644})
+        mode = (root / name).stat().st_mode & 0o7777  # what Transaction.write journals: the real mode
+        entries.append({"path": name, "before": txn.objects.put(data), "after": sha256(b"new\n"), "mode": mode})
     # The killed run had replaced a.py and pkg/b.py, not pkg/c.py.
     (root / "a.py").write_bytes(b"new\n")
     (root / "pkg/b.py").write_bytes(b"new\n")
     txn.journal.write_text(json.dumps({"files": entries}))
     restored = Transaction(root, state).recover()
-    assert sorted(restored) == ["a.py", "pkg/b.py"]
+    assert sorted(restored.restored) == ["a.py", "pkg/b.py"]
     assert {n: (root / n).read_bytes() for n in files} == files
+    assert (root / "pkg/b.py").stat().st_mode & 0o777 == 0o755
     assert not txn.journal.exists()

@@ -47,11 +47,15 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_ships_the_bundled_manifests_and_payloads(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for folder, pattern in (("manifests", "*.toml"), ("patches", "*.py")):
-        sources = sorted(p.name for p in (ROOT / folder).glob(pattern))
+    for folder in ("manifests", "patches"):
+        sources = sorted(
+            p.relative_to(ROOT).as_posix()
+            for p in (ROOT / folder).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts
+        )
         assert sources
         for name in sources:
-            assert f"patchkit/_bundled/{folder}/{name}" in names
+            assert f"patchkit/_bundled/{name}" in names
     assert "patchkit/manifest/schema.json" in names
     assert not any(name.startswith(("tests/", "manifests/", "patches/")) for name in names)
 

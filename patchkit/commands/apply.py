@@ -53,7 +53,19 @@ def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
         report.commit,
     )
     for note in report.notes:
-        console.print(f"note: {note}", style="yellow")
+        console.print(f"note: {note}", style="yellow", markup=False)
+    if report.moved_from is not None and report.commit is not None:
+        origin = (
+            f"branch {report.moved_from_branch} ({report.moved_from.short})"
+            if report.moved_from_branch
+            else f"commit {report.moved_from.short}"
+        )
+        back = report.moved_from_branch or report.moved_from.sha
+        console.print(
+            f"moved: the tree was on {origin} and is now at {report.commit.short} (detached HEAD); "
+            f"to go back: `patchkit revert -m {report.manifest.name}`, then `git checkout {back}`",
+            markup=False,
+        )
     emit(console, results_table(report.results))
     if diff:
         for item in report.diffs:

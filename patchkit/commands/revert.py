@@ -32,8 +32,17 @@ def revert(*, manifest: str, repo: str, force: bool, json_out: bool, wait: float
     if json_out:
         print_json(report.to_json())
         return int(ExitCode.OK)
+    for note in report.recovered:
+        console.print(f"note: {note}", style="yellow", markup=False)
     if report.nothing_recorded:
-        console.print(f"OK: nothing to revert; patchkit has no record of applying {name} in {report.target}.")
+        if report.recovered:
+            console.print(
+                f"OK: rolled back the interrupted run above; patchkit has no other record of applying {name} "
+                f"in {report.target}.",
+                markup=False,
+            )
+        else:
+            console.print(f"OK: nothing to revert; patchkit has no record of applying {name} in {report.target}.")
         return int(ExitCode.OK)
     for path, origin in report.restored:
         source = "HEAD" if origin == "HEAD" else "its content before patchkit wrote it"

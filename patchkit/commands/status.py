@@ -31,7 +31,16 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             console.print("note: the manifest changed since it was applied", style="yellow")
     if report.edited:
         console.print(Text(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow"))
-    if report.complete:
+    if report.interrupted is not None:
+        console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
+    elif report.out_of_date:
+        console.print(
+            f"OUT OF DATE: {', '.join(report.out_of_date)} hold an older version of their payload that patchkit "
+            f"wrote; run `patchkit apply -m {loaded.name}` to update them.",
+            style="bold red",
+            markup=False,
+        )
+    elif report.complete:
         left_out = [r for r in report.results if not r.required and r.status is not Status.SKIP]
         if not left_out:
             console.print("COMPLETE: every required patch is in place.", style="bold green")

@@ -13,21 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
-from patchkit.engine.fsutil import FileWrite, Transaction, sha256
+from patchkit.engine.fsutil import FileWrite, Transaction, outside_reason, sha256
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import (
     FileRecord,
     Record,
     all_records,
-    delete_record,
     load_record,
     now,
-    save_record,
+    record_bytes,
+    record_rel,
     state_dir,
 )
+from patchkit.engine.recovery import Interrupted, interrupted, recover
 from patchkit.errors import RefusedError, UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
+from patchkit.operations.base import REPLACES_PREVIOUS
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import WorktreeSource
 
@@ -80,13 +82,29 @@ def _clean_before(repo: Repo, head: str | None, path: str, data: bytes) -> bool:
     return entry is not None and entry.oid == repo.hash_blob(data)
 
 
+def previous_code(record: Record | None) -> dict[str, str]:
+    """Digests of the definitions patchkit wrote (any payload version) -> when, from the record.
+
+    With it, code patchkit wrote is recognised as patchkit's own: a new payload
+    version replaces it (APPLY), it is never kept as "upstream's".
+    """
+    out: dict[str, str] = {}
+    if record is None:
+        return out
+    for entry in record.patches:
+        for code in entry.get("code", ()):
+            out[code] = f"on {entry.get('written_at') or record.applied_at} (manifest {record.manifest_digest[:19]}…)"
+    return out
+
+
 def _notes_for(repo: Repo, manifest: Manifest) -> list[str]:
     notes = []
     record = load_record(repo, manifest.name)
     if record is not None and record.manifest_digest != manifest.digest:
         notes.append(
             f"this tree was patched on {record.applied_at} with another version of manifest {manifest.name} "
-            f"({record.manifest_digest[:19]}…); if patches now CONFLICT, run `patchkit revert -m {manifest.name}` first"
+            f"({record.manifest_digest[:19]}…); code patchkit wrote then is patchkit's own: where the new version "
+            "differs, it is replaced (APPLY)"
         )
     return notes
 
@@ -105,16 +123,16 @@ def apply_worktree(
         return _apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict)
 
 
-def _apply_locked(manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, strict: bool) -> ApplyReport:
+def _apply_locked(
+    manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, strict: bool, recover_first: bool = True
+) -> ApplyReport:
+    """``recover_first=False``: the caller recovered already and holds a move journal of its own."""
     txn = Transaction(root, state_dir(repo))
-    notes = []
-    recovered = txn.recover()
-    if recovered:
-        notes.append(f"rolled back a patchkit run that was interrupted while writing: {', '.join(recovered)}")
+    notes = recover(repo, root) if recover_first else []
     notes.extend(_notes_for(repo, manifest))
     source = WorktreeSource(repo, root)
     commit = source.commit
-    evaluation = evaluate(manifest, source)
+    evaluation = evaluate(manifest, source, previous=previous_code(load_record(repo, manifest.name)))
 
     def report(
         ev: Evaluation,
@@ -137,18 +155,22 @@ def _apply_locked(manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, 
     if dry_run:
         return report(evaluation, refused=False, would=paths, diffs=tuple(rendered))
     if rendered:
+        # The files and the record land together, or neither does.
+        record = _new_record(repo, manifest, commit, rendered, evaluation)
         try:
-            txn.write([FileWrite(r.path, r.before, r.after, r.mode) for r in rendered])
+            txn.write(
+                [FileWrite(r.path, r.before, r.after, r.mode) for r in rendered],
+                {record_rel(manifest.name): record_bytes(record)},
+            )
         except UnwritableError as exc:
             # The patches apply, the file system said no: a refusal with the table, not a crash.
             return replace(report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}")
-        _update_record(repo, manifest, commit, rendered, evaluation)
     return report(evaluation, refused=False, written=paths, diffs=tuple(rendered))
 
 
-def _update_record(
+def _new_record(
     repo: Repo, manifest: Manifest, commit: Commit | None, rendered: list[Rendered], evaluation: Evaluation
-) -> None:
+) -> Record:
     old = load_record(repo, manifest.name)
     previous = {f.path: f for f in old.files} if old else {}
     root = repo.root or repo.git_dir
@@ -158,7 +180,9 @@ def _update_record(
     files: dict[str, FileRecord] = {
         path: f
         for path, f in previous.items()
-        if (root / path).is_file() and sha256((root / path).read_bytes()) == f.after_sha256
+        if outside_reason(root, path) is None
+        and (root / path).is_file()
+        and sha256((root / path).read_bytes()) == f.after_sha256
     }
     head = commit.sha if commit else None
     for item in rendered:
@@ -169,20 +193,35 @@ def _update_record(
         else:
             before_sha, clean = store.put(item.before), _clean_before(repo, head, item.path, item.before)
         files[item.path] = FileRecord(item.path, item.mode or 0o644, before_sha, sha256(item.after), clean)
-    save_record(
-        repo,
-        Record(
-            manifest_name=manifest.name,
-            manifest_path=str(manifest.path),
-            manifest_digest=manifest.digest,
-            base_commit=head,
-            applied_at=now(),
-            files=tuple(files.values()),
-            patches=tuple(
-                {"id": r.patch, "status": r.status.value, "reason": r.reason.value if r.reason else None}
-                for r in evaluation.results
-            ),
-        ),
+    stamp = now()
+    old_patches = {entry["id"]: entry for entry in old.patches} if old else {}
+    patches = []
+    for r in evaluation.results:
+        entry: dict[str, Any] = {
+            "id": r.patch,
+            "status": r.status.value,
+            "reason": r.reason.value if r.reason else None,
+        }
+        was = old_patches.get(r.patch, {})
+        if r.status is Status.APPLY:
+            # Digests of what this payload version writes: patchkit's own code from now on.
+            entry["code"] = list(manifest.patch(r.patch).op.own_code())
+            entry["written_at"] = stamp
+        elif was.get("code"):
+            # Still patchkit's code (in place, or left in the tree while the patch cannot apply).
+            code = list(was["code"])
+            if r.reason is Reason.ALREADY_APPLIED:
+                code += [d for d in manifest.patch(r.patch).op.own_code() if d not in code]
+            entry["code"], entry["written_at"] = code, was.get("written_at")
+        patches.append(entry)
+    return Record(
+        manifest_name=manifest.name,
+        manifest_path=str(manifest.path),
+        manifest_digest=manifest.digest,
+        base_commit=head,
+        applied_at=stamp,
+        files=tuple(files.values()),
+        patches=tuple(patches),
     )
 
 
@@ -196,6 +235,7 @@ class RevertReport:
     restored: tuple[tuple[str, str], ...]  # (path, "HEAD" | "backup")
     forced: tuple[str, ...]  # files edited after patching, overwritten because of --force
     nothing_recorded: bool
+    recovered: tuple[str, ...] = ()  # what an interrupted run had left, rolled back first
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -206,6 +246,7 @@ class RevertReport:
             "nothing_recorded": self.nothing_recorded,
             "restored": [{"path": p, "from": src} for p, src in self.restored],
             "forced": list(self.forced),
+            "recovered": list(self.recovered),
         }
 
 
@@ -215,6 +256,9 @@ def edited_since(repo: Repo, record: Record) -> list[str]:
     out = []
     for f in record.files:
         full = root / f.path
+        if outside_reason(root, f.path) is not None:
+            out.append(f.path)  # never read through a symlinked directory
+            continue
         try:
             current = sha256(full.read_bytes())
         except FileNotFoundError:
@@ -232,10 +276,17 @@ def revert_worktree(name: str, repo: Repo, *, force: bool = False, wait: float =
 
 def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertReport:
     txn = Transaction(root, state_dir(repo))
-    txn.recover()
+    notes = tuple(recover(repo, root))
     record = load_record(repo, name)
     if record is None:
-        return RevertReport(name, str(root), (), (), True)
+        return RevertReport(name, str(root), (), (), True, notes)
+    for f in record.files:
+        outside = outside_reason(root, f.path)
+        if outside is not None:
+            raise RefusedError(
+                f"{outside}; the record of {name} lists it, and patchkit will not write there; nothing was reverted",
+                hint=f"check where that link points; `patchkit status -m {name}` shows the rest",
+            )
     edited = edited_since(repo, record)
     if edited and not force:
         others = [
@@ -275,9 +326,8 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
             full.write_bytes(b"")  # the transaction replaces it; it must exist to be compared
         writes.append(FileWrite(f.path, current, content, f.mode))
         restored.append((f.path, origin))
-    txn.write(writes)
-    delete_record(repo, name)
-    return RevertReport(name, str(root), tuple(restored), tuple(edited), False)
+    txn.write(writes, {record_rel(name): None})
+    return RevertReport(name, str(root), tuple(restored), tuple(edited), False, notes)
 
 
 # -- status ------------------------------------------------------------------------
@@ -296,18 +346,24 @@ class StatusReport:
     results: tuple[PatchResult, ...]
     record: Record | None
     edited: tuple[str, ...]  # recorded files changed since patchkit wrote them
+    interrupted: Interrupted | None = None  # a killed run's leftovers (the next apply/revert rolls them back)
+
+    @property
+    def out_of_date(self) -> tuple[str, ...]:
+        """Patches the record has in place that would be written again: an older payload version is there."""
+        return tuple(r.patch for r in self.results if r.status is Status.APPLY and REPLACES_PREVIOUS in r.message)
 
     def state_of(self, result: PatchResult) -> str:
         if result.status is Status.APPLY:
-            return "not applied"
+            return "out of date" if result.patch in self.out_of_date else "not applied"
         if result.status in (Status.WARN, Status.FAIL):
             return "cannot apply"
         return STATE_WORDS.get((result.status, result.reason), "in place")
 
     @property
     def complete(self) -> bool:
-        """Every required patch is in place (no pending APPLY, no FAIL)."""
-        return all(r.status is Status.SKIP for r in self.results if r.required)
+        """Every required patch is in place (no pending APPLY, no FAIL), and no run was left half done."""
+        return self.interrupted is None and all(r.status is Status.SKIP for r in self.results if r.required)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -327,6 +383,8 @@ class StatusReport:
                 "files": [f.path for f in self.record.files],
             },
             "edited_after_apply": list(self.edited),
+            "out_of_date": list(self.out_of_date),
+            "interrupted": None if self.interrupted is None else self.interrupted.to_json(),
             "results": [dict(r.to_json(), state=self.state_of(r)) for r in self.results],
         }
 
@@ -334,7 +392,8 @@ class StatusReport:
 def status_worktree(manifest: Manifest, repo: Repo) -> StatusReport:
     root = repo.require_worktree("status")
     source = WorktreeSource(repo, root)
-    evaluation = evaluate(manifest, source)
     record = load_record(repo, manifest.name)
+    evaluation = evaluate(manifest, source, previous=previous_code(record))
     edited = tuple(edited_since(repo, record)) if record else ()
-    return StatusReport(manifest, str(root), source.commit, evaluation.results, record, edited)
+    left = interrupted(repo, root)
+    return StatusReport(manifest, str(root), source.commit, evaluation.results, record, edited, left)

@@ -27,10 +27,11 @@ from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.hints import annotate
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Pending, Repo, parse_log, parse_path_changes
+from patchkit.git import Commit, GitFailed, Pending, Repo, parse_log, parse_path_changes, symlinked_parents
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
+from patchkit.sources.commit import SYMLINK_DIR
 
 Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 
@@ -327,6 +328,25 @@ def _states(
             tree = repo.ls_tree(commit.sha, files)
             state = [(tree[p].mode, tree[p].oid) if p in tree else None for p in files]
         states[commit.sha] = tuple(state)
+    return _mark_symlinked_dirs(repo, states, files)
+
+
+def _mark_symlinked_dirs(
+    repo: Repo, states: dict[str, tuple[Entry, ...]], files: Sequence[str]
+) -> dict[str, tuple[Entry, ...]]:
+    """A target absent because a parent directory is a symlink gets the
+    pseudo entry (SYMLINK_DIR, that directory): UNSUPPORTED_FILE, as apply says."""
+    missing = [
+        (sha, path) for sha, state in states.items() for path, entry in zip(files, state, strict=True) if entry is None
+    ]
+    links = symlinked_parents(repo, missing) if missing else {}
+    if not links:
+        return states
+    index = {path: i for i, path in enumerate(files)}
+    for (sha, path), link in links.items():
+        state = list(states[sha])
+        state[index[path]] = (SYMLINK_DIR, link)
+        states[sha] = tuple(state)
     return states
 
 

@@ -10,9 +10,14 @@ re-ran a patch script that printed a WARN nobody could interpret.  Here:
   is checked out at REV (detached) and the manifest applied.  Any other
   uncommitted change refuses the move, listed.  Nothing is ever stashed.
   If a step fails midway, the tree is put back: original commit or branch,
-  patched files and records.
+  patched files and records.  Before the first change, the move is journaled
+  (``recovery.start_move``): a run killed midway is reported by the next
+  patchkit command, and rolled back if nothing was written at REV yet.
+* Already at REV: nothing moves; the manifest is applied in place (an
+  already patched tree is SKIP ALREADY_APPLIED, no write, no ``moved_from``).
 * With ``--worktree DIR`` a linked worktree at REV is created (or reused, by
-  the same rules) and patched; the main tree is not touched.
+  the same rules) and patched; the main tree is not touched.  DIR may not be
+  the main checkout or any other non-linked checkout.
 """
 
 from __future__ import annotations
@@ -24,9 +29,10 @@ from pathlib import Path
 
 from patchkit.engine.apply import ApplyReport, _apply_locked
 from patchkit.engine.evaluate import evaluate, render
-from patchkit.engine.fsutil import FileWrite, Transaction, sha256
+from patchkit.engine.fsutil import FileWrite, Transaction, crash_point, sha256
 from patchkit.engine.lock import repo_lock
-from patchkit.engine.record import Record, all_records, delete_record, save_record, state_dir
+from patchkit.engine.record import Record, all_records, record_bytes, record_rel, state_dir
+from patchkit.engine.recovery import end_move, recover, start_move
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
@@ -118,7 +124,7 @@ def _move_and_apply(
     in_worktree: bool = False,
 ) -> ApplyReport:
     txn = Transaction(root, state_dir(repo))
-    txn.recover()
+    recovered = recover(repo, root)
     early = _report_at(manifest, repo, target, where=str(root), strict=strict, dry_run=dry_run)
     if early is not None and early.refused:
         return early  # a required patch FAILs at REV: nothing moves
@@ -136,13 +142,17 @@ def _move_and_apply(
             ),
         )
     if early is not None:
-        return early
+        return replace(early, notes=tuple(recovered) + early.notes)
 
     head = repo.head()
+    if head == target.sha:
+        # Already there: patch in place (an already patched tree is SKIP ALREADY_APPLIED, nothing written).
+        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        return replace(report, notes=tuple(recovered) + report.notes)
     branch = repo.branch()
     moved_from = repo.commit(head) if head else None
     records = {rec.manifest_name: rec for rec, _ in ours.values()}
-    notes = [
+    notes = list(recovered) + [
         f"reverted manifest {name} (applied at {rec.base_commit[:10] if rec.base_commit else '?'}) before moving; "
         f"re-apply it if you need it at {target.short}"
         for name, rec in records.items()
@@ -152,9 +162,11 @@ def _move_and_apply(
     def restore_ours() -> None:
         # Put back exactly what patchkit had written, and its records.
         current = {p: (root / p).read_bytes() if (root / p).is_file() else b"" for p in ours}
-        txn.write([FileWrite(p, current[p], data, None) for p, (_, data) in ours.items() if current[p] != data])
-        for rec in records.values():
-            save_record(repo, rec)
+        txn.write(
+            [FileWrite(p, current[p], data, None) for p, (_, data) in ours.items() if current[p] != data],
+            {record_rel(name): record_bytes(rec) for name, rec in records.items()},
+        )
+        end_move(repo)
 
     # 1. Revert patchkit's own edits to HEAD's content.
     writes = []
@@ -168,14 +180,24 @@ def _move_and_apply(
             )
         writes.append(FileWrite(path, ours[path][1], repo.read_blob(entry.oid), None))
     repo.close()
-    txn.write(writes)
-    for name in records:
-        delete_record(repo, name)
+    # Journal the move first: a kill from here on is reported, and undone if nothing was written at REV.
+    start_move(
+        repo,
+        txn,
+        manifest=manifest.name,
+        commit=head,
+        branch=branch,
+        target=target.sha,
+        ours={path: data for path, (_, data) in ours.items()},
+        records=list(records.values()),
+    )
+    crash_point("move:journal")
+    txn.write(writes, {record_rel(name): None for name in records})
+    crash_point("move:reverted")
 
-    # 2. Move (already there: keep the branch checked out).
+    # 2. Move.
     try:
-        if head != target.sha:
-            repo.checkout_detached(target.sha)
+        repo.checkout_detached(target.sha)
     except GitFailed as exc:
         restore_ours()
         raise RefusedError(
@@ -183,9 +205,12 @@ def _move_and_apply(
             items=tuple(exc.stderr.splitlines()[:10]),
         ) from None
 
+    crash_point("move:checked-out")
+
     # 3. Apply.
     try:
-        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict)
+        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        crash_point("move:applied")
     except BaseException:
         _move_back(repo, moved_from, branch)
         restore_ours()
@@ -199,6 +224,8 @@ def _move_and_apply(
             notes.append(f"could not write {report.unwritable}; the tree was moved back")
         else:
             notes.append("the patches applied to the commit's blobs but not to its checkout; the tree was moved back")
+        return replace(report, notes=tuple(notes) + report.notes)
+    end_move(repo)
     return replace(report, notes=tuple(notes) + report.notes, moved_from=moved_from, moved_from_branch=branch)
 
 
@@ -221,6 +248,13 @@ def _in_worktree(
                 hint="give a new directory (patchkit creates the worktree) or one listed by `git worktree list`",
             )
         linked = Repo.discover(path)
+        if linked.git_dir.resolve() == linked.common_dir.resolve():
+            raise UsageError(
+                f"{path} is the main checkout of {linked.common_dir}, not a linked worktree; "
+                "--worktree never moves or patches it",
+                hint="give a new directory (patchkit creates a linked worktree there), "
+                "or drop --worktree to move this tree itself",
+            )
         root = linked.require_worktree("apply --commit")
         with repo_lock(state_dir(linked), wait=wait):
             report = _move_and_apply(manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True)

@@ -61,6 +61,8 @@ def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] |
             None,
             f"{read.path} is a symlink; patchkit edits regular files only (patch the file it points to)",
         )
+    if read.state is FileState.OUTSIDE:
+        return None, (Reason.UNSUPPORTED_FILE, None, read.note or f"{read.path} is outside the work tree")
     if read.state is FileState.NOT_FILE:
         return None, (Reason.UNSUPPORTED_FILE, None, f"{read.path} is a directory or a submodule, not a file")
     assert read.data is not None
@@ -80,17 +82,27 @@ def evaluate_file(
     read: FileRead,
     patches: Sequence[Patch],
     held: Mapping[str, str] | None = None,
+    previous: Mapping[str, str] | None = None,
 ) -> FileEval:
-    """Verdicts for the patches on one file.  ``held``: patch id -> why it is held back."""
+    """Verdicts for the patches on one file.  ``held``: patch id -> why it is held back.
+
+    ``previous``: digests of code patchkit's record says patchkit wrote -> when
+    (an older payload version is patchkit's own code, replaced, never "upstream's").
+    """
     held = held or {}
     text, problem = decode(read)
     results: list[PatchResult] = []
     outcomes: list[Outcome | None] = []
-    state: CodeState | None = None
-    if problem is None:
+    state: Any = None  # a CodeState, or a TextState when no patch on the file needs Python
+    if problem is None and patches and not any(p.op.needs_python for p in patches):
+        from patchkit.operations.diff import TextState
+
+        state = TextState(read.path, text or "")
+    elif problem is None:
         assert text is not None
         try:
             state = CodeState.parse(read.path, text)
+            state.previous = dict(previous or {})
         except SyntaxError as exc:
             line = exc.lineno
             problem = (Reason.PARSE_ERROR, line, f"{read.path} is not valid Python: {exc.msg} at line {line}")
@@ -106,6 +118,11 @@ def evaluate_file(
                 probe = patch.op.verdict(state)
                 if probe.kind is Kind.FAIL:
                     own = (probe.reason, probe.line, probe.message)  # type: ignore[assignment]
+                elif probe.kind is Kind.SKIP:
+                    # Already in place: holding it back would write nothing either way.
+                    results.append(_result(patch, Status.SKIP, probe.reason, probe.line, probe.message))
+                    outcomes.append(probe)
+                    continue
             if own is not None:
                 reason, line, message = own
                 results.append(_result(patch, failed(required=patch.required), reason, line, message))
@@ -188,12 +205,20 @@ def order_results(manifest: Manifest, evals: Mapping[str, FileEval]) -> tuple[Pa
     return tuple(by_id[p.id] for p in manifest.patches)
 
 
-def evaluate(manifest: Manifest, source: Source, *, hints: bool = True) -> Evaluation:
+def evaluate(
+    manifest: Manifest, source: Source, *, hints: bool = True, previous: Mapping[str, str] | None = None
+) -> Evaluation:
+    """``previous``: see ``evaluate_file`` (from the work tree's record; never for commits)."""
     prefetch = getattr(source, "prefetch", None)
     if prefetch is not None:
         prefetch(manifest.files())
     reads = {path: source.read(path) for path in manifest.files()}
-    evals = resolve_requires(manifest, reads)
+    if previous:
+        evals = resolve_requires(
+            manifest, reads, lambda read, patches, held: evaluate_file(read, patches, held, previous)
+        )
+    else:
+        evals = resolve_requires(manifest, reads)
     results = order_results(manifest, evals)
     if hints:
         from patchkit.engine.hints import annotate
@@ -228,6 +253,17 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
         if not fe.changes:
             continue
         assert fe.read.data is not None
+        if not any(p.op.needs_python for p in fe.patches):
+            after_text = _render_text(fe)
+            if isinstance(after_text, str):
+                files[path] = _fail_applied(fe, Reason.INTERNAL, after_text)
+                continue
+            checked = _checked(fe, after_text)
+            if isinstance(checked, FileEval):
+                files[path] = checked
+            else:
+                rendered.append(checked)
+            continue
         try:
             module = libcst.parse_module(fe.read.data)
         except libcst.ParserSyntaxError as exc:
@@ -248,22 +284,76 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
                 # libcst keeps "no newline at end of file" from an empty file; new code ends its lines.
                 module = module.with_changes(has_trailing_newline=True)
             after = module.bytes
+            if module.default_newline == "\r\n":
+                after = own_line_endings(fe.read.data, after, module.default_newline.encode())
         except InternalError as exc:
             files[path] = _fail_applied(
                 fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)"
             )
             continue
-        problem = _verify(fe, after)
-        if problem is not None:
-            files[path] = _fail_applied(fe, Reason.INTERNAL, problem)
-            continue
-        rendered.append(Rendered(path, fe.read.data, after, fe.read.mode))
+        checked = _checked(fe, after)
+        if isinstance(checked, FileEval):
+            files[path] = checked
+        else:
+            rendered.append(checked)
     if files != dict(evaluation.files):
         # Something did not render or verify: report it and write nothing.
         hints = {r.patch: r.hint for r in evaluation.results}
         results = tuple(r.with_hint(hints[r.patch]) for r in order_results(evaluation.manifest, files))
         return [], Evaluation(evaluation.manifest, evaluation.source, results, files)
     return rendered, evaluation
+
+
+def _checked(fe: FileEval, after: bytes) -> Rendered | FileEval:
+    """The rendered file, or ``fe`` with its APPLYs failed INTERNAL when ``after`` does not verify."""
+    problem = _verify(fe, after)
+    if problem is not None:
+        return _fail_applied(fe, Reason.INTERNAL, problem)
+    assert fe.read.data is not None
+    return Rendered(fe.path, fe.read.data, after, fe.read.mode)
+
+
+def _render_text(fe: FileEval) -> bytes | str:
+    """New bytes of a file whose patches are all text ops, or why not (a bug)."""
+    import codecs
+
+    assert fe.read.data is not None
+    text, _problem = decode(fe.read)
+    assert text is not None
+    try:
+        for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
+            if outcome is not None and outcome.kind is Kind.APPLY:
+                text = patch.op.transform_text(text, outcome)
+    except InternalError as exc:
+        return f"{exc.message}; nothing was written (a bug: please report it)"
+    bom = codecs.BOM_UTF8 if fe.read.data.startswith(codecs.BOM_UTF8) else b""
+    return bom + text.encode("utf-8")
+
+
+def own_line_endings(before: bytes, after: bytes, newline: bytes) -> bytes:
+    """Give every line patchkit added the file's line ending.
+
+    libcst writes the structure's newlines in the file's style, but copies a
+    multi-line string from the payload verbatim, with the payload's LF.  Only
+    lines that are new (not in ``before``, by a line diff) are touched: a file
+    that already mixes endings keeps its own lines as they were.  Python reads
+    CRLF inside a string literal as LF, so the code means the same.
+    """
+    if before.count(b"\n") == before.count(newline):
+        # Every line of the file had the ending (the usual case): every bare LF is new.
+        return after.replace(newline, b"\n").replace(b"\n", newline)
+    import difflib
+
+    old = before.splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    out: list[bytes] = []
+    matcher = difflib.SequenceMatcher(None, old, new)
+    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
+        for line in new[j1:j2]:
+            if tag != "equal" and line.endswith(b"\n") and not line.endswith(b"\r\n"):
+                line = line[:-1] + newline
+            out.append(line)
+    return b"".join(out)
 
 
 def _verify(fe: FileEval, after: bytes) -> str | None:

@@ -1,11 +1,19 @@
 """Atomic file writes, and writing several files as one transaction.
 
 A single file is written to a temp file in its own directory and moved into
-place with ``os.replace``.  Several files are written in two phases: first
-every temp file (nothing the user sees has changed yet), then the renames.
-A journal in the git dir lists the files with backups of their old content,
-so a run killed between two renames is rolled back by the next patchkit
-command (``recover``).  A failure during the renames rolls back at once.
+place with ``os.replace``.  Several files (and patchkit's own state files,
+the records) are written as one ``Transaction``: a journal in the git dir is
+written first, naming every temp file, every target with a backup of its old
+content and its real permission bits, and every record's old and new digest;
+then the temps, then the renames, then the records.  A run killed at any
+point is rolled back by the next patchkit command (``recover``): temps
+removed, files and records put back.  A failure during the renames rolls
+back at once.  ``outside_reason`` keeps every read and write inside the work
+tree (no ``..``, no symlinked directory on the way).
+
+Test hook: ``PATCHKIT_TEST_CRASH_AT=<phase>`` makes ``crash_point(phase)``
+end the process with ``os._exit(137)``, as ``kill -9`` would, so tests can
+kill a real run at an exact point.
 """
 
 from __future__ import annotations
@@ -14,16 +22,50 @@ import contextlib
 import hashlib
 import json
 import os
+import secrets
+import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from patchkit.errors import RefusedError, UnwritableError
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def outside_reason(root: Path, rel: str) -> str | None:
+    """Why ``root/rel`` is not a file patchkit may read or write, or None.
+
+    A path is outside the work tree when it is absolute, has a ``..`` part, or
+    passes through a directory that is a symlink (wherever that points: a
+    committed ``python/escape -> /elsewhere`` would otherwise make patchkit
+    write outside the repository, unseen by ``git status``).  The last part
+    being a symlink is the caller's to report (FileState.SYMLINK).
+    """
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
+        return f"{rel} is not a path inside the work tree"
+    current = root
+    for depth, part in enumerate(pure.parts[:-1], start=1):
+        current = current / part
+        try:
+            info = current.lstat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing there to pass through (a write creates real directories)
+        if stat.S_ISLNK(info.st_mode):
+            return symlink_dir_message(rel, "/".join(pure.parts[:depth]))
+    return None
+
+
+def symlink_dir_message(rel: str, link: str) -> str:
+    """The one wording for a target under a symlinked directory (work tree and commit alike)."""
+    return (
+        f"{rel} is under {link}, which is a symlink; patchkit edits files inside the work tree only, "
+        "never through a symlinked directory"
+    )
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -82,86 +124,257 @@ class ObjectStore:
         return data if sha256(data) == digest else None
 
 
+@dataclass(frozen=True)
+class Recovered:
+    """What ``Transaction.recover`` undid."""
+
+    restored: tuple[str, ...] = ()  # tree paths put back to their content before the killed run
+    state_files: tuple[str, ...] = ()  # records (paths in the state dir) put back or removed
+    temps: tuple[str, ...] = ()  # leftover temp files removed (tree paths)
+    found: bool = False  # there was a killed run's journal
+
+    def __bool__(self) -> bool:
+        return self.found
+
+    def describe(self) -> str:
+        parts = []
+        if self.restored:
+            parts.append(f"restored {', '.join(self.restored)}")
+        if self.state_files:
+            parts.append(f"put back the record(s) {', '.join(self.state_files)}")
+        if self.temps:
+            parts.append(f"removed {len(self.temps)} leftover temp file(s)")
+        return "; ".join(parts) or "nothing had been written yet"
+
+
+def crash_point(phase: str) -> None:
+    """Test hook: die here as ``kill -9`` would, if ``PATCHKIT_TEST_CRASH_AT`` names ``phase``.
+
+    Lets the test suite kill a real patchkit process at an exact point of a
+    transaction (see tests/test_crash_recovery.py).  Harmless otherwise: the
+    variable is read, compared, and ignored.
+    """
+    if os.environ.get(CRASH_ENV) == phase:
+        os._exit(137)
+
+
+CRASH_ENV = "PATCHKIT_TEST_CRASH_AT"
+
+
+def _temp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.patchkit-tmp")
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Create ``path`` (it must not exist) with ``data`` and ``mode``, synced to disk."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, mode)
+
+
 class Transaction:
+    """Several files in the tree, plus state files (records), written all or nothing.
+
+    The journal (``<state>/journal.json``) is written *before* anything else
+    exists: it names every temp file (chosen up front), every target with a
+    backup of its old content and its real permission bits, and every state
+    file with its old and new digests.  Then the temps are written, then
+    renamed into place, then the state files, then the journal is removed.
+    A run killed at any point leaves a journal, and ``recover`` (run by the
+    next patchkit command, under the lock) removes the temps and puts back
+    every file and record that had been replaced: both land, or neither.
+
+    Phases for the ``PATCHKIT_TEST_CRASH_AT`` test hook: ``txn:journal``,
+    ``txn:temps``, ``txn:first-rename``, ``txn:files``, ``txn:state``.
+    """
+
     def __init__(self, root: Path, state_dir: Path) -> None:
         self.root = root
         self.state_dir = state_dir
         self.journal = state_dir / "journal.json"
         self.objects = ObjectStore(state_dir / "objects")
 
-    def recover(self) -> list[str]:
-        """Roll back a transaction a killed process left half done.  Returns the restored paths."""
-        if not self.journal.exists():
+    def pending(self) -> list[str] | None:
+        """The tree paths a killed run's journal lists, or None when there is no journal."""
+        try:
+            data = json.loads(self.journal.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
             return []
-        entries = json.loads(self.journal.read_text(encoding="utf-8"))["files"]
+        return [entry["path"] for entry in data.get("files", [])]
+
+    def recover(self) -> Recovered:
+        """Roll back a transaction a killed process left half done."""
+        try:
+            data = json.loads(self.journal.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return Recovered()
         restored: list[str] = []
-        for entry in entries:
+        temps: list[str] = []
+        states: list[str] = []
+        for entry in data.get("files", []):
+            if outside_reason(self.root, entry["path"]) is not None:
+                continue  # never follow a link out of the tree, even to undo
             full = self.root / entry["path"]
+            if entry.get("temp"):
+                temp = full.with_name(entry["temp"])
+                if temp.exists():
+                    _unlink(temp)
+                    temps.append(str(temp.relative_to(self.root)))
             try:
                 current = sha256(full.read_bytes())
             except FileNotFoundError:
                 continue
-            if current == entry["after"]:
+            if current == entry["after"] and current != entry["before"]:
                 before = self.objects.get(entry["before"])
                 if before is not None:
                     atomic_write(full, before, entry["mode"])
                     restored.append(entry["path"])
+        for entry in data.get("state_files", []):
+            full = self.state_dir / entry["path"]
+            if entry.get("temp"):
+                _unlink(full.with_name(entry["temp"]))
+            try:
+                now: str | None = sha256(full.read_bytes())
+            except FileNotFoundError:
+                now = None
+            if now == entry["after"] and now != entry["before"]:
+                if entry["before"] is None:
+                    _unlink(full)
+                else:
+                    before = self.objects.get(entry["before"])
+                    if before is not None:
+                        atomic_write(full, before, 0o644)
+                states.append(entry["path"])
         self.journal.unlink()
-        return restored
+        return Recovered(tuple(restored), tuple(states), tuple(temps), found=True)
 
-    def write(self, writes: Sequence[FileWrite]) -> None:
-        """Write every file or none.  Raises RefusedError if a file changed under us."""
-        if not writes:
+    def write(self, writes: Sequence[FileWrite], state_files: Mapping[str, bytes | None] | None = None) -> None:
+        """Write every file (and state file: path in the state dir -> bytes, or None to delete) or none.
+
+        Raises RefusedError if a file changed under us, or lies outside the tree.
+        """
+        state_files = dict(state_files or {})
+        if not writes and not state_files:
             return
-        temps: list[tuple[FileWrite, Path, str]] = []
-        current = ""  # what is being written, for the refusal if the OS says no
+        outside = [reason for w in writes if (reason := outside_reason(self.root, w.path)) is not None]
+        if outside:
+            raise RefusedError(f"{outside[0]}; nothing was written", items=tuple(outside[1:]))
+        plan: list[tuple[FileWrite, Path, Path, int, int]] = []  # write, target, temp, old mode, new mode
+        for w in writes:
+            full = self.root / w.path
+            old_mode = stat.S_IMODE(full.stat().st_mode)
+            plan.append((w, full, _temp_name(full), old_mode, w.mode if w.mode is not None else old_mode))
         try:
-            for w in writes:
+            states = self._journal(plan, state_files)
+        except OSError as exc:  # the git dir cannot be written: nothing was touched yet
+            raise UnwritableError(str(self.state_dir), exc.strerror or type(exc).__name__) from None
+        crash_point("txn:journal")
+        renamed: list[tuple[FileWrite, Path, int]] = []
+        replaced: list[tuple[Path, str | None]] = []
+        settled = False  # the tree is either fully written or fully rolled back
+        current = ""  # the path being written, for the refusal if the OS says no
+        try:
+            for w, _full, temp, _old_mode, new_mode in plan:
                 current = w.path
-                full = self.root / w.path
-                mode = w.mode if w.mode is not None else (full.stat().st_mode & 0o7777)
-                fd, tmp = tempfile.mkstemp(prefix=f".{full.name}.", suffix=".patchkit-tmp", dir=full.parent)
-                temps.append((w, full, tmp))
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(w.after)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(tmp, mode)
-            changed = [w.path for w, full, _ in temps if full.read_bytes() != w.before]
+                _write_new(temp, w.after, new_mode)
+            for full, temp, data, _old in states:
+                current = str(full)
+                if data is not None:
+                    full.parent.mkdir(parents=True, exist_ok=True)
+                    _write_new(temp, data, 0o644)
+            crash_point("txn:temps")
+            changed = [w.path for w, full, *_ in plan if full.read_bytes() != w.before]
             if changed:
                 raise RefusedError(
                     "files changed on disk while patchkit was working; nothing was written",
                     items=tuple(changed),
                     hint="run the command again",
                 )
-            current = str(self.journal)
-            self.state_dir.mkdir(parents=True, exist_ok=True)
-            journal = {
-                "files": [
-                    {
-                        "path": w.path,
-                        "before": self.objects.put(w.before),
-                        "after": sha256(w.after),
-                        "mode": w.mode if w.mode is not None else 0o644,
-                    }
-                    for w, _, _ in temps
-                ]
-            }
-            atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
-            done: list[tuple[FileWrite, Path]] = []
             try:
-                for w, full, tmp in temps:
+                for w, full, temp, old_mode, _ in plan:
                     current = w.path
-                    os.replace(tmp, full)
-                    done.append((w, full))
+                    os.replace(temp, full)
+                    renamed.append((w, full, old_mode))
+                    if len(renamed) == 1:
+                        crash_point("txn:first-rename")
+                crash_point("txn:files")
+                for full, temp, data, old in states:
+                    current = str(full)
+                    if data is None:
+                        _unlink(full)
+                    else:
+                        os.replace(temp, full)
+                    replaced.append((full, old))
+                crash_point("txn:state")
+                settled = True
             except BaseException:
-                for w, full in reversed(done):
-                    atomic_write(full, w.before, w.mode)
+                for w, full, old_mode in reversed(renamed):
+                    atomic_write(full, w.before, old_mode)
+                for full, old in reversed(replaced):
+                    previous = None if old is None else self.objects.get(old)
+                    if previous is None:
+                        _unlink(full)
+                    else:
+                        atomic_write(full, previous, 0o644)
+                settled = True
                 raise
-            self.journal.unlink()
+        except RefusedError:
+            settled = True  # refused before any rename
+            raise
         except OSError as exc:
-            # Nothing was replaced (or every replacement was rolled back above).
+            if not settled and (renamed or replaced):
+                raise  # the rollback itself failed: the journal stays for the next run to finish it
+            # Nothing was replaced, or every replacement was rolled back above.
+            settled = True
             raise UnwritableError(current, exc.strerror or type(exc).__name__) from None
         finally:
-            for _, _, tmp in temps:
-                _unlink(tmp)
+            for _, _, temp, _, _ in plan:
+                _unlink(temp)
+            for _, temp, _, _ in states:
+                _unlink(temp)
+            if settled:
+                self.journal.unlink()
+
+    def _journal(
+        self, plan: Sequence[tuple[FileWrite, Path, Path, int, int]], state_files: Mapping[str, bytes | None]
+    ) -> list[tuple[Path, Path, bytes | None, str | None]]:
+        """Back up the old contents and write the journal; returns the state-file plan."""
+        states: list[tuple[Path, Path, bytes | None, str | None]] = []  # target, temp, new data, old digest
+        for rel, data in state_files.items():
+            full = self.state_dir / rel
+            try:
+                old: str | None = self.objects.put(full.read_bytes())
+            except FileNotFoundError:
+                old = None
+            states.append((full, _temp_name(full), data, old))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        journal = {
+            "version": 2,
+            "pid": os.getpid(),
+            "files": [
+                {
+                    "path": w.path,
+                    "temp": temp.name,
+                    "before": self.objects.put(w.before),
+                    "after": sha256(w.after),
+                    "mode": old_mode,
+                }
+                for w, _, temp, old_mode, _ in plan
+            ],
+            "state_files": [
+                {
+                    "path": str(full.relative_to(self.state_dir)),
+                    "temp": temp.name if data is not None else None,
+                    "before": old,
+                    "after": None if data is None else sha256(data),
+                }
+                for full, temp, data, old in states
+            ],
+        }
+        atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
+        return states

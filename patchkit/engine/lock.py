@@ -50,6 +50,22 @@ def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator
         os.close(fd)
 
 
+def is_held(state_dir: Path) -> bool:
+    """Whether another process holds the lock right now (takes and drops it if free)."""
+    path = state_dir / "lock"
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock we took
+    return False
+
+
 def _holder(path: Path) -> str:
     try:
         text = path.read_text(encoding="utf-8").strip()

@@ -81,8 +81,17 @@ class Record:
         )
 
 
+def record_rel(name: str) -> str:
+    """The record's path inside the state dir (how a Transaction names it)."""
+    return f"applied/{name}.json"
+
+
 def record_path(repo: Repo, name: str) -> Path:
-    return state_dir(repo) / "applied" / f"{name}.json"
+    return state_dir(repo) / record_rel(name)
+
+
+def record_bytes(record: Record) -> bytes:
+    return (json.dumps(record.to_json(), indent=2) + "\n").encode()
 
 
 def load_record(repo: Repo, name: str) -> Record | None:
@@ -118,7 +127,7 @@ def all_records(repo: Repo) -> list[Record]:
 def save_record(repo: Repo, record: Record) -> None:
     path = record_path(repo, record.manifest_name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, (json.dumps(record.to_json(), indent=2) + "\n").encode(), 0o644)
+    atomic_write(path, record_bytes(record), 0o644)
 
 
 def delete_record(repo: Repo, name: str) -> None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, canon, what_is_there
+from patchkit.operations.code import CodeState, canon, digest, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
 
@@ -62,6 +62,9 @@ class AddDefinitions(Operation):
             "before": self.before,
         }
 
+    def own_code(self) -> tuple[str, ...]:
+        return tuple(digest(d.node) for d in self.definitions)
+
     def adds(self) -> set[str]:
         return {d.name for d in self.definitions}
 
@@ -84,7 +87,7 @@ class AddDefinitions(Operation):
         return state.last_line + 1
 
     def analyze(self, state: CodeState) -> Outcome:
-        plan = classify(self.definitions, state.module_binding, self.on_conflict)
+        plan = classify(self.definitions, state.module_binding, self.on_conflict, state.previous)
         index = self._insert_index(state)
         if index is None and plan.add:
             names = state.module_names()

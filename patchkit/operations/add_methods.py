@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, canon, what_is_there
+from patchkit.operations.code import CodeState, canon, digest, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
 
@@ -74,6 +74,9 @@ class AddMethods(Operation):
             "on_conflict": self.on_conflict.value,
         }
 
+    def own_code(self) -> tuple[str, ...]:
+        return tuple(digest(m.node) for m in self.methods)
+
     def adds(self) -> set[str]:
         return {f"{self.class_name}.{m.name}" for m in self.methods}
 
@@ -102,7 +105,7 @@ class AddMethods(Operation):
                         found = stmt
             return found
 
-        plan = classify(self.methods, member, self.on_conflict)
+        plan = classify(self.methods, member, self.on_conflict, state.previous)
         return outcome_for(
             plan,
             where=f"class {self.class_name} (line {target.lineno})",

@@ -110,6 +110,9 @@ class CodeState:
     text: str
     tree: ast.Module
     # ids of nodes spliced in by simulation -> id of the patch that added them
+    # digest() of code patchkit's record says patchkit wrote into this file -> when
+    # (older payload versions: patchkit's own code, which a new version replaces)
+    previous: dict[str, str] = field(default_factory=dict)
     added_by: dict[int, str] = field(default_factory=dict)
     _lines: list[str] | None = field(default=None, repr=False)
 

@@ -10,11 +10,11 @@ leave it (already identical), keep upstream's (different code,
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from patchkit.operations.base import OnConflict, Outcome
-from patchkit.operations.code import canon, replace_statement
+from patchkit.operations.base import REPLACES_PREVIOUS, OnConflict, Outcome
+from patchkit.operations.code import canon, digest, replace_statement
 from patchkit.results import Reason
 
 
@@ -31,20 +31,28 @@ class DefPlan:
     same: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)
     kept: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)
     conflicts: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)
+    # names in ``replace`` because the current code is an older version patchkit wrote -> when
+    updated: dict[str, str] = field(default_factory=dict)
 
 
 def classify(
     defs: Sequence[NamedDef],
     existing: Callable[[str], ast.stmt | None],
     on_conflict: OnConflict,
+    previous: Mapping[str, str] | None = None,
 ) -> DefPlan:
+    """``previous``: digests of code patchkit wrote before (its own, never upstream's) -> when."""
     plan = DefPlan()
+    previous = previous or {}
     for item in defs:
         current = existing(item.name)
         if current is None:
             plan.add.append(item)
         elif canon(current) == canon(item.node):
             plan.same.append((item, current))
+        elif digest(current) in previous:
+            plan.replace.append((item, current))
+            plan.updated[item.name] = previous[digest(current)]
         elif on_conflict is OnConflict.KEEP_UPSTREAM:
             plan.kept.append((item, current))
         elif on_conflict is OnConflict.REPLACE:
@@ -91,13 +99,20 @@ def outcome_for(
     parts = []
     if plan.add:
         parts.append(f"adds {', '.join(d.name for d in plan.add)}")
-    if plan.replace:
-        parts.append(f"replaces {_listed(plan.replace)}")
+    replaced = [(d, node) for d, node in plan.replace if d.name not in plan.updated]
+    if replaced:
+        parts.append(f"replaces {_listed(replaced)}")
+    updated = [(d, node) for d, node in plan.replace if d.name in plan.updated]
+    if updated:
+        parts.append(f"{REPLACES_PREVIOUS} {_listed(updated)}")
     message = f"{' and '.join(parts)} {'to' if plan.add and not plan.replace else 'in'} {where}"
     if plan.same:
         message += f"; {', '.join(d.name for d, _ in plan.same)} already present"
     if plan.kept:
         message += f"; keeps upstream's {_listed(plan.kept)}"
+    if updated:
+        when = plan.updated[updated[0][0].name]
+        message += f" (patchkit wrote that version {when}; the new code is from {payload})"
     # The line of the first change: where additions go, or the replaced definition.
     line = where_line if plan.add else plan.replace[0][1].lineno
     return Outcome.apply(line, message, plan=plan)

@@ -246,11 +246,12 @@ def without_leading_blank_lines(stmt: cst.BaseStatement) -> cst.BaseStatement:
 class AnchorInserter(cst.CSTTransformer):
     """Inserts statements before/after the one statement whose canon matches."""
 
-    def __init__(self, anchor: str, position: str, stmts: Sequence[cst.BaseStatement]) -> None:
+    def __init__(self, anchor: str, position: str, stmts: Sequence[cst.BaseStatement], *, replace: int = 0) -> None:
         super().__init__()
         self.anchor = anchor
         self.position = position
         self.stmts = list(stmts)
+        self.replace = replace  # statements next to the anchor to drop (an older version of the insert)
         self.hits = 0
         self._depth = 0
 
@@ -270,16 +271,23 @@ class AnchorInserter(cst.CSTTransformer):
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         out: list[cst.BaseStatement] = []
         changed = False
+        skip = 0
         for orig, upd in zip(original.body, updated.body, strict=True):
+            if skip:
+                skip -= 1
+                continue
             if self.anchor in statement_canons(orig):
                 self.hits += 1
                 changed = True
                 if self.position == "before":
+                    if self.replace:
+                        del out[-self.replace :]
                     out.extend(self.stmts)
                     out.append(upd)
                 else:
                     out.append(upd)
                     out.extend(self.stmts)
+                    skip = self.replace
             else:
                 out.append(upd)
         return updated.with_changes(body=out) if changed else updated

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
 from patchkit.operations.code import (
     SHOWN,
     UNLIMITED,
@@ -86,6 +87,9 @@ class Insert(Operation):
             "statements": canon(list(self.statements)),
         }
 
+    def own_code(self) -> tuple[str, ...]:
+        return (_sequence_digest(self.statements),)
+
     def edits(self) -> set[str]:
         return {self.function}
 
@@ -135,6 +139,21 @@ class Insert(Operation):
                 line,
                 f"{count} {noun} from {self.body_of} already {self.position} line {line} in {self.function}",
             )
+        for old in range(1, MAX_PREVIOUS + 1):
+            # An older version of these statements that patchkit inserted: replace it, never add a second copy.
+            if self.position == "before":
+                near = match.body[max(0, match.index - old) : match.index]
+            else:
+                near = match.body[match.index + 1 : match.index + 1 + old]
+            when = state.previous.get(_sequence_digest(near)) if len(near) == old else None
+            if when is not None:
+                return Outcome.apply(
+                    line,
+                    f"{REPLACES_PREVIOUS} the {old} statement(s) from {self.body_of} {self.position} "
+                    f"line {line} in {self.function}, which patchkit wrote {when}, with the {count} {noun} "
+                    f"now in {self.payload.display}",
+                    plan=old,
+                )
         return Outcome.apply(
             line,
             f"inserts {count} {noun} from {self.body_of} {self.position} line {line} "
@@ -174,8 +193,12 @@ class Insert(Operation):
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         _fn, matches = self._matches(state)
         match = matches[0]
-        index = match.index if self.position == "before" else match.index + 1
-        match.body[index:index] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)
+        old = outcome.plan or 0  # statements of an older version to replace
+        if self.position == "before":
+            start, end = match.index - old, match.index
+        else:
+            start, end = match.index + 1, match.index + 1 + old
+        match.body[start:end] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
@@ -185,13 +208,20 @@ class Insert(Operation):
             stmts = stmts[1:]
         if stmts:
             stmts[0] = edit.without_leading_blank_lines(stmts[0])
-        inserter = edit.AnchorInserter(self.anchor_canon, self.position, stmts)
+        inserter = edit.AnchorInserter(self.anchor_canon, self.position, stmts, replace=outcome.plan or 0)
         new = edit.update_function(module, self.function, lambda fn: fn.visit(inserter))
         if inserter.hits != 1:
             from patchkit.errors import InternalError
 
             raise InternalError(f"anchor matched {inserter.hits} statements in libcst, 1 in the analysis")
         return new
+
+
+MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised
+
+
+def _sequence_digest(stmts: Any) -> str:
+    return "sha256:" + hashlib.sha256(canon(list(stmts)).encode("utf-8")).hexdigest()
 
 
 def _is_cst_docstring(stmt: Any, edit: Any) -> bool:

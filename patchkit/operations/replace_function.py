@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
 from patchkit.operations.code import (
     CodeState,
     FunctionNode,
@@ -101,6 +101,9 @@ class ReplaceFunction(Operation):
     def identity(self) -> dict[str, Any]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
 
+    def own_code(self) -> tuple[str, ...]:
+        return (digest(self.node),)
+
     def adds(self) -> set[str]:
         return {self.function}
 
@@ -118,6 +121,12 @@ class ReplaceFunction(Operation):
                 f"{self.function} (line {current.lineno}) is already the replacement from {self.payload.display}",
             )
         found = digest(current)
+        if found in state.previous:
+            return Outcome.apply(
+                current.lineno,
+                f"{REPLACES_PREVIOUS} {self.function} (line {current.lineno}), which patchkit wrote "
+                f"{state.previous[found]}, with the new code from {self.payload.display}",
+            )
         if found in self.expect:
             return Outcome.apply(
                 current.lineno,

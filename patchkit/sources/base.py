@@ -15,6 +15,7 @@ class FileState(str, Enum):
     MISSING = "missing"
     SYMLINK = "symlink"
     NOT_FILE = "not-file"  # a directory or a submodule
+    OUTSIDE = "outside"  # under a symlinked directory (or otherwise not inside the tree)
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class FileRead:
     data: bytes | None = None
     oid: str | None = None  # git object id of ``data``: the cache key
     mode: int | None = None  # permission bits to keep when writing (work tree only)
+    note: str | None = None  # OUTSIDE: why
 
 
 class Source(ABC):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+from patchkit.engine.fsutil import outside_reason
 from patchkit.git import Commit, Repo
 from patchkit.sources.base import FileRead, FileState, Source
 
@@ -25,6 +26,9 @@ class WorktreeSource(Source):
 
     def read(self, path: str) -> FileRead:
         full = self.root / path
+        outside = outside_reason(self.root, path)
+        if outside is not None:
+            return FileRead(path, FileState.OUTSIDE, note=outside)
         try:
             info = full.lstat()
         except FileNotFoundError:
