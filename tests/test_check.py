@@ -146,7 +146,7 @@ def test_cli_window_view_and_json(model, capsys) -> None:
         r.commit.sha for r in check_range(manifest, repo, ranges=["main"]).commits
     ]
     first = data["commits"][0]
-    assert set(first) == {"commit", "subject", "author", "date", "results"}
+    assert set(first) == {"commit", "subject", "author", "date", "results", "groups"}
     assert set(first["results"][0]) == {
         "patch",
         "op",
