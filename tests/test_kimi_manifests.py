@@ -118,7 +118,7 @@ T_NO_FILE = {  # root: no speculative/ directory yet
     "verify-timer-start": "WARN FILE_NOT_FOUND",
     "verify-timer-stop": "WARN FILE_NOT_FOUND",
     # No variant applies, so none is an unused variant: each keeps its reason.
-    **{patch_id: "WARN FILE_NOT_FOUND" for patch_id in OTHER_VARIANTS},
+    **dict.fromkeys(OTHER_VARIANTS, "WARN FILE_NOT_FOUND"),
 }
 T_APPLIES = {  # eagle_worker.py imports time and Optional, not os or sys
     "import-os": "APPLY",
@@ -129,7 +129,7 @@ T_APPLIES = {  # eagle_worker.py imports time and Optional, not os or sys
     "verify-timer-start": "APPLY",
     "verify-timer-stop": "APPLY",
     # The v1 variant applies: every other variant is not needed here.
-    **{patch_id: "SKIP OTHER_VARIANT" for patch_id in OTHER_VARIANTS},
+    **dict.fromkeys(OTHER_VARIANTS, "SKIP OTHER_VARIANT"),
 }
 TIMING_EXPECTED = {label: (T_NO_FILE if label == "root" else T_APPLIES) for label in KIMI_EXPECTED}
 
