@@ -497,3 +497,12 @@ def test_requires_may_name_a_group_and_typos_are_caught(capsys, tmp_path: Path) 
     patches[1]["requires"] = ["v1-import-time", "vv1"]
     err = _error(capsys, tmp_path, manifest_text(patches) + groups_text(True))
     assert "patch[2].requires[2]: no patch or group has id 'vv1'; did you mean 'v1'?" in err
+
+
+def test_explain_calls_an_unused_variant_no_failure(capsys, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {V2: V2_TEXT})
+    k = kit(tmp_path)
+    r = run_cli(capsys, "explain", "-m", k.manifest, "v1-start", "--repo", repo)
+    assert r.code == 0, r.err
+    assert "SKIP OTHER_VARIANT" in r.out
+    assert "v1-start is an unused variant at " in r.out and "there is no failure to explain" in r.out
