@@ -51,15 +51,10 @@ class CommitResults:
         }
 
 
-@dataclass(frozen=True)
-class Window:
-    """A run of consecutive commits where one patch has one status and reason."""
+class _Run:
+    """Consecutive commits (of a window)."""
 
-    patch: str
-    status: Status
-    reason: Reason | None
     commits: tuple[Commit, ...]
-    first_result: PatchResult
 
     @property
     def count(self) -> int:
@@ -72,6 +67,17 @@ class Window:
     @property
     def last(self) -> Commit:
         return self.commits[-1]
+
+
+@dataclass(frozen=True)
+class Window(_Run):
+    """A run of consecutive commits where one patch has one status and reason."""
+
+    patch: str
+    status: Status
+    reason: Reason | None
+    commits: tuple[Commit, ...]
+    first_result: PatchResult
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,7 +93,7 @@ class Window:
 
 
 @dataclass(frozen=True)
-class GroupWindow:
+class GroupWindow(_Run):
     """A run of consecutive commits where one group has one status, reason and set of covering members."""
 
     group: str
@@ -96,18 +102,6 @@ class GroupWindow:
     covered_by: tuple[str, ...]
     commits: tuple[Commit, ...]
     first_result: GroupResult
-
-    @property
-    def count(self) -> int:
-        return len(self.commits)
-
-    @property
-    def first(self) -> Commit:
-        return self.commits[0]
-
-    @property
-    def last(self) -> Commit:
-        return self.commits[-1]
 
     def to_json(self) -> dict[str, Any]:
         return {
