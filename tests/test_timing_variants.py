@@ -190,3 +190,21 @@ def test_coexisting_workers_are_both_timed(tmp_path: Path, capsys: pytest.Captur
         "v1-verify": ["v1-batch-timer-start"],
         "v2-verify": ["v2-plain-timer-start"],
     }
+
+
+def test_an_unknown_call_shape_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Where no variant fits, the group WARNs and no helper or import is written without its caller."""
+    text = method_file("EAGLEWorker", "batch.prepare()", "batch_result = self.target_worker.verify_forward(batch)")
+    repo = make_repo(tmp_path / "sglang", {V1: text})
+    r = run_cli(capsys, "apply", "-m", MANIFEST, "--repo", repo, "--json")
+    assert r.code == 0 and r.json["written"] == [] and r.json["refused"] is False
+    verdicts = {x["patch"]: (x["status"], x["reason"]) for x in r.json["results"] if x["file"] == V1}
+    assert verdicts["verify-timer-start"] == ("WARN", "ANCHOR_NOT_FOUND")
+    assert verdicts["v1-batch-timer-start"] == ("WARN", "ANCHOR_NOT_FOUND")
+    assert verdicts["timing-helpers"] == ("WARN", "DEPENDENCY")
+    assert verdicts["import-os"] == ("WARN", "DEPENDENCY")
+    top = next(g for g in r.json["groups"] if g["group"] == "verify-timing")
+    assert (top["status"], top["reason"]) == ("WARN", "NO_VARIANT")
+    assert (repo / V1).read_text(encoding="utf-8") == text
+    strict = run_cli(capsys, "apply", "-m", MANIFEST, "--repo", repo, "--strict", "--json")
+    assert strict.code == 1
