@@ -149,7 +149,8 @@ def status(**kwargs: Any) -> int:
 def check(**kwargs: Any) -> int:
     """Check every patch at every commit of a range, without checking anything out.
 
-    Without --range or --commit, checks HEAD.
+    Prints, per patch, windows of commits with one verdict; per [[group]], which
+    variants cover which commits. Without --range or --commit, checks HEAD.
     """
     from patchkit.commands.check import check as run
 

@@ -129,14 +129,24 @@ def test_cli_window_view_and_json(model, capsys) -> None:
     code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["failed"] is True and data["command"] == "check"
-    assert set(data) == {"version", "command", "manifest", "commits", "windows", "last_good", "failed", "stats"}
+    assert set(data) == {
+        "version",
+        "command",
+        "manifest",
+        "commits",
+        "windows",
+        "group_windows",
+        "last_good",
+        "failed",
+        "stats",
+    }
     assert set(data["windows"][0]) == {"patch", "status", "reason", "count", "first", "last", "message", "hint"}
     assert set(data["stats"]) == {"commits", "distinct_states", "cache_hits", "cache_misses"}
     assert [c["commit"] for c in data["commits"]] == [
         r.commit.sha for r in check_range(manifest, repo, ranges=["main"]).commits
     ]
     first = data["commits"][0]
-    assert set(first) == {"commit", "subject", "author", "date", "results"}
+    assert set(first) == {"commit", "subject", "author", "date", "results", "groups"}
     assert set(first["results"][0]) == {
         "patch",
         "op",

@@ -12,6 +12,7 @@ from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import STATUS_STYLE, print_json
+from patchkit.results import Reason
 
 
 def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: bool, console: Console) -> int:
@@ -35,7 +36,8 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
     if r.hint:
         console.print(Text(f"  hint: {r.hint}", style="dim"))
     if not report.failing:
-        console.print(f"{report.patch.id} applies at {report.commit.short}: there is no failure to explain.")
+        what = "is an unused variant" if r.reason is Reason.OTHER_VARIANT else "applies"
+        console.print(f"{report.patch.id} {what} at {report.commit.short}: there is no failure to explain.")
         return int(ExitCode.OK)
     for intro in report.introduced:
         c = intro.commit
