@@ -145,6 +145,41 @@ def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None
     return changes
 
 
+def parse_porcelain(out: bytes) -> list[tuple[str, str]]:
+    """``git status --porcelain=v1 -z`` as (two-letter status, path); a
+    rename's source path is dropped (the entry names the new path)."""
+    items: list[tuple[str, str]] = []
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        status = record[:2].decode()
+        items.append((status, record[3:].decode("utf-8", "surrogateescape")))
+        if status[0] in "RC":
+            i += 1  # the rename source follows
+    return items
+
+
+def parse_head(pending: Pending) -> tuple[Commit | None, str | None]:
+    """(HEAD's commit, its branch or None when detached) from ``Repo.spawn_head``;
+    (None, None) when HEAD is not a commit (an empty repository)."""
+    try:
+        out = pending.text()
+    except GitFailed:
+        return None, None
+    line, _, decorations = out.partition("\n")
+    if not line.strip():
+        return None, None
+    branch = None
+    for item in decorations.strip().split(", "):
+        if item.startswith("HEAD -> "):
+            branch = item[len("HEAD -> ") :]
+    return _parse_commit(line), branch
+
+
 class Repo:
     """A git repository (with or without a work tree)."""
 
@@ -422,6 +457,20 @@ class Repo:
                 i += 1  # the rename source follows
             items.append((status, path))
         return items
+
+    def worktree_changes(self) -> list[tuple[str, str]]:
+        """(status, path) for every tracked change (staged or not) and every
+        untracked file that is not ignored ("??"), one entry per file."""
+        return parse_porcelain(self.git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=all"))
+
+    def spawn_worktree_changes(self) -> Pending:
+        """``worktree_changes`` started now; parse with ``parse_porcelain(pending.bytes())``."""
+        return self.spawn("status", "--porcelain=v1", "-z", "--untracked-files=all")
+
+    def spawn_head(self) -> Pending:
+        """HEAD's commit line and its symbolic name ("HEAD" when detached), in
+        one process; parse with ``parse_head(pending)``."""
+        return self.spawn("log", "-1", f"--format={_LOG_FORMAT}%n%D", "HEAD", "--")
 
     def checkout_detached(self, sha: str) -> None:
         self.git("checkout", "--quiet", "--detach", sha)
