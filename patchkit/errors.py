@@ -119,3 +119,15 @@ class GuardError(RefusedError):
 
 class PartialApplicationError(GuardError):
     """A required patch is not in place, or cannot apply at this commit (a ``GuardError``)."""
+
+
+class BisectAbortError(PatchkitError):
+    """Under ``--bisect``, any error (bad input, busy, a command that does not
+    start) exits 128 so that ``git bisect run`` stops instead of marking the
+    commit bad.  Carries the original error's message."""
+
+    exit_code = ExitCode.BISECT_ABORT
+
+    @classmethod
+    def wrap(cls, exc: PatchkitError) -> BisectAbortError:
+        return cls(f"{exc.message} (exit {int(exc.exit_code)}, reported as 128 to stop git bisect)", hint=exc.hint)

@@ -247,13 +247,19 @@ def _inside(path: str, root: Path) -> str | None:
 
 
 def expected_location(name: str, tracked: Sequence[str]) -> str | None:
-    """Where the package lives in the tree: the shortest tracked ``.../a/b/__init__.py`` or ``.../a/b.py``."""
+    """Where the package lives in the tree: the shortest tracked directory
+    ``.../a/b`` (a package, regular or namespace) or module ``.../a/b.py``."""
     rel = name.replace(".", "/")
-    found = []
+    found = set()
     for path in tracked:
-        for suffix, cut in ((f"{rel}/__init__.py", len("/__init__.py")), (f"{rel}.py", 0)):
-            if path == suffix or path.endswith("/" + suffix):
-                found.append(path[: len(path) - cut] if cut else path)
+        if path == f"{rel}.py" or path.endswith(f"/{rel}.py"):
+            found.add(path)
+        at = path.find(f"{rel}/")
+        while at != -1:
+            if at == 0 or path[at - 1] == "/":
+                found.add(path[: at + len(rel)])
+                break
+            at = path.find(f"{rel}/", at + 1)
     return min(found, key=lambda p: (p.count("/"), p)) if found else None
 
 
@@ -271,13 +277,12 @@ def check_import(
         "version": package.version,
     }
     if package.location is None:
-        details["expected"] = expected_location(package.name, tracked())
+        expected = expected_location(package.name, tracked())
+        details["expected"] = expected
         why = f" (a finder raised {package.error})" if package.error else ""
-        where = f" from this tree ({details['expected']})" if details["expected"] else ""
         return _failed(
             name,
-            f"{package.name} is not importable by {facts.python}{why}; install this tree{where} into that "
-            f"interpreter (e.g. `{facts.python} -m pip install -e python/`) or add it to PYTHONPATH",
+            f"{package.name} is not importable by {facts.python}{why}; {_todo(package.name, expected, root)}",
             details,
         )
     rel = _inside(package.location, root)
@@ -291,6 +296,18 @@ def check_import(
     return _failed(
         name,
         f"{package.name} is shadowed: {facts.python} imports it from {package.location}, {there}; "
-        f"uninstall that copy or put this tree first (`{facts.python} -m pip install -e` of its package dir)",
+        f"uninstall that copy, or {_todo(package.name, expected, root)}",
         details,
+    )
+
+
+def _todo(package: str, expected: str | None, root: Path) -> str:
+    """What makes the interpreter import this tree's copy."""
+    if expected is None:
+        return f"this tree has no {package}: check --import and --repo"
+    depth = package.count(".") + 1
+    entry = "/".join(expected.split("/")[:-depth])
+    return (
+        f"make it import this tree's copy: install the tree into that interpreter (`pip install -e`) "
+        f"or put {(root / entry) if entry else root} first on PYTHONPATH"
     )

@@ -18,7 +18,9 @@ anything.  For a dotted name ``a.b.c``, ``importlib.util.find_spec`` would
 *import* ``a`` and ``a.b`` to learn their ``__path__``; the probe instead asks
 every finder on ``sys.meta_path`` for ``a.b`` with the search locations of
 ``a``'s spec, and so on down, which is what the import system would do without
-executing the parents' ``__init__``.  (A package whose ``__init__`` rewrites
+executing the parents' ``__init__`` (a namespace child needs its parent in
+``sys.modules``: the probe puts an empty stand-in module there, holding only
+the parent's search path).  (A package whose ``__init__`` rewrites
 its own ``__path__`` at import time is therefore seen as it is on disk.)
 
 Distribution versions come from ``importlib.metadata.version`` (for the
@@ -38,7 +40,7 @@ from typing import Any
 from patchkit.errors import UsageError
 
 PROBE_SCRIPT = r"""
-import importlib.machinery, importlib.metadata, importlib.util, json, os, sys
+import importlib.machinery, importlib.metadata, importlib.util, json, os, sys, types
 
 def locate(name):
     parts = name.split(".")
@@ -47,7 +49,14 @@ def locate(name):
         if spec is None or spec.submodule_search_locations is None:
             return None
         full = ".".join(parts[: i + 1])
+        parent = ".".join(parts[:i])
         search = list(spec.submodule_search_locations)
+        # A namespace child asks sys.modules for its parent's __path__: give it
+        # an empty stand-in module carrying only that path (no code runs).
+        if parent not in sys.modules:
+            stand_in = types.ModuleType(parent)
+            stand_in.__path__ = search
+            sys.modules[parent] = stand_in
         spec = None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
