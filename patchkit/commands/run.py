@@ -32,7 +32,6 @@ from typing import Any
 from rich.console import Console
 
 from patchkit.commands import guard as guard_cmd
-from patchkit.commands._common import open_inputs
 from patchkit.errors import ExitCode, UsageError
 
 
@@ -58,7 +57,9 @@ def run(
                 f"--import {imports[0]} needs --python PY",
                 hint="name the interpreter the server runs with, e.g. --python /venv/bin/python",
             )
-        loaded, git_repo = open_inputs(manifest, repo)
+        from patchkit.guard.api import open_for_guard
+
+        git_repo, loaded = open_for_guard(repo, manifest)
         wrote = False
         if apply:
             from patchkit.commands.apply import show as show_apply

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from patchkit.engine.apply import status_worktree
-from patchkit.errors import GuardError, PartialApplicationError
+from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
 from patchkit.git import Repo, parse_head, parse_porcelain
 from patchkit.guard.checks import (
     Check,
@@ -35,11 +35,16 @@ RepoLike = str | Path | Repo
 ManifestLike = str | Path | Manifest
 
 
-def _open(repo: RepoLike, manifest: ManifestLike) -> tuple[Repo, Manifest]:
-    # The manifest first: a bad manifest is reported the same way whatever the repo.
-    loaded = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
-    git_repo = repo if isinstance(repo, Repo) else Repo.discover(Path(repo))
-    return git_repo, loaded
+def open_for_guard(repo: RepoLike, manifest: ManifestLike) -> tuple[Repo, Manifest]:
+    if isinstance(manifest, Manifest):
+        return (repo if isinstance(repo, Repo) else Repo.discover(Path(repo))), manifest
+    try:
+        git_repo = repo if isinstance(repo, Repo) else Repo.discover(Path(repo))
+    except PatchkitError:
+        load_manifest(manifest)  # a bad manifest is reported first, whatever the repo
+        raise
+    # Schema checks are remembered in the git dir: the guard runs before every benchmark.
+    return git_repo, load_manifest(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
 
 
 def evaluate_guard(
@@ -55,7 +60,7 @@ def evaluate_guard(
     """Run every check and return the report; raises only for bad input
     (``PatchkitError``: no repository, bad manifest, an interpreter that does
     not start).  ``imports`` without ``python`` probes ``sys.executable``."""
-    git_repo, loaded = _open(repo, manifest)
+    git_repo, loaded = open_for_guard(repo, manifest)
     root = git_repo.require_worktree("guard")
     packages = tuple(dict.fromkeys(imports))
     run = None
