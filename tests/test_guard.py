@@ -182,7 +182,8 @@ def test_optional_patch_not_in_place_warns_unless_strict(tmp_path, capsys) -> No
     manifest = write_manifest(tmp_path / "kit")
     manifest.write_text(
         manifest.read_text()
-        + '\n[[patch]]\nid = "gone"\nop = "ensure-import"\nfile = "pkg/missing.py"\nimport = "import os"\nrequired = false\n'
+        + '\n[[patch]]\nid = "gone"\nop = "ensure-import"\nfile = "pkg/missing.py"\n'
+        + 'import = "import os"\nrequired = false\n'
     )
     apply(capsys, repo, manifest)
     data = guard(capsys, repo, manifest, "--json").json

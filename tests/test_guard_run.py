@@ -211,8 +211,9 @@ def test_git_bisect_run_finds_the_planted_commit_and_skips_the_unpatchable(tmp_p
     log = tmp_path / "measured.log"
     env = dict(os.environ, LOG=str(log))
     git(repo, "bisect", "start", shas["c12"], shas["c00"])
+    step = [patchkit_script(), "run", "-m", str(manifest), "--apply", "--bisect", "--", str(bench)]
     proc = subprocess.run(
-        ["git", "bisect", "run", patchkit_script(), "run", "-m", str(manifest), "--apply", "--bisect", "--", str(bench)],
+        ["git", "bisect", "run", *step],
         cwd=repo,
         capture_output=True,
         text=True,
@@ -281,8 +282,6 @@ def test_plugin_runs_the_tests_on_a_patched_tree(pytester: pytest.Pytester, tree
 def test_plugin_reports_bad_input_as_a_usage_error(pytester: pytest.Pytester, tree, tmp_path) -> None:
     repo, _manifest = tree
     pytester.makepyfile(test_bench=BENCH_TEST)
-    result = pytester.runpytest(
-        "--patchkit-manifest", str(tmp_path / "missing.toml"), "--patchkit-repo", str(repo)
-    )
+    result = pytester.runpytest("--patchkit-manifest", str(tmp_path / "missing.toml"), "--patchkit-repo", str(repo))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "patchkit: error:" in result.stderr.str()
