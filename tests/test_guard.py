@@ -402,3 +402,46 @@ def test_sys_executable_probe_for_api_without_python(tree, capsys) -> None:
     assert report.interpreter is not None and report.interpreter.python == sys.executable
     assert not report.check("import:json").ok  # the stdlib's json is not in this tree
     assert sysconfig.get_paths()["stdlib"] in (report.check("import:json").details["location"] or "")
+
+
+def test_tree_patched_at_another_commit_is_not_clean(tmp_path, capsys) -> None:
+    """HEAD moved under a patched file (git reset --soft): the file is not HEAD's content plus the patches."""
+    from histories import MODEL_V2
+
+    from patchkit.testing.history import HistoryBuilder
+
+    b = HistoryBuilder(tmp_path / "repo")
+    b.commit("v1", "Add the model", {"pkg/model.py": MODEL_V1})
+    b.commit("v2", "Refactor forward", {"pkg/model.py": MODEL_V2})
+    history = b.build()
+    repo, manifest = history.path, write_manifest(tmp_path / "kit")
+    git(repo, "checkout", "-q", history["v1"])
+    apply(capsys, repo, manifest)
+    git(repo, "reset", "-q", "--soft", history["v2"])
+    data = guard(capsys, repo, manifest, "--json").json
+    assert failed(data) == ["clean"]
+    assert check_of(data, "clean")["details"]["changes"] == [
+        {"path": "pkg/model.py", "change": f"patched at {history['v1'][:10]}, not at HEAD"}
+    ]
+
+
+def test_schema_check_is_remembered_per_manifest_bytes(tree, capsys) -> None:
+    repo, manifest = tree
+    apply(capsys, repo, manifest)
+    probe = (
+        "import sys\nfrom patchkit.cli import main\n"
+        f"code = main(['guard', '-m', {str(manifest)!r}, '--repo', {str(repo)!r}])\n"
+        "print('JSONSCHEMA', 'jsonschema' in sys.modules, code)\n"
+    )
+
+    def run_guard() -> str:
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+        return out.splitlines()[-1]
+
+    assert run_guard() == "JSONSCHEMA True 0"  # first run: validated, remembered
+    assert run_guard() == "JSONSCHEMA False 0"  # same bytes: the schema check is not repeated
+    assert list((repo / ".git/patchkit/schema-checked").iterdir())
+    # Other bytes are validated again: a schema error is still reported.
+    manifest.write_text(manifest.read_text().replace('op = "add-methods"', 'op = "add-methodz"'))
+    r = guard(capsys, repo, manifest)
+    assert r.code == 2 and "add-methodz" in r.err

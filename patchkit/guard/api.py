@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchkit.engine.apply import status_worktree
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
@@ -27,8 +28,10 @@ from patchkit.guard.checks import (
     check_record,
     head_digest_reader,
 )
-from patchkit.guard.probe import InterpreterFacts, ProbeRun
 from patchkit.guard.report import GuardReport
+
+if TYPE_CHECKING:
+    from patchkit.guard.probe import InterpreterFacts, ProbeRun
 from patchkit.manifest import Manifest, load_manifest
 
 RepoLike = str | Path | Repo
@@ -63,8 +66,10 @@ def evaluate_guard(
     git_repo, loaded = open_for_guard(repo, manifest)
     root = git_repo.require_worktree("guard")
     packages = tuple(dict.fromkeys(imports))
-    run = None
+    run: ProbeRun | None = None
     if python is not None or packages:
+        from patchkit.guard.probe import ProbeRun
+
         run = ProbeRun(python or sys.executable, packages)
     try:
         head_pending = git_repo.spawn_head()

@@ -15,15 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.apply import StatusReport
 from patchkit.engine.fsutil import sha256
 from patchkit.engine.record import Record
 from patchkit.git import Commit, Repo
-from patchkit.guard.probe import InterpreterFacts, PackageFacts
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Status
+
+if TYPE_CHECKING:
+    from patchkit.guard.probe import InterpreterFacts, PackageFacts
 
 OK = "ok"
 WARNING = "warning"

@@ -13,15 +13,17 @@ Exit codes follow from the report (``exit_code``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.apply import StatusReport
 from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.guard.checks import Check
-from patchkit.guard.probe import InterpreterFacts
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Status
+
+if TYPE_CHECKING:
+    from patchkit.guard.probe import InterpreterFacts
 
 
 @dataclass(frozen=True)
