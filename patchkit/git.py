@@ -442,21 +442,7 @@ class Repo:
 
     def changed_tracked_files(self) -> list[tuple[str, str]]:
         """(status, path) for tracked files that differ from HEAD (staged or not)."""
-        out = self.git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no")
-        items: list[tuple[str, str]] = []
-        fields = out.split(b"\0")
-        i = 0
-        while i < len(fields):
-            record = fields[i]
-            i += 1
-            if not record:
-                continue
-            status = record[:2].decode()
-            path = record[3:].decode("utf-8", "surrogateescape")
-            if status[0] in "RC":
-                i += 1  # the rename source follows
-            items.append((status, path))
-        return items
+        return parse_porcelain(self.git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no"))
 
     def worktree_changes(self) -> list[tuple[str, str]]:
         """(status, path) for every tracked change (staged or not) and every

@@ -307,15 +307,20 @@ def test_distribution_versions_come_from_metadata(tree, capsys, tmp_path) -> Non
 # -- bisect mode ------------------------------------------------------------------------------------
 
 
-def test_bisect_exit_codes(tmp_path, capsys) -> None:
+def two_models(tmp_path: Path, first: tuple[str, str], second: tuple[str, str]) -> tuple[dict[str, str], Path, Path]:
+    """Two commits of pkg/model.py, (label, text) each, checked out at the first; and the manifest."""
     from patchkit.testing.history import HistoryBuilder
 
     b = HistoryBuilder(tmp_path / "repo")
-    b.commit("good", "Add the model", {"pkg/model.py": MODEL_V1})
-    b.commit("broken", "WIP: broken forward", {"pkg/model.py": MODEL_BROKEN})
+    b.commit(first[0], f"Model {first[0]}", {"pkg/model.py": first[1]})
+    b.commit(second[0], f"Model {second[0]}", {"pkg/model.py": second[1]})
     history = b.build()
-    repo, manifest = history.path, write_manifest(tmp_path / "kit")
-    git(repo, "checkout", "-q", history["good"])
+    git(history.path, "checkout", "-q", history[first[0]])
+    return history.shas, history.path, write_manifest(tmp_path / "kit")
+
+
+def test_bisect_exit_codes(tmp_path, capsys) -> None:
+    history, repo, manifest = two_models(tmp_path, ("good", MODEL_V1), ("broken", MODEL_BROKEN))
     # Unpatched but patchable: the setup is wrong, not the commit.
     assert guard(capsys, repo, manifest, "--bisect").code == 128
     apply(capsys, repo, manifest)
@@ -408,14 +413,7 @@ def test_tree_patched_at_another_commit_is_not_clean(tmp_path, capsys) -> None:
     """HEAD moved under a patched file (git reset --soft): the file is not HEAD's content plus the patches."""
     from histories import MODEL_V2
 
-    from patchkit.testing.history import HistoryBuilder
-
-    b = HistoryBuilder(tmp_path / "repo")
-    b.commit("v1", "Add the model", {"pkg/model.py": MODEL_V1})
-    b.commit("v2", "Refactor forward", {"pkg/model.py": MODEL_V2})
-    history = b.build()
-    repo, manifest = history.path, write_manifest(tmp_path / "kit")
-    git(repo, "checkout", "-q", history["v1"])
+    history, repo, manifest = two_models(tmp_path, ("v1", MODEL_V1), ("v2", MODEL_V2))
     apply(capsys, repo, manifest)
     git(repo, "reset", "-q", "--soft", history["v2"])
     data = guard(capsys, repo, manifest, "--json").json

@@ -8,8 +8,8 @@ one).  ``CMD`` gets ``PATCHKIT_COMMIT``, ``PATCHKIT_MANIFEST``,
 
 What ``--apply`` wrote is reverted when ``CMD`` exits, whatever its exit code,
 and also when patchkit is interrupted: Ctrl-C reaches ``CMD`` through the
-terminal's process group, SIGTERM/SIGHUP sent to patchkit are forwarded to it;
-patchkit waits for it, reverts, and exits 128+signal unless ``CMD`` already
+terminal's process group (a second Ctrl-C sends it SIGTERM), SIGTERM/SIGHUP
+sent to patchkit are forwarded to it; patchkit waits for it, reverts, and exits 128+signal unless ``CMD`` already
 gave an exit code.  ``--keep`` leaves the edits.  If this run's apply wrote
 nothing (the tree was already patched), nothing is reverted.
 
@@ -134,8 +134,13 @@ def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         received.append(signum)
-        if signum != signal.SIGINT and proc.poll() is None:
-            proc.send_signal(signum)  # Ctrl-C already reached it through the process group
+        if proc.poll() is not None:
+            return
+        if signum != signal.SIGINT:
+            proc.send_signal(signum)
+        elif received.count(signal.SIGINT) > 1:
+            proc.terminate()  # a second Ctrl-C: the command ignored the first
+        # a first Ctrl-C already reached the command through the terminal's process group
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
