@@ -26,7 +26,7 @@ DETAIL_KEYS = {
     "commit": {"commit", "subject", "branch", "detached"},
     "patches": {"required_not_in_place", "optional_not_in_place"},
     "record": {"recorded", "files", "edited", "manifest_digest", "applied_at"},
-    "clean": {"changes", "allow_dirty", "patchkit_files"},
+    "clean": {"changes", "allow_dirty", "patchkit_files", "other_manifests"},
     "import": {"package", "python", "location", "in_tree", "expected", "version"},
 }
 
@@ -443,3 +443,26 @@ def test_schema_check_is_remembered_per_manifest_bytes(tree, capsys) -> None:
     manifest.write_text(manifest.read_text().replace('op = "add-methods"', 'op = "add-methodz"'))
     r = guard(capsys, repo, manifest)
     assert r.code == 2 and "add-methodz" in r.err
+
+
+def test_files_of_another_applied_manifest_warn_and_edits_to_them_fail(tmp_path, capsys) -> None:
+    from helpers import Kit
+
+    repo = make_repo(tmp_path / "repo", {"pkg/model.py": MODEL_V1, "pkg/util.py": "X = 1\n"})
+    manifest = write_manifest(tmp_path / "kit")
+    extra = Kit(tmp_path / "kit2", name="extra").write(
+        [{"id": "os", "op": "ensure-import", "file": "pkg/util.py", "import": "import os"}]
+    )
+    apply(capsys, repo, manifest)
+    apply(capsys, repo, extra)
+    data = guard(capsys, repo, manifest, "--json").json
+    assert data["exit_code"] == 0
+    clean = check_of(data, "clean")
+    assert clean["severity"] == "warning" and clean["details"]["other_manifests"] == {"extra": ["pkg/util.py"]}
+    assert "also patched by other manifests (extra: pkg/util.py)" in clean["message"]
+    (repo / "pkg/util.py").write_text("import os\nX = 2\n")
+    data = guard(capsys, repo, manifest, "--json").json
+    assert failed(data) == ["clean"]
+    assert check_of(data, "clean")["details"]["changes"] == [
+        {"path": "pkg/util.py", "change": "edited after manifest extra patched it"}
+    ]

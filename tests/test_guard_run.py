@@ -114,7 +114,13 @@ def test_apply_refused_exits_125_under_bisect(tmp_path) -> None:
     repo = make_repo(tmp_path / "repo", {"pkg/model.py": MODEL_BROKEN})
     manifest = write_manifest(tmp_path / "kit")
     marker = tmp_path / "ran"
-    assert run(repo, manifest, "--apply", "--bisect", "--", "touch", marker).returncode == 125
+    proc = run(repo, manifest, "--apply", "--bisect", "--", "touch", marker)
+    assert proc.returncode == 125
+    assert "REFUSED: 2 required patches cannot apply (typing PARSE_ERROR, hook PARSE_ERROR)" in proc.stderr
+    assert proc.stderr.endswith(
+        f"patchkit run: the command was not started; exit 125: this commit cannot be patched, "
+        f"git bisect skips it: touch {marker}\n"
+    )
     assert run(repo, manifest, "--apply", "--", "touch", marker).returncode == 1
     assert not marker.exists() and porcelain(repo) == []
 

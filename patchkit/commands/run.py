@@ -68,6 +68,8 @@ def run(
             applied = apply_worktree(loaded, git_repo, strict=strict)
             if applied.refused:
                 show_apply(applied, console)
+                skip = "; exit 125: this commit cannot be patched, git bisect skips it" if bisect else ""
+                console.print(f"patchkit run: the command was not started{skip}: {shlex.join(command)}", markup=False)
                 return int(ExitCode.BISECT_SKIP if bisect else ExitCode.REFUSED)
             wrote = bool(applied.written)
         try:

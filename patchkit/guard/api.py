@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.engine.apply import status_worktree
+from patchkit.engine.apply import edited_since, status_worktree
+from patchkit.engine.record import Record, all_records, load_record
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
 from patchkit.git import Repo, parse_head, parse_porcelain
 from patchkit.guard.checks import (
@@ -87,7 +88,14 @@ def evaluate_guard(
         check_commit(commit, branch),
         check_patches(status, strict=strict),
         check_record(loaded, status.record, status.edited),
-        check_clean(changes, status.record, head, head_digest_reader(git_repo, head), allow_dirty=allow_dirty),
+        check_clean(
+            changes,
+            status.record,
+            head,
+            head_digest_reader(git_repo, head),
+            allow_dirty=allow_dirty,
+            others=_other_records(git_repo, loaded.name, changes),
+        ),
     ]
     if facts is not None:
         tracked: list[str] = []
@@ -107,6 +115,19 @@ def evaluate_guard(
     return GuardReport(
         loaded, str(root), commit, branch, tuple(checks), status, facts, strict, allow_dirty, commit_results
     )
+
+
+def _other_records(repo: Repo, name: str, changes: Sequence[tuple[str, str]]) -> list[tuple[Record, set[str]]]:
+    """Other manifests' records that cover a changed file, with their files edited since."""
+    own = load_record(repo, name)
+    changed = {path for _status, path in changes} - ({f.path for f in own.files} if own else set())
+    if not changed:
+        return []
+    out = []
+    for record in all_records(repo):
+        if record.manifest_name != name and changed & {f.path for f in record.files}:
+            out.append((record, set(edited_since(repo, record))))
+    return out
 
 
 def require(

@@ -12,7 +12,7 @@ The checks read state other modules already compute: the per-patch table of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -185,6 +185,7 @@ def check_clean(
     head_digest: Callable[[str], str | None],
     *,
     allow_dirty: bool,
+    others: Sequence[tuple[Record, Collection[str]]] = (),
 ) -> Check:
     """No change in the tree but patchkit's own recorded edits.
 
@@ -195,12 +196,28 @@ def check_clean(
     another commit and no longer starts from HEAD's content, is dirty too.
     ``head_digest(path)`` gives the sha256 of HEAD's version of a path (None:
     not in HEAD); it is only called for files patched at another commit.
+
+    ``others``: the records of other manifests applied to this tree, each with
+    the files edited since that manifest wrote them.  Their intact files are
+    patchkit's edits too (the check passes with a warning naming them, since
+    the benchmark then also runs with those patches); edited ones are dirty.
     """
     recorded = {f.path: f for f in record.files} if record else {}
+    owners = {f.path: (other, f, f.path in edited) for other, edited in others for f in other.files}
     base = record.base_commit if record else None
     dirty: list[dict[str, str]] = []
+    foreign: dict[str, list[str]] = {}
     for status, path in changes:
         entry = recorded.get(path)
+        if entry is None and path in owners:
+            other, entry, edited = owners[path]
+            if edited:
+                dirty.append({"path": path, "change": f"edited after manifest {other.manifest_name} patched it"})
+                continue
+            foreign.setdefault(other.manifest_name, []).append(path)
+            base = other.base_commit
+        elif entry is not None:
+            base = record.base_commit if record else None
         if entry is not None:
             if not entry.clean_before:
                 dirty.append({"path": path, "change": "local edits patched over (had changes before patchkit wrote)"})
@@ -208,18 +225,27 @@ def check_clean(
                 dirty.append({"path": path, "change": f"patched at {str(base)[:10]}, not at HEAD"})
             continue
         dirty.append({"path": path, "change": _change_word(status)})
-    details = {"changes": dirty, "allow_dirty": allow_dirty, "patchkit_files": sorted(recorded)}
+    details = {
+        "changes": dirty,
+        "allow_dirty": allow_dirty,
+        "patchkit_files": sorted(recorded),
+        "other_manifests": {name: sorted(paths) for name, paths in sorted(foreign.items())},
+    }
+    also = ""
+    if foreign:
+        listed = "; ".join(f"{name}: {', '.join(paths)}" for name, paths in sorted(foreign.items()))
+        also = f"; also patched by other manifests ({listed})"
     if not dirty:
         own = f" (only patchkit's {len(recorded)} recorded file(s) differ from HEAD)" if recorded else ""
-        return _passed("clean", f"no changes outside patchkit's edits{own}", details)
+        return _passed("clean", f"no changes outside patchkit's edits{own}{also}", details, warning=bool(foreign))
     listed = ", ".join(f"{d['path']} ({d['change']})" for d in dirty)
     if allow_dirty:
         return _passed(
-            "clean", f"{len(dirty)} change(s) outside patchkit's edits, allowed: {listed}", details, warning=True
+            "clean", f"{len(dirty)} change(s) outside patchkit's edits, allowed: {listed}{also}", details, warning=True
         )
     return _failed(
         "clean",
-        f"{len(dirty)} change(s) outside patchkit's edits: {listed}; commit, remove or move them "
+        f"{len(dirty)} change(s) outside patchkit's edits: {listed}{also}; commit, remove or move them "
         "(patchkit never stashes), or pass --allow-dirty",
         details,
     )
