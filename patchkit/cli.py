@@ -255,7 +255,7 @@ def guard(**kwargs: Any) -> int:
     return run_guard(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP, context_settings={"ignore_unknown_options": True})
+@cli.command(epilog=EXIT_CODES_HELP, context_settings={"allow_interspersed_args": False})
 @manifest_option
 @repo_option
 @click.option("--apply", "apply", is_flag=True, help="Apply the manifest at HEAD first; reverted when CMD exits.")

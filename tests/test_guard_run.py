@@ -291,3 +291,15 @@ def test_plugin_reports_bad_input_as_a_usage_error(pytester: pytest.Pytester, tr
     result = pytester.runpytest("--patchkit-manifest", str(tmp_path / "missing.toml"), "--patchkit-repo", str(repo))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "patchkit: error:" in result.stderr.str()
+
+
+def test_options_after_the_command_belong_to_it_and_typos_do_not_run(tree, tmp_path) -> None:
+    repo, manifest = tree
+    assert run(repo, manifest, "--apply", "--keep").returncode == 2  # no command
+    # Without `--`, everything from the first argument on is the command's, options included.
+    proc = run(repo, manifest, "--apply", "sh", "-c", 'echo "$@"; exit 3', "x", "--keep", "--apply")
+    assert proc.returncode == 3 and proc.stdout == "--keep --apply\n"
+    assert porcelain(repo) == []  # --keep went to sh, not to patchkit: the edits were reverted
+    marker = tmp_path / "ran"
+    proc = run(repo, manifest, "--aply", "--", "touch", marker)
+    assert proc.returncode == 2 and "No such option '--aply'" in proc.stderr and not marker.exists()
