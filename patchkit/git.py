@@ -207,6 +207,7 @@ class Repo:
                     "--git-common-dir",
                     "--is-shallow-repository",
                     "--is-inside-work-tree",
+                    "--show-object-format",
                     "--show-cdup",
                 ],
                 path,
@@ -217,13 +218,14 @@ class Repo:
                 f"{path} is not a git repository ({last})", hint="pass --repo DIR pointing at a git checkout"
             ) from None
         lines = out.split("\n")
-        bare, git_dir, common, shallow, inside = lines[:5]
+        bare, git_dir, common, shallow, inside, object_format = lines[:6]
         common_p = Path(common) if os.path.isabs(common) else (path / common).resolve()
         root = None
         if bare != "true" and inside == "true":
-            root = (path / (lines[5] if len(lines) > 5 else "")).resolve()
+            root = (path / (lines[6] if len(lines) > 6 else "")).resolve()
         repo = cls(path, Path(git_dir), common_p, root)
-        repo.__dict__["is_shallow"] = shallow == "true"  # prime the cached_property
+        repo.__dict__["is_shallow"] = shallow == "true"  # prime the cached_properties
+        repo.__dict__["object_format"] = object_format or "sha1"
         return repo
 
     @property

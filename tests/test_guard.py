@@ -466,3 +466,19 @@ def test_files_of_another_applied_manifest_warn_and_edits_to_them_fail(tmp_path,
     assert check_of(data, "clean")["details"]["changes"] == [
         {"path": "pkg/util.py", "change": "edited after manifest extra patched it"}
     ]
+
+
+@pytest.mark.parametrize("object_format", ["sha1", "sha256"])
+def test_discover_reads_the_object_format_in_its_one_process(tmp_path, object_format) -> None:
+    from patchkit.git import Repo
+
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", f"--object-format={object_format}", str(repo)], check=True)
+    (repo / "a.txt").write_text("a\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-qm", "a")
+    found = Repo.discover(repo / ".git")
+    assert found.object_format == object_format and found.root is None
+    found = Repo.discover(repo)
+    assert found.object_format == object_format and found.root == repo.resolve()
+    assert found.hash_blob(b"a\n") == git(repo, "rev-parse", "HEAD:a.txt").strip()
