@@ -482,3 +482,15 @@ def test_discover_reads_the_object_format_in_its_one_process(tmp_path, object_fo
     found = Repo.discover(repo)
     assert found.object_format == object_format and found.root == repo.resolve()
     assert found.hash_blob(b"a\n") == git(repo, "rev-parse", "HEAD:a.txt").strip()
+
+
+def test_a_builtin_module_is_never_inside_the_tree(tree, capsys, monkeypatch) -> None:
+    """A built-in module's origin is "built-in", not a path: even with a file of that name in cwd."""
+    from patchkit.guard import evaluate_guard
+
+    repo, manifest = tree
+    monkeypatch.chdir(repo)
+    (repo / "built-in").write_text("")
+    report = evaluate_guard(repo, manifest, imports=["sys"], allow_dirty=True)
+    check = report.check("import:sys")
+    assert not check.ok and check.details["location"] == "built-in" and check.details["in_tree"] is None

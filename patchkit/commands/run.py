@@ -11,7 +11,8 @@ and also when patchkit is interrupted: Ctrl-C reaches ``CMD`` through the
 terminal's process group (a second Ctrl-C sends it SIGTERM), SIGTERM/SIGHUP
 sent to patchkit are forwarded to it; patchkit waits for it, reverts, and exits 128+signal unless ``CMD`` already
 gave an exit code.  ``--keep`` leaves the edits.  If this run's apply wrote
-nothing (the tree was already patched), nothing is reverted.
+nothing (the tree was already patched), nothing is reverted; if it wrote, the
+manifest's whole record is reverted (``revert_worktree``).
 
 With ``--bisect``: a refused apply or a guard that finds a required FAIL at
 this commit exits 125 (``git bisect`` skips the commit); any other guard

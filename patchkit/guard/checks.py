@@ -12,6 +12,7 @@ The checks read state other modules already compute: the per-patch table of
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,7 +268,10 @@ def head_digest_reader(repo: Repo, head: str | None) -> Callable[[str], str | No
 
 
 def _inside(path: str, root: Path) -> str | None:
-    """``path`` relative to ``root`` (both real paths), or None if outside."""
+    """``path`` relative to ``root`` (both real paths), or None if outside
+    (or not a path at all: a built-in or frozen module's origin)."""
+    if not os.path.isabs(path):
+        return None
     try:
         return Path(path).resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
