@@ -74,7 +74,7 @@ def evaluate_guard(
         run = ProbeRun(python or sys.executable, packages)
     try:
         head_pending = git_repo.spawn_head()
-        changes_pending = git_repo.spawn_worktree_changes()
+        changes_pending = git_repo.spawn_status()
         status = status_worktree(loaded, git_repo)
         commit, branch = parse_head(head_pending)
         changes = parse_porcelain(changes_pending.bytes())
