@@ -149,6 +149,8 @@ def test_cli_window_view_and_json(model, capsys) -> None:
         "hint",
     }
     assert data["last_good"]["commit"] == history["upstreamed"]
+    assert set(data["last_good"]) == {"commit", "subject"}
+    assert set(data["manifest"]) == {"name", "path", "digest"}
 
 
 def test_range_from_fixed_point_excludes_it(model) -> None:

@@ -58,6 +58,7 @@ def test_apply_at_commit_moves_and_patches(setup, capsys) -> None:
     code, out, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"], "--json")
     data = json.loads(out)
     assert code == 0 and data["commit"] == history["fix"] and data["moved_from"]["commit"] == history["add"]
+    assert set(data["moved_from"]) == {"commit", "branch"}
     assert git(repo, "rev-parse", "HEAD") == history["fix"]
     assert git(repo, "status", "--porcelain") == "M pkg/model.py"
     record = load_record(Repo.discover(repo), "hooks")
@@ -206,6 +207,21 @@ def test_explain_names_the_breaking_commit_and_hunk(setup, capsys) -> None:
     assert data["result"]["reason"] == "FILE_NOT_FOUND"
     assert [i["commit"] for i in data["introduced_by"]] == [history["rename"]]
     intro = data["introduced_by"][0]
+    assert set(intro) == {
+        "commit",
+        "subject",
+        "author",
+        "date",
+        "parent",
+        "result_before",
+        "result_after",
+        "renamed_to",
+        "diff",
+    }
+    result_keys = {"patch", "op", "status", "reason", "required", "file", "line", "message", "hint"}
+    assert set(data["result"]) == set(intro["result_before"]) == set(intro["result_after"]) == result_keys
+    assert set(data["manifest"]) == {"name", "path", "digest"}
+    assert set(data["reason_changes"][0]) == {"commit", "subject", "author", "date", "from", "to"}
     assert intro["result_before"]["status"] == "APPLY" and intro["result_after"]["reason"] == "CLASS_NOT_FOUND"
     assert "-class Model:" in intro["diff"] and "+class LanguageModelWrapper:" in intro["diff"]
     assert [c["commit"] for c in data["reason_changes"]] == [history["move"]]
