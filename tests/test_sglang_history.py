@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import ast
 import itertools
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from patchkit.demo import sglang
 from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, LABELS, TIMELINE, build_sglang_history
@@ -25,10 +25,6 @@ def history(sglang_history):
 @pytest.fixture(scope="module")
 def repo(sglang_repo) -> Repo:
     return sglang_repo
-
-
-def _git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout
 
 
 def _show(repo: Repo, sha: str, path: str) -> str | None:
@@ -58,8 +54,8 @@ def test_labels_dates_subjects_and_branches(history, repo: Repo) -> None:
     # The commit table (patchkit/demo/data/sglang/history.toml) is the timeline; the
     # built repository must say what it says, commit by commit.
     assert history.order == [c.label for c in TIMELINE]
-    on_main = set(_git(history.path, "rev-list", "main").split())
-    on_branch = set(_git(history.path, "rev-list", "rename-kimi").split())
+    on_main = set(git(history.path, "rev-list", "main").split())
+    on_branch = set(git(history.path, "rev-list", "rename-kimi").split())
     for row in TIMELINE:
         commit = repo.commit(history[row.label])
         assert commit.date == row.when.strftime("%Y-%m-%dT%H:%M:%S+00:00"), row.label
@@ -78,16 +74,16 @@ def test_labels_dates_subjects_and_branches(history, repo: Repo) -> None:
     assert subjects["fix-pcg-moe"] == ("2026-02-19", "Fix PCG MoE Error (#17739)")
     assert subjects["hooks-upstream"] == ("2026-03-03", "feat: support Kimi K2.5 for Eagle3 (#19689)")
     assert len(TIMELINE) == 27
-    assert _git(history.path, "rev-parse", "main").strip() == history["kimi-pcg"]
-    assert _git(history.path, "rev-parse", "rename-kimi").strip() == history["rename-kimi-docs"]
-    assert _git(history.path, "rev-parse", "HEAD").strip() == history["kimi-pcg"]
-    assert _git(history.path, "symbolic-ref", "--short", "HEAD").strip() == "main"
+    assert git(history.path, "rev-parse", "main").strip() == history["kimi-pcg"]
+    assert git(history.path, "rev-parse", "rename-kimi").strip() == history["rename-kimi-docs"]
+    assert git(history.path, "rev-parse", "HEAD").strip() == history["kimi-pcg"]
+    assert git(history.path, "symbolic-ref", "--short", "HEAD").strip() == "main"
     # The side branch starts between add-kimi and hooks-upstream and is not merged.
     assert repo.commit(history["rename-kimi"]).parents == (history["kimi-npu"],)
-    assert _git(history.path, "merge-base", "main", "rename-kimi").strip() == history["kimi-npu"]
+    assert git(history.path, "merge-base", "main", "rename-kimi").strip() == history["kimi-npu"]
     # Tags.
-    assert _git(history.path, "rev-parse", "v0.5.8^{commit}").strip() == history["release-0.5.8"]
-    assert _git(history.path, "rev-parse", "v0.5.9^{commit}").strip() == history["docs-0.5.9"]
+    assert git(history.path, "rev-parse", "v0.5.8^{commit}").strip() == history["release-0.5.8"]
+    assert git(history.path, "rev-parse", "v0.5.9^{commit}").strip() == history["docs-0.5.9"]
     assert sglang.TAGS == {"v0.5.8": "release-0.5.8", "v0.5.9": "docs-0.5.9"}
 
 
@@ -221,7 +217,7 @@ def test_model_runner_and_deepseek_shapes(history, repo: Repo) -> None:
 
 
 def test_fix_pcg_moe_touches_the_communicators(history) -> None:
-    names = _git(history.path, "diff-tree", "--no-commit-id", "--name-only", "-r", history["fix-pcg-moe"]).split()
+    names = git(history.path, "diff-tree", "--no-commit-id", "--name-only", "-r", history["fix-pcg-moe"]).split()
     assert "python/sglang/srt/distributed/device_communicators/pynccl.py" in names
     assert "python/sglang/srt/distributed/parallel_state.py" in names
     assert KIMI_K25 not in names

@@ -52,8 +52,8 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
+from patchkit.demo.history import FileValue, History, HistoryBuilder
 from patchkit.errors import InternalError
-from patchkit.testing.history import FileValue, History, HistoryBuilder
 
 __all__ = [
     "EAGLE_WORKER",
