@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 import time
 from pathlib import Path
 
@@ -221,3 +222,36 @@ def test_fix_pcg_moe_touches_the_communicators(history) -> None:
     assert "python/sglang/srt/distributed/device_communicators/pynccl.py" in names
     assert "python/sglang/srt/distributed/parallel_state.py" in names
     assert KIMI_K25 not in names
+
+
+def test_the_data_ships_whole_and_every_file_says_it_is_synthetic() -> None:
+    files = sglang.DATA / "files"
+    on_disk: set[str] = set()
+    stack = [("", files)]
+    while stack:
+        prefix, folder = stack.pop()
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                stack.append((f"{prefix}{entry.name}/", entry))
+            else:
+                on_disk.add(f"{prefix}{entry.name}".removesuffix(".txt"))
+    added = {path for row in TIMELINE for path in row.add}
+    assert on_disk == added  # no file without a commit that adds it, and none missing
+    for path in added:
+        if path.endswith(".py"):
+            header = sglang.file_text(path).splitlines()[:4]
+            assert header[0].startswith("# Synthetic SGLang-shaped fixture"), path
+            assert any("our own code" in line for line in header), path
+
+
+def test_an_edit_that_does_not_match_its_file_is_an_internal_error() -> None:
+    from patchkit.errors import InternalError
+
+    text = "a = 1\nb = 1\n"
+    assert sglang.Edit("f.py", old="a = 1\n", new="a = 2\n").to(text, "here") == "a = 2\nb = 1\n"
+    assert sglang.Edit("f.py", old=" = 1", new=" = 3", every=True).to(text, "here") == "a = 3\nb = 3\n"
+    assert sglang.Edit("f.py", append="c = 1\n").to(text, "here") == text + "c = 1\n"
+    with pytest.raises(InternalError, match=re.escape("here expects one ' = 1' in f.py, found 2")):
+        sglang.Edit("f.py", old=" = 1", new=" = 2").to(text, "here")
+    with pytest.raises(InternalError, match="found 0"):
+        sglang.Edit("f.py", old="zzz", new="").to(text, "here")
