@@ -8,10 +8,10 @@ not computed from the code under test.
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, build_sglang_history
 from patchkit.engine.apply import apply_worktree
@@ -288,13 +288,11 @@ def _read(repo: Repo, sha: str, path: str) -> str:
 
 
 def _checkout(path: Path, sha: str) -> None:
-    subprocess.run(["git", "checkout", "-q", "--detach", sha], cwd=path, check=True)
+    git(path, "checkout", "-q", "--detach", sha)
 
 
 def _status(path: Path) -> str:
-    return subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=path, check=True, capture_output=True, text=True
-    ).stdout
+    return git(path, "status", "--porcelain", "--untracked-files=no")
 
 
 APPLY_CASES = [
