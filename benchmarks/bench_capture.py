@@ -32,8 +32,8 @@ from pathlib import Path
 
 from patchkit.capture.core import capture
 from patchkit.cli import main
+from patchkit.demo.history import HistoryBuilder, git_env
 from patchkit.git import Repo
-from patchkit.testing.history import HistoryBuilder, git_env
 
 BIG = "pkg/models/big_model.py"
 TEXT = "conf/big.txt"

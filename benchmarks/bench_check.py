@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from patchkit.testing.history import HistoryBuilder, git_env
+from patchkit.demo.history import HistoryBuilder, git_env
 
 TARGETS = ("pkg/models/big_model.py", "pkg/speculative/worker.py")
 

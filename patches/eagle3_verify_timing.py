@@ -1,14 +1,16 @@
 """Optional timing of EAGLE-3 verification in SGLang: the payload of manifests/eagle3-verify-timing.toml.
 
-Measures the target model's forward pass inside ``EAGLEWorker.verify`` (the
-one call that scores every draft token of a step) and prints one line per
-verify step to standard error::
+Measures the target model's forward pass of EAGLE's verify step (the one call
+that scores every draft token of a step) wherever upstream SGLang has it:
+``EAGLEWorker.verify`` (spec v1), ``EAGLEWorkerV2.verify`` (spec v2) or
+``run_eagle_verify`` in ``eagle_worker_common.py``, and prints one line per
+verify step to standard error, the same line in every place::
 
     [patchkit] eagle3 verify_ms=29.1
 
 Switch it on with ``PATCHKIT_EAGLE3_VERIFY_TIMING=1`` (also ``true``, ``yes``,
-``on``) in the server's environment.  The variable is read once, when
-``eagle_worker`` is imported, so set it before launching the server.
+``on``) in the server's environment.  The variable is read once, when the
+patched module is imported, so set it before launching the server.
 
 Why standard error and not ``logging``: SGLang configures its loggers from
 ``--log-level``, adds its own prefix, and may filter INFO lines away; a timing
@@ -24,11 +26,14 @@ synchronisation serialises the step: leave timing off in production.
 When the variable is unset, the statements inserted into ``verify`` cost one
 global flag check and one ``is not None`` test; nothing is called.
 
-Layout of this file: the module-level definitions are added to eagle_worker.py
-by ``add-definitions``; the *bodies* of ``before_target_forward`` and
-``after_target_forward`` are inserted around the target forward call by two
-``insert`` patches.  The imports mirror the manifest's ``ensure-import``
-patches.
+Layout of this file: the module-level definitions are added by
+``add-definitions`` to each file whose verify variant applies (each file gets
+its own copy, so no module imports another's helpers); the *bodies* of
+``before_target_forward`` and ``after_target_forward`` are inserted around the
+target forward call by a pair of ``insert`` patches per call shape.  The
+statements use no ``self``, so one pair of bodies fits methods and the
+module-level ``run_eagle_verify`` alike.  The imports mirror the manifest's
+``ensure-import`` patches.
 """
 
 import os

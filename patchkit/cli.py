@@ -25,7 +25,10 @@ Exit codes:
   3  internal error (a bug; the crash line names a log file with the
      traceback, versions and command line)
   4  busy: another patchkit holds this repository's lock
-  125 reserved for `git bisect run` (skip this commit)
+  125 guard/run --bisect: a required patch cannot apply at this commit
+      (`git bisect run` skips it)
+  128 guard/run --bisect: the setup is wrong (unpatched, tampered, dirty,
+      shadowed) or patchkit failed: `git bisect run` stops
 """
 
 _DEBUG = False
@@ -153,7 +156,8 @@ def status(**kwargs: Any) -> int:
 def check(**kwargs: Any) -> int:
     """Check every patch at every commit of a range, without checking anything out.
 
-    Without --range or --commit, checks HEAD.
+    Prints, per patch, windows of commits with one verdict; per [[group]], which
+    variants cover which commits. Without --range or --commit, checks HEAD.
     """
     from patchkit.commands.check import check as run
 
@@ -210,6 +214,77 @@ def demo(**kwargs: Any) -> int:
     from patchkit.commands.demo import demo as run
 
     return run(console=_console(), **kwargs)
+
+
+def guard_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options `guard` and `run` share (applied bottom-up: listed in this order in --help)."""
+    options = [
+        click.option(
+            "--python",
+            metavar="PY",
+            help="The interpreter the server runs with; probed in this environment and working directory.",
+        ),
+        click.option(
+            "--import",
+            "imports",
+            multiple=True,
+            metavar="PKG",
+            help="With --python: PKG must resolve inside this tree (found without importing it). Repeatable.",
+        ),
+        click.option(
+            "--allow-dirty", is_flag=True, help="Changes outside patchkit's edits are a warning, not a failure."
+        ),
+        click.option("--strict", is_flag=True, help="Optional patches not in place fail too."),
+        click.option(
+            "--bisect",
+            is_flag=True,
+            help="For `git bisect run`: exit 125 when this commit cannot be patched, 128 when the setup is wrong.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@repo_option
+@guard_options
+@json_option
+def guard(**kwargs: Any) -> int:
+    """Refuse to benchmark an untrusted tree: exit 0 only if every check holds.
+
+    Checks: HEAD is a commit; every required patch is in place (the table of
+    `status`); the files patchkit wrote are unchanged and were written by this
+    version of the manifest; no other change or untracked file; with --python
+    and --import, the interpreter imports each PKG from this tree. Every
+    failed check is listed, with what to do.
+    """
+    from patchkit.commands.guard import guard as run_guard
+
+    return run_guard(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP, context_settings={"allow_interspersed_args": False})
+@manifest_option
+@repo_option
+@click.option("--apply", "apply", is_flag=True, help="Apply the manifest at HEAD first; reverted when CMD exits.")
+@click.option("--keep", is_flag=True, help="With --apply: keep the edits after CMD exits.")
+@guard_options
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+def run(**kwargs: Any) -> int:
+    """Guard the tree, then run CMD in it, passing its output and exit code through.
+
+    CMD gets PATCHKIT_COMMIT, PATCHKIT_MANIFEST, PATCHKIT_MANIFEST_DIGEST and
+    PATCHKIT_GUARD=ok in its environment. If the guard fails, CMD never starts.
+    What --apply wrote is reverted when CMD exits (also on Ctrl-C), so
+    `git bisect run patchkit run -m M --apply --bisect -- ./bench.sh` is a
+    complete patched bisect. patchkit's own lines go to stderr.
+    """
+    from patchkit.commands.run import run as run_cmd
+    from patchkit.render import make_console
+
+    return run_cmd(console=make_console(sys.stderr), **kwargs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

@@ -20,7 +20,8 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad command line, manifest, revision, range or repository
     INTERNAL = 3  # a bug in patchkit; the crash message says where
     BUSY = 4  # another patchkit process holds the repository lock
-    BISECT_SKIP = 125  # reserved for `git bisect run` (the pre-benchmark guard)
+    BISECT_SKIP = 125  # guard --bisect: this commit cannot be patched, `git bisect run` skips it
+    BISECT_ABORT = 128  # guard --bisect: the setup is wrong (unpatched, tampered, dirty, shadowed); aborts the bisect
 
 
 class PatchkitError(Exception):
@@ -119,3 +120,30 @@ def exit_code_for(exc: BaseException) -> ExitCode:
     if isinstance(exc, PatchkitError):
         return exc.exit_code
     return ExitCode.INTERNAL
+
+
+class GuardError(RefusedError):
+    """The pre-benchmark guard found a tree that cannot be trusted (``patchkit.guard.require``).
+
+    ``report`` is the full ``patchkit.guard.GuardReport``: every check, failed or not.
+    """
+
+    def __init__(self, message: str, *, report: object, items: tuple[str, ...] = (), hint: str | None = None) -> None:
+        super().__init__(message, items=items, hint=hint)
+        self.report = report
+
+
+class PartialApplicationError(GuardError):
+    """A required patch is not in place, or cannot apply at this commit (a ``GuardError``)."""
+
+
+class BisectAbortError(PatchkitError):
+    """Under ``--bisect``, any error (bad input, busy, a command that does not
+    start) exits 128 so that ``git bisect run`` stops instead of marking the
+    commit bad.  Carries the original error's message."""
+
+    exit_code = ExitCode.BISECT_ABORT
+
+    @classmethod
+    def wrap(cls, exc: PatchkitError) -> BisectAbortError:
+        return cls(f"{exc.message} (exit {int(exc.exit_code)}, reported as 128 to stop git bisect)", hint=exc.hint)

@@ -253,6 +253,41 @@ def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None
     return changes
 
 
+def parse_porcelain(out: bytes) -> list[tuple[str, str]]:
+    """``git status --porcelain=v1 -z`` as (two-letter status, path); a
+    rename's source path is dropped (the entry names the new path)."""
+    items: list[tuple[str, str]] = []
+    fields = out.split(b"\0")
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        i += 1
+        if not record:
+            continue
+        status = record[:2].decode()
+        items.append((status, record[3:].decode("utf-8", "surrogateescape")))
+        if status[0] in "RC":
+            i += 1  # the rename source follows
+    return items
+
+
+def parse_head(pending: Pending) -> tuple[Commit | None, str | None]:
+    """(HEAD's commit, its branch or None when detached) from ``Repo.spawn_head``;
+    (None, None) when HEAD is not a commit (an empty repository)."""
+    try:
+        out = pending.text()
+    except GitFailed:
+        return None, None
+    line, _, decorations = out.partition("\n")
+    if not line.strip():
+        return None, None
+    branch = None
+    for item in decorations.strip().split(", "):
+        if item.startswith("HEAD -> "):
+            branch = item[len("HEAD -> ") :]
+    return _parse_commit(line), branch
+
+
 class Repo:
     """A git repository (with or without a work tree)."""
 
@@ -285,6 +320,7 @@ class Repo:
                     "--git-common-dir",
                     "--is-shallow-repository",
                     "--is-inside-work-tree",
+                    "--show-object-format",
                     "--show-cdup",
                 ],
                 path,
@@ -295,13 +331,14 @@ class Repo:
                 f"{path} is not a git repository ({last})", hint="pass --repo DIR pointing at a git checkout"
             ) from None
         lines = out.split("\n")
-        bare, git_dir, common, shallow, inside = lines[:5]
+        bare, git_dir, common, shallow, inside, object_format = lines[:6]
         common_p = Path(common) if os.path.isabs(common) else (path / common).resolve()
         root = None
         if bare != "true" and inside == "true":
-            root = (path / (lines[5] if len(lines) > 5 else "")).resolve()
+            root = (path / (lines[6] if len(lines) > 6 else "")).resolve()
         repo = cls(path, Path(git_dir), common_p, root)
-        repo.__dict__["is_shallow"] = shallow == "true"  # prime the cached_property
+        repo.__dict__["is_shallow"] = shallow == "true"  # prime the cached_properties
+        repo.__dict__["object_format"] = object_format or "sha1"
         return repo
 
     @property
@@ -509,21 +546,18 @@ class Repo:
 
     def changed_tracked_files(self) -> list[tuple[str, str]]:
         """(status, path) for tracked files that differ from HEAD (staged or not)."""
-        out = self.git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no")
-        items: list[tuple[str, str]] = []
-        fields = out.split(b"\0")
-        i = 0
-        while i < len(fields):
-            record = fields[i]
-            i += 1
-            if not record:
-                continue
-            status = record[:2].decode()
-            path = record[3:].decode("utf-8", "surrogateescape")
-            if status[0] in "RC":
-                i += 1  # the rename source follows
-            items.append((status, path))
-        return items
+        return parse_porcelain(self.git_bytes("status", "--porcelain=v1", "-z", "--untracked-files=no"))
+
+    def spawn_status(self) -> Pending:
+        """``git status --porcelain`` started now: every tracked change (staged or not) and every
+        untracked file that is not ignored ("??"), one entry per file; parse with
+        ``parse_porcelain(pending.bytes())``."""
+        return self.spawn("status", "--porcelain=v1", "-z", "--untracked-files=all")
+
+    def spawn_head(self) -> Pending:
+        """HEAD's commit line and its symbolic name ("HEAD" when detached), in
+        one process; parse with ``parse_head(pending)``."""
+        return self.spawn("log", "-1", f"--format={_LOG_FORMAT}%n%D", "HEAD", "--")
 
     def checkout_detached(self, sha: str) -> None:
         self.git("checkout", "--quiet", "--detach", sha)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchkit.results import PatchResult, Status
+from patchkit.results import GroupResult, PatchResult, Status
 
 STATUS_STYLE = {
     Status.APPLY: "bold green",
@@ -94,6 +94,20 @@ def results_table(results: Sequence[PatchResult], *, extra: dict[str, Iterable[s
         row.extend(columns[name][index - 1] for name in columns)
         row.extend([r.where(), message])
         table.add_row(*row)
+    return table
+
+
+def groups_table(groups: Sequence[GroupResult]) -> Table:
+    """One row per [[group]]: its verdict and which variants cover it here."""
+    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, box=None)
+    for name in ("group", "status", "reason", "covered by"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("message", overflow="fold")
+    for g in groups:
+        label = g.group + ("" if g.required else " (optional)")
+        table.add_row(
+            label, status_text(g.status), g.reason.value if g.reason else "-", ", ".join(g.covered_by) or "-", g.message
+        )
     return table
 
 

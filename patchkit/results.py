@@ -38,6 +38,9 @@ class Reason(str, Enum):
     CONFLICT = "CONFLICT"
     DRIFT = "DRIFT"
     DEPENDENCY = "DEPENDENCY"
+    # groups (variants of one change)
+    OTHER_VARIANT = "OTHER_VARIANT"  # SKIP: another variant of the patch's group applies here
+    NO_VARIANT = "NO_VARIANT"  # WARN / FAIL of a group: no member applies here
     INTERNAL = "INTERNAL"
 
     def __str__(self) -> str:
@@ -66,6 +69,11 @@ REASON_MEANING: dict[Reason, str] = {
     Reason.CONFLICT: 'a definition of that name exists with different code and on_conflict = "fail"',
     Reason.DRIFT: "the definition to replace no longer matches the digest in `expect`",
     Reason.DEPENDENCY: "a patch listed in `requires` does not apply, so this one is held back",
+    Reason.OTHER_VARIANT: (
+        "the patch is a variant (member of a [[group]]) that does not fit here, or serves only such a variant, "
+        "while another variant of the group applies: nothing to do"
+    ),
+    Reason.NO_VARIANT: "no member of a [[group]] applies or is in place here (the message lists every member's reason)",
     Reason.INTERNAL: "patchkit's own re-check of its output failed (a bug: please report it)",
 }
 
@@ -96,6 +104,11 @@ class PatchResult:
     @property
     def ok(self) -> bool:
         return self.status in (Status.APPLY, Status.SKIP)
+
+    @property
+    def in_effect(self) -> bool:
+        """The patch's code applies or is in place: what ``requires`` and groups count (not OTHER_VARIANT)."""
+        return self.ok and self.reason is not Reason.OTHER_VARIANT
 
     @property
     def changes(self) -> bool:
@@ -133,6 +146,41 @@ class PatchResult:
             message=data["message"],
             hint=data.get("hint"),
         )
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """The verdict for one ``[[group]]`` (variants of one change) against one version of the tree.
+
+    Derived from the members' results (``engine/groups.py``): APPLY when a
+    member applies, SKIP when members are in place and none has anything to do
+    (or, with OTHER_VARIANT, when the group is itself an unused variant of an
+    enclosing group), WARN/FAIL NO_VARIANT when no member applies.
+    ``covered_by``: the members (patch or group ids) that apply or are in place.
+    """
+
+    group: str
+    status: Status
+    reason: Reason | None
+    required: bool
+    members: tuple[str, ...]
+    covered_by: tuple[str, ...]
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (Status.APPLY, Status.SKIP) and self.reason is not Reason.OTHER_VARIANT
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "status": self.status.value,
+            "reason": self.reason.value if self.reason else None,
+            "required": self.required,
+            "members": list(self.members),
+            "covered_by": list(self.covered_by),
+            "message": self.message,
+        }
 
 
 def failed(*, required: bool) -> Status:

@@ -1,29 +1,44 @@
-"""Test isolation: git never reads the user's config, nothing writes to $HOME."""
+"""Test isolation: git never reads the user's config, nothing writes to $HOME.
+
+The variables come from ``patchkit.demo.history.git_isolation``, the one
+definition of an isolated git environment (the history builder uses it too).
+They are installed twice over the same function: once per session, so that
+module-scoped fixtures (histories built once per module) run isolated, and once
+per test, with a fresh HOME that must stay free of git config.
+"""
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from patchkit.demo.history import GIT_ENV_DROP, git_isolation
 
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
-    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@patchkit.invalid")
-    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
-    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@patchkit.invalid")
+
+def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    for key, value in git_isolation(home).items():
+        monkeypatch.setenv(key, value)
+    for key in GIT_ENV_DROP:
+        monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "200")
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        isolate(monkeypatch, tmp_path_factory.mktemp("session-home"))
+        yield
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    home = tmp_path_factory.mktemp("home")
+    isolate(monkeypatch, home)
     yield
-    # Nothing may have been written to the real home directory's git config.
+    # Nothing may have been written to the test's home directory's git config.
     assert not (home / ".gitconfig").exists()
 
 

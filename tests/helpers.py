@@ -1,7 +1,7 @@
 """Shared test helpers: real git repositories, manifests on disk, tree hashes, the CLI.
 
 Nothing here mocks git, the filesystem or libcst.  Repositories are built with
-``patchkit.testing.history.HistoryBuilder`` (one ``git fast-import``), manifests
+``patchkit.demo.history.HistoryBuilder`` (one ``git fast-import``), manifests
 and payloads are real files, and the CLI runs in-process through
 ``patchkit.cli.main`` (or as the installed ``patchkit`` console script).
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkit.testing.history import FileValue, HistoryBuilder
+from patchkit.demo.history import FileValue, HistoryBuilder
 
 TARGET = "pkg/mod.py"
 MANIFEST_NAME = "test"
@@ -45,13 +45,14 @@ def make_repo(
     return path
 
 
-def git(repo: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-    return proc.stdout.decode("utf-8", "replace")
-
-
 def git_bytes(repo: Path, *args: str) -> bytes:
+    """``git ARGS`` in ``repo``, the tests' one way to run git directly (isolated by conftest); its stdout."""
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True).stdout
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git ARGS`` in ``repo``; its stdout as text, not stripped (porcelain lines start with a space)."""
+    return git_bytes(repo, *args).decode("utf-8", "replace")
 
 
 def head_sha(repo: Path) -> str:

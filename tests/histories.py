@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchkit.testing.history import History, HistoryBuilder
+from patchkit.demo.history import History, HistoryBuilder
 
 MODEL_V1 = '''"""A model."""
 import os

@@ -29,8 +29,8 @@ from helpers import (
     verdicts,
 )
 
+from patchkit.demo.history import Executable, Symlink
 from patchkit.engine.lock import repo_lock
-from patchkit.testing.history import Executable, Symlink
 
 MODEL = d('''
     """Upstream model."""

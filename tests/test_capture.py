@@ -16,7 +16,7 @@ import pytest
 from capture_trees import BASE, CMAKE, DEEPSEEK, EAGLE, KIMI, REGISTRY, RUNNER, SERVER_ARGS, YAML, edited
 from helpers import git, head_sha, make_repo, porcelain, run_cli, tree_state
 
-from patchkit.testing.history import FileValue
+from patchkit.demo.history import FileValue
 
 
 def write_tree(repo: Path, files: dict[str, str | bytes]) -> None:

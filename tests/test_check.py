@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git
 from histories import MODEL_V2, build_model_history, write_manifest
 
 from patchkit.cli import main
+from patchkit.demo.history import HistoryBuilder, Symlink
 from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import evaluate
 from patchkit.errors import RepoError, RevisionError
@@ -18,7 +19,6 @@ from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.results import Reason, Status
 from patchkit.sources import CommitSource
-from patchkit.testing.history import HistoryBuilder, Symlink, git_env
 
 A, S, F = Status.APPLY, Status.SKIP, Status.FAIL
 
@@ -129,14 +129,24 @@ def test_cli_window_view_and_json(model, capsys) -> None:
     code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--range", "main", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["failed"] is True and data["command"] == "check"
-    assert set(data) == {"version", "command", "manifest", "commits", "windows", "last_good", "failed", "stats"}
+    assert set(data) == {
+        "version",
+        "command",
+        "manifest",
+        "commits",
+        "windows",
+        "group_windows",
+        "last_good",
+        "failed",
+        "stats",
+    }
     assert set(data["windows"][0]) == {"patch", "status", "reason", "count", "first", "last", "message", "hint"}
     assert set(data["stats"]) == {"commits", "distinct_states", "cache_hits", "cache_misses"}
     assert [c["commit"] for c in data["commits"]] == [
         r.commit.sha for r in check_range(manifest, repo, ranges=["main"]).commits
     ]
     first = data["commits"][0]
-    assert set(first) == {"commit", "subject", "author", "date", "results"}
+    assert set(first) == {"commit", "subject", "author", "date", "results", "groups"}
     assert set(first["results"][0]) == {
         "patch",
         "op",
@@ -149,6 +159,8 @@ def test_cli_window_view_and_json(model, capsys) -> None:
         "hint",
     }
     assert data["last_good"]["commit"] == history["upstreamed"]
+    assert set(data["last_good"]) == {"commit", "subject"}
+    assert set(data["manifest"]) == {"name", "path", "digest"}
 
 
 def test_range_from_fixed_point_excludes_it(model) -> None:
@@ -248,7 +260,7 @@ def test_inherited_states_match_every_commits_tree(tmp_path: Path, seed: int) ->
 def test_bare_repo_check_works_apply_refuses(model, tmp_path: Path, capsys) -> None:
     history, manifest, _ = model
     bare = tmp_path / "bare.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(history.path), str(bare)], check=True, env=git_env())
+    git(tmp_path, "clone", "-q", "--bare", str(history.path), str(bare))
     report = check_range(manifest, Repo.discover(bare), ranges=["main"])
     assert matrix_by_label(report, history) == EXPECTED
     code = main(["apply", "-m", str(manifest.path), "--repo", str(bare)])
@@ -259,9 +271,7 @@ def test_bare_repo_check_works_apply_refuses(model, tmp_path: Path, capsys) -> N
 def test_shallow_clone_missing_history(model, tmp_path: Path, capsys) -> None:
     history, manifest, _ = model
     shallow = tmp_path / "shallow"
-    subprocess.run(
-        ["git", "clone", "-q", "--depth", "2", f"file://{history.path}", str(shallow)], check=True, env=git_env()
-    )
+    git(tmp_path, "clone", "-q", "--depth", "2", f"file://{history.path}", str(shallow))
     repo = Repo.discover(shallow)
     with pytest.raises(RepoError, match="shallow clone"):
         check_range(manifest, repo, ranges=["main"])

@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import git
 from histories import build_model_history, write_manifest
 
 from patchkit.cli import main
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import load_record, state_dir
 from patchkit.git import Repo
-from patchkit.testing.history import git_env
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -26,12 +26,6 @@ def tree_digest(root: Path) -> dict[str, str]:
             continue
         out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=git_env()
-    ).stdout.strip()
 
 
 @pytest.fixture
@@ -51,15 +45,16 @@ def test_apply_at_commit_moves_and_patches(setup, capsys) -> None:
     history, manifest, repo = setup
     code, out, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["add"])
     assert code == 0
-    assert git(repo, "rev-parse", "HEAD") == history["add"]
+    assert git(repo, "rev-parse", "HEAD").strip() == history["add"]
     assert f"at {history['add']} 'Add the model'" in out
     assert "def hook(self)" in (repo / "pkg/model.py").read_text()
     # Only patchkit's own edits in the tree: moving again reverts and re-applies them.
     code, out, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"], "--json")
     data = json.loads(out)
     assert code == 0 and data["commit"] == history["fix"] and data["moved_from"]["commit"] == history["add"]
-    assert git(repo, "rev-parse", "HEAD") == history["fix"]
-    assert git(repo, "status", "--porcelain") == "M pkg/model.py"
+    assert set(data["moved_from"]) == {"commit", "branch"}
+    assert git(repo, "rev-parse", "HEAD").strip() == history["fix"]
+    assert git(repo, "status", "--porcelain").strip() == "M pkg/model.py"
     record = load_record(Repo.discover(repo), "hooks")
     assert record is not None and record.base_commit == history["fix"]
 
@@ -72,7 +67,7 @@ def test_apply_at_failing_commit_changes_nothing(setup, capsys) -> None:
     code, out, _ = run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["broken"])
     assert code == 1
     assert "REFUSED" in out and "PARSE_ERROR" in out and "nothing was moved or written" in out
-    assert git(repo, "rev-parse", "HEAD") == history["add"]
+    assert git(repo, "rev-parse", "HEAD").strip() == history["add"]
     assert tree_digest(repo) == before
     assert (state_dir(Repo.discover(repo)) / "applied" / "hooks.json").read_bytes() == record_before
 
@@ -86,7 +81,7 @@ def test_foreign_changes_refuse_and_are_listed(setup, capsys) -> None:
     assert code == 1
     assert "uncommitted changes that are not patchkit's own" in err and "M README.md" in err
     assert "pkg/model.py" not in err  # patchkit's own edit is not "foreign"
-    assert git(repo, "rev-parse", "HEAD") == history["add"] and tree_digest(repo) == before
+    assert git(repo, "rev-parse", "HEAD").strip() == history["add"] and tree_digest(repo) == before
     # a patched file edited by hand afterwards is no longer patchkit's own either
     git(repo, "checkout", "--", "README.md")
     with open(repo / "pkg/model.py", "a") as fh:
@@ -99,7 +94,7 @@ def test_never_stashes(setup, capsys) -> None:
     history, manifest, repo = setup
     run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["add"])
     run(capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"])
-    assert git(repo, "stash", "list") == ""
+    assert git(repo, "stash", "list").strip() == ""
 
 
 def test_worktree_leaves_main_tree_byte_identical(setup, tmp_path: Path, capsys) -> None:
@@ -108,7 +103,7 @@ def test_worktree_leaves_main_tree_byte_identical(setup, tmp_path: Path, capsys)
     with open(repo / "README.md", "a") as fh:
         fh.write("a local edit\n")
     before = tree_digest(repo)
-    head = git(repo, "rev-parse", "HEAD")
+    head = git(repo, "rev-parse", "HEAD").strip()
     wt = tmp_path / "wt-add"
     code, out, _ = run(
         capsys,
@@ -125,14 +120,14 @@ def test_worktree_leaves_main_tree_byte_identical(setup, tmp_path: Path, capsys)
     )
     data = json.loads(out)
     assert code == 0 and data["worktree"] == str(wt) and data["written"] == ["pkg/model.py"]
-    assert tree_digest(repo) == before and git(repo, "rev-parse", "HEAD") == head
-    assert git(wt, "rev-parse", "HEAD") == history["add"]
+    assert tree_digest(repo) == before and git(repo, "rev-parse", "HEAD").strip() == head
+    assert git(wt, "rev-parse", "HEAD").strip() == history["add"]
     assert "def hook(self)" in (wt / "pkg/model.py").read_text()
     # reuse: move the same worktree to another commit
     code, out, _ = run(
         capsys, "apply", "-m", manifest, "--repo", str(repo), "--commit", history["fix"], "--worktree", str(wt)
     )
-    assert code == 0 and git(wt, "rev-parse", "HEAD") == history["fix"]
+    assert code == 0 and git(wt, "rev-parse", "HEAD").strip() == history["fix"]
     assert tree_digest(repo) == before
 
 
@@ -159,7 +154,7 @@ def test_worktree_dir_that_is_not_a_worktree(setup, tmp_path: Path, capsys) -> N
 def test_bare_repo_with_worktree(setup, tmp_path: Path, capsys) -> None:
     history, manifest, repo = setup
     bare = tmp_path / "bare.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(bare)], check=True, env=git_env())
+    git(repo, "clone", "-q", "--bare", str(repo), str(bare))
     wt = tmp_path / "from-bare"
     code, _, _ = run(
         capsys, "apply", "-m", manifest, "--repo", str(bare), "--commit", history["fix"], "--worktree", str(wt)
@@ -179,7 +174,7 @@ def test_second_apply_is_refused_while_first_holds_the_lock(setup, capsys) -> No
     assert proc.returncode == 4
     assert "another patchkit is working on this repository" in proc.stderr and "test holder" in proc.stderr
     assert "Traceback" not in proc.stderr
-    assert git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain").strip() == ""
 
 
 def test_explain_names_the_breaking_commit_and_hunk(setup, capsys) -> None:
@@ -206,6 +201,21 @@ def test_explain_names_the_breaking_commit_and_hunk(setup, capsys) -> None:
     assert data["result"]["reason"] == "FILE_NOT_FOUND"
     assert [i["commit"] for i in data["introduced_by"]] == [history["rename"]]
     intro = data["introduced_by"][0]
+    assert set(intro) == {
+        "commit",
+        "subject",
+        "author",
+        "date",
+        "parent",
+        "result_before",
+        "result_after",
+        "renamed_to",
+        "diff",
+    }
+    result_keys = {"patch", "op", "status", "reason", "required", "file", "line", "message", "hint"}
+    assert set(data["result"]) == set(intro["result_before"]) == set(intro["result_after"]) == result_keys
+    assert set(data["manifest"]) == {"name", "path", "digest"}
+    assert set(data["reason_changes"][0]) == {"commit", "subject", "author", "date", "from", "to"}
     assert intro["result_before"]["status"] == "APPLY" and intro["result_after"]["reason"] == "CLASS_NOT_FOUND"
     assert "-class Model:" in intro["diff"] and "+class LanguageModelWrapper:" in intro["diff"]
     assert [c["commit"] for c in data["reason_changes"]] == [history["move"]]

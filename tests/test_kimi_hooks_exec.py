@@ -9,9 +9,7 @@ torch is needed.
 from __future__ import annotations
 
 import ast
-import os
 import re
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from helpers import git
 
 from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, build_sglang_history
 from patchkit.engine.apply import apply_worktree
@@ -124,23 +123,15 @@ def exec_module(source: str, name: str, filename: str) -> dict[str, Any]:
 def patched_file(tmp_path: Path, label: str, manifest_path: Path, target: str) -> str:
     """``target`` after applying the manifest to a checkout of the commit labelled ``label``.
 
-    Used by module-scoped fixtures, which run before conftest's per-test
-    isolation: git gets the same isolated environment here.
+    Used by module-scoped fixtures; conftest's session-wide isolation covers them.
     """
-    with pytest.MonkeyPatch.context() as env:
-        (tmp_path / "home").mkdir()
-        env.setenv("HOME", str(tmp_path / "home"))
-        env.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        env.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-        for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-            env.delenv(key, raising=False)
-        history = build_sglang_history(tmp_path / "sglang")
-        subprocess.run(["git", "checkout", "-q", "--detach", history[label]], cwd=history.path, check=True)
-        repo = Repo.discover(history.path)
-        try:
-            report = apply_worktree(load_manifest(manifest_path), repo)
-        finally:
-            repo.close()
+    history = build_sglang_history(tmp_path / "sglang")
+    git(history.path, "checkout", "-q", "--detach", history[label])
+    repo = Repo.discover(history.path)
+    try:
+        report = apply_worktree(load_manifest(manifest_path), repo)
+    finally:
+        repo.close()
     assert not report.refused
     assert list(report.written) == [target]
     return (history.path / target).read_text(encoding="utf-8")
@@ -242,8 +233,18 @@ def test_language_model_without_the_method_is_a_clear_attribute_error(kimi_class
     assert f"the language model (TextOnlyModel) has no {method} method" in message
 
 
-def test_stand_ins_are_gone_after_the_test() -> None:
-    # monkeypatch restored sys.modules: nothing of the fake sglang/torch remains.
+def test_stand_ins_live_only_inside_their_monkeypatch(kimi_source: str) -> None:
+    # Self-contained (it installs what it checks), so it means the same alone, first, last or in any order.
+    before = {name: module for name, module in sys.modules.items() if name.split(".")[0] in STUBBED_ROOTS}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        stand_ins = install_stand_ins(monkeypatch, kimi_source)
+        assert "sglang.srt.models.deepseek_v2" in stand_ins.modules
+        for name, module in stand_ins.modules.items():
+            assert sys.modules[name] is module, name
+        namespace = exec_module(kimi_source, "sglang.srt.models.kimi_k25", KIMI_K25)
+        assert "KimiK25ForConditionalGeneration" in namespace
+    # Undone on exit: what was there before is back, and no stand-in is left anywhere in sys.modules.
+    assert {name: module for name, module in sys.modules.items() if name.split(".")[0] in STUBBED_ROOTS} == before
     assert not any(isinstance(module, _StandInModule) for module in list(sys.modules.values()))
 
 

@@ -8,10 +8,10 @@ not computed from the code under test.
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, build_sglang_history
 from patchkit.engine.apply import apply_worktree
@@ -80,16 +80,45 @@ KIMI_EXPECTED = {
 
 # -- eagle3-verify-timing (every patch optional) -----------------------------------------
 
+# The variants this history never has: spec v1 called with the ScheduleBatch,
+# the spec v2 worker (four call shapes) and run_eagle_verify in
+# eagle_worker_common.py.
+OTHER_VARIANTS = [
+    "v1-batch-timer-start",
+    "v1-batch-timer-stop",
+    "v2-import-os",
+    "v2-import-sys",
+    "v2-import-time",
+    "v2-import-optional",
+    "v2-timing-helpers",
+    "v2-timer-start",
+    "v2-timer-stop",
+    "v2-batch-timer-start",
+    "v2-batch-timer-stop",
+    "v2-cg-timer-start",
+    "v2-cg-timer-stop",
+    "v2-plain-timer-start",
+    "v2-plain-timer-stop",
+    "common-import-os",
+    "common-import-sys",
+    "common-import-time",
+    "common-import-optional",
+    "common-timing-helpers",
+    "common-timer-start",
+    "common-timer-stop",
+]
 T_NO_FILE = {  # root: no speculative/ directory yet
     "import-os": "WARN FILE_NOT_FOUND",
     "import-sys": "WARN FILE_NOT_FOUND",
     "import-time": "WARN FILE_NOT_FOUND",
     "import-optional": "WARN FILE_NOT_FOUND",
-    # These three have `requires` and are held back too, but a held-back patch
+    # These have `requires` and are held back too, but a held-back patch
     # that would fail on its own keeps its own reason (docs/manifest.md).
     "timing-helpers": "WARN FILE_NOT_FOUND",
     "verify-timer-start": "WARN FILE_NOT_FOUND",
     "verify-timer-stop": "WARN FILE_NOT_FOUND",
+    # No variant applies, so none is an unused variant: each keeps its reason.
+    **dict.fromkeys(OTHER_VARIANTS, "WARN FILE_NOT_FOUND"),
 }
 T_APPLIES = {  # eagle_worker.py imports time and Optional, not os or sys
     "import-os": "APPLY",
@@ -99,6 +128,8 @@ T_APPLIES = {  # eagle_worker.py imports time and Optional, not os or sys
     "timing-helpers": "APPLY",
     "verify-timer-start": "APPLY",
     "verify-timer-stop": "APPLY",
+    # The v1 variant applies: every other variant is not needed here.
+    **dict.fromkeys(OTHER_VARIANTS, "SKIP OTHER_VARIANT"),
 }
 TIMING_EXPECTED = {label: (T_NO_FILE if label == "root" else T_APPLIES) for label in KIMI_EXPECTED}
 
@@ -214,10 +245,11 @@ def test_renamed_class_names_the_closest_class(history, repo: Repo, kimi) -> Non
 def test_missing_eagle_worker_reasons(history, repo: Repo, timing) -> None:
     evaluation = _at(repo, history, "root", timing)
     by_id = {r.patch: r for r in evaluation.results}
-    # Every patch says the file is missing: held-back patches that would fail
+    # Every patch says its file is missing: held-back patches that would fail
     # anyway keep their own reason rather than DEPENDENCY.
     for patch_id, result in by_id.items():
-        assert f"{EAGLE_WORKER} does not exist" in result.message, patch_id
+        assert f"{result.file} does not exist" in result.message, patch_id
+    assert by_id["verify-timer-start"].file == EAGLE_WORKER
     assert all(not r.required for r in evaluation.results)
     assert not evaluation.refused()
     assert evaluation.refused(strict=True)
@@ -256,13 +288,11 @@ def _read(repo: Repo, sha: str, path: str) -> str:
 
 
 def _checkout(path: Path, sha: str) -> None:
-    subprocess.run(["git", "checkout", "-q", "--detach", sha], cwd=path, check=True)
+    git(path, "checkout", "-q", "--detach", sha)
 
 
 def _status(path: Path) -> str:
-    return subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=path, check=True, capture_output=True, text=True
-    ).stdout
+    return git(path, "status", "--porcelain", "--untracked-files=no")
 
 
 APPLY_CASES = [
@@ -334,9 +364,13 @@ def test_both_manifests_on_one_tree(tmp_path: Path) -> None:
         for manifest_path in (KIMI_MANIFEST, TIMING_MANIFEST):
             again = apply_worktree(load_manifest(manifest_path), repo)
             assert again.written == ()
-            assert {(r.status.value, r.reason.value if r.reason else None) for r in again.results} == {
-                ("SKIP", "ALREADY_APPLIED")
-            }
+            # (the timing manifest's variants for spec v2 and eagle_worker_common
+            # are not needed on this tree)
+            assert {(r.status.value, r.reason.value if r.reason else None) for r in again.results} == (
+                {("SKIP", "ALREADY_APPLIED")}
+                if manifest_path == KIMI_MANIFEST
+                else {("SKIP", "ALREADY_APPLIED"), ("SKIP", "OTHER_VARIANT")}
+            )
         for path in (KIMI_K25, EAGLE_WORKER):
             ast.parse((history.path / path).read_text(encoding="utf-8"))
     finally:

@@ -291,7 +291,7 @@ CASES = [
         "patch[2].requires[1]",
         17,
         patches=[good(), imp(requires=["hook"])],
-        message=("no patch has id 'hook'", "did you mean 'hooks'?"),
+        message=("no patch or group has id 'hook'", "did you mean 'hooks'?"),
     ),
     Case(
         "requires-self",

@@ -4,67 +4,16 @@ from __future__ import annotations
 
 import ast
 import itertools
-import subprocess
+import re
 import time
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from patchkit.demo import sglang
-from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, LABELS, build_sglang_history
+from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, LABELS, TIMELINE, build_sglang_history
 from patchkit.git import Repo
-
-# label -> (author date, branch, subject).  Written out by hand: this is the
-# documented timeline, not something read back from the generator.
-TIMELINE = {
-    "root": ("2026-01-12", "main", "Initial import of the runtime layout"),
-    "add-eagle": ("2026-01-14", "main", "[Spec] EAGLE worker and EAGLE-3 Llama draft model (#16820)"),
-    "docs-install": ("2026-01-19", "main", "docs: refresh the install section (#17512)"),
-    "release-0.5.8": ("2026-01-23", "main", "Release v0.5.8 (#17701)"),
-    "dsv2-router-fp32": ("2026-01-25", "main", "[DeepSeek] compute router logits in fp32 (#17740)"),
-    "add-kimi": ("2026-01-27", "main", "model: support Kimi-K2.5 (#17789)"),
-    "kimi-dp-reduce": ("2026-02-02", "main", "fix: avoid double reduce in VLM dp attention (#17991)"),
-    "pynccl-group-calls": ("2026-02-03", "main", "[Comm] pynccl: group_start / group_end (#18020)"),
-    "verify-nvtx": ("2026-02-05", "main", "[Spec] Trace the EAGLE verify forward with an NVTX range (#18057)"),
-    "kimi-nvfp4": ("2026-02-08", "main", "fix: fix NVFP4 Kimi-K2.5 weight mapping and exclude list (#18370)"),
-    "kimi-quant-config": ("2026-02-09", "main", "[Kimi-K2.5] Fix missing `quant_config` in `KimiK25` (#18440)"),
-    "kimi-builtin-generics": (
-        "2026-02-11",
-        "main",
-        "refactor(kimi-k25): use builtin generics in the vision helpers (#18502)",
-    ),
-    "runner-eagle3-layers": (
-        "2026-02-13",
-        "main",
-        "[Spec] Use the configured EAGLE-3 layers in the dummy run (#18566)",
-    ),
-    "kimi-dp-vit": ("2026-02-18", "main", "Add DP ViT support for Kimi K2.5 (#18689)"),
-    "fix-pcg-moe": ("2026-02-19", "main", "Fix PCG MoE Error (#17739)"),
-    "eagle-draft-extend": ("2026-02-20", "main", "[Spec] Skip the draft prefill for idle batches (#18790)"),
-    "llama-eagle3-head": (
-        "2026-02-23",
-        "main",
-        "[Spec] EAGLE-3 draft: ignore a checkpoint lm_head borrowed from the target (#18901)",
-    ),
-    "kimi-pp": ("2026-02-25", "main", "[Fix] Kimi K2.5 support pp (#18434)"),
-    "kimi-npu": ("2026-02-26", "main", "[NPU] support Kimi-K2.5 on NPU (#19331)"),
-    "dsv2-weight-mixin": (
-        "2026-02-27",
-        "main",
-        "[DeepSeek] move weight loading into DeepseekV2WeightLoaderMixin (#19402)",
-    ),
-    "hooks-upstream": ("2026-03-03", "main", "feat: support Kimi K2.5 for Eagle3 (#19689)"),
-    "docs-0.5.9": ("2026-03-05", "main", "docs: install v0.5.9 (#19850)"),
-    "kimi-pp-range": ("2026-03-07", "main", "Fix Kimi K2.5 PP layer range exposure for PD disaggregation (#19959)"),
-    "kimi-conv-layers": (
-        "2026-03-15",
-        "main",
-        "VLM: add Conv2dLayer/Conv3dLayer to fix PyTorch 2.9.1 CuDNN Conv3d (#20282)",
-    ),
-    "kimi-pcg": ("2026-03-18", "main", "vlm: support piecewise cuda graph for Kimi-K2.5 (#20747)"),
-    "rename-kimi": ("2026-03-02", "rename-kimi", "Rename Kimi model class to KimiK25VLForConditionalGeneration"),
-    "rename-kimi-docs": ("2026-03-04", "rename-kimi", "kimi: call the model Kimi-K2.5 VL in docstrings and logs"),
-}
 
 HOOKS = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_head")
 
@@ -77,10 +26,6 @@ def history(sglang_history):
 @pytest.fixture(scope="module")
 def repo(sglang_repo) -> Repo:
     return sglang_repo
-
-
-def _git(path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout
 
 
 def _show(repo: Repo, sha: str, path: str) -> str | None:
@@ -107,30 +52,39 @@ def test_builds_deterministically_and_fast(tmp_path: Path, history) -> None:
 
 
 def test_labels_dates_subjects_and_branches(history, repo: Repo) -> None:
-    assert set(history.order) == set(TIMELINE)
-    on_main = set(_git(history.path, "rev-list", "main").split())
-    on_branch = set(_git(history.path, "rev-list", "rename-kimi").split())
-    for label, (day, branch, subject) in TIMELINE.items():
-        commit = repo.commit(history[label])
-        assert commit.date[:10] == day, label
-        assert commit.subject == subject, label
-        if branch == "main":
-            assert commit.sha in on_main, label
+    # The commit table (patchkit/demo/data/sglang/history.toml) is the timeline; the
+    # built repository must say what it says, commit by commit.
+    assert history.order == [c.label for c in TIMELINE]
+    on_main = set(git(history.path, "rev-list", "main").split())
+    on_branch = set(git(history.path, "rev-list", "rename-kimi").split())
+    for row in TIMELINE:
+        commit = repo.commit(history[row.label])
+        assert commit.date == row.when.strftime("%Y-%m-%dT%H:%M:%S+00:00"), row.label
+        assert commit.subject == row.subject, row.label
+        assert commit.author == "{} <{}>".format(*row.author), row.label
+        if row.branch == "main":
+            assert commit.sha in on_main, row.label
         else:
-            assert commit.sha in on_branch and commit.sha not in on_main, label
+            assert commit.sha in on_branch and commit.sha not in on_main, row.label
         # LABELS documents every label with its date.
-        row = next(line for line in LABELS.splitlines() if line.split()[:1] == [label])
-        assert day in row, label
-    assert _git(history.path, "rev-parse", "main").strip() == history["kimi-pcg"]
-    assert _git(history.path, "rev-parse", "rename-kimi").strip() == history["rename-kimi-docs"]
-    assert _git(history.path, "rev-parse", "HEAD").strip() == history["kimi-pcg"]
-    assert _git(history.path, "symbolic-ref", "--short", "HEAD").strip() == "main"
+        line = next(line for line in LABELS.splitlines() if line.startswith(f"{row.label} "))
+        assert f"{row.when:%Y-%m-%d}" in line and row.subject in line, row.label
+    # A few facts of the real timeline, pinned by hand so that an edit of the table shows up here.
+    subjects = {c.label: (f"{c.when:%Y-%m-%d}", c.subject) for c in TIMELINE}
+    assert subjects["add-kimi"] == ("2026-01-27", "model: support Kimi-K2.5 (#17789)")
+    assert subjects["fix-pcg-moe"] == ("2026-02-19", "Fix PCG MoE Error (#17739)")
+    assert subjects["hooks-upstream"] == ("2026-03-03", "feat: support Kimi K2.5 for Eagle3 (#19689)")
+    assert len(TIMELINE) == 27
+    assert git(history.path, "rev-parse", "main").strip() == history["kimi-pcg"]
+    assert git(history.path, "rev-parse", "rename-kimi").strip() == history["rename-kimi-docs"]
+    assert git(history.path, "rev-parse", "HEAD").strip() == history["kimi-pcg"]
+    assert git(history.path, "symbolic-ref", "--short", "HEAD").strip() == "main"
     # The side branch starts between add-kimi and hooks-upstream and is not merged.
     assert repo.commit(history["rename-kimi"]).parents == (history["kimi-npu"],)
-    assert _git(history.path, "merge-base", "main", "rename-kimi").strip() == history["kimi-npu"]
+    assert git(history.path, "merge-base", "main", "rename-kimi").strip() == history["kimi-npu"]
     # Tags.
-    assert _git(history.path, "rev-parse", "v0.5.8^{commit}").strip() == history["release-0.5.8"]
-    assert _git(history.path, "rev-parse", "v0.5.9^{commit}").strip() == history["docs-0.5.9"]
+    assert git(history.path, "rev-parse", "v0.5.8^{commit}").strip() == history["release-0.5.8"]
+    assert git(history.path, "rev-parse", "v0.5.9^{commit}").strip() == history["docs-0.5.9"]
     assert sglang.TAGS == {"v0.5.8": "release-0.5.8", "v0.5.9": "docs-0.5.9"}
 
 
@@ -264,7 +218,40 @@ def test_model_runner_and_deepseek_shapes(history, repo: Repo) -> None:
 
 
 def test_fix_pcg_moe_touches_the_communicators(history) -> None:
-    names = _git(history.path, "diff-tree", "--no-commit-id", "--name-only", "-r", history["fix-pcg-moe"]).split()
+    names = git(history.path, "diff-tree", "--no-commit-id", "--name-only", "-r", history["fix-pcg-moe"]).split()
     assert "python/sglang/srt/distributed/device_communicators/pynccl.py" in names
     assert "python/sglang/srt/distributed/parallel_state.py" in names
     assert KIMI_K25 not in names
+
+
+def test_the_data_ships_whole_and_every_file_says_it_is_synthetic() -> None:
+    files = sglang.DATA / "files"
+    on_disk: set[str] = set()
+    stack = [("", files)]
+    while stack:
+        prefix, folder = stack.pop()
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                stack.append((f"{prefix}{entry.name}/", entry))
+            else:
+                on_disk.add(f"{prefix}{entry.name}".removesuffix(".txt"))
+    added = {path for row in TIMELINE for path in row.add}
+    assert on_disk == added  # no file without a commit that adds it, and none missing
+    for path in added:
+        if path.endswith(".py"):
+            header = sglang.file_text(path).splitlines()[:4]
+            assert header[0].startswith("# Synthetic SGLang-shaped fixture"), path
+            assert any("our own code" in line for line in header), path
+
+
+def test_an_edit_that_does_not_match_its_file_is_an_internal_error() -> None:
+    from patchkit.errors import InternalError
+
+    text = "a = 1\nb = 1\n"
+    assert sglang.Edit("f.py", old="a = 1\n", new="a = 2\n").to(text, "here") == "a = 2\nb = 1\n"
+    assert sglang.Edit("f.py", old=" = 1", new=" = 3", every=True).to(text, "here") == "a = 3\nb = 3\n"
+    assert sglang.Edit("f.py", append="c = 1\n").to(text, "here") == text + "c = 1\n"
+    with pytest.raises(InternalError, match=re.escape("here expects one ' = 1' in f.py, found 2")):
+        sglang.Edit("f.py", old=" = 1", new=" = 2").to(text, "here")
+    with pytest.raises(InternalError, match="found 0"):
+        sglang.Edit("f.py", old="zzz", new="").to(text, "here")

@@ -17,7 +17,7 @@ from histories import build_model_history, write_manifest
 
 from patchkit.demo.sglang import build_sglang_history
 from patchkit.engine.check import check_range
-from patchkit.engine.evaluate import decode
+from patchkit.engine.evaluate import decode, evaluate
 from patchkit.git import Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.operations.base import Kind
@@ -63,8 +63,14 @@ def by_blobs(manifest: Manifest, repo: Repo, report) -> list[tuple[str, list, li
         source = CommitSource(repo, row.commit)
         key = tuple(source.read(path).oid for path in manifest.files())
         if key not in seen:
-            seen[key] = libcst_path(manifest, source)
-        out.append((row.commit.sha, [(r.status, r.reason) for r in row.results], seen[key]))
+            # A variant not used here ([[group]]) is resolved across files, like
+            # `requires`; for it, compare the file's own verdict.
+            files = evaluate(manifest, source, hints=False).files.values() if manifest.groups else ()
+            own = {r.patch: (r.status, r.reason) for fe in files for r in fe.results}
+            seen[key] = (libcst_path(manifest, source), own)
+        slow, own = seen[key]
+        fast = [own[r.patch] if r.reason is Reason.OTHER_VARIANT else (r.status, r.reason) for r in row.results]
+        out.append((row.commit.sha, fast, slow))
     return out
 
 

@@ -8,8 +8,9 @@ from rich.console import Console
 
 from patchkit.commands._common import header, open_inputs
 from patchkit.engine.apply import ApplyReport, apply_worktree
+from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode
-from patchkit.render import emit, plural, print_json, results_table
+from patchkit.render import emit, groups_table, plural, print_json, results_table
 from patchkit.results import Status
 
 
@@ -67,6 +68,8 @@ def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
             markup=False,
         )
     emit(console, results_table(report.results))
+    if report.manifest.groups:
+        emit(console, groups_table(group_results(report.manifest, report.results)))
     if diff:
         for item in report.diffs:
             lines = difflib.unified_diff(

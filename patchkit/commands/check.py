@@ -10,12 +10,12 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from patchkit.engine.check import CheckReport, Window, check_range, start_listing
+from patchkit.engine.check import CheckReport, GroupWindow, Window, check_range, start_listing
 from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import STATUS_STYLE, make_console, plural, print_json
-from patchkit.results import PatchResult
+from patchkit.results import GroupResult, PatchResult
 
 
 def check(
@@ -118,7 +118,11 @@ def _commit_label(commit: Commit) -> str:
     return f'{commit.short} "{commit.subject}" ({commit.date[:10]})'
 
 
-def window_line(window: Window, previous: Window | None, parent_result: PatchResult | None = None) -> Text:
+def window_line(
+    window: Window | GroupWindow,
+    previous: Window | GroupWindow | None,
+    parent_result: PatchResult | GroupResult | None = None,
+) -> Text:
     line = Text("  ")
     line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
     line.append(f" {window.reason.value if window.reason else '':<18}")
@@ -173,6 +177,24 @@ def show(report: CheckReport, console: Console, what: str) -> None:
                 console.print(Text("        " + window.first_result.message, style="dim"))
                 if window.first_result.hint:
                     console.print(Text("        hint: " + window.first_result.hint, style="dim"))
+    for column, group in enumerate(report.manifest.groups):
+        within = f"  a variant in {group.parent}" if group.parent else ""
+        console.print(
+            Text.assemble(
+                ("group " + group.id, "bold"),
+                f"{'' if group.required else ' (optional)'}  variants: {', '.join(group.members)}{within}",
+            )
+        )
+        previous_group: GroupWindow | None = None
+        for gw in report.group_windows_of(group.id):
+            parent = gw.first.parents[0] if gw.first.parents else None
+            parent_row = rows.get(parent) if parent else None
+            line = window_line(gw, previous_group, parent_row.groups[column] if parent_row else None)
+            line.append(f"  covered by {', '.join(gw.covered_by)}" if gw.covered_by else "  covered by none")
+            console.print(line)
+            previous_group = gw
+            if not gw.first_result.ok:
+                console.print(Text("        " + gw.first_result.message, style="dim"))
     good = report.last_good
     if good is None:
         console.print("no checked commit has every required patch applying.", style="bold red")

@@ -38,6 +38,8 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
     if not report.failing:
         if r.status is Status.APPLY:
             state = "applies"
+        elif r.reason is Reason.OTHER_VARIANT:
+            state = "is an unused variant"
         elif r.reason is Reason.UPSTREAM_PROVIDES:
             state = "is not needed (upstream provides it)"
         else:

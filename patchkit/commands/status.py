@@ -7,8 +7,9 @@ from rich.text import Text
 
 from patchkit.commands._common import header, open_inputs
 from patchkit.engine.apply import status_worktree
+from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode
-from patchkit.render import emit, plural, print_json, results_table
+from patchkit.render import emit, groups_table, plural, print_json, results_table
 from patchkit.results import Status
 
 
@@ -21,6 +22,8 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
         return code
     header(console, "status", loaded, f"work tree {report.target}", report.commit)
     emit(console, results_table(report.results, extra={"state": [report.state_of(r) for r in report.results]}))
+    if report.manifest.groups:
+        emit(console, groups_table(group_results(report.manifest, report.results)))
     if report.record is not None:
         base = report.record.base_commit[:10] if report.record.base_commit else "no commit"
         console.print(

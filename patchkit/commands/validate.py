@@ -28,6 +28,16 @@ def validate(*, manifest: str, json_out: bool, console: Console) -> int:
                     }
                     for p in loaded.patches
                 ],
+                "groups": [
+                    {
+                        "group": g.id,
+                        "members": list(g.members),
+                        "required": g.required,
+                        "parent": g.parent,
+                        "description": g.description,
+                    }
+                    for g in loaded.groups
+                ],
             }
         )
         return int(ExitCode.OK)
@@ -40,5 +50,10 @@ def validate(*, manifest: str, json_out: bool, console: Console) -> int:
         )
     console.print(f"manifest {loaded.name} ({loaded.display}, {loaded.digest})", markup=False)
     emit(console, table)
-    console.print(f"VALID: {len(loaded.patches)} patches.", style="bold green")
+    for g in loaded.groups:
+        within = f" (a variant in {g.parent})" if g.parent else ""
+        optional = "" if g.required else ", optional"
+        console.print(f"group {g.id}{within}: variants {', '.join(g.members)}{optional}", markup=False)
+    groups = f", {len(loaded.groups)} groups" if loaded.groups else ""
+    console.print(f"VALID: {len(loaded.patches)} patches{groups}.", style="bold green")
     return int(ExitCode.OK)

@@ -14,6 +14,7 @@ from typing import Any
 
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
 from patchkit.engine.fsutil import FileWrite, Transaction, outside_reason, sha256
+from patchkit.engine.groups import group_results
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import (
     FileRecord,
@@ -72,6 +73,7 @@ class ApplyReport:
             "worktree": self.worktree,
             "unwritable": self.unwritable,
             "results": [r.to_json() for r in self.results],
+            "groups": [g.to_json() for g in group_results(self.manifest, self.results)],
         }
 
 
@@ -335,6 +337,7 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
 STATE_WORDS: dict[tuple[Status, Reason | None], str] = {
     (Status.SKIP, Reason.ALREADY_APPLIED): "applied",
     (Status.SKIP, Reason.UPSTREAM_PROVIDES): "provided by upstream",
+    (Status.SKIP, Reason.OTHER_VARIANT): "not needed (another variant applies)",
 }
 
 
@@ -386,6 +389,7 @@ class StatusReport:
             "out_of_date": list(self.out_of_date),
             "interrupted": None if self.interrupted is None else self.interrupted.to_json(),
             "results": [dict(r.to_json(), state=self.state_of(r)) for r in self.results],
+            "groups": [g.to_json() for g in group_results(self.manifest, self.results)],
         }
 
 

@@ -25,11 +25,12 @@ from typing import Any
 
 from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
+from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
 from patchkit.errors import RepoError, RevisionError
 from patchkit.git import Commit, GitFailed, Pending, Repo, parse_log, parse_path_changes, symlinked_parents
 from patchkit.manifest import Manifest, Patch
-from patchkit.results import PatchResult, Reason, Status
+from patchkit.results import GroupResult, PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
 from patchkit.sources.commit import SYMLINK_DIR
 
@@ -41,20 +42,20 @@ class CommitResults:
     commit: Commit
     results: tuple[PatchResult, ...]
     failed: bool  # a required patch FAILs here
+    groups: tuple[GroupResult, ...] = ()  # one per [[group]], manifest order
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.commit.to_json(), "results": [r.to_json() for r in self.results]}
+        return {
+            **self.commit.to_json(),
+            "results": [r.to_json() for r in self.results],
+            "groups": [g.to_json() for g in self.groups],
+        }
 
 
-@dataclass(frozen=True)
-class Window:
-    """A run of consecutive commits where one patch has one status and reason."""
+class _Run:
+    """Consecutive commits (of a window)."""
 
-    patch: str
-    status: Status
-    reason: Reason | None
     commits: tuple[Commit, ...]
-    first_result: PatchResult
 
     @property
     def count(self) -> int:
@@ -68,6 +69,17 @@ class Window:
     def last(self) -> Commit:
         return self.commits[-1]
 
+
+@dataclass(frozen=True)
+class Window(_Run):
+    """A run of consecutive commits where one patch has one status and reason."""
+
+    patch: str
+    status: Status
+    reason: Reason | None
+    commits: tuple[Commit, ...]
+    first_result: PatchResult
+
     def to_json(self) -> dict[str, Any]:
         return {
             "patch": self.patch,
@@ -78,6 +90,30 @@ class Window:
             "last": self.last.sha,
             "message": self.first_result.message,
             "hint": self.first_result.hint,
+        }
+
+
+@dataclass(frozen=True)
+class GroupWindow(_Run):
+    """A run of consecutive commits where one group has one status, reason and set of covering members."""
+
+    group: str
+    status: Status
+    reason: Reason | None
+    covered_by: tuple[str, ...]
+    commits: tuple[Commit, ...]
+    first_result: GroupResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "status": self.status.value,
+            "reason": self.reason.value if self.reason else None,
+            "covered_by": list(self.covered_by),
+            "count": self.count,
+            "first": self.first.sha,
+            "last": self.last.sha,
+            "message": self.first_result.message,
         }
 
 
@@ -95,6 +131,7 @@ class CheckReport:
     commits: tuple[CommitResults, ...]
     windows: tuple[Window, ...]
     stats: CheckStats
+    group_windows: tuple[GroupWindow, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -111,6 +148,9 @@ class CheckReport:
     def windows_of(self, patch_id: str) -> list[Window]:
         return [w for w in self.windows if w.patch == patch_id]
 
+    def group_windows_of(self, group_id: str) -> list[GroupWindow]:
+        return [w for w in self.group_windows if w.group == group_id]
+
     def matrix(self) -> dict[str, dict[str, tuple[Status, Reason | None]]]:
         return {c.commit.sha: {r.patch: (r.status, r.reason) for r in c.results} for c in self.commits}
 
@@ -122,6 +162,7 @@ class CheckReport:
             "manifest": self.manifest.to_json(),
             "commits": [c.to_json() for c in self.commits],
             "windows": [w.to_json() for w in self.windows],
+            "group_windows": [w.to_json() for w in self.group_windows],
             "last_good": None if good is None else {"commit": good.sha, "subject": good.subject},
             "failed": self.failed,
             "stats": {
@@ -285,25 +326,30 @@ def check_range(
     cache = VerdictCache(repo.common_dir / "patchkit" / "cache.sqlite" if use_cache else None)
     distinct = list(dict.fromkeys(states.values()))
     by_state: dict[tuple[Entry, ...], tuple[PatchResult, ...]] = {}
+    groups: dict[tuple[Entry, ...], tuple[GroupResult, ...]] = {}
     try:
         evaluate = _file_evaluator(repo, cache)
         for done, state in enumerate(distinct, start=1):
             refs = {path: (path, state[i]) for i, path in enumerate(files)}
             evals = resolve_requires(manifest, refs, evaluate)
             by_state[state] = order_results(manifest, evals)
+            groups[state] = group_results(manifest, by_state[state])
             if progress is not None:
                 progress(done, len(distinct))
     finally:
         cache.close()
         repo.close()
 
-    failing = {state: any(r.status is Status.FAIL for r in res) for state, res in by_state.items()}
-    rows = [CommitResults(c, by_state[states[c.sha]], failing[states[c.sha]]) for c in selected]
+    failing = {
+        state: any(r.status is Status.FAIL for r in res) or any(g.status is Status.FAIL for g in groups[state])
+        for state, res in by_state.items()
+    }
+    rows = [CommitResults(c, by_state[states[c.sha]], failing[states[c.sha]], groups[states[c.sha]]) for c in selected]
     if hints:
         rows = _with_hints(manifest, repo, rows)
     windows = _windows(manifest, rows)
     stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
-    return CheckReport(manifest, tuple(rows), tuple(windows), stats)
+    return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)))
 
 
 def _states(
@@ -392,7 +438,7 @@ def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> li
     out: list[CommitResults] = []
     for (start, end), results in zip(runs, hinted, strict=True):
         shared = tuple(results)
-        out.extend(CommitResults(rows[i].commit, shared, rows[i].failed) for i in range(start, end))
+        out.extend(CommitResults(rows[i].commit, shared, rows[i].failed, rows[i].groups) for i in range(start, end))
     return out
 
 
@@ -407,6 +453,23 @@ def _windows(manifest: Manifest, rows: Sequence[CommitResults]) -> list[Window]:
         for i, j, first in _column_windows(rows, runs, column):
             commits = tuple(rows[k].commit for k in range(runs[i][0], runs[j - 1][1]))
             windows.append(Window(patch.id, first.status, first.reason, commits, first))
+    return windows
+
+
+def _group_windows(manifest: Manifest, rows: Sequence[CommitResults]) -> list[GroupWindow]:
+    """Per group, runs of consecutive commits with one status, reason and set of covering members."""
+    windows: list[GroupWindow] = []
+    for column, group in enumerate(manifest.groups):
+        start = 0
+        for i in range(1, len(rows) + 1):
+            first = rows[start].groups[column]
+            if i < len(rows):
+                here = rows[i].groups[column]
+                if (here.status, here.reason, here.covered_by) == (first.status, first.reason, first.covered_by):
+                    continue
+            commits = tuple(row.commit for row in rows[start:i])
+            windows.append(GroupWindow(group.id, first.status, first.reason, first.covered_by, commits, first))
+            start = i
     return windows
 
 

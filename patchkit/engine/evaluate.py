@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from patchkit.engine.groups import apply_groups, requirement_failure
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
 from patchkit.operations.base import Kind, Outcome
@@ -175,13 +176,10 @@ def resolve_requires(
         for patch in manifest.patches:
             if patch.id in held:
                 continue
-            for dep in patch.requires:
-                dep_result = results[dep]
-                if not dep_result.ok:
-                    newly[patch.id] = (
-                        f"held back: requires {dep}, which is {dep_result.status.value}"
-                        f" {dep_result.reason.value if dep_result.reason else ''}".rstrip()
-                    )
+            for dep in patch.requires:  # a patch or a group id
+                why = requirement_failure(manifest, dep, results)
+                if why is not None:
+                    newly[patch.id] = why
                     break
         if not newly:
             return evals
@@ -201,8 +199,13 @@ class Evaluation:
 
 
 def order_results(manifest: Manifest, evals: Mapping[str, FileEval]) -> tuple[PatchResult, ...]:
+    """The verdicts in manifest order, with group semantics applied (``engine/groups.py``).
+
+    ``evals`` keep each file's own verdicts (what rendering and its re-check
+    compare); only these merged results carry OTHER_VARIANT.
+    """
     by_id = {r.patch: r for fe in evals.values() for r in fe.results}
-    return tuple(by_id[p.id] for p in manifest.patches)
+    return apply_groups(manifest, [by_id[p.id] for p in manifest.patches])
 
 
 def evaluate(

@@ -5,7 +5,16 @@ the whole history is fed to ``git fast-import`` in one go, so thousands of
 commits take seconds.  Identity and dates are fixed, so every build of the
 same history gives the same commit ids.
 
-Used by the test suite, ``patchkit demo`` and the benchmarks.
+This is runtime code, not test tooling: ``patchkit demo`` builds its
+SGLang-shaped upstream with it (``patchkit.demo.sglang``), on the user's
+machine, from an installed wheel.  The test suite and the benchmarks use the
+same builder, so what the demo shows is what the tests check.  Test-only
+helpers (repositories from one dict of files, manifests on disk, the CLI
+in-process) live in ``tests/helpers.py``, outside the package.
+
+``git_isolation()`` is the one definition of an isolated git environment (no
+user or system config, a fixed identity): the builder's own git processes
+run in it, and the test suite's conftest installs the same variables.
 """
 
 from __future__ import annotations
@@ -33,24 +42,30 @@ class Executable:
 FileValue = str | bytes | Symlink | Executable | None  # None deletes
 
 
-def git_env(home: Path | None = None) -> dict[str, str]:
-    """An environment in which git ignores the user's and the system's config."""
-    env = dict(os.environ)
-    for key in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        env.pop(key, None)
-    env.update(
-        {
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_AUTHOR_NAME": AUTHOR[0],
-            "GIT_AUTHOR_EMAIL": AUTHOR[1],
-            "GIT_COMMITTER_NAME": AUTHOR[0],
-            "GIT_COMMITTER_EMAIL": AUTHOR[1],
-            "LC_ALL": "C",
-        }
-    )
+GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE")
+"""Variables that would point git at another repository, index or work tree."""
+
+
+def git_isolation(home: Path | None = None) -> dict[str, str]:
+    """The variables that make git ignore the user's and the system's config and commit as ``AUTHOR``."""
+    env = {
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": AUTHOR[0],
+        "GIT_AUTHOR_EMAIL": AUTHOR[1],
+        "GIT_COMMITTER_NAME": AUTHOR[0],
+        "GIT_COMMITTER_EMAIL": AUTHOR[1],
+        "LC_ALL": "C",
+    }
     if home is not None:
         env["HOME"] = str(home)
+    return env
+
+
+def git_env(home: Path | None = None) -> dict[str, str]:
+    """This process's environment, isolated as ``git_isolation`` says, for a git subprocess."""
+    env = {key: value for key, value in os.environ.items() if key not in GIT_ENV_DROP}
+    env.update(git_isolation(home))
     return env
 
 

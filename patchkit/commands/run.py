@@ -1,0 +1,156 @@
+"""`patchkit run`: guard the tree, then run a benchmark command in it.
+
+Order: (``--apply``) apply the manifest at HEAD; guard; run ``CMD`` with the
+caller's stdin, stdout and stderr, so its output and exit code pass through
+untouched (patchkit's own lines go to stderr, and only on failure more than
+one).  ``CMD`` gets ``PATCHKIT_COMMIT``, ``PATCHKIT_MANIFEST``,
+``PATCHKIT_MANIFEST_DIGEST`` and ``PATCHKIT_GUARD=ok`` in its environment.
+
+What ``--apply`` wrote is reverted when ``CMD`` exits, whatever its exit code,
+and also when patchkit is interrupted: Ctrl-C reaches ``CMD`` through the
+terminal's process group (a second Ctrl-C sends it SIGTERM), SIGTERM/SIGHUP
+sent to patchkit are forwarded to it; patchkit waits for it, reverts, and exits 128+signal unless ``CMD`` already
+gave an exit code.  ``--keep`` leaves the edits.  If this run's apply wrote
+nothing (the tree was already patched), nothing is reverted; if it wrote, the
+manifest's whole record is reverted (``revert_worktree``).
+
+With ``--bisect``: a refused apply or a guard that finds a required FAIL at
+this commit exits 125 (``git bisect`` skips the commit); any other guard
+failure or patchkit error exits 128 (the bisect stops); otherwise ``CMD``'s
+exit code is the verdict.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+from rich.console import Console
+
+from patchkit.commands import guard as guard_cmd
+from patchkit.errors import ExitCode, UsageError
+
+
+def run(
+    *,
+    manifest: str,
+    repo: str,
+    apply: bool,
+    keep: bool,
+    python: str | None,
+    imports: Sequence[str],
+    allow_dirty: bool,
+    strict: bool,
+    bisect: bool,
+    command: Sequence[str],
+    console: Console,
+) -> int:
+    with guard_cmd.bisect_errors(bisect):
+        if not command:
+            raise UsageError("no command to run", hint="give it after --, e.g. patchkit run -m M -- ./bench.sh")
+        if imports and python is None:
+            raise UsageError(
+                f"--import {imports[0]} needs --python PY",
+                hint="name the interpreter the server runs with, e.g. --python /venv/bin/python",
+            )
+        from patchkit.guard.api import open_for_guard
+
+        git_repo, loaded = open_for_guard(repo, manifest)
+        wrote = False
+        if apply:
+            from patchkit.commands.apply import show as show_apply
+            from patchkit.engine.apply import apply_worktree
+
+            applied = apply_worktree(loaded, git_repo, strict=strict)
+            if applied.refused:
+                show_apply(applied, console)
+                skip = "; exit 125: this commit cannot be patched, git bisect skips it" if bisect else ""
+                console.print(f"patchkit run: the command was not started{skip}: {shlex.join(command)}", markup=False)
+                return int(ExitCode.BISECT_SKIP if bisect else ExitCode.REFUSED)
+            wrote = bool(applied.written)
+        try:
+            return _guard_and_run(
+                loaded, git_repo, command, console,
+                python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect,
+            )  # fmt: skip
+        finally:
+            if wrote and not keep:
+                from patchkit.engine.apply import revert_worktree
+
+                revert_worktree(loaded.name, git_repo)
+
+
+def _guard_and_run(
+    loaded: Any,
+    git_repo: Any,
+    command: Sequence[str],
+    console: Console,
+    *,
+    python: str | None,
+    imports: Sequence[str],
+    allow_dirty: bool,
+    strict: bool,
+    bisect: bool,
+) -> int:
+    from patchkit.guard.api import evaluate_guard
+
+    report = evaluate_guard(
+        git_repo, loaded, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect
+    )
+    if not report.ok:
+        guard_cmd.show(report, console, bisect=bisect)
+        console.print(f"patchkit run: the command was not started: {shlex.join(command)}", markup=False)
+        return report.exit_code(bisect=bisect)
+    assert report.commit is not None  # the commit check passed
+    console.print(
+        f"patchkit run: guard ok (manifest {loaded.name} at {report.commit.sha}); running: {shlex.join(command)}",
+        markup=False,
+    )
+    env = dict(os.environ)
+    env.update(
+        {
+            "PATCHKIT_COMMIT": report.commit.sha,
+            "PATCHKIT_MANIFEST": loaded.name,
+            "PATCHKIT_MANIFEST_DIGEST": loaded.digest,
+            "PATCHKIT_GUARD": "ok",
+        }
+    )
+    return run_passthrough(command, env, cwd=None)
+
+
+def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None) -> int:
+    """Run ``command`` on our stdin/stdout/stderr; its exit code (128+N if killed by signal N)."""
+    try:
+        proc = subprocess.Popen(list(command), env=env, cwd=cwd)
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {command[0]}", hint="give a path or a command on PATH after --") from None
+    except PermissionError:
+        raise UsageError(
+            f"command not executable: {command[0]}", hint="chmod +x it, or run it via its interpreter"
+        ) from None
+    received: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        received.append(signum)
+        if proc.poll() is not None:
+            return
+        if signum != signal.SIGINT:
+            proc.send_signal(signum)
+        elif received.count(signal.SIGINT) > 1:
+            proc.terminate()  # a second Ctrl-C: the command ignored the first
+        # a first Ctrl-C already reached the command through the terminal's process group
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if code < 0:
+        return 128 - code
+    return code

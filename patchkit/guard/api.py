@@ -1,0 +1,159 @@
+"""``evaluate_guard`` (the report) and ``require`` (the report, or an exception).
+
+The work, in order of cost: the import probe (one interpreter start) and two
+git processes (HEAD with its branch; ``git status --porcelain``) are started
+first and run while ``status_worktree`` evaluates the manifest on the work
+tree; the record is read from the git dir.  Only when the guard fails in
+bisect mode is the manifest evaluated again, on HEAD's blobs (``check_range``
+on one commit, cached by blob), to tell "cannot be patched here" (125) from a
+wrong setup (128).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patchkit.engine.apply import edited_since, status_worktree
+from patchkit.engine.record import Record, all_records, load_record
+from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
+from patchkit.git import Repo, parse_head, parse_porcelain
+from patchkit.guard.checks import (
+    Check,
+    check_clean,
+    check_commit,
+    check_import,
+    check_patches,
+    check_record,
+    head_digest_reader,
+)
+from patchkit.guard.report import GuardReport
+
+if TYPE_CHECKING:
+    from patchkit.guard.probe import InterpreterFacts, ProbeRun
+from patchkit.manifest import Manifest, load_manifest
+
+RepoLike = str | Path | Repo
+ManifestLike = str | Path | Manifest
+
+
+def open_for_guard(repo: RepoLike, manifest: ManifestLike) -> tuple[Repo, Manifest]:
+    if isinstance(manifest, Manifest):
+        return (repo if isinstance(repo, Repo) else Repo.discover(Path(repo))), manifest
+    try:
+        git_repo = repo if isinstance(repo, Repo) else Repo.discover(Path(repo))
+    except PatchkitError:
+        load_manifest(manifest)  # a bad manifest is reported first, whatever the repo
+        raise
+    # Schema checks are remembered in the git dir: the guard runs before every benchmark.
+    return git_repo, load_manifest(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
+
+
+def evaluate_guard(
+    repo: RepoLike,
+    manifest: ManifestLike,
+    *,
+    python: str | None = None,
+    imports: Sequence[str] = (),
+    allow_dirty: bool = False,
+    strict: bool = False,
+    bisect: bool = False,
+) -> GuardReport:
+    """Run every check and return the report; raises only for bad input
+    (``PatchkitError``: no repository, bad manifest, an interpreter that does
+    not start).  ``imports`` without ``python`` probes ``sys.executable``."""
+    git_repo, loaded = open_for_guard(repo, manifest)
+    root = git_repo.require_worktree("guard")
+    packages = tuple(dict.fromkeys(imports))
+    run: ProbeRun | None = None
+    if python is not None or packages:
+        from patchkit.guard.probe import ProbeRun
+
+        run = ProbeRun(python or sys.executable, packages)
+    try:
+        head_pending = git_repo.spawn_head()
+        changes_pending = git_repo.spawn_status()
+        status = status_worktree(loaded, git_repo)
+        commit, branch = parse_head(head_pending)
+        changes = parse_porcelain(changes_pending.bytes())
+        facts: InterpreterFacts | None = run.result() if run is not None else None
+    except BaseException:
+        if run is not None:
+            run.cancel()
+        raise
+    head = commit.sha if commit else None
+    checks: list[Check] = [
+        check_commit(commit, branch),
+        check_patches(status, strict=strict),
+        check_record(loaded, status.record, status.edited),
+        check_clean(
+            changes,
+            status.record,
+            head,
+            head_digest_reader(git_repo, head),
+            allow_dirty=allow_dirty,
+            others=_other_records(git_repo, loaded.name, changes),
+        ),
+    ]
+    if facts is not None:
+        tracked: list[str] = []
+
+        def listing() -> list[str]:
+            if not tracked:
+                tracked.extend(git_repo.list_files(head))
+            return tracked
+
+        checks.extend(check_import(facts, package, root, listing) for package in facts.packages)
+    commit_results = None
+    if bisect and head is not None and not all(c.ok for c in checks):
+        from patchkit.engine.check import check_range
+
+        commit_results = check_range(loaded, git_repo, commits=[head], hints=False).commits[0].results
+    git_repo.close()
+    return GuardReport(
+        loaded, str(root), commit, branch, tuple(checks), status, facts, strict, allow_dirty, commit_results
+    )
+
+
+def _other_records(repo: Repo, name: str, changes: Sequence[tuple[str, str]]) -> list[tuple[Record, set[str]]]:
+    """Other manifests' records that cover a changed file, with their files edited since."""
+    own = load_record(repo, name)
+    changed = {path for _status, path in changes} - ({f.path for f in own.files} if own else set())
+    if not changed:
+        return []
+    out = []
+    for record in all_records(repo):
+        if record.manifest_name != name and changed & {f.path for f in record.files}:
+            out.append((record, set(edited_since(repo, record))))
+    return out
+
+
+def require(
+    repo: RepoLike,
+    manifest: ManifestLike,
+    *,
+    python: str | None = None,
+    imports: Sequence[str] = (),
+    allow_dirty: bool = False,
+    strict: bool = False,
+) -> GuardReport:
+    """The report when every check passes; otherwise raise.
+
+    ``PartialApplicationError`` when a required patch (with ``strict``: any
+    patch) is not in place or cannot apply; ``GuardError`` (its base class)
+    for any other failed check.  Either carries the report as ``.report``.
+    """
+    report = evaluate_guard(repo, manifest, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict)
+    if report.ok:
+        return report
+    failed = report.failed
+    where = f"at {report.commit.sha[:10]}" if report.commit else "with no commit"
+    message = (
+        f"the tree {report.target} {where} is not fit to benchmark with manifest {report.manifest.name}: "
+        + "; ".join(f"[{c.check}] {c.message}" for c in failed)
+    )
+    items = tuple(f"{c.check}: {c.message}" for c in failed)
+    cls = PartialApplicationError if report.patches_missing else GuardError
+    raise cls(message, report=report, items=items)

@@ -1,0 +1,345 @@
+"""The guard's checks: one function per check, each returning a frozen ``Check``.
+
+Every check is computed (none stops at the first failure) so a report lists
+everything that is wrong.  A check that fails says what to do in its message.
+``severity`` is ``"ok"``, ``"warning"`` (passes: an optional patch not in
+place, or a dirty tree under ``--allow-dirty``) or ``"error"`` (fails).
+
+The checks read state other modules already compute: the per-patch table of
+``status_worktree`` (``StatusReport``), the record (``load_record``,
+``edited_since``), ``git status --porcelain`` and the import probe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from patchkit.engine.apply import StatusReport
+from patchkit.engine.fsutil import sha256
+from patchkit.engine.record import Record
+from patchkit.git import Commit, Repo
+from patchkit.manifest import Manifest
+from patchkit.results import PatchResult, Status
+
+if TYPE_CHECKING:
+    from patchkit.guard.probe import InterpreterFacts, PackageFacts
+
+OK = "ok"
+WARNING = "warning"
+ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Check:
+    check: str  # "commit", "patches", "record", "clean", "import:<package>"
+    ok: bool  # passes (severity "ok" or "warning")
+    message: str  # one line; for a failure, also what to do
+    details: dict[str, Any] = field(default_factory=dict)
+    severity: str = OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "ok": self.ok,
+            "message": self.message,
+            "details": self.details,
+            "severity": self.severity,
+        }
+
+
+def _passed(name: str, message: str, details: dict[str, Any], *, warning: bool = False) -> Check:
+    return Check(name, True, message, details, WARNING if warning else OK)
+
+
+def _failed(name: str, message: str, details: dict[str, Any]) -> Check:
+    return Check(name, False, message, details, ERROR)
+
+
+# -- commit ------------------------------------------------------------------------------
+
+
+def check_commit(commit: Commit | None, branch: str | None) -> Check:
+    """HEAD is a commit: its full sha and subject, and the branch (or detached)."""
+    if commit is None:
+        return _failed(
+            "commit",
+            "HEAD is not a commit (an empty repository or an unborn branch); check out the commit to benchmark",
+            {"commit": None, "subject": None, "branch": branch, "detached": branch is None},
+        )
+    where = f"on branch {branch}" if branch else "detached HEAD"
+    return _passed(
+        "commit",
+        f"HEAD is {commit.sha} {commit.subject!r} ({where})",
+        {"commit": commit.sha, "subject": commit.subject, "branch": branch, "detached": branch is None},
+    )
+
+
+# -- patches in place ----------------------------------------------------------------------
+
+
+def _describe(status: StatusReport, result: PatchResult) -> str:
+    state = status.state_of(result)
+    if result.reason is not None and result.status is not Status.SKIP:
+        return f"{result.patch} ({state}: {result.reason.value})"
+    return f"{result.patch} ({state})"
+
+
+def check_patches(status: StatusReport, *, strict: bool) -> Check:
+    """Every required patch reads SKIP; an optional one that does not is a warning (an error with strict)."""
+    name = status.manifest.name
+    missing = [r for r in status.results if r.required and r.status is not Status.SKIP]
+    optional = [r for r in status.results if not r.required and r.status is not Status.SKIP]
+    details = {
+        "required_not_in_place": [r.patch for r in missing],
+        "optional_not_in_place": [r.patch for r in optional],
+    }
+    blocking = missing + (optional if strict else [])
+    if blocking:
+        listed = ", ".join(_describe(status, r) for r in blocking)
+        cannot = any(r.status in (Status.FAIL, Status.WARN) for r in blocking)
+        todo = f"run `patchkit apply -m {name}`"
+        if cannot:
+            todo = (
+                f"`patchkit explain -m {name} PATCH` says why; this commit cannot be patched as the manifest stands"
+                if all(r.status is not Status.APPLY for r in blocking)
+                else f"run `patchkit apply -m {name}` once the failing patches are fixed "
+                f"(`patchkit explain -m {name} PATCH`)"
+            )
+        what = "patches" if strict and optional else "required patches"
+        return _failed("patches", f"{what} not in place: {listed}; {todo}", details)
+    total = len(status.results)
+    if optional:
+        listed = ", ".join(_describe(status, r) for r in optional)
+        return _passed(
+            "patches",
+            f"every required patch is in place; optional not in place: {listed} (--strict makes this fail)",
+            details,
+            warning=True,
+        )
+    return _passed("patches", f"all {total} patches of {name} are in place", details)
+
+
+# -- record ------------------------------------------------------------------------------------
+
+
+def check_record(manifest: Manifest, record: Record | None, edited: Sequence[str]) -> Check:
+    """The files patchkit wrote still hold what it wrote; the record is of this manifest version."""
+    name = manifest.name
+    if record is None:
+        return _passed(
+            "record",
+            f"no patchkit record for {name}: patchkit wrote nothing in this tree",
+            {"recorded": False, "files": [], "edited": [], "manifest_digest": None, "applied_at": None},
+        )
+    details = {
+        "recorded": True,
+        "files": [f.path for f in record.files],
+        "edited": list(edited),
+        "manifest_digest": record.manifest_digest,
+        "applied_at": record.applied_at,
+        "base_commit": record.base_commit,
+    }
+    problems = []
+    if edited:
+        problems.append(
+            f"edited after patchkit wrote them: {', '.join(edited)} "
+            f"(restore with `patchkit revert -m {name} --force`, then `patchkit apply -m {name}`)"
+        )
+    if record.manifest_digest != manifest.digest:
+        problems.append(
+            f"the tree was patched on {record.applied_at} by another version of manifest {name} "
+            f"({record.manifest_digest[:19]}…, now {manifest.digest[:19]}…); re-apply: "
+            f"`patchkit revert -m {name} && patchkit apply -m {name}`"
+        )
+    if problems:
+        return _failed("record", "; ".join(problems), details)
+    return _passed(
+        "record",
+        f"the {len(record.files)} file(s) patchkit wrote on {record.applied_at} are unchanged, "
+        "by this version of the manifest",
+        details,
+    )
+
+
+# -- clean tree --------------------------------------------------------------------------------
+
+_WORDS = {"M": "modified", "A": "added", "D": "deleted", "R": "renamed", "C": "copied", "T": "type changed"}
+
+
+def _change_word(status: str) -> str:
+    if status == "??":
+        return "untracked"
+    staged, unstaged = status[0], status[1]
+    if staged != " " and staged in _WORDS:
+        return f"{_WORDS[staged]} (staged)"
+    return _WORDS.get(unstaged, "changed")
+
+
+def check_clean(
+    changes: Sequence[tuple[str, str]],
+    record: Record | None,
+    head: str | None,
+    head_digest: Callable[[str], str | None],
+    *,
+    allow_dirty: bool,
+    others: Sequence[tuple[Record, Collection[str]]] = (),
+) -> Check:
+    """No change in the tree but patchkit's own recorded edits.
+
+    ``changes`` is ``git status --porcelain`` as (status, path), untracked
+    non-ignored files included.  A recorded file counts as patchkit's own only
+    if what it held before patching was HEAD's version: a file that carried
+    local edits into the patch (``clean_before`` false), or that was patched at
+    another commit and no longer starts from HEAD's content, is dirty too.
+    ``head_digest(path)`` gives the sha256 of HEAD's version of a path (None:
+    not in HEAD); it is only called for files patched at another commit.
+
+    ``others``: the records of other manifests applied to this tree, each with
+    the files edited since that manifest wrote them.  Their intact files are
+    patchkit's edits too (the check passes with a warning naming them, since
+    the benchmark then also runs with those patches); edited ones are dirty.
+    """
+    recorded = {f.path: f for f in record.files} if record else {}
+    owners = {f.path: (other, f, f.path in edited) for other, edited in others for f in other.files}
+    base = record.base_commit if record else None
+    dirty: list[dict[str, str]] = []
+    foreign: dict[str, list[str]] = {}
+    for status, path in changes:
+        entry = recorded.get(path)
+        if entry is None and path in owners:
+            other, entry, edited = owners[path]
+            if edited:
+                dirty.append({"path": path, "change": f"edited after manifest {other.manifest_name} patched it"})
+                continue
+            foreign.setdefault(other.manifest_name, []).append(path)
+            base = other.base_commit
+        elif entry is not None:
+            base = record.base_commit if record else None
+        if entry is not None:
+            if not entry.clean_before:
+                dirty.append({"path": path, "change": "local edits patched over (had changes before patchkit wrote)"})
+            elif base != head and entry.before_sha256 != head_digest(path):
+                dirty.append({"path": path, "change": f"patched at {str(base)[:10]}, not at HEAD"})
+            continue
+        dirty.append({"path": path, "change": _change_word(status)})
+    details = {
+        "changes": dirty,
+        "allow_dirty": allow_dirty,
+        "patchkit_files": sorted(recorded),
+        "other_manifests": {name: sorted(paths) for name, paths in sorted(foreign.items())},
+    }
+    also = ""
+    if foreign:
+        listed = "; ".join(f"{name}: {', '.join(paths)}" for name, paths in sorted(foreign.items()))
+        also = f"; also patched by other manifests ({listed})"
+    if not dirty:
+        own = f" (only patchkit's {len(recorded)} recorded file(s) differ from HEAD)" if recorded else ""
+        return _passed("clean", f"no changes outside patchkit's edits{own}{also}", details, warning=bool(foreign))
+    listed = ", ".join(f"{d['path']} ({d['change']})" for d in dirty)
+    if allow_dirty:
+        return _passed(
+            "clean", f"{len(dirty)} change(s) outside patchkit's edits, allowed: {listed}{also}", details, warning=True
+        )
+    return _failed(
+        "clean",
+        f"{len(dirty)} change(s) outside patchkit's edits: {listed}{also}; commit, remove or move them "
+        "(patchkit never stashes), or pass --allow-dirty",
+        details,
+    )
+
+
+def head_digest_reader(repo: Repo, head: str | None) -> Callable[[str], str | None]:
+    def read(path: str) -> str | None:
+        if head is None:
+            return None
+        entry = repo.ls_tree(head, [path]).get(path)
+        if entry is None or not entry.mode.startswith("100"):
+            return None
+        return sha256(repo.read_blob(entry.oid))
+
+    return read
+
+
+# -- imports ---------------------------------------------------------------------------------------
+
+
+def _inside(path: str, root: Path) -> str | None:
+    """``path`` relative to ``root`` (both real paths), or None if outside
+    (or not a path at all: a built-in or frozen module's origin)."""
+    if not os.path.isabs(path):
+        return None
+    try:
+        return Path(path).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def expected_location(name: str, tracked: Sequence[str]) -> str | None:
+    """Where the package lives in the tree: the shortest tracked directory
+    ``.../a/b`` (a package, regular or namespace) or module ``.../a/b.py``."""
+    rel = name.replace(".", "/")
+    found = set()
+    for path in tracked:
+        if path == f"{rel}.py" or path.endswith(f"/{rel}.py"):
+            found.add(path)
+        at = path.find(f"{rel}/")
+        while at != -1:
+            if at == 0 or path[at - 1] == "/":
+                found.add(path[: at + len(rel)])
+                break
+            at = path.find(f"{rel}/", at + 1)
+    return min(found, key=lambda p: (p.count("/"), p)) if found else None
+
+
+def check_import(
+    facts: InterpreterFacts, package: PackageFacts, root: Path, tracked: Callable[[], Sequence[str]]
+) -> Check:
+    """``facts.python`` resolves ``package`` to a location inside the tree at ``root``."""
+    name = f"import:{package.name}"
+    details: dict[str, Any] = {
+        "package": package.name,
+        "python": facts.python,
+        "location": package.location,
+        "in_tree": None,
+        "expected": None,
+        "version": package.version,
+    }
+    if package.location is None:
+        expected = expected_location(package.name, tracked())
+        details["expected"] = expected
+        why = f" (a finder raised {package.error})" if package.error else ""
+        return _failed(
+            name,
+            f"{package.name} is not importable by {facts.python}{why}; {_todo(package.name, expected, root)}",
+            details,
+        )
+    rel = _inside(package.location, root)
+    details["in_tree"] = rel
+    if rel is not None:
+        version = f", distribution version {package.version}" if package.version else ""
+        return _passed(name, f"{facts.python} imports {package.name} from this tree ({rel}){version}", details)
+    expected = expected_location(package.name, tracked())
+    details["expected"] = expected
+    there = f"not from this tree ({expected})" if expected else "not from this tree (which has no such package)"
+    return _failed(
+        name,
+        f"{package.name} is shadowed: {facts.python} imports it from {package.location}, {there}; "
+        f"uninstall that copy, or {_todo(package.name, expected, root)}",
+        details,
+    )
+
+
+def _todo(package: str, expected: str | None, root: Path) -> str:
+    """What makes the interpreter import this tree's copy."""
+    if expected is None:
+        return f"this tree has no {package}: check --import and --repo"
+    depth = package.count(".") + 1
+    entry = "/".join(expected.split("/")[:-depth])
+    return (
+        f"make it import this tree's copy: install the tree into that interpreter (`pip install -e`) "
+        f"or put {(root / entry) if entry else root} first on PYTHONPATH"
+    )
