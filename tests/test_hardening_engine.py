@@ -9,10 +9,10 @@ import pytest
 from helpers import Kit, d, git, head_sha, make_repo, porcelain, result_of, run_cli, src, tree_state
 from histories import build_model_history, write_manifest
 
+from patchkit.demo.history import HistoryBuilder, Symlink
 from patchkit.engine.check import check_range
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.testing.history import HistoryBuilder, Symlink
 
 KIMI = d(
     """
