@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from patchkit.testing.history import git_env
+from patchkit.demo.history import git_env
 
 MANIFEST = "kimi-k25-eagle3"
 

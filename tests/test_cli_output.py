@@ -120,6 +120,7 @@ APPLY_KEYS = {
     "moved_from",
     "worktree",
     "results",
+    "groups",
 }
 
 
@@ -198,7 +199,10 @@ STATUS_KEYS = {
     "complete",
     "record",
     "edited_after_apply",
+    "out_of_date",
+    "interrupted",
     "results",
+    "groups",
 }
 
 
@@ -238,7 +242,9 @@ def test_revert_json_shape(tmp_path, capsys):
     r = run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
     assert r.code == 0
     data = one_json_object(r.out)
-    assert set(data) == {"version", "command", "manifest", "target", "nothing_recorded", "restored", "forced"}
+    assert set(data) == {
+        "version", "command", "manifest", "target", "nothing_recorded", "restored", "forced", "recovered"
+    }  # fmt: skip
     assert data["command"] == "revert"
     assert data["manifest"] == {"name": "test"}  # by name only: a broken manifest can still be reverted
     assert Path(data["target"]) == sc.repo.resolve()
@@ -255,7 +261,7 @@ def test_validate_json_shape(tmp_path, capsys):
     r = run_cli(capsys, "validate", "-m", sc.kit.manifest, "--json")
     assert r.code == 0
     data = one_json_object(r.out)
-    assert set(data) == {"version", "command", "manifest", "patches"}
+    assert set(data) == {"version", "command", "manifest", "patches", "groups"}
     assert data["command"] == "validate"
     check_manifest_obj(data["manifest"], sc.kit.manifest)
     assert data["patches"] == [

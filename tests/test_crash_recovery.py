@@ -16,7 +16,7 @@ import pytest
 from helpers import Kit, git, head_content, make_repo, patchkit_script, src, temp_leftovers
 from histories import build_model_history, write_manifest
 
-from patchkit.testing.history import Executable
+from patchkit.demo.history import Executable
 
 TARGET = "pkg/tool.py"
 BIG = "x" * 5_000_000  # a 5 MB file: temp files of that size must not be left behind

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from helpers import Kit, d, make_repo, manifest_text, run_cli, src, toml_value
 
+from patchkit.demo.history import HistoryBuilder
 from patchkit.engine.check import check_range
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.testing.history import HistoryBuilder
 
 V1, V2 = "pkg/v1.py", "pkg/v2.py"
 

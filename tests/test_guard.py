@@ -309,7 +309,7 @@ def test_distribution_versions_come_from_metadata(tree, capsys, tmp_path) -> Non
 
 def two_models(tmp_path: Path, first: tuple[str, str], second: tuple[str, str]) -> tuple[dict[str, str], Path, Path]:
     """Two commits of pkg/model.py, (label, text) each, checked out at the first; and the manifest."""
-    from patchkit.testing.history import HistoryBuilder
+    from patchkit.demo.history import HistoryBuilder
 
     b = HistoryBuilder(tmp_path / "repo")
     b.commit(first[0], f"Model {first[0]}", {"pkg/model.py": first[1]})

@@ -15,9 +15,9 @@ import pytest
 from helpers import git, head_sha, make_repo, patchkit_script, porcelain, run_script
 from histories import MODEL_BROKEN, MODEL_V1, MODEL_V2, write_manifest
 
+from patchkit.demo.history import HistoryBuilder
 from patchkit.engine.record import load_record
 from patchkit.git import Repo
-from patchkit.testing.history import HistoryBuilder
 
 pytest_plugins = ["pytester"]
 

@@ -10,6 +10,7 @@ from helpers import Kit, d, git, head_sha, make_repo, porcelain, result_of, run_
 from histories import build_model_history, write_manifest
 from patchkit.testing.history import HistoryBuilder, Symlink
 
+from patchkit.demo.history import HistoryBuilder, Symlink
 from patchkit.engine.check import check_range
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
