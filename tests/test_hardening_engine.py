@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from helpers import Kit, d, git, head_sha, make_repo, porcelain, result_of, run_cli, src, tree_state
 from histories import build_model_history, write_manifest
-from patchkit.testing.history import HistoryBuilder, Symlink
 
 from patchkit.demo.history import HistoryBuilder, Symlink
 from patchkit.engine.check import check_range

@@ -8,13 +8,13 @@ from pathlib import Path
 
 from helpers import TARGET, d, make_repo, result_of, run_script, scenario, src
 
-from patchkit.demo.sglang import _KIMI_K25, KIMI_K25
+from patchkit.demo.sglang import KIMI_K25, file_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def kimi_renamed_repo(tmp_path: Path) -> Path:
-    text = _KIMI_K25.replace("KimiK25ForConditionalGeneration", "KimiK25ForCausalLM")
+    text = file_text(KIMI_K25).replace("KimiK25ForConditionalGeneration", "KimiK25ForCausalLM")
     assert "KimiK25ForConditionalGeneration" not in text
     return make_repo(tmp_path / "sglang", {KIMI_K25: text}, message="kimi: rename the model class")
 
