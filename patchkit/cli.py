@@ -203,6 +203,55 @@ def demo(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+BENCH_EXIT_HELP = """\b
+Exit codes:
+  0  every run ok
+  1  a run was refused (patches, guard, version, environment, port)
+     or failed (server-failed, client-failed, metric-missing)
+  2  bad input: usage, manifest, [bench] table, revision, --set
+  3  internal error (a bug; rerun with --debug for the traceback)
+  130 interrupted (Ctrl-C or SIGTERM): the server group was stopped
+"""
+
+STORE_HELP = "The bench store (SQLite). Default: <git-common-dir>/patchkit/bench.sqlite."
+
+
+def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--store", default=None, metavar="FILE", help=STORE_HELP)(f)
+
+
+@cli.command(epilog=BENCH_EXIT_HELP)
+@click.option(
+    "-m",
+    "--manifest",
+    "manifests",
+    multiple=True,
+    required=True,
+    metavar="MANIFEST",
+    help=MANIFEST_HELP + " Repeatable: all are applied; exactly one has the [bench] table.",
+)
+@repo_option
+@click.option(
+    "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
+)
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N", help="Measured client runs per job.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable.")
+@json_option
+@click.option(
+    "--worktree-root",
+    default=None,
+    metavar="DIR",
+    help="Where the per-commit worktrees live (default: <git-common-dir>/patchkit/worktrees).",
+)
+@store_option
+def bench(**kwargs: Any) -> int:
+    """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
+    from patchkit.commands.bench import bench as run
+
+    return run(console=_console(), **kwargs)
+
+
 def main(argv: list[str] | None = None) -> int:
     from patchkit.errors import ExitCode, PatchkitError, RefusedError
 

@@ -1,0 +1,132 @@
+"""A stand-in for ``sglang.launch_server`` on 127.0.0.1, for patchkit bench tests.
+
+HTTP endpoints: ``/health`` (503 until the start-up delay has passed, then
+200), ``/get_server_info`` (JSON with ``version``, read as SGLang's
+``python/sglang/version.py`` does: the tree's ``sglang._version`` first), and
+``/generate`` (one request of a client run; with
+``PATCHKIT_EAGLE3_VERIFY_TIMING=1`` it prints ``[patchkit] eagle3
+verify_ms=...`` to stderr, as the eagle3-verify-timing patch does).
+
+It starts ``--workers`` child processes (so the environment check has a tree
+to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
+``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
+starts without NAME), ``--report-version V``, ``--ignore-sigterm``.
+``--pid-file`` lists the pids of the server and its workers, one a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def worker() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(0.2)
+
+
+def tree_version() -> str:
+    try:
+        from sglang._version import __version__  # type: ignore[import-not-found]
+
+        return str(__version__)
+    except ImportError:
+        return "0.0.0.dev0"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tree", default=".")
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--exit-during-startup", type=int, default=None)
+    parser.add_argument("--never-healthy", action="store_true")
+    parser.add_argument("--die-after", type=int, default=None)
+    parser.add_argument("--drop-env", default=None)
+    parser.add_argument("--report-version", default=None)
+    parser.add_argument("--ignore-sigterm", action="store_true")
+    parser.add_argument("--pid-file", default=None)
+    parser.add_argument("--verify-ms", type=float, default=18.0)
+    parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
+    parser.add_argument("--slow-factor", type=float, default=1.6)
+    args, _unknown = parser.parse_known_args()
+    if args.worker:
+        worker()
+        return
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(f"stand-in server starting on 127.0.0.1:{args.port} (pid {os.getpid()})", flush=True)
+
+    workers = []
+    for index in range(args.workers):
+        env = dict(os.environ)
+        if args.drop_env and index == args.workers - 1:
+            env.pop(args.drop_env, None)
+        workers.append(subprocess.Popen([sys.executable, __file__, "--worker", f"--rank={index}"], env=env))
+    if args.pid_file:
+        Path(args.pid_file).write_text("\n".join(str(p) for p in [os.getpid(), *(w.pid for w in workers)]) + "\n")
+
+    if args.exit_during_startup is not None:
+        time.sleep(0.2)
+        print("RuntimeError: stand-in start-up failure (CUDA out of memory)", file=sys.stderr, flush=True)
+        os._exit(args.exit_during_startup)
+
+    ready_at = time.monotonic() + args.delay
+    version = args.report_version or tree_version()
+    verify_ms = args.verify_ms
+    if args.slow_if_exists and (Path(args.tree) / args.slow_if_exists).exists():
+        verify_ms *= args.slow_factor
+    timing = os.environ.get("PATCHKIT_EAGLE3_VERIFY_TIMING") == "1"
+    served = {"generate": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *a: object) -> None:
+            pass
+
+        def reply(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/health":
+                healthy = not args.never_healthy and time.monotonic() >= ready_at
+                self.reply(200 if healthy else 503, {})
+            elif self.path == "/get_server_info":
+                self.reply(200, {"version": version, "tp_size": len(workers), "model_path": "stand-in"})
+            elif self.path == "/generate":
+                served["generate"] += 1
+                if args.die_after is not None and served["generate"] > args.die_after:
+                    print("stand-in server: fatal error in the scheduler", file=sys.stderr, flush=True)
+                    os._exit(17)
+                if timing:
+                    for rank in range(max(1, len(workers))):
+                        print(f"[patchkit] eagle3 verify_ms={verify_ms + rank * 0.1:.1f}", file=sys.stderr, flush=True)
+                self.reply(200, {"text": "ok"})
+            else:
+                self.reply(404, {})
+
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    print("stand-in server listening", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        for w in workers:
+            w.terminate()
+
+
+if __name__ == "__main__":
+    main()
