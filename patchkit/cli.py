@@ -252,6 +252,92 @@ def bench(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+@cli.command()
+@repo_option
+@click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@store_option
+@json_option
+def runs(**kwargs: Any) -> int:
+    """List the benchmark runs in the bench store."""
+    from patchkit.commands.runs import runs as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, metavar="[RUN_A RUN_B]")
+@click.option(
+    "--commit",
+    "commits",
+    multiple=True,
+    metavar="REV",
+    help="Compare the latest runs of two commits (give it twice) instead of run numbers.",
+)
+@click.option("--profile", default=None, metavar="P", help="With --commit: the profile whose runs to take.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.05,
+    show_default=True,
+    help="Relative change of the median above which a change can be significant (0.05 = 5 %).",
+)
+@repo_option
+@store_option
+@json_option
+def compare(**kwargs: Any) -> int:
+    """Show two runs' metrics side by side, then what differs between them.
+
+    Significant: the medians differ by more than --threshold and the min-max
+    ranges do not overlap. Then the provenance diff: upstream commits between
+    the two (first parent, with subjects), patch status changes, env, version
+    and GPU differences.
+    """
+    from patchkit.commands.compare import compare as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=BENCH_EXIT_HELP)
+@click.option(
+    "-m",
+    "--manifest",
+    "manifests",
+    multiple=True,
+    required=True,
+    metavar="MANIFEST",
+    help=MANIFEST_HELP + " Repeatable, as for bench.",
+)
+@repo_option
+@click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
+@click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
+@click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")
+@click.option("--min", "min_value", type=float, default=None, metavar="X", help="Bad when the median is below X.")
+@click.option("--max", "max_value", type=float, default=None, metavar="X", help="Bad when the median is above X.")
+@click.option(
+    "--ratio",
+    type=float,
+    default=None,
+    metavar="R",
+    help="Bad when median / GOOD's median is below R (better = higher) or above R (better = lower).",
+)
+@click.option("--profile", default=None, metavar="P", help="The [bench] profile (default: the first).")
+@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N", help="Measured client runs per step.")
+@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable.")
+@click.option("--worktree-root", default=None, metavar="DIR", help="Where the per-commit worktrees live.")
+@store_option
+@json_option
+def bisect(**kwargs: Any) -> int:
+    """Find the first commit where a metric goes bad: binary search over first-parent history.
+
+    Commits where the manifests cannot apply are skipped without being
+    benchmarked. Every run is stored. Exit 0 when a first bad commit is found.
+    """
+    from patchkit.commands.bisect import bisect as run
+
+    return run(console=_console(), **kwargs)
+
+
 def main(argv: list[str] | None = None) -> int:
     from patchkit.errors import ExitCode, PatchkitError, RefusedError
 

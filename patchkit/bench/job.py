@@ -96,6 +96,7 @@ class RunRecord:
     missing: tuple[Mapping[str, Any], ...]  # {"metric", "run", "log"}
     logs: Mapping[str, Any]
     details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
+    metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
 
     def stats(self) -> dict[str, dict[str, Any]]:
@@ -124,6 +125,7 @@ class RunRecord:
             "samples": {k: list(v) for k, v in self.samples.items()},
             "stats": self.stats(),
             "missing": [dict(m) for m in self.missing],
+            "metrics": [dict(m) for m in self.metrics],
             "logs": dict(self.logs),
         }
 
@@ -150,6 +152,7 @@ class RunRecord:
             missing=tuple(data["missing"]),
             logs=data["logs"],
             details=tuple(data.get("details", ())),
+            metrics=tuple(data.get("metrics", ())),
             run_id=data.get("run"),
         )
 
@@ -595,6 +598,7 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
             "env_checked_pids": state.get("env_checked_pids", []),
         },
         details=tuple(details),
+        metrics=tuple(m.to_json() for m in config.metrics),
     )
 
 

@@ -132,7 +132,7 @@ class Session:
         prepared = self.prepare(commit)
         values = self.config.resolve_vars(profile, self.sets)
         if prepared.refused:
-            record = refused_record(prepared, profile, values)
+            record = refused_record(prepared, profile, values, self.config)
         else:
             assert prepared.tree is not None
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
@@ -155,7 +155,7 @@ class Session:
         return RunRecord.from_json({**record.to_json(), "run": run_id})
 
 
-def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str]) -> RunRecord:
+def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig) -> RunRecord:
     stamp = now()
     blocking = "; ".join(prepared.reasons[:3]) + (" ..." if len(prepared.reasons) > 3 else "")
     record: dict[str, Any] = {
@@ -178,6 +178,7 @@ def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str]) 
         "server_info": None,
         "samples": {},
         "missing": [],
+        "metrics": [m.to_json() for m in config.metrics],
         "logs": {},
     }
     return RunRecord.from_json(record)
