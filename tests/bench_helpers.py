@@ -8,6 +8,7 @@ verify time grows), ``docs-2``, ``tip``.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,12 +59,13 @@ def bench_table(**over: Any) -> dict[str, Any]:
         "pythonpath": ["python"],
         "import_check": ["sglang"],
         "scm_version_file": "python/sglang/_version.py",
-        "server": "{python} {standin}/server.py --port {port} --tree {tree} {server_args}",
+        "server": "{python} {standin}/server.py --port {port} --tree {tree} --marker {marker} {server_args}",
         "health": "http://127.0.0.1:{port}/health",
         "server_info": "http://127.0.0.1:{port}/get_server_info",
         "ready_timeout": 20,
         "client": "{python} {standin}/client.py --port {port} --tree {tree} --output-file {output} "
-        "--throughput-file perf/throughput.txt --slow-if-exists {slow_marker} --slow-factor 1 {client_args}",
+        "--throughput-file perf/throughput.txt --slow-if-exists {slow_marker} --slow-factor 1 --num-prompts 2 "
+        "--marker {marker} {client_args}",
         "warmup": 1,
         "repeat": 2,
         "stop_grace": 3,
@@ -73,6 +75,7 @@ def bench_table(**over: Any) -> dict[str, Any]:
             "server_args": "--workers 2",
             "client_args": "",
             "slow_marker": SLOW_MARKER,
+            "marker": os.devnull,
         },
     }
     table.update(over)
@@ -108,7 +111,7 @@ METRICS = [
 def _section(name: str, table: Mapping[str, Any]) -> list[str]:
     lines = [f"[{name}]"]
     for key, value in table.items():
-        lines.append(f"{key} = {toml_value(value)}")
+        lines.append(f"{key} = {repr(value) if isinstance(value, float) else toml_value(value)}")
     return lines
 
 

@@ -30,7 +30,11 @@ def main() -> int:
     parser.add_argument("--accept-length", type=float, default=3.2)
     parser.add_argument("--no-output", action="store_true", help="write no JSON line (a missing metric)")
     parser.add_argument("--fail", action="store_true")
+    parser.add_argument("--marker", default=None, help="append 'client' to this file when starting")
     args, _unknown = parser.parse_known_args()
+    if args.marker:
+        with open(args.marker, "a", encoding="utf-8") as fh:
+            fh.write("client\n")
     for _ in range(args.num_prompts):
         with urllib.request.urlopen(f"http://127.0.0.1:{args.port}/generate", timeout=10) as response:
             response.read()

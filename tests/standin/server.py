@@ -11,7 +11,7 @@ It starts ``--workers`` child processes (so the environment check has a tree
 to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
 starts without NAME), ``--report-version V``, ``--ignore-sigterm``.
-``--pid-file`` lists the pids of the server and its workers, one a line.
+``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ def main() -> None:
     parser.add_argument("--report-version", default=None)
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--pid-file", default=None)
+    parser.add_argument("--marker", default=None, help="append 'server' to this file when starting")
     parser.add_argument("--verify-ms", type=float, default=18.0)
     parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
     parser.add_argument("--slow-factor", type=float, default=1.6)
@@ -63,6 +64,9 @@ def main() -> None:
     if args.worker:
         worker()
         return
+    if args.marker:
+        with open(args.marker, "a", encoding="utf-8") as fh:
+            fh.write("server\n")
     if args.ignore_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     print(f"stand-in server starting on 127.0.0.1:{args.port} (pid {os.getpid()})", flush=True)

@@ -1,0 +1,309 @@
+"""patchkit bench / runs / compare / bisect with real processes on loopback (tests/standin/).
+
+Every case of the issue's list: the happy path over two commits and two
+profiles; refusal on partial application (a marker file proves that neither
+server nor client ran); a server that never becomes healthy; one that exits
+during start-up; one that dies mid-run; a port already in use; a worker
+lacking an env variable; a version mismatch; a missing metric; Ctrl-C; compare
+naming the planted commit; bisect finding it across an unpatchable commit.
+After each run no process of the server's tree is left and the port is free.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from bench_helpers import SLOW_SUBJECT, bench_table, build_history, write_bench_kit
+from helpers import patchkit_script, run_cli
+
+from patchkit.bench.job import port_is_free
+
+RUN_KEYS = {
+    "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
+    "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
+    "missing", "metrics", "logs",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    return build_history(tmp_path_factory.mktemp("bench") / "repo")
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    return write_bench_kit(tmp_path_factory.mktemp("kit"))
+
+
+@pytest.fixture
+def store(tmp_path):
+    return tmp_path / "bench.sqlite"
+
+
+def bench(capsys, history, manifest, store, *args):
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--json", *args)
+    assert "Traceback" not in result.err
+    return result
+
+
+def assert_nothing_left(pid_file: Path, port: str | int | None = None) -> None:
+    pids = [int(p) for p in pid_file.read_text().split()]
+    assert pids, "the stand-in server wrote no pids"
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert alive == []
+    if port is not None:
+        assert port_is_free(int(port))
+
+
+def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, tmp_path):
+    marker = tmp_path / "marker"
+    result = bench(
+        capsys, history, manifest, store, "--commit", history["base"], "--commit", history["tip"],
+        "--set", f"marker={marker}",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    data = result.json
+    assert set(data) == {"version", "command", "store", "runs", "table"}
+    assert [(r["commit"]["sha"], r["profile"], r["outcome"]) for r in data["runs"]] == [
+        (history["base"], "eagle3", "ok"),
+        (history["base"], "baseline", "ok"),
+        (history["tip"], "eagle3", "ok"),
+        (history["tip"], "baseline", "ok"),
+    ]
+    assert set(data["runs"][0]) == RUN_KEYS
+    assert set(data["table"][0]) == {
+        "run", "commit", "subject", "profile", "outcome", "metric", "median", "min", "max", "n", "missing", "ratio",
+    }  # fmt: skip
+    rows = {(r["commit"], r["profile"], r["metric"]): r for r in data["table"]}
+    assert rows[(history["tip"], "eagle3", "output_tok_s")]["ratio"] == pytest.approx(0.65)
+    assert rows[(history["tip"], "baseline", "output_tok_s_printed")]["median"] == 65.0  # the (token/s) spelling
+    assert rows[(history["tip"], "eagle3", "verify_ms")]["ratio"] == pytest.approx(1.6, rel=0.01)
+    assert rows[(history["base"], "baseline", "output_tok_s")]["n"] == 2
+    run = data["runs"][2]
+    # The server ran the tree: its version names the commit, as setuptools-scm would write it.
+    assert run["server_info"]["version"].startswith("0.5.9.dev6+g")
+    assert history["tip"].startswith(run["server_info"]["version"].split("+g")[1])
+    assert run["env"]["PATCHKIT_EAGLE3_VERIFY_TIMING"] == "1"
+    assert run["env"]["PYTHONPATH"].endswith("/python")
+    assert len(run["logs"]["env_checked_pids"]) == 3  # server + 2 workers
+    assert run["manifests"][0]["name"] == "standin"
+    assert {r["status"] for r in run["manifests"][0]["results"]} == {"APPLY"}
+    assert run["guard"]["ok"] is True
+    assert run["interpreter"]["packages"].keys() >= {"sglang", "torch", "sgl-kernel", "transformers"}
+    assert Path(run["logs"]["server"]).is_file()
+    assert marker.read_text().split() == (["server"] + ["client"] * 3) * 4
+    # The table for people.
+    people = run_cli(capsys, "runs", "--repo", history.path, "--store", store)
+    assert people.code == 0 and "output_tok_s=65.00" in people.out
+
+
+def test_refused_commit_starts_nothing(capsys, history, manifest, store, tmp_path):
+    marker = tmp_path / "marker"
+    result = bench(capsys, history, manifest, store, "--commit", history["break-model"], "--set", f"marker={marker}")
+    assert result.code == 1
+    runs = result.json["runs"]
+    assert [r["outcome"] for r in runs] == ["refused", "refused"]
+    assert "CLASS_NOT_FOUND" in runs[0]["reason"]
+    assert runs[0]["samples"] == {} and runs[0]["commands"] == {}
+    assert not marker.exists()  # neither server nor client ran
+    people = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store,
+                     "--commit", history["break-model"], "--profile", "eagle3")  # fmt: skip
+    assert people.code == 1
+    assert "refused" in people.out and "standin:hooks FAIL CLASS_NOT_FOUND" in people.out
+
+
+def one(capsys, history, manifest, store, tmp_path, server_args, *extra, profile="eagle3"):
+    pid_file = tmp_path / "pids"
+    result = bench(
+        capsys, history, manifest, store, "--commit", history["tip"], "--profile", profile,
+        "--set", f"server_args=--workers 2 --pid-file {pid_file} {server_args}", *extra,
+    )  # fmt: skip
+    return result, result.json["runs"][0], pid_file
+
+
+def test_never_healthy_times_out_and_kills_the_group(capsys, history, tmp_path, store):
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(ready_timeout=1.5))
+    started = time.monotonic()
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--never-healthy")
+    assert result.code == 1
+    assert run["outcome"] == "server-failed"
+    assert "did not answer 200 within 1.5s" in run["reason"]
+    assert time.monotonic() - started < 15
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_server_exiting_during_startup_stops_at_once(capsys, history, manifest, store, tmp_path):
+    started = time.monotonic()
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--exit-during-startup 3")
+    assert run["outcome"] == "server-failed"
+    assert "exited with code 3 before it was healthy" in run["reason"]
+    assert any("CUDA out of memory" in line for line in run["details"])  # the log's last lines
+    assert time.monotonic() - started < 10  # not the 20 s ready_timeout
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_server_dying_mid_run(capsys, history, manifest, store, tmp_path):
+    # warmup makes 2 requests; the third (first measured run) kills the server, its workers stay orphaned.
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--die-after 2")
+    assert run["outcome"] == "server-failed"
+    assert "during client run 1/2" in run["reason"]
+    assert any("fatal error in the scheduler" in line for line in run["details"])
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_port_already_in_use(capsys, history, manifest, store, tmp_path):
+    marker = tmp_path / "marker"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = bench(capsys, history, manifest, store, "--commit", history["tip"], "--profile", "eagle3",
+                       "--set", f"port={port}", "--set", f"marker={marker}")  # fmt: skip
+    run = result.json["runs"][0]
+    assert run["outcome"] == "refused"
+    assert f"port {port} on 127.0.0.1 is already in use" in run["reason"]
+    assert not marker.exists()
+
+
+def test_worker_lacking_an_env_variable(capsys, history, manifest, store, tmp_path):
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--drop-env NCCL_MIN_NCHANNELS")
+    assert run["outcome"] == "refused"
+    assert "start environment" in run["reason"]
+    worker_pid = int(pids.read_text().split()[-1])
+    assert run["details"] == [f"pid {worker_pid} ({run['details'][0].split('(', 1)[1]}"]
+    assert "--worker" in run["details"][0] and run["details"][0].endswith("lacks NCCL_MIN_NCHANNELS")
+    assert run["samples"]["output_tok_s"] == []  # no client ran
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+@pytest.mark.parametrize(
+    ("reported", "words"),
+    [("0.5.9.dev3+gdeadbee", "(+gdeadbee, another commit)"), ("0.5.7", "reports version 0.5.7, not 0.5.9.dev6+g")],
+)
+def test_version_mismatch_refuses(capsys, history, manifest, store, tmp_path, reported, words):
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, f"--report-version {reported}")
+    assert run["outcome"] == "refused"
+    assert words in run["reason"] and "not running this tree" in run["reason"]
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_missing_metric_is_missing_not_zero(capsys, history, manifest, store, tmp_path):
+    result = bench(capsys, history, manifest, store, "--commit", history["tip"], "--profile", "baseline",
+                   "--set", "client_args=--no-output --spelling token")  # fmt: skip
+    run = result.json["runs"][0]
+    assert result.code == 1
+    assert run["outcome"] == "metric-missing"
+    assert run["samples"]["output_tok_s"] == [None, None]
+    assert run["samples"]["output_tok_s_printed"] == [65.0, 65.0]
+    assert run["stats"]["output_tok_s"] == {"median": None, "min": None, "max": None, "n": 0, "missing": 2}
+    assert [m["log"].rsplit("/", 1)[1] for m in run["missing"]] == ["output-2.jsonl", "output-3.jsonl"]
+    stored = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").json["runs"][0]
+    assert stored["stats"]["output_tok_s"]["median"] is None
+
+
+def test_ctrl_c_stops_the_server_group(history, manifest, tmp_path):
+    pid_file = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store",
+         str(tmp_path / "s.sqlite"), "--commit", history["tip"], "--profile", "eagle3",
+         "--set", f"server_args=--workers 2 --delay 60 --pid-file {pid_file}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and len(pid_file.read_text().split()) == 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pid_file.exists(), proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and err.strip().endswith(b"patchkit: aborted")
+    assert_nothing_left(pid_file)
+
+
+def test_compare_names_the_planted_commit(capsys, history, manifest, store):
+    result = bench(capsys, history, manifest, store, "--commit", history["restore-model"], "--commit",
+                   history["docs-2"], "--profile", "eagle3")  # fmt: skip
+    assert result.code == 0, result.err
+    a, b = (r["run"] for r in result.json["runs"])
+    cmp = run_cli(capsys, "compare", str(a), str(b), "--repo", history.path, "--store", store, "--json")
+    assert cmp.code == 0, cmp.err
+    data = cmp.json
+    assert set(data) == {"version", "command", "threshold", "a", "b", "metrics", "provenance"}
+    assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host"}
+    subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]
+    assert subjects == ["docs: more notes", SLOW_SUBJECT]
+    rows = {r["metric"]: r for r in data["metrics"]}
+    assert rows["output_tok_s"]["significant"] is True and rows["output_tok_s"]["direction"] == "worse"
+    assert rows["verify_ms"]["direction"] == "worse"
+    assert data["provenance"]["env"] == []  # same env, once the per-commit tree path is factored out
+    versions = {d["key"] for d in data["provenance"]["versions"]}
+    assert versions == {"server_info.version"}
+    people = run_cli(capsys, "compare", "--commit", history["restore-model"], "--commit", history["docs-2"],
+                     "--profile", "eagle3", "--repo", history.path, "--store", store)  # fmt: skip
+    assert SLOW_SUBJECT in people.out and "yes (worse)" in people.out
+
+
+def test_compare_within_threshold_is_not_significant(capsys, history, manifest, store):
+    result = bench(capsys, history, manifest, store, "--commit", history["base"], "--commit", history["docs"],
+                   "--profile", "baseline")  # fmt: skip
+    a, b = (r["run"] for r in result.json["runs"])
+    rows = run_cli(capsys, "compare", str(a), str(b), "--repo", history.path, "--store", store, "--json").json
+    assert {r["metric"]: r["significant"] for r in rows["metrics"]} == {
+        "output_tok_s": False, "output_tok_s_printed": False, "verify_ms": False,
+    }  # fmt: skip
+
+
+def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, history, manifest, store):
+    result = run_cli(
+        capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["base"],
+        "--bad", history["tip"], "--metric", "output_tok_s", "--ratio", "0.9", "--profile", "eagle3", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    data = result.json
+    assert set(data) == {
+        "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
+        "maybe", "error",
+    }  # fmt: skip
+    assert data["first_bad"]["subject"] == SLOW_SUBJECT
+    assert data["first_bad"]["commit"] == history["slow"]
+    assert [s["commit"] for s in data["skipped"]] == [history["break-model"]]
+    benchmarked = {s["commit"] for s in data["steps"]}
+    assert history["break-model"] not in benchmarked
+    assert {s["verdict"] for s in data["steps"]} == {"good", "bad"}
+    stored = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").json["runs"]
+    assert [r["run"] for r in stored] == [s["run"] for s in data["steps"]]  # every step is stored
+    assert history["break-model"] not in {r["commit"] for r in stored}
+
+
+def test_bisect_with_absolute_threshold_on_a_lower_is_better_metric(capsys, history, manifest, store):
+    result = run_cli(
+        capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["docs"],
+        "--bad", history["docs-2"], "--metric", "verify_ms", "--max", "25", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.json["profile"] == "eagle3"  # the first profile
+    assert result.json["first_bad"]["commit"] == history["slow"]
+
+
+def test_bench_usage_errors(capsys, history, manifest, store):
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--set", "promts=1")
+    assert (
+        result.code == 2 and "did you mean 'prompts'" not in result.err and "'promts' is not a variable" in result.err
+    )
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--profile", "eagle")
+    assert result.code == 2 and "no profile 'eagle'; did you mean 'eagle3'?" in result.err
+    result = run_cli(capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good",
+                     history["base"], "--bad", history["tip"], "--metric", "output_tok_s")  # fmt: skip
+    assert result.code == 2 and "exactly one of --min X, --max X, --ratio R" in result.err
+    result = run_cli(capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good",
+                     history["break-model"], "--bad", history["tip"], "--metric", "output_tok_s", "--min", "1")  # fmt: skip
+    assert result.code == 2 and "cannot apply at --good" in result.err
+    assert not store.exists() or "refused" not in store.read_bytes().decode("latin-1")
+    assert os.environ.get("NO_COLOR") == "1"
