@@ -170,3 +170,39 @@ def test_set_may_only_override_known_names(tmp_path):
         bench.resolve_vars("eagle3", {"promts": "1"})
     assert caught.value.hint == "did you mean 'prompts'?"
     assert bench.resolve_vars("eagle3", {"port": "1234"})["port"] == "1234"
+
+
+def test_kimi_manifest_bench_profiles_and_metrics(project_root):
+    from pathlib import Path
+
+    from patchkit.bench.metrics import extract
+
+    bench = load_manifest(project_root / "manifests" / "kimi-k25-eagle3.toml").bench
+    assert bench is not None
+    assert list(bench.profiles) == ["eagle3", "baseline"]
+    assert [m.name for m in bench.metrics] == ["output_tok_s", "output_tok_s_printed", "accept_length", "verify_ms"]
+    eagle = bench.resolve_vars("eagle3")["server_args"].split()
+    for flag in ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps",
+                 "--speculative-eagle-topk", "--speculative-num-draft-tokens"):  # fmt: skip
+        assert flag in eagle
+    assert bench.resolve_vars("baseline")["server_args"] == ""
+    assert bench.scm_version_file == "python/sglang/_version.py"
+    # bench_serving prints "{:<40} {:<10.2f}"; both spellings are read.
+    printed = bench.metric("output_tok_s_printed")
+    for label in ("Output token throughput (tok/s):", "Output token throughput (token/s):"):
+        line = f"{label:<40} {61.25:<10.2f}"
+        assert extract(printed, stdout=line, output=Path("/nonexistent"), server_log="") == 61.25
+    # The line the eagle3-verify-timing payload prints, once per rank and step: the run's median.
+    timing = (project_root / "patches" / "eagle3_verify_timing.py").read_text(encoding="utf-8")
+    assert 'print(f"[patchkit] eagle3 verify_ms={elapsed_ms:.1f}"' in timing
+    log = "\n".join(f"[patchkit] eagle3 verify_ms={v:.1f}" for v in (29.0, 18.5, 19.5))
+    assert extract(bench.metric("verify_ms"), stdout="", output=Path("/nonexistent"), server_log=log) == 19.5
+    assert not bench.metric("accept_length").applies_to("baseline")
+    assert bench.metric("output_tok_s").applies_to("baseline")
+
+
+def test_metric_profiles_must_exist(tmp_path, capsys):
+    text = EXAMPLE.replace('better = "lower"', 'better = "lower"\nprofiles = ["eagle"]')
+    result = run_cli(capsys, "validate", "-m", write(tmp_path, text))
+    assert result.code == 2
+    assert "bench.metric[3].profiles[1]: no profile 'eagle' in [bench.profiles]; did you mean 'eagle3'?" in result.err

@@ -415,7 +415,7 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
         "server_info": None,
         "commands": {},
         "env": {},
-        "samples": {m.name: [] for m in config.metrics},
+        "samples": {m.name: [] for m in config.metrics if m.applies_to(spec.profile)},
         "missing": [],
         "clients": [],
     }
@@ -543,6 +543,8 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
                 continue
             stdout = out_path.read_text(encoding="utf-8", errors="replace")
             for metric in config.metrics:
+                if not metric.applies_to(spec.profile):
+                    continue
                 value = extract(metric, stdout=stdout, output=output, server_log=log_text)
                 state["samples"][metric.name].append(value)
                 if value is None:

@@ -41,10 +41,15 @@ class Metric:
     regex: tuple[str, ...] = ()  # stdout / server-log: alternatives, each with one group
     aggregate: str = "last"  # several matches in one run -> one value
     unit: str | None = None
+    profiles: tuple[str, ...] = ()  # read only in these profiles (empty: all)
+
+    def applies_to(self, profile: str) -> bool:
+        return not self.profiles or profile in self.profiles
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "profiles": list(self.profiles),
             "source": self.source,
             "better": self.better,
             "key": self.key,
@@ -209,6 +214,7 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
                 regex=regexes,
                 aggregate=item.get("aggregate", "last"),
                 unit=item.get("unit"),
+                profiles=tuple(item.get("profiles", ())),
             )
         )
 
@@ -217,6 +223,15 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         for name, p in table.get("profiles", {}).items()
     }
     base_vars = dict(table.get("vars", {}))
+    for index, metric in enumerate(metrics):
+        for position, name in enumerate(metric.profiles):
+            if name not in profiles:
+                close = difflib.get_close_matches(name, list(profiles), n=1)
+                raise fail(
+                    ["bench", "metric", index, "profiles", position],
+                    f"no profile {name!r} in [bench.profiles]",
+                    f"did you mean {close[0]!r}?" if close else f"profiles: {', '.join(profiles) or '(none)'}",
+                )
     for builtin in ("output", "tree", "python"):
         for where, values in [(["bench", "vars"], base_vars)] + [
             (["bench", "profiles", n, "vars"], dict(p.vars)) for n, p in profiles.items()
