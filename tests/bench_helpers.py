@@ -79,7 +79,7 @@ def bench_table(**over: Any) -> dict[str, Any]:
         },
     }
     table.update(over)
-    return table
+    return {k: v for k, v in table.items() if v is not None}
 
 
 PROFILES = {
