@@ -109,7 +109,8 @@ def test_refused_commit_starts_nothing(capsys, history, manifest, store, tmp_pat
     assert result.code == 1
     runs = result.json["runs"]
     assert [r["outcome"] for r in runs] == ["refused", "refused"]
-    assert "CLASS_NOT_FOUND" in runs[0]["reason"]
+    assert "nothing was started" in runs[0]["reason"]
+    assert any("standin:hooks FAIL CLASS_NOT_FOUND" in d for d in runs[0]["details"])
     assert runs[0]["samples"] == {} and runs[0]["commands"] == {}
     assert not marker.exists()  # neither server nor client ran
     people = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store,

@@ -157,12 +157,12 @@ class Session:
 
 def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig) -> RunRecord:
     stamp = now()
-    blocking = "; ".join(prepared.reasons[:3]) + (" ..." if len(prepared.reasons) > 3 else "")
     record: dict[str, Any] = {
         "commit": commit_json(prepared.commit),
         "profile": profile,
         "outcome": "refused",
-        "reason": f"the patches do not apply in full, so nothing was started: {blocking}",
+        "reason": f"{len(prepared.reasons)} required patch(es) cannot apply or are not in place at this commit "
+        "(listed in details); nothing was started",
         "details": list(prepared.reasons),
         "started_at": stamp,
         "finished_at": stamp,

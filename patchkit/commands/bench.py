@@ -86,8 +86,7 @@ def bench(
 
 def run_line(record: RunRecord) -> str:
     sha = record.commit["sha"][:10]
-    head = f"run {record.run_id}: {sha} {record.profile}: {record.outcome}"
-    return head + (f" ({record.reason})" if record.reason and record.outcome != "ok" else "")
+    return f"run {record.run_id}: {sha} {record.profile}: {record.outcome}"
 
 
 def explain_lines(record: RunRecord) -> list[str]:

@@ -24,8 +24,10 @@ def main() -> int:
     parser.add_argument("--output-file", required=True)
     parser.add_argument("--num-prompts", type=int, default=4)
     parser.add_argument("--throughput-file", default=None)
+    parser.add_argument("--throughput", type=float, default=100.0, help="tok/s when there is no --throughput-file")
     parser.add_argument("--slow-if-exists", default=None)
     parser.add_argument("--slow-factor", type=float, default=0.65)
+    parser.add_argument("--slow-if-contains", default=None, help="PATH=TEXT: slow when the tree's PATH contains TEXT")
     parser.add_argument("--spelling", choices=["tok", "token"], default="tok")
     parser.add_argument("--accept-length", type=float, default=3.2)
     parser.add_argument("--no-output", action="store_true", help="write no JSON line (a missing metric)")
@@ -42,11 +44,16 @@ def main() -> int:
         print("Traceback: stand-in client failure", file=sys.stderr)
         return 1
     tree = Path(args.tree)
-    throughput = 100.0
+    throughput = args.throughput
     if args.throughput_file and (tree / args.throughput_file).exists():
         throughput = float((tree / args.throughput_file).read_text().strip())
     if args.slow_if_exists and (tree / args.slow_if_exists).exists():
         throughput *= args.slow_factor
+    if args.slow_if_contains:
+        path, _, text = args.slow_if_contains.partition("=")
+        target = tree / path
+        if target.is_file() and text in target.read_text(encoding="utf-8", errors="replace"):
+            throughput *= args.slow_factor
     print("============ Serving Benchmark Result ============")
     print(f"{'Backend:':<40} sglang")
     print(f"{'Successful requests:':<40} {args.num_prompts}")

@@ -60,6 +60,7 @@ def main() -> None:
     parser.add_argument("--verify-ms", type=float, default=18.0)
     parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
     parser.add_argument("--slow-factor", type=float, default=1.6)
+    parser.add_argument("--slow-if-contains", default=None, help="PATH=TEXT: slow when the tree's PATH contains TEXT")
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker()
@@ -90,6 +91,11 @@ def main() -> None:
     verify_ms = args.verify_ms
     if args.slow_if_exists and (Path(args.tree) / args.slow_if_exists).exists():
         verify_ms *= args.slow_factor
+    if args.slow_if_contains:
+        path, _, text = args.slow_if_contains.partition("=")
+        target = Path(args.tree) / path
+        if target.is_file() and text in target.read_text(encoding="utf-8", errors="replace"):
+            verify_ms *= args.slow_factor
     timing = os.environ.get("PATCHKIT_EAGLE3_VERIFY_TIMING") == "1"
     served = {"generate": 0}
 
