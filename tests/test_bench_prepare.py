@@ -83,3 +83,30 @@ def test_static_version_file(tmp_path, history):
         "the server reports version 0.5.0, the tree's python/sglang/version.py says 0.4.6.post4: "
         "it is not running this tree"
     )
+
+
+def test_gpu_standin_runs_the_applied_timing_code(tmp_path, sglang_history, project_root, monkeypatch, capfd):
+    """The GPU stand-in's workers time with the code eagle3-verify-timing put in the tree (CPU half of it here)."""
+    import sys
+
+    from patchkit.engine.commit_apply import apply_at_commit
+
+    tree = tmp_path / "wt"
+    repo = Repo.discover(sglang_history.path)
+    report = apply_at_commit(
+        load_manifest(project_root / "manifests" / "eagle3-verify-timing.toml"),
+        repo,
+        sglang_history["verify-nvtx"],
+        worktree=str(tree),
+    )
+    assert not report.refused
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "standin"))
+    monkeypatch.setenv("PATCHKIT_EAGLE3_VERIFY_TIMING", "1")
+    sys.modules.pop("server", None)
+    import server  # tests/standin/server.py
+
+    helpers = server.timing_helpers(str(tree))
+    assert helpers["_PATCHKIT_VERIFY_TIMING"] is True
+    helpers["_patchkit_verify_timer_stop"](helpers["_patchkit_verify_timer_start"]())
+    assert capfd.readouterr().err.startswith("[patchkit] eagle3 verify_ms=")
+    sys.modules.pop("server", None)

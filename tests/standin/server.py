@@ -33,6 +33,49 @@ def worker() -> None:
         time.sleep(0.2)
 
 
+def timing_helpers(tree: str) -> dict:
+    """The module-level code eagle3-verify-timing adds to the tree's eagle_worker.py, executed on its own.
+
+    The tree's eagle_worker.py imports SGLang internals the demo tree does not
+    have, so the GPU stand-in runs just the patch's definitions (the flag, read
+    from the environment at "import", and the timer helpers) from the patched file.
+    """
+    import ast
+
+    path = Path(tree) / "python/sglang/srt/speculative/eagle_worker.py"
+    module = ast.parse(path.read_text(encoding="utf-8"))
+    keep = [
+        node
+        for node in module.body
+        if (isinstance(node, ast.FunctionDef) and node.name.startswith("_patchkit_"))
+        or (isinstance(node, ast.Assign) and any(getattr(t, "id", "").startswith("_PATCHKIT_") for t in node.targets))
+    ]
+    if not keep:
+        raise SystemExit(f"{path} has no eagle3-verify-timing code: apply the manifest first")
+    code = "import os, sys, time\nfrom typing import Optional\n" + "\n".join(ast.unparse(n) for n in keep)
+    namespace: dict = {}
+    exec(compile(code, str(path), "exec"), namespace)
+    return namespace
+
+
+def torch_worker(rank: int, tree: str, jobs, done) -> None:
+    """A TP-rank stand-in started with torch.multiprocessing (spawn): real CUDA work, timed by the patch's code."""
+    import torch
+
+    helpers = timing_helpers(tree)
+    device = torch.device("cuda", rank % max(1, torch.cuda.device_count()))
+    a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        t0 = helpers["_patchkit_verify_timer_start"]() if helpers["_PATCHKIT_VERIFY_TIMING"] else None
+        for _ in range(job):
+            a = (a @ a).tanh()
+        helpers["_patchkit_verify_timer_stop"](t0)
+        done.put(rank)
+
+
 def tree_version() -> str:
     try:
         from sglang._version import __version__  # type: ignore[import-not-found]
@@ -57,6 +100,8 @@ def main() -> None:
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--pid-file", default=None)
     parser.add_argument("--marker", default=None, help="append 'server' to this file when starting")
+    parser.add_argument("--torch-workers", type=int, default=0, help="GPU: spawn workers with torch.multiprocessing")
+    parser.add_argument("--matmuls", type=int, default=20, help="GPU: matmuls per verify step per worker")
     parser.add_argument("--verify-ms", type=float, default=18.0)
     parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
     parser.add_argument("--slow-factor", type=float, default=1.6)
@@ -78,6 +123,19 @@ def main() -> None:
         if args.drop_env and index == args.workers - 1:
             env.pop(args.drop_env, None)
         workers.append(subprocess.Popen([sys.executable, __file__, "--worker", f"--rank={index}"], env=env))
+    gpu_jobs: list = []
+    gpu_done = None
+    if args.torch_workers:
+        import torch.multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        gpu_done = ctx.Queue()
+        for rank in range(args.torch_workers):
+            queue = ctx.Queue()
+            process = ctx.Process(target=torch_worker, args=(rank, args.tree, queue, gpu_done), daemon=True)
+            process.start()
+            gpu_jobs.append(queue)
+            workers.append(process)
     if args.pid_file:
         Path(args.pid_file).write_text("\n".join(str(p) for p in [os.getpid(), *(w.pid for w in workers)]) + "\n")
 
@@ -122,7 +180,12 @@ def main() -> None:
                 if args.die_after is not None and served["generate"] > args.die_after:
                     print("stand-in server: fatal error in the scheduler", file=sys.stderr, flush=True)
                     os._exit(17)
-                if timing:
+                if gpu_jobs and gpu_done is not None:
+                    for queue in gpu_jobs:
+                        queue.put(args.matmuls)
+                    for _ in gpu_jobs:
+                        gpu_done.get(timeout=120)
+                elif timing:
                     for rank in range(max(1, len(workers))):
                         print(f"[patchkit] eagle3 verify_ms={verify_ms + rank * 0.1:.1f}", file=sys.stderr, flush=True)
                 self.reply(200, {"text": "ok"})
