@@ -308,3 +308,39 @@ def test_bench_usage_errors(capsys, history, manifest, store):
     err = cli("bisect", "--good", tip, "--bad", base, "--metric", "output_tok_s", "--min", "1")
     assert "is not a first-parent descendant" in err
     assert "no metric 'tok_s'" in cli("bisect", "--good", base, "--bad", tip, "--metric", "tok_s", "--min", "1")
+
+
+def test_sigterm_ignored_gets_sigkill(capsys, history, tmp_path, store):
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(stop_grace=0.5, repeat=1))
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--ignore-sigterm")
+    assert result.code == 0, run
+    assert run["outcome"] == "ok"
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_path):
+    from patchkit.bench.session import Session
+    from patchkit.git import Repo
+    from patchkit.manifest import load_manifest
+
+    repo = Repo.discover(history.path)
+    seen: list[tuple[str, str]] = []
+    session = Session.open(
+        repo, [load_manifest(manifest)], store=None, worktree_root_dir=str(tmp_path / "wts"), sets={}, repeat=2
+    )
+    session.progress = lambda commit, profile, phase, detail: seen.append((phase, detail))
+    with session.store:
+        record = session.run(repo.commit(history["docs"]), "baseline")
+    assert record.outcome == "ok"
+    phases = list(dict.fromkeys(p for p, _ in seen))
+    assert phases == [
+        "preparing worktree", "checking imports", "reading provenance", "starting server", "waiting for health",
+        "checking worker environments", "client", "stopping server",
+    ]  # fmt: skip
+    assert [d for p, d in seen if p == "client"] == ["warmup 1/1", "run 1/2", "run 2/2"]
+    assert all(d.endswith("of 20s") for p, d in seen if p == "waiting for health")
+    assert (tmp_path / "wts" / history["docs"][:12]).is_dir()
+    # The default store is in the common git dir: a linked worktree sees the same runs.
+    assert session.store.path == history.path / ".git" / "patchkit" / "bench.sqlite"
+    linked = Repo.discover(tmp_path / "wts" / history["docs"][:12])
+    assert linked.common_dir == (history.path / ".git").resolve()
