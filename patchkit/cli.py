@@ -220,31 +220,45 @@ def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--store", default=None, metavar="FILE", help=STORE_HELP)(f)
 
 
+def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options bench and bisect share: manifests, repo, --repeat, --set, --worktree-root, --store, --json."""
+    options: list[Callable[..., Any]] = [
+        click.option(
+            "-m",
+            "--manifest",
+            "manifests",
+            multiple=True,
+            required=True,
+            metavar="MANIFEST",
+            help=MANIFEST_HELP + " Repeatable: all are applied; exactly one has the [bench] table.",
+        ),
+        repo_option,
+        click.option(
+            "--repeat", type=click.IntRange(min=1), default=None, metavar="N", help="Measured client runs per job."
+        ),
+        click.option(
+            "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable."
+        ),
+        click.option(
+            "--worktree-root",
+            default=None,
+            metavar="DIR",
+            help="Where the per-commit worktrees live (default: <git-common-dir>/patchkit/worktrees).",
+        ),
+        store_option,
+        json_option,
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
-@click.option(
-    "-m",
-    "--manifest",
-    "manifests",
-    multiple=True,
-    required=True,
-    metavar="MANIFEST",
-    help=MANIFEST_HELP + " Repeatable: all are applied; exactly one has the [bench] table.",
-)
-@repo_option
+@bench_options
 @click.option(
     "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
 )
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
-@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N", help="Measured client runs per job.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable.")
-@json_option
-@click.option(
-    "--worktree-root",
-    default=None,
-    metavar="DIR",
-    help="Where the per-commit worktrees live (default: <git-common-dir>/patchkit/worktrees).",
-)
-@store_option
 def bench(**kwargs: Any) -> int:
     """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
     from patchkit.commands.bench import bench as run
@@ -299,16 +313,7 @@ def compare(**kwargs: Any) -> int:
 
 
 @cli.command(epilog=BENCH_EXIT_HELP)
-@click.option(
-    "-m",
-    "--manifest",
-    "manifests",
-    multiple=True,
-    required=True,
-    metavar="MANIFEST",
-    help=MANIFEST_HELP + " Repeatable, as for bench.",
-)
-@repo_option
+@bench_options
 @click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
 @click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")
@@ -322,11 +327,6 @@ def compare(**kwargs: Any) -> int:
     help="Bad when median / GOOD's median is below R (better = higher) or above R (better = lower).",
 )
 @click.option("--profile", default=None, metavar="P", help="The [bench] profile (default: the first).")
-@click.option("--repeat", type=click.IntRange(min=1), default=None, metavar="N", help="Measured client runs per step.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable.")
-@click.option("--worktree-root", default=None, metavar="DIR", help="Where the per-commit worktrees live.")
-@store_option
-@json_option
 def bisect(**kwargs: Any) -> int:
     """Find the first commit where a metric goes bad: binary search over first-parent history.
 

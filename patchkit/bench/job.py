@@ -99,6 +99,16 @@ class RunRecord:
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
 
+    def ident(self) -> dict[str, Any]:
+        """What names a run in tables and JSON: run number, commit, subject, profile, outcome."""
+        return {
+            "run": self.run_id,
+            "commit": self.commit["sha"],
+            "subject": self.commit["subject"],
+            "profile": self.profile,
+            "outcome": self.outcome,
+        }
+
     def stats(self) -> dict[str, dict[str, Any]]:
         return {name: summary(values) for name, values in self.samples.items()}
 
@@ -336,18 +346,8 @@ def _import_check(python: str, modules: tuple[str, ...], env: Mapping[str, str],
         "        out[name] = 'error: ' + repr(exc)\n"
         "print(json.dumps(out))\n"
     )
-    try:
-        proc = subprocess.run(
-            [python, "-c", code, *modules],
-            check=False,
-            capture_output=True,
-            env=dict(env),
-            cwd=tree,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
-        found = json.loads(proc.stdout.decode().strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+    found = provenance.probe_json(python, code, env, str(tree), 120, modules)
+    if not isinstance(found, dict):
         return [f"{python} could not run the import check"]
     root = tree.resolve()
     for name in modules:

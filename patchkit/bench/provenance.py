@@ -20,7 +20,7 @@ import platform
 import shutil
 import socket
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 PACKAGES = ("sglang", "torch", "sgl-kernel", "flashinfer-python", "flashinfer", "transformers")
@@ -127,19 +127,27 @@ def gpu_facts(timeout: float = 20.0) -> list[dict[str, Any]] | None:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
+    out = run_quiet([exe, f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"], timeout=timeout)
+    return None if out is None else parse_query_csv(out)
+
+
+def run_quiet(
+    cmd: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None, cwd: str | None = None
+) -> str | None:
+    """stdout of a command that exits 0 within ``timeout``, else None (provenance never stops a run)."""
     try:
         proc = subprocess.run(
-            [exe, f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv"],
+            list(cmd),
             check=False,
             capture_output=True,
+            env=None if env is None else dict(env),
+            cwd=cwd,
             timeout=timeout,
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
-    if proc.returncode != 0:
-        return None
-    return parse_query_csv(proc.stdout.decode("utf-8", "replace"))
+    return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
 
 def host_facts() -> dict[str, Any]:
@@ -177,34 +185,24 @@ else:
 """
 
 
-def _probe(python: str, code: str, env: Mapping[str, str], cwd: str, timeout: float) -> Any:
+def probe_json(
+    python: str, code: str, env: Mapping[str, str], cwd: str, timeout: float, args: Sequence[str] = ()
+) -> Any:
+    """The JSON value a ``python -c code args...`` probe prints last, or None."""
+    out = run_quiet([python, "-c", code, *args], timeout=timeout, env=env, cwd=cwd)
     try:
-        proc = subprocess.run(
-            [python, "-c", code],
-            check=False,
-            capture_output=True,
-            env=dict(env),
-            cwd=cwd,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
-        return None
-    try:
-        return json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        return None if out is None else json.loads(out.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
         return None
 
 
 def interpreter_facts(python: str, env: Mapping[str, str], cwd: str, timeout: float = 60.0) -> dict[str, Any] | None:
     """sys.version, the executable and PACKAGES' versions, as the bench interpreter sees them."""
-    result: dict[str, Any] | None = _probe(python, _PACKAGE_PROBE % (PACKAGES,), env, cwd, timeout)
+    result: dict[str, Any] | None = probe_json(python, _PACKAGE_PROBE % (PACKAGES,), env, cwd, timeout)
     return result
 
 
 def torch_facts(python: str, env: Mapping[str, str], cwd: str, timeout: float = 120.0) -> dict[str, Any] | None:
     """torch, CUDA, cuDNN and NCCL versions as torch reports them; None without torch."""
-    result: dict[str, Any] | None = _probe(python, _TORCH_PROBE, env, cwd, timeout)
+    result: dict[str, Any] | None = probe_json(python, _TORCH_PROBE, env, cwd, timeout)
     return result

@@ -121,11 +121,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
 
 def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float | None) -> dict[str, Any]:
     return {
-        "run": record.run_id,
-        "commit": record.commit["sha"],
-        "subject": record.commit["subject"],
-        "profile": record.profile,
-        "outcome": record.outcome,
+        **record.ident(),
         "metric": metric,
         "median": s.get("median"),
         "min": s.get("min"),

@@ -181,8 +181,8 @@ def compare_records(repo: Repo, a: RunRecord, b: RunRecord, *, threshold: float)
         "version": 1,
         "command": "compare",
         "threshold": threshold,
-        "a": _side(a),
-        "b": _side(b),
+        "a": a.ident(),
+        "b": b.ident(),
         "metrics": metric_rows(a, b, threshold, better),
         "provenance": provenance,
     }
@@ -197,16 +197,6 @@ def _env_shape(record: RunRecord) -> dict[str, str]:
             continue
         out[key] = value.replace(tree, "{tree}") if tree else value
     return out
-
-
-def _side(record: RunRecord) -> dict[str, Any]:
-    return {
-        "run": record.run_id,
-        "commit": record.commit["sha"],
-        "subject": record.commit["subject"],
-        "profile": record.profile,
-        "outcome": record.outcome,
-    }
 
 
 def show(console: Console, result: dict[str, Any]) -> None:

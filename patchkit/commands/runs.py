@@ -32,11 +32,7 @@ def runs(
                 "store": str(path),
                 "runs": [
                     {
-                        "run": r.run_id,
-                        "commit": r.commit["sha"],
-                        "subject": r.commit["subject"],
-                        "profile": r.profile,
-                        "outcome": r.outcome,
+                        **r.ident(),
                         "reason": r.reason,
                         "started_at": r.started_at,
                         "host": r.host.get("hostname"),

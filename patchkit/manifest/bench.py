@@ -97,22 +97,15 @@ class BenchConfig:
         if not self.profiles and name == "default":
             return Profile("default")
         if name not in self.profiles:
-            close = difflib.get_close_matches(name, list(self.profiles), n=1)
-            raise UsageError(
-                f"the manifest's [bench] has no profile {name!r}",
-                hint=f"did you mean {close[0]!r}?" if close else f"profiles: {', '.join(self.profile_names())}",
-            )
+            raise UsageError(f"the manifest's [bench] has no profile {name!r}", hint=_close(name, self.profile_names()))
         return self.profiles[name]
 
     def metric(self, name: str) -> Metric:
         for metric in self.metrics:
             if metric.name == name:
                 return metric
-        known = [m.name for m in self.metrics]
-        close = difflib.get_close_matches(name, known, n=1)
         raise UsageError(
-            f"the manifest's [bench] has no metric {name!r}",
-            hint=f"did you mean {close[0]!r}?" if close else f"metrics: {', '.join(known)}",
+            f"the manifest's [bench] has no metric {name!r}", hint=_close(name, [m.name for m in self.metrics])
         )
 
     def resolve_vars(self, profile: str, overrides: Mapping[str, str] = {}) -> dict[str, str]:
@@ -121,11 +114,9 @@ class BenchConfig:
         values = {**self.vars, **chosen.vars}
         for key in overrides:
             if key not in values and key != "port":
-                known = sorted(values)
-                close = difflib.get_close_matches(key, known, n=1)
                 raise UsageError(
                     f"--set {key}=...: {key!r} is not a variable of [bench] or of profile {profile!r}",
-                    hint=f"did you mean {close[0]!r}?" if close else f"variables: {', '.join(known) or '(none)'}",
+                    hint=_close(key, sorted(values)),
                 )
         values.update(overrides)
         return values
@@ -145,6 +136,12 @@ class BenchConfig:
             "profiles": sorted(self.profiles),
             "metrics": [m.to_json() for m in self.metrics],
         }
+
+
+def _close(name: str, known: list[str]) -> str:
+    """The hint for an unknown name: the closest known one, or all of them."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known) or '(none)'}"
 
 
 def placeholders(template: str) -> list[str]:
@@ -226,11 +223,10 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
     for index, metric in enumerate(metrics):
         for position, name in enumerate(metric.profiles):
             if name not in profiles:
-                close = difflib.get_close_matches(name, list(profiles), n=1)
                 raise fail(
                     ["bench", "metric", index, "profiles", position],
                     f"no profile {name!r} in [bench.profiles]",
-                    f"did you mean {close[0]!r}?" if close else f"profiles: {', '.join(profiles) or '(none)'}",
+                    _close(name, list(profiles)),
                 )
     for builtin in ("output", "tree", "python"):
         for where, values in [(["bench", "vars"], base_vars)] + [
