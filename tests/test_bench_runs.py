@@ -344,3 +344,28 @@ def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_
     assert session.store.path == history.path / ".git" / "patchkit" / "bench.sqlite"
     linked = Repo.discover(tmp_path / "wts" / history["docs"][:12])
     assert linked.common_dir == (history.path / ".git").resolve()
+
+
+def test_hand_edited_worktree_is_refused_and_the_next_commit_still_runs(
+    capsys, history, manifest, store, tmp_path, monkeypatch
+):
+    # An HTTP proxy in patchkit's environment must not answer the loopback health checks.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    root = tmp_path / "wts"
+    first = bench(capsys, history, manifest, store, "--commit", history["tip"], "--profile", "baseline",
+                  "--worktree-root", root)  # fmt: skip
+    assert first.json["runs"][0]["outcome"] == "ok", first.json["runs"][0]["reason"]
+    model = root / history["tip"][:12] / "python/sglang/srt/model.py"
+    model.write_text(model.read_text() + "# my experiment\n")
+    result = bench(capsys, history, manifest, store, "--commit", history["tip"], "--commit", history["docs"],
+                   "--profile", "baseline", "--worktree-root", root)  # fmt: skip
+    assert result.code == 1
+    refused, ok = result.json["runs"]
+    assert refused["outcome"] == "refused"
+    assert any("not patchkit's own" in d for d in refused["details"])
+    assert any("python/sglang/srt/model.py" in d for d in refused["details"])
+    assert ok["outcome"] == "ok" and ok["commit"]["sha"] == history["docs"]
+    assert model.read_text().endswith("# my experiment\n")  # nothing the user had is lost
+    rows = [r for r in result.json["table"] if r["metric"] == "output_tok_s"]
+    assert rows[0]["ratio"] == 1.0  # the first commit with a value is the base

@@ -295,10 +295,15 @@ def stop_group(proc: subprocess.Popen[bytes], known: set[int], grace: float) -> 
     return [f"process {pid} of the server's group is still running after SIGKILL" for pid in left]
 
 
+# No proxies: health and server_info are loopback URLs, and an HTTP_PROXY in
+# the environment (common on GPU hosts) must not answer for the server.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
     request = urllib.request.Request(url, headers={"User-Agent": "patchkit-bench"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             return int(response.status), response.read()
     except urllib.error.HTTPError as exc:
         return int(exc.code), b""

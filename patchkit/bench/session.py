@@ -22,7 +22,7 @@ from typing import Any
 from patchkit.bench import provenance
 from patchkit.bench.job import JobSpec, RunRecord, now, run_job
 from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
-from patchkit.errors import UsageError
+from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
@@ -116,9 +116,16 @@ class Session:
 
     def prepare(self, commit: Commit) -> Prepared:
         if commit.sha not in self._prepared:
-            self._prepared[commit.sha] = prepare_commit(
-                self.repo, self.manifests, commit, self.root, scm_version_file=self.config.scm_version_file
-            )
+            try:
+                prepared = prepare_commit(
+                    self.repo, self.manifests, commit, self.root, scm_version_file=self.config.scm_version_file
+                )
+            except (RefusedError, RepoError) as exc:
+                # A worktree that cannot be reused (edited by hand, git refusing): this commit is
+                # refused, the others still run.
+                items = tuple(getattr(exc, "items", ()))
+                prepared = Prepared(commit, None, (), True, (exc.one_line(), *items), {}, {}, None)
+            self._prepared[commit.sha] = prepared
         return self._prepared[commit.sha]
 
     def run(self, commit: Commit, profile: str) -> RunRecord:

@@ -100,10 +100,9 @@ def explain_lines(record: RunRecord) -> list[str]:
 
 
 def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-    """One row per commit, profile and metric; ratio = median / the first commit's median."""
+    """One row per commit, profile and metric; ratio = median / the first commit's median (the first that has one)."""
     first: dict[tuple[str, str], float] = {}
     rows: list[dict[str, Any]] = []
-    first_commit = records[0].commit["sha"] if records else None
     for record in records:
         stats = record.stats()
         if not stats:
@@ -111,7 +110,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
             continue
         for metric, s in stats.items():
             key = (record.profile, metric)
-            if record.commit["sha"] == first_commit and s["median"] is not None:
+            if s["median"] is not None:
                 first.setdefault(key, s["median"])
             base = first.get(key)
             ratio = s["median"] / base if base and s["median"] is not None else None
