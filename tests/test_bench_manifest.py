@@ -155,6 +155,12 @@ def test_placeholder_known_in_one_profile_only(tmp_path, capsys):
     assert "bench.server: unknown placeholder {draft} for profile(s) eagle3" in result.err
 
 
+def test_output_only_in_client(tmp_path, capsys):
+    text = EXAMPLE.replace("--port {port} {server_args}", "--port {port} --log {output} {server_args}")
+    result = run_cli(capsys, "validate", "-m", write(tmp_path, text))
+    assert result.code == 2 and "bench.server: {output} is the client's per-run output file" in result.err
+
+
 def test_builtin_cannot_be_set(tmp_path, capsys):
     text = EXAMPLE.replace('tp = "8",', 'tp = "8", output = "x",')
     result = run_cli(capsys, "validate", "-m", write(tmp_path, text))

@@ -200,10 +200,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def build_env(spec: JobSpec, *, base: Mapping[str, str]) -> dict[str, str]:
+def build_env(spec: JobSpec, values: Mapping[str, str], *, base: Mapping[str, str]) -> dict[str, str]:
     """The exact environment of server and client (``base`` is patchkit's own, for ``inherit``)."""
     config = spec.config
-    values = {**spec.vars, "tree": str(spec.tree), "python": config.python}
     env = {name: base[name] for name in config.inherit if name in base}
     pythonpath = [str((spec.tree / entry).resolve()) for entry in config.pythonpath]
     if pythonpath:
@@ -397,6 +396,13 @@ def _version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | Non
     return None
 
 
+def _split(command: str, which: str) -> list[str]:
+    try:
+        return shlex.split(command)
+    except ValueError as exc:
+        raise _Stop("refused", f"the {which} command does not split into words ({exc}): {command}") from None
+
+
 def _read_from(path: Path, offset: int) -> tuple[str, int]:
     try:
         with path.open("rb") as fh:
@@ -437,6 +443,8 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
         if python is None or not os.path.exists(python):
             raise _Stop("refused", f"the interpreter {config.python!r} is not found on PATH")
         if "port" in vars_:
+            if not vars_["port"].isdigit() or not 0 < int(vars_["port"]) < 65536:
+                raise _Stop("refused", f"port {vars_['port']!r} is not a TCP port number")
             port = int(vars_["port"])
             if not port_is_free(port):
                 raise _Stop("refused", f"port {port} on 127.0.0.1 is already in use; nothing was started")
@@ -444,13 +452,13 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
             port = free_port()
         vars_["port"] = str(port)
         values = {**vars_, "tree": str(spec.tree), "python": python}
-        env = build_env(spec, base=os.environ if base_env is None else base_env)
+        env = build_env(spec, values, base=os.environ if base_env is None else base_env)
         state["env"] = env
-        server_cmd = render(config.server, {**values, "output": str(spec.run_dir / "server-output")})
+        server_cmd = render(config.server, values)
         health = render(config.health, values)
         info_url = render(config.server_info, values) if config.server_info else None
         state["commands"] = {
-            "server": shlex.split(server_cmd),
+            "server": _split(server_cmd, "server"),
             "health": health,
             "server_info": info_url,
             "client": [],
@@ -537,7 +545,7 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
             say("client", label)
             output = spec.run_dir / f"output-{index + 1}.jsonl"
             output.unlink(missing_ok=True)
-            client_cmd = shlex.split(render(config.client, {**values, "output": str(output)}))
+            client_cmd = _split(render(config.client, {**values, "output": str(output)}), "client")
             state["commands"]["client"].append(client_cmd)
             out_path = spec.run_dir / f"client-{index + 1}.out"
             err_path = spec.run_dir / f"client-{index + 1}.err"

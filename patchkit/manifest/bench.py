@@ -247,6 +247,8 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         except ValueError as exc:
             raise fail(path, f"bad placeholder: {exc}", "write literal braces as {{ and }}") from None
         for placeholder in names:
+            if placeholder == "output" and path != ["bench", "client"]:
+                raise fail(path, "{output} is the client's per-run output file: only `client` may use it")
             if placeholder in BUILTINS:
                 continue
             missing = [n for n, values in scopes if placeholder not in values]
