@@ -203,6 +203,52 @@ def demo(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.option("--repo", default=".", show_default=True, metavar="DIR", help="The edited git checkout to capture.")
+@click.option(
+    "--name", required=True, metavar="NAME", help="Manifest name: writes manifests/NAME.toml and patches/NAME/."
+)
+@click.option(
+    "--base", default=None, metavar="REV", help="The upstream commit the edits are on top of (default: HEAD)."
+)
+@click.option(
+    "--out", default=None, metavar="DIR", help="Where manifests/ and patches/ go (default: current directory)."
+)
+@click.option("--force", is_flag=True, help="Replace an existing capture of the same NAME in --out.")
+@json_option
+def capture(**kwargs: Any) -> int:
+    """Turn a hand-edited work tree into a manifest and payloads that reproduce it exactly.
+
+    Structured ops where a change fits one, a zero-fuzz `diff` op where none
+    does; verified at the base before anything is written.
+    """
+    from patchkit.commands.capture import capture as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command("import-diff", epilog=EXIT_CODES_HELP)
+@click.argument("patch_file", metavar="FILE.patch")
+@click.option("--repo", default=".", show_default=True, metavar="DIR", help="The upstream git checkout (not touched).")
+@click.option(
+    "--name", required=True, metavar="NAME", help="Manifest name: writes manifests/NAME.toml and patches/NAME/."
+)
+@click.option("--base", default=None, metavar="REV", help="The commit the patch applies to (default: HEAD).")
+@click.option(
+    "--out", default=None, metavar="DIR", help="Where manifests/ and patches/ go (default: current directory)."
+)
+@click.option("--force", is_flag=True, help="Replace an existing capture of the same NAME in --out.")
+@json_option
+def import_diff(**kwargs: Any) -> int:
+    """Capture a .patch / git diff file: applied at the base in a temporary worktree, then captured.
+
+    Your work tree is never touched.
+    """
+    from patchkit.commands.import_diff import import_diff as run
+
+    return run(console=_console(), **kwargs)
+
+
 BENCH_EXIT_HELP = """\b
 Exit codes:
   0  every run ok

@@ -435,3 +435,50 @@ class Repo:
 
     def add_worktree(self, path: Path, sha: str) -> None:
         self.git("worktree", "add", "--quiet", "--detach", str(path), sha)
+
+    # -- capture and import-diff -------------------------------------------
+
+    def worktree_changes(self, base: str) -> list[WorktreeChange]:
+        """Tracked files whose work tree content or mode differs from ``base`` (staged or not).
+
+        Renames are detected (``-M``) so that capture can name them.
+        """
+        out = self.git_bytes("diff", "--raw", "-z", "-M", "--no-ext-diff", "--no-textconv", base, "--")
+        fields = out.split(b"\0")
+        changes: list[WorktreeChange] = []
+        i = 0
+        while i < len(fields):
+            meta = fields[i].decode("ascii", "replace")
+            i += 1
+            if not meta.startswith(":"):
+                continue
+            old_mode, new_mode, _old, _new, status = meta[1:].split()
+            path = fields[i].decode("utf-8", "surrogateescape")
+            i += 1
+            renamed_to = None
+            if status[0] in "RC":
+                renamed_to = fields[i].decode("utf-8", "surrogateescape")
+                i += 1
+            changes.append(WorktreeChange(status[0], path, old_mode, new_mode, renamed_to))
+        return changes
+
+    def untracked_files(self) -> list[str]:
+        out = self.git_bytes("ls-files", "-z", "--others", "--exclude-standard")
+        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+    def apply_patch(self, patch: Path) -> None:
+        """``git apply --index`` in this work tree (raises GitFailed when it does not apply)."""
+        self.git("apply", "--index", "--whitespace=nowarn", str(patch))
+
+    def remove_worktree(self, path: Path) -> None:
+        self.git("worktree", "remove", "--force", str(path), check=False)
+        self.git("worktree", "prune", check=False)
+
+
+@dataclass(frozen=True)
+class WorktreeChange:
+    status: str  # M, A, D, R, C, T (git diff --raw)
+    path: str
+    old_mode: str
+    new_mode: str
+    renamed_to: str | None = None

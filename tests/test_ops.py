@@ -1116,3 +1116,153 @@ def test_add_definitions_keep_upstream_adds_the_rest(tmp_path, capsys):
         {"defs.py": DEFS_PAYLOAD},
     )
     run_and_check(capsys, sc, "APPLY", None, 2, before + "\n\ndef helper():\n    return sys.platform\n")
+
+
+# -- move-import ----------------------------------------------------------------------------------------------
+
+
+def move_patch(**extra: str) -> dict:
+    return {
+        "op": "move-import",
+        "name": "DeepEPMode",
+        "from": "sglang.srt.utils",
+        "to": "sglang.srt.layers.moe.utils",
+    } | extra
+
+
+def test_move_import_alone_rewrites_the_module_in_place(tmp_path, capsys):
+    before = d("""
+        import torch
+        from sglang.srt.utils import DeepEPMode  # deepep
+        from sglang.srt.layers import Linear
+
+        X = DeepEPMode.auto
+    """)
+    sc = one(tmp_path, before, move_patch())
+    after = before.replace(
+        "from sglang.srt.utils import DeepEPMode", "from sglang.srt.layers.moe.utils import DeepEPMode"
+    )
+    run_and_check(capsys, sc, "APPLY", None, 2, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_move_import_keeps_alias_and_parentheses(tmp_path, capsys):
+    before = "from sglang.srt.utils import (\n    DeepEPMode as Mode,\n)\n\nX = Mode\n"
+    sc = one(tmp_path, before, move_patch())
+    after = "from sglang.srt.layers.moe.utils import (\n    DeepEPMode as Mode,\n)\n\nX = Mode\n"
+    run_and_check(capsys, sc, "APPLY", None, 1, after)
+    reapply_is_skip(capsys, sc)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (
+            "from sglang.srt.utils import DeepEPMode, is_cuda\n",
+            "from sglang.srt.utils import is_cuda\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n",
+        ),
+        (
+            "from sglang.srt.utils import is_cuda, DeepEPMode as M\n",
+            "from sglang.srt.utils import is_cuda\nfrom sglang.srt.layers.moe.utils import DeepEPMode as M\n",
+        ),
+        (
+            "from sglang.srt.utils import (\n    is_cuda,\n    DeepEPMode,\n    get_bool_env_var,\n)\nX = 1\n",
+            "from sglang.srt.utils import (\n    is_cuda,\n    get_bool_env_var,\n)\n"
+            "from sglang.srt.layers.moe.utils import DeepEPMode\nX = 1\n",
+        ),
+        (
+            "from sglang.srt.utils import (\n    is_cuda,\n    DeepEPMode,\n)\n",
+            "from sglang.srt.utils import (\n    is_cuda,\n)\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n",
+        ),
+    ],
+    ids=["first-of-two", "last-with-alias", "middle-of-block", "last-of-block"],
+)
+def test_move_import_keeps_the_other_names_and_their_layout(tmp_path, capsys, before, after):
+    sc = one(tmp_path, before, move_patch())
+    run_and_check(capsys, sc, "APPLY", None, 1, after)
+    reapply_is_skip(capsys, sc)
+
+
+def test_move_import_only_drops_the_old_one_when_the_new_one_exists(tmp_path, capsys):
+    before = "from sglang.srt.utils import DeepEPMode\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
+    sc = one(tmp_path, before, move_patch())
+    run_and_check(capsys, sc, "APPLY", None, 1, "from sglang.srt.layers.moe.utils import DeepEPMode\n")
+
+
+def test_move_import_skip_when_already_moved(tmp_path, capsys):
+    before = "import os\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
+    sc = one(tmp_path, before, move_patch())
+    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+
+
+def test_move_import_target_not_found_when_neither_import_exists(tmp_path, capsys):
+    before = "from sglang.srt.utils import is_cuda\n"
+    sc = one(tmp_path, before, move_patch())
+    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, before)
+    assert "neither from sglang.srt.utils nor from sglang.srt.layers.moe.utils" in res["message"]
+
+
+@pytest.mark.parametrize(
+    ("before", "line"),
+    [
+        ("from sglang.srt.utils import DeepEPMode\n\n\nclass DeepEPMode:\n    pass\n", 4),
+        ("from other.place import DeepEPMode\n", 1),
+        ("DeepEPMode = None\n", 1),
+    ],
+    ids=["def-after-import", "third-module", "assignment"],
+)
+def test_move_import_conflict_when_name_bound_otherwise(tmp_path, capsys, before, line):
+    sc = one(tmp_path, before, move_patch())
+    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", line, before)
+    assert "DeepEPMode" in res["message"]
+
+
+def test_move_import_relative_modules(tmp_path, capsys):
+    before = "from ..utils import DeepEPMode\n"
+    sc = one(tmp_path, before, move_patch(**{"from": "..utils", "to": "..layers.moe.utils"}))
+    run_and_check(capsys, sc, "APPLY", None, 1, "from ..layers.moe.utils import DeepEPMode\n")
+    reapply_is_skip(capsys, sc)
+
+
+def test_move_import_bad_module_path_is_a_manifest_error(tmp_path, capsys):
+    sc = one(tmp_path, "X = 1\n", move_patch(to="sglang..x"))
+    r = sc.apply(capsys)
+    assert r.code == 2
+    assert "patch[1].to" in r.err and "dotted module path" in r.err
+
+
+# -- ensure-import with `after` -------------------------------------------------------------------------------
+
+MID_BLOCK_BEFORE = "import logging\nimport os\nfrom typing import Optional\n\nX = 1\n"
+
+
+def test_ensure_import_after_puts_the_line_inside_the_import_block(tmp_path, capsys):
+    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "import logging"})
+    after = "import logging\nimport json\nimport os\nfrom typing import Optional\n\nX = 1\n"
+    res = run_and_check(capsys, sc, "APPLY", None, 2, after)
+    assert "after line 1 (`import logging`)" in res["message"]
+    reapply_is_skip(capsys, sc)
+
+
+def test_ensure_import_after_an_import_added_by_an_earlier_patch(tmp_path, capsys):
+    patches = [
+        {"id": "json", "op": "ensure-import", "file": TARGET, "import": "import json", "after": "import logging"},
+        {"id": "re", "op": "ensure-import", "file": TARGET, "import": "import re", "after": "import json"},
+    ]
+    sc = scenario(tmp_path, {TARGET: MID_BLOCK_BEFORE}, patches)
+    r = sc.apply(capsys)
+    assert verdicts(r.json) == [("json", "APPLY", None), ("re", "APPLY", None)]
+    assert sc.text() == "import logging\nimport json\nimport re\nimport os\nfrom typing import Optional\n\nX = 1\n"
+    reapply_is_skip(capsys, sc)
+
+
+def test_ensure_import_after_missing_anchor_is_target_not_found(tmp_path, capsys):
+    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "import sys"})
+    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, MID_BLOCK_BEFORE)
+    assert "`after`: no module-level import statement is `import sys`" in res["message"]
+
+
+def test_ensure_import_after_must_be_an_import(tmp_path, capsys):
+    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "X = 1"})
+    r = sc.apply(capsys)
+    assert r.code == 2 and "patch[1].after" in r.err and "is not an import statement" in r.err

@@ -86,8 +86,12 @@ def evaluate_file(
     text, problem = decode(read)
     results: list[PatchResult] = []
     outcomes: list[Outcome | None] = []
-    state: CodeState | None = None
-    if problem is None:
+    state: Any = None  # a CodeState, or a TextState when no patch on the file needs Python
+    if problem is None and patches and not any(p.op.needs_python for p in patches):
+        from patchkit.operations.diff import TextState
+
+        state = TextState(read.path, text or "")
+    elif problem is None:
         assert text is not None
         try:
             state = CodeState.parse(read.path, text)
@@ -228,6 +232,17 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
         if not fe.changes:
             continue
         assert fe.read.data is not None
+        if not any(p.op.needs_python for p in fe.patches):
+            after_text = _render_text(fe)
+            if isinstance(after_text, str):
+                files[path] = _fail_applied(fe, Reason.INTERNAL, after_text)
+                continue
+            checked = _checked(fe, after_text)
+            if isinstance(checked, FileEval):
+                files[path] = checked
+            else:
+                rendered.append(checked)
+            continue
         try:
             module = libcst.parse_module(fe.read.data)
         except libcst.ParserSyntaxError as exc:
@@ -253,17 +268,43 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
                 fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)"
             )
             continue
-        problem = _verify(fe, after)
-        if problem is not None:
-            files[path] = _fail_applied(fe, Reason.INTERNAL, problem)
-            continue
-        rendered.append(Rendered(path, fe.read.data, after, fe.read.mode))
+        checked = _checked(fe, after)
+        if isinstance(checked, FileEval):
+            files[path] = checked
+        else:
+            rendered.append(checked)
     if files != dict(evaluation.files):
         # Something did not render or verify: report it and write nothing.
         hints = {r.patch: r.hint for r in evaluation.results}
         results = tuple(r.with_hint(hints[r.patch]) for r in order_results(evaluation.manifest, files))
         return [], Evaluation(evaluation.manifest, evaluation.source, results, files)
     return rendered, evaluation
+
+
+def _checked(fe: FileEval, after: bytes) -> Rendered | FileEval:
+    """The rendered file, or ``fe`` with its APPLYs failed INTERNAL when ``after`` does not verify."""
+    problem = _verify(fe, after)
+    if problem is not None:
+        return _fail_applied(fe, Reason.INTERNAL, problem)
+    assert fe.read.data is not None
+    return Rendered(fe.path, fe.read.data, after, fe.read.mode)
+
+
+def _render_text(fe: FileEval) -> bytes | str:
+    """New bytes of a file whose patches are all text ops, or why not (a bug)."""
+    import codecs
+
+    assert fe.read.data is not None
+    text, _problem = decode(fe.read)
+    assert text is not None
+    try:
+        for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
+            if outcome is not None and outcome.kind is Kind.APPLY:
+                text = patch.op.transform_text(text, outcome)
+    except InternalError as exc:
+        return f"{exc.message}; nothing was written (a bug: please report it)"
+    bom = codecs.BOM_UTF8 if fe.read.data.startswith(codecs.BOM_UTF8) else b""
+    return bom + text.encode("utf-8")
 
 
 def _verify(fe: FileEval, after: bytes) -> str | None:

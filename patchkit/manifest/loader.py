@@ -239,6 +239,16 @@ def _check_composition(patches: list[Patch], display: str, lines: _Lines) -> Non
         for earlier in patches[:later_index]:
             if earlier.file != later.file:
                 continue
+            if earlier.op.needs_python != later.op.needs_python:
+                raise ManifestError(
+                    f"{later.file} has both a text patch (op diff) and a structured patch "
+                    f"(patch[{earlier.index}] {earlier.id!r} and patch[{later.index}] {later.id!r}); "
+                    "a diff edits text that the structured ops' syntax tree would not see",
+                    file=display,
+                    key_path=f"patch[{later.index}]",
+                    line=lines.line_of(later.index, None),
+                    hint="carry the whole change of this file in one op kind (all diff, or all structured)",
+                )
             touched = set().union(*(_prefixes(q) for q in later.op.edits() | later.op.adds()))
             clash = sorted(earlier.op.adds() & touched)
             same_spot = (
@@ -280,6 +290,8 @@ _PATTERN_MESSAGES = {
     "body_of": "must be a function name or Class.method in the payload",
     "target": "must be a Python identifier",
     "before": "must be a Python identifier",
+    "from": "must be a dotted module path (leading dots for a relative import)",
+    "to": "must be a dotted module path (leading dots for a relative import)",
 }
 
 
@@ -403,6 +415,10 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         named = next((p for p in reversed(path) if isinstance(p, str)), "")
         return f"{instance!r} {_BENCH_PATTERN_MESSAGES.get(named, 'has the wrong form')}", None, None, None
     if validator == "pattern":
+        if leaf == "file" and ".py" not in str(error.validator_value):
+            return f"{instance!r} must be a repo-relative path, without a leading '/' or '..' parts", None, None, None
+        if leaf == "name" and path[:1] == ["patch"]:
+            return f"{instance!r} must be a Python identifier", None, None, None
         return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
     if validator == "minProperties":
         return "must not be empty", None, None, None

@@ -85,6 +85,16 @@ class PayloadCache:
 
     def __init__(self) -> None:
         self._by_path: dict[Path, Payload] = {}
+        self._raw: dict[Path, RawPayload] = {}
+
+    def load_raw(self, path: Path) -> bytes:
+        """A payload that is not Python (a ``diff`` op's unified diff): its bytes."""
+        resolved = path.resolve()
+        cached = self._raw.get(resolved)
+        if cached is None:
+            data = resolved.read_bytes()
+            cached = self._raw[resolved] = RawPayload(resolved, hashlib.sha256(data).hexdigest(), data)
+        return cached.data
 
     def load(self, path: Path, display: str) -> Payload:
         """Raises OSError, UnicodeDecodeError or SyntaxError; the loader words them."""
@@ -105,5 +115,12 @@ class PayloadCache:
         self._by_path[resolved] = payload
         return payload
 
-    def all(self) -> list[Payload]:
-        return list(self._by_path.values())
+    def all(self) -> list[Payload | RawPayload]:
+        return [*self._by_path.values(), *self._raw.values()]
+
+
+@dataclass(frozen=True)
+class RawPayload:
+    path: Path  # absolute
+    sha256: str
+    data: bytes

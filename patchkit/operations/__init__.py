@@ -23,12 +23,23 @@ def edit_lazy() -> ModuleType:
 def registry() -> dict[str, type[Operation]]:
     from patchkit.operations.add_definitions import AddDefinitions
     from patchkit.operations.add_methods import AddMethods
+    from patchkit.operations.diff import Diff
     from patchkit.operations.ensure_import import EnsureImport
     from patchkit.operations.ensure_list_item import EnsureListItem
     from patchkit.operations.insert import Insert
+    from patchkit.operations.move_import import MoveImport
     from patchkit.operations.replace_function import ReplaceFunction
 
-    ops: list[type[Operation]] = [EnsureImport, AddMethods, ReplaceFunction, Insert, AddDefinitions, EnsureListItem]
+    ops: list[type[Operation]] = [
+        EnsureImport,
+        AddMethods,
+        ReplaceFunction,
+        Insert,
+        AddDefinitions,
+        EnsureListItem,
+        MoveImport,
+        Diff,
+    ]
     return {op.op_name: op for op in ops}
 
 
@@ -39,4 +50,6 @@ OP_NAMES = (
     "insert",
     "add-definitions",
     "ensure-list-item",
+    "move-import",
+    "diff",
 )

@@ -14,6 +14,13 @@ three steps, always run in this order by the engine:
     Only when writing: make the same change on a libcst module.  The engine
     re-analyses the result and requires this patch to read back as
     ALREADY_APPLIED, so ``analyze`` and ``transform`` cannot silently diverge.
+
+An op that edits text rather than Python (``diff``) sets ``needs_python =
+False``: for a file whose patches are all such ops, the engine does not parse
+Python; ``analyze``/``simulate`` get a ``TextState`` (``path`` and a mutable
+``text``) and the engine writes with ``transform_text(text, outcome)``
+instead of ``transform``.  Such an op reads its payload with
+``LoadContext.raw_payload`` (bytes, not parsed).
 """
 
 from __future__ import annotations
@@ -102,9 +109,25 @@ class LoadContext:
         except SyntaxError as exc:
             self.error(key, f"payload file {written!r} is not valid Python: {exc.msg} at line {exc.lineno}")
 
+    def raw_payload(self, table: Mapping[str, Any], key: str = "source") -> bytes:
+        """A payload's bytes, not parsed (it still counts in the manifest digest)."""
+        written = table[key]
+        path = self.manifest_path.parent / written
+        try:
+            return self.payloads.load_raw(path)
+        except FileNotFoundError:
+            self.error(
+                key,
+                f"payload file {written!r} does not exist (looked at {path})",
+                hint="source paths are relative to the manifest file",
+            )
+        except OSError as exc:
+            self.error(key, f"payload file {written!r} cannot be read: {exc.strerror}")
+
 
 class Operation(ABC):
     op_name: ClassVar[str]
+    needs_python: ClassVar[bool] = True  # False: a text op (see the module docstring)
 
     @classmethod
     @abstractmethod
@@ -131,6 +154,10 @@ class Operation(ABC):
     def edits(self) -> set[str]:
         """Qualified names whose code this patch changes in place."""
         return set()
+
+    def transform_text(self, text: str, outcome: Outcome) -> str:
+        """The edit on plain text, for ops with ``needs_python = False``."""
+        raise NotImplementedError(f"{self.op_name} edits Python; it has no text transform")
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         """Lines of what the patch targets in this file (for `explain` to pick hunks)."""

@@ -1,8 +1,10 @@
 """ensure-import: make sure a module-level import is present.
 
 Missing names are added as one new import line after the module's leading
-import block.  An existing ``from x import (...)`` is never rewritten: the
-patch then touches only lines it owns.
+import block, or, with ``after = "<an existing import statement>"``, right
+after that statement (so a capture of an import added in the middle of the
+block round-trips).  An existing ``from x import (...)`` is never rewritten:
+the patch then touches only lines it owns.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, parse_statement
+from patchkit.operations.code import CodeState, bound_names, canon, one_line, parse_statement
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -66,22 +68,29 @@ class EnsureImport(Operation):
     op_name = "ensure-import"
     code: str
     items: tuple[ImportItem, ...]
+    after: str | None = None  # an import statement, as written in the manifest
+    after_canon: str | None = None
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
         code = table["import"]
-        try:
-            stmt = parse_statement(code)
-        except ValueError as exc:
-            ctx.error("import", f"{code!r} {exc}")
-        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            ctx.error("import", f"{code!r} is not an import statement")
+        stmt = _import_statement(ctx, "import", code)
         if any(alias.name == "*" for alias in stmt.names):
             ctx.error("import", "star imports cannot be ensured: name each symbol")
-        return cls(code=code, items=tuple(items_of(stmt)))
+        after = table.get("after")
+        after_canon = None if after is None else canon(_import_statement(ctx, "after", after))
+        return cls(code=code, items=tuple(items_of(stmt)), after=after, after_canon=after_canon)
 
     def identity(self) -> dict[str, Any]:
-        return {"import": self.code}
+        return {"import": self.code, "after": self.after_canon}
+
+    def _after_index(self, state: CodeState) -> int | None:
+        """Index in the module body of the ``after`` import (the last one that matches)."""
+        found = None
+        for index, stmt in enumerate(state.tree.body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
+                found = index
+        return found
 
     def analyze(self, state: CodeState) -> Outcome:
         existing = state.top_level_imports()
@@ -107,10 +116,22 @@ class EnsureImport(Operation):
             where = f"line {lines[0]}" if len(lines) == 1 else "lines " + ", ".join(map(str, lines))
             return Outcome.skip(Reason.ALREADY_APPLIED, lines[0], f"`{self.code}` is already imported ({where})")
         new_code = render_items(missing)
+        line = state.import_insert_line()
         message = f"adds `{new_code}` after the import block"
+        if self.after is not None:
+            index = self._after_index(state)
+            if index is None:
+                return Outcome.fail(
+                    Reason.TARGET_NOT_FOUND,
+                    None,
+                    f"`after`: no module-level import statement is `{one_line(self.after)}` in {state.path}",
+                )
+            anchor = state.tree.body[index]
+            line = anchor.lineno if id(anchor) in state.added_by else (anchor.end_lineno or anchor.lineno) + 1
+            message = f"adds `{new_code}` after line {anchor.lineno} (`{one_line(self.after)}`)"
         if present:
             message += f" ({', '.join(i.spelled() for i, _ in present)} already imported)"
-        return Outcome.apply(state.import_insert_line(), message, plan=new_code)
+        return Outcome.apply(line, message, plan=new_code)
 
     def _clash(self, state: CodeState, item: ImportItem) -> ast.stmt | None:
         name = item.binds
@@ -133,7 +154,12 @@ class EnsureImport(Operation):
 
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         node = ast.parse(outcome.plan).body
-        index = state.import_block_end()
+        if self.after is not None:
+            after = self._after_index(state)
+            assert after is not None
+            index = after + 1
+        else:
+            index = state.import_block_end()
         state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
@@ -141,8 +167,35 @@ class EnsureImport(Operation):
 
         stmt = libcst.parse_statement(outcome.plan + "\n")
         body = list(module.body)
-        body.insert(_cst_import_block_end(body), stmt)
+        if self.after is not None:
+            from patchkit.operations.edit import statement_canons
+
+            index = max(
+                (
+                    i
+                    for i, s in enumerate(body)
+                    if isinstance(s, libcst.SimpleStatementLine) and statement_canons(s) == [self.after_canon]
+                ),
+                default=None,
+            )
+            if index is None:
+                from patchkit.errors import InternalError
+
+                raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
+            body.insert(index + 1, stmt)
+        else:
+            body.insert(_cst_import_block_end(body), stmt)
         return module.with_changes(body=body)
+
+
+def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast.ImportFrom:
+    try:
+        stmt = parse_statement(code)
+    except ValueError as exc:
+        ctx.error(key, f"{code!r} {exc}")
+    if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        ctx.error(key, f"{code!r} is not an import statement")
+    return stmt
 
 
 def _describe(stmt: ast.stmt) -> str:

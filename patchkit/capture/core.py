@@ -1,0 +1,394 @@
+"""``patchkit capture``: turn an edited work tree into a manifest and payloads.
+
+1. Ask git (``patchkit/git.py``) which tracked files differ from the base.
+   A file capture cannot carry byte for byte (new, deleted, renamed, binary,
+   a symlink, a mode change) stops the capture with one error naming it:
+   nothing is ever dropped silently.
+2. Propose patches per file: Python files through ``capture/python.py``
+   (structured ops), everything else as one ``diff`` op.
+3. Write the manifest and payloads into a staging directory, load them with
+   the ordinary loader and evaluate them at the base commit with the ordinary
+   engine.  A file whose patches are not all APPLY there, or whose rendered
+   bytes differ from the edited file in any byte, is carried by a ``diff``
+   op instead (the summary says why).  The final manifest is verified the
+   same way, so the round trip (capture, reset to base, apply) is exact by
+   construction, and ``patchkit check`` at the base says APPLY for every
+   patch.
+4. Move the staged files into ``OUT/manifests/NAME.toml`` and
+   ``OUT/patches/NAME/`` (renames; an existing capture is replaced only with
+   ``force``).
+
+Output bytes depend only on the base commit and the edited files: files and
+patches are in path and line order, ids are derived from names, diffs are
+made in Python (``textdiff.py``), and nothing records a time or a path of
+this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from patchkit.capture.python import Proposal, Unfit, propose
+from patchkit.capture.textdiff import count_changes, unified_diff
+from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
+from patchkit.git import Commit, Repo
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+PY_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class CapturedPatch:
+    id: str
+    op: str
+    file: str
+    change: str
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "op": self.op, "file": self.file, "change": self.change, "why": self.why}
+
+
+@dataclass(frozen=True)
+class CaptureReport:
+    name: str
+    base: Commit
+    manifest: Path
+    payload_dir: Path
+    patches: tuple[CapturedPatch, ...]
+    untracked: tuple[str, ...]  # left alone, listed so that nothing goes unmentioned
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "command": "capture",
+            "name": self.name,
+            "base": {"commit": self.base.sha, "subject": self.base.subject},
+            "manifest": str(self.manifest),
+            "payloads": str(self.payload_dir),
+            "patches": [p.to_json() for p in self.patches],
+            "untracked": list(self.untracked),
+        }
+
+
+@dataclass(frozen=True)
+class _FileChange:
+    path: str
+    before: bytes
+    after: bytes
+
+    @property
+    def before_text(self) -> str:
+        return self.before.decode("utf-8")
+
+    @property
+    def after_text(self) -> str:
+        return self.after.decode("utf-8")
+
+
+# -- reading the change ----------------------------------------------------------------
+
+
+def _changed_files(repo: Repo, root: Path, base: Commit) -> list[_FileChange]:
+    problems: list[str] = []
+    files: list[_FileChange] = []
+    changes = repo.worktree_changes(base.sha)
+    entries = repo.ls_tree(base.sha, [c.path for c in changes if c.status == "M" or c.status == "T"])
+    for change in sorted(changes, key=lambda c: c.path):
+        path = change.path
+        if change.status == "R":
+            problems.append(f"{path} renamed to {change.renamed_to}")
+            continue
+        if change.status == "A" or change.status == "C":
+            problems.append(f"{change.renamed_to or path} is a new file")
+            continue
+        if change.status == "D":
+            problems.append(f"{path} is deleted")
+            continue
+        if change.old_mode != change.new_mode:
+            problems.append(f"{path} changes mode {change.old_mode} -> {change.new_mode}")
+            continue
+        if not change.new_mode.startswith("100"):
+            problems.append(f"{path} is a symlink or submodule")
+            continue
+        full = root / path
+        after = full.read_bytes()
+        before = repo.read_blob(entries[path].oid)
+        if before == after:
+            continue  # only the stat information changed
+        if not (_is_text(before) and _is_text(after)):
+            problems.append(f"{path} is binary (not UTF-8 text, or holds NUL bytes)")
+            continue
+        files.append(_FileChange(path, before, after))
+    if problems:
+        raise RefusedError(
+            f"capture carries edits of existing text files only, and {len(problems)} change(s) are not that: "
+            + "; ".join(problems)
+            + "; nothing was written",
+            hint="commit those changes to the base first, or undo them, then capture again",
+        )
+    return files
+
+
+def _is_text(data: bytes) -> bool:
+    if b"\0" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+# -- proposals and ids -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Planned:
+    proposal: Proposal
+    diff: str | None = None  # the payload of a diff op
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    return slug or "x"
+
+
+def _diff_plan(change: _FileChange, why: str) -> _Planned:
+    diff = unified_diff(change.path, change.before_text, change.after_text)
+    hunks, added, removed = count_changes(diff)
+    noun = "hunk" if hunks == 1 else "hunks"
+    proposal = Proposal("diff", change.path, "diff", (), None, f"{hunks} {noun}, +{added} -{removed} lines", why)
+    return _Planned(proposal, diff)
+
+
+def _plan_file(change: _FileChange) -> list[_Planned]:
+    if not change.path.endswith(PY_SUFFIXES):
+        return [_diff_plan(change, "not a Python file")]
+    try:
+        return [_Planned(p) for p in propose(change.path, change.before_text, change.after_text)]
+    except Unfit as exc:
+        return [_diff_plan(change, f"no structured op fits: {exc}")]
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise InternalError(f"capture cannot write {value!r} as TOML")
+
+
+def _render(
+    name: str, base: Commit, plans: Mapping[str, list[_Planned]]
+) -> tuple[str, dict[str, bytes], list[CapturedPatch]]:
+    """The manifest text, payload files (name -> bytes) and the patch list."""
+    used: set[str] = set()
+    payloads: dict[str, bytes] = {}
+    patches: list[CapturedPatch] = []
+    blocks: list[str] = []
+    for path in sorted(plans):
+        stem = _slug(Path(path).name if not path.endswith(PY_SUFFIXES) else Path(path).stem)
+        for planned in plans[path]:
+            p = planned.proposal
+            readable = _slug(Path(path).name) if p.op == "diff" else f"{stem}-{_slug(p.name)}"
+            pid, n = readable, 2
+            while pid in used:
+                pid, n = f"{readable}-{n}", n + 1
+            used.add(pid)
+            lines = ["[[patch]]", f"id = {_toml(pid)}", f"op = {_toml(p.op)}", f"file = {_toml(path)}"]
+            lines += [f"{key} = {_toml(value)}" for key, value in p.keys]
+            if planned.diff is not None:
+                payloads[f"{pid}.diff"] = planned.diff.encode("utf-8")
+                lines.append(f"source = {_toml(f'../patches/{name}/{pid}.diff')}")
+            elif p.payload is not None:
+                payloads[f"{pid}.py"] = p.payload.encode("utf-8")
+                lines.append(f"source = {_toml(f'../patches/{name}/{pid}.py')}")
+            lines.append(f"description = {_toml(f'Captured: {p.change}. Op {p.op}: {p.why}.')}")
+            blocks.append("\n".join(lines) + "\n")
+            patches.append(CapturedPatch(pid, p.op, path, p.change, p.why))
+    head = (
+        "# Captured by `patchkit capture` from a work tree edited on top of\n"
+        f"# {base.sha} ({base.subject}).\n"
+        "# Every file's edit is carried exactly: `patchkit apply` at that commit\n"
+        "# reproduces the edited files byte for byte.\n\n"
+        "schema = 1\n"
+        f"name = {_toml(name)}\n"
+        f"summary = {_toml(f'Captured from a work tree edited on top of {base.short}.')}\n"
+    )
+    return head + "".join("\n" + b for b in blocks), payloads, patches
+
+
+# -- verification ------------------------------------------------------------------------
+
+
+def _verify(
+    repo: Repo,
+    base: Commit,
+    manifest_path: Path,
+    changes: Mapping[str, _FileChange],
+    patches: Sequence[CapturedPatch],
+) -> dict[str, str]:
+    """Files whose captured patches do not reproduce the edit, with the reason."""
+    from patchkit.engine.evaluate import evaluate, render
+    from patchkit.manifest import load_manifest
+    from patchkit.results import Status
+    from patchkit.sources.commit import CommitSource
+
+    try:
+        manifest = load_manifest(manifest_path)
+    except ManifestError as exc:
+        # A proposal the loader refuses (e.g. two patches that cannot
+        # compose): carry that patch's file with a diff instead.
+        found = re.search(r"patch\[(\d+)\]", exc.key_path or "")
+        if found is None:
+            raise InternalError(f"capture wrote a manifest that does not load: {exc.one_line()}") from None
+        return {patches[int(found.group(1)) - 1].file: f"the manifest would not load ({exc.message})"}
+    evaluation = evaluate(manifest, CommitSource(repo, base), hints=False)
+    bad: dict[str, str] = {}
+    for result in evaluation.results:
+        if result.status is not Status.APPLY and result.file not in bad:
+            verdict = f"{result.status.value} {result.reason.value if result.reason else ''}".strip()
+            bad[result.file] = f"patch {result.patch} would be {verdict} at the base ({result.message})"
+    if bad:
+        return bad
+    rendered, evaluation = render(evaluation)
+    for result in evaluation.results:
+        if result.status is not Status.APPLY and result.file not in bad:
+            bad[result.file] = f"patchkit could not render patch {result.patch} ({result.message})"
+    if bad:
+        return bad
+    out = {r.path: r.after for r in rendered}
+    for path, change in changes.items():
+        got = out.get(path, change.before)
+        if got != change.after:
+            bad[path] = (
+                "the structured ops would not reproduce it byte for byte (" + _first_difference(got, change.after) + ")"
+            )
+    return bad
+
+
+def _first_difference(got: bytes, want: bytes) -> str:
+    a, b = got.split(b"\n"), want.split(b"\n")
+    for number, (x, y) in enumerate(zip(a, b, strict=False), start=1):
+        if x != y:
+            want_line, got_line = y.decode("utf-8", "replace").strip(), x.decode("utf-8", "replace").strip()
+            return f"line {number}: {want_line!r}, they give {got_line!r}"
+    return f"line {min(len(a), len(b)) + 1}: the files differ in length"
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+def _stage(staging: Path, name: str, text: str, payloads: Mapping[str, bytes]) -> Path:
+    manifest = staging / "manifests" / f"{name}.toml"
+    payload_dir = staging / "patches" / name
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    if payload_dir.exists():
+        shutil.rmtree(payload_dir)
+    payload_dir.mkdir(parents=True)
+    for file_name, data in payloads.items():
+        (payload_dir / file_name).write_bytes(data)
+    manifest.write_bytes(text.encode("utf-8"))
+    return manifest
+
+
+def _publish(staging: Path, out: Path, name: str, force: bool) -> tuple[Path, Path]:
+    manifest = out / "manifests" / f"{name}.toml"
+    payload_dir = out / "patches" / name
+    existing = [p for p in (manifest, payload_dir) if p.exists()]
+    if existing and not force:
+        raise RefusedError(
+            f"{', '.join(str(p) for p in existing)} already exist(s); nothing was written",
+            hint="pass --force to replace that capture, or choose another --name",
+        )
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    payload_dir.parent.mkdir(parents=True, exist_ok=True)
+    old = None
+    if payload_dir.exists():
+        old = staging / "old-payloads"
+        os.replace(payload_dir, old)
+    try:
+        os.replace(staging / "patches" / name, payload_dir)
+        os.replace(staging / "manifests" / f"{name}.toml", manifest)
+    except BaseException:
+        if old is not None and not payload_dir.exists():
+            os.replace(old, payload_dir)
+        raise
+    return manifest, payload_dir
+
+
+# -- the verb ----------------------------------------------------------------------------------
+
+
+def capture(
+    repo: Repo,
+    *,
+    name: str,
+    base: str | None = None,
+    out: Path,
+    force: bool = False,
+) -> CaptureReport:
+    """Capture the repository's work tree against ``base`` (default HEAD) into ``out``."""
+    if not NAME_RE.match(name):
+        raise UsageError(
+            f"--name {name!r} must start with a lowercase letter or digit and use only a-z, 0-9 and '-'",
+            hint="e.g. --name kimi-local",
+        )
+    root = repo.require_worktree("capture")
+    commit = repo.commit(base or "HEAD")
+    changes = {c.path: c for c in _changed_files(repo, root, commit)}
+    out = out.resolve()
+    ours = [out / "manifests" / f"{name}.toml", out / "patches" / name]
+    untracked = tuple(p for p in repo.untracked_files() if not any(_inside(root / p, mine) for mine in ours))
+    if not changes:
+        raise RefusedError(
+            f"the work tree has no changes against {commit.short}; nothing to capture",
+            hint="edit files, or pass --base REV to capture against an older commit",
+        )
+    plans = {path: _plan_file(change) for path, change in changes.items()}
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".patchkit-capture-", dir=out))
+    except OSError as exc:
+        raise UsageError(f"cannot write to --out {out}: {exc.strerror}", hint="choose a writable directory") from None
+    try:
+        for _attempt in range(len(plans) + 2):
+            text, payloads, patches = _render(name, commit, plans)
+            manifest = _stage(staging, name, text, payloads)
+            bad = _verify(repo, commit, manifest, changes, patches)
+            if not bad:
+                break
+            for path, why in bad.items():
+                if plans[path][0].proposal.op == "diff":
+                    raise InternalError(f"the captured diff of {path} does not reproduce it: {why}")
+                plans[path] = [_diff_plan(changes[path], why)]
+        else:
+            raise InternalError(f"capture could not verify {', '.join(sorted(bad))}: {'; '.join(bad.values())}")
+        manifest_path, payload_dir = _publish(staging, out, name, force)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return CaptureReport(name, commit, manifest_path, payload_dir, tuple(patches), untracked)
+
+
+def _inside(path: Path, mine: Path) -> bool:
+    try:
+        path.resolve().relative_to(mine.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def summarize(patches: Sequence[CapturedPatch]) -> list[tuple[str, str, str, str]]:
+    """Rows of the summary table: file, change, chosen op, why."""
+    return [(p.file, p.change, f"{p.op} ({p.id})", p.why) for p in patches]

@@ -1,0 +1,81 @@
+"""``patchkit import-diff``: capture a patch file without touching the user's tree.
+
+The patch is applied with ``git apply --index`` in a temporary linked
+worktree checked out (detached) at the base; that worktree is then captured
+like a hand-edited tree, and removed.  When ``git apply`` refuses, each file
+section of the patch is matched against the base with the ``diff`` op's own
+zero-fuzz matcher, so the error names the file, the hunk, its line and the
+expected versus found line.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from patchkit.capture.core import CaptureReport, capture
+from patchkit.errors import RefusedError, UsageError
+from patchkit.git import GitFailed, Repo
+from patchkit.operations.diff import Mismatch, match_hunks, parse_diff, split_lines
+
+_FILE_START = re.compile(rb"^(diff --git |--- )", re.M)
+
+
+def import_diff(repo: Repo, patch: Path, *, name: str, base: str | None, out: Path, force: bool) -> CaptureReport:
+    if not patch.is_file():
+        raise UsageError(f"patch file {patch} does not exist", hint="give the path of a .patch or `git diff` output")
+    data = patch.read_bytes()
+    commit = repo.commit(base or "HEAD")
+    scratch = Path(tempfile.mkdtemp(prefix="patchkit-import-diff-"))
+    tree = scratch / "tree"
+    try:
+        repo.add_worktree(tree, commit.sha)
+        work = Repo.discover(tree)
+        try:
+            work.apply_patch(patch.resolve())
+        except GitFailed as exc:
+            raise RefusedError(
+                f"{patch} does not apply at {commit.short}: {_why(repo, commit.sha, data, exc)}; nothing was written",
+                hint="pass --base REV with the commit the patch was made against",
+            ) from None
+        return capture(work, name=name, base=commit.sha, out=out, force=force)
+    finally:
+        repo.remove_worktree(tree)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _sections(data: bytes) -> list[bytes]:
+    starts = [m.start() for m in _FILE_START.finditer(data)]
+    out = []
+    for index, start in enumerate(starts):
+        if data[start:].startswith(b"--- ") and index > 0 and data[starts[index - 1] :].startswith(b"diff --git "):
+            continue  # the '---' line of a section already started by 'diff --git'
+        out.append(start)
+    return [data[s:e] for s, e in zip(out, [*out[1:], len(data)], strict=True)]
+
+
+def _why(repo: Repo, sha: str, data: bytes, exc: GitFailed) -> str:
+    """The first hunk that does not match the base, in the diff op's words; else git's own message."""
+    for section in _sections(data):
+        try:
+            old_path, _new_path, hunks = parse_diff(section)
+        except ValueError:
+            continue
+        if old_path is None:
+            continue
+        entry = repo.ls_tree(sha, [old_path]).get(old_path)
+        if entry is None:
+            return f"{old_path} does not exist there"
+        text = repo.read_blob(entry.oid).decode("utf-8", "replace")
+        found = match_hunks(split_lines(text), hunks, reverse=False)
+        if isinstance(found, Mismatch):
+            shown = "end of file" if found.found is None else repr(found.found.rstrip("\n"))
+            expected = repr((found.expected or "").rstrip("\n"))
+            return (
+                f"{old_path}: hunk {found.hunk.number} ({found.hunk.header}) does not match at line {found.line}: "
+                f"expected {expected}, found {shown}"
+            )
+    lines = [line.removeprefix("error: ") for line in exc.stderr.splitlines() if line.strip()]
+    return "; ".join(lines[:2]) or "git apply failed"

@@ -1,0 +1,382 @@
+"""Map the change of one Python file to structured operations, or say why not.
+
+The base and the edited file are parsed with ``ast`` and their module bodies
+aligned statement by statement (``difflib`` over keys: an import by its code,
+a def or class by its name, a single-name assignment by its name, anything
+else by its code).  Then each difference is matched to an op:
+
+=========================================  ==================================
+difference                                 op
+=========================================  ==================================
+new import statements                      ``ensure-import`` (``after`` inside the block)
+an import whose module changed             ``move-import`` (+ ``ensure-import``)
+new module-level definitions               ``add-definitions``
+new methods at the end of a class          ``add-methods``
+statements added inside a function         ``insert`` (anchor unique in it)
+any other change inside a function         ``replace-function`` (``expect``)
+one item appended to a module-level list   ``ensure-list-item``
+=========================================  ==================================
+
+Anything else (a deleted statement, a changed module-level statement, a
+method added in the middle of a class, ...) raises ``Unfit`` with the reason,
+and the caller carries the whole file with a ``diff`` op.  This module only
+proposes: the caller renders the proposal with the engine and keeps it only
+if it reproduces the edited file byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+import textwrap
+from dataclasses import dataclass
+from typing import Any
+
+from patchkit.operations.code import bound_names, canon, definition_name, digest, walk_statements
+from patchkit.operations.diff import split_lines
+from patchkit.operations.ensure_import import items_of
+
+
+class Unfit(Exception):
+    """No structured op fits; ``str()`` says why (shown in capture's summary)."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One patch capture proposes, before it has an id."""
+
+    op: str
+    file: str
+    name: str  # readable part of the id, e.g. "import-os", "eagleworker.verify"
+    keys: tuple[tuple[str, Any], ...]  # op keys in manifest order, `source` excluded
+    payload: str | None  # Python payload text, if the op takes one
+    change: str  # what changed, for people
+    why: str  # why this op
+
+
+def _key(stmt: ast.stmt) -> tuple[str, str]:
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return ("import", canon(stmt))
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ("def", stmt.name)
+    name = definition_name(stmt)
+    if name is not None:
+        return ("assign", name)
+    return ("other", canon(stmt))
+
+
+def _describe(stmt: ast.stmt) -> str:
+    if isinstance(stmt, ast.ClassDef):
+        return f"class {stmt.name} (line {stmt.lineno})"
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"def {stmt.name} (line {stmt.lineno})"
+    text = ast.unparse(stmt).splitlines()[0]
+    if len(text) > 60:
+        text = text[:59] + "…"
+    return f"`{text}` (line {stmt.lineno})"
+
+
+def _header(node: ast.stmt) -> str:
+    """canon() of a def or class without its body: name, arguments, bases, decorators."""
+    clone = copy.copy(node)
+    clone.body = []  # type: ignore[attr-defined]
+    return canon(clone)
+
+
+class _File:
+    def __init__(self, path: str, base: str, target: str) -> None:
+        self.path = path
+        try:
+            self.base = ast.parse(base)
+        except SyntaxError as exc:
+            raise Unfit(f"the base version is not valid Python ({exc.msg}, line {exc.lineno})") from None
+        try:
+            self.target = ast.parse(target)
+        except SyntaxError as exc:
+            raise Unfit(f"the edited version is not valid Python ({exc.msg}, line {exc.lineno})") from None
+        self.lines = split_lines(target)
+        self.base_text = base
+        self.out: list[Proposal] = []
+
+    # -- source text of the edited file ------------------------------------------------
+
+    def source(self, first: ast.stmt, last: ast.stmt, *, comments: bool = True) -> str:
+        """The edited file's lines from ``first`` (its decorators and the comment lines
+        right above it) to the end of ``last``, dedented."""
+        start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))]) - 1
+        if comments:
+            while start > 0 and self.lines[start - 1].strip().startswith("#"):
+                start -= 1
+        end = last.end_lineno or last.lineno
+        return textwrap.dedent("".join(self.lines[start:end]))
+
+    def base_source(self, stmt: ast.stmt) -> str:
+        return ast.get_source_segment(self.base_text, stmt) or ast.unparse(stmt)
+
+    def add(self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str) -> None:
+        self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why))
+
+    # -- module level ------------------------------------------------------------------
+
+    def module(self) -> list[Proposal]:
+        base, target = self.base.body, self.target.body
+        matcher = difflib.SequenceMatcher(None, [_key(s) for s in base], [_key(s) for s in target], autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for old, new in zip(base[i1:i2], target[j1:j2], strict=True):
+                    self.changed(old, new, "")
+            elif tag == "insert":
+                self.inserted(i1, target[j1:j2])
+            elif tag == "delete":
+                raise Unfit(f"deletes {_describe(base[i1])}")
+            elif all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]]):
+                self.imports_changed(base[i1:i2], target[j1:j2], i1)
+            else:
+                raise Unfit(f"changes {_describe(base[i1])} into {_describe(target[j1])}")
+        if not self.out:
+            raise Unfit("only formatting or comments changed (no structured op expresses that)")
+        return self.out
+
+    def import_block_end(self) -> int:
+        end = 0
+        for index, stmt in enumerate(self.base.body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) or (
+                index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            ):
+                end = index + 1
+            else:
+                break
+        return end
+
+    def inserted(self, at: int, stmts: list[ast.stmt]) -> None:
+        if all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
+            previous = self.base.body[at - 1] if at > 0 else None
+            after: str | None = None
+            if at != self.import_block_end():
+                if not isinstance(previous, (ast.Import, ast.ImportFrom)):
+                    raise Unfit(f"adds {_describe(stmts[0])} after a statement that is not an import")
+                after = self.base_source(previous)
+            for stmt in stmts:
+                code = self.source(stmt, stmt, comments=False).strip()
+                first = items_of(stmt)[0]  # type: ignore[arg-type]
+                import_keys = {"import": code} if after is None else {"import": code, "after": after}
+                self.add(
+                    "ensure-import",
+                    f"import-{first.binds}",
+                    import_keys,
+                    None,
+                    f"added `{code}`" if "\n" not in code else f"added an import of {first.binds}",
+                    "a new import after the import block"
+                    if after is None
+                    else "a new import inside the import block, placed with `after`",
+                )
+                if after is not None:
+                    after = code
+            return
+        names = [definition_name(s) for s in stmts]
+        if any(n is None for n in names):
+            bad = stmts[names.index(None)]
+            raise Unfit(f"adds {_describe(bad)}, which is not a definition")
+        keys: dict[str, Any] = {"names": names}
+        where = "at the end of the module"
+        if at < len(self.base.body):
+            following = self.base.body[at]
+            bound = sorted(bound_names(following))
+            if at == self.import_block_end():
+                keys["position"] = "after-imports"
+                where = "after the imports"
+            elif len(bound) == 1:
+                keys["before"] = bound[0]
+                where = f"before {bound[0]}"
+            else:
+                raise Unfit(f"adds {_describe(stmts[0])} before {_describe(following)}, which binds no single name")
+        self.add(
+            "add-definitions",
+            f"defs-{names[0]}",
+            keys,
+            self.source(stmts[0], stmts[-1]),
+            f"added {', '.join(str(n) for n in names)} {where}",
+            "new module-level definitions",
+        )
+
+    def imports_changed(self, old: list[ast.stmt], new: list[ast.stmt], at: int) -> None:
+        def items(stmts: list[ast.stmt]) -> dict[tuple[str, str | None], tuple[int, str | None, str | None]]:
+            out = {}
+            for stmt in stmts:
+                for item in items_of(stmt):  # type: ignore[arg-type]
+                    out[(item.binds, item.name)] = (item.level, item.module, item.asname)
+            return out
+
+        before, after = items(old), items(new)
+        moved = False
+        for key, (level, module, asname) in before.items():
+            if key in after and after[key] == (level, module, asname):
+                continue
+            if key not in after or key[1] is None or after[key][2] != asname:
+                raise Unfit(f"removes or renames the import of {key[0]} ({_describe(old[0])})")
+            _level, to_module, _ = after[key]
+            src = "." * level + (module or "")
+            dest = "." * after[key][0] + (to_module or "")
+            self.add(
+                "move-import",
+                f"move-{key[1]}",
+                {"name": key[1], "from": src, "to": dest},
+                None,
+                f"{key[1]} now imported from {dest} instead of {src}",
+                "the same name imported from another module",
+            )
+            moved = True
+        extra = [k for k in after if k not in before]
+        if extra:
+            raise Unfit(f"adds the import of {extra[0][0]} while changing other imports ({_describe(new[0])})")
+        if not moved:
+            raise Unfit(f"rewrites imports without changing what they import ({_describe(new[0])})")
+
+    # -- definitions -------------------------------------------------------------------
+
+    def changed(self, old: ast.stmt, new: ast.stmt, owner: str) -> None:
+        if canon(old) == canon(new):
+            return
+        qual = f"{owner}{getattr(new, 'name', '')}"
+        if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and type(old) is type(new):
+            self.function(qual, old, new)  # type: ignore[arg-type]
+        elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef):
+            self.klass(qual, old, new)
+        elif (
+            not owner and isinstance(old, (ast.Assign, ast.AnnAssign)) and isinstance(new, (ast.Assign, ast.AnnAssign))
+        ):
+            self.list_item(old, new)
+        else:
+            raise Unfit(f"changes {_describe(old)}")
+
+    def function(self, qual: str, old: ast.FunctionDef, new: ast.FunctionDef) -> None:
+        runs = _insertions(old.body, new.body) if _header(old) == _header(new) else None
+        if runs is not None and all(self._unique_anchor(old, anchor) for anchor, _, _ in runs):
+            for number, (anchor, position, stmts) in enumerate(runs, start=1):
+                body = textwrap.indent(self.source(stmts[0], stmts[-1]), "    ", lambda line: bool(line.strip()))
+                noun = "statement" if len(stmts) == 1 else "statements"
+                self.add(
+                    "insert",
+                    f"{qual.lower()}-insert" + (f"-{number}" if len(runs) > 1 else ""),
+                    {"function": qual, "anchor": ast.unparse(anchor), "position": position, "body_of": "inserted"},
+                    f"def inserted():\n{body}",
+                    f"{len(stmts)} {noun} added {position} line {anchor.lineno} in {qual}",
+                    "statements added inside an otherwise unchanged function; the anchor is unique in it",
+                )
+            return
+        what = "signature" if _header(old) != _header(new) else "body"
+        self.add(
+            "replace-function",
+            qual.lower(),
+            {"function": qual, "expect": digest(old)},
+            self.source(new, new),
+            f"{qual} changed ({what})",
+            "a changed function; expect pins the base version",
+        )
+
+    @staticmethod
+    def _unique_anchor(fn: ast.FunctionDef, anchor: ast.stmt) -> bool:
+        return sum(1 for m in walk_statements(fn.body) if canon(m.node) == canon(anchor)) == 1
+
+    def klass(self, qual: str, old: ast.ClassDef, new: ast.ClassDef) -> None:
+        if _header(old) != _header(new):
+            raise Unfit(f"changes the header of class {qual} (bases, keywords or decorators)")
+        base, target = old.body, new.body
+        matcher = difflib.SequenceMatcher(None, [_key(s) for s in base], [_key(s) for s in target], autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                for a, b in zip(base[i1:i2], target[j1:j2], strict=True):
+                    self.changed(a, b, qual + ".")
+            elif tag == "insert" and i1 == len(base):
+                added = target[j1:j2]
+                if not all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in added):
+                    raise Unfit(f"adds {_describe(added[0])} to class {qual}, which is not a method")
+                names = [s.name for s in added]  # type: ignore[attr-defined]
+                methods = textwrap.indent(self.source(added[0], added[-1]), "    ", lambda line: bool(line.strip()))
+                simple = qual.rsplit(".", 1)[-1]
+                self.add(
+                    "add-methods",
+                    f"{qual.lower()}-methods",
+                    {"class": qual, "payload_class": simple, "methods": names},
+                    f"class {simple}:\n{methods}",
+                    f"added {', '.join(names)} to class {qual}",
+                    "new methods at the end of an existing class",
+                )
+            elif tag == "insert":
+                raise Unfit(
+                    f"adds {_describe(target[j1])} in the middle of class {qual}; add-methods appends at the end"
+                )
+            else:
+                raise Unfit(f"removes or replaces {_describe(base[i1])} in class {qual}")
+
+    def list_item(self, old: ast.Assign | ast.AnnAssign, new: ast.Assign | ast.AnnAssign) -> None:
+        name = definition_name(old)
+        a, b = old.value, new.value
+        same_shape = type(a) is type(b) and isinstance(a, (ast.List, ast.Tuple))
+        if not same_shape or _header_of_assign(old) != _header_of_assign(new):
+            raise Unfit(f"changes {_describe(old)}")
+        olds, news = a.elts, b.elts  # type: ignore[union-attr]
+        if len(news) != len(olds) + 1 or canon(olds) != canon(news[: len(olds)]):
+            raise Unfit(f"changes {_describe(old)} other than by appending one item")
+        item = ast.get_source_segment("".join(self.lines), news[-1]) or ast.unparse(news[-1])
+        self.add(
+            "ensure-list-item",
+            f"{str(name).lower()}-item",
+            {"target": name, "item": item},
+            None,
+            f"{item} appended to {name}",
+            "one item appended to a module-level list or tuple",
+        )
+
+
+def _header_of_assign(stmt: ast.Assign | ast.AnnAssign) -> str:
+    clone = copy.copy(stmt)
+    clone.value = None
+    return canon(clone)
+
+
+def _insertions(old: list[ast.stmt], new: list[ast.stmt]) -> list[tuple[ast.stmt, str, list[ast.stmt]]] | None:
+    """[(anchor in ``old``, "before"/"after", inserted statements)] when ``new`` is
+    ``old`` plus runs of statements, all in one block at any depth; else None."""
+    if len(new) > len(old):
+        matcher = difflib.SequenceMatcher(None, [canon(s) for s in old], [canon(s) for s in new], autojunk=False)
+        runs: list[tuple[ast.stmt, str, list[ast.stmt]]] = []
+        for tag, i1, _i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            if tag != "insert":
+                return None
+            if i1 > 0:
+                runs.append((old[i1 - 1], "after", new[j1:j2]))
+            elif old:
+                runs.append((old[0], "before", new[j1:j2]))
+            else:
+                return None
+        return runs or None
+    if len(new) != len(old):
+        return None
+    differing = [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if canon(a) != canon(b)]
+    if len(differing) != 1:
+        return None
+    a, b = old[differing[0]], new[differing[0]]
+    if type(a) is not type(b) or isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return None
+    for field in ("body", "orelse", "finalbody"):
+        sub_a, sub_b = getattr(a, field, None), getattr(b, field, None)
+        if not isinstance(sub_a, list) or not isinstance(sub_b, list):
+            continue
+        if canon(sub_a) == canon(sub_b):
+            continue
+        rest_a, rest_b = copy.copy(a), copy.copy(b)
+        setattr(rest_a, field, [])
+        setattr(rest_b, field, [])
+        if canon(rest_a) != canon(rest_b):
+            return None
+        return _insertions(sub_a, sub_b)
+    return None
+
+
+def propose(path: str, base: str, target: str) -> list[Proposal]:
+    """The structured patches that express ``base`` -> ``target``; raises Unfit."""
+    return _File(path, base, target).module()

@@ -1,0 +1,50 @@
+"""`patchkit capture`: write a manifest and payloads that reproduce an edited work tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from patchkit.capture.core import CaptureReport, summarize
+from patchkit.capture.core import capture as run_capture
+from patchkit.errors import ExitCode
+from patchkit.git import Repo
+from patchkit.render import emit, print_json
+
+
+def capture(
+    *, repo: str, name: str, base: str | None, out: str | None, force: bool, json_out: bool, console: Console
+) -> int:
+    git_repo = Repo.discover(Path(repo))
+    report = run_capture(git_repo, name=name, base=base, out=Path(out or "."), force=force)
+    show(report, json_out=json_out, console=console, verb="capture")
+    return int(ExitCode.OK)
+
+
+def show(report: CaptureReport, *, json_out: bool, console: Console, verb: str) -> None:
+    """The summary table (file, change, chosen op, why), or the JSON object."""
+    if json_out:
+        print_json({**report.to_json(), "command": verb})
+        return
+    console.print(f"patchkit {verb}  {report.name}  against {report.base.sha} {report.base.subject!r}", markup=False)
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("file", "change", "chosen op", "why"):
+        table.add_column(column, overflow="fold")
+    for row in summarize(report.patches):
+        table.add_row(*row)
+    emit(console, table)
+    files = len({p.file for p in report.patches})
+    console.print(
+        f"CAPTURED: {len(report.patches)} patches on {files} files -> {report.manifest} "
+        f"(payloads in {report.payload_dir})",
+        markup=False,
+    )
+    if report.untracked:
+        shown = ", ".join(report.untracked[:5]) + (" …" if len(report.untracked) > 5 else "")
+        console.print(
+            f"note: {len(report.untracked)} untracked file(s) are not part of the capture: {shown} "
+            "(add them to the base commit if the patches need them)",
+            markup=False,
+        )

@@ -1,0 +1,29 @@
+"""`patchkit import-diff FILE.patch`: capture an existing patch file as a manifest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from patchkit.capture.import_diff import import_diff as run_import
+from patchkit.commands.capture import show
+from patchkit.errors import ExitCode
+from patchkit.git import Repo
+
+
+def import_diff(
+    *,
+    patch_file: str,
+    repo: str,
+    name: str,
+    base: str | None,
+    out: str | None,
+    force: bool,
+    json_out: bool,
+    console: Console,
+) -> int:
+    git_repo = Repo.discover(Path(repo))
+    report = run_import(git_repo, Path(patch_file), name=name, base=base, out=Path(out or "."), force=force)
+    show(report, json_out=json_out, console=console, verb="import-diff")
+    return int(ExitCode.OK)

@@ -1,0 +1,219 @@
+"""move-import: import a name from its new module instead of its old one.
+
+Upstream keeps moving names between modules (SGLang moved ``DeepEPMode`` from
+``sglang.srt.utils`` to ``sglang.srt.layers.moe.utils``).  ``ensure-import``
+rightly reports CONFLICT when the old import already binds the name; this op
+says "import it from the new place instead".
+
+Only ``from`` imports written directly in the module body are considered (not
+inside ``try`` or ``if``).  The edit keeps the old statement's layout:
+
+* the old statement held only ``name``: its module is rewritten in place
+  (parentheses, alias, comments and the line all stay);
+* it held other names too: ``name`` is dropped from it (commas and line breaks
+  of the remaining names are kept) and ``from TO import name`` goes on the
+  line right after it.
+
+An ``as`` alias is carried over.  If the module already imports ``name`` from
+``to`` as well, the old import is only dropped.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.code import CodeState, bound_names
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+
+def _split_module(spec: str) -> tuple[int, str | None]:
+    stripped = spec.lstrip(".")
+    return len(spec) - len(stripped), stripped or None
+
+
+@dataclass(frozen=True)
+class Plan:
+    old_index: int | None  # index in the module body of the old import (None: already gone)
+    alone: bool  # the old import held only this name
+    have_new: bool  # the module already imports the name from `to`
+    asname: str | None
+
+
+@dataclass(frozen=True)
+class MoveImport(Operation):
+    op_name = "move-import"
+    name: str
+    source: str  # `from`
+    dest: str  # `to`
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> MoveImport:
+        if table["from"] == table["to"]:
+            ctx.error("to", f"`from` and `to` are the same module ({table['to']!r})")
+        return cls(name=table["name"], source=table["from"], dest=table["to"])
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "from": self.source, "to": self.dest}
+
+    def _is(self, stmt: ast.stmt, spec: str) -> ast.alias | None:
+        level, module = _split_module(spec)
+        if not isinstance(stmt, ast.ImportFrom) or stmt.level != level or stmt.module != module:
+            return None
+        return next((a for a in stmt.names if a.name == self.name), None)
+
+    def _find(self, body: list[ast.stmt]) -> tuple[int | None, ast.alias | None, int | None, ast.alias | None]:
+        old_i = new_i = None
+        old_a = new_a = None
+        for index, stmt in enumerate(body):
+            alias = self._is(stmt, self.source)
+            if alias is not None:
+                old_i, old_a = index, alias
+            alias = self._is(stmt, self.dest)
+            if alias is not None:
+                new_i, new_a = index, alias
+        return old_i, old_a, new_i, new_a
+
+    def analyze(self, state: CodeState) -> Outcome:
+        body = state.tree.body
+        old_i, old_a, new_i, new_a = self._find(body)
+        binds = {self.name}
+        for alias in (old_a, new_a):
+            if alias is not None:
+                binds.add(alias.asname or alias.name)
+        for index, stmt in enumerate(body):
+            if index in (old_i, new_i):
+                continue
+            clash = binds & bound_names(stmt)
+            if clash:
+                what = f"`{ast.unparse(stmt)}`" if isinstance(stmt, (ast.Import, ast.ImportFrom)) else "a definition"
+                return Outcome.fail(
+                    Reason.CONFLICT,
+                    stmt.lineno,
+                    f"line {stmt.lineno} binds {sorted(clash)[0]!r} some other way ({what}); "
+                    f"moving the import of {self.name} from {self.source} to {self.dest} would not decide which wins",
+                )
+        if old_i is None and new_i is not None:
+            line = body[new_i].lineno
+            return Outcome.skip(
+                Reason.ALREADY_APPLIED, line, f"{self.name} is already imported from {self.dest} (line {line})"
+            )
+        if old_i is None:
+            return Outcome.fail(
+                Reason.TARGET_NOT_FOUND,
+                None,
+                f"{state.path} imports {self.name} neither from {self.source} nor from {self.dest} at module level",
+            )
+        assert old_a is not None
+        old = body[old_i]
+        if not state.alone_on_lines(old):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                old.lineno,
+                f"the import of {self.name} at line {old.lineno} shares its line with other code (`;`); "
+                "split that line upstream",
+            )
+        alone = len(old.names) == 1  # type: ignore[attr-defined]
+        asname = old_a.asname if new_a is None else new_a.asname
+        if new_a is not None and (new_a.asname or None) != (old_a.asname or None):
+            return Outcome.fail(
+                Reason.CONFLICT,
+                body[new_i].lineno,  # type: ignore[index]
+                f"{self.name} is imported from both {self.source} (line {old.lineno}) and {self.dest} "
+                f"(line {body[new_i].lineno}) under different names",  # type: ignore[index]
+            )
+        if new_a is not None:
+            message = (
+                f"drops {self.name} from the import of {self.source} (line {old.lineno}); "
+                f"{self.dest} already provides it"
+            )
+        else:
+            message = f"imports {self.name} from {self.dest} instead of {self.source} (line {old.lineno})"
+        return Outcome.apply(old.lineno, message, plan=Plan(old_i, alone, new_a is not None, asname))
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        old_i, _, new_i, _ = self._find(state.tree.body)
+        index = old_i if old_i is not None else new_i
+        if index is None:
+            return None
+        stmt = state.tree.body[index]
+        return (stmt.lineno, stmt.end_lineno or stmt.lineno)
+
+    def _new_node(self, asname: str | None) -> ast.ImportFrom:
+        level, module = _split_module(self.dest)
+        return ast.ImportFrom(module=module, names=[ast.alias(self.name, asname)], level=level)
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        plan: Plan = outcome.plan
+        body = state.tree.body
+        assert plan.old_index is not None
+        old = body[plan.old_index]
+        assert isinstance(old, ast.ImportFrom)
+        added = [] if plan.have_new else state.splice([self._new_node(plan.asname)], line=old.lineno, patch_id=patch_id)
+        if plan.alone:
+            body[plan.old_index : plan.old_index + 1] = added
+        else:
+            old.names = [a for a in old.names if a.name != self.name]
+            body[plan.old_index + 1 : plan.old_index + 1] = added
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        import libcst
+
+        plan: Plan = outcome.plan
+        body = list(module.body)
+        index = _cst_index(body, self.source, self.name)
+        line = body[index]
+        assert isinstance(line, libcst.SimpleStatementLine)
+        old = line.body[0]
+        assert isinstance(old, libcst.ImportFrom) and not isinstance(old.names, libcst.ImportStar)
+        level, dest = _split_module(self.dest)
+        if plan.alone and plan.have_new:
+            del body[index]
+        elif plan.alone:
+            new_mod = libcst.parse_expression(dest) if dest else None
+            body[index] = line.with_changes(body=[old.with_changes(module=new_mod, relative=[libcst.Dot()] * level)])
+        else:
+            names = list(old.names)
+            at = next(i for i, a in enumerate(names) if _alias_name(a) == self.name)
+            removed = names.pop(at)
+            if at == len(names):  # it was the last one: the new last takes its comma (or none)
+                names[-1] = names[-1].with_changes(comma=removed.comma)
+            body[index] = line.with_changes(body=[old.with_changes(names=names)])
+            if not plan.have_new:
+                alias = f" as {plan.asname}" if plan.asname else ""
+                body.insert(index + 1, libcst.parse_statement(f"from {self.dest} import {self.name}{alias}\n"))
+        return module.with_changes(body=body)
+
+
+def _alias_name(alias: Any) -> str:
+    from patchkit.operations.edit import code_of
+
+    return code_of(alias.name).strip()
+
+
+def _cst_index(body: list[Any], spec: str, name: str) -> int:
+    import libcst
+
+    from patchkit.errors import InternalError
+    from patchkit.operations.edit import code_of
+
+    level, module = _split_module(spec)
+    found = None
+    for index, stmt in enumerate(body):
+        if not isinstance(stmt, libcst.SimpleStatementLine) or len(stmt.body) != 1:
+            continue
+        small = stmt.body[0]
+        if not isinstance(small, libcst.ImportFrom) or isinstance(small.names, libcst.ImportStar):
+            continue
+        here = code_of(small.module).strip() if small.module is not None else None
+        if len(small.relative) == level and here == module and any(_alias_name(a) == name for a in small.names):
+            found = index
+    if found is None:
+        raise InternalError(f"libcst edit could not find `from {spec} import {name}` that the analysis found")
+    return found

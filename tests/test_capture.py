@@ -1,0 +1,268 @@
+"""`patchkit capture` and `patchkit import-diff`: the round trip is the acceptance test.
+
+Every scenario builds a real git repository at a base commit, edits its work
+tree by hand (or applies a patch file), captures, resets the tree to the base
+and applies the captured manifest: every byte of every file must come back.
+The captured manifest must also say APPLY for every patch in `patchkit check`
+at the base, and capturing twice must give the same bytes.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from capture_trees import BASE, CMAKE, DEEPSEEK, EAGLE, KIMI, REGISTRY, RUNNER, SERVER_ARGS, YAML, edited
+from helpers import git, head_sha, make_repo, porcelain, run_cli, tree_state
+
+from patchkit.testing.history import FileValue
+
+
+def write_tree(repo: Path, files: dict[str, str | bytes]) -> None:
+    for path, content in files.items():
+        full = repo / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+def snapshot_bytes(root: Path) -> dict[str, bytes]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or not path.is_file():
+            continue
+        out[rel.as_posix()] = path.read_bytes()
+    return out
+
+
+def capture(capsys, repo: Path, out: Path, *extra: str, name: str = "captured"):
+    return run_cli(capsys, "capture", "--repo", repo, "--name", name, "--out", out, *extra)
+
+
+def round_trip(capsys, tmp_path: Path, base: dict[str, FileValue], edit: dict[str, str | bytes]) -> dict:
+    """Capture ``edit`` over ``base``, reset, apply, and compare every byte; returns capture's JSON."""
+    repo = make_repo(tmp_path / "repo", base)
+    write_tree(repo, edit)
+    wanted = snapshot_bytes(repo)
+    out = tmp_path / "kit"
+    r = capture(capsys, repo, out, "--json")
+    assert r.code == 0, r.err
+    report = r.json
+    manifest = out / "manifests" / "captured.toml"
+
+    checked = run_cli(capsys, "check", "-m", manifest, "--repo", repo, "--commit", "HEAD", "--json")
+    assert checked.code == 0, checked.err
+    assert {(x["status"], x["reason"]) for x in checked.json["commits"][0]["results"]} == {("APPLY", None)}
+
+    git(repo, "checkout", "--", ".")
+    assert porcelain(repo) == []
+    applied = run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--json")
+    assert applied.code == 0, applied.err
+    assert snapshot_bytes(repo) == wanted  # every byte of every file
+    return report
+
+
+def test_hand_edited_kimi_tree_round_trips_with_structured_ops_and_diffs(tmp_path, capsys):
+    report = round_trip(capsys, tmp_path, BASE, edited())
+    ops = {(p["file"], p["op"]) for p in report["patches"]}
+    assert (KIMI, "add-methods") in ops and (KIMI, "ensure-import") in ops
+    assert (EAGLE, "insert") in ops and (EAGLE, "add-definitions") in ops
+    assert (EAGLE, "replace-function") in ops  # the changed default
+    assert (DEEPSEEK, "move-import") in ops
+    assert (REGISTRY, "ensure-list-item") in ops
+    for path in (CMAKE, YAML, SERVER_ARGS):
+        assert [p["op"] for p in report["patches"] if p["file"] == path] == ["diff"]
+    # The import added in the middle of the block: ensure-import placed with `after`.
+    assert [(p["op"], p["why"]) for p in report["patches"] if p["file"] == RUNNER] == [
+        ("ensure-import", "a new import inside the import block, placed with `after`")
+    ]
+    why = {p["file"]: p["why"] for p in report["patches"] if p["op"] == "diff"}
+    assert why[CMAKE] == why[YAML] == "not a Python file"
+    assert "deletes `os.environ.setdefault" in why[SERVER_ARGS]
+    replace = next(p for p in report["patches"] if p["op"] == "replace-function")
+    assert replace["file"] == EAGLE and "EAGLEWorker.draft" in replace["change"]
+    assert set(report) == {"version", "command", "name", "base", "manifest", "payloads", "patches", "untracked"}
+    assert set(report["patches"][0]) == {"id", "op", "file", "change", "why"}
+
+
+def test_captured_manifest_pins_the_base_and_describes_every_patch(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", BASE)
+    write_tree(repo, edited())
+    r = capture(capsys, repo, tmp_path / "kit")
+    assert r.code == 0, r.err
+    assert "file" in r.out and "chosen op" in r.out and "why" in r.out
+    data = tomllib.loads((tmp_path / "kit" / "manifests" / "captured.toml").read_text())
+    assert data["name"] == "captured"
+    for patch in data["patch"]:
+        assert patch["description"].startswith("Captured: ")
+    mid_block = next(p for p in data["patch"] if p["file"] == RUNNER)
+    assert (mid_block["import"], mid_block["after"]) == ("import json", "import logging")
+    replace = next(p for p in data["patch"] if p["op"] == "replace-function")
+    digest = run_cli(capsys, "digest", EAGLE, "EAGLEWorker.draft", "--repo", repo, "--commit", "HEAD", "--json")
+    assert replace["expect"] == digest.json["digest"]
+
+
+def test_capture_twice_gives_identical_bytes(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", BASE)
+    write_tree(repo, edited())
+    assert capture(capsys, repo, tmp_path / "one").code == 0
+    assert capture(capsys, repo, tmp_path / "two").code == 0
+    one, two = snapshot_bytes(tmp_path / "one"), snapshot_bytes(tmp_path / "two")
+    assert one == two and len(one) > 5
+
+
+def test_crlf_files_round_trip(tmp_path, capsys):
+    base = {
+        "pkg/win.py": b"import os\r\n\r\n\r\ndef f(x=1):\r\n    return x\r\n",
+        "conf/win.ini": b"[a]\r\nx = 1\r\ny = 2\r\n",
+    }
+    edit = {
+        "pkg/win.py": b"import os\r\n\r\n\r\ndef f(x=2):\r\n    return x\r\n",
+        "conf/win.ini": b"[a]\r\nx = 1\r\ny = 3\r\n",
+    }
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["diff", "replace-function"]
+
+
+def test_structured_ops_that_would_not_reproduce_the_bytes_fall_back_to_diff(tmp_path, capsys):
+    base = {"pkg/m.py": "import os\n\n\ndef f():\n    return 1\n"}
+    # One blank line before the new def: add-definitions would put two.
+    edit = {"pkg/m.py": "import os\n\n\ndef f():\n    return 1\n\ndef g():\n    return 2\n"}
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert "would not reproduce it byte for byte" in report["patches"][0]["why"]
+
+
+def test_comment_only_change_and_missing_final_newline_round_trip(tmp_path, capsys):
+    base = {"pkg/m.py": "X = 1  # one\n", "notes.txt": "a\nb"}
+    edit = {"pkg/m.py": "X = 1  # uno\n", "notes.txt": "a\nc"}
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["diff", "diff"]
+    why = {p["file"]: p["why"] for p in report["patches"]}
+    assert "only formatting or comments changed" in why["pkg/m.py"]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda repo: (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x01"), "logo.png is binary"),
+        (lambda repo: git(repo, "mv", "conf/a.yaml", "conf/b.yaml"), "conf/a.yaml renamed to conf/b.yaml"),
+        (lambda repo: (repo / "conf/a.yaml").unlink(), "conf/a.yaml is deleted"),
+        (lambda repo: (repo / "conf/a.yaml").chmod(0o755), "changes mode 100644 -> 100755"),
+    ],
+    ids=["binary", "rename", "delete", "mode"],
+)
+def test_changes_capture_cannot_carry_are_refused_and_nothing_is_written(tmp_path, capsys, change, words):
+    repo = make_repo(tmp_path / "repo", {"logo.png": b"\x89PNG\r\n\x1a\n\x00\x00", "conf/a.yaml": "a: 1\n"})
+    change(repo)
+    r = capture(capsys, repo, tmp_path / "kit")
+    assert r.code == 1
+    assert r.err.startswith("patchkit: error: capture carries edits of existing text files only")
+    assert words in r.err and r.err.count("\n") == 1
+    assert not (tmp_path / "kit" / "manifests").exists()
+
+
+def test_capture_refuses_to_overwrite_without_force_and_a_clean_tree(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    r = capture(capsys, repo, tmp_path / "kit")
+    assert r.code == 1 and "no changes against" in r.err
+    (repo / "a.txt").write_text("b\n")
+    assert capture(capsys, repo, tmp_path / "kit").code == 0
+    before = snapshot_bytes(tmp_path / "kit")
+    (repo / "a.txt").write_text("c\n")
+    again = capture(capsys, repo, tmp_path / "kit")
+    assert again.code == 1 and "--force" in again.err
+    assert snapshot_bytes(tmp_path / "kit") == before
+    assert capture(capsys, repo, tmp_path / "kit", "--force").code == 0
+    assert snapshot_bytes(tmp_path / "kit") != before
+    assert not [p for p in (tmp_path / "kit").iterdir() if p.name.startswith(".patchkit-capture-")]
+
+
+def test_capture_against_an_older_base_and_bad_name(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    base = head_sha(repo)
+    (repo / "a.txt").write_text("b\n")
+    git(repo, "commit", "-qam", "local change")
+    r = capture(capsys, repo, tmp_path / "kit", "--base", base, "--json")
+    assert r.code == 0, r.err
+    assert r.json["base"]["commit"] == base
+    bad = capture(capsys, repo, tmp_path / "kit", "--base", base, name="Bad_Name")
+    assert bad.code == 2 and "--name 'Bad_Name'" in bad.err
+
+
+# -- import-diff ---------------------------------------------------------------------------
+
+
+def make_patch(tmp_path: Path, base: dict[str, FileValue], edit: dict[str, str]) -> tuple[Path, Path]:
+    """A repo at ``base`` and a `git diff` of ``edit`` made in a copy of it."""
+    repo = make_repo(tmp_path / "repo", base)
+    other = make_repo(tmp_path / "other", base)
+    write_tree(other, edit)
+    patch = tmp_path / "change.patch"
+    patch.write_bytes(git(other, "diff").encode("utf-8"))
+    return repo, patch
+
+
+def test_import_diff_captures_without_touching_the_tree(tmp_path, capsys):
+    repo, patch = make_patch(tmp_path, BASE, edited())
+    before = tree_state(repo, include_git=False)
+    worktrees = git(repo, "worktree", "list")
+    r = run_cli(
+        capsys, "import-diff", patch, "--repo", repo, "--name", "from-patch", "--out", tmp_path / "kit", "--json"
+    )
+    assert r.code == 0, r.err
+    assert r.json["command"] == "import-diff"
+    assert tree_state(repo, include_git=False) == before
+    assert git(repo, "worktree", "list") == worktrees
+    applied = run_cli(capsys, "apply", "-m", tmp_path / "kit/manifests/from-patch.toml", "--repo", repo, "--json")
+    assert applied.code == 0, applied.err
+    for path, text in edited().items():
+        assert (repo / path).read_text() == text
+
+
+def test_import_diff_names_the_hunk_that_does_not_apply(tmp_path, capsys):
+    repo, patch = make_patch(tmp_path, {YAML: BASE[YAML]}, {YAML: BASE[YAML].replace("tp: 8", "tp: 16")})
+    (tmp_path / "repo" / YAML).write_text(BASE[YAML].replace("tp: 8", "tp: 4"))
+    git(repo, "commit", "-qam", "upstream moved on")
+    r = run_cli(capsys, "import-diff", patch, "--repo", repo, "--name", "x", "--out", tmp_path / "kit")
+    assert r.code == 1
+    assert f"{YAML}: hunk 1 (@@ -1,6 +1,6 @@) does not match at line 3: expected '  tp: 8', found '  tp: 4'" in r.err
+    assert not (tmp_path / "kit" / "manifests").exists()
+
+
+def test_import_diff_with_a_renamed_file_is_refused_clearly(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"conf/a.yaml": "a: 1\nb: 2\nc: 3\n"})
+    patch = tmp_path / "rename.patch"
+    patch.write_text(
+        "diff --git a/conf/a.yaml b/conf/b.yaml\nsimilarity index 100%\n"
+        "rename from conf/a.yaml\nrename to conf/b.yaml\n"
+    )
+    r = run_cli(capsys, "import-diff", patch, "--repo", repo, "--name", "x", "--out", tmp_path / "kit")
+    assert r.code == 1
+    assert "conf/a.yaml renamed to conf/b.yaml" in r.err
+    assert porcelain(repo) == []
+
+
+def test_import_diff_of_a_missing_file_is_bad_input(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    r = run_cli(capsys, "import-diff", tmp_path / "nope.patch", "--repo", repo, "--name", "x")
+    assert r.code == 2 and "nope.patch does not exist" in r.err
+
+
+def test_a_proposal_the_loader_refuses_falls_back_to_diff(tmp_path, capsys):
+    # An added `pass` is an insert whose payload has "no statements to insert".
+    base = {"pkg/m.py": "def f():\n    x = 1\n"}
+    edit = {"pkg/m.py": "def f():\n    x = 1\n    pass\n"}
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert "the manifest would not load" in report["patches"][0]["why"]
+
+
+def test_an_unwritable_out_is_bad_input(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+    (repo / "a.txt").write_text("b\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory\n")
+    r = capture(capsys, repo, blocker / "kit")
+    assert r.code == 2 and r.err.startswith("patchkit: error: cannot write to --out") and r.err.count("\n") == 1
