@@ -173,7 +173,8 @@ def test_port_already_in_use(capsys, history, manifest, store, tmp_path):
 
 
 def test_worker_lacking_an_env_variable(capsys, history, manifest, store, tmp_path):
-    _result, run, pids = one(capsys, history, manifest, store, tmp_path, "--drop-env NCCL_MIN_NCHANNELS")
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--drop-env NCCL_MIN_NCHANNELS")
+    assert [(r["metric"], r["outcome"]) for r in result.json["table"]] == [(None, "refused")]  # one row, no numbers
     assert run["outcome"] == "refused"
     assert "start environment" in run["reason"]
     worker_pid = int(pids.read_text().split()[-1])

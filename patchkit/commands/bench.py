@@ -105,7 +105,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for record in records:
         stats = record.stats()
-        if not stats:
+        if not any(s["n"] or s["missing"] for s in stats.values()):  # nothing measured: one row
             rows.append(_row(record, None, {}, None))
             continue
         for metric, s in stats.items():
