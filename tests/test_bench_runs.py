@@ -370,3 +370,13 @@ def test_hand_edited_worktree_is_refused_and_the_next_commit_still_runs(
     assert model.read_text().endswith("# my experiment\n")  # nothing the user had is lost
     rows = [r for r in result.json["table"] if r["metric"] == "output_tok_s"]
     assert rows[0]["ratio"] == 1.0  # the first commit with a value is the base
+
+
+def test_unknown_placeholder_stops_before_anything(capsys, history, tmp_path):
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(client="{python} client.py --port {prot}"))
+    root = tmp_path / "wts"
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", tmp_path / "s.sqlite",
+                     "--worktree-root", root)  # fmt: skip
+    assert result.code == 2
+    assert "bench.client: unknown placeholder {prot}; did you mean {port}?" in result.err
+    assert not root.exists() and not (tmp_path / "s.sqlite").exists()

@@ -97,3 +97,22 @@ def test_refuses_a_newer_schema(tmp_path):
     db.close()
     with pytest.raises(RepoError, match="newer than this patchkit"):
         Store(path)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "significant", "direction"),
+    [
+        ([94.0, 95.0, 96.0], [84.0, 85.0, 86.0], True, "worse"),  # -11 %, ranges apart
+        ([94.0, 95.0, 96.0], [80.0, 85.0, 95.5], False, None),  # -11 %, ranges overlap
+        ([94.0, 95.0, 96.0], [91.0, 92.0, 93.0], False, None),  # -3 %, ranges apart: under the threshold
+        ([84.0, 85.0, 86.0], [94.0, 95.0, 96.0], True, "better"),
+    ],
+)
+def test_significance_needs_threshold_and_separate_ranges(a, b, significant, direction):
+    from patchkit.commands.compare import metric_rows
+
+    ra = record(samples={"output_tok_s": a}, missing=[])
+    rb = record(samples={"output_tok_s": b}, missing=[])
+    (row,) = metric_rows(ra, rb, 0.05, {"output_tok_s": "higher"})
+    assert (row["significant"], row["direction"]) == (significant, direction)
+    assert row["ratio"] == pytest.approx(b[1] / a[1])
