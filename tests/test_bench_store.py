@@ -116,3 +116,29 @@ def test_significance_needs_threshold_and_separate_ranges(a, b, significant, dir
     (row,) = metric_rows(ra, rb, 0.05, {"output_tok_s": "higher"})
     assert (row["significant"], row["direction"]) == (significant, direction)
     assert row["ratio"] == pytest.approx(b[1] / a[1])
+
+
+def test_provenance_diff_names_gpu_env_and_version_changes(tmp_path):
+    from helpers import make_repo
+
+    from patchkit.commands.compare import compare_records
+    from patchkit.git import Repo
+
+    path = make_repo(tmp_path / "r", {"a.py": "x = 1\n"})
+    sha = Repo.discover(path).head()
+    gpu = {"index": 0, "pstate": "P0", "pcie_width": 16, "sm_clock_mhz": 1980}
+    a = record(commit={"sha": sha, "subject": "s", "date": "d"}, gpus=[gpu])
+    b = record(
+        commit={"sha": sha, "subject": "s", "date": "d"},
+        gpus=[{**gpu, "pstate": "P2", "pcie_width": 8}],
+        env={"NCCL_MIN_NCHANNELS": "8"},
+        torch={"torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91900, "nccl": "2.27.5"},
+    )
+    prov = compare_records(Repo.discover(path), a, b, threshold=0.05)["provenance"]
+    assert prov["gpus"] == [
+        {"key": "gpus[0].pstate", "a": "P0", "b": "P2"},
+        {"key": "gpus[0].pcie_width", "a": 16, "b": 8},
+    ]
+    assert prov["env"] == [{"key": "env.NCCL_MIN_NCHANNELS", "a": "4", "b": "8"}]
+    assert prov["versions"] == [{"key": "torch.nccl", "a": "2.28.9", "b": "2.27.5"}]
+    assert prov["between"] == {"direction": "same", "commits": []}
