@@ -333,6 +333,142 @@ def import_diff(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+BENCH_EXIT_HELP = """\b
+Exit codes:
+  0  every run ok
+  1  a run was refused (patches, guard, version, environment, port)
+     or failed (server-failed, client-failed, metric-missing)
+  2  bad input: usage, manifest, [bench] table, revision, --set
+  3  internal error (a bug; the crash line names a log file with the
+     traceback, versions and command line)
+  130 interrupted (Ctrl-C or SIGTERM): the server group was stopped
+"""
+
+STORE_HELP = "The bench store (SQLite). Default: <git-common-dir>/patchkit/bench.sqlite."
+
+
+def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--store", default=None, metavar="FILE", help=STORE_HELP)(f)
+
+
+def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options bench and bisect share: manifests, repo, --repeat, --set, --worktree-root, --store, --json."""
+    options: list[Callable[..., Any]] = [
+        click.option(
+            "-m",
+            "--manifest",
+            "manifests",
+            multiple=True,
+            required=True,
+            metavar="MANIFEST",
+            help=MANIFEST_HELP + " Repeatable: all are applied; exactly one has the [bench] table.",
+        ),
+        repo_option,
+        click.option(
+            "--repeat", type=click.IntRange(min=1), default=None, metavar="N", help="Measured client runs per job."
+        ),
+        click.option(
+            "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable."
+        ),
+        click.option(
+            "--worktree-root",
+            default=None,
+            metavar="DIR",
+            help="Where the per-commit worktrees live (default: <git-common-dir>/patchkit/worktrees).",
+        ),
+        store_option,
+        json_option,
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@cli.command(epilog=BENCH_EXIT_HELP)
+@bench_options
+@click.option(
+    "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
+)
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
+def bench(**kwargs: Any) -> int:
+    """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
+    from patchkit.commands.bench import bench as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@repo_option
+@click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@store_option
+@json_option
+def runs(**kwargs: Any) -> int:
+    """List the benchmark runs in the bench store."""
+    from patchkit.commands.runs import runs as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@click.argument("runs", nargs=-1, metavar="[RUN_A RUN_B]")
+@click.option(
+    "--commit",
+    "commits",
+    multiple=True,
+    metavar="REV",
+    help="Compare the latest runs of two commits (give it twice) instead of run numbers.",
+)
+@click.option("--profile", default=None, metavar="P", help="With --commit: the profile whose runs to take.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.05,
+    show_default=True,
+    help="Relative change of the median above which a change can be significant (0.05 = 5 %).",
+)
+@repo_option
+@store_option
+@json_option
+def compare(**kwargs: Any) -> int:
+    """Show two runs' metrics side by side, then what differs between them.
+
+    Significant: the medians differ by more than --threshold and the min-max
+    ranges do not overlap. Then the provenance diff: upstream commits between
+    the two (first parent, with subjects), patch status changes, env, version
+    and GPU differences.
+    """
+    from patchkit.commands.compare import compare as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=BENCH_EXIT_HELP)
+@bench_options
+@click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
+@click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
+@click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")
+@click.option("--min", "min_value", type=float, default=None, metavar="X", help="Bad when the median is below X.")
+@click.option("--max", "max_value", type=float, default=None, metavar="X", help="Bad when the median is above X.")
+@click.option(
+    "--ratio",
+    type=float,
+    default=None,
+    metavar="R",
+    help="Bad when median / GOOD's median is below R (better = higher) or above R (better = lower).",
+)
+@click.option("--profile", default=None, metavar="P", help="The [bench] profile (default: the first).")
+def bisect(**kwargs: Any) -> int:
+    """Find the first commit where a metric goes bad: binary search over first-parent history.
+
+    Commits where the manifests cannot apply are skipped without being
+    benchmarked. Every run is stored. Exit 0 when a first bad commit is found.
+    """
+    from patchkit.commands.bisect import bisect as run
+
+    return run(console=_console(), **kwargs)
+
+
 def _usage_line(exc: click.ClickException) -> str:
     """A click usage error as the documented single line."""
     message = exc.format_message().strip().rstrip(".")

@@ -115,7 +115,19 @@ def test_every_exit_code_is_in_help(code, capsys):
 
 def test_json_md_documents_every_json_command():
     text = JSON_MD.read_text(encoding="utf-8")
-    for command in ("apply", "status", "revert", "check", "explain", "digest", "validate"):
+    for command in (
+        "apply",
+        "status",
+        "revert",
+        "check",
+        "explain",
+        "digest",
+        "validate",
+        "bench",
+        "runs",
+        "compare",
+        "bisect",
+    ):
         assert f"## `{command}" in text, command
 
 

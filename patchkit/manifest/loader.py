@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
+from patchkit.manifest.bench import BenchConfig, parse_bench
 from patchkit.manifest.payload import PayloadCache
 from patchkit.operations import registry
 from patchkit.operations.base import LoadContext, Operation
@@ -71,6 +72,7 @@ class Manifest:
     patches: tuple[Patch, ...]
     digest: str  # over the manifest and every payload it uses
     groups: tuple[Group, ...] = ()
+    bench: BenchConfig | None = None  # the [bench] table, if any
 
     def files(self) -> list[str]:
         """Target files in first-use order."""
@@ -239,6 +241,7 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
                 )
 
     _check_composition(patches, display, lines)
+    bench = parse_bench(data["bench"], display, lines.bench_line_of) if "bench" in data else None
 
     digest = hashlib.sha256()
     digest.update(raw)
@@ -252,6 +255,7 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
         patches=tuple(patches),
         digest="sha256:" + digest.hexdigest(),
         groups=tuple(groups),
+        bench=bench,
     )
 
 
@@ -463,6 +467,16 @@ _PATTERN_MESSAGES = {
 }
 
 
+_BENCH_PATTERN_MESSAGES = {
+    "name": "must start with a letter or digit and use only letters, digits, '_', '.' and '-'",
+    "version_file": "must be a tree-relative path to a .py file, without a leading '/' or '..' parts",
+    "scm_version_file": "must be a tree-relative path to a .py file, without a leading '/' or '..' parts",
+    "import_check": "must be a module name (dotted)",
+    "inherit": "must be an environment variable name",
+    "pythonpath": "must be a tree-relative directory, without a leading '/' or '..' parts",
+}
+
+
 def _key_path(path: Iterable[Any]) -> str:
     out = ""
     for part in path:
@@ -491,6 +505,8 @@ def _validate_schema(data: Mapping[str, Any], display: str, lines: _Lines) -> No
     if table is not None:
         leaf = path[2] if len(path) > 2 and isinstance(path[2], str) else None
         line = lines.line_of(path[1] + 1, line_key or leaf, table=str(table))
+    elif path[:1] == ["bench"]:
+        line = lines.bench_line_of(path)
     else:
         line = lines.top_line_of(leaf)
     raise ManifestError(message, file=display, key_path=_key_path(path) or None, line=line, hint=hint)
@@ -565,6 +581,11 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         return f"must be {error.validator_value!r}", None, None, None
     if validator == "type":
         return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None, None
+    if validator == "pattern" and path[:1] == ["bench"]:
+        if path[-1:] == ["profiles"]:  # propertyNames: the bad key itself
+            return f"{instance!r} is not a profile name", instance, "use a-z, 0-9, '.', '_' and '-'", None
+        named = next((p for p in reversed(path) if isinstance(p, str)), "")
+        return f"{instance!r} {_BENCH_PATTERN_MESSAGES.get(named, 'has the wrong form')}", None, None, None
     if validator == "pattern":
         if len(path) >= 2 and path[-2] in ("members", "requires"):  # an id in a list
             leaf = "id"
@@ -573,6 +594,12 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         if leaf == "name" and path[:1] == ["patch"]:
             return f"{instance!r} must be a Python identifier", None, None, None
         return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
+    if validator == "minProperties":
+        return "must not be empty", None, None, None
+    if validator == "exclusiveMinimum":
+        return f"must be more than {error.validator_value}, got {instance!r}", None, None, None
+    if validator == "minimum":
+        return f"must be at least {error.validator_value}, got {instance!r}", None, None, None
     if validator in ("minItems", "minLength"):
         return "must not be empty", None, None, None
     if validator == "uniqueItems":
@@ -670,6 +697,46 @@ class _Lines:
                 end = i
                 break
         return self._find_key(start + 1, end, key) or start + 1
+
+    def _section(self, header: re.Pattern[str], nth: int = 0) -> tuple[int, int] | None:
+        """(first line after the header, end) of the nth table whose header matches."""
+        found = [i for i, line in enumerate(self.lines) if header.match(line)]
+        if nth >= len(found):
+            return None
+        start = found[nth]
+        end = next((i for i in range(start + 1, len(self.lines)) if self._TABLE.match(self.lines[i])), len(self.lines))
+        return start + 1, end
+
+    @staticmethod
+    def _header(*names: str, array: bool = False) -> re.Pattern[str]:
+        dotted = r"\s*\.\s*".join(f'(?:{re.escape(n)}|"{re.escape(n)}")' for n in names)
+        if array:
+            return re.compile(rf"^\s*\[\[\s*{dotted}\s*\]\]\s*(#.*)?$")
+        return re.compile(rf"^\s*\[\s*{dotted}\s*\]\s*(#.*)?$")
+
+    def bench_line_of(self, path: list[Any]) -> int | None:
+        """The line of a key under [bench]: its own table if it has one, else the nearest enclosing one."""
+        rest = list(path[1:])
+        if rest[:1] == ["metric"] and len(rest) >= 2 and isinstance(rest[1], int):
+            section = self._section(self._header("bench", "metric", array=True), rest[1])
+            if section:
+                key = rest[2] if len(rest) > 2 and isinstance(rest[2], str) else None
+                return self._find_key(*section, key) or section[0]
+        if rest[:1] == ["profiles"] and len(rest) >= 2 and isinstance(rest[1], str):
+            section = self._section(self._header("bench", "profiles", rest[1]))
+            if section:
+                key = rest[2] if len(rest) > 2 and isinstance(rest[2], str) else None
+                return self._find_key(*section, key) or section[0]
+        if len(rest) >= 1 and isinstance(rest[0], str):
+            section = self._section(self._header("bench", rest[0]))
+            if section:
+                key = rest[1] if len(rest) > 1 and isinstance(rest[1], str) else None
+                return self._find_key(*section, key) or section[0]
+        section = self._section(self._header("bench"))
+        if section is None:
+            return None
+        key = rest[0] if rest and isinstance(rest[0], str) else None
+        return self._find_key(*section, key) or section[0]
 
     def top_line_of(self, key: str | None) -> int | None:
         end = self.headers[0] if self.headers else len(self.lines)

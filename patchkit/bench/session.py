@@ -1,0 +1,191 @@
+"""A benchmarking session: manifests + repository + store; ``bench`` and ``bisect`` both drive one.
+
+``Session.run(commit, profile)`` prepares the commit's worktree once (apply
+every manifest, guard, version file), then builds a ``JobSpec`` and calls
+``run_job``; every record, refused ones included, goes to the store.  A commit
+refused by its patches gets a ``refused`` record per profile and never starts
+a server or client.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from patchkit.bench import provenance
+from patchkit.bench.job import JobSpec, RunRecord, now, run_job
+from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
+from patchkit.errors import RefusedError, RepoError, UsageError
+from patchkit.git import Commit, Repo
+from patchkit.manifest import Manifest
+from patchkit.manifest.bench import BenchConfig
+from patchkit.store import Store, default_path
+
+
+def bench_config(manifests: Sequence[Manifest]) -> BenchConfig:
+    """The one [bench] table among the manifests given."""
+    having = [m for m in manifests if m.bench is not None]
+    if len(having) != 1:
+        names = ", ".join(m.display for m in having) or "none of them"
+        raise UsageError(
+            f"exactly one -m manifest must have a [bench] table ({names})",
+            hint="docs/manifest.md `[bench]` describes the table; put it in one manifest",
+        )
+    config = having[0].bench
+    assert config is not None
+    return config
+
+
+def parse_sets(sets: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for item in sets:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise UsageError(f"--set {item!r} is not KEY=VALUE", hint="e.g. --set prompts=50")
+        out[key.strip()] = value
+    return out
+
+
+def open_store(repo: Repo, path: str | None) -> Store:
+    return Store(Path(path).resolve() if path else default_path(repo.common_dir))
+
+
+def commit_json(commit: Commit) -> dict[str, str]:
+    return {"sha": commit.sha, "subject": commit.subject, "date": commit.date}
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM to patchkit stops the server group like Ctrl-C does (main thread only)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@dataclass
+class Session:
+    repo: Repo
+    manifests: Sequence[Manifest]
+    config: BenchConfig
+    store: Store
+    root: Path
+    sets: Mapping[str, str] = field(default_factory=dict)
+    repeat: int | None = None
+    progress: Callable[[Commit, str, str, str], None] | None = None
+    _prepared: dict[str, Prepared] = field(default_factory=dict)
+
+    @classmethod
+    def open(
+        cls,
+        repo: Repo,
+        manifests: Sequence[Manifest],
+        *,
+        store: str | None,
+        worktree_root_dir: str | None,
+        sets: Mapping[str, str],
+        repeat: int | None,
+    ) -> Session:
+        config = bench_config(manifests)
+        for profile in config.profile_names():
+            config.resolve_vars(profile, sets)  # a bad --set fails before anything starts
+        return cls(
+            repo, manifests, config, open_store(repo, store), worktree_root(repo, worktree_root_dir), sets, repeat
+        )
+
+    def profiles(self, chosen: Sequence[str]) -> list[str]:
+        for name in chosen:
+            self.config.profile(name)
+        return list(dict.fromkeys(chosen)) or self.config.profile_names()
+
+    def prepare(self, commit: Commit) -> Prepared:
+        if commit.sha not in self._prepared:
+            try:
+                prepared = prepare_commit(
+                    self.repo, self.manifests, commit, self.root, scm_version_file=self.config.scm_version_file
+                )
+            except (RefusedError, RepoError) as exc:
+                # A worktree that cannot be reused (edited by hand, git refusing): this commit is
+                # refused, the others still run.
+                items = tuple(getattr(exc, "items", ()))
+                prepared = Prepared(commit, None, (), True, (exc.one_line(), *items), {}, {}, None)
+            self._prepared[commit.sha] = prepared
+        return self._prepared[commit.sha]
+
+    def run(self, commit: Commit, profile: str) -> RunRecord:
+        progress = self.progress
+
+        def say(phase: str, detail: str) -> None:
+            if progress is not None:
+                progress(commit, profile, phase, detail)
+
+        say("preparing worktree", "")
+        prepared = self.prepare(commit)
+        values = self.config.resolve_vars(profile, self.sets)
+        if prepared.refused:
+            record = refused_record(prepared, profile, values, self.config)
+        else:
+            assert prepared.tree is not None
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+            spec = JobSpec(
+                commit=commit_json(commit),
+                tree=prepared.tree,
+                config=self.config,
+                profile=profile,
+                vars=values,
+                run_dir=self.store.path.parent / "bench-runs" / f"{stamp}-{commit.sha[:10]}-{profile}",
+                warmup=self.config.warmup,
+                repeat=self.repeat or self.config.repeat,
+                manifests=tuple(prepared.manifests_json()),
+                guard=prepared.guard,
+                guard_env=prepared.guard_env,
+                expected_version=prepared.version,
+            )
+            record = run_job(spec, say, base_env=dict(os.environ))
+        run_id = self.store.add(record)
+        return RunRecord.from_json({**record.to_json(), "run": run_id})
+
+
+def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig) -> RunRecord:
+    stamp = now()
+    record: dict[str, Any] = {
+        "commit": commit_json(prepared.commit),
+        "profile": profile,
+        "outcome": "refused",
+        "reason": f"{len(prepared.reasons)} required patch(es) cannot apply or are not in place at this commit "
+        "(listed in details); nothing was started",
+        "details": list(prepared.reasons),
+        "started_at": stamp,
+        "finished_at": stamp,
+        "vars": dict(values),
+        "commands": {},
+        "env": {},
+        "manifests": prepared.manifests_json(),
+        "guard": prepared.guard,
+        "host": provenance.host_facts(),
+        "interpreter": None,
+        "torch": None,
+        "gpus": None,
+        "server_info": None,
+        "samples": {},
+        "missing": [],
+        "metrics": [m.to_json() for m in config.metrics],
+        "logs": {},
+    }
+    return RunRecord.from_json(record)

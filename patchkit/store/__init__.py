@@ -1,0 +1,219 @@
+"""The provenance store: every benchmark run, with the facts needed to trust and explain it.
+
+One SQLite file, by default ``<git-common-dir>/patchkit/bench.sqlite``: shared
+by all worktrees of the repository, never inside a tree.  The schema has a
+version (table ``schema_version``) and forward migrations (``MIGRATIONS``,
+applied in order inside one transaction each); a file written by a newer
+patchkit is refused rather than misread.  docs/json.md ("The bench store")
+documents the tables.
+
+``runs`` keeps the columns people filter and sort on, plus the whole
+``RunRecord`` as JSON (``record``); ``samples`` has one row per metric and
+measured client run, a missing value as NULL with the log to read; ``manifests``
+one row per manifest applied for the run with its digest and per-patch statuses.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from patchkit.bench.job import RunRecord
+from patchkit.errors import RepoError, UsageError
+
+# Each entry upgrades the schema from version i to i + 1.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs and their samples.
+    """
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        commit_sha TEXT NOT NULL,
+        subject TEXT NOT NULL,
+        author_date TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        outcome TEXT NOT NULL,
+        reason TEXT,
+        started_at TEXT NOT NULL,
+        finished_at TEXT NOT NULL,
+        host TEXT NOT NULL,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX runs_commit ON runs (commit_sha, profile);
+    CREATE TABLE samples (
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        metric TEXT NOT NULL,
+        run INTEGER NOT NULL,
+        value REAL,
+        log TEXT
+    );
+    CREATE INDEX samples_run ON samples (run_id, metric);
+    """,
+    # 2: manifests as rows (compare diffs patch statuses without parsing every record),
+    #    and the server log's path as a column.
+    """
+    CREATE TABLE manifests (
+        run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        results TEXT NOT NULL
+    );
+    CREATE INDEX manifests_run ON manifests (run_id);
+    ALTER TABLE runs ADD COLUMN server_log TEXT;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def default_path(common_dir: Path) -> Path:
+    return common_dir / "patchkit" / "bench.sqlite"
+
+
+class Store:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise RepoError(f"cannot open the bench store {path}: {exc}") from None
+        self.db.execute("PRAGMA foreign_keys = ON")
+        self.migrate()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def version(self) -> int:
+        exists = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'")
+        if exists.fetchone() is None:
+            return 0
+        row = self.db.execute("SELECT version FROM schema_version").fetchone()
+        return int(row[0]) if row else 0
+
+    def migrate(self) -> list[int]:
+        """Bring the file to SCHEMA_VERSION; returns the versions migrated to."""
+        done = []
+        with self._transaction() as db:
+            current = self.version()
+            if current > SCHEMA_VERSION:
+                raise RepoError(
+                    f"the bench store {self.path} has schema {current}, newer than this patchkit ({SCHEMA_VERSION})",
+                    hint="upgrade patchkit, or point --store at another file",
+                )
+            if current == 0:
+                db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+                db.execute("INSERT INTO schema_version VALUES (0)")
+            for target in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target - 1].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                if target == 2:
+                    _backfill_2(db)
+                db.execute("UPDATE schema_version SET version = ?", (target,))
+                done.append(target)
+        return done
+
+    # -- writing ---------------------------------------------------------------
+
+    def add(self, record: RunRecord) -> int:
+        data = record.to_json()
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
+                "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
+                (
+                    record.commit["sha"],
+                    record.commit["subject"],
+                    record.commit["date"],
+                    record.profile,
+                    record.outcome,
+                    record.reason,
+                    record.started_at,
+                    record.finished_at,
+                    record.host.get("hostname", ""),
+                    record.logs.get("server"),
+                ),
+            )
+            run_id = int(cursor.lastrowid or 0)
+            data["run"] = run_id
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
+            missing = {(m["metric"], m["run"]): m["log"] for m in record.missing}
+            for metric, values in record.samples.items():
+                for index, value in enumerate(values, start=1):
+                    db.execute(
+                        "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
+                        (run_id, metric, index, value, missing.get((metric, index))),
+                    )
+            for manifest in record.manifests:
+                db.execute(
+                    "INSERT INTO manifests VALUES (?, ?, ?, ?)",
+                    (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
+                )
+        return run_id
+
+    # -- reading ---------------------------------------------------------------
+
+    def get(self, run_id: int) -> RunRecord:
+        row = self.db.execute("SELECT record FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            last = self.db.execute("SELECT max(id) FROM runs").fetchone()[0]
+            raise UsageError(
+                f"no run {run_id} in the bench store {self.path}",
+                hint=f"runs are numbered 1..{last}; see `patchkit runs`" if last else "no runs are stored yet",
+            )
+        return RunRecord.from_json(json.loads(row[0]))
+
+    def runs(self, *, commits: Sequence[str] = (), profiles: Sequence[str] = ()) -> list[RunRecord]:
+        query = "SELECT record FROM runs"
+        where: list[str] = []
+        args: list[str] = []
+        if commits:
+            where.append("(" + " OR ".join("commit_sha = ?" for _ in commits) + ")")
+            args.extend(commits)
+        if profiles:
+            where.append("(" + " OR ".join("profile = ?" for _ in profiles) + ")")
+            args.extend(profiles)
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        query += " ORDER BY id"
+        return [RunRecord.from_json(json.loads(r[0])) for r in self.db.execute(query, args)]
+
+    def latest(self, commit: str, profile: str | None = None) -> RunRecord | None:
+        query = "SELECT record FROM runs WHERE commit_sha = ?"
+        args: list[Any] = [commit]
+        if profile is not None:
+            query += " AND profile = ?"
+            args.append(profile)
+        row = self.db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
+        return None if row is None else RunRecord.from_json(json.loads(row[0]))
+
+
+def _backfill_2(db: sqlite3.Connection) -> None:
+    """Schema 2: fill the new manifests rows and server_log column from the records already stored."""
+    for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
+        data = json.loads(text)
+        db.execute("UPDATE runs SET server_log = ? WHERE id = ?", (data.get("logs", {}).get("server"), run_id))
+        for manifest in data.get("manifests", []):
+            db.execute(
+                "INSERT INTO manifests VALUES (?, ?, ?, ?)",
+                (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
+            )

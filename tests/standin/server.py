@@ -1,0 +1,205 @@
+"""A stand-in for ``sglang.launch_server`` on 127.0.0.1, for patchkit bench tests.
+
+HTTP endpoints: ``/health`` (503 until the start-up delay has passed, then
+200), ``/get_server_info`` (JSON with ``version``, read as SGLang's
+``python/sglang/version.py`` does: the tree's ``sglang._version`` first), and
+``/generate`` (one request of a client run; with
+``PATCHKIT_EAGLE3_VERIFY_TIMING=1`` it prints ``[patchkit] eagle3
+verify_ms=...`` to stderr, as the eagle3-verify-timing patch does).
+
+It starts ``--workers`` child processes (so the environment check has a tree
+to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
+``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
+starts without NAME), ``--report-version V``, ``--ignore-sigterm``.
+``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def worker() -> None:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(0.2)
+
+
+def timing_helpers(tree: str) -> dict:
+    """The module-level code eagle3-verify-timing adds to the tree's eagle_worker.py, executed on its own.
+
+    The tree's eagle_worker.py imports SGLang internals the demo tree does not
+    have, so the GPU stand-in runs just the patch's definitions (the flag, read
+    from the environment at "import", and the timer helpers) from the patched file.
+    """
+    import ast
+
+    path = Path(tree) / "python/sglang/srt/speculative/eagle_worker.py"
+    module = ast.parse(path.read_text(encoding="utf-8"))
+    keep = [
+        node
+        for node in module.body
+        if (isinstance(node, ast.FunctionDef) and node.name.startswith("_patchkit_"))
+        or (isinstance(node, ast.Assign) and any(getattr(t, "id", "").startswith("_PATCHKIT_") for t in node.targets))
+    ]
+    if not keep:
+        raise SystemExit(f"{path} has no eagle3-verify-timing code: apply the manifest first")
+    code = "import os, sys, time\nfrom typing import Optional\n" + "\n".join(ast.unparse(n) for n in keep)
+    namespace: dict = {}
+    exec(compile(code, str(path), "exec"), namespace)
+    return namespace
+
+
+def torch_worker(rank: int, tree: str, jobs, done) -> None:
+    """A TP-rank stand-in started with torch.multiprocessing (spawn): real CUDA work, timed by the patch's code."""
+    import torch
+
+    helpers = timing_helpers(tree)
+    device = torch.device("cuda", rank % max(1, torch.cuda.device_count()))
+    a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        t0 = helpers["_patchkit_verify_timer_start"]() if helpers["_PATCHKIT_VERIFY_TIMING"] else None
+        for _ in range(job):
+            a = (a @ a).tanh()
+        helpers["_patchkit_verify_timer_stop"](t0)
+        done.put(rank)
+
+
+def tree_version() -> str:
+    try:
+        from sglang._version import __version__  # type: ignore[import-not-found]
+
+        return str(__version__)
+    except ImportError:
+        return "0.0.0.dev0"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tree", default=".")
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--exit-during-startup", type=int, default=None)
+    parser.add_argument("--never-healthy", action="store_true")
+    parser.add_argument("--die-after", type=int, default=None)
+    parser.add_argument("--drop-env", default=None)
+    parser.add_argument("--report-version", default=None)
+    parser.add_argument("--ignore-sigterm", action="store_true")
+    parser.add_argument("--pid-file", default=None)
+    parser.add_argument("--marker", default=None, help="append 'server' to this file when starting")
+    parser.add_argument("--torch-workers", type=int, default=0, help="GPU: spawn workers with torch.multiprocessing")
+    parser.add_argument("--matmuls", type=int, default=20, help="GPU: matmuls per verify step per worker")
+    parser.add_argument("--verify-ms", type=float, default=18.0)
+    parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
+    parser.add_argument("--slow-factor", type=float, default=1.6)
+    parser.add_argument("--slow-if-contains", default=None, help="PATH=TEXT: slow when the tree's PATH contains TEXT")
+    args, _unknown = parser.parse_known_args()
+    if args.worker:
+        worker()
+        return
+    if args.marker:
+        with open(args.marker, "a", encoding="utf-8") as fh:
+            fh.write("server\n")
+    if args.ignore_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(f"stand-in server starting on 127.0.0.1:{args.port} (pid {os.getpid()})", flush=True)
+
+    workers = []
+    for index in range(args.workers):
+        env = dict(os.environ)
+        if args.drop_env and index == args.workers - 1:
+            env.pop(args.drop_env, None)
+        workers.append(subprocess.Popen([sys.executable, __file__, "--worker", f"--rank={index}"], env=env))
+    gpu_jobs: list = []
+    gpu_done = None
+    if args.torch_workers:
+        import torch.multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        gpu_done = ctx.Queue()
+        for rank in range(args.torch_workers):
+            queue = ctx.Queue()
+            process = ctx.Process(target=torch_worker, args=(rank, args.tree, queue, gpu_done), daemon=True)
+            process.start()
+            gpu_jobs.append(queue)
+            workers.append(process)
+    if args.pid_file:
+        Path(args.pid_file).write_text("\n".join(str(p) for p in [os.getpid(), *(w.pid for w in workers)]) + "\n")
+
+    if args.exit_during_startup is not None:
+        time.sleep(0.2)
+        print("RuntimeError: stand-in start-up failure (CUDA out of memory)", file=sys.stderr, flush=True)
+        os._exit(args.exit_during_startup)
+
+    ready_at = time.monotonic() + args.delay
+    version = args.report_version or tree_version()
+    verify_ms = args.verify_ms
+    if args.slow_if_exists and (Path(args.tree) / args.slow_if_exists).exists():
+        verify_ms *= args.slow_factor
+    if args.slow_if_contains:
+        path, _, text = args.slow_if_contains.partition("=")
+        target = Path(args.tree) / path
+        if target.is_file() and text in target.read_text(encoding="utf-8", errors="replace"):
+            verify_ms *= args.slow_factor
+    timing = os.environ.get("PATCHKIT_EAGLE3_VERIFY_TIMING") == "1"
+    served = {"generate": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *a: object) -> None:
+            pass
+
+        def reply(self, code: int, body: dict) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path == "/health":
+                healthy = not args.never_healthy and time.monotonic() >= ready_at
+                self.reply(200 if healthy else 503, {})
+            elif self.path == "/get_server_info":
+                self.reply(200, {"version": version, "tp_size": len(workers), "model_path": "stand-in"})
+            elif self.path == "/generate":
+                served["generate"] += 1
+                if args.die_after is not None and served["generate"] > args.die_after:
+                    print("stand-in server: fatal error in the scheduler", file=sys.stderr, flush=True)
+                    os._exit(17)
+                if gpu_jobs and gpu_done is not None:
+                    for queue in gpu_jobs:
+                        queue.put(args.matmuls)
+                    for _ in gpu_jobs:
+                        gpu_done.get(timeout=120)
+                elif timing:
+                    for rank in range(max(1, len(workers))):
+                        print(f"[patchkit] eagle3 verify_ms={verify_ms + rank * 0.1:.1f}", file=sys.stderr, flush=True)
+                self.reply(200, {"text": "ok"})
+            else:
+                self.reply(404, {})
+
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    print("stand-in server listening", flush=True)
+    try:
+        server.serve_forever()
+    finally:
+        for w in workers:
+            w.terminate()
+
+
+if __name__ == "__main__":
+    main()

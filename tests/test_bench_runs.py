@@ -1,0 +1,382 @@
+"""patchkit bench / runs / compare / bisect with real processes on loopback (tests/standin/).
+
+Every case of the issue's list: the happy path over two commits and two
+profiles; refusal on partial application (a marker file proves that neither
+server nor client ran); a server that never becomes healthy; one that exits
+during start-up; one that dies mid-run; a port already in use; a worker
+lacking an env variable; a version mismatch; a missing metric; Ctrl-C; compare
+naming the planted commit; bisect finding it across an unpatchable commit.
+After each run no process of the server's tree is left and the port is free.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+from bench_helpers import SLOW_SUBJECT, bench_table, build_history, write_bench_kit
+from helpers import patchkit_script, run_cli
+
+from patchkit.bench.job import port_is_free
+
+RUN_KEYS = {
+    "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
+    "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
+    "missing", "metrics", "logs",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    return build_history(tmp_path_factory.mktemp("bench") / "repo")
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    return write_bench_kit(tmp_path_factory.mktemp("kit"))
+
+
+@pytest.fixture
+def store(tmp_path):
+    return tmp_path / "bench.sqlite"
+
+
+def bench(capsys, history, manifest, store, *args):
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--json", *args)
+    assert "Traceback" not in result.err
+    return result
+
+
+def assert_nothing_left(pid_file: Path, port: str | int | None = None) -> None:
+    pids = [int(p) for p in pid_file.read_text().split()]
+    assert pids, "the stand-in server wrote no pids"
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert alive == []
+    if port is not None:
+        assert port_is_free(int(port))
+
+
+def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, tmp_path):
+    marker = tmp_path / "marker"
+    result = bench(
+        capsys, history, manifest, store, "--commit", history["base"], "--commit", history["tip"],
+        "--set", f"marker={marker}",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    data = result.json
+    assert set(data) == {"version", "command", "store", "runs", "table"}
+    assert [(r["commit"]["sha"], r["profile"], r["outcome"]) for r in data["runs"]] == [
+        (history["base"], "eagle3", "ok"),
+        (history["base"], "baseline", "ok"),
+        (history["tip"], "eagle3", "ok"),
+        (history["tip"], "baseline", "ok"),
+    ]
+    assert set(data["runs"][0]) == RUN_KEYS
+    assert set(data["table"][0]) == {
+        "run", "commit", "subject", "profile", "outcome", "metric", "median", "min", "max", "n", "missing", "ratio",
+    }  # fmt: skip
+    rows = {(r["commit"], r["profile"], r["metric"]): r for r in data["table"]}
+    assert rows[(history["tip"], "eagle3", "output_tok_s")]["ratio"] == pytest.approx(0.65)
+    assert rows[(history["tip"], "baseline", "output_tok_s_printed")]["median"] == 65.0  # the (token/s) spelling
+    assert rows[(history["tip"], "eagle3", "verify_ms")]["ratio"] == pytest.approx(1.6, rel=0.01)
+    assert rows[(history["base"], "baseline", "output_tok_s")]["n"] == 2
+    run = data["runs"][2]
+    # The server ran the tree: its version names the commit, as setuptools-scm would write it.
+    assert run["server_info"]["version"].startswith("0.5.9.dev6+g")
+    assert history["tip"].startswith(run["server_info"]["version"].split("+g")[1])
+    assert run["env"]["PATCHKIT_EAGLE3_VERIFY_TIMING"] == "1"
+    assert run["env"]["PYTHONPATH"].endswith("/python")
+    assert len(run["logs"]["env_checked_pids"]) == 3  # server + 2 workers
+    assert run["manifests"][0]["name"] == "standin"
+    assert {r["status"] for r in run["manifests"][0]["results"]} == {"APPLY"}
+    assert run["guard"]["ok"] is True
+    assert run["interpreter"]["packages"].keys() >= {"sglang", "torch", "sgl-kernel", "transformers"}
+    assert Path(run["logs"]["server"]).is_file()
+    assert marker.read_text().split() == (["server"] + ["client"] * 3) * 4
+    # The table for people.
+    people = run_cli(capsys, "runs", "--repo", history.path, "--store", store)
+    assert people.code == 0 and "output_tok_s=65.00" in people.out
+
+
+def test_refused_commit_starts_nothing(capsys, history, manifest, store, tmp_path):
+    marker = tmp_path / "marker"
+    result = bench(capsys, history, manifest, store, "--commit", history["break-model"], "--set", f"marker={marker}")
+    assert result.code == 1
+    runs = result.json["runs"]
+    assert [r["outcome"] for r in runs] == ["refused", "refused"]
+    assert "nothing was started" in runs[0]["reason"]
+    assert any("standin:hooks FAIL CLASS_NOT_FOUND" in d for d in runs[0]["details"])
+    assert runs[0]["samples"] == {} and runs[0]["commands"] == {}
+    assert not marker.exists()  # neither server nor client ran
+    people = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store,
+                     "--commit", history["break-model"], "--profile", "eagle3")  # fmt: skip
+    assert people.code == 1
+    assert "refused" in people.out and "standin:hooks FAIL CLASS_NOT_FOUND" in people.out
+
+
+def one(capsys, history, manifest, store, tmp_path, server_args, *extra, profile="eagle3"):
+    pid_file = tmp_path / "pids"
+    result = bench(
+        capsys, history, manifest, store, "--commit", history["tip"], "--profile", profile,
+        "--set", f"server_args=--workers 2 --pid-file {pid_file} {server_args}", *extra,
+    )  # fmt: skip
+    return result, result.json["runs"][0], pid_file
+
+
+def test_never_healthy_times_out_and_kills_the_group(capsys, history, tmp_path, store):
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(ready_timeout=1.5))
+    started = time.monotonic()
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--never-healthy")
+    assert result.code == 1
+    assert run["outcome"] == "server-failed"
+    assert "did not answer 200 within 1.5s" in run["reason"]
+    assert time.monotonic() - started < 15
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_server_exiting_during_startup_stops_at_once(capsys, history, manifest, store, tmp_path):
+    started = time.monotonic()
+    _result, run, pids = one(capsys, history, manifest, store, tmp_path, "--exit-during-startup 3")
+    assert run["outcome"] == "server-failed"
+    assert "exited with code 3 before it was healthy" in run["reason"]
+    assert any("CUDA out of memory" in line for line in run["details"])  # the log's last lines
+    assert time.monotonic() - started < 10  # not the 20 s ready_timeout
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_server_dying_mid_run(capsys, history, manifest, store, tmp_path):
+    # warmup makes 2 requests; the third (first measured run) kills the server, its workers stay orphaned.
+    _result, run, pids = one(capsys, history, manifest, store, tmp_path, "--die-after 2")
+    assert run["outcome"] == "server-failed"
+    assert "during client run 1/2" in run["reason"]
+    assert any("fatal error in the scheduler" in line for line in run["details"])
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_port_already_in_use(capsys, history, manifest, store, tmp_path):
+    marker = tmp_path / "marker"
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = bench(capsys, history, manifest, store, "--commit", history["tip"], "--profile", "eagle3",
+                       "--set", f"port={port}", "--set", f"marker={marker}")  # fmt: skip
+    run = result.json["runs"][0]
+    assert run["outcome"] == "refused"
+    assert f"port {port} on 127.0.0.1 is already in use" in run["reason"]
+    assert not marker.exists()
+
+
+def test_worker_lacking_an_env_variable(capsys, history, manifest, store, tmp_path):
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--drop-env NCCL_MIN_NCHANNELS")
+    assert [(r["metric"], r["outcome"]) for r in result.json["table"]] == [(None, "refused")]  # one row, no numbers
+    assert run["outcome"] == "refused"
+    assert "start environment" in run["reason"]
+    worker_pid = int(pids.read_text().split()[-1])
+    assert run["details"] == [f"pid {worker_pid} ({run['details'][0].split('(', 1)[1]}"]
+    assert "--worker" in run["details"][0] and run["details"][0].endswith("lacks NCCL_MIN_NCHANNELS")
+    assert run["samples"]["output_tok_s"] == []  # no client ran
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+@pytest.mark.parametrize(
+    ("reported", "words"),
+    [("0.5.9.dev3+gdeadbee", "(+gdeadbee, another commit)"), ("0.5.7", "reports version 0.5.7, not 0.5.9.dev6+g")],
+)
+def test_version_mismatch_refuses(capsys, history, manifest, store, tmp_path, reported, words):
+    _result, run, pids = one(capsys, history, manifest, store, tmp_path, f"--report-version {reported}")
+    assert run["outcome"] == "refused"
+    assert words in run["reason"] and "not running this tree" in run["reason"]
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_missing_metric_is_missing_not_zero(capsys, history, manifest, store, tmp_path):
+    result = bench(capsys, history, manifest, store, "--commit", history["tip"], "--profile", "baseline",
+                   "--set", "client_args=--no-output --spelling token")  # fmt: skip
+    run = result.json["runs"][0]
+    assert result.code == 1
+    assert run["outcome"] == "metric-missing"
+    assert run["samples"]["output_tok_s"] == [None, None]
+    assert run["samples"]["output_tok_s_printed"] == [65.0, 65.0]
+    assert run["stats"]["output_tok_s"] == {"median": None, "min": None, "max": None, "n": 0, "missing": 2}
+    assert [m["log"].rsplit("/", 1)[1] for m in run["missing"]] == ["output-2.jsonl", "output-3.jsonl"]
+    stored = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").json["runs"][0]
+    assert stored["stats"]["output_tok_s"]["median"] is None
+
+
+def test_ctrl_c_stops_the_server_group(history, manifest, tmp_path):
+    pid_file = tmp_path / "pids"
+    proc = subprocess.Popen(
+        [patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store",
+         str(tmp_path / "s.sqlite"), "--commit", history["tip"], "--profile", "eagle3",
+         "--set", f"server_args=--workers 2 --delay 60 --pid-file {pid_file}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and len(pid_file.read_text().split()) == 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pid_file.exists(), proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and err.strip().endswith(b"patchkit: aborted")
+    assert_nothing_left(pid_file)
+
+
+def test_compare_names_the_planted_commit(capsys, history, manifest, store):
+    result = bench(capsys, history, manifest, store, "--commit", history["restore-model"], "--commit",
+                   history["docs-2"], "--profile", "eagle3")  # fmt: skip
+    assert result.code == 0, result.err
+    a, b = (r["run"] for r in result.json["runs"])
+    cmp = run_cli(capsys, "compare", str(a), str(b), "--repo", history.path, "--store", store, "--json")
+    assert cmp.code == 0, cmp.err
+    data = cmp.json
+    assert set(data) == {"version", "command", "threshold", "a", "b", "metrics", "provenance"}
+    assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host"}
+    subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]
+    assert subjects == ["docs: more notes", SLOW_SUBJECT]
+    rows = {r["metric"]: r for r in data["metrics"]}
+    assert rows["output_tok_s"]["significant"] is True and rows["output_tok_s"]["direction"] == "worse"
+    assert rows["verify_ms"]["direction"] == "worse"
+    assert data["provenance"]["env"] == []  # same env, once the per-commit tree path is factored out
+    versions = {d["key"] for d in data["provenance"]["versions"]}
+    assert versions == {"server_info.version"}
+    people = run_cli(capsys, "compare", "--commit", history["restore-model"], "--commit", history["docs-2"],
+                     "--profile", "eagle3", "--repo", history.path, "--store", store)  # fmt: skip
+    assert SLOW_SUBJECT in people.out and "yes (worse)" in people.out
+
+
+def test_compare_within_threshold_is_not_significant(capsys, history, manifest, store):
+    result = bench(capsys, history, manifest, store, "--commit", history["base"], "--commit", history["docs"],
+                   "--profile", "baseline")  # fmt: skip
+    a, b = (r["run"] for r in result.json["runs"])
+    rows = run_cli(capsys, "compare", str(a), str(b), "--repo", history.path, "--store", store, "--json").json
+    assert {r["metric"]: r["significant"] for r in rows["metrics"]} == {
+        "output_tok_s": False, "output_tok_s_printed": False, "verify_ms": False,
+    }  # fmt: skip
+
+
+def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, history, manifest, store):
+    result = run_cli(
+        capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["base"],
+        "--bad", history["tip"], "--metric", "output_tok_s", "--ratio", "0.9", "--profile", "eagle3", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    data = result.json
+    assert set(data) == {
+        "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
+        "maybe", "error",
+    }  # fmt: skip
+    assert data["first_bad"]["subject"] == SLOW_SUBJECT
+    assert data["first_bad"]["commit"] == history["slow"]
+    assert [s["commit"] for s in data["skipped"]] == [history["break-model"]]
+    benchmarked = {s["commit"] for s in data["steps"]}
+    assert history["break-model"] not in benchmarked
+    assert {s["verdict"] for s in data["steps"]} == {"good", "bad"}
+    stored = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").json["runs"]
+    assert [r["run"] for r in stored] == [s["run"] for s in data["steps"]]  # every step is stored
+    assert history["break-model"] not in {r["commit"] for r in stored}
+
+
+def test_bisect_with_absolute_threshold_on_a_lower_is_better_metric(capsys, history, manifest, store):
+    result = run_cli(
+        capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["docs"],
+        "--bad", history["docs-2"], "--metric", "verify_ms", "--max", "25", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.json["profile"] == "eagle3"  # the first profile
+    assert result.json["first_bad"]["commit"] == history["slow"]
+
+
+def test_bench_usage_errors(capsys, history, manifest, store):
+    def cli(verb, *args):
+        result = run_cli(capsys, verb, "-m", manifest, "--repo", history.path, "--store", store, *args)
+        assert result.code == 2 and result.err.count("\n") == 1 and "Traceback" not in result.err
+        return result.err
+
+    assert "--set markr=...: 'markr' is not a variable" in cli("bench", "--set", "markr=1")
+    assert "no profile 'eagle'; did you mean 'eagle3'?" in cli("bench", "--profile", "eagle")
+    base, tip, broken = history["base"], history["tip"], history["break-model"]
+    err = cli("bisect", "--good", base, "--bad", tip, "--metric", "output_tok_s")
+    assert "exactly one of --min X, --max X, --ratio R" in err
+    err = cli("bisect", "--good", broken, "--bad", tip, "--metric", "output_tok_s", "--min", "1")
+    assert "cannot apply at --good" in err and "CLASS_NOT_FOUND" in err
+    err = cli("bisect", "--good", tip, "--bad", base, "--metric", "output_tok_s", "--min", "1")
+    assert "is not a first-parent descendant" in err
+    assert "no metric 'tok_s'" in cli("bisect", "--good", base, "--bad", tip, "--metric", "tok_s", "--min", "1")
+
+
+def test_sigterm_ignored_gets_sigkill(capsys, history, tmp_path, store):
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(stop_grace=0.5, repeat=1))
+    result, run, pids = one(capsys, history, manifest, store, tmp_path, "--ignore-sigterm")
+    assert result.code == 0, run
+    assert run["outcome"] == "ok"
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
+def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_path):
+    from patchkit.bench.session import Session
+    from patchkit.git import Repo
+    from patchkit.manifest import load_manifest
+
+    repo = Repo.discover(history.path)
+    seen: list[tuple[str, str]] = []
+    session = Session.open(
+        repo, [load_manifest(manifest)], store=None, worktree_root_dir=str(tmp_path / "wts"), sets={}, repeat=2
+    )
+    session.progress = lambda commit, profile, phase, detail: seen.append((phase, detail))
+    with session.store:
+        record = session.run(repo.commit(history["docs"]), "baseline")
+    assert record.outcome == "ok"
+    phases = list(dict.fromkeys(p for p, _ in seen))
+    assert phases == [
+        "preparing worktree", "checking imports", "reading provenance", "starting server", "waiting for health",
+        "checking worker environments", "client", "stopping server",
+    ]  # fmt: skip
+    assert [d for p, d in seen if p == "client"] == ["warmup 1/1", "run 1/2", "run 2/2"]
+    assert all(d.endswith("of 20s") for p, d in seen if p == "waiting for health")
+    assert (tmp_path / "wts" / history["docs"][:12]).is_dir()
+    # The default store is in the common git dir: a linked worktree sees the same runs.
+    assert session.store.path == history.path / ".git" / "patchkit" / "bench.sqlite"
+    linked = Repo.discover(tmp_path / "wts" / history["docs"][:12])
+    assert linked.common_dir == (history.path / ".git").resolve()
+
+
+def test_hand_edited_worktree_is_refused_and_the_next_commit_still_runs(
+    capsys, history, manifest, store, tmp_path, monkeypatch
+):
+    # An HTTP proxy in patchkit's environment must not answer the loopback health checks.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")
+    root = tmp_path / "wts"
+    first = bench(capsys, history, manifest, store, "--commit", history["tip"], "--profile", "baseline",
+                  "--worktree-root", root)  # fmt: skip
+    assert first.json["runs"][0]["outcome"] == "ok", first.json["runs"][0]["reason"]
+    model = root / history["tip"][:12] / "python/sglang/srt/model.py"
+    model.write_text(model.read_text() + "# my experiment\n")
+    result = bench(capsys, history, manifest, store, "--commit", history["tip"], "--commit", history["docs"],
+                   "--profile", "baseline", "--worktree-root", root)  # fmt: skip
+    assert result.code == 1
+    refused, ok = result.json["runs"]
+    assert refused["outcome"] == "refused"
+    assert any("not patchkit's own" in d for d in refused["details"])
+    assert any("python/sglang/srt/model.py" in d for d in refused["details"])
+    assert ok["outcome"] == "ok" and ok["commit"]["sha"] == history["docs"]
+    assert model.read_text().endswith("# my experiment\n")  # nothing the user had is lost
+    rows = [r for r in result.json["table"] if r["metric"] == "output_tok_s"]
+    assert rows[0]["ratio"] == 1.0  # the first commit with a value is the base
+
+
+def test_unknown_placeholder_stops_before_anything(capsys, history, tmp_path):
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(client="{python} client.py --port {prot}"))
+    root = tmp_path / "wts"
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", tmp_path / "s.sqlite",
+                     "--worktree-root", root)  # fmt: skip
+    assert result.code == 2
+    assert "bench.client: unknown placeholder {prot}; did you mean {port}?" in result.err
+    assert not root.exists() and not (tmp_path / "s.sqlite").exists()

@@ -1,0 +1,144 @@
+"""The SQLite provenance store: round trip, forward migrations from an older file, refusing a newer one."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from patchkit.bench.job import RunRecord
+from patchkit.errors import RepoError, UsageError
+from patchkit.store import MIGRATIONS, SCHEMA_VERSION, Store
+
+
+def record(**over) -> RunRecord:
+    data = {
+        "run": None,
+        "commit": {"sha": "a" * 40, "subject": "Fix PCG MoE Error (#17739)", "date": "2026-02-19T09:00:00+00:00"},
+        "profile": "eagle3",
+        "outcome": "metric-missing",
+        "reason": "no value for verify_ms",
+        "details": [],
+        "started_at": "2026-11-30T10:00:00.000+00:00",
+        "finished_at": "2026-11-30T10:01:00.000+00:00",
+        "vars": {"tp": "8"},
+        "commands": {"server": ["python3", "-m", "sglang.launch_server"], "client": []},
+        "env": {"NCCL_MIN_NCHANNELS": "4"},
+        "manifests": [{"name": "kimi", "digest": "sha256:" + "0" * 64, "results": [{"patch": "p", "status": "SKIP"}]}],
+        "guard": {"ok": True},
+        "host": {"hostname": "gpu-1"},
+        "interpreter": {"version": "3.11.7", "packages": {"sglang": "0.5.9.dev6+g0123456"}},
+        "torch": {"torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91900, "nccl": "2.28.9"},
+        "gpus": [{"index": 0, "pstate": "P0", "pcie_width": 16}],
+        "server_info": {"version": "0.5.9.dev6+g0123456"},
+        "samples": {"output_tok_s": [94.0, 93.5], "verify_ms": [18.1, None]},
+        "missing": [{"metric": "verify_ms", "run": 2, "log": "/x/server.log"}],
+        "logs": {"server": "/x/server.log"},
+    }
+    data.update(over)
+    return RunRecord.from_json(data)
+
+
+def test_round_trip_keeps_every_field(tmp_path):
+    with Store(tmp_path / "bench.sqlite") as store:
+        run_id = store.add(record())
+        back = store.get(run_id)
+        assert back.run_id == run_id
+        assert back.to_json() == {**record().to_json(), "run": run_id}
+        rows = store.db.execute("SELECT metric, run, value, log FROM samples ORDER BY metric, run").fetchall()
+        assert rows == [
+            ("output_tok_s", 1, 94.0, None),
+            ("output_tok_s", 2, 93.5, None),
+            ("verify_ms", 1, 18.1, None),
+            ("verify_ms", 2, None, "/x/server.log"),  # missing is NULL with its log, never 0
+        ]
+        assert store.latest("a" * 40, "eagle3").run_id == run_id
+        assert store.latest("b" * 40) is None
+        assert [r.run_id for r in store.runs(profiles=["eagle3"])] == [run_id]
+        with pytest.raises(UsageError, match="no run 99"):
+            store.get(99)
+
+
+def test_migrates_a_schema_1_file_forward(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (1)")
+    db.executescript(MIGRATIONS[0])
+    old = record().to_json()
+    old["run"] = 1
+    db.execute(
+        "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, finished_at, "
+        "host, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ("a" * 40, "s", "d", "eagle3", "ok", None, "t0", "t1", "gpu-1", json.dumps(old)),
+    )
+    db.commit()
+    db.close()
+    assert SCHEMA_VERSION == 2
+    with Store(path) as store:
+        assert store.version() == 2
+        assert store.get(1).manifests[0]["name"] == "kimi"
+        rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
+        assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
+        assert store.db.execute("SELECT server_log FROM runs").fetchone() == ("/x/server.log",)
+        new_id = store.add(record())
+        assert new_id == 2
+    with Store(path) as again:  # a second open migrates nothing
+        assert again.migrate() == []
+
+
+def test_refuses_a_newer_schema(tmp_path):
+    path = tmp_path / "new.sqlite"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION + 1,))
+    db.commit()
+    db.close()
+    with pytest.raises(RepoError, match="newer than this patchkit"):
+        Store(path)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "significant", "direction"),
+    [
+        ([94.0, 95.0, 96.0], [84.0, 85.0, 86.0], True, "worse"),  # -11 %, ranges apart
+        ([94.0, 95.0, 96.0], [80.0, 85.0, 95.5], False, None),  # -11 %, ranges overlap
+        ([94.0, 95.0, 96.0], [91.0, 92.0, 93.0], False, None),  # -3 %, ranges apart: under the threshold
+        ([84.0, 85.0, 86.0], [94.0, 95.0, 96.0], True, "better"),
+    ],
+)
+def test_significance_needs_threshold_and_separate_ranges(a, b, significant, direction):
+    from patchkit.commands.compare import metric_rows
+
+    ra = record(samples={"output_tok_s": a}, missing=[])
+    rb = record(samples={"output_tok_s": b}, missing=[])
+    (row,) = metric_rows(ra, rb, 0.05, {"output_tok_s": "higher"})
+    assert (row["significant"], row["direction"]) == (significant, direction)
+    assert row["ratio"] == pytest.approx(b[1] / a[1])
+
+
+def test_provenance_diff_names_gpu_env_and_version_changes(tmp_path):
+    from helpers import make_repo
+
+    from patchkit.commands.compare import compare_records
+    from patchkit.git import Repo
+
+    path = make_repo(tmp_path / "r", {"a.py": "x = 1\n"})
+    sha = Repo.discover(path).head()
+    gpu = {"index": 0, "pstate": "P0", "pcie_width": 16, "sm_clock_mhz": 1980}
+    a = record(commit={"sha": sha, "subject": "s", "date": "d"}, gpus=[gpu])
+    b = record(
+        commit={"sha": sha, "subject": "s", "date": "d"},
+        gpus=[{**gpu, "pstate": "P2", "pcie_width": 8}],
+        env={"NCCL_MIN_NCHANNELS": "8"},
+        torch={"torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91900, "nccl": "2.27.5"},
+    )
+    prov = compare_records(Repo.discover(path), a, b, threshold=0.05)["provenance"]
+    assert prov["gpus"] == [
+        {"key": "gpus[0].pstate", "a": "P0", "b": "P2"},
+        {"key": "gpus[0].pcie_width", "a": 16, "b": 8},
+    ]
+    assert prov["env"] == [{"key": "env.NCCL_MIN_NCHANNELS", "a": "4", "b": "8"}]
+    assert prov["versions"] == [{"key": "torch.nccl", "a": "2.28.9", "b": "2.27.5"}]
+    assert prov["between"] == {"direction": "same", "commits": []}
