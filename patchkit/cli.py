@@ -22,7 +22,8 @@ Exit codes:
      (uncommitted changes, files edited after patching)
   2  bad input: usage, manifest (names file and key path), revision,
      range or repository
-  3  internal error (a bug; rerun with --debug for the traceback)
+  3  internal error (a bug; the crash line names a log file with the
+     traceback, versions and command line)
   4  busy: another patchkit holds this repository's lock
   125 guard/run --bisect: a required patch cannot apply at this commit
       (`git bisect run` skips it)
@@ -32,7 +33,10 @@ Exit codes:
 
 _DEBUG = False
 
-MANIFEST_HELP = "Manifest: a path to a .toml file, or a NAME found as manifests/NAME.toml."
+MANIFEST_HELP = (
+    "Manifest: a path to a .toml file, or a NAME found as manifests/NAME.toml "
+    "(in the current directory, then among the manifests that come with patchkit)."
+)
 REPO_HELP = "The upstream git checkout to work on (default: current directory)."
 
 
@@ -176,7 +180,12 @@ def explain(**kwargs: Any) -> int:
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("file")
 @click.argument("qualname")
-@click.option("--repo", default=None, metavar="DIR", help="With --commit: the repository (default: .).")
+@click.option(
+    "--repo",
+    default=None,
+    metavar="DIR",
+    help="The repository; FILE is relative to it (default: FILE as given, and . with --commit).",
+)
 @click.option(
     "--commit", default=None, metavar="REV", help="Read FILE (repo-relative) at this commit instead of from disk."
 )
@@ -330,7 +339,8 @@ Exit codes:
   1  a run was refused (patches, guard, version, environment, port)
      or failed (server-failed, client-failed, metric-missing)
   2  bad input: usage, manifest, [bench] table, revision, --set
-  3  internal error (a bug; rerun with --debug for the traceback)
+  3  internal error (a bug; the crash line names a log file with the
+     traceback, versions and command line)
   130 interrupted (Ctrl-C or SIGTERM): the server group was stopped
 """
 
@@ -459,15 +469,28 @@ def bisect(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+def _usage_line(exc: click.ClickException) -> str:
+    """A click usage error as the documented single line."""
+    message = exc.format_message().strip().rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "patchkit"
+    return f"{message}; see `{command} --help`"
+
+
 def main(argv: list[str] | None = None) -> int:
     from patchkit.errors import ExitCode, PatchkitError, RefusedError
 
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        rv = cli.main(args=argv, prog_name="patchkit", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="patchkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except click.exceptions.NoArgsIsHelpError as exc:
+        # `patchkit` alone: the help text is the answer, as click prints it.
+        click.echo(exc.format_message(), err=True)
+        return ExitCode.USAGE
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"patchkit: error: {_usage_line(exc)}", err=True)
         return ExitCode.USAGE
     except click.exceptions.Abort:
         click.echo("patchkit: aborted", err=True)
@@ -485,26 +508,39 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
         return int(exc.exit_code)
-    except Exception as exc:  # noqa: BLE001 (a bug: one crash line, the traceback behind --debug
-        if _DEBUG:
-            import traceback
-
-            traceback.print_exc()
-        where = ""
-        tb = exc.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        if tb is not None:
-            where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
-        click.echo(
-            f"patchkit: internal error: {type(exc).__name__}: {exc}{where}; this is a bug in patchkit "
-            f"{__version__}, please report it (rerun with --debug for the traceback)",
-            err=True,
-        )
-        return int(ExitCode.INTERNAL)
+    except Exception as exc:  # noqa: BLE001 (a bug: one crash line; the traceback goes to a log file
+        return _crash(exc, args)
     if rv is None:
         return 0
     return int(rv)
+
+
+def _crash(exc: Exception, args: list[str]) -> int:
+    from patchkit.crash import write_report
+    from patchkit.errors import ExitCode
+
+    if _DEBUG:
+        import traceback
+
+        traceback.print_exc()
+    where = ""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+    log = write_report(exc, args)
+    detail = (
+        f"the traceback, versions and command line are in {log}; please attach it to the report"
+        if log is not None
+        else "no crash log could be written; rerun with --debug to see the traceback"
+    )
+    click.echo(
+        f"patchkit: internal error: {type(exc).__name__}: {exc}{where}; this is a bug in patchkit {__version__}, "
+        f"please report it ({detail})",
+        err=True,
+    )
+    return int(ExitCode.INTERNAL)
 
 
 def entry() -> None:

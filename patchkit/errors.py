@@ -90,6 +90,22 @@ class RefusedError(PatchkitError):
         self.items = items
 
 
+class UnwritableError(RefusedError):
+    """A file patchkit has to write cannot be written (a read-only directory,
+    permissions, a full disk).  Raised before anything the user sees has
+    changed, or after rolling back; ``apply`` reports it as a refusal with its
+    table, naming the path."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(
+            f"cannot write {path}: {reason}; nothing was written",
+            items=(path,),
+            hint="make it writable (check the permissions of the file and its directory), then run again",
+        )
+        self.path = path
+        self.reason = reason
+
+
 class BusyError(PatchkitError):
     exit_code = ExitCode.BUSY
 

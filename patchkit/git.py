@@ -1,8 +1,10 @@
 """All git access goes through this module.
 
 Plumbing commands run in a fixed environment (C locale, no pager, no prompt,
-unquoted paths) so their output can be parsed; blobs are read through one
-persistent ``git cat-file --batch`` process (GitPython's), so reading a
+unquoted paths, and none of the caller's GIT_* variables but an allowlist, so
+a GIT_DIR or GIT_WORK_TREE set for another repository cannot redirect
+patchkit) so their output can be parsed; blobs are read through one
+persistent ``git cat-file --batch`` process, so reading a
 thousand blobs costs one process start, not a thousand.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -19,13 +21,58 @@ from typing import Any
 
 from patchkit.errors import InternalError, RepoError, RevisionError
 
-_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
+# GIT_* variables git may keep from the user's environment: how to reach
+# remotes and credentials, and which config files to read.  Every other GIT_*
+# variable (GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY,
+# GIT_NAMESPACE, GIT_CEILING_DIRECTORIES, ...) would redirect or reshape what
+# patchkit reads and writes, so it is dropped, as pre-commit's ``no_git_env``
+# does.  Variables that do not start with GIT_ (PATH, HOME, XDG_CONFIG_HOME,
+# proxies, SSH_AUTH_SOCK, ...) are kept.
+_GIT_ENV_KEEP = frozenset(
+    {
+        "GIT_EXEC_PATH",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH_VARIANT",
+        "GIT_SSL_CAINFO",
+        "GIT_SSL_CAPATH",
+        "GIT_SSL_NO_VERIFY",
+        "GIT_HTTP_PROXY_AUTHMETHOD",
+        "GIT_ALLOW_PROTOCOL",
+        "GIT_PROTOCOL_FROM_USER",
+        "GIT_ASKPASS",
+        "GIT_CONFIG_NOSYSTEM",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_COUNT",
+    }
+)
+_GIT_ENV_KEEP_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+
+
+def git_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs in: the caller's, minus every GIT_* variable not allowlisted."""
+    source = os.environ if environ is None else environ
+    return {
+        k: v
+        for k, v in source.items()
+        if not k.startswith("GIT_") or k in _GIT_ENV_KEEP or k.startswith(_GIT_ENV_KEEP_PREFIXES)
+    }
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _ENV_DROP}
+    env = git_environment()
     env.update({"LC_ALL": "C", "LANG": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0"})
     return env
+
+
+# What to do instead, per command: only options that command has.
+_BARE_HINTS = {
+    "apply": "use --commit REV --worktree DIR to patch a linked worktree, or `patchkit check`, which needs no checkout",
+    "status": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them), "
+    "or use `patchkit check`, which needs no checkout",
+    "revert": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them)",
+}
 
 
 class GitFailed(Exception):
@@ -85,6 +132,67 @@ class Pending:
 
     def text(self) -> str:
         return self.bytes().decode("utf-8", "surrogateescape")
+
+
+class BlobReader:
+    """One persistent ``git cat-file --batch`` process: a thousand blobs, one process start.
+
+    Started with the same allowlisted environment as every other git call
+    (GitPython's persistent process would inherit the caller's GIT_DIR).
+    """
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.proc is None or self.proc.poll() is not None:
+            try:
+                self.proc = subprocess.Popen(
+                    ["git", "cat-file", "--batch"],
+                    cwd=self.cwd,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    env=_env(),
+                )
+            except FileNotFoundError:
+                raise RepoError("git is not installed or not on PATH") from None
+        return self.proc
+
+    def read(self, oid: str) -> bytes:
+        proc = self._start()
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(oid.encode("ascii") + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().decode("ascii", "replace").split()
+        except (OSError, UnicodeEncodeError) as exc:
+            self.close()
+            raise InternalError(f"git could not read object {oid}: {exc}") from None
+        if len(header) != 3:
+            if len(header) < 2:  # the process died: start a new one next time
+                self.close()
+            raise InternalError(f"git could not read object {oid}: {' '.join(header) or 'no answer'}")
+        _sha, kind, size = header
+        data = proc.stdout.read(int(size))
+        proc.stdout.read(1)  # the newline after the contents
+        if kind != "blob":
+            raise InternalError(f"object {oid} is a {kind}, not a blob")
+        return data
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @dataclass(frozen=True)
@@ -188,7 +296,7 @@ class Repo:
         self.git_dir = git_dir
         self.common_dir = common_dir
         self.root = root  # None for a bare repository
-        self._blobs: Any = None
+        self._blobs: BlobReader | None = None
 
     # -- discovery ---------------------------------------------------------
 
@@ -196,7 +304,12 @@ class Repo:
     def discover(cls, path: Path) -> Repo:
         path = path.resolve()
         if not path.exists():
-            raise RepoError(f"{path} does not exist")
+            raise RepoError(f"{path} does not exist", hint="pass --repo DIR pointing at a git checkout")
+        if not path.is_dir():
+            raise RepoError(
+                f"{path} is not a directory, so it is not a git repository",
+                hint="pass --repo DIR pointing at a git checkout",
+            )
         try:
             # One process for everything start-up needs to know.
             out = run_git(
@@ -242,8 +355,7 @@ class Repo:
         if self.root is None:
             raise RepoError(
                 f"{self.git_dir} is a bare repository: {action} needs a work tree",
-                hint="use --commit REV --worktree DIR to patch a linked worktree, "
-                "or `patchkit check`, which needs no checkout",
+                hint=_BARE_HINTS.get(action.split()[0], _BARE_HINTS["apply"]),
             )
         return self.root
 
@@ -347,22 +459,12 @@ class Repo:
 
     def read_blob(self, oid: str) -> bytes:
         if self._blobs is None:
-            import git as gitpython  # the persistent cat-file process; imported only when blobs are read
-
-            self._blobs = gitpython.Git(str(self.root or self.git_dir))
-        try:
-            _sha, kind, _size, data = self._blobs.get_object_data(oid)
-        except Exception as exc:  # noqa: BLE001 (GitPython raises ValueError/GitCommandError variants
-            raise InternalError(f"git could not read object {oid}: {exc}") from None
-        if isinstance(kind, bytes):
-            kind = kind.decode()
-        if kind != "blob":
-            raise InternalError(f"object {oid} is a {kind}, not a blob")
-        return data
+            self._blobs = BlobReader(self.root or self.git_dir)
+        return self._blobs.read(oid)
 
     def close(self) -> None:
         if self._blobs is not None:
-            self._blobs.clear_cache()
+            self._blobs.close()
             self._blobs = None
 
     def grep(self, pattern: str, commit: str | None, pathspec: str = "*.py") -> list[tuple[str, int, str]]:

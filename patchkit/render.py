@@ -1,8 +1,10 @@
 """Output for people (rich) and for machines (JSON), kept side by side.
 
 Colours follow the terminal: off when stdout is not a TTY, off with
-``NO_COLOR`` or ``--no-color``.  Off a terminal the width is 200 columns (or
-``$COLUMNS``), so CI logs do not wrap messages at 80.
+``NO_COLOR`` or ``--no-color``.  Off a terminal (a pipe, a file, a CI log)
+nothing is ever hard-wrapped: the console is as wide as the longest line, so
+every message stays on one line for ``grep``; ``$COLUMNS`` is ignored there.
+On a terminal, tables may wrap their message column to fit the window.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ STATUS_STYLE = {
 }
 
 _color_forced_off = False
+UNWRAPPED_WIDTH = 1_000_000
 
 
 def disable_color() -> None:
@@ -37,16 +40,16 @@ def disable_color() -> None:
 def make_console(stream: IO[str] | None = None) -> Console:
     stream = stream or sys.stdout
     is_tty = hasattr(stream, "isatty") and stream.isatty()
-    width = None
-    if not is_tty:
-        width = int(os.environ.get("COLUMNS") or 0) or 200
+    # Off a terminal: wide enough that no line is ever cut (emit() strips the
+    # padding a table leaves at line ends); soft_wrap keeps print() unwrapped.
+    width = None if is_tty else UNWRAPPED_WIDTH
     return Console(
         file=stream,
         highlight=False,
         no_color=_color_forced_off or bool(os.environ.get("NO_COLOR")),
         color_system="auto" if is_tty and not _color_forced_off else None,
         width=width,
-        soft_wrap=False,
+        soft_wrap=not is_tty,
         emoji=False,
     )
 

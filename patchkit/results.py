@@ -60,7 +60,10 @@ REASON_MEANING: dict[Reason, str] = {
     Reason.CLASS_NOT_FOUND: "the class the patch targets is not defined in the file",
     Reason.FUNCTION_NOT_FOUND: "the function or method the patch targets is not defined",
     Reason.TARGET_NOT_FOUND: "the module-level assignment the patch targets is not defined",
-    Reason.UNSUPPORTED_TARGET: "the target exists but has a shape the operation cannot edit",
+    Reason.UNSUPPORTED_TARGET: (
+        "the target exists but has a shape the operation cannot edit, "
+        "or is bound in more than one branch of top-level if / try blocks"
+    ),
     Reason.ANCHOR_NOT_FOUND: "no statement in the function matches the anchor",
     Reason.ANCHOR_AMBIGUOUS: "more than one statement in the function matches the anchor",
     Reason.CONFLICT: 'a definition of that name exists with different code and on_conflict = "fail"',

@@ -119,6 +119,7 @@ APPLY_KEYS = {
     "notes",
     "moved_from",
     "worktree",
+    "unwritable",
     "results",
     "groups",
 }

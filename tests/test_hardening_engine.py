@@ -261,7 +261,7 @@ def test_json_keys_of_status_revert_and_apply(tmp_path: Path, capsys) -> None:
     ap = run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--json").json
     assert set(ap) == {
         "version", "command", "manifest", "target", "commit", "subject", "dry_run", "strict", "refused",
-        "written", "would_write", "notes", "moved_from", "worktree", "results", "groups",
+        "written", "would_write", "notes", "moved_from", "worktree", "unwritable", "results", "groups",
     }  # fmt: skip
     assert ap["moved_from"] == {"commit": history["upstreamed"], "branch": "main"}
     st = run_cli(capsys, "status", "-m", manifest, "--repo", repo, "--json").json

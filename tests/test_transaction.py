@@ -10,7 +10,7 @@ import pytest
 
 from patchkit.engine import fsutil
 from patchkit.engine.fsutil import FileWrite, Transaction, sha256
-from patchkit.errors import RefusedError
+from patchkit.errors import RefusedError, UnwritableError
 
 
 def setup_files(root: Path) -> dict[str, bytes]:
@@ -52,9 +52,10 @@ def test_failure_during_renames_rolls_back(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(fsutil.os, "replace", failing_replace)
     txn = Transaction(root, state)
-    with pytest.raises(OSError):
+    with pytest.raises(UnwritableError) as info:  # a refusal naming the file, not a crash (issue 7 item 12)
         txn.write([FileWrite(n, d, b"new\n", None) for n, d in files.items()])
     monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    assert info.value.path == "pkg/b.py" and info.value.reason == "Input/output error"
     assert {n: (root / n).read_bytes() for n in files} == files
     assert leftovers(root) == []
 

@@ -40,10 +40,14 @@ def digest(*, file: str, qualname: str, repo: str | None, commit: str | None, js
 def _read(file: str, repo: str | None, commit: str | None) -> FileRead:
     if commit is None:
         path = Path(file)
+        if repo is not None:
+            if not Path(repo).is_dir():
+                raise UsageError(f"--repo {repo} is not a directory", hint="pass --repo DIR of the checkout FILE is in")
+            path = Path(repo) / file  # FILE is relative to the repository, as with --commit
         if not path.exists():
-            raise UsageError(f"{file} does not exist")
+            raise UsageError(f"{path} does not exist")
         if not path.is_file():
-            raise UsageError(f"{file} is not a regular file")
+            raise UsageError(f"{path} is not a regular file")
         data = path.read_bytes()
         return FileRead(file, FileState.OK, data)
     from patchkit.git import Repo

@@ -12,7 +12,7 @@ from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import STATUS_STYLE, print_json
-from patchkit.results import Reason
+from patchkit.results import Reason, Status
 
 
 def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: bool, console: Console) -> int:
@@ -36,8 +36,15 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
     if r.hint:
         console.print(Text(f"  hint: {r.hint}", style="dim"))
     if not report.failing:
-        what = "is an unused variant" if r.reason is Reason.OTHER_VARIANT else "applies"
-        console.print(f"{report.patch.id} {what} at {report.commit.short}: there is no failure to explain.")
+        if r.status is Status.APPLY:
+            state = "applies"
+        elif r.reason is Reason.OTHER_VARIANT:
+            state = "is an unused variant"
+        elif r.reason is Reason.UPSTREAM_PROVIDES:
+            state = "is not needed (upstream provides it)"
+        else:
+            state = "is already in place"
+        console.print(f"{report.patch.id} {state} at {report.commit.short}: there is no failure to explain.")
         return int(ExitCode.OK)
     for intro in report.introduced:
         c = intro.commit

@@ -9,7 +9,8 @@ from patchkit.commands._common import header, open_inputs
 from patchkit.engine.apply import status_worktree
 from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode
-from patchkit.render import emit, groups_table, print_json, results_table
+from patchkit.render import emit, groups_table, plural, print_json, results_table
+from patchkit.results import Status
 
 
 def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int:
@@ -43,7 +44,19 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             markup=False,
         )
     elif report.complete:
-        console.print("COMPLETE: every required patch is in place.", style="bold green")
+        left_out = [r for r in report.results if not r.required and r.status is not Status.SKIP]
+        if not left_out:
+            console.print("COMPLETE: every required patch is in place.", style="bold green")
+        else:
+            listed = ", ".join(f"{r.patch} ({report.state_of(r)})" for r in left_out)
+            required = sum(r.required for r in report.results)
+            first = "every required patch is in place" if required else "the manifest has no required patches"
+            console.print(
+                f"COMPLETE: {first}; {len(left_out)} of "
+                f"{plural(sum(not r.required for r in report.results), 'optional patch', 'optional patches')} "
+                f"not in place: {listed}.",
+                style="bold green",
+            )
     else:
         pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]
         console.print(f"INCOMPLETE: required patches not in place: {', '.join(pending)}.", style="bold red")

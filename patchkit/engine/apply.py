@@ -8,7 +8,7 @@ work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from patchkit.engine.record import (
     state_dir,
 )
 from patchkit.engine.recovery import Interrupted, interrupted, recover
-from patchkit.errors import RefusedError
+from patchkit.errors import RefusedError, UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.operations.base import REPLACES_PREVIOUS
@@ -51,6 +51,7 @@ class ApplyReport:
     moved_from: Commit | None = None  # apply --commit: where the tree was before
     moved_from_branch: str | None = None
     worktree: str | None = None  # apply --commit --worktree: the linked worktree
+    unwritable: str | None = None  # refused because this path could not be written ("path: reason")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +71,7 @@ class ApplyReport:
             if self.moved_from is None
             else {"commit": self.moved_from.sha, "branch": self.moved_from_branch},
             "worktree": self.worktree,
+            "unwritable": self.unwritable,
             "results": [r.to_json() for r in self.results],
             "groups": [g.to_json() for g in group_results(self.manifest, self.results)],
         }
@@ -157,10 +159,14 @@ def _apply_locked(
     if rendered:
         # The files and the record land together, or neither does.
         record = _new_record(repo, manifest, commit, rendered, evaluation)
-        txn.write(
-            [FileWrite(r.path, r.before, r.after, r.mode) for r in rendered],
-            {record_rel(manifest.name): record_bytes(record)},
-        )
+        try:
+            txn.write(
+                [FileWrite(r.path, r.before, r.after, r.mode) for r in rendered],
+                {record_rel(manifest.name): record_bytes(record)},
+            )
+        except UnwritableError as exc:
+            # The patches apply, the file system said no: a refusal with the table, not a crash.
+            return replace(report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}")
     return report(evaluation, refused=False, written=paths, diffs=tuple(rendered))
 
 

@@ -22,6 +22,7 @@ re-ran a patch script that printed a WARN nobody could interpret.  Here:
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -75,10 +76,22 @@ def apply_at_commit(
 ) -> ApplyReport:
     target = repo.commit(rev)
     if worktree is not None:
-        return _in_worktree(manifest, repo, target, Path(worktree), dry_run=dry_run, strict=strict, wait=wait)
+        path = Path(worktree).resolve()
+        with repo_lock(worktree_lock_dir(repo, path), wait=wait):
+            return _in_worktree(manifest, repo, target, path, dry_run=dry_run, strict=strict, wait=wait)
     root = repo.require_worktree("apply --commit without --worktree")
     with repo_lock(state_dir(repo), wait=wait):
         return _move_and_apply(manifest, repo, root, target, dry_run=dry_run, strict=strict)
+
+
+def worktree_lock_dir(repo: Repo, path: Path) -> Path:
+    """Where runs that create or patch the worktree at ``path`` take turns.
+
+    Two runs racing to create the same new worktree would otherwise see each
+    other's half-made directory; with this lock the loser is busy (exit 4).
+    """
+    key = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    return repo.common_dir / "patchkit" / f"worktree-{key}"
 
 
 def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, bytes]], list[str]]:
@@ -101,7 +114,14 @@ def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, b
 
 
 def _move_and_apply(
-    manifest: Manifest, repo: Repo, root: Path, target: Commit, *, dry_run: bool, strict: bool
+    manifest: Manifest,
+    repo: Repo,
+    root: Path,
+    target: Commit,
+    *,
+    dry_run: bool,
+    strict: bool,
+    in_worktree: bool = False,
 ) -> ApplyReport:
     txn = Transaction(root, state_dir(repo))
     recovered = recover(repo, root)
@@ -111,11 +131,15 @@ def _move_and_apply(
     ours, foreign = _ours_and_foreign(repo, root)
     if foreign:
         raise RefusedError(
-            f"the work tree has uncommitted changes that are not patchkit's own; nothing was changed "
+            f"the work tree {root} has uncommitted changes that are not patchkit's own; nothing was changed "
             f"({len(foreign)} file(s))",
             items=tuple(foreign),
-            hint="commit them or move them aside yourself (patchkit never stashes), "
-            "or use --worktree DIR to patch a separate checkout",
+            hint="commit them or move them aside yourself (patchkit never stashes)"
+            + (
+                ", or give --worktree a new directory"
+                if in_worktree
+                else ", or use --worktree DIR to patch a separate checkout"
+            ),
         )
     if early is not None:
         return replace(early, notes=tuple(recovered) + early.notes)
@@ -196,7 +220,10 @@ def _move_and_apply(
         # clean/smudge filter changed the files).  Leave no half state.
         _move_back(repo, moved_from, branch)
         restore_ours()
-        notes.append("the patches applied to the commit's blobs but not to its checkout; the tree was moved back")
+        if report.unwritable:
+            notes.append(f"could not write {report.unwritable}; the tree was moved back")
+        else:
+            notes.append("the patches applied to the commit's blobs but not to its checkout; the tree was moved back")
         return replace(report, notes=tuple(notes) + report.notes)
     end_move(repo)
     return replace(report, notes=tuple(notes) + report.notes, moved_from=moved_from, moved_from_branch=branch)
@@ -228,7 +255,9 @@ def _in_worktree(
                 hint="give a new directory (patchkit creates a linked worktree there), "
                 "or drop --worktree to move this tree itself",
             )
-        report = apply_at_commit(manifest, linked, target.sha, dry_run=dry_run, strict=strict, wait=wait)
+        root = linked.require_worktree("apply --commit")
+        with repo_lock(state_dir(linked), wait=wait):
+            report = _move_and_apply(manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True)
         return replace(report, worktree=str(path))
     early = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
     if early is not None:

@@ -116,7 +116,7 @@ def evaluate_file(
             # dependency that stops it.
             own = problem if state is None else None
             if state is not None:
-                probe = patch.op.analyze(state)
+                probe = patch.op.verdict(state)
                 if probe.kind is Kind.FAIL:
                     own = (probe.reason, probe.line, probe.message)  # type: ignore[assignment]
                 elif probe.kind is Kind.SKIP:
@@ -137,7 +137,7 @@ def evaluate_file(
             results.append(_result(patch, failed(required=patch.required), reason, line, message))
             outcomes.append(None)
             continue
-        outcome = patch.op.analyze(state)
+        outcome = patch.op.verdict(state)
         if outcome.kind is Kind.APPLY:
             patch.op.simulate(state, outcome, patch.id)
             status = Status.APPLY

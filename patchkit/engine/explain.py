@@ -146,7 +146,7 @@ def _span_at(repo: Repo, patch: Patch, commit: Commit) -> tuple[int, int] | None
         state = CodeState.parse(patch.file, text)
     except (SyntaxError, ValueError):
         return None
-    return patch.op.target_span(state)
+    return patch.op.span(state)
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from patchkit.errors import RefusedError
+from patchkit.errors import RefusedError, UnwritableError
 
 
 def sha256(data: bytes) -> str:
@@ -269,6 +269,81 @@ class Transaction:
             full = self.root / w.path
             old_mode = stat.S_IMODE(full.stat().st_mode)
             plan.append((w, full, _temp_name(full), old_mode, w.mode if w.mode is not None else old_mode))
+        try:
+            states = self._journal(plan, state_files)
+        except OSError as exc:  # the git dir cannot be written: nothing was touched yet
+            raise UnwritableError(str(self.state_dir), exc.strerror or type(exc).__name__) from None
+        crash_point("txn:journal")
+        renamed: list[tuple[FileWrite, Path, int]] = []
+        replaced: list[tuple[Path, str | None]] = []
+        settled = False  # the tree is either fully written or fully rolled back
+        current = ""  # the path being written, for the refusal if the OS says no
+        try:
+            for w, _full, temp, _old_mode, new_mode in plan:
+                current = w.path
+                _write_new(temp, w.after, new_mode)
+            for full, temp, data, _old in states:
+                current = str(full)
+                if data is not None:
+                    full.parent.mkdir(parents=True, exist_ok=True)
+                    _write_new(temp, data, 0o644)
+            crash_point("txn:temps")
+            changed = [w.path for w, full, *_ in plan if full.read_bytes() != w.before]
+            if changed:
+                raise RefusedError(
+                    "files changed on disk while patchkit was working; nothing was written",
+                    items=tuple(changed),
+                    hint="run the command again",
+                )
+            try:
+                for w, full, temp, old_mode, _ in plan:
+                    current = w.path
+                    os.replace(temp, full)
+                    renamed.append((w, full, old_mode))
+                    if len(renamed) == 1:
+                        crash_point("txn:first-rename")
+                crash_point("txn:files")
+                for full, temp, data, old in states:
+                    current = str(full)
+                    if data is None:
+                        _unlink(full)
+                    else:
+                        os.replace(temp, full)
+                    replaced.append((full, old))
+                crash_point("txn:state")
+                settled = True
+            except BaseException:
+                for w, full, old_mode in reversed(renamed):
+                    atomic_write(full, w.before, old_mode)
+                for full, old in reversed(replaced):
+                    previous = None if old is None else self.objects.get(old)
+                    if previous is None:
+                        _unlink(full)
+                    else:
+                        atomic_write(full, previous, 0o644)
+                settled = True
+                raise
+        except RefusedError:
+            settled = True  # refused before any rename
+            raise
+        except OSError as exc:
+            if not settled and (renamed or replaced):
+                raise  # the rollback itself failed: the journal stays for the next run to finish it
+            # Nothing was replaced, or every replacement was rolled back above.
+            settled = True
+            raise UnwritableError(current, exc.strerror or type(exc).__name__) from None
+        finally:
+            for _, _, temp, _, _ in plan:
+                _unlink(temp)
+            for _, temp, _, _ in states:
+                _unlink(temp)
+            if settled:
+                self.journal.unlink()
+
+    def _journal(
+        self, plan: Sequence[tuple[FileWrite, Path, Path, int, int]], state_files: Mapping[str, bytes | None]
+    ) -> list[tuple[Path, Path, bytes | None, str | None]]:
+        """Back up the old contents and write the journal; returns the state-file plan."""
         states: list[tuple[Path, Path, bytes | None, str | None]] = []  # target, temp, new data, old digest
         for rel, data in state_files.items():
             full = self.state_dir / rel
@@ -302,58 +377,4 @@ class Transaction:
             ],
         }
         atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
-        crash_point("txn:journal")
-        renamed: list[tuple[FileWrite, Path, int]] = []
-        replaced: list[tuple[Path, str | None]] = []
-        settled = False  # the tree is either fully written or fully rolled back
-        try:
-            for w, _full, temp, _old_mode, new_mode in plan:
-                _write_new(temp, w.after, new_mode)
-            for full, temp, data, _old in states:
-                if data is not None:
-                    full.parent.mkdir(parents=True, exist_ok=True)
-                    _write_new(temp, data, 0o644)
-            crash_point("txn:temps")
-            changed = [w.path for w, full, *_ in plan if full.read_bytes() != w.before]
-            if changed:
-                raise RefusedError(
-                    "files changed on disk while patchkit was working; nothing was written",
-                    items=tuple(changed),
-                    hint="run the command again",
-                )
-            try:
-                for w, full, temp, old_mode, _ in plan:
-                    os.replace(temp, full)
-                    renamed.append((w, full, old_mode))
-                    if len(renamed) == 1:
-                        crash_point("txn:first-rename")
-                crash_point("txn:files")
-                for full, temp, data, old in states:
-                    if data is None:
-                        _unlink(full)
-                    else:
-                        os.replace(temp, full)
-                    replaced.append((full, old))
-                crash_point("txn:state")
-                settled = True
-            except BaseException:
-                for w, full, old_mode in reversed(renamed):
-                    atomic_write(full, w.before, old_mode)
-                for full, old in reversed(replaced):
-                    previous = None if old is None else self.objects.get(old)
-                    if previous is None:
-                        _unlink(full)
-                    else:
-                        atomic_write(full, previous, 0o644)
-                settled = True
-                raise
-        except RefusedError:
-            settled = True  # refused before any rename
-            raise
-        finally:
-            for _, _, temp, _, _ in plan:
-                _unlink(temp)
-            for _, temp, _, _ in states:
-                _unlink(temp)
-            if settled:
-                self.journal.unlink()
+        return states

@@ -27,7 +27,11 @@ from patchkit.operations.base import LoadContext, Operation
 from patchkit.results import Reason
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout, when patchkit runs from one
+# A wheel ships the bundled manifests/ and patches/ here (copied by setup.py's
+# build step), laid out as at the top of the checkout so `../patches/x.py`
+# sources resolve the same way.
+BUNDLED_ROOT = Path(__file__).resolve().parents[1] / "_bundled"
 
 
 @dataclass(frozen=True)
@@ -99,18 +103,26 @@ class Manifest:
 
 
 def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
-    """A path, or a bare name looked up as manifests/NAME.toml (here, then in patchkit's checkout)."""
+    """A path, or a bare name looked up as manifests/NAME.toml: in ``cwd``, then in
+    patchkit's checkout, then in the copy bundled with an installed wheel."""
     cwd = cwd or Path.cwd()
     looks_like_path = spec.endswith(".toml") or "/" in spec or os.sep in spec
     if looks_like_path:
         path = (cwd / spec).resolve()
+        if path.is_dir():
+            raise UsageError(
+                f"manifest {spec} is a directory, not a .toml file",
+                hint="give the path of a manifest file inside it, e.g. -m DIR/NAME.toml",
+            )
         if not path.is_file():
             raise UsageError(
                 f"manifest file {spec} does not exist", hint="give a path to a .toml file or a manifest name"
             )
         return path
     candidates = []
-    for root in dict.fromkeys([cwd, PROJECT_ROOT]):
+    checkout = [PROJECT_ROOT] if (PROJECT_ROOT / "pyproject.toml").is_file() else []
+    bundled = [BUNDLED_ROOT] if BUNDLED_ROOT.is_dir() else []
+    for root in dict.fromkeys([cwd, *checkout, *bundled]):
         candidate = root / "manifests" / f"{spec}.toml"
         candidates.append(candidate)
         if candidate.is_file():

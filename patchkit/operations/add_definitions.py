@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, closest, digest, format_closest
+from patchkit.operations.code import CodeState, canon, digest, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
 
@@ -72,7 +73,9 @@ class AddDefinitions(Operation):
             stmt = state.module_binding(self.before)
             if stmt is None:
                 return None
-            return state.tree.body.index(stmt)
+            # Before the top-level statement that holds it (a definition in an
+            # `if` / `try` branch: before that whole block).
+            return next(i for i, top in enumerate(state.tree.body) if any(s is stmt for s in ast.walk(top)))
         if self.position == "after-imports":
             return state.import_block_end()
         return len(state.tree.body)
@@ -87,12 +90,12 @@ class AddDefinitions(Operation):
         plan = classify(self.definitions, state.module_binding, self.on_conflict, state.previous)
         index = self._insert_index(state)
         if index is None and plan.add:
-            names = [(n, s.lineno) for s in state.tree.body for n in bound_names(s)]
+            names = state.module_names()
             return Outcome.fail(
                 Reason.TARGET_NOT_FOUND,
                 None,
                 f"`before = {self.before!r}`: nothing named {self.before} is defined at module level"
-                + format_closest("names", closest(self.before or "", names)),
+                + what_is_there("names", self.before or "", names, "at module level"),
             )
         line = self._insert_line(state, index) if index is not None else 1
         return outcome_for(plan, where="the module", where_line=line, payload=self.payload.display, kind="definitions")
@@ -117,8 +120,12 @@ class AddDefinitions(Operation):
             return [s for s in payload_body if name in edit.cst_bound_names(s)][-1]
 
         body = list(module.body)
+        for d, _ in plan.replace:  # in place, also inside a top-level if / try branch
+            body = edit.replace_scoped(
+                body, edit.binds(d.name), edit.keeping_leading_lines(payload_stmt(d.name)), d.name
+            )
         if self.before is not None:
-            insert_at: int | None = max(i for i, s in enumerate(body) if self.before in edit.cst_bound_names(s))
+            insert_at: int | None = edit.top_index(body, edit.binds(self.before), self.before)
         elif self.position == "after-imports":
             from patchkit.operations.ensure_import import _cst_import_block_end
 
@@ -127,7 +134,7 @@ class AddDefinitions(Operation):
             insert_at = None
         new_body = edit.place_definitions(
             body,
-            [(d.name, payload_stmt(d.name)) for d, _ in plan.replace],
+            [],
             [payload_stmt(d.name) for d in plan.add],
             insert_at=insert_at,
             blank_lines=2,

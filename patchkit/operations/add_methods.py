@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, canon, closest, digest, format_closest
+from patchkit.operations.code import CodeState, canon, digest, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
 
@@ -91,7 +91,7 @@ class AddMethods(Operation):
                 Reason.CLASS_NOT_FOUND,
                 None,
                 f"class {self.class_name} is not defined in {state.path}"
-                + format_closest("classes", closest(self.class_name, classes), classes),
+                + what_is_there("classes", self.class_name, classes),
             )
 
         def member(name: str) -> ast.stmt | None:

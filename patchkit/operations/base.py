@@ -142,6 +142,15 @@ class Operation(ABC):
     @abstractmethod
     def analyze(self, state: CodeState) -> Outcome: ...
 
+    def verdict(self, state: CodeState) -> Outcome:
+        """``analyze``, with a target bound in several if / try branches reported, not guessed."""
+        from patchkit.operations.code import AmbiguousTarget
+
+        try:
+            return self.analyze(state)
+        except AmbiguousTarget as exc:
+            return Outcome.fail(Reason.UNSUPPORTED_TARGET, exc.line, str(exc))
+
     @abstractmethod
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None: ...
 
@@ -171,6 +180,15 @@ class Operation(ABC):
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         """Lines of what the patch targets in this file (for `explain` to pick hunks)."""
         return None
+
+    def span(self, state: CodeState) -> tuple[int, int] | None:
+        """``target_span``, or None when the target is ambiguous."""
+        from patchkit.operations.code import AmbiguousTarget
+
+        try:
+            return self.target_span(state)
+        except AmbiguousTarget:
+            return None
 
     @cached_property
     def fingerprint(self) -> str:

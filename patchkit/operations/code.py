@@ -21,7 +21,7 @@ import copy
 import difflib
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -126,33 +126,55 @@ class CodeState:
 
     # -- lookups -----------------------------------------------------------
 
+    def module_statements(self) -> Iterator[ScopedStatement]:
+        """Every statement that binds in the module namespace, in source order.
+
+        That is the module body and, recursively, the branches of top-level
+        ``if`` / ``try`` blocks (SGLang defines classes, functions and imports
+        under ``if _is_cuda:`` and ``try: ... except ImportError:``).
+        """
+        return scope_statements(self.tree.body, self.lines)
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            # Python counts lines at \n, \r\n and \r only (not at \f or \x1c).
+            self._lines = _LINE_BREAK.split(self.text)
+        return self._lines
+
     def find_class(self, dotted: str) -> ast.ClassDef | None:
-        body: list[ast.stmt] = self.tree.body
-        found: ast.ClassDef | None = None
-        for part in dotted.split("."):
-            found = _last_named(body, part, (ast.ClassDef,))  # type: ignore[assignment]
+        first, *rest = dotted.split(".")
+        found = module_lookup(
+            self.tree.body, first, lambda s: isinstance(s, ast.ClassDef) and s.name == first, self.lines
+        )
+        for part in rest:
             if found is None:
                 return None
-            body = found.body
-        return found
+            found = _last_named(found.body, part, (ast.ClassDef,))  # type: ignore[attr-defined]
+        return found  # type: ignore[return-value]
 
     def find_function(self, qualname: str) -> tuple[FunctionNode | None, ast.ClassDef | None, str | None]:
         """Return (function, owning class, missing class name).
 
         The third item names the class that is missing when the qualname's
         class part does not resolve, so callers can say CLASS_NOT_FOUND rather
-        than FUNCTION_NOT_FOUND.
+        than FUNCTION_NOT_FOUND.  A name bound in more than one branch raises
+        ``AmbiguousTarget`` (the engine reports it; nothing is guessed).
         """
         *owners, name = qualname.split(".")
-        owner: ast.ClassDef | None = None
-        body: list[ast.stmt] = self.tree.body
         if owners:
             owner = self.find_class(".".join(owners))
             if owner is None:
                 return None, None, ".".join(owners)
-            body = owner.body
-        node = _last_named(body, name, (ast.FunctionDef, ast.AsyncFunctionDef))
-        return node, owner, None  # type: ignore[return-value]
+            node = _last_named(owner.body, name, (ast.FunctionDef, ast.AsyncFunctionDef))
+            return node, owner, None  # type: ignore[return-value]
+        found = module_lookup(
+            self.tree.body,
+            name,
+            lambda s: isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name,
+            self.lines,
+        )
+        return found, None, None  # type: ignore[return-value]
 
     def function_span(self, qualname: str) -> tuple[int, int] | None:
         """Lines of the function, or of its class when the method is missing."""
@@ -161,12 +183,12 @@ class CodeState:
         return (node.lineno, node.end_lineno or node.lineno) if node else None
 
     def module_binding(self, name: str) -> ast.stmt | None:
-        """The last top-level statement that binds ``name`` (def, class, assignment)."""
-        found: ast.stmt | None = None
-        for stmt in self.tree.body:
-            if name in bound_names(stmt):
-                found = stmt
-        return found
+        """The statement that binds ``name`` at module level (def, class, assignment, import)."""
+        return module_lookup(self.tree.body, name, lambda s: name in bound_names(s), self.lines)
+
+    def module_names(self) -> list[tuple[str, int]]:
+        """(name, line) for everything bound at module level, in source order."""
+        return [(n, item.node.lineno) for item in self.module_statements() for n in sorted(bound_names(item.node))]
 
     def all_classes(self) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
@@ -178,22 +200,23 @@ class CodeState:
                     out.append((qual, stmt.lineno))
                     walk(stmt.body, qual + ".")
 
-        walk(self.tree.body, "")
+        walk([item.node for item in self.module_statements()], "")
         return out
 
     def functions_in(self, owner: ast.ClassDef | None) -> list[tuple[str, int]]:
-        body = owner.body if owner is not None else self.tree.body
+        body = owner.body if owner is not None else [item.node for item in self.module_statements()]
         return [(stmt.name, stmt.lineno) for stmt in body if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
     def top_level_imports(self) -> list[ast.Import | ast.ImportFrom]:
-        """Imports that bind names at module level, including in top-level try blocks."""
-        out: list[ast.Import | ast.ImportFrom] = []
-        for stmt in self.tree.body:
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                out.append(stmt)
-            elif isinstance(stmt, ast.Try):
-                out.extend(s for s in stmt.body if isinstance(s, (ast.Import, ast.ImportFrom)))
-        return out
+        """Imports that bind names at module level, including in top-level if / try blocks."""
+        return [item.node for item in self.module_statements() if isinstance(item.node, (ast.Import, ast.ImportFrom))]
+
+    def branch_of(self, node: ast.stmt) -> str | None:
+        """ "under `if _is_cuda:` (line 3)" for a statement in a top-level block, else None."""
+        for item in self.module_statements():
+            if item.node is node:
+                return item.branch
+        return None
 
     def import_block_end(self) -> int:
         """Index in ``tree.body`` after the leading docstring-and-imports block."""
@@ -228,10 +251,7 @@ class CodeState:
         """
         if id(node) in self.added_by:
             return True
-        if self._lines is None:
-            # Python counts lines at \n, \r\n and \r only (not at \f or \x1c).
-            self._lines = _LINE_BREAK.split(self.text)
-        lines = self._lines
+        lines = self.lines
         first = lines[node.lineno - 1]
         before = first.encode("utf-8")[: node.col_offset].decode("utf-8", "replace")
         if before.strip():
@@ -264,6 +284,101 @@ def _last_named(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast
         if isinstance(stmt, kinds) and getattr(stmt, "name", None) == name:
             found = stmt
     return found
+
+
+@dataclass(frozen=True)
+class ScopedStatement:
+    node: ast.stmt
+    block: list[ast.stmt]  # the list that holds it (the module body or a branch)
+    branch: str | None  # None at the top; else e.g. "under `if _is_cuda:` at line 3"
+
+
+def _branches(stmt: ast.stmt) -> Iterator[tuple[list[ast.stmt], str]]:
+    """The blocks of a top-level ``if`` / ``try`` whose names bind in the module namespace."""
+    if isinstance(stmt, ast.If):
+        yield stmt.body, f"under `if {unparse_short(stmt.test, 60)}:` at line {stmt.lineno}"
+        if stmt.orelse:
+            yield stmt.orelse, f"under the `else:` of the if at line {stmt.lineno}"
+    elif isinstance(stmt, (ast.Try, ast.TryStar)):
+        yield stmt.body, f"under `try:` at line {stmt.lineno}"
+        for handler in stmt.handlers:
+            caught = f" {unparse_short(handler.type, 60)}" if handler.type is not None else ""
+            yield handler.body, f"under `except{caught}:` at line {handler.lineno}"
+        if stmt.orelse:
+            yield stmt.orelse, f"under the `else:` of the try at line {stmt.lineno}"
+        if stmt.finalbody:
+            yield stmt.finalbody, f"under the `finally:` of the try at line {stmt.lineno}"
+
+
+def scope_statements(
+    body: list[ast.stmt], lines: Sequence[str] = (), branch: str | None = None
+) -> Iterator[ScopedStatement]:
+    """The statements of a module scope in source order, descending into if / try branches.
+
+    With the file's ``lines``, a one-line branch (``else: x = 1``) is left
+    out, as libcst's side (``edit.scoped_path``) leaves it: patchkit edits
+    whole lines.
+    """
+    for stmt in body:
+        yield ScopedStatement(stmt, body, branch)
+        for block, label in _branches(stmt):
+            first = block[0]
+            if lines and first.lineno <= len(lines):
+                before = lines[first.lineno - 1].encode("utf-8")[: first.col_offset].decode("utf-8", "replace")
+                if before.strip():
+                    continue
+            yield from scope_statements(block, lines, label)
+
+
+class AmbiguousTarget(Exception):
+    """A name bound in more than one branch of top-level ``if`` / ``try`` blocks.
+
+    patchkit cannot know which branch runs, so it does not pick one; the
+    engine turns this into a FAIL ``UNSUPPORTED_TARGET`` that lists every line.
+    """
+
+    def __init__(self, name: str, found: Sequence[ScopedStatement]) -> None:
+        self.name = name
+        self.found = tuple(found)
+        places = ", ".join(f"line {item.node.lineno} ({item.branch or 'at the top level'})" for item in found)
+        super().__init__(
+            f"{name} is defined in more than one branch: {places}; which one runs depends on the condition, "
+            "so patchkit does not guess: target a name defined once, or patch upstream so one definition remains"
+        )
+
+    @property
+    def line(self) -> int:
+        return self.found[-1].node.lineno
+
+
+def resolve_scoped(name: str, found: Sequence[ScopedStatement]) -> ast.stmt | None:
+    """The definition Python binds, or AmbiguousTarget.
+
+    The last one wins when it is at the top level (it runs after the others,
+    whatever the conditions) or when every definition is in the same block;
+    otherwise the answer depends on a condition.
+    """
+    if not found:
+        return None
+    last = found[-1]
+    if last.branch is None or all(item.block is last.block for item in found):
+        return last.node
+    raise AmbiguousTarget(name, found)
+
+
+def module_lookup(
+    body: list[ast.stmt], name: str, match: Callable[[ast.stmt], bool], lines: Sequence[str] = ()
+) -> ast.stmt | None:
+    return resolve_scoped(name, [item for item in scope_statements(body, lines) if match(item.node)])
+
+
+def replace_statement(body: list[ast.stmt], old: ast.stmt, new: ast.stmt) -> None:
+    """Put ``new`` where ``old`` is, in ``body`` or one of its if / try branches."""
+    for item in scope_statements(body):
+        if item.node is old:
+            item.block[item.block.index(old)] = new
+            return
+    raise ValueError("statement to replace is not in this scope")
 
 
 def is_docstring(stmt: ast.stmt) -> bool:
@@ -326,21 +441,62 @@ def closest(name: str, candidates: Sequence[tuple[str, int]], limit: int = 3) ->
     return [(match, by_name[match]) for match in matches]
 
 
-def format_closest(
-    kind: str, matches: list[tuple[str, int]], everything: Sequence[tuple[str, int]] = (), scope: str = "in this file"
-) -> str:
-    """ "; closest classes in this file: A (line 3)", or, with no close match
-    and a short list, every candidate (a renamed class often looks nothing
-    like its old name)."""
+SHOWN = 5  # how many names a not-found message lists when none is close
+UNLIMITED = 1 << 30  # for one_line(): show the code in full
+
+
+def alike_first(name: str, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Every candidate (once, first line kept), most similar to ``name`` first, then by line."""
+    by_name: dict[str, int] = {}
+    for candidate, line in candidates:
+        by_name.setdefault(candidate, line)
+    return sorted(by_name.items(), key=lambda item: (-difflib.SequenceMatcher(None, name, item[0]).ratio(), item[1]))
+
+
+def listed_with_more(items: Sequence[str], total: int) -> str:
+    more = total - len(items)
+    return ", ".join(items) + (f" and {more} more" if more > 0 else "")
+
+
+def what_is_there(kind: str, name: str, candidates: Sequence[tuple[str, int]], scope: str = "in this file") -> str:
+    """What a not-found message shows: never a bare "not found".
+
+    "; closest classes in this file: A (line 3)" when some names look alike;
+    otherwise the names the file does define, a handful with their lines, most
+    alike first, and how many more ("; the 9 classes in this file, most alike
+    first: B (line 4), ... and 4 more"); or "; there are no classes in this
+    file".
+    """
+    matches = closest(name, candidates)
     if matches:
-        listed = ", ".join(f"{name} (line {line})" for name, line in matches)
-        return f"; closest {kind} {scope}: {listed}"
-    if everything and len(everything) <= 5:
-        listed = ", ".join(f"{name} (line {line})" for name, line in everything)
-        return f"; {kind} {scope}: {listed}"
-    if not everything:
+        return f"; closest {kind} {scope}: " + ", ".join(f"{n} (line {line})" for n, line in matches)
+    ranked = alike_first(name, candidates)
+    if not ranked:
         return f"; there are no {kind} {scope}"
-    return ""
+    shown = [f"{n} (line {line})" for n, line in ranked[:SHOWN]]
+    if len(ranked) <= SHOWN:
+        return f"; {kind} {scope}: {', '.join(shown)}"
+    return f"; the {len(ranked)} {kind} {scope}, most alike first: " + listed_with_more(shown, len(ranked))
+
+
+def first_difference(a: str, b: str, context: int = 12) -> str:
+    """Where two texts first differ: "at character 27: `…, b)` here, `…, b, extra=1)` there"."""
+    index = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        index += 1
+    start = max(0, index - context)
+    lead = "…" if start else ""
+
+    def piece(text: str) -> str:
+        rest = text[start : index + 2 * context]
+        if index >= len(text):
+            return f"`{lead}{rest}` (it ends there)" if rest else "nothing more (it ends there)"
+        tail = "…" if index + 2 * context < len(text) else ""
+        return f"`{lead}{rest}{tail}`"
+
+    return f"they first differ at character {index + 1}: the anchor has {piece(a)}, the statement has {piece(b)}"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchkit.operations.base import REPLACES_PREVIOUS, OnConflict, Outcome
-from patchkit.operations.code import canon, digest
+from patchkit.operations.code import canon, digest, replace_statement
 from patchkit.results import Reason
 
 
@@ -128,6 +128,6 @@ def splice_defs(
 ) -> None:
     """Simulate the plan on an ast body (replacements in place, additions at ``insert_at``)."""
     for item, current in plan.replace:
-        index = next(i for i, stmt in enumerate(body) if stmt is current)
-        body[index] = splice([item.node], current.lineno)[0]
+        # In place, also when the definition sits in a top-level if / try branch.
+        replace_statement(body, current, splice([item.node], current.lineno)[0])
     body[insert_at:insert_at] = splice([d.node for d in plan.add], insert_line)

@@ -9,8 +9,8 @@ name in its block, statements compared by ``canon``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -42,9 +42,121 @@ def _replace_last(
             index = i
     if index is None:
         raise InternalError(f"libcst edit could not find {what} that the analysis found")
-    new = change(body[index])
-    replacement = list(new) if isinstance(new, (list, tuple)) else [new]
-    return [*body[:index], *replacement, *body[index + 1 :]]  # type: ignore[list-item]
+    return _rebuild(body, ((index, None),), change)
+
+
+# -- the module scope: the body and the branches of top-level if / try blocks ----------------
+#
+# Mirrors code.scope_statements on the ast: same blocks, same order, same rule
+# for which definition of a name is the target (code.resolve_scoped).  The
+# analysis reports an ambiguous name before any edit, so here it is a bug.
+
+Step = tuple[int, Any]  # (index in the block, how to enter the sub-block there, or None at the end)
+
+
+def _sub_blocks(stmt: cst.BaseStatement) -> list[tuple[Any, Any, list[cst.BaseStatement]]]:
+    """(selector, block key, statements) for the branches of an if / try statement."""
+    out: list[tuple[Any, Any, list[cst.BaseStatement]]] = []
+
+    def block(node: cst.BaseSuite) -> list[cst.BaseStatement] | None:
+        return list(node.body) if isinstance(node, cst.IndentedBlock) else None  # one-line suites: not targets
+
+    if isinstance(stmt, cst.If):
+        branches: list[tuple[Any, cst.BaseSuite]] = [("body", stmt.body)]
+        if isinstance(stmt.orelse, cst.Else):
+            branches.append(("else", stmt.orelse.body))
+        for selector, suite in branches:
+            stmts = block(suite)
+            if stmts is not None:
+                out.append((selector, ("block", id(suite)), stmts))
+        if isinstance(stmt.orelse, cst.If):  # `elif`: the ast sees an `else:` block holding one `if`
+            out.append(("elif", ("elif", id(stmt)), [stmt.orelse]))
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        suites: list[tuple[Any, cst.BaseSuite]] = [("body", stmt.body)]
+        handlers: Sequence[Any] = stmt.handlers
+        suites += [(("handler", k), handler.body) for k, handler in enumerate(handlers)]
+        if stmt.orelse is not None:
+            suites.append(("else", stmt.orelse.body))
+        if stmt.finalbody is not None:
+            suites.append(("finally", stmt.finalbody.body))
+        for selector, suite in suites:
+            stmts = block(suite)
+            if stmts is not None:
+                out.append((selector, ("block", id(suite)), stmts))
+    return out
+
+
+def _with_sub_block(stmt: Any, selector: Any, stmts: list[cst.BaseStatement]) -> cst.BaseStatement:
+    def suite(node: Any) -> Any:
+        return node.with_changes(body=stmts)
+
+    if selector == "body":
+        return stmt.with_changes(body=suite(stmt.body))
+    if selector == "elif":
+        (only,) = stmts
+        return stmt.with_changes(orelse=only)
+    if selector == "else":
+        return stmt.with_changes(orelse=stmt.orelse.with_changes(body=suite(stmt.orelse.body)))
+    if selector == "finally":
+        return stmt.with_changes(finalbody=stmt.finalbody.with_changes(body=suite(stmt.finalbody.body)))
+    _kind, k = selector
+    handlers = list(stmt.handlers)
+    handlers[k] = handlers[k].with_changes(body=suite(handlers[k].body))
+    return stmt.with_changes(handlers=handlers)
+
+
+def _scope_walk(
+    body: Sequence[cst.BaseStatement], key: Any = "top", path: tuple[Step, ...] = ()
+) -> Iterator[tuple[cst.BaseStatement, Any, tuple[Step, ...]]]:
+    for index, stmt in enumerate(body):
+        yield stmt, key, (*path, (index, None))
+        for selector, sub_key, stmts in _sub_blocks(stmt):
+            yield from _scope_walk(stmts, sub_key, (*path, (index, selector)))
+
+
+def scoped_path(
+    body: Sequence[cst.BaseStatement], match: Callable[[cst.BaseStatement], bool], what: str
+) -> tuple[Step, ...]:
+    """Where the targeted definition is: the same one code.resolve_scoped picks."""
+    found = [(key, path) for stmt, key, path in _scope_walk(body) if match(stmt)]
+    if not found:
+        raise InternalError(f"libcst edit could not find {what} that the analysis found")
+    last_key, last_path = found[-1]
+    if len(last_path) == 1 or all(key == last_key for key, _ in found):
+        return last_path
+    raise InternalError(f"libcst edit found {what} in more than one branch, which the analysis reports")
+
+
+def _rebuild(
+    body: Sequence[cst.BaseStatement],
+    path: tuple[Step, ...],
+    change: Callable[[cst.BaseStatement], cst.BaseStatement | Sequence[cst.BaseStatement]],
+) -> list[cst.BaseStatement]:
+    (index, selector), *rest = path
+    out = list(body)
+    if selector is None:
+        new = change(out[index])
+        out[index : index + 1] = list(new) if isinstance(new, (list, tuple)) else [new]  # type: ignore[list-item]
+        return out
+    stmt = out[index]
+    inner = next(stmts for sel, _key, stmts in _sub_blocks(stmt) if sel == selector)
+    out[index] = _with_sub_block(stmt, selector, _rebuild(inner, tuple(rest), change))
+    return out
+
+
+def replace_scoped(
+    body: Sequence[cst.BaseStatement],
+    match: Callable[[cst.BaseStatement], bool],
+    change: Callable[[cst.BaseStatement], cst.BaseStatement | Sequence[cst.BaseStatement]],
+    what: str,
+) -> list[cst.BaseStatement]:
+    """``_replace_last`` for the module scope: the definition may sit in an if / try branch."""
+    return _rebuild(body, scoped_path(body, match, what), change)
+
+
+def top_index(body: Sequence[cst.BaseStatement], match: Callable[[cst.BaseStatement], bool], what: str) -> int:
+    """Index of the top-level statement that holds the targeted definition."""
+    return scoped_path(body, match, what)[0][0]
 
 
 def _named(kind: type, name: str) -> Callable[[cst.BaseStatement], bool]:
@@ -88,6 +200,8 @@ def update_class(module: cst.Module, dotted: str, change: Callable[[cst.ClassDef
                 return change(stmt)
             return with_block_body(stmt, descend(block_body(stmt), depth + 1))
 
+        if depth == 0:
+            return replace_scoped(body, _named(cst.ClassDef, parts[0]), apply, f"class {dotted}")
         return _replace_last(body, _named(cst.ClassDef, parts[depth]), apply, f"class {dotted}")
 
     return module.with_changes(body=descend(module.body, 0))
@@ -104,7 +218,9 @@ def update_function(
         return _replace_last(body, _is_function(name), change, f"function {qualname}")  # type: ignore[arg-type]
 
     if not owners:
-        return module.with_changes(body=in_body(module.body))
+        return module.with_changes(
+            body=replace_scoped(module.body, _is_function(name), change, f"function {qualname}")  # type: ignore[arg-type]
+        )
     return update_class(
         module,
         ".".join(owners),
@@ -215,7 +331,7 @@ def binds(name: str) -> Callable[[cst.BaseStatement], bool]:
     return lambda stmt: name in cst_bound_names(stmt)
 
 
-def _keeping_leading_lines(new: cst.BaseStatement) -> Callable[[cst.BaseStatement], cst.BaseStatement]:
+def keeping_leading_lines(new: cst.BaseStatement) -> Callable[[cst.BaseStatement], cst.BaseStatement]:
     """A replacement that keeps the blank lines and comments above the old statement."""
 
     def change(old: cst.BaseStatement) -> cst.BaseStatement:
@@ -235,7 +351,7 @@ def place_definitions(
     """Replace the last binding of each name, then insert ``add`` (None: at the end)."""
     out = list(body)
     for name, new in replace:
-        out = _replace_last(out, binds(name), _keeping_leading_lines(new), name)
+        out = _replace_last(out, binds(name), keeping_leading_lines(new), name)
     added = [spaced(stmt, blank_lines) for stmt in add]
     index = len(out) if insert_at is None else insert_at
     if added and index == 0:

@@ -113,7 +113,7 @@ class EnsureImport(Operation):
             missing.append(item)
         if not missing:
             lines = sorted({line for _, line in present})
-            where = f"line {lines[0]}" if len(lines) == 1 else "lines " + ", ".join(map(str, lines))
+            where = ", ".join(f"line {line}{self._branch(state, existing, line)}" for line in lines)
             return Outcome.skip(Reason.ALREADY_APPLIED, lines[0], f"`{self.code}` is already imported ({where})")
         new_code = render_items(missing)
         line = state.import_insert_line()
@@ -133,9 +133,16 @@ class EnsureImport(Operation):
             message += f" ({', '.join(i.spelled() for i, _ in present)} already imported)"
         return Outcome.apply(line, message, plan=new_code)
 
+    @staticmethod
+    def _branch(state: CodeState, imports: list[ast.Import | ast.ImportFrom], line: int) -> str:
+        node = next(imp for imp in imports if imp.lineno == line)
+        branch = state.branch_of(node)
+        return f", {branch}" if branch else ""
+
     def _clash(self, state: CodeState, item: ImportItem) -> ast.stmt | None:
         name = item.binds
-        for stmt in state.tree.body:
+        for scoped in state.module_statements():
+            stmt = scoped.node
             if name not in bound_names(stmt):
                 continue
             # `import a.b` and `import a.c` both bind `a`: that is no clash.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, closest, format_closest, one_line
+from patchkit.operations.code import CodeState, canon, one_line, what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -53,12 +53,12 @@ class EnsureListItem(Operation):
     def analyze(self, state: CodeState) -> Outcome:
         stmt, value = self._value(state)
         if stmt is None:
-            names = [(n, s.lineno) for s in state.tree.body for n in bound_names(s)]
+            names = state.module_names()
             return Outcome.fail(
                 Reason.TARGET_NOT_FOUND,
                 None,
                 f"nothing named {self.target} is assigned at module level in {state.path}"
-                + format_closest("names", closest(self.target, names)),
+                + what_is_there("names", self.target, names),
             )
         line = stmt.lineno
         if value is None or not isinstance(value, (ast.List, ast.Tuple, *_SINGLE)):
@@ -95,17 +95,18 @@ class EnsureListItem(Operation):
         edit = edit_lazy()
         cst_mod = edit.cst
         new_item = cst_mod.parse_expression(self.item)
-        body = list(module.body)
-        index = max(i for i, s in enumerate(body) if self.target in edit.cst_bound_names(s))
-        line: Any = body[index]
-        small = next(
-            s
-            for s in line.body
-            if isinstance(s, (cst_mod.Assign, cst_mod.AnnAssign))
-            and self.target in edit.cst_bound_names(cst_mod.SimpleStatementLine(body=[s]))
-        )
-        new_small = small.with_changes(value=_append(small.value, new_item, cst_mod))
-        body[index] = line.with_changes(body=[new_small if s is small else s for s in line.body])
+
+        def change(line: Any) -> Any:
+            small = next(
+                s
+                for s in line.body
+                if isinstance(s, (cst_mod.Assign, cst_mod.AnnAssign))
+                and self.target in edit.cst_bound_names(cst_mod.SimpleStatementLine(body=[s]))
+            )
+            new_small = small.with_changes(value=_append(small.value, new_item, cst_mod))
+            return line.with_changes(body=[new_small if s is small else s for s in line.body])
+
+        body = edit.replace_scoped(module.body, edit.binds(self.target), change, self.target)
         return module.with_changes(body=body)
 
 

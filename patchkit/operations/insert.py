@@ -17,9 +17,14 @@ from typing import TYPE_CHECKING, Any
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
 from patchkit.operations.code import (
+    SHOWN,
+    UNLIMITED,
     CodeState,
     StatementMatch,
+    alike_first,
     canon,
+    first_difference,
+    listed_with_more,
     one_line,
     parse_statement,
     unparse_short,
@@ -103,7 +108,7 @@ class Insert(Operation):
             return Outcome.fail(
                 Reason.ANCHOR_NOT_FOUND,
                 fn.lineno,
-                f"no statement in {span} matches the anchor `{one_line(self.anchor)}`" + self._closest(fn),
+                f"no statement in {span} matches the anchor `{one_line(self.anchor, UNLIMITED)}`" + self._closest(fn),
             )
         if len(matches) > 1:
             lines = ", ".join(str(m.node.lineno) for m in matches)
@@ -156,17 +161,31 @@ class Insert(Operation):
         )
 
     def _closest(self, fn: ast.AST) -> str:
-        wanted = unparse_short(parse_statement(self.anchor), 200)
+        """The statement most like the anchor, in full, and where the two first differ.
+
+        With nothing close, a handful of the function's statements, most alike
+        first: an ANCHOR_NOT_FOUND never leaves the reader without the code.
+        """
+        wanted = unparse_short(parse_statement(self.anchor), UNLIMITED)
         candidates: dict[str, int] = {}
         for match in walk_statements(fn.body):  # type: ignore[attr-defined]
             if isinstance(match.node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
                 continue  # a compound statement's text is its whole block: not a useful suggestion
-            candidates.setdefault(unparse_short(match.node, 200), match.node.lineno)
+            candidates.setdefault(unparse_short(match.node, UNLIMITED), match.node.lineno)
+        if not candidates:
+            return "; the function has no simple statements"
         best = difflib.get_close_matches(wanted, list(candidates), n=2, cutoff=0.5)
-        if not best:
-            return ""
-        shown = "; ".join(f"line {candidates[b]}: `{one_line(b, 70)}`" for b in best)
-        return f"; closest: {shown}"
+        if best:
+            top = best[0]
+            shown = f"; closest: line {candidates[top]}: `{top}` ({first_difference(wanted, top)})"
+            if len(best) > 1:
+                shown += f"; next: line {candidates[best[1]]}: `{best[1]}`"
+            return shown
+        ranked = alike_first(wanted, list(candidates.items()))
+        listed = [f"line {line}: `{one_line(text, 80)}`" for text, line in ranked[:SHOWN]]
+        return f"; nothing close among its {len(ranked)} statements, most alike first: " + listed_with_more(
+            listed, len(ranked)
+        )
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)

@@ -19,10 +19,10 @@ from patchkit.operations.code import (
     CodeState,
     FunctionNode,
     canon,
-    closest,
     digest,
-    format_closest,
+    replace_statement,
     short_digest,
+    what_is_there,
 )
 from patchkit.results import Reason
 
@@ -42,7 +42,7 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
             Reason.CLASS_NOT_FOUND,
             None,
             f"class {missing_class} (for {qualname}) is not defined in {state.path}"
-            + format_closest("classes", closest(missing_class, classes), classes),
+            + what_is_there("classes", missing_class, classes),
         )
     *owners, name = qualname.split(".")
     owner = state.find_class(".".join(owners)) if owners else None
@@ -52,11 +52,8 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
         Reason.FUNCTION_NOT_FOUND,
         owner.lineno if owner else None,
         f"{'method' if owner else 'function'} {name} is not defined in {where}"
-        + format_closest(
-            kind,
-            closest(name, state.functions_in(owner)),
-            state.functions_in(owner),
-            f"in class {'.'.join(owners)}" if owner else "in this file",
+        + what_is_there(
+            kind, name, state.functions_in(owner), f"in class {'.'.join(owners)}" if owner else "in this file"
         ),
     )
 
@@ -151,8 +148,7 @@ class ReplaceFunction(Operation):
         current, owner, _ = state.find_function(self.function)
         assert current is not None
         body = owner.body if owner is not None else state.tree.body
-        index = next(i for i, stmt in enumerate(body) if stmt is current)
-        body[index] = state.splice([self.node], line=current.lineno, patch_id=patch_id)[0]
+        replace_statement(body, current, state.splice([self.node], line=current.lineno, patch_id=patch_id)[0])
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
