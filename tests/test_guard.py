@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from helpers import git, head_sha, make_repo, porcelain, run_cli, run_killed, run_script
-from histories import MODEL_BROKEN, MODEL_V1, build_model_history, write_manifest
+from histories import MODEL_BROKEN, MODEL_V1, build_model_history, edit_payload, write_manifest
 
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError, RefusedError
 
@@ -529,13 +529,6 @@ def test_interrupted_move_fails_naming_the_way_back(tmp_path, capsys) -> None:
     moved = check_of(data, "record")
     assert moved["details"]["interrupted"]["moved_from"] == {"commit": history["add"], "branch": "work"}
     assert "`git checkout work`" in moved["message"] and "`patchkit apply -m hooks` to recover" in moved["message"]
-
-
-def edit_payload(manifest: Path) -> None:
-    payload = manifest.parent / "payload.py"
-    text = payload.read_text()
-    assert text.count('"Model.hook: language_model is missing"') == 1
-    payload.write_text(text.replace('"Model.hook: language_model is missing"', '"Model.hook: no language model"'))
 
 
 def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
