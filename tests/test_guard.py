@@ -543,6 +543,7 @@ def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
         "out of date: hook hold an older version of their payload that patchkit wrote; "
         "run `patchkit apply -m hooks` to update them"
     )
+    assert check_of(data, "record")["message"].endswith("`patchkit apply -m hooks` updates it")  # not revert first
     assert guard(capsys, repo, manifest, "--bisect").code == 128
     apply(capsys, repo, manifest)
     assert guard(capsys, repo, manifest).code == 0

@@ -91,7 +91,7 @@ def evaluate_guard(
     checks: list[Check] = [
         check_commit(commit, branch),
         check_patches(status, strict=strict),
-        check_record(loaded, status.record, status.edited, status.interrupted),
+        check_record(loaded, status.record, status.edited, status.interrupted, out_of_date=bool(status.out_of_date)),
         check_clean(
             changes,
             status.record,

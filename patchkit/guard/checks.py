@@ -143,10 +143,16 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
 
 
 def check_record(
-    manifest: Manifest, record: Record | None, edited: Sequence[str], interrupted: Interrupted | None = None
+    manifest: Manifest,
+    record: Record | None,
+    edited: Sequence[str],
+    interrupted: Interrupted | None = None,
+    *,
+    out_of_date: bool = False,
 ) -> Check:
     """The files patchkit wrote still hold what it wrote; the record is of this manifest version;
-    no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done)."""
+    no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done).
+    ``out_of_date``: a payload changed, so ``patchkit apply`` rewrites the record with this version."""
     name = manifest.name
     left = None if interrupted is None else interrupted.to_json()
     recover = (
@@ -184,8 +190,12 @@ def check_record(
     if record.manifest_digest != manifest.digest:
         problems.append(
             f"the tree was patched on {record.applied_at} by another version of manifest {name} "
-            f"({record.manifest_digest[:19]}…, now {manifest.digest[:19]}…); re-apply: "
-            f"`patchkit revert -m {name} && patchkit apply -m {name}`"
+            f"({record.manifest_digest[:19]}…, now {manifest.digest[:19]}…); "
+            + (
+                f"`patchkit apply -m {name}` updates it"
+                if out_of_date
+                else f"re-apply: `patchkit revert -m {name} && patchkit apply -m {name}`"
+            )
         )
     if problems:
         return _failed("record", "; ".join(problems), details)
