@@ -57,6 +57,8 @@ from patchkit.errors import InternalError
 
 __all__ = [
     "EAGLE_WORKER",
+    "EAGLE_WORKER_COMMON",
+    "EAGLE_WORKER_V2",
     "KIMI_K25",
     "LABELS",
     "MAIN",
@@ -72,6 +74,8 @@ MAIN = "main"
 RENAME_BRANCH = "rename-kimi"
 KIMI_K25 = "python/sglang/srt/models/kimi_k25.py"
 EAGLE_WORKER = "python/sglang/srt/speculative/eagle_worker.py"
+EAGLE_WORKER_V2 = "python/sglang/srt/speculative/eagle_worker_v2.py"
+EAGLE_WORKER_COMMON = "python/sglang/srt/speculative/eagle_worker_common.py"
 
 DATA: Traversable = files("patchkit.demo") / "data" / "sglang"
 
@@ -112,6 +116,7 @@ class DemoCommit:
     role: str = ""
     tag: str | None = None
     add: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()
 
     @property
@@ -128,6 +133,7 @@ def _load_timeline() -> tuple[DemoCommit, ...]:
         fields["author"] = authors[fields["author"]]
         fields["when"] = fields.pop("date")
         fields["add"] = tuple(fields.get("add", ()))
+        fields["delete"] = tuple(fields.get("delete", ()))
         fields["edits"] = tuple(Edit(**edit) for edit in fields.pop("edit", ()))
         rows.append(DemoCommit(**fields))
     return tuple(rows)
@@ -173,7 +179,11 @@ def build_sglang_history(path: Path) -> History:
             builder.start_branch(c.branch, c.parent)
         base = c.parent or tips.get(c.branch)
         before: Mapping[str, FileValue] = builder.tree(base) if base else {}
-        changed: dict[str, str] = {name: file_text(name) for name in c.add}
+        changed: dict[str, FileValue] = {name: file_text(name) for name in c.add}
+        for name in c.delete:
+            if name not in before:
+                raise InternalError(f"demo history data: {c.label} deletes {name}, which it does not have")
+            changed[name] = None
         for edit in c.edits:
             text = changed.get(edit.file, before.get(edit.file))
             if not isinstance(text, str):
