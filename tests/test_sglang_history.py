@@ -385,3 +385,30 @@ def test_an_edit_that_does_not_match_its_file_is_an_internal_error() -> None:
         sglang.Edit("f.py", old=" = 1", new=" = 2").to(text, "here")
     with pytest.raises(InternalError, match="found 0"):
         sglang.Edit("f.py", old="zzz", new="").to(text, "here")
+
+
+def test_a_commit_that_deletes_or_edits_a_missing_file_is_an_internal_error() -> None:
+    from datetime import UTC, datetime
+
+    from patchkit.errors import InternalError
+
+    row = sglang.DemoCommit(
+        label="drop",
+        when=datetime(2026, 6, 8, tzinfo=UTC),
+        author=("A", "a@example.invalid"),
+        subject="drop a file",
+        delete=("gone.py",),
+    )
+    assert row.changes({"gone.py": "x = 1\n", "kept.py": "y = 1\n"}) == {"gone.py": None}
+    with pytest.raises(InternalError, match=re.escape("drop deletes gone.py, which it does not have")):
+        row.changes({"kept.py": "y = 1\n"})
+    edit = sglang.DemoCommit(
+        label="touch",
+        when=datetime(2026, 6, 8, tzinfo=UTC),
+        author=("A", "a@example.invalid"),
+        subject="edit a deleted file",
+        delete=("gone.py",),
+        edits=(sglang.Edit("gone.py", old="x", new="z"),),
+    )
+    with pytest.raises(InternalError, match=re.escape("touch edits gone.py, which it does not have")):
+        edit.changes({"gone.py": "x = 1\n"})
