@@ -316,6 +316,7 @@ TIMING_FILES = {  # file -> (its imports and helpers, its start/stop inserts)
 def test_timing_at_every_commit_and_never_helpers_without_a_caller(history, repo: Repo, timing) -> None:
     """From add-eagle on, some variant times the verify forward; no file gets helpers or imports without its pair."""
     assert {p.id for p in timing.patches} == {p for ids, inserts in TIMING_FILES.values() for p in ids + inserts}
+    ever_applied: set[str] = set()
     for commit in _all_commits(repo):
         label = history.label_of(commit.sha)
         evaluation = evaluate(timing, CommitSource(repo, commit), hints=False)
@@ -334,6 +335,11 @@ def test_timing_at_every_commit_and_never_helpers_without_a_caller(history, repo
             else:
                 helpers = support[-1]
                 assert status[helpers] is Status.APPLY, (label, path)
+        ever_applied.update(p for p, st in status.items() if st is Status.APPLY)
+    # Every insert of every call shape applies somewhere in the history (only the imports
+    # that every file already has never do).
+    never = {p.id for p in timing.patches} - ever_applied
+    assert never == {"import-time", "import-optional", "v2-import-optional", "common-import-optional"}
 
 
 def test_before_kimi_exists_the_message_points_at_pr_17789(history, repo: Repo, kimi) -> None:

@@ -231,39 +231,12 @@ COMMON = (
 )
 NO_FUNCTION = "(file without the function)"
 
+_MAIN = [c.label for c in TIMELINE if c.branch == "main"]
 # Per commit on main: the target-forward statements of EAGLEWorker.verify, EAGLEWorkerV2.verify
 # and run_eagle_verify (None: no such file), from what each commit's role says.
 VERIFY_FORWARD: dict[str, tuple[object, object, object]] = {
     "root": (None, None, None),
-    **dict.fromkeys(
-        [
-            "add-eagle",
-            "docs-install",
-            "release-0.5.8",
-            "dsv2-router-fp32",
-            "add-kimi",
-            "kimi-dp-reduce",
-            "pynccl-group-calls",
-            "verify-nvtx",
-            "kimi-nvfp4",
-            "kimi-quant-config",
-            "kimi-builtin-generics",
-            "runner-eagle3-layers",
-            "kimi-dp-vit",
-            "fix-pcg-moe",
-            "eagle-draft-extend",
-            "llama-eagle3-head",
-            "kimi-pp",
-            "kimi-npu",
-            "dsv2-weight-mixin",
-            "hooks-upstream",
-            "docs-0.5.9",
-            "kimi-pp-range",
-            "kimi-conv-layers",
-            "kimi-pcg",
-        ],
-        ([V1_MWB], None, None),
-    ),
+    **dict.fromkeys(_MAIN[_MAIN.index("add-eagle") : _MAIN.index("kimi-pcg") + 1], ([V1_MWB], None, None)),
     "spec-v2-overlap": ([V1_MWB], [V2_MWB], None),
     "remove-mwb-indirection": ([V1_BATCH], [V2_BATCH], None),
     "v2-verify-init-order": ([V1_BATCH], [V2_CG], None),
