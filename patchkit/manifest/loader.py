@@ -21,9 +21,9 @@ from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
 from patchkit.manifest.bench import BenchConfig, parse_bench
-from patchkit.manifest.payload import PayloadCache
 from patchkit.operations import registry
 from patchkit.operations.base import LoadContext, Operation
+from patchkit.operations.payload import PayloadCache
 from patchkit.results import Reason
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")

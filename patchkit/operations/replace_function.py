@@ -29,7 +29,7 @@ from patchkit.results import Reason
 if TYPE_CHECKING:
     import libcst as cst
 
-    from patchkit.manifest.payload import Payload
+    from patchkit.operations.payload import Payload
 
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
