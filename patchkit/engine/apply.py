@@ -122,10 +122,10 @@ def apply_worktree(
     """Evaluate in memory; write every changed file atomically, or nothing."""
     root = repo.require_worktree("apply")
     with repo_lock(state_dir(repo), wait=wait):
-        return _apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict)
+        return apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict)
 
 
-def _apply_locked(
+def apply_locked(
     manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, strict: bool, recover_first: bool = True
 ) -> ApplyReport:
     """``recover_first=False``: the caller recovered already and holds a move journal of its own."""
