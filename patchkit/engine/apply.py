@@ -122,10 +122,10 @@ def apply_worktree(
     """Evaluate in memory; write every changed file atomically, or nothing."""
     root = repo.require_worktree("apply")
     with repo_lock(state_dir(repo), wait=wait):
-        return _apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict)
+        return apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict)
 
 
-def _apply_locked(
+def apply_locked(
     manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, strict: bool, recover_first: bool = True
 ) -> ApplyReport:
     """``recover_first=False``: the caller recovered already and holds a move journal of its own."""
@@ -365,8 +365,13 @@ class StatusReport:
 
     @property
     def complete(self) -> bool:
-        """Every required patch is in place (no pending APPLY, no FAIL), and no run was left half done."""
-        return self.interrupted is None and all(r.status is Status.SKIP for r in self.results if r.required)
+        """Every required patch is in place (no pending APPLY, no FAIL), no patch holds an older payload
+        version (optional ones included), and no run was left half done."""
+        return (
+            self.interrupted is None
+            and not self.out_of_date
+            and all(r.status is Status.SKIP for r in self.results if r.required)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

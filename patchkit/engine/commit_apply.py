@@ -27,7 +27,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from patchkit.engine.apply import ApplyReport, _apply_locked
+from patchkit.engine.apply import ApplyReport, apply_locked
 from patchkit.engine.evaluate import evaluate, render
 from patchkit.engine.fsutil import FileWrite, Transaction, crash_point, sha256
 from patchkit.engine.lock import repo_lock
@@ -147,7 +147,7 @@ def _move_and_apply(
     head = repo.head()
     if head == target.sha:
         # Already there: patch in place (an already patched tree is SKIP ALREADY_APPLIED, nothing written).
-        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        report = apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
         return replace(report, notes=tuple(recovered) + report.notes)
     branch = repo.branch()
     moved_from = repo.commit(head) if head else None
@@ -209,7 +209,7 @@ def _move_and_apply(
 
     # 3. Apply.
     try:
-        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        report = apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
         crash_point("move:applied")
     except BaseException:
         _move_back(repo, moved_from, branch)
@@ -269,7 +269,7 @@ def _in_worktree(
     try:
         linked = Repo.discover(path)
         with repo_lock(state_dir(linked), wait=wait):
-            report = _apply_locked(manifest, linked, path, dry_run=False, strict=strict)
+            report = apply_locked(manifest, linked, path, dry_run=False, strict=strict)
     except BaseException:
         _remove_worktree(repo, path)
         raise

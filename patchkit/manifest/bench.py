@@ -167,9 +167,9 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
     """A schema-valid ``[bench]`` table -> BenchConfig, or a ManifestError naming the key path."""
 
     def fail(path: list[Any], message: str, hint: str | None = None) -> ManifestError:
-        from patchkit.manifest.loader import _key_path
+        from patchkit.manifest.loader import key_path
 
-        return ManifestError(message, file=display, key_path=_key_path(path), line=line_of(path), hint=hint)
+        return ManifestError(message, file=display, key_path=key_path(path), line=line_of(path), hint=hint)
 
     metrics: list[Metric] = []
     seen: dict[str, int] = {}

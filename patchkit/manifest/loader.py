@@ -21,9 +21,9 @@ from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
 from patchkit.manifest.bench import BenchConfig, parse_bench
-from patchkit.manifest.payload import PayloadCache
 from patchkit.operations import registry
 from patchkit.operations.base import LoadContext, Operation
+from patchkit.operations.payload import PayloadCache
 from patchkit.results import Reason
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
@@ -477,7 +477,7 @@ _BENCH_PATTERN_MESSAGES = {
 }
 
 
-def _key_path(path: Iterable[Any]) -> str:
+def key_path(path: Iterable[Any]) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -509,7 +509,7 @@ def _validate_schema(data: Mapping[str, Any], display: str, lines: _Lines) -> No
         line = lines.bench_line_of(path)
     else:
         line = lines.top_line_of(leaf)
-    raise ManifestError(message, file=display, key_path=_key_path(path) or None, line=line, hint=hint)
+    raise ManifestError(message, file=display, key_path=key_path(path) or None, line=line, hint=hint)
 
 
 def _spurious(error: Any) -> bool:

@@ -16,7 +16,7 @@ from patchkit.results import Reason
 if TYPE_CHECKING:
     import libcst as cst
 
-    from patchkit.manifest.payload import Payload
+    from patchkit.operations.payload import Payload
 
 
 @dataclass(frozen=True)
@@ -127,9 +127,9 @@ class AddDefinitions(Operation):
         if self.before is not None:
             insert_at: int | None = edit.top_index(body, edit.binds(self.before), self.before)
         elif self.position == "after-imports":
-            from patchkit.operations.ensure_import import _cst_import_block_end
+            from patchkit.operations.ensure_import import cst_import_block_end
 
-            insert_at = _cst_import_block_end(body)
+            insert_at = cst_import_block_end(body)
         else:
             insert_at = None
         new_body = edit.place_definitions(

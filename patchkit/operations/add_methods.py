@@ -16,7 +16,7 @@ from patchkit.results import Reason
 if TYPE_CHECKING:
     import libcst as cst
 
-    from patchkit.manifest.payload import Payload
+    from patchkit.operations.payload import Payload
 
 
 @dataclass(frozen=True)

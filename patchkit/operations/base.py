@@ -42,8 +42,8 @@ if TYPE_CHECKING:
 
     import libcst as cst
 
-    from patchkit.manifest.payload import Payload, PayloadCache
     from patchkit.operations.code import CodeState
+    from patchkit.operations.payload import Payload, PayloadCache
 
 
 # How every op words an APPLY that replaces an older version of patchkit's own code

@@ -191,7 +191,7 @@ class EnsureImport(Operation):
                 raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
             body.insert(index + 1, stmt)
         else:
-            body.insert(_cst_import_block_end(body), stmt)
+            body.insert(cst_import_block_end(body), stmt)
         return module.with_changes(body=body)
 
 
@@ -215,7 +215,7 @@ def _describe(stmt: ast.stmt) -> str:
     return "an assignment"
 
 
-def _cst_import_block_end(body: list[Any]) -> int:
+def cst_import_block_end(body: list[Any]) -> int:
     import libcst
 
     end = 0

@@ -30,13 +30,13 @@ from patchkit.operations.code import (
     unparse_short,
     walk_statements,
 )
-from patchkit.operations.replace_function import _payload_def, missing_function
+from patchkit.operations.replace_function import missing_function, payload_def
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
     import libcst as cst
 
-    from patchkit.manifest.payload import Payload
+    from patchkit.operations.payload import Payload
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ class Insert(Operation):
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
-        source_fn = _payload_def(self.payload.cst_module(), self.body_of, edit)
+        source_fn = payload_def(self.payload.cst_module(), self.body_of, edit)
         stmts = list(edit.block_body(source_fn))
         if stmts and _is_cst_docstring(stmts[0], edit):
             stmts = stmts[1:]

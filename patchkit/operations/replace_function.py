@@ -29,7 +29,7 @@ from patchkit.results import Reason
 if TYPE_CHECKING:
     import libcst as cst
 
-    from patchkit.manifest.payload import Payload
+    from patchkit.operations.payload import Payload
 
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -152,13 +152,13 @@ class ReplaceFunction(Operation):
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
-        new = _payload_def(self.payload.cst_module(), self.payload_function, edit)
+        new = payload_def(self.payload.cst_module(), self.payload_function, edit)
         return edit.update_function(
             module, self.function, lambda old: new.with_changes(leading_lines=old.leading_lines)
         )
 
 
-def _payload_def(module: cst.Module, qualname: str, edit: Any) -> cst.FunctionDef:
+def payload_def(module: cst.Module, qualname: str, edit: Any) -> cst.FunctionDef:
     *owners, name = qualname.split(".")
     body: Any = module.body
     for part in owners:
