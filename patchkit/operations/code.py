@@ -21,7 +21,7 @@ import copy
 import difflib
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -115,10 +115,31 @@ class CodeState:
     previous: dict[str, str] = field(default_factory=dict)
     added_by: dict[int, str] = field(default_factory=dict)
     _lines: list[str] | None = field(default=None, repr=False)
+    # (what, id(node)) -> (node, text): see remembered()
+    _memo: dict[tuple[str, int], tuple[ast.AST, str]] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def parse(cls, path: str, text: str) -> CodeState:
         return cls(path=path, text=text, tree=ast.parse(text, filename=path))
+
+    def remembered(self, what: str, node: ast.AST, compute: Callable[[ast.AST], str]) -> str:
+        """``compute(node)``, computed once until the tree changes.
+
+        Every patch on a file walks the same statements (ten inserts into one
+        function canonicalise its statements ten times); the engine calls
+        ``changed()`` after each simulated APPLY, which may edit any node.
+        """
+        key = (what, id(node))
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        value = compute(node)
+        self._memo[key] = (node, value)  # the node is kept alive, so its id is not reused
+        return value
+
+    def changed(self) -> None:
+        """The tree was edited (a simulated APPLY): forget what ``remembered`` computed."""
+        self._memo.clear()
 
     @property
     def last_line(self) -> int:
@@ -445,12 +466,18 @@ SHOWN = 5  # how many names a not-found message lists when none is close
 UNLIMITED = 1 << 30  # for one_line(): show the code in full
 
 
-def alike_first(name: str, candidates: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
-    """Every candidate (once, first line kept), most similar to ``name`` first, then by line."""
+def alike_first(
+    name: str, candidates: Sequence[tuple[str, int]], ratios: Mapping[str, float] | None = None
+) -> list[tuple[str, int]]:
+    """Every candidate (once, first line kept), most similar to ``name`` first, then by line.
+
+    ``ratios``: the candidates' similarity to ``name``, if the caller has them."""
     by_name: dict[str, int] = {}
     for candidate, line in candidates:
         by_name.setdefault(candidate, line)
-    return sorted(by_name.items(), key=lambda item: (-difflib.SequenceMatcher(None, name, item[0]).ratio(), item[1]))
+    if ratios is None:
+        ratios = {text: difflib.SequenceMatcher(None, name, text).ratio() for text in by_name}
+    return sorted(by_name.items(), key=lambda item: (-ratios[item[0]], item[1]))
 
 
 def listed_with_more(items: Sequence[str], total: int) -> str:
