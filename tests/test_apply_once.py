@@ -56,6 +56,23 @@ def test_apply_commit_parses_as_often_as_its_dry_run(tmp_path: Path, capsys, par
     assert main(["status", "-m", manifest, "--repo", repo]) == 0
 
 
+def test_apply_commit_at_the_current_commit_parses_once(tmp_path: Path, capsys, parses: list[str]) -> None:
+    history = build_model_history(tmp_path / "repo")
+    manifest = str(write_manifest(tmp_path / "m"))
+    repo = str(history.path)
+    git(history.path, "checkout", "-q", "--detach", history["add"])
+    assert main(["apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--dry-run"]) == 0
+    dry = len(parses)
+    parses.clear()
+    capsys.readouterr()
+    assert main(["apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == ["pkg/model.py"]
+    assert len(parses) == dry
+    # Already patched: the record exists, so the tree is evaluated itself (SKIP ALREADY_APPLIED, no write).
+    assert main(["apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["written"] == []
+
+
 def test_a_checkout_that_differs_from_the_blobs_is_evaluated_again(tmp_path: Path, capsys, parses) -> None:
     history = build_model_history(tmp_path / "repo")
     manifest = str(write_manifest(tmp_path / "m"))

@@ -182,7 +182,10 @@ def _move_and_apply(
     head = repo.head()
     if head == target.sha:
         # Already there: patch in place (an already patched tree is SKIP ALREADY_APPLIED, nothing written).
-        report = _apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        computed = still_valid(computed, manifest, repo, root)
+        report = _apply_locked(
+            manifest, repo, root, dry_run=False, strict=strict, recover_first=False, computed=computed
+        )
         return replace(report, notes=tuple(recovered) + report.notes)
     branch = repo.branch()
     moved_from = repo.commit(head) if head else None
