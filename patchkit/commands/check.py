@@ -62,7 +62,8 @@ def check(
             jobs=jobs or default_jobs(),
         )
     if json_out:
-        sys.stdout.write(report.json_text() + "\n")
+        sys.stdout.writelines(report.json_chunks())
+        sys.stdout.write("\n")
         sys.stdout.flush()
     else:
         assert console is not None

@@ -19,7 +19,7 @@ number of commits:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,30 +158,42 @@ class CheckReport:
         return {**self._json_head(), "commits": [c.to_json() for c in self.commits], **self._json_tail()}
 
     def json_text(self) -> str:
-        """``json.dumps(self.to_json(), indent=2, ensure_ascii=False)``, built in a fraction of its time.
+        """``json.dumps(self.to_json(), indent=2, ensure_ascii=False)``, built in a fraction of its time."""
+        return "".join(self.json_chunks())
+
+    def json_chunks(self) -> Iterator[str]:
+        """The text of ``json_text`` in pieces, to write one by one.
 
         Commits of one state share their results and groups tuples, so each
-        distinct pair is encoded once (``patchkit/jsontext.py``); the text is
-        the same, byte for byte (``tests/test_check_jobs.py``).
+        distinct pair is encoded once (``patchkit/jsontext.py``) and that one
+        string is handed out for every commit: no per-commit encoding, and no
+        copy of a 100 MB text (``tests/test_check_jobs.py`` pins the bytes).
         """
-        from patchkit.jsontext import array_text, fragment, object_text
+        from patchkit.jsontext import INDENT, array_text, fragment, object_text
 
-        shared: dict[tuple[int, int], tuple[str, str]] = {}
-        commits = []
-        for c in self.commits:
+        mark = "\x00"  # never in JSON text: control characters are escaped
+        items = [(k, fragment(v, 1)) for k, v in self._json_head().items()]
+        items.append(("commits", mark))
+        items.extend((k, fragment(v, 1)) for k, v in self._json_tail().items())
+        before, after = object_text(items).split(mark)
+        yield before
+        if not self.commits:
+            yield "[]"
+        shared: dict[tuple[int, int], str] = {}
+        key_pad = ",\n" + INDENT * 3
+        for n, c in enumerate(self.commits):
             key = (id(c.results), id(c.groups))
             tail = shared.get(key)
             if tail is None:
-                tail = shared[key] = (
-                    array_text([fragment(r.to_json(), 4) for r in c.results], 3),
-                    array_text([fragment(g.to_json(), 4) for g in c.groups], 3),
-                )
-            head = [(k, fragment(v, 3)) for k, v in c.commit.to_json().items()]
-            commits.append(object_text([*head, ("results", tail[0]), ("groups", tail[1])], 2))
-        items = [(k, fragment(v, 1)) for k, v in self._json_head().items()]
-        items.append(("commits", array_text(commits, 1)))
-        items.extend((k, fragment(v, 1)) for k, v in self._json_tail().items())
-        return object_text(items)
+                results = array_text([fragment(r.to_json(), 4) for r in c.results], 3)
+                groups = array_text([fragment(g.to_json(), 4) for g in c.groups], 3)
+                tail = shared[key] = f'{key_pad}"results": {results}{key_pad}"groups": {groups}\n{INDENT * 2}}}'
+            head = object_text([(k, fragment(v, 3)) for k, v in c.commit.to_json().items()], 2)
+            yield ("[\n" + INDENT * 2 if n == 0 else ",\n" + INDENT * 2) + head[: -len("\n" + INDENT * 2 + "}")]
+            yield tail
+        if self.commits:
+            yield "\n" + INDENT + "]"
+        yield after
 
     def _json_head(self) -> dict[str, Any]:
         return {"version": 1, "command": "check", "manifest": self.manifest.to_json()}
