@@ -17,7 +17,6 @@ they will land, so every line number reported refers to the file as read.
 from __future__ import annotations
 
 import ast
-import copy
 import difflib
 import hashlib
 import re
@@ -286,16 +285,29 @@ class CodeState:
 
     def splice(self, nodes: Iterable[NodeT], *, line: int, patch_id: str) -> list[NodeT]:
         """Deep-copy payload nodes and mark them as added at ``line``."""
-        out: list[NodeT] = []
-        for node in nodes:
-            clone = copy.deepcopy(node)
-            for sub in ast.walk(clone):
-                if hasattr(sub, "lineno"):  # statements, expressions, args, patterns...
-                    setattr(sub, "lineno", line)  # noqa: B010 (ast.AST itself declares no lineno)
-                    setattr(sub, "end_lineno", line)  # noqa: B010
-                self.added_by[id(sub)] = patch_id
-            out.append(clone)
-        return out
+        return [_clone_at(node, line, patch_id, self.added_by) for node in nodes]
+
+
+def _clone_at(node: NodeT, line: int, patch_id: str, added_by: dict[int, str]) -> NodeT:
+    """A deep copy of an ast (a tree: no cycles, nothing shared that matters) placed at ``line``.
+
+    What ``copy.deepcopy`` and an ``ast.walk`` setting ``lineno`` would give,
+    in one pass and about five times faster: a range check splices payload
+    code into every file version it simulates an APPLY on.
+    """
+    new = type(node).__new__(type(node))
+    attrs = new.__dict__
+    for key, value in node.__dict__.items():
+        if isinstance(value, ast.AST):
+            value = _clone_at(value, line, patch_id, added_by)
+        elif isinstance(value, list):
+            value = [_clone_at(v, line, patch_id, added_by) if isinstance(v, ast.AST) else v for v in value]
+        attrs[key] = value
+    if hasattr(new, "lineno"):  # statements, expressions, args, patterns...
+        attrs["lineno"] = line
+        attrs["end_lineno"] = line
+    added_by[id(new)] = patch_id
+    return new
 
 
 def _last_named(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast.stmt | None:
