@@ -233,6 +233,22 @@ def run_script(*argv: str | Path, cwd: Path | None = None) -> CliResult:
     return CliResult(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
 
 
+def run_killed(phase: str | None, *argv: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run the console script; with ``phase``, it dies there (``os._exit(137)``, as ``kill -9`` would):
+    ``PATCHKIT_TEST_CRASH_AT`` is the transaction's test hook (``patchkit.engine.fsutil.crash_point``)."""
+    env = dict(os.environ)
+    env.pop("PATCHKIT_TEST_CRASH_AT", None)
+    if phase is not None:
+        env["PATCHKIT_TEST_CRASH_AT"] = phase
+    return subprocess.run(
+        [patchkit_script(), *(str(a) for a in argv)],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
 # -- one-file scenarios ---------------------------------------------------------------------------
 
 

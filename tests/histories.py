@@ -71,6 +71,15 @@ def write_manifest(folder: Path) -> Path:
     return path
 
 
+def edit_payload(manifest: Path) -> None:
+    """A new version of the hook's payload (the manifest written by ``write_manifest``): a tree patched
+    with the old one is then OUT OF DATE."""
+    payload = manifest.parent / "payload.py"
+    text = payload.read_text()
+    assert text.count('"Model.hook: language_model is missing"') == 1
+    payload.write_text(text.replace('"Model.hook: language_model is missing"', '"Model.hook: no language model"'))
+
+
 def build_model_history(path: Path) -> History:
     """main: add -> churn -> edit -> syntax error -> fix -> churn -> merge(side) -> re-add upstreamed.
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -95,6 +96,11 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     assert run["manifests"][0]["name"] == "standin"
     assert {r["status"] for r in run["manifests"][0]["results"]} == {"APPLY"}
     assert run["guard"]["ok"] is True
+    # The guard step is patchkit guard itself: its report, with the import check run in the server's env.
+    (report,) = run["guard"]["reports"]
+    assert report["command"] == "guard" and report["commit"] == history["tip"] and report["verdict"] == "good"
+    assert [c["check"] for c in report["checks"]] == ["commit", "patches", "record", "clean", "import:sglang"]
+    assert report["checks"][-1]["details"]["in_tree"] == "python/sglang"  # via [bench].pythonpath
     assert run["interpreter"]["packages"].keys() >= {"sglang", "torch", "sgl-kernel", "transformers"}
     assert Path(run["logs"]["server"]).is_file()
     assert marker.read_text().split() == (["server"] + ["client"] * 3) * 4
@@ -335,7 +341,7 @@ def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_
     assert record.outcome == "ok"
     phases = list(dict.fromkeys(p for p, _ in seen))
     assert phases == [
-        "preparing worktree", "checking imports", "reading provenance", "starting server", "waiting for health",
+        "preparing worktree", "reading provenance", "starting server", "waiting for health",
         "checking worker environments", "client", "stopping server",
     ]  # fmt: skip
     assert [d for p, d in seen if p == "client"] == ["warmup 1/1", "run 1/2", "run 2/2"]
@@ -380,3 +386,56 @@ def test_unknown_placeholder_stops_before_anything(capsys, history, tmp_path):
     assert result.code == 2
     assert "bench.client: unknown placeholder {prot}; did you mean {port}?" in result.err
     assert not root.exists() and not (tmp_path / "s.sqlite").exists()
+
+
+def test_bench_refuses_exactly_when_the_guard_does(capsys, history, manifest, store, tmp_path, monkeypatch):
+    """An untracked file in a reused worktree: apply keeps it, the guard's clean check refuses it."""
+    root = tmp_path / "wts"
+    marker = tmp_path / "marker"
+    args = ("--commit", history["docs"], "--profile", "baseline", "--worktree-root", root, "--set", f"marker={marker}")
+    assert bench(capsys, history, manifest, store, *args).json["runs"][0]["outcome"] == "ok"
+    tree = root / history["docs"][:12]
+    (tree / "notes.txt").write_text("my notes\n")
+    marker.unlink()
+    result = bench(capsys, history, manifest, store, *args)
+    assert result.code == 1
+    (run,) = result.json["runs"]
+    assert run["outcome"] == "refused" and not marker.exists()  # nothing started
+    assert run["reason"].startswith("the guard refused the patched tree (standin:clean;")
+    assert any(d.startswith("standin: [clean] 1 change(s) outside patchkit's edits: notes.txt (untracked)")
+               for d in run["details"])  # fmt: skip
+    (stored,) = run["guard"]["reports"]
+    monkeypatch.setenv("PYTHONPATH", str(tree / "python"))  # the server's, as [bench].pythonpath gives it
+    guard = run_cli(capsys, "guard", "-m", manifest, "--repo", tree, "--python", sys.executable, "--import", "sglang",
+                    "--json")  # fmt: skip
+    assert guard.code == 1
+    assert [c["check"] for c in guard.json["checks"] if not c["ok"]] == ["clean"]
+    assert [(c["check"], c["ok"]) for c in stored["checks"]] == [(c["check"], c["ok"]) for c in guard.json["checks"]]
+    # Bench's own files (the scm version file, ignored) do not count; removing the stray file lets it run.
+    (tree / "notes.txt").unlink()
+    assert bench(capsys, history, manifest, store, *args).json["runs"][0]["outcome"] == "ok"
+
+
+def test_import_check_runs_in_the_servers_environment(capsys, history, store, tmp_path):
+    """Without [bench].pythonpath the server would not import the tree's sglang: the guard refuses."""
+    kit = write_bench_kit(tmp_path / "kit", bench=bench_table(pythonpath=[]))
+    marker = tmp_path / "marker"
+    result = bench(capsys, history, kit, store, "--commit", history["docs"], "--profile", "baseline",
+                   "--worktree-root", tmp_path / "wts", "--set", f"marker={marker}")  # fmt: skip
+    (run,) = result.json["runs"]
+    assert run["outcome"] == "refused" and not marker.exists()
+    assert "standin:import:sglang" in run["reason"]
+    assert any("[import:sglang] sglang is not importable by" in d for d in run["details"])
+
+
+def test_a_reused_worktree_from_another_manifest_version_is_reapplied(capsys, history, store, tmp_path):
+    """The guard refuses a record of another manifest version; bench owns its worktrees and re-applies."""
+    root = tmp_path / "wts"
+    args = ("--commit", history["docs"], "--profile", "baseline", "--worktree-root", root)
+    first = write_bench_kit(tmp_path / "kit")
+    assert bench(capsys, history, first, store, *args).json["runs"][0]["outcome"] == "ok"
+    changed = write_bench_kit(tmp_path / "kit", bench=bench_table(repeat=1))  # same kit, new digest
+    (run,) = bench(capsys, history, changed, store, *args).json["runs"]
+    assert run["outcome"] == "ok", run["details"]
+    record = run["guard"]["reports"][0]["checks"][2]
+    assert record["check"] == "record" and record["details"]["manifest_digest"] == run["manifests"][0]["digest"]

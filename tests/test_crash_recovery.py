@@ -8,12 +8,10 @@ the next command and checks the tree, the record, HEAD and the messages.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import Kit, git, head_content, make_repo, patchkit_script, src, temp_leftovers
+from helpers import Kit, git, head_content, make_repo, run_killed, src, temp_leftovers
 from histories import build_model_history, write_manifest
 
 from patchkit.demo.history import Executable
@@ -23,20 +21,6 @@ BIG = "x" * 5_000_000  # a 5 MB file: temp files of that size must not be left b
 
 BEFORE = "#!/usr/bin/env python\nimport os\n\n\nclass Tool:\n    def run(self):\n        return 1\n"
 PAYLOAD = "class Tool:\n    def extra(self):\n        return 2\n"
-
-
-def run_killed(phase: str | None, *argv: str | Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env.pop("PATCHKIT_TEST_CRASH_AT", None)
-    if phase is not None:
-        env["PATCHKIT_TEST_CRASH_AT"] = phase
-    return subprocess.run(
-        [patchkit_script(), *(str(a) for a in argv)],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from helpers import git, head_sha, make_repo, porcelain, run_cli, run_script
-from histories import MODEL_BROKEN, MODEL_V1, write_manifest
+from helpers import git, head_sha, make_repo, porcelain, run_cli, run_killed, run_script
+from histories import MODEL_BROKEN, MODEL_V1, build_model_history, edit_payload, write_manifest
 
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError, RefusedError
 
@@ -24,8 +24,8 @@ INTERPRETER_KEYS = {"python", "executable", "version", "prefix", "packages", "to
 PACKAGE_KEYS = {"location", "locations", "version"}
 DETAIL_KEYS = {
     "commit": {"commit", "subject", "branch", "detached"},
-    "patches": {"required_not_in_place", "optional_not_in_place"},
-    "record": {"recorded", "files", "edited", "manifest_digest", "applied_at"},
+    "patches": {"required_not_in_place", "optional_not_in_place", "out_of_date"},
+    "record": {"recorded", "files", "edited", "manifest_digest", "applied_at", "interrupted"},
     "clean": {"changes", "allow_dirty", "patchkit_files", "other_manifests"},
     "import": {"package", "python", "location", "in_tree", "expected", "version"},
 }
@@ -494,3 +494,70 @@ def test_a_builtin_module_is_never_inside_the_tree(tree, capsys, monkeypatch) ->
     report = evaluate_guard(repo, manifest, imports=["sys"], allow_dirty=True)
     check = report.check("import:sys")
     assert not check.ok and check.details["location"] == "built-in" and check.details["in_tree"] is None
+
+
+# -- what the hardened engine reports: interrupted runs, out-of-date payloads ------------------------
+
+
+def test_interrupted_run_fails_saying_how_to_recover(tree, capsys) -> None:
+    """Killed after every file and the record landed, before the journal went: the tree looks patched."""
+    repo, manifest = tree
+    assert run_killed("txn:state", "apply", "-m", manifest, "--repo", repo).returncode == 137
+    data = guard(capsys, repo, manifest, "--json").json
+    assert data["exit_code"] == 1 and failed(data) == ["record"]
+    record = check_of(data, "record")
+    assert record["details"]["interrupted"]["files"] == ["pkg/model.py"]
+    assert "a patchkit run was killed while writing pkg/model.py" in record["message"]
+    assert record["message"].endswith("run `patchkit apply -m hooks` to recover, then guard again")
+    assert guard(capsys, repo, manifest, "--bisect").code == 128  # the setup, not the commit
+    # Recovering as told makes the guard pass.
+    assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo).code == 0
+    assert guard(capsys, repo, manifest).code == 0
+
+
+def test_interrupted_move_fails_naming_the_way_back(tmp_path, capsys) -> None:
+    """`apply --commit` killed after patching the new commit: HEAD moved off the user's branch."""
+    history = build_model_history(tmp_path / "repo")
+    manifest = write_manifest(tmp_path / "kit")
+    repo = history.path
+    assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--commit", history["add"]).code == 0
+    git(repo, "checkout", "-q", "-b", "work")
+    killed = run_killed("move:applied", "apply", "-m", manifest, "--repo", repo, "--commit", history["fix"])
+    assert killed.returncode == 137
+    data = guard(capsys, repo, manifest, "--json", "--bisect").json
+    assert failed(data) == ["record"] and data["exit_code"] == 128
+    moved = check_of(data, "record")
+    assert moved["details"]["interrupted"]["moved_from"] == {"commit": history["add"], "branch": "work"}
+    assert "`git checkout work`" in moved["message"] and "`patchkit apply -m hooks` to recover" in moved["message"]
+
+
+def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
+    repo, manifest = tree
+    apply(capsys, repo, manifest)
+    edit_payload(manifest)
+    data = guard(capsys, repo, manifest, "--json").json
+    assert failed(data) == ["patches", "record"]  # and the record is of the older manifest
+    patches = check_of(data, "patches")
+    assert patches["details"]["out_of_date"] == ["hook"]
+    assert patches["message"] == (
+        "out of date: hook hold an older version of their payload that patchkit wrote; "
+        "run `patchkit apply -m hooks` to update them"
+    )
+    assert check_of(data, "record")["message"].endswith("`patchkit apply -m hooks` updates it")  # not revert first
+    assert guard(capsys, repo, manifest, "--bisect").code == 128
+    apply(capsys, repo, manifest)
+    assert guard(capsys, repo, manifest).code == 0
+
+
+def test_out_of_date_optional_patch_fails_too(tree, capsys) -> None:
+    """An optional patch not in place is a warning; one holding a stale payload is not: that code runs."""
+    repo, manifest = tree
+    manifest.write_text(
+        manifest.read_text().replace('on_conflict = "keep-upstream"', 'on_conflict = "keep-upstream"\nrequired = false')
+    )
+    apply(capsys, repo, manifest)
+    edit_payload(manifest)
+    data = guard(capsys, repo, manifest, "--json").json
+    assert "patches" in failed(data) and check_of(data, "patches")["details"]["out_of_date"] == ["hook"]
+    status = run_cli(capsys, "status", "-m", manifest, "--repo", repo, "--json")
+    assert status.code == 1 and status.json["complete"] is False and status.json["out_of_date"] == ["hook"]

@@ -3,7 +3,8 @@
 The patched modules are executed for real, with stand-ins for torch, numpy,
 transformers and every ``sglang.*`` module they import (installed in
 ``sys.modules`` with monkeypatch, so they disappear after each test).  No real
-torch is needed.
+torch is needed.  The verify timing runs in every call shape the demo history
+has: EAGLEWorker.verify (two), EAGLEWorkerV2.verify (four) and run_eagle_verify.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from unittest import mock
 import pytest
 from helpers import git
 
-from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, build_sglang_history
+from patchkit.demo.sglang import EAGLE_WORKER, EAGLE_WORKER_COMMON, EAGLE_WORKER_V2, KIMI_K25, build_sglang_history
 from patchkit.engine.apply import apply_worktree
 from patchkit.git import Repo
 from patchkit.manifest.loader import load_manifest
@@ -120,8 +121,8 @@ def exec_module(source: str, name: str, filename: str) -> dict[str, Any]:
 # -- building and patching --------------------------------------------------------------
 
 
-def patched_file(tmp_path: Path, label: str, manifest_path: Path, target: str) -> str:
-    """``target`` after applying the manifest to a checkout of the commit labelled ``label``.
+def patched_tree(tmp_path: Path, label: str, manifest_path: Path) -> tuple[Path, tuple[str, ...]]:
+    """A checkout of the commit labelled ``label`` with the manifest applied, and the files it wrote.
 
     Used by module-scoped fixtures; conftest's session-wide isolation covers them.
     """
@@ -133,8 +134,14 @@ def patched_file(tmp_path: Path, label: str, manifest_path: Path, target: str) -
     finally:
         repo.close()
     assert not report.refused
-    assert list(report.written) == [target]
-    return (history.path / target).read_text(encoding="utf-8")
+    return history.path, report.written
+
+
+def patched_file(tmp_path: Path, label: str, manifest_path: Path, target: str) -> str:
+    """``target`` after applying the manifest to a checkout of the commit labelled ``label``."""
+    tree, written = patched_tree(tmp_path, label, manifest_path)
+    assert list(written) == [target]
+    return (tree / target).read_text(encoding="utf-8")
 
 
 # -- the Kimi-K2.5 hooks ------------------------------------------------------------------
@@ -352,4 +359,169 @@ def test_timing_without_cuda_does_not_synchronize(
     namespace, stand_ins = _load_worker(eagle_source, monkeypatch, env="1", cuda=False)
     _run_verify(namespace)
     assert stand_ins.syncs == []
+    assert TIMING_LINE.match(capsys.readouterr().err.strip())
+
+
+# -- the verify timing in every call shape of the demo history --------------------------------
+
+# Each call shape of the verify target forward, at the first commit that has it: the file,
+# what its patched verify is called with, and what the target worker must receive.
+SHAPES = {
+    "v1-model-worker-batch": ("spec-v2-overlap", EAGLE_WORKER),
+    "v1-batch": ("remove-mwb-indirection", EAGLE_WORKER),
+    "v2-model-worker-batch": ("spec-v2-overlap", EAGLE_WORKER_V2),
+    "v2-batch": ("remove-mwb-indirection", EAGLE_WORKER_V2),
+    "v2-cuda-graph": ("v2-verify-init-order", EAGLE_WORKER_V2),
+    "v2-plain": ("v2-attn-plan-marker", EAGLE_WORKER_V2),
+    "common": ("consolidate-verify", EAGLE_WORKER_COMMON),
+}
+WRITTEN = {  # what the timing manifest writes at those commits
+    "spec-v2-overlap": {EAGLE_WORKER, EAGLE_WORKER_V2},
+    "remove-mwb-indirection": {EAGLE_WORKER, EAGLE_WORKER_V2},
+    "v2-verify-init-order": {EAGLE_WORKER, EAGLE_WORKER_V2},
+    "v2-attn-plan-marker": {EAGLE_WORKER, EAGLE_WORKER_V2},
+    "consolidate-verify": {EAGLE_WORKER_COMMON},
+}
+
+
+@pytest.fixture(scope="module")
+def timing_trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per commit label of SHAPES: a checkout with eagle3-verify-timing applied."""
+    trees = {}
+    for label, expected in WRITTEN.items():
+        tree, written = patched_tree(tmp_path_factory.mktemp(label), label, TIMING_MANIFEST)
+        assert set(written) == expected, label
+        trees[label] = tree
+    return trees
+
+
+def _module_name(path: str) -> str:
+    return path.removeprefix("python/").removesuffix(".py").replace("/", ".")
+
+
+def _load(source: str, path: str, monkeypatch: pytest.MonkeyPatch, *, timing: bool) -> tuple[dict, SimpleNamespace]:
+    """Execute a patched file with stand-ins, and the CUDA streams and events verify uses."""
+    if timing:
+        monkeypatch.setenv("PATCHKIT_EAGLE3_VERIFY_TIMING", "1")
+    else:
+        monkeypatch.delenv("PATCHKIT_EAGLE3_VERIFY_TIMING", raising=False)
+    stand_ins = install_stand_ins(monkeypatch, source)
+    cuda = stand_ins.modules["torch"].cuda
+    cuda.Stream = mock.MagicMock(name="Stream")
+    cuda.stream = mock.MagicMock(name="stream")
+    cuda.current_stream = mock.MagicMock(name="current_stream")
+    cuda.Event = mock.MagicMock(name="Event")
+    return exec_module(source, _module_name(path), path), stand_ins
+
+
+def _v2_batch(can_run_cuda_graph: bool = True) -> tuple[mock.MagicMock, mock.MagicMock]:
+    """A batch whose verify input plans ``verify_forward_batch`` and samples three tensors."""
+    batch = mock.MagicMock(name="batch")
+    verify_forward_batch = mock.MagicMock(name="verify_forward_batch")
+    batch.spec_info.prepare_for_v2_verify.return_value = (verify_forward_batch, can_run_cuda_graph)
+    batch.spec_info.sample.return_value = (mock.MagicMock(), mock.MagicMock(), mock.MagicMock())
+    return batch, verify_forward_batch
+
+
+def _call_verify(shape: str, namespace: dict[str, Any]) -> None:
+    """Call the patched verify of ``shape`` once and check what the target worker received."""
+    if shape.startswith("v1-"):
+        worker = mock.MagicMock(name="worker")
+        worker.enable_nan_detection = worker.trace_verify = False
+        batch = mock.MagicMock(name="batch")
+        batch.has_grammar = batch.return_logprob = False
+        namespace["EAGLEWorker"].verify(worker, batch, mock.MagicMock(name="spec_info"))
+        first = batch.get_model_worker_batch.return_value if shape == "v1-model-worker-batch" else batch
+        worker.target_worker.forward_batch_generation.assert_called_once_with(first, is_verify=True)
+        return
+    batch, fb = _v2_batch()
+    if shape == "common":
+        target = mock.MagicMock(name="target_worker")
+        namespace["run_eagle_verify"](
+            batch,
+            target_worker=target,
+            req_to_token_pool=mock.MagicMock(),
+            token_to_kv_pool_allocator=mock.MagicMock(),
+            plan_stream=mock.MagicMock(),
+            plan_stream_ctx=mock.MagicMock(),
+            num_draft_tokens=4,
+            pre_draft_allocate_lens=mock.MagicMock(),
+        )
+        target.forward_batch_generation.assert_called_once_with(batch=None, forward_batch=fb, is_verify=True)
+        return
+    worker = mock.MagicMock(name="worker")
+    worker.enable_nan_detection = False
+    namespace["EAGLEWorkerV2"].verify(worker, batch, mock.MagicMock(name="allocate_lens"))
+    expected: dict[str, Any] = {
+        "v2-model-worker-batch": {"model_worker_batch": None, "skip_attn_backend_init": True},
+        "v2-batch": {"batch": None, "skip_attn_backend_init": True},
+        "v2-cuda-graph": {"batch": None, "skip_attn_backend_init": True},  # can_run_cuda_graph is True here
+        "v2-plain": {"batch": None},
+    }[shape]
+    worker.target_worker.forward_batch_generation.assert_called_once_with(forward_batch=fb, is_verify=True, **expected)
+
+
+@pytest.mark.parametrize("timing", [True, False], ids=["timing-on", "timing-off"])
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_every_verify_shape_of_the_demo_prints_the_timing_line(
+    shape: str,
+    timing: bool,
+    timing_trees: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    label, path = SHAPES[shape]
+    source = (timing_trees[label] / path).read_text(encoding="utf-8")
+    assert source.count("_pk_t0 = _patchkit_verify_timer_start() if _PATCHKIT_VERIFY_TIMING else None") == 1
+    namespace, stand_ins = _load(source, path, monkeypatch, timing=timing)
+    capsys.readouterr()
+    _call_verify(shape, namespace)
+    _call_verify(shape, namespace)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    if timing:
+        lines = captured.err.splitlines()
+        assert len(lines) == 2 and all(TIMING_LINE.match(line) for line in lines), lines
+        assert stand_ins.syncs == ["sync"] * 4  # before and after each target forward
+    else:
+        assert captured.err == "" and stand_ins.syncs == []
+
+
+def test_the_cuda_graph_shape_passes_the_plan_through(
+    timing_trees: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """#26244's call: the patched verify still hands can_run_cuda_graph to the target unchanged."""
+    source = (timing_trees["v2-verify-init-order"] / EAGLE_WORKER_V2).read_text(encoding="utf-8")
+    namespace, _ = _load(source, EAGLE_WORKER_V2, monkeypatch, timing=True)
+    worker = mock.MagicMock(name="worker")
+    worker.enable_nan_detection = False
+    batch, fb = _v2_batch(can_run_cuda_graph=False)
+    namespace["EAGLEWorkerV2"].verify(worker, batch, mock.MagicMock())
+    worker.target_worker.forward_batch_generation.assert_called_once_with(
+        batch=None, forward_batch=fb, is_verify=True, skip_attn_backend_init=False
+    )
+    assert TIMING_LINE.match(capsys.readouterr().err.strip())
+
+
+def test_at_the_tip_the_v2_worker_is_timed_through_run_eagle_verify(
+    timing_trees: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After #31380 only eagle_worker_common.py is patched, and EAGLEWorkerV2.verify (untouched) prints the line."""
+    tree = timing_trees["consolidate-verify"]
+    common = (tree / EAGLE_WORKER_COMMON).read_text(encoding="utf-8")
+    v2 = (tree / EAGLE_WORKER_V2).read_text(encoding="utf-8")
+    assert "_patchkit" not in v2
+    common_ns, _ = _load(common, EAGLE_WORKER_COMMON, monkeypatch, timing=True)
+    install_stand_ins(monkeypatch, v2)  # (v2's torch is a fresh stand-in; the timer syncs through common's)
+    patched_common = types.ModuleType(_module_name(EAGLE_WORKER_COMMON))
+    patched_common.__dict__.update(common_ns)
+    monkeypatch.setitem(sys.modules, patched_common.__name__, patched_common)
+    v2_ns = exec_module(v2, _module_name(EAGLE_WORKER_V2), EAGLE_WORKER_V2)
+    assert v2_ns["run_eagle_verify"] is common_ns["run_eagle_verify"]
+
+    worker = mock.MagicMock(name="worker")
+    batch, fb = _v2_batch()
+    capsys.readouterr()
+    v2_ns["EAGLEWorkerV2"].verify(worker, batch, mock.MagicMock())
+    worker.target_worker.forward_batch_generation.assert_called_once_with(batch=None, forward_batch=fb, is_verify=True)
     assert TIMING_LINE.match(capsys.readouterr().err.strip())

@@ -13,9 +13,16 @@ from pathlib import Path
 import pytest
 from helpers import git
 
-from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, build_sglang_history
+from patchkit.demo.sglang import (
+    EAGLE_WORKER,
+    EAGLE_WORKER_COMMON,
+    EAGLE_WORKER_V2,
+    KIMI_K25,
+    build_sglang_history,
+)
 from patchkit.engine.apply import apply_worktree
 from patchkit.engine.evaluate import evaluate
+from patchkit.engine.groups import group_results
 from patchkit.git import Repo
 from patchkit.manifest.loader import load_manifest
 from patchkit.results import Status
@@ -74,31 +81,37 @@ KIMI_EXPECTED = {
     "kimi-pp-range": K_UPSTREAM,
     "kimi-conv-layers": K_UPSTREAM,
     "kimi-pcg": K_UPSTREAM,
+    # The verify refactors touch only speculative/: kimi_k25.py stays as at kimi-pcg.
+    "spec-v2-overlap": K_UPSTREAM,
+    "remove-mwb-indirection": K_UPSTREAM,
+    "v2-verify-init-order": K_UPSTREAM,
+    "v2-attn-plan-marker": K_UPSTREAM,
+    "deprecate-spec-v1": K_UPSTREAM,
+    "common-draft-helpers": K_UPSTREAM,
+    "consolidate-verify": K_UPSTREAM,
     "rename-kimi": K_RENAMED,
     "rename-kimi-docs": K_RENAMED,
 }
 
 # -- eagle3-verify-timing (every patch optional) -----------------------------------------
+#
+# Written per file, from what each commit's role says about it: eagle_worker.py (v1),
+# eagle_worker_v2.py (v2) and eagle_worker_common.py.  A commit's expected verdicts are
+# the union of its three files' blocks and the verdicts of the three groups
+# ("group ID": "STATUS [REASON] by COVERED_BY").
 
-# The variants this history never has: spec v1 called with the ScheduleBatch,
-# the spec v2 worker (four call shapes) and run_eagle_verify in
-# eagle_worker_common.py.
-OTHER_VARIANTS = [
-    "v1-batch-timer-start",
-    "v1-batch-timer-stop",
-    "v2-import-os",
-    "v2-import-sys",
-    "v2-import-time",
-    "v2-import-optional",
-    "v2-timing-helpers",
-    "v2-timer-start",
-    "v2-timer-stop",
-    "v2-batch-timer-start",
-    "v2-batch-timer-stop",
-    "v2-cg-timer-start",
-    "v2-cg-timer-stop",
-    "v2-plain-timer-start",
-    "v2-plain-timer-stop",
+V1_IDS = ["import-os", "import-sys", "import-time", "import-optional", "timing-helpers"]
+V1_MWB_IDS = ["verify-timer-start", "verify-timer-stop"]
+V1_BATCH_IDS = ["v1-batch-timer-start", "v1-batch-timer-stop"]
+V2_IDS = ["v2-import-os", "v2-import-sys", "v2-import-time", "v2-import-optional", "v2-timing-helpers"]
+V2_SHAPES = {
+    "mwb": ["v2-timer-start", "v2-timer-stop"],
+    "batch": ["v2-batch-timer-start", "v2-batch-timer-stop"],
+    "cg": ["v2-cg-timer-start", "v2-cg-timer-stop"],
+    "plain": ["v2-plain-timer-start", "v2-plain-timer-stop"],
+}
+V2_ALL = V2_IDS + [p for pair in V2_SHAPES.values() for p in pair]
+COMMON_IDS = [
     "common-import-os",
     "common-import-sys",
     "common-import-time",
@@ -107,31 +120,128 @@ OTHER_VARIANTS = [
     "common-timer-start",
     "common-timer-stop",
 ]
-T_NO_FILE = {  # root: no speculative/ directory yet
-    "import-os": "WARN FILE_NOT_FOUND",
-    "import-sys": "WARN FILE_NOT_FOUND",
-    "import-time": "WARN FILE_NOT_FOUND",
-    "import-optional": "WARN FILE_NOT_FOUND",
-    # These have `requires` and are held back too, but a held-back patch
-    # that would fail on its own keeps its own reason (docs/manifest.md).
-    "timing-helpers": "WARN FILE_NOT_FOUND",
-    "verify-timer-start": "WARN FILE_NOT_FOUND",
-    "verify-timer-stop": "WARN FILE_NOT_FOUND",
-    # No variant applies, so none is an unused variant: each keeps its reason.
-    **dict.fromkeys(OTHER_VARIANTS, "WARN FILE_NOT_FOUND"),
-}
-T_APPLIES = {  # eagle_worker.py imports time and Optional, not os or sys
+ALL_V1 = V1_IDS + V1_MWB_IDS + V1_BATCH_IDS
+
+# eagle_worker.py imports time and Optional, not os or sys.
+V1_HELPERS = {
     "import-os": "APPLY",
     "import-sys": "APPLY",
     "import-time": "SKIP ALREADY_APPLIED",
     "import-optional": "SKIP ALREADY_APPLIED",
     "timing-helpers": "APPLY",
-    "verify-timer-start": "APPLY",
-    "verify-timer-stop": "APPLY",
-    # The v1 variant applies: every other variant is not needed here.
-    **dict.fromkeys(OTHER_VARIANTS, "SKIP OTHER_VARIANT"),
 }
-TIMING_EXPECTED = {label: (T_NO_FILE if label == "root" else T_APPLIES) for label in KIMI_EXPECTED}
+V1_MWB = {  # add-eagle .. v2-spec-overlap: forward_batch_generation(model_worker_batch, ...)
+    **V1_HELPERS,
+    **dict.fromkeys(V1_MWB_IDS, "APPLY"),
+    **dict.fromkeys(V1_BATCH_IDS, "SKIP OTHER_VARIANT"),
+}
+V1_BATCH = {  # from #25516: forward_batch_generation(batch, ...)
+    **V1_HELPERS,
+    **dict.fromkeys(V1_MWB_IDS, "SKIP OTHER_VARIANT"),
+    **dict.fromkeys(V1_BATCH_IDS, "APPLY"),
+}
+# No eagle_worker.py while another variant applies (before add-eagle, none does: T_NOTHING).
+V1_GONE = dict.fromkeys(ALL_V1, "SKIP OTHER_VARIANT")
+
+
+def v2_block(shape: str | None) -> dict[str, str]:
+    """eagle_worker_v2.py (it imports Optional, not os, sys or time) with its forward in ``shape`` (None: none)."""
+    if shape is None:  # no file (or, at the tip, a verify that only hands over): an unused variant
+        return dict.fromkeys(V2_ALL, "SKIP OTHER_VARIANT")
+    block = {
+        "v2-import-os": "APPLY",
+        "v2-import-sys": "APPLY",
+        "v2-import-time": "APPLY",
+        "v2-import-optional": "SKIP ALREADY_APPLIED",
+        "v2-timing-helpers": "APPLY",
+    }
+    for name, pair in V2_SHAPES.items():
+        block.update(dict.fromkeys(pair, "APPLY" if name == shape else "SKIP OTHER_VARIANT"))
+    return block
+
+
+COMMON_UNUSED = dict.fromkeys(COMMON_IDS, "SKIP OTHER_VARIANT")  # no file, or no run_eagle_verify yet
+COMMON_APPLIES = {  # eagle_worker_common.py imports Optional (from #31380), not os, sys or time
+    "common-import-os": "APPLY",
+    "common-import-sys": "APPLY",
+    "common-import-time": "APPLY",
+    "common-import-optional": "SKIP ALREADY_APPLIED",
+    "common-timing-helpers": "APPLY",
+    "common-timer-start": "APPLY",
+    "common-timer-stop": "APPLY",
+}
+
+
+def groups(top: str, v1: str, v2: str) -> dict[str, str]:
+    return {"group verify-timing": top, "group v1-verify": v1, "group v2-verify": v2}
+
+
+UNUSED_GROUP = "SKIP OTHER_VARIANT by -"
+
+T_NOTHING = {  # root: no speculative/ directory yet
+    # These have `requires` and are held back too, but a held-back patch
+    # that would fail on its own keeps its own reason (docs/manifest.md).
+    # No variant applies, so none is an unused variant: each keeps its reason.
+    **dict.fromkeys(ALL_V1 + V2_ALL + COMMON_IDS, "WARN FILE_NOT_FOUND"),
+    **groups("WARN NO_VARIANT by -", "WARN NO_VARIANT by -", "WARN NO_VARIANT by -"),
+}
+T_V1 = {  # add-eagle .. kimi-pcg, and the rename branch: v1 only
+    **V1_MWB,
+    **v2_block(None),
+    **COMMON_UNUSED,
+    **groups("APPLY by v1-verify", "APPLY by verify-timer-start", UNUSED_GROUP),
+}
+
+TIMING_EXPECTED = {
+    **{label: (T_NOTHING if label == "root" else T_V1) for label in KIMI_EXPECTED},
+    # v1 and v2 coexist: both are timed.
+    "spec-v2-overlap": {
+        **V1_MWB,
+        **v2_block("mwb"),
+        **COMMON_UNUSED,
+        **groups("APPLY by v1-verify, v2-verify", "APPLY by verify-timer-start", "APPLY by v2-timer-start"),
+    },
+    "remove-mwb-indirection": {
+        **V1_BATCH,
+        **v2_block("batch"),
+        **COMMON_UNUSED,
+        **groups("APPLY by v1-verify, v2-verify", "APPLY by v1-batch-timer-start", "APPLY by v2-batch-timer-start"),
+    },
+    "v2-verify-init-order": {
+        **V1_BATCH,
+        **v2_block("cg"),
+        **COMMON_UNUSED,
+        **groups("APPLY by v1-verify, v2-verify", "APPLY by v1-batch-timer-start", "APPLY by v2-cg-timer-start"),
+    },
+    "v2-attn-plan-marker": {
+        **V1_BATCH,
+        **v2_block("plain"),
+        **COMMON_UNUSED,
+        **groups("APPLY by v1-verify, v2-verify", "APPLY by v1-batch-timer-start", "APPLY by v2-plain-timer-start"),
+    },
+    # v1 is gone: v2 alone (eagle_worker_common.py has no run_eagle_verify before #31380).
+    **{
+        label: {
+            **V1_GONE,
+            **v2_block("plain"),
+            **COMMON_UNUSED,
+            **groups("APPLY by v2-verify", UNUSED_GROUP, "APPLY by v2-plain-timer-start"),
+        }
+        for label in ("deprecate-spec-v1", "common-draft-helpers")
+    },
+    # The forward moved into run_eagle_verify; EAGLEWorkerV2.verify only calls it.  Its
+    # Optional import is in place anyway, so it reads ALREADY_APPLIED, not OTHER_VARIANT.
+    "consolidate-verify": {
+        **V1_GONE,
+        **v2_block(None),
+        "v2-import-optional": "SKIP ALREADY_APPLIED",
+        **COMMON_APPLIES,
+        **groups("APPLY by common-timer-start", UNUSED_GROUP, UNUSED_GROUP),
+    },
+}
+
+# The commits where EAGLEWorker.verify calls the target with a ModelWorkerBatch.
+V1_MWB_LABELS = [label for label, expected in TIMING_EXPECTED.items() if expected["verify-timer-start"] == "APPLY"]
 
 # Where the anchor `batch_result = self.target_worker.forward_batch_generation(...)`
 # stands: verify-nvtx is the one commit that moves it.
@@ -167,7 +277,7 @@ def timing():
 
 
 def _verdicts(evaluation) -> dict[str, str]:
-    return {r.patch: f"{r.status.value} {r.reason.value}" if r.reason else r.status.value for r in evaluation.results}
+    return _verdicts_of(evaluation.manifest, evaluation.results)
 
 
 def _all_commits(repo: Repo):
@@ -194,6 +304,42 @@ def test_full_matrix(which: str, history, repo: Repo, kimi, timing) -> None:
         got[label] = _verdicts(evaluate(manifest, CommitSource(repo, commit), hints=False))
     mismatches = {label: (got[label], expected[label]) for label in expected if got[label] != expected[label]}
     assert not mismatches
+
+
+TIMING_FILES = {  # file -> (its imports and helpers, its start/stop inserts)
+    EAGLE_WORKER: (V1_IDS, V1_MWB_IDS + V1_BATCH_IDS),
+    EAGLE_WORKER_V2: (V2_IDS, [p for pair in V2_SHAPES.values() for p in pair]),
+    EAGLE_WORKER_COMMON: (COMMON_IDS[:5], COMMON_IDS[5:]),
+}
+
+
+def test_timing_at_every_commit_and_never_helpers_without_a_caller(history, repo: Repo, timing) -> None:
+    """From add-eagle on, some variant times the verify forward; no file gets helpers or imports without its pair."""
+    assert {p.id for p in timing.patches} == {p for ids, inserts in TIMING_FILES.values() for p in ids + inserts}
+    ever_applied: set[str] = set()
+    for commit in _all_commits(repo):
+        label = history.label_of(commit.sha)
+        evaluation = evaluate(timing, CommitSource(repo, commit), hints=False)
+        status = {r.patch: r.status for r in evaluation.results}
+        top = next(g for g in group_results(timing, evaluation.results) if g.group == "verify-timing")
+        if label == "root":
+            assert top.status is Status.WARN and not any(s is Status.APPLY for s in status.values())
+            continue
+        assert top.status is Status.APPLY and top.covered_by, label
+        for path, (support, inserts) in TIMING_FILES.items():
+            applied_inserts = [p for p in inserts if status[p] is Status.APPLY]
+            # A start and its stop, or nothing: one call shape per file.
+            assert len(applied_inserts) in (0, 2), (label, path, applied_inserts)
+            if not applied_inserts:
+                assert not any(status[p] is Status.APPLY for p in support), (label, path)
+            else:
+                helpers = support[-1]
+                assert status[helpers] is Status.APPLY, (label, path)
+        ever_applied.update(p for p, st in status.items() if st is Status.APPLY)
+    # Every insert of every call shape applies somewhere in the history (only the imports
+    # that every file already has never do).
+    never = {p.id for p in timing.patches} - ever_applied
+    assert never == {"import-time", "import-optional", "v2-import-optional", "common-import-optional"}
 
 
 def test_before_kimi_exists_the_message_points_at_pr_17789(history, repo: Repo, kimi) -> None:
@@ -257,9 +403,13 @@ def test_missing_eagle_worker_reasons(history, repo: Repo, timing) -> None:
 
 def test_insert_anchor_line_moves_exactly_at_verify_nvtx(history, repo: Repo, timing) -> None:
     lines: dict[str, set[int | None]] = {}
-    for label in KIMI_EXPECTED:
-        if label == "root":
-            continue
+    # (on main, until #25516 changes the call; rename-kimi branches off before that)
+    assert V1_MWB_LABELS[0] == "add-eagle" and V1_MWB_LABELS[-3:] == [
+        "spec-v2-overlap",
+        "rename-kimi",
+        "rename-kimi-docs",
+    ]
+    for label in V1_MWB_LABELS:
         results = {r.patch: r for r in _at(repo, history, label, timing).results}
         start, stop = results["verify-timer-start"], results["verify-timer-stop"]
         assert start.line == stop.line, label
@@ -305,6 +455,14 @@ APPLY_CASES = [
     ("timing", "add-eagle", [EAGLE_WORKER], False),
     ("timing", "verify-nvtx", [EAGLE_WORKER], False),
     ("timing", "root", [], False),
+    # The verify refactors: both workers while they coexist, then v2 alone, then run_eagle_verify.
+    ("timing", "spec-v2-overlap", [EAGLE_WORKER, EAGLE_WORKER_V2], False),
+    ("timing", "remove-mwb-indirection", [EAGLE_WORKER, EAGLE_WORKER_V2], False),
+    ("timing", "v2-verify-init-order", [EAGLE_WORKER, EAGLE_WORKER_V2], False),
+    ("timing", "v2-attn-plan-marker", [EAGLE_WORKER, EAGLE_WORKER_V2], False),
+    ("timing", "deprecate-spec-v1", [EAGLE_WORKER_V2], False),
+    ("timing", "common-draft-helpers", [EAGLE_WORKER_V2], False),
+    ("timing", "consolidate-verify", [EAGLE_WORKER_COMMON], False),
 ]
 
 
@@ -321,9 +479,9 @@ def test_apply_on_a_checkout_then_again(
     repo = Repo.discover(history.path)
     try:
         first = apply_worktree(manifest, repo)
-        assert _verdicts_of(first.results) == expected
+        assert _verdicts_of(manifest, first.results) == expected
         assert first.refused is refused
-        assert list(first.written) == written
+        assert sorted(first.written) == sorted(written)  # (files in the engine's order, not the manifest's)
         if not written:
             assert _status(history.path) == ""
             return
@@ -339,7 +497,7 @@ def test_apply_on_a_checkout_then_again(
                 assert (result.status.value, result.reason.value) == ("SKIP", "ALREADY_APPLIED"), result.patch
             else:
                 assert _verdict(result) == expected[result.patch], result.patch
-        assert _status(history.path).split() == ["M", *written]
+        assert sorted(_status(history.path).splitlines()) == sorted(f" M {path}" for path in written)
     finally:
         repo.close()
 
@@ -348,8 +506,12 @@ def _verdict(result) -> str:
     return f"{result.status.value} {result.reason.value}" if result.reason else result.status.value
 
 
-def _verdicts_of(results) -> dict[str, str]:
-    return {r.patch: _verdict(r) for r in results}
+def _verdicts_of(manifest, results) -> dict[str, str]:
+    """Every patch's verdict, and every group's with the members that cover it."""
+    verdicts = {r.patch: _verdict(r) for r in results}
+    for g in group_results(manifest, results):
+        verdicts[f"group {g.group}"] = f"{_verdict(g)} by {', '.join(g.covered_by) or '-'}"
+    return verdicts
 
 
 def test_both_manifests_on_one_tree(tmp_path: Path) -> None:

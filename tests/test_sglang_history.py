@@ -12,7 +12,15 @@ import pytest
 from helpers import git
 
 from patchkit.demo import sglang
-from patchkit.demo.sglang import EAGLE_WORKER, KIMI_K25, LABELS, TIMELINE, build_sglang_history
+from patchkit.demo.sglang import (
+    EAGLE_WORKER,
+    EAGLE_WORKER_COMMON,
+    EAGLE_WORKER_V2,
+    KIMI_K25,
+    LABELS,
+    TIMELINE,
+    build_sglang_history,
+)
 from patchkit.git import Repo
 
 HOOKS = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_head")
@@ -74,10 +82,36 @@ def test_labels_dates_subjects_and_branches(history, repo: Repo) -> None:
     assert subjects["add-kimi"] == ("2026-01-27", "model: support Kimi-K2.5 (#17789)")
     assert subjects["fix-pcg-moe"] == ("2026-02-19", "Fix PCG MoE Error (#17739)")
     assert subjects["hooks-upstream"] == ("2026-03-03", "feat: support Kimi K2.5 for Eagle3 (#19689)")
-    assert len(TIMELINE) == 27
-    assert git(history.path, "rev-parse", "main").strip() == history["kimi-pcg"]
+    # The verify refactors, in upstream's order with upstream's dates (UTC) and subjects; the
+    # v2 worker (#11398, upstream 2025-10-12) comes after the Kimi commits here (see its role).
+    assert subjects["spec-v2-overlap"] == ("2026-03-20", "Beta spec-overlap for EAGLE (#11398)")
+    assert subjects["remove-mwb-indirection"] == (
+        "2026-05-18",
+        "refactor: remove ModelWorkerBatch indirection (#25516)",
+    )
+    assert subjects["v2-verify-init-order"] == (
+        "2026-05-25",
+        "[Spec] fix EAGLE v2 verify metadata init order on non-cuda-graph path (#26244)",
+    )
+    assert subjects["v2-attn-plan-marker"] == (
+        "2026-06-05",
+        "Replace skip_attn_backend_init with a batch-carried attention plan marker (+ staleness re-plan) (#27193)",
+    )
+    assert subjects["deprecate-spec-v1"] == ("2026-06-08", "[Spec] Deprecate Spec V1 (#25464)")
+    assert subjects["common-draft-helpers"] == (
+        "2026-07-15",
+        "[Spec] Extract stateless draft prepare helpers into eagle_worker_common (#31257)",
+    )
+    assert subjects["consolidate-verify"] == (
+        "2026-07-16",
+        "[Spec] Consolidate the verify step into eagle_worker_common.run_eagle_verify (#31380)",
+    )
+    assert len(TIMELINE) == 34
+    on_main_in_order = [c for c in TIMELINE if c.branch == "main"]
+    assert [c.when for c in on_main_in_order] == sorted(c.when for c in on_main_in_order)
+    assert git(history.path, "rev-parse", "main").strip() == history["consolidate-verify"]
     assert git(history.path, "rev-parse", "rename-kimi").strip() == history["rename-kimi-docs"]
-    assert git(history.path, "rev-parse", "HEAD").strip() == history["kimi-pcg"]
+    assert git(history.path, "rev-parse", "HEAD").strip() == history["consolidate-verify"]
     assert git(history.path, "symbolic-ref", "--short", "HEAD").strip() == "main"
     # The side branch starts between add-kimi and hooks-upstream and is not merged.
     assert repo.commit(history["rename-kimi"]).parents == (history["kimi-npu"],)
@@ -178,8 +212,83 @@ def test_kimi_file_timeline(history, repo: Repo) -> None:
     assert "add-kimi" in changed and "hooks-upstream" in changed
 
 
-def test_exactly_one_commit_changes_eagle_worker_verify(history, repo: Repo) -> None:
-    assert _show(repo, history["root"], EAGLE_WORKER) is None
+V1_MWB = "batch_result = self.target_worker.forward_batch_generation(model_worker_batch, is_verify=True)"
+V1_BATCH = "batch_result = self.target_worker.forward_batch_generation(batch, is_verify=True)"
+V2_CALL = "forward_batch_output = self.target_worker.forward_batch_generation("
+V2_MWB = (
+    V2_CALL
+    + "model_worker_batch=None, forward_batch=verify_forward_batch, is_verify=True, skip_attn_backend_init=True)"
+)
+V2_BATCH = V2_CALL + "batch=None, forward_batch=verify_forward_batch, is_verify=True, skip_attn_backend_init=True)"
+V2_CG = (
+    V2_CALL
+    + "batch=None, forward_batch=verify_forward_batch, is_verify=True, skip_attn_backend_init=can_run_cuda_graph)"
+)
+V2_PLAIN = V2_CALL + "batch=None, forward_batch=verify_forward_batch, is_verify=True)"
+COMMON = (
+    "forward_batch_output = target_worker.forward_batch_generation("
+    "batch=None, forward_batch=verify_forward_batch, is_verify=True)"
+)
+NO_FUNCTION = "(file without the function)"
+
+_MAIN = [c.label for c in TIMELINE if c.branch == "main"]
+# Per commit on main: the target-forward statements of EAGLEWorker.verify, EAGLEWorkerV2.verify
+# and run_eagle_verify (None: no such file), from what each commit's role says.
+VERIFY_FORWARD: dict[str, tuple[object, object, object]] = {
+    "root": (None, None, None),
+    **dict.fromkeys(_MAIN[_MAIN.index("add-eagle") : _MAIN.index("kimi-pcg") + 1], ([V1_MWB], None, None)),
+    "spec-v2-overlap": ([V1_MWB], [V2_MWB], None),
+    "remove-mwb-indirection": ([V1_BATCH], [V2_BATCH], None),
+    "v2-verify-init-order": ([V1_BATCH], [V2_CG], None),
+    "v2-attn-plan-marker": ([V1_BATCH], [V2_PLAIN], None),
+    "deprecate-spec-v1": (None, [V2_PLAIN], None),
+    "common-draft-helpers": (None, [V2_PLAIN], NO_FUNCTION),
+    "consolidate-verify": (None, [], [COMMON]),
+}
+
+
+def _forward_statements(function: ast.FunctionDef) -> list[str]:
+    return [
+        ast.unparse(n)
+        for n in ast.walk(function)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and isinstance(n.value.func, ast.Attribute)
+        and n.value.func.attr == "forward_batch_generation"
+    ]
+
+
+def _verify_forward(text: str | None, cls: str | None, name: str) -> object:
+    if text is None:
+        return None
+    tree = ast.parse(text)
+    owner = tree if cls is None else _class(tree, cls)
+    assert owner is not None
+    function = next((n for n in owner.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return NO_FUNCTION if function is None else _forward_statements(function)
+
+
+def test_the_verify_target_forward_across_the_refactors(history, repo: Repo) -> None:
+    """Where the verify step's target forward is, per commit: v1, then v2 beside it, then run_eagle_verify."""
+    main = [label for label in history.order if not label.startswith("rename-kimi")]
+    assert main == list(VERIFY_FORWARD)
+    for label in main:
+        sha = history[label]
+        got = (
+            _verify_forward(_show(repo, sha, EAGLE_WORKER), "EAGLEWorker", "verify"),
+            _verify_forward(_show(repo, sha, EAGLE_WORKER_V2), "EAGLEWorkerV2", "verify"),
+            _verify_forward(_show(repo, sha, EAGLE_WORKER_COMMON), None, "run_eagle_verify"),
+        )
+        assert got == VERIFY_FORWARD[label], label
+    # At the tip EAGLEWorkerV2.verify hands over to run_eagle_verify.
+    tip = ast.parse(_show(repo, history["consolidate-verify"], EAGLE_WORKER_V2) or "")
+    cls = _class(tip, "EAGLEWorkerV2")
+    assert cls is not None
+    verify = _method(cls, "verify")
+    assert verify is not None and "return run_eagle_verify(" in ast.unparse(verify)
+
+
+def test_eagle_worker_verify_changes_only_where_its_role_says(history, repo: Repo) -> None:
     dumps = {}
     for label in history.order:
         text = _show(repo, history[label], EAGLE_WORKER)
@@ -190,17 +299,11 @@ def test_exactly_one_commit_changes_eagle_worker_verify(history, repo: Repo) -> 
         verify = _method(cls, "verify")
         assert verify is not None, label
         dumps[label] = ast.dump(verify, include_attributes=False)
-        target = [
-            n
-            for n in ast.walk(verify)
-            if isinstance(n, ast.Assign)
-            and ast.unparse(n)
-            == "batch_result = self.target_worker.forward_batch_generation(model_worker_batch, is_verify=True)"
-        ]
-        assert len(target) == 1, label
     main = [label for label in history.order if not label.startswith("rename-kimi") and label in dumps]
     changes = [label for prev, label in itertools.pairwise(main) if dumps[prev] != dumps[label]]
-    assert changes == ["verify-nvtx"]
+    # verify-nvtx moves the call into a `with` block; #25516 passes the ScheduleBatch instead.
+    assert changes == ["verify-nvtx", "remove-mwb-indirection"]
+    assert main[-1] == "v2-attn-plan-marker"  # #25464 deletes the file
     assert dumps["rename-kimi"] == dumps["kimi-npu"]
 
 
@@ -255,3 +358,30 @@ def test_an_edit_that_does_not_match_its_file_is_an_internal_error() -> None:
         sglang.Edit("f.py", old=" = 1", new=" = 2").to(text, "here")
     with pytest.raises(InternalError, match="found 0"):
         sglang.Edit("f.py", old="zzz", new="").to(text, "here")
+
+
+def test_a_commit_that_deletes_or_edits_a_missing_file_is_an_internal_error() -> None:
+    from datetime import UTC, datetime
+
+    from patchkit.errors import InternalError
+
+    row = sglang.DemoCommit(
+        label="drop",
+        when=datetime(2026, 6, 8, tzinfo=UTC),
+        author=("A", "a@example.invalid"),
+        subject="drop a file",
+        delete=("gone.py",),
+    )
+    assert row.changes({"gone.py": "x = 1\n", "kept.py": "y = 1\n"}) == {"gone.py": None}
+    with pytest.raises(InternalError, match=re.escape("drop deletes gone.py, which it does not have")):
+        row.changes({"kept.py": "y = 1\n"})
+    edit = sglang.DemoCommit(
+        label="touch",
+        when=datetime(2026, 6, 8, tzinfo=UTC),
+        author=("A", "a@example.invalid"),
+        subject="edit a deleted file",
+        delete=("gone.py",),
+        edits=(sglang.Edit("gone.py", old="x", new="z"),),
+    )
+    with pytest.raises(InternalError, match=re.escape("touch edits gone.py, which it does not have")):
+        edit.changes({"gone.py": "x = 1\n"})

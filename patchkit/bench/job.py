@@ -1,14 +1,15 @@
 """One benchmark run: ``run_job(JobSpec) -> RunRecord``, a plain function with no global state.
 
 The tree is already prepared (patched, guarded, version file written) when a
-job starts; the job owns everything that has a process:
+job starts: the guard (``patchkit.bench.prepare``) has checked that the
+``import_check`` modules import from the tree.  The job owns everything that
+has a process:
 
 1. pick the port (or check that the one ``vars`` sets is free), build the
    environment: exactly ``[bench].env`` (+ the profile's), ``PYTHONPATH`` with
    the tree's ``pythonpath`` entries first, the ``inherit`` names and the
    guard's ``PATCHKIT_BENCH_*`` variables;
-2. check that ``import_check`` modules import from the tree, read provenance
-   (interpreter, packages, torch, nvidia-smi);
+2. read provenance (interpreter, packages, torch, nvidia-smi);
 3. start the server in its own process group (``start_new_session``), its
    stdout and stderr in ``server.log`` (kept);
 4. poll health until 200 or ``ready_timeout``; if the server exits first,
@@ -200,18 +201,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def build_env(spec: JobSpec, values: Mapping[str, str], *, base: Mapping[str, str]) -> dict[str, str]:
-    """The exact environment of server and client (``base`` is patchkit's own, for ``inherit``)."""
-    config = spec.config
+def bench_env(
+    config: BenchConfig,
+    tree: Path,
+    profile: str | None,
+    values: Mapping[str, str],
+    *,
+    base: Mapping[str, str],
+    guard_env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of server and client: the ``inherit`` names of ``base`` (patchkit's own),
+    ``PYTHONPATH`` with the tree's ``pythonpath`` entries, the guard's variables, then ``[bench].env``
+    and (``profile`` given) the profile's ``env``, rendered with ``values``."""
     env = {name: base[name] for name in config.inherit if name in base}
-    pythonpath = [str((spec.tree / entry).resolve()) for entry in config.pythonpath]
+    pythonpath = [str((tree / entry).resolve()) for entry in config.pythonpath]
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
-    env.update(spec.guard_env)
-    profile = config.profile(spec.profile)
-    for name, value in {**config.env, **profile.env}.items():
+    env.update(guard_env or {})
+    extra = config.profile(profile).env if profile is not None else {}
+    for name, value in {**config.env, **extra}.items():
         env[name] = render(value, values)
     return env
+
+
+def build_env(spec: JobSpec, values: Mapping[str, str], *, base: Mapping[str, str]) -> dict[str, str]:
+    """The exact environment of server and client of this job."""
+    return bench_env(spec.config, spec.tree, spec.profile, values, base=base, guard_env=spec.guard_env)
+
+
+def bench_python(config: BenchConfig) -> str | None:
+    """``[bench].python`` as a path (looked up on PATH unless absolute); None when it does not exist."""
+    python = shutil.which(config.python) if not os.path.isabs(config.python) else config.python
+    return python if python is not None and os.path.exists(python) else None
 
 
 def required_env(spec: JobSpec, env: Mapping[str, str]) -> dict[str, str]:
@@ -336,33 +357,6 @@ def check_start_env(pid: int, required: Mapping[str, str]) -> tuple[list[int], l
 # -- the job ------------------------------------------------------------------------
 
 
-def _import_check(python: str, modules: tuple[str, ...], env: Mapping[str, str], tree: Path) -> list[str]:
-    problems = []
-    code = (
-        "import importlib.util, json, sys\n"
-        "out = {}\n"
-        "for name in sys.argv[1:]:\n"
-        "    try:\n"
-        "        spec = importlib.util.find_spec(name)\n"
-        "        where = spec and (spec.origin or next(iter(spec.submodule_search_locations or []), None))\n"
-        "        out[name] = where or None\n"
-        "    except Exception as exc:\n"
-        "        out[name] = 'error: ' + repr(exc)\n"
-        "print(json.dumps(out))\n"
-    )
-    found = provenance.probe_json(python, code, env, str(tree), 120, modules)
-    if not isinstance(found, dict):
-        return [f"{python} could not run the import check"]
-    root = tree.resolve()
-    for name in modules:
-        origin = found.get(name)
-        if origin is None or origin.startswith("error:"):
-            problems.append(f"{name} does not import with {python} ({origin or 'not found'})")
-        elif not Path(origin).resolve().is_relative_to(root):
-            problems.append(f"{name} imports from {origin}, not from the tree {root}")
-    return problems
-
-
 def _version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
     config = spec.config
     if config.version_file is None and spec.expected_version is None:
@@ -439,8 +433,8 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
     reason: str | None = None
     details: tuple[str, ...] = ()
     try:
-        python = shutil.which(config.python) if not os.path.isabs(config.python) else config.python
-        if python is None or not os.path.exists(python):
+        python = bench_python(config)
+        if python is None:
             raise _Stop("refused", f"the interpreter {config.python!r} is not found on PATH")
         if "port" in vars_:
             if not vars_["port"].isdigit() or not 0 < int(vars_["port"]) < 65536:
@@ -465,11 +459,6 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
             "cwd": str(spec.tree),
         }
 
-        say("checking imports", "")
-        if config.import_check:
-            problems = _import_check(python, config.import_check, env, spec.tree)
-            if problems:
-                raise _Stop("refused", "; ".join(problems))
         say("reading provenance", "")
         state["interpreter"] = provenance.interpreter_facts(python, env, str(spec.tree))
         state["torch"] = provenance.torch_facts(python, env, str(spec.tree))

@@ -5,10 +5,16 @@
   says otherwise.  The first manifest goes through ``apply_at_commit(...,
   worktree=...)``, which reads the verdicts from the commit's blobs first: a
   required FAIL there refuses before any worktree is created.  The other
-  manifests are applied to that worktree in order.
-* ``_guard_tree`` is the one place that decides whether a tree may be
-  benchmarked.  Until ``patchkit.guard`` lands it asks ``status_worktree``
-  for every manifest: every required patch must be in place.
+  manifests are applied to that worktree in order.  A reused worktree that
+  another version of a manifest patched is reverted first (``reapply_stale``).
+* ``guard_tree`` is the one place that decides whether a patched tree may be
+  benchmarked: ``patchkit.guard.evaluate_guard`` for every manifest (commit,
+  patches in place and up to date, record intact, no interrupted run, clean
+  tree), with the import check of ``[bench].import_check`` run by the bench
+  interpreter in the server's environment on the manifest that has
+  ``[bench]``.  It refuses exactly when ``patchkit guard`` would; the stored
+  guard report is every manifest's ``GuardReport.to_json()``.  A required
+  patch that FAILs at the commit refuses earlier, before any worktree exists.
 * ``scm_version_file``: the file setuptools-scm would write for the commit
   (guess-next-dev scheme: tag ``vX.Y.Z`` at distance N gives
   ``X.Y.(Z+1).devN+g<sha>``, an exact tag gives ``X.Y.Z``; no tag gives
@@ -18,17 +24,21 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.engine.apply import ApplyReport, apply_worktree, status_worktree
+from patchkit.bench.job import bench_env, bench_python
+from patchkit.engine.apply import ApplyReport, apply_worktree, revert_worktree
 from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.fsutil import atomic_write
+from patchkit.engine.record import load_record
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
+from patchkit.manifest.bench import BenchConfig
 from patchkit.results import Status
 
 GUARD_ENV = ("PATCHKIT_BENCH_COMMIT", "PATCHKIT_BENCH_TREE", "PATCHKIT_BENCH_MANIFESTS")
@@ -75,11 +85,21 @@ def _blocking(report: ApplyReport) -> list[str]:
 
 
 def prepare_commit(
-    repo: Repo, manifests: Sequence[Manifest], commit: Commit, root: Path, *, scm_version_file: str | None
+    repo: Repo,
+    manifests: Sequence[Manifest],
+    commit: Commit,
+    root: Path,
+    config: BenchConfig,
+    *,
+    sets: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> Prepared:
+    """``sets`` (``--set``) and ``base_env`` (patchkit's environment) make the import check's environment."""
     path = root / commit.sha[:12]
     root.mkdir(parents=True, exist_ok=True)
     reports: list[ApplyReport] = []
+    if path.exists() and path.resolve() in {p.resolve() for p in repo.worktrees()}:
+        reapply_stale(path, manifests)
     first = apply_at_commit(manifests[0], repo, commit.sha, worktree=str(path))
     reports.append(first)
     if first.refused:
@@ -92,15 +112,20 @@ def prepare_commit(
             reports.append(report)
             if report.refused:
                 return Prepared(commit, path, tuple(reports), True, tuple(_blocking(report)), {}, {}, None)
-        guard, problems = _guard_tree(linked, manifests)
+        python = bench_python(config)
+        if python is None:
+            problem = f"the interpreter {config.python!r} of [bench].python is not found on PATH"
+            return Prepared(commit, path, tuple(reports), True, (problem,), {}, {}, None)
+        env = import_env(config, path, python, sets or {}, os.environ if base_env is None else base_env)
+        guard, problems = guard_tree(linked, manifests, config.import_check, python=python, env=env)
     finally:
         linked.close()
     if problems:
         return Prepared(commit, path, tuple(reports), True, tuple(problems), guard, {}, None)
     version = None
-    if scm_version_file is not None:
+    if config.scm_version_file is not None:
         version = scm_version(repo, commit.sha)
-        write_scm_version_file(path / scm_version_file, version)
+        write_scm_version_file(path / config.scm_version_file, version)
     guard_env = {
         "PATCHKIT_BENCH_COMMIT": commit.sha,
         "PATCHKIT_BENCH_TREE": str(path),
@@ -109,26 +134,57 @@ def prepare_commit(
     return Prepared(commit, path, tuple(reports), False, (), guard, guard_env, version)
 
 
-def _guard_tree(repo: Repo, manifests: Sequence[Manifest]) -> tuple[dict[str, Any], list[str]]:
-    """The guard step: (report to store, problems that refuse the run).  The one place to swap for patchkit.guard."""
-    report: dict[str, Any] = {"kind": "status", "manifests": []}
-    problems: list[str] = []
+def reapply_stale(path: Path, manifests: Sequence[Manifest]) -> None:
+    """A reused worktree patched by another version of a manifest (any edit of the file changes its
+    digest, and the guard refuses such a record) is reverted first, every manifest in reverse order,
+    so that applying writes a record of this version.  Hand edits still refuse: revert is not forced."""
+    linked = Repo.discover(path)
+    try:
+        digests = {m.name: record.manifest_digest for m in manifests if (record := load_record(linked, m.name))}
+        if any(digests.get(m.name, m.digest) != m.digest for m in manifests):
+            for manifest in reversed(manifests):
+                if manifest.name in digests:
+                    revert_worktree(manifest.name, linked)
+    finally:
+        linked.close()
+
+
+def import_env(
+    config: BenchConfig, tree: Path, python: str, sets: Mapping[str, str], base: Mapping[str, str]
+) -> dict[str, str]:
+    """The environment the import check runs in: the server's (``inherit``, ``PYTHONPATH``, ``[bench].env``)
+    before a port is picked or a profile chosen: vars of the first profile, ``{port}`` as --set/vars give it
+    (else 0), no profile ``env``."""
+    values = {**config.resolve_vars(config.profile_names()[0], sets), "tree": str(tree), "python": python}
+    values.setdefault("port", "0")
+    return bench_env(config, tree, None, values, base=base)
+
+
+def guard_tree(
+    repo: Repo,
+    manifests: Sequence[Manifest],
+    import_check: Sequence[str] = (),
+    *,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The guard step: (report to store, problems that refuse the run).
+
+    ``patchkit.guard.evaluate_guard`` per manifest, as ``patchkit guard -m M``
+    would run it; the manifest with ``[bench]`` also checks that every
+    ``import_check`` module resolves inside the tree for ``python`` run in
+    ``env`` from the tree's root, as the server is started.
+    """
+    from patchkit.guard.api import evaluate_guard
+
+    reports = []
     for manifest in manifests:
-        status = status_worktree(manifest, repo)
-        report["manifests"].append(
-            {
-                "name": manifest.name,
-                "complete": status.complete,
-                "edited_after_apply": list(status.edited),
-                "results": [dict(r.to_json(), state=status.state_of(r)) for r in status.results],
-            }
+        imports = tuple(import_check) if manifest.bench is not None else ()
+        reports.append(
+            evaluate_guard(repo, manifest, python=python if imports else None, imports=imports, env=env, cwd=repo.root)
         )
-        for r in status.results:
-            if r.required and r.status is not Status.SKIP:
-                problems.append(f"{manifest.name}:{r.patch} is {status.state_of(r)} ({r.where()}: {r.message})")
-        problems.extend(f"{manifest.name}: {p} was edited after patching" for p in status.edited)
-    report["ok"] = not problems
-    return report, problems
+    problems = [f"{r.manifest.name}: [{c.check}] {c.message}" for r in reports for c in r.failed]
+    return {"ok": not problems, "reports": [r.to_json() for r in reports]}, problems
 
 
 def scm_version(repo: Repo, sha: str) -> str:

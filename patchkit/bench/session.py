@@ -117,9 +117,7 @@ class Session:
     def prepare(self, commit: Commit) -> Prepared:
         if commit.sha not in self._prepared:
             try:
-                prepared = prepare_commit(
-                    self.repo, self.manifests, commit, self.root, scm_version_file=self.config.scm_version_file
-                )
+                prepared = prepare_commit(self.repo, self.manifests, commit, self.root, self.config, sets=self.sets)
             except (RefusedError, RepoError) as exc:
                 # A worktree that cannot be reused (edited by hand, git refusing): this commit is
                 # refused, the others still run.
@@ -168,8 +166,7 @@ def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str], 
         "commit": commit_json(prepared.commit),
         "profile": profile,
         "outcome": "refused",
-        "reason": f"{len(prepared.reasons)} required patch(es) cannot apply or are not in place at this commit "
-        "(listed in details); nothing was started",
+        "reason": refusal(prepared),
         "details": list(prepared.reasons),
         "started_at": stamp,
         "finished_at": stamp,
@@ -189,3 +186,19 @@ def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str], 
         "logs": {},
     }
     return RunRecord.from_json(record)
+
+
+def refusal(prepared: Prepared) -> str:
+    """Why a prepared commit is refused, in one line: the guard's failed checks, or the patches that cannot apply."""
+    failed = [
+        f"{report['manifest']['name']}:{check['check']}"
+        for report in prepared.guard.get("reports", ())
+        for check in report["checks"]
+        if not check["ok"]
+    ]
+    if failed:
+        return f"the guard refused the patched tree ({', '.join(failed)}; listed in details); nothing was started"
+    return (
+        f"{len(prepared.reasons)} required patch(es) cannot apply or are not in place at this commit "
+        "(listed in details); nothing was started"
+    )

@@ -3,18 +3,18 @@
 ``build_sglang_history(path)`` writes a git repository (branch ``main``, plus
 the unmerged side branch ``rename-kimi``) whose files follow the layout of
 SGLang (sgl-project/sglang) around the Kimi-K2.5 and EAGLE-3 changes of early
-2026.  The dates, PR numbers and subjects of the key commits follow the real
-ones.
+2026, and the refactors of EAGLE's verify step up to July 2026.  The dates,
+PR numbers and subjects of the key commits follow the real ones.
 
 The history is data, not code (``patchkit/demo/data/sglang/``):
 
 * ``history.toml`` is the one commit table: per commit its label, date,
-  author, branch, subject, role (what it is for), tag, the files it adds and
-  the edits it makes.  It drives the build, ``LABELS``, ``TAGS`` and the
-  tests; the timeline is written nowhere else.
+  author, branch, subject, role (what it is for), tag, the files it adds or
+  deletes and the edits it makes.  It drives the build, ``LABELS``, ``TAGS``
+  and the tests; the timeline is written nowhere else.
 * ``files/<path>.txt`` holds each file as the commit that adds it writes it.
   An edit replaces one exact ``old`` text (which must occur once, or
-  everywhere with ``all = true``) with ``new``, or appends text to the file.
+  everywhere with ``every = true``) with ``new``, or appends text to the file.
 
 The file texts are synthetic, written for patchkit: upstream's names, file
 layout and the statements patchkit's manifests match (anchors, classes,
@@ -30,12 +30,25 @@ What the history is for:
   code; ``kimi-builtin-generics`` drops ``List`` from the typing import (so the
   manifest's import patch has something to add) until ``hooks-upstream`` puts
   it back; the ``rename-kimi`` branch renames the class.
-* ``manifests/eagle3-verify-timing.toml`` inserts statements around the target
-  forward call of ``EAGLEWorker.verify``
-  (python/sglang/srt/speculative/eagle_worker.py).  The file appears with
-  ``add-eagle``; ``verify-nvtx`` is the only commit that changes ``verify``: it
-  adds statements above the call and nests the (reformatted) call in a
-  ``with`` block, so the anchor still matches, at another line.
+* ``manifests/eagle3-verify-timing.toml`` times the target forward of EAGLE's
+  verify step wherever it is; main ends with upstream's refactors of it, in
+  upstream's order, subjects and dates:
+
+  - ``EAGLEWorker.verify`` (speculative/eagle_worker.py, spec v1) from
+    ``add-eagle``; ``verify-nvtx`` adds statements above the call and nests
+    the (reformatted) call in a ``with`` block, so the anchor still matches,
+    at another line;
+  - ``spec-v2-overlap`` (#11398) adds ``EAGLEWorkerV2.verify``
+    (speculative/eagle_worker_v2.py): both workers are timed from here.
+    Upstream merged it on 2025-10-12, before this history's root; it comes
+    after the Kimi-K2.5 commits so that every earlier commit keeps its id;
+  - ``remove-mwb-indirection`` (#25516) changes both calls,
+    ``v2-verify-init-order`` (#26244) and ``v2-attn-plan-marker`` (#27193)
+    change v2's, so every call shape of the manifest's variants occurs;
+  - ``deprecate-spec-v1`` (#25464) deletes eagle_worker.py;
+  - ``common-draft-helpers`` (#31257) adds speculative/eagle_worker_common.py
+    without ``run_eagle_verify``, and ``consolidate-verify`` (#31380), the
+    tip of main, moves the forward into ``run_eagle_verify`` there.
 
 Build time is well under a second (one ``git fast-import``).
 """
@@ -57,6 +70,8 @@ from patchkit.errors import InternalError
 
 __all__ = [
     "EAGLE_WORKER",
+    "EAGLE_WORKER_COMMON",
+    "EAGLE_WORKER_V2",
     "KIMI_K25",
     "LABELS",
     "MAIN",
@@ -72,6 +87,8 @@ MAIN = "main"
 RENAME_BRANCH = "rename-kimi"
 KIMI_K25 = "python/sglang/srt/models/kimi_k25.py"
 EAGLE_WORKER = "python/sglang/srt/speculative/eagle_worker.py"
+EAGLE_WORKER_V2 = "python/sglang/srt/speculative/eagle_worker_v2.py"
+EAGLE_WORKER_COMMON = "python/sglang/srt/speculative/eagle_worker_common.py"
 
 DATA: Traversable = files("patchkit.demo") / "data" / "sglang"
 
@@ -112,11 +129,26 @@ class DemoCommit:
     role: str = ""
     tag: str | None = None
     add: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()
 
     @property
     def message(self) -> str:
         return self.subject + ("\n\n" + self.body if self.body else "") + "\n"
+
+    def changes(self, before: Mapping[str, FileValue]) -> dict[str, FileValue]:
+        """The files this commit writes (``None``: deletes), given the tree it starts from."""
+        changed: dict[str, FileValue] = {name: file_text(name) for name in self.add}
+        for name in self.delete:
+            if name not in before:
+                raise InternalError(f"demo history data: {self.label} deletes {name}, which it does not have")
+            changed[name] = None
+        for edit in self.edits:
+            text = changed.get(edit.file, before.get(edit.file))
+            if not isinstance(text, str):
+                raise InternalError(f"demo history data: {self.label} edits {edit.file}, which it does not have")
+            changed[edit.file] = edit.to(text, self.label)
+        return changed
 
 
 def _load_timeline() -> tuple[DemoCommit, ...]:
@@ -128,6 +160,7 @@ def _load_timeline() -> tuple[DemoCommit, ...]:
         fields["author"] = authors[fields["author"]]
         fields["when"] = fields.pop("date")
         fields["add"] = tuple(fields.get("add", ()))
+        fields["delete"] = tuple(fields.get("delete", ()))
         fields["edits"] = tuple(Edit(**edit) for edit in fields.pop("edit", ()))
         rows.append(DemoCommit(**fields))
     return tuple(rows)
@@ -173,13 +206,8 @@ def build_sglang_history(path: Path) -> History:
             builder.start_branch(c.branch, c.parent)
         base = c.parent or tips.get(c.branch)
         before: Mapping[str, FileValue] = builder.tree(base) if base else {}
-        changed: dict[str, str] = {name: file_text(name) for name in c.add}
-        for edit in c.edits:
-            text = changed.get(edit.file, before.get(edit.file))
-            if not isinstance(text, str):
-                raise InternalError(f"demo history data: {c.label} edits {edit.file}, which it does not have")
-            changed[edit.file] = edit.to(text, c.label)
-        builder.commit(c.label, c.message, changed, branch=c.branch, when=c.when, author=c.author)
+        changes = c.changes(before)
+        builder.commit(c.label, c.message, changes, branch=c.branch, when=c.when, author=c.author)
         tips[c.branch] = c.label
     for name, label in TAGS.items():
         builder.tag(name, label)

@@ -407,8 +407,13 @@ class StatusReport:
 
     @property
     def complete(self) -> bool:
-        """Every required patch is in place (no pending APPLY, no FAIL), and no run was left half done."""
-        return self.interrupted is None and all(r.status is Status.SKIP for r in self.results if r.required)
+        """Every required patch is in place (no pending APPLY, no FAIL), no patch holds an older payload
+        version (optional ones included), and no run was left half done."""
+        return (
+            self.interrupted is None
+            and not self.out_of_date
+            and all(r.status is Status.SKIP for r in self.results if r.required)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

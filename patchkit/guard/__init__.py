@@ -30,11 +30,13 @@ give the verdict (``bisect=True`` also evaluates HEAD's blobs on failure so
 the exit code can tell 125, cannot be patched here, from 128, wrong setup).
 
 The checks (``patchkit.guard.checks``): ``commit`` (HEAD is a commit),
-``patches`` (every required patch reads SKIP, as ``patchkit status`` shows),
-``record`` (the files patchkit wrote are unchanged; the record is of this
-manifest version), ``clean`` (no change outside patchkit's recorded edits, no
-untracked file), and ``import:PKG`` per package (``patchkit.guard.probe``: the
-interpreter resolves PKG inside this tree, without importing it).
+``patches`` (every required patch reads SKIP, as ``patchkit status`` shows;
+no patch holds an older payload version), ``record`` (the files patchkit
+wrote are unchanged; the record is of this manifest version; no killed
+patchkit run left a journal or a moved HEAD), ``clean`` (no change outside
+patchkit's recorded edits, no untracked file), and ``import:PKG`` per
+package (``patchkit.guard.probe``: the interpreter resolves PKG inside this
+tree, without importing it).
 
 Modules: ``checks`` (one function per check), ``probe`` (the interpreter
 probe), ``report`` (``GuardReport``, exit codes, JSON), ``api`` (this API),

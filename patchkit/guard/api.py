@@ -12,7 +12,7 @@ wrong setup (128).
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,10 +60,14 @@ def evaluate_guard(
     allow_dirty: bool = False,
     strict: bool = False,
     bisect: bool = False,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
 ) -> GuardReport:
     """Run every check and return the report; raises only for bad input
     (``PatchkitError``: no repository, bad manifest, an interpreter that does
-    not start).  ``imports`` without ``python`` probes ``sys.executable``."""
+    not start).  ``imports`` without ``python`` probes ``sys.executable``;
+    ``env`` and ``cwd`` are what the probe runs with (None: patchkit's own;
+    ``patchkit bench`` gives the server's environment and the tree)."""
     git_repo, loaded = open_for_guard(repo, manifest)
     root = git_repo.require_worktree("guard")
     packages = tuple(dict.fromkeys(imports))
@@ -71,7 +75,7 @@ def evaluate_guard(
     if python is not None or packages:
         from patchkit.guard.probe import ProbeRun
 
-        run = ProbeRun(python or sys.executable, packages)
+        run = ProbeRun(python or sys.executable, packages, env=env, cwd=cwd)
     try:
         head_pending = git_repo.spawn_head()
         changes_pending = git_repo.spawn_status()
@@ -87,7 +91,7 @@ def evaluate_guard(
     checks: list[Check] = [
         check_commit(commit, branch),
         check_patches(status, strict=strict),
-        check_record(loaded, status.record, status.edited),
+        check_record(loaded, status.record, status.edited, status.interrupted, out_of_date=bool(status.out_of_date)),
         check_clean(
             changes,
             status.record,

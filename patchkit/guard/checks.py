@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.engine.apply import StatusReport
 from patchkit.engine.fsutil import sha256
 from patchkit.engine.record import Record
+from patchkit.engine.recovery import Interrupted
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Status
@@ -89,14 +90,29 @@ def _describe(status: StatusReport, result: PatchResult) -> str:
 
 
 def check_patches(status: StatusReport, *, strict: bool) -> Check:
-    """Every required patch reads SKIP; an optional one that does not is a warning (an error with strict)."""
+    """Every required patch reads SKIP; an optional one that does not is a warning (an error with strict).
+
+    A patch whose older payload version is in the tree (``status.out_of_date``,
+    required or not) fails: the tree runs code the manifest no longer holds.
+    """
     name = status.manifest.name
     missing = [r for r in status.results if r.required and r.status is not Status.SKIP]
     optional = [r for r in status.results if not r.required and r.status is not Status.SKIP]
     details = {
         "required_not_in_place": [r.patch for r in missing],
         "optional_not_in_place": [r.patch for r in optional],
+        "out_of_date": list(status.out_of_date),
     }
+    if status.out_of_date:
+        stale = set(status.out_of_date)
+        others = [r for r in missing + (optional if strict else []) if r.patch not in stale]
+        also = f"; also not in place: {', '.join(_describe(status, r) for r in others)}" if others else ""
+        return _failed(
+            "patches",
+            f"out of date: {', '.join(status.out_of_date)} hold an older version of their payload that patchkit "
+            f"wrote{also}; run `patchkit apply -m {name}` to update them",
+            details,
+        )
     blocking = missing + (optional if strict else [])
     if blocking:
         listed = ", ".join(_describe(status, r) for r in blocking)
@@ -126,15 +142,36 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
 # -- record ------------------------------------------------------------------------------------
 
 
-def check_record(manifest: Manifest, record: Record | None, edited: Sequence[str]) -> Check:
-    """The files patchkit wrote still hold what it wrote; the record is of this manifest version."""
+def check_record(
+    manifest: Manifest,
+    record: Record | None,
+    edited: Sequence[str],
+    interrupted: Interrupted | None = None,
+    *,
+    out_of_date: bool = False,
+) -> Check:
+    """The files patchkit wrote still hold what it wrote; the record is of this manifest version;
+    no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done).
+    ``out_of_date``: a payload changed, so ``patchkit apply`` rewrites the record with this version."""
     name = manifest.name
+    left = None if interrupted is None else interrupted.to_json()
+    recover = (
+        f"interrupted: {interrupted.message}: run `patchkit apply -m {name}` to recover, then guard again"
+        if interrupted is not None
+        else None
+    )
     if record is None:
-        return _passed(
-            "record",
-            f"no patchkit record for {name}: patchkit wrote nothing in this tree",
-            {"recorded": False, "files": [], "edited": [], "manifest_digest": None, "applied_at": None},
-        )
+        details: dict[str, Any] = {
+            "recorded": False,
+            "files": [],
+            "edited": [],
+            "manifest_digest": None,
+            "applied_at": None,
+            "interrupted": left,
+        }
+        if recover is not None:
+            return _failed("record", recover, details)
+        return _passed("record", f"no patchkit record for {name}: patchkit wrote nothing in this tree", details)
     details = {
         "recorded": True,
         "files": [f.path for f in record.files],
@@ -142,8 +179,9 @@ def check_record(manifest: Manifest, record: Record | None, edited: Sequence[str
         "manifest_digest": record.manifest_digest,
         "applied_at": record.applied_at,
         "base_commit": record.base_commit,
+        "interrupted": left,
     }
-    problems = []
+    problems = [recover] if recover is not None else []
     if edited:
         problems.append(
             f"edited after patchkit wrote them: {', '.join(edited)} "
@@ -152,8 +190,12 @@ def check_record(manifest: Manifest, record: Record | None, edited: Sequence[str
     if record.manifest_digest != manifest.digest:
         problems.append(
             f"the tree was patched on {record.applied_at} by another version of manifest {name} "
-            f"({record.manifest_digest[:19]}…, now {manifest.digest[:19]}…); re-apply: "
-            f"`patchkit revert -m {name} && patchkit apply -m {name}`"
+            f"({record.manifest_digest[:19]}…, now {manifest.digest[:19]}…); "
+            + (
+                f"`patchkit apply -m {name}` updates it"
+                if out_of_date
+                else f"re-apply: `patchkit revert -m {name} && patchkit apply -m {name}`"
+            )
         )
     if problems:
         return _failed("record", "; ".join(problems), details)

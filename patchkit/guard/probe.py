@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -170,7 +171,15 @@ class ProbeRun:
     """The probe started as a subprocess; ``result()`` waits for it.  Started
     first, it runs while the guard's git work goes on."""
 
-    def __init__(self, python: str, packages: tuple[str, ...] | list[str]) -> None:
+    def __init__(
+        self,
+        python: str,
+        packages: tuple[str, ...] | list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+    ) -> None:
+        """``env``/``cwd``: what the interpreter runs with (None: patchkit's own), e.g. the server's."""
         self.python = python
         exe = resolve_python(python)
         try:
@@ -179,6 +188,8 @@ class ProbeRun:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                env=None if env is None else dict(env),
+                cwd=cwd,
             )
         except PermissionError:
             raise UsageError(

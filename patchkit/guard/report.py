@@ -7,7 +7,10 @@ Exit codes follow from the report (``exit_code``):
   commit cannot be patched, i.e. a required patch FAILs when evaluated on the
   commit's own blobs (``commit_results``, read without a checkout); 128 (abort
   the bisect) for every other failure, since a wrong setup (unpatched but
-  patchable, tampered, dirty, shadowed) must not be taken for a bad commit.
+  patchable, tampered, dirty, shadowed, an interrupted patchkit run, a patch
+  holding an older payload version) must not be taken for a bad commit.  An
+  interrupted run or an out-of-date payload is 128 even at a commit that
+  cannot be patched: the tree must be recovered first.
 """
 
 from __future__ import annotations
@@ -75,6 +78,8 @@ class GuardReport:
             return int(ExitCode.OK)
         if not bisect:
             return int(ExitCode.REFUSED)
+        if self.status.interrupted is not None or self.status.out_of_date:
+            return int(ExitCode.BISECT_ABORT)  # a half-done run or stale payload is the setup, never the commit
         return int(ExitCode.BISECT_SKIP if self.unpatchable else ExitCode.BISECT_ABORT)
 
     def verdict(self, *, bisect: bool = False) -> str:
