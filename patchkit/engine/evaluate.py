@@ -140,6 +140,8 @@ def evaluate_file(
         outcome = patch.op.verdict(state)
         if outcome.kind is Kind.APPLY:
             patch.op.simulate(state, outcome, patch.id)
+            if isinstance(state, CodeState):
+                state.changed()
             status = Status.APPLY
         elif outcome.kind is Kind.SKIP:
             status = Status.SKIP
