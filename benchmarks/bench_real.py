@@ -56,36 +56,12 @@ def run(cmd: list[str], cwd: Path | None = None) -> float:
     return elapsed
 
 
-def git_floor(repo: Path, spec: str, files: list[str], patchkit: list[str]) -> float:
-    """Both git logs patchkit runs, concurrently, plus the tool's start-up."""
+def git_floor(repo: Repo, spec: str, files: list[str], patchkit: list[str]) -> float:
+    """Both git logs patchkit runs (its own ``Repo`` calls), concurrently, plus the tool's start-up."""
     start = time.perf_counter()
-    procs = [
-        subprocess.Popen(
-            ["git", "-C", str(repo), "log", "--topo-order", "--reverse", "--format=%H %P %s", spec, "--"],
-            stdout=subprocess.DEVNULL,
-        ),
-        subprocess.Popen(
-            [
-                "git",
-                "-C",
-                str(repo),
-                "log",
-                "--full-history",
-                "--diff-merges=first-parent",
-                "--raw",
-                "-z",
-                "--no-abbrev",
-                "--no-renames",
-                "--format=%x1e%H",
-                spec,
-                "--",
-                *files,
-            ],
-            stdout=subprocess.DEVNULL,
-        ),
-    ]
-    for proc in procs:
-        proc.wait()
+    pending = [repo.spawn_rev_list([spec]), repo.spawn_path_changes([spec], files)]
+    for proc in pending:
+        proc.bytes()
     listing = time.perf_counter() - start
     return listing + run([*patchkit, "--help"])
 
@@ -222,7 +198,7 @@ def main() -> int:
             r: dict[str, float] = {}
             r["parse"] = parse_seconds(blobs) / cores
             r["parse_new"] = parse_seconds(new_blobs) / cores
-            r["git"] = min(git_floor(args.repo, args.spec, files, patchkit) for _ in range(3))
+            r["git"] = min(git_floor(repo, args.spec, files, patchkit) for _ in range(3))
             cache.unlink(missing_ok=True)
             r["cold"] = run(check(args.spec))
             r["warm"] = min(run(check(args.spec)) for _ in range(3))

@@ -1,10 +1,12 @@
-"""`apply --commit` evaluates the commit once (issue 12 item 5).
+"""Each file version is parsed once: in a range check (issue 12 item 2), and by `apply --commit` (item 5).
 
-The verdicts and rendered files computed from REV's blobs before the move are
-reused after the checkout when the checkout holds exactly those bytes; the
-files are parsed no more often than by `apply --dry-run --commit`, which
-evaluates once.  Parses are counted by wrapping ``CodeState.parse`` (our own
-code; git, the file system and libcst are real).
+A patch held back by ``requires`` makes its file be evaluated again only if
+it was APPLY (only a simulated APPLY changes what later patches see).
+`apply --commit` reuses the verdicts and rendered files computed from REV's
+blobs before the move when the checkout holds exactly those bytes, so it
+parses no more often than `apply --dry-run --commit`.  Parses are counted by
+wrapping ``CodeState.parse`` (our own code; git, the file system and libcst
+are real).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from helpers import git
 from histories import build_model_history, write_manifest
 
 from patchkit.cli import main
+from patchkit.demo.history import HistoryBuilder
 from patchkit.operations.code import CodeState
 
 
@@ -90,3 +93,52 @@ def test_a_checkout_that_differs_from_the_blobs_is_evaluated_again(tmp_path: Pat
     assert len(parses) > dry
     text = (history.path / "pkg/model.py").read_text()
     assert "# smudged" in text and "def hook(self)" in text
+
+
+HELD_MANIFEST = """schema = 1
+name = "held"
+
+[[patch]]
+id = "timer"
+op = "insert"
+file = "pkg/worker.py"
+function = "Worker.verify"
+anchor = "result = self.forward(batch, is_verify=True)"
+position = "before"
+source = "payload.py"
+body_of = "start"
+required = false
+
+[[patch]]
+id = "timer-import"
+op = "ensure-import"
+file = "pkg/worker.py"
+import = "import time"
+requires = ["timer"]
+required = false
+"""
+
+
+def test_a_held_back_patch_does_not_parse_its_file_again(tmp_path: Path, capsys, parses: list[str]) -> None:
+    b = HistoryBuilder(tmp_path / "repo")
+    for i in range(6):
+        call = "result = self.forward(batch, is_verify=True)" if i % 2 else "out = self.forward(batch)"
+        b.commit(
+            f"c{i}",
+            f"v{i}",
+            {
+                "pkg/worker.py": f"import time\n\n\nclass Worker:\n    def verify(self, batch):\n        x = {i}\n        {call}\n"
+            },
+        )
+    b.build()
+    (tmp_path / "payload.py").write_text("import time\n\n\ndef start():\n    t0 = time.perf_counter()\n")
+    (tmp_path / "held.toml").write_text(HELD_MANIFEST)
+    assert main(["check", "-m", str(tmp_path / "held.toml"), "--repo", str(tmp_path / "repo"), "--range", "HEAD",
+                 "--json", "--no-cache", "--jobs", "1"]) == 0  # fmt: skip
+    data = json.loads(capsys.readouterr().out)
+    by_commit = [[(r["status"], r["reason"]) for r in c["results"]] for c in data["commits"]]
+    # The anchor is missing at every other version, so the import is held back there; it is in place
+    # already, so it reads SKIP either way, and nothing had to be evaluated again.
+    assert [row[0] for row in by_commit] == [("WARN", "ANCHOR_NOT_FOUND"), ("APPLY", None)] * 3
+    assert {row[1] for row in by_commit} == {("SKIP", "ALREADY_APPLIED")}
+    assert len(parses) == 6  # every version parsed exactly once
