@@ -127,7 +127,8 @@ def test_a_held_back_patch_does_not_parse_its_file_again(tmp_path: Path, capsys,
             f"c{i}",
             f"v{i}",
             {
-                "pkg/worker.py": f"import time\n\n\nclass Worker:\n    def verify(self, batch):\n        x = {i}\n        {call}\n"
+                "pkg/worker.py": "import time\n\n\nclass Worker:\n    def verify(self, batch):\n"
+                f"        x = {i}\n        {call}\n"
             },
         )
     b.build()
