@@ -153,6 +153,14 @@ def status(**kwargs: Any) -> int:
 @json_option
 @click.option("--no-cache", is_flag=True, help="Ignore and do not update the verdict cache in the git dir.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a TTY for long ranges).")
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Processes that analyse uncached file versions (default: every core). Results do not depend on N.",
+)
 def check(**kwargs: Any) -> int:
     """Check every patch at every commit of a range, without checking anything out.
 
@@ -161,7 +169,7 @@ def check(**kwargs: Any) -> int:
     """
     from patchkit.commands.check import check as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=None if kwargs["json_out"] else _console(), **kwargs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

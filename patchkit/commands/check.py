@@ -5,17 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.check import CheckReport, GroupWindow, Window, check_range, start_listing
+from patchkit.engine.pool import default_jobs
 from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import STATUS_STYLE, make_console, plural, print_json
 from patchkit.results import GroupResult, PatchResult
+
+if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
+    from rich.console import Console
+    from rich.text import Text
 
 
 def check(
@@ -27,13 +28,21 @@ def check(
     json_out: bool,
     no_cache: bool,
     progress: bool | None,
-    console: Console,
+    console: Console | None,
+    jobs: int | None = None,
 ) -> int:
-    # Load the manifest (JSON Schema and all) in a thread while git lists the
-    # ranges: both take tens of milliseconds, and a warm check is little else.
-    loading = Background(load_manifest, manifest)
+    """``console``: where the table goes (None with ``json_out``)."""
     try:
         git_repo = Repo.discover(Path(repo))
+    except PatchkitError:
+        load_manifest(manifest)  # a bad manifest is reported first, as by every command
+        raise
+    # Load the manifest in a thread while git lists the ranges: both take tens
+    # of milliseconds, and a warm check is little else.  The JSON Schema
+    # verdict is remembered per manifest+schema digest, as the guard does.
+    valid_cache = git_repo.common_dir / "patchkit" / "schema-checked"
+    loading = Background(lambda: load_manifest(manifest, valid_cache=valid_cache))
+    try:
         if not ranges and not commits:
             commits = ["HEAD"]
         listing = start_listing(git_repo, ranges)
@@ -43,13 +52,47 @@ def check(
     loaded = loading.result()
     with _progress(progress) as tick:
         report = check_range(
-            loaded, git_repo, ranges=ranges, commits=commits, use_cache=not no_cache, progress=tick, listing=listing
+            loaded,
+            git_repo,
+            ranges=ranges,
+            commits=commits,
+            use_cache=not no_cache,
+            progress=tick,
+            listing=listing,
+            jobs=jobs or default_jobs(),
         )
     if json_out:
-        print_json(report.to_json())
+        write_chunks([*report.json_chunks(), "\n"])
     else:
+        assert console is not None
         show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
     return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
+
+
+def write_chunks(chunks: Sequence[str]) -> None:
+    """Write text to stdout as UTF-8, encoding each distinct long chunk once.
+
+    A range check's JSON repeats one shared string per state at every commit
+    of it (``CheckReport.json_chunks``); encoding it once per state instead of
+    once per commit halves the cost of printing 100 MB.
+    """
+    stream = sys.stdout
+    binary = getattr(stream, "buffer", None)
+    if binary is None or (getattr(stream, "encoding", "") or "").lower().replace("-", "") != "utf8":
+        stream.writelines(chunks)
+        stream.flush()
+        return
+    stream.flush()
+    encoded: dict[int, bytes] = {}
+    for chunk in chunks:  # ``chunks`` keeps every chunk alive, so an id is never reused here
+        if len(chunk) < 512:
+            binary.write(chunk.encode("utf-8"))
+            continue
+        data = encoded.get(id(chunk))
+        if data is None:
+            data = encoded[id(chunk)] = chunk.encode("utf-8")
+        binary.write(data)
+    binary.flush()
 
 
 class Background:
@@ -90,6 +133,8 @@ class _progress:
             return None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from patchkit.render import make_console
+
         self.bar = Progress(
             TextColumn("checking distinct file versions"),
             BarColumn(),
@@ -123,6 +168,10 @@ def window_line(
     previous: Window | GroupWindow | None,
     parent_result: PatchResult | GroupResult | None = None,
 ) -> Text:
+    from rich.text import Text
+
+    from patchkit.render import STATUS_STYLE
+
     line = Text("  ")
     line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
     line.append(f" {window.reason.value if window.reason else '':<18}")
@@ -150,6 +199,10 @@ def window_line(
 
 
 def show(report: CheckReport, console: Console, what: str) -> None:
+    from rich.text import Text
+
+    from patchkit.render import plural
+
     stats = report.stats
     console.print(
         Text.assemble(

@@ -126,16 +126,48 @@ def apply_worktree(
 
 
 def apply_locked(
-    manifest: Manifest, repo: Repo, root: Path, *, dry_run: bool, strict: bool, recover_first: bool = True
+    manifest: Manifest,
+    repo: Repo,
+    root: Path,
+    *,
+    dry_run: bool,
+    strict: bool,
+    recover_first: bool = True,
+    computed: tuple[Evaluation, list[Rendered]] | None = None,
 ) -> ApplyReport:
-    """``recover_first=False``: the caller recovered already and holds a move journal of its own."""
+    """``recover_first=False``: the caller recovered already and holds a move journal of its own.
+
+    ``computed``: the evaluation and rendered files of exactly these bytes,
+    which ``apply --commit`` made from the commit's blobs before checking it
+    out (see ``commit_apply.still_valid``): not evaluated a second time.
+    """
     txn = Transaction(root, state_dir(repo))
     notes = recover(repo, root) if recover_first else []
     notes.extend(_notes_for(repo, manifest))
     source = WorktreeSource(repo, root)
     commit = source.commit
-    evaluation = evaluate(manifest, source, previous=previous_code(load_record(repo, manifest.name)))
+    if computed is not None:
+        evaluation, rendered = computed
+    else:
+        evaluation = evaluate(manifest, source, previous=previous_code(load_record(repo, manifest.name)))
+        rendered = []
+        if not evaluation.refused(strict):
+            rendered, evaluation = render(evaluation)
+    return _write_applied(manifest, repo, root, txn, commit, evaluation, rendered, notes, dry_run, strict)
 
+
+def _write_applied(
+    manifest: Manifest,
+    repo: Repo,
+    root: Path,
+    txn: Transaction,
+    commit: Commit | None,
+    evaluation: Evaluation,
+    rendered: list[Rendered],
+    notes: list[str],
+    dry_run: bool,
+    strict: bool,
+) -> ApplyReport:
     def report(
         ev: Evaluation,
         *,
@@ -148,9 +180,6 @@ def apply_locked(
             manifest, str(root), commit, ev.results, refused, dry_run, strict, written, would, diffs, tuple(notes)
         )
 
-    if evaluation.refused(strict):
-        return report(evaluation, refused=True)
-    rendered, evaluation = render(evaluation)
     if evaluation.refused(strict):
         return report(evaluation, refused=True)
     paths = tuple(r.path for r in rendered)

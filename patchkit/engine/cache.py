@@ -4,8 +4,12 @@ Key: the target file's path and git tree entry (mode + blob id), and the
 fingerprints of the patches on that file (op, options, payload code, id,
 ``required``, and which are held back by ``requires``).  Value: their results.
 A blob is thus analysed once, ever, for a given set of patches, and a warm
-check reads no blob at all.  Hints are not cached: they depend on the whole
-tree, not on the blob.
+check reads no blob at all.
+
+Tree hints (where a missing class or file went) depend on the whole tree, so
+they are stored apart, keyed by the full commit id and what the hint is
+about (plus the refs, for the hint that searches every branch): see
+``engine/check.py``.
 """
 
 from __future__ import annotations
@@ -45,28 +49,53 @@ class VerdictCache:
         self.pending: dict[str, str] = {}
         self.hits = 0
         self.misses = 0
+        self.pending_hints: dict[str, str | None] = {}
+        self._prefilled: set[str] = set()  # computed ahead (engine/pool.py): the first get() is a miss
         self._db: sqlite3.Connection | None = None
         if path is not None:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 self._db = sqlite3.connect(str(path), timeout=10)
                 self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, results TEXT NOT NULL)")
+                self._db.execute("CREATE TABLE IF NOT EXISTS hints (key TEXT PRIMARY KEY, hint TEXT)")
             except (OSError, sqlite3.Error):
                 # A read-only git dir: check still works, just without persistence.
                 self._db = None
 
-    def get(self, key: str) -> tuple[PatchResult, ...] | None:
+    def peek(self, key: str) -> tuple[PatchResult, ...] | None:
+        """Like ``get``, without counting a hit or a miss."""
         found = self.memory.get(key)
         if found is None and self._db is not None:
             row = self._db.execute("SELECT results FROM verdicts WHERE key = ?", (key,)).fetchone()
             if row is not None:
                 found = tuple(PatchResult.from_json(item) for item in json.loads(row[0]))
                 self.memory[key] = found
-        if found is None:
+        return found
+
+    def get(self, key: str) -> tuple[PatchResult, ...] | None:
+        found = self.peek(key)
+        if found is None or key in self._prefilled:
+            self._prefilled.discard(key)
             self.misses += 1
         else:
             self.hits += 1
         return found
+
+    def prefill(self, key: str, results: Iterable[PatchResult]) -> None:
+        """Store verdicts computed ahead of their lookup; that lookup still counts as the miss it was."""
+        self.put(key, results)
+        self._prefilled.add(key)
+
+    def get_hint(self, key: str) -> tuple[bool, str | None]:
+        """(found, hint) for a tree hint stored by ``put_hint``."""
+        if self._db is None:
+            return False, None
+        row = self._db.execute("SELECT hint FROM hints WHERE key = ?", (key,)).fetchone()
+        return (False, None) if row is None else (True, row[0])
+
+    def put_hint(self, key: str, hint: str | None) -> None:
+        if self._db is not None:
+            self.pending_hints[key] = hint
 
     def put(self, key: str, results: Iterable[PatchResult]) -> tuple[PatchResult, ...]:
         stored = tuple(results)
@@ -79,14 +108,18 @@ class VerdictCache:
         if self._db is None:
             return
         try:
-            if self.pending:
+            if self.pending or self.pending_hints:
                 with self._db:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO verdicts (key, results) VALUES (?, ?)", self.pending.items()
+                    )
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO hints (key, hint) VALUES (?, ?)", self.pending_hints.items()
                     )
         except sqlite3.Error:
             pass  # losing cache entries costs time, never correctness
         finally:
             self.pending.clear()
+            self.pending_hints.clear()
             self._db.close()
             self._db = None

@@ -19,7 +19,7 @@ number of commits:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,12 +155,52 @@ class CheckReport:
         return {c.commit.sha: {r.patch: (r.status, r.reason) for r in c.results} for c in self.commits}
 
     def to_json(self) -> dict[str, Any]:
+        return {**self._json_head(), "commits": [c.to_json() for c in self.commits], **self._json_tail()}
+
+    def json_text(self) -> str:
+        """``json.dumps(self.to_json(), indent=2, ensure_ascii=False)``, built in a fraction of its time."""
+        return "".join(self.json_chunks())
+
+    def json_chunks(self) -> Iterator[str]:
+        """The text of ``json_text`` in pieces, to write one by one.
+
+        Commits of one state share their results and groups tuples, so each
+        distinct pair is encoded once (``patchkit/jsontext.py``) and that one
+        string is handed out for every commit: no per-commit encoding, and no
+        copy of a 100 MB text (``tests/test_check_jobs.py`` pins the bytes).
+        """
+        from patchkit.jsontext import INDENT, array_text, fragment, object_text
+
+        mark = "\x00"  # never in JSON text: control characters are escaped
+        items = [(k, fragment(v, 1)) for k, v in self._json_head().items()]
+        items.append(("commits", mark))
+        items.extend((k, fragment(v, 1)) for k, v in self._json_tail().items())
+        before, after = object_text(items).split(mark)
+        yield before
+        if not self.commits:
+            yield "[]"
+        shared: dict[tuple[int, int], str] = {}
+        key_pad = ",\n" + INDENT * 3
+        for n, c in enumerate(self.commits):
+            key = (id(c.results), id(c.groups))
+            tail = shared.get(key)
+            if tail is None:
+                results = array_text([fragment(r.to_json(), 4) for r in c.results], 3)
+                groups = array_text([fragment(g.to_json(), 4) for g in c.groups], 3)
+                tail = shared[key] = f'{key_pad}"results": {results}{key_pad}"groups": {groups}\n{INDENT * 2}}}'
+            head = object_text([(k, fragment(v, 3)) for k, v in c.commit.to_json().items()], 2)
+            yield ("[\n" + INDENT * 2 if n == 0 else ",\n" + INDENT * 2) + head[: -len("\n" + INDENT * 2 + "}")]
+            yield tail
+        if self.commits:
+            yield "\n" + INDENT + "]"
+        yield after
+
+    def _json_head(self) -> dict[str, Any]:
+        return {"version": 1, "command": "check", "manifest": self.manifest.to_json()}
+
+    def _json_tail(self) -> dict[str, Any]:
         good = self.last_good
         return {
-            "version": 1,
-            "command": "check",
-            "manifest": self.manifest.to_json(),
-            "commits": [c.to_json() for c in self.commits],
             "windows": [w.to_json() for w in self.windows],
             "group_windows": [w.to_json() for w in self.group_windows],
             "last_good": None if good is None else {"commit": good.sha, "subject": good.subject},
@@ -296,6 +336,40 @@ def _file_evaluator(repo: Repo, cache: VerdictCache) -> Callable[..., _Results]:
     return evaluate
 
 
+def _prefill(
+    manifest: Manifest,
+    repo: Repo,
+    cache: VerdictCache,
+    files: Sequence[str],
+    distinct: Sequence[tuple[Entry, ...]],
+    jobs: int,
+) -> None:
+    """Evaluate, in a process pool, every file version the states need that the cache lacks.
+
+    Only the first pass of ``resolve_requires`` (no patch held back) is done
+    ahead: it is nearly all the work, and a held-back pass depends on the
+    other files' verdicts, which the sequential loop has.
+    """
+    if jobs < 2:
+        return
+    by_file: dict[str, list[Patch]] = {}
+    for patch in manifest.patches:
+        by_file.setdefault(patch.file, []).append(patch)
+    wanted: dict[str, tuple[str, Entry]] = {}
+    for state in distinct:
+        for path, entry in zip(files, state, strict=True):
+            if path in by_file and entry is not None:
+                key = file_key(path, entry, by_file[path], {})
+                if key not in wanted and cache.peek(key) is None:
+                    wanted[key] = (path, entry)
+    from patchkit.engine.pool import evaluate_many
+
+    done = evaluate_many(repo, by_file, list(wanted.values()), jobs)
+    if done is not None:
+        for key, results in zip(wanted, done, strict=True):
+            cache.prefill(key, results)
+
+
 def check_range(
     manifest: Manifest,
     repo: Repo,
@@ -306,11 +380,13 @@ def check_range(
     hints: bool = True,
     progress: Callable[[int, int], None] | None = None,
     listing: Listing | None = None,
+    jobs: int = 1,
 ) -> CheckReport:
     """Evaluate every patch at every selected commit (HEAD if nothing is selected).
 
     ``listing``: from ``start_listing(repo, ranges)`` if the caller started
-    listing the ranges already.
+    listing the ranges already.  ``jobs``: processes that evaluate uncached
+    blobs (``engine/pool.py``); the report is the same for every value.
     """
     if not ranges and not commits:
         commits = ["HEAD"]
@@ -328,6 +404,7 @@ def check_range(
     by_state: dict[tuple[Entry, ...], tuple[PatchResult, ...]] = {}
     groups: dict[tuple[Entry, ...], tuple[GroupResult, ...]] = {}
     try:
+        _prefill(manifest, repo, cache, files, distinct, jobs)
         evaluate = _file_evaluator(repo, cache)
         for done, state in enumerate(distinct, start=1):
             refs = {path: (path, state[i]) for i, path in enumerate(files)}
@@ -336,17 +413,19 @@ def check_range(
             groups[state] = group_results(manifest, by_state[state])
             if progress is not None:
                 progress(done, len(distinct))
+        repo.close()
+        failing = {
+            state: any(r.status is Status.FAIL for r in res) or any(g.status is Status.FAIL for g in groups[state])
+            for state, res in by_state.items()
+        }
+        rows = [
+            CommitResults(c, by_state[states[c.sha]], failing[states[c.sha]], groups[states[c.sha]]) for c in selected
+        ]
+        if hints:
+            rows = _with_hints(manifest, repo, rows, cache)
     finally:
         cache.close()
         repo.close()
-
-    failing = {
-        state: any(r.status is Status.FAIL for r in res) or any(g.status is Status.FAIL for g in groups[state])
-        for state, res in by_state.items()
-    }
-    rows = [CommitResults(c, by_state[states[c.sha]], failing[states[c.sha]], groups[states[c.sha]]) for c in selected]
-    if hints:
-        rows = _with_hints(manifest, repo, rows)
     windows = _windows(manifest, rows)
     stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
     return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)))
@@ -421,16 +500,61 @@ def _column_windows(
         i = j
 
 
-def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults]) -> list[CommitResults]:
-    """Manifest hints everywhere; tree hints once per window, at its first commit."""
+class _StoredLookups(dict[tuple[str, ...], str | None]):
+    """``annotate``'s lookup cache, backed by the verdict cache's hints table.
+
+    ``annotate`` keys a lookup by (source label, file, reason, missing name);
+    stored, the label becomes the full id of the commit being annotated (a
+    commit's tree never changes), and a FILE_NOT_FOUND hint, which searches
+    every branch, also carries a digest of the refs.
+    """
+
+    def __init__(self, repo: Repo, cache: VerdictCache) -> None:
+        super().__init__()
+        self.repo = repo
+        self.cache = cache
+        self.commit = ""
+        self._refs: str | None = None
+
+    def _stored_key(self, key: tuple[str, ...]) -> str:
+        import hashlib
+        import json
+
+        _label, *rest = key
+        parts = [self.commit, *rest]
+        if rest and rest[1] == Reason.FILE_NOT_FOUND.value:
+            if self._refs is None:
+                listed = self.repo.git("show-ref", "--head", check=False)
+                self._refs = hashlib.sha256(listed.encode()).hexdigest()
+            parts.append(self._refs)
+        return "hint:" + json.dumps(parts)
+
+    def __contains__(self, key: object) -> bool:
+        if super().__contains__(key):
+            return True
+        assert isinstance(key, tuple)
+        found, hint = self.cache.get_hint(self._stored_key(key))
+        if found:
+            super().__setitem__(key, hint)
+        return found
+
+    def __setitem__(self, key: tuple[str, ...], value: str | None) -> None:
+        super().__setitem__(key, value)
+        self.cache.put_hint(self._stored_key(key), value)
+
+
+def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults], cache: VerdictCache) -> list[CommitResults]:
+    """Manifest hints everywhere; tree hints once per window, at its first commit (stored in the cache)."""
     runs = _runs(rows)
     hinted = [list(rows[start].results) for start, _ in runs]
-    lookups: dict[tuple[str, ...], str | None] = {}
+    lookups = _StoredLookups(repo, cache)
     for column, patch in enumerate(manifest.patches):
         for i, j, first in _column_windows(rows, runs, column):
             if first.ok and not patch.hints:
                 continue
-            source = CommitSource(repo, rows[runs[i][0]].commit)
+            commit = rows[runs[i][0]].commit
+            source = CommitSource(repo, commit)
+            lookups.commit = commit.sha
             hint = annotate(manifest, [first], source, lookups)[0].hint
             for k in range(i, j):
                 hinted[k][column] = hinted[k][column].with_hint(hint)

@@ -24,25 +24,29 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import stat
 from dataclasses import replace
 from pathlib import Path
 
 from patchkit.engine.apply import ApplyReport, apply_locked
-from patchkit.engine.evaluate import evaluate, render
+from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
 from patchkit.engine.fsutil import FileWrite, Transaction, crash_point, sha256
 from patchkit.engine.lock import repo_lock
-from patchkit.engine.record import Record, all_records, record_bytes, record_rel, state_dir
+from patchkit.engine.record import Record, all_records, load_record, record_bytes, record_rel, state_dir
 from patchkit.engine.recovery import end_move, recover, start_move
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
-from patchkit.sources import CommitSource
+from patchkit.sources import CommitSource, FileState
+
+Computed = tuple[Evaluation, list[Rendered]]
 
 
 def _report_at(
     manifest: Manifest, repo: Repo, target: Commit, *, where: str, strict: bool, dry_run: bool
-) -> ApplyReport | None:
-    """The report at ``target`` computed from its blobs; None if it would apply (and not dry-run)."""
+) -> tuple[ApplyReport | None, Computed | None]:
+    """The report at ``target`` computed from its blobs, None if it would apply (and not dry-run);
+    and the evaluation and rendered files it was computed from."""
     evaluation = evaluate(manifest, CommitSource(repo, target))
     refused = evaluation.refused(strict)
     if not refused:
@@ -59,9 +63,40 @@ def _report_at(
         )
         return ApplyReport(
             manifest, where, target, evaluation.results, refused, dry_run, strict, (), paths, tuple(rendered), (note,)
-        )
+        ), None
     repo.close()
-    return None
+    return None, (evaluation, rendered)
+
+
+def still_valid(computed: Computed | None, manifest: Manifest, repo: Repo, root: Path) -> Computed | None:
+    """``computed`` (from the commit's blobs) if the checkout holds exactly those files, else None.
+
+    Then the checkout is not evaluated again: same bytes and modes, no record
+    of this manifest (whose earlier payload versions would count as
+    patchkit's own code), so the same verdicts and the same rendered files.
+    Anything else (a clean/smudge filter, a file mode the umask changed, a
+    symlink) is evaluated afresh, as a plain apply would.
+    """
+    if computed is None or load_record(repo, manifest.name) is not None:
+        return None
+    evaluation, _rendered = computed
+    for path, fe in evaluation.files.items():
+        full = root / path
+        if fe.read.state is FileState.MISSING:
+            if full.exists() or full.is_symlink():
+                return None
+            continue
+        if fe.read.state is not FileState.OK:
+            return None
+        try:
+            info = full.lstat()
+            if not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != fe.read.mode:
+                return None
+            if full.read_bytes() != fe.read.data:
+                return None
+        except OSError:
+            return None
+    return computed
 
 
 def apply_at_commit(
@@ -125,7 +160,7 @@ def _move_and_apply(
 ) -> ApplyReport:
     txn = Transaction(root, state_dir(repo))
     recovered = recover(repo, root)
-    early = _report_at(manifest, repo, target, where=str(root), strict=strict, dry_run=dry_run)
+    early, computed = _report_at(manifest, repo, target, where=str(root), strict=strict, dry_run=dry_run)
     if early is not None and early.refused:
         return early  # a required patch FAILs at REV: nothing moves
     ours, foreign = _ours_and_foreign(repo, root)
@@ -147,7 +182,10 @@ def _move_and_apply(
     head = repo.head()
     if head == target.sha:
         # Already there: patch in place (an already patched tree is SKIP ALREADY_APPLIED, nothing written).
-        report = apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        computed = still_valid(computed, manifest, repo, root)
+        report = apply_locked(
+            manifest, repo, root, dry_run=False, strict=strict, recover_first=False, computed=computed
+        )
         return replace(report, notes=tuple(recovered) + report.notes)
     branch = repo.branch()
     moved_from = repo.commit(head) if head else None
@@ -207,9 +245,17 @@ def _move_and_apply(
 
     crash_point("move:checked-out")
 
-    # 3. Apply.
+    # 3. Apply (with the verdicts computed from the blobs, if the checkout holds exactly those).
     try:
-        report = apply_locked(manifest, repo, root, dry_run=False, strict=strict, recover_first=False)
+        report = apply_locked(
+            manifest,
+            repo,
+            root,
+            dry_run=False,
+            strict=strict,
+            recover_first=False,
+            computed=still_valid(computed, manifest, repo, root),
+        )
         crash_point("move:applied")
     except BaseException:
         _move_back(repo, moved_from, branch)
@@ -259,7 +305,7 @@ def _in_worktree(
         with repo_lock(state_dir(linked), wait=wait):
             report = _move_and_apply(manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True)
         return replace(report, worktree=str(path))
-    early = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
+    early, computed = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
     if early is not None:
         return replace(early, worktree=str(path))
     try:
@@ -269,7 +315,8 @@ def _in_worktree(
     try:
         linked = Repo.discover(path)
         with repo_lock(state_dir(linked), wait=wait):
-            report = apply_locked(manifest, linked, path, dry_run=False, strict=strict)
+            computed = still_valid(computed, manifest, linked, path)
+            report = apply_locked(manifest, linked, path, dry_run=False, strict=strict, computed=computed)
     except BaseException:
         _remove_worktree(repo, path)
         raise

@@ -140,6 +140,8 @@ def evaluate_file(
         outcome = patch.op.verdict(state)
         if outcome.kind is Kind.APPLY:
             patch.op.simulate(state, outcome, patch.id)
+            if isinstance(state, CodeState):
+                state.changed()
             status = Status.APPLY
         elif outcome.kind is Kind.SKIP:
             status = Status.SKIP
@@ -184,7 +186,13 @@ def resolve_requires(
         if not newly:
             return evals
         held.update(newly)
-        dirty = {manifest.patch(pid).file for pid in newly}
+        # A patch held back reads as it read before unless it was APPLY: a
+        # FAIL keeps its own reason and a SKIP stays SKIP (``evaluate_file``),
+        # and only a simulated APPLY changed what the patches after it saw.
+        # So a file is evaluated again (parsed again) only for an APPLY held back.
+        dirty = {manifest.patch(pid).file for pid in newly if results[pid].status is Status.APPLY}
+        if not dirty:
+            return evals
 
 
 @dataclass(frozen=True)

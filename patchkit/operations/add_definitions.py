@@ -75,7 +75,11 @@ class AddDefinitions(Operation):
                 return None
             # Before the top-level statement that holds it (a definition in an
             # `if` / `try` branch: before that whole block).
-            return next(i for i, top in enumerate(state.tree.body) if any(s is stmt for s in ast.walk(top)))
+            body = state.tree.body
+            for i, top in enumerate(body):  # nearly always a top-level statement itself
+                if top is stmt:
+                    return i
+            return next(i for i, top in enumerate(body) if any(s is stmt for s in ast.walk(top)))
         if self.position == "after-imports":
             return state.import_block_end()
         return len(state.tree.body)

@@ -12,6 +12,7 @@ import difflib
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
@@ -97,7 +98,15 @@ class Insert(Operation):
         fn, _owner, missing_class = state.find_function(self.function)
         if fn is None:
             return missing_function(state, self.function, missing_class), []
-        return fn, [m for m in walk_statements(fn.body) if canon(m.node) == self.anchor_canon]
+        # canon() starts with the node's type name: only statements of the
+        # anchor's type can match, and others (whole if/for/with blocks) are
+        # the expensive ones to canonicalise.
+        kind = self.anchor_canon.partition("(")[0]
+        return fn, [
+            m
+            for m in walk_statements(fn.body)
+            if type(m.node).__name__ == kind and state.remembered("canon", m.node, canon) == self.anchor_canon
+        ]
 
     def analyze(self, state: CodeState) -> Outcome:
         fn, matches = self._matches(state)
@@ -108,7 +117,8 @@ class Insert(Operation):
             return Outcome.fail(
                 Reason.ANCHOR_NOT_FOUND,
                 fn.lineno,
-                f"no statement in {span} matches the anchor `{one_line(self.anchor, UNLIMITED)}`" + self._closest(fn),
+                f"no statement in {span} matches the anchor `{one_line(self.anchor, UNLIMITED)}`"
+                + self._closest(fn, state),
             )
         if len(matches) > 1:
             lines = ", ".join(str(m.node.lineno) for m in matches)
@@ -133,13 +143,13 @@ class Insert(Operation):
         else:
             neighbours = match.body[match.index + 1 : match.index + 1 + count]
         noun = "statement" if count == 1 else "statements"
-        if len(neighbours) == count and canon(neighbours) == canon(list(self.statements)):
+        if len(neighbours) == count and canon(neighbours) == self._statements_canon:
             return Outcome.skip(
                 Reason.ALREADY_APPLIED,
                 line,
                 f"{count} {noun} from {self.body_of} already {self.position} line {line} in {self.function}",
             )
-        for old in range(1, MAX_PREVIOUS + 1):
+        for old in range(1, MAX_PREVIOUS + 1 if state.previous else 1):
             # An older version of these statements that patchkit inserted: replace it, never add a second copy.
             if self.position == "before":
                 near = match.body[max(0, match.index - old) : match.index]
@@ -160,28 +170,32 @@ class Insert(Operation):
             f"(`{unparse_short(match.node, 60)}`) in {self.function}",
         )
 
-    def _closest(self, fn: ast.AST) -> str:
+    @cached_property
+    def _statements_canon(self) -> str:
+        return canon(list(self.statements))
+
+    def _closest(self, fn: ast.AST, state: CodeState) -> str:
         """The statement most like the anchor, in full, and where the two first differ.
 
         With nothing close, a handful of the function's statements, most alike
         first: an ANCHOR_NOT_FOUND never leaves the reader without the code.
         """
-        wanted = unparse_short(parse_statement(self.anchor), UNLIMITED)
+        wanted = _anchor_text(self.anchor)
         candidates: dict[str, int] = {}
         for match in walk_statements(fn.body):  # type: ignore[attr-defined]
             if isinstance(match.node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
                 continue  # a compound statement's text is its whole block: not a useful suggestion
-            candidates.setdefault(unparse_short(match.node, UNLIMITED), match.node.lineno)
+            candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno)
         if not candidates:
             return "; the function has no simple statements"
-        best = difflib.get_close_matches(wanted, list(candidates), n=2, cutoff=0.5)
+        best = _close_matches(wanted, tuple(candidates))
         if best:
             top = best[0]
             shown = f"; closest: line {candidates[top]}: `{top}` ({first_difference(wanted, top)})"
             if len(best) > 1:
                 shown += f"; next: line {candidates[best[1]]}: `{best[1]}`"
             return shown
-        ranked = alike_first(wanted, list(candidates.items()))
+        ranked = alike_first(wanted, list(candidates.items()), ratios=_ratios(wanted, tuple(candidates)))
         listed = [f"line {line}: `{one_line(text, 80)}`" for text, line in ranked[:SHOWN]]
         return f"; nothing close among its {len(ranked)} statements, most alike first: " + listed_with_more(
             listed, len(ranked)
@@ -215,6 +229,31 @@ class Insert(Operation):
 
             raise InternalError(f"anchor matched {inserter.hits} statements in libcst, 1 in the analysis")
         return new
+
+
+# A range check analyses one function in hundreds of file versions, and
+# the statements an anchor is compared with rarely change between them: the
+# text comparisons (difflib, the bulk of an ANCHOR_NOT_FOUND) are memoised on
+# the texts alone, so shifted line numbers still hit.
+
+
+def _full_text(node: ast.AST) -> str:
+    return unparse_short(node, UNLIMITED)
+
+
+@lru_cache(maxsize=64)
+def _anchor_text(anchor: str) -> str:
+    return unparse_short(parse_statement(anchor), UNLIMITED)
+
+
+@lru_cache(maxsize=1024)
+def _close_matches(wanted: str, texts: tuple[str, ...]) -> list[str]:
+    return difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+
+
+@lru_cache(maxsize=256)
+def _ratios(wanted: str, texts: tuple[str, ...]) -> dict[str, float]:
+    return {text: difflib.SequenceMatcher(None, wanted, text).ratio() for text in texts}
 
 
 MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised

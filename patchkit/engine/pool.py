@@ -1,0 +1,77 @@
+"""Evaluate distinct file versions on every core, for range checks.
+
+A cold range check is mostly ``ast.parse`` plus analysis of each distinct
+version (blob) of each target file, and one blob's verdicts depend on nothing
+but the blob and the patches on its file.  So before the (sequential)
+per-state loop of ``engine/check.py`` runs, the blobs it will need and the
+cache does not have are evaluated here in a process pool, and their verdicts
+are handed to the cache; the loop then finds them there.
+
+One core's behaviour is the reference: the pool computes exactly what the
+loop would (``evaluate_file`` on the same bytes with the same patches and no
+held patches), results come back in submission order, and the cache counts a
+prefilled entry as the miss it would have been (``VerdictCache.prefill``), so
+the report, its stats included, is the same for every worker count
+(``tests/test_check_jobs.py``).
+
+Workers are forked: they inherit the loaded manifest (payload ASTs are not
+pickled) and each opens its own ``git cat-file --batch``.  Where ``fork`` is
+not available, everything runs in the calling process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+from patchkit.git import Repo
+from patchkit.manifest import Patch
+from patchkit.results import PatchResult
+
+Entry = tuple[str, str] | None
+
+# What forked workers inherit: a repository handle of their own and the patches per file.
+_WORK: tuple[Repo, Mapping[str, Sequence[Patch]]] | None = None
+
+MIN_BATCH = 4  # fewer blobs than this are not worth starting processes for
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _evaluate(ref: tuple[str, Entry]) -> tuple[PatchResult, ...]:
+    from patchkit.engine.evaluate import evaluate_file
+    from patchkit.sources import read_entry
+
+    assert _WORK is not None
+    repo, by_file = _WORK
+    path, entry = ref
+    return evaluate_file(read_entry(repo, path, entry), by_file[path], {}).results
+
+
+def evaluate_many(
+    repo: Repo, by_file: Mapping[str, Sequence[Patch]], refs: Sequence[tuple[str, Entry]], jobs: int
+) -> list[tuple[PatchResult, ...]] | None:
+    """Each ref's verdicts (no patch held back), in order; None if not worth a pool here."""
+    global _WORK
+    import multiprocessing
+
+    if jobs < 2 or len(refs) < MIN_BATCH or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    from concurrent.futures import ProcessPoolExecutor
+
+    repo.close()  # no child may share the parent's cat-file pipes
+    _WORK = (Repo(repo.path, repo.git_dir, repo.common_dir, repo.root), by_file)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(refs)), mp_context=context) as pool:
+            return list(pool.map(_evaluate, refs, chunksize=1))
+    finally:
+        _WORK = None
+
+
+__all__ = ["default_jobs", "evaluate_many"]
