@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from patchkit.engine.apply import revert_worktree
+from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest

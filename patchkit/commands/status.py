@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.text import Text
 
 from patchkit.commands._common import header, open_inputs
-from patchkit.engine.apply import status_worktree
 from patchkit.engine.groups import group_results
+from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.render import emit, groups_table, plural, print_json, results_table
 from patchkit.results import Status
