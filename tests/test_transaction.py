@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.engine import fsutil
-from patchkit.engine.fsutil import FileWrite, Transaction, sha256
+from patchkit.engine import transaction
+from patchkit.engine.transaction import FileWrite, Transaction, sha256
 from patchkit.errors import RefusedError, UnwritableError
 
 
@@ -50,11 +50,11 @@ def test_failure_during_renames_rolls_back(tmp_path: Path, monkeypatch: pytest.M
                 raise OSError(5, "Input/output error")
         real_replace(src, dst)
 
-    monkeypatch.setattr(fsutil.os, "replace", failing_replace)
+    monkeypatch.setattr(transaction.os, "replace", failing_replace)
     txn = Transaction(root, state)
     with pytest.raises(UnwritableError) as info:  # a refusal naming the file, not a crash (issue 7 item 12)
         txn.write([FileWrite(n, d, b"new\n", None) for n, d in files.items()])
-    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    monkeypatch.setattr(transaction.os, "replace", real_replace)
     assert info.value.path == "pkg/b.py" and info.value.reason == "Input/output error"
     assert {n: (root / n).read_bytes() for n in files} == files
     assert leftovers(root) == []

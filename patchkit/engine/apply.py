@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
-from patchkit.engine.fsutil import FileWrite, Transaction, outside_reason, sha256
 from patchkit.engine.groups import group_results
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import (
@@ -28,6 +27,7 @@ from patchkit.engine.record import (
     state_dir,
 )
 from patchkit.engine.recovery import recover
+from patchkit.engine.transaction import FileWrite, Transaction, outside_reason, sha256
 from patchkit.errors import UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest

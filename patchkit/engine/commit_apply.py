@@ -29,10 +29,10 @@ from pathlib import Path
 
 from patchkit.engine.apply import ApplyReport, apply_locked
 from patchkit.engine.evaluate import evaluate, render
-from patchkit.engine.fsutil import FileWrite, Transaction, crash_point, sha256
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import Record, all_records, record_bytes, record_rel, state_dir
 from patchkit.engine.recovery import end_move, recover, start_move
+from patchkit.engine.transaction import FileWrite, Transaction, crash_point, sha256
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import __version__
-from patchkit.engine.fsutil import atomic_write
+from patchkit.engine.transaction import atomic_write
 from patchkit.errors import RepoError
 from patchkit.git import Repo
 

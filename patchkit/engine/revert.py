@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.engine.fsutil import FileWrite, Transaction, outside_reason, sha256
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import Record, all_records, load_record, record_rel, state_dir
 from patchkit.engine.recovery import recover
+from patchkit.engine.transaction import FileWrite, Transaction, outside_reason, sha256
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
 
