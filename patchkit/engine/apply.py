@@ -25,9 +25,10 @@ from patchkit.engine.record import (
     record_bytes,
     record_rel,
     state_dir,
+    written_content,
 )
 from patchkit.engine.recovery import recover
-from patchkit.engine.transaction import FileWrite, Transaction, outside_reason, sha256
+from patchkit.engine.transaction import FileWrite, Transaction, sha256
 from patchkit.errors import UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
@@ -179,13 +180,7 @@ def _new_record(
     store = Transaction(root, state_dir(repo)).objects
     # Earlier entries stay only while the file still holds what patchkit left
     # (a file reset by hand since is no longer patchkit's to revert).
-    files: dict[str, FileRecord] = {
-        path: f
-        for path, f in previous.items()
-        if outside_reason(root, path) is None
-        and (root / path).is_file()
-        and sha256((root / path).read_bytes()) == f.after_sha256
-    }
+    files: dict[str, FileRecord] = {path: f for path, f in previous.items() if written_content(root, f) is not None}
     head = commit.sha if commit else None
     for item in rendered:
         prior = previous.get(item.path)

@@ -30,9 +30,9 @@ from pathlib import Path
 from patchkit.engine.apply import ApplyReport, apply_locked
 from patchkit.engine.evaluate import evaluate, render
 from patchkit.engine.lock import repo_lock
-from patchkit.engine.record import Record, all_records, record_bytes, record_rel, state_dir
+from patchkit.engine.record import FileRecord, Record, all_records, record_bytes, record_rel, state_dir, written_content
 from patchkit.engine.recovery import end_move, recover, start_move
-from patchkit.engine.transaction import FileWrite, Transaction, crash_point, sha256
+from patchkit.engine.transaction import FileWrite, Transaction, crash_point
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
@@ -96,18 +96,17 @@ def worktree_lock_dir(repo: Repo, path: Path) -> Path:
 
 def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, bytes]], list[str]]:
     """Changed tracked files, split into patchkit's own (untouched since written) and the rest."""
-    owned: dict[str, list[tuple[Record, str]]] = {}
+    owned: dict[str, list[tuple[Record, FileRecord]]] = {}
     for record in all_records(repo):
         for f in record.files:
-            owned.setdefault(f.path, []).append((record, f.after_sha256))
+            owned.setdefault(f.path, []).append((record, f))
     ours: dict[str, tuple[Record, bytes]] = {}
     foreign: list[str] = []
     for status, path in repo.changed_tracked_files():
-        full = root / path
-        data = full.read_bytes() if full.is_file() else None
-        match = next((rec for rec, after in owned.get(path, []) if data is not None and sha256(data) == after), None)
-        if match is not None and data is not None:
-            ours[path] = (match, data)
+        held = ((rec, written_content(root, f)) for rec, f in owned.get(path, []))
+        match = next(((rec, data) for rec, data in held if data is not None), None)
+        if match is not None:
+            ours[path] = match
         else:
             foreign.append(f"{status.strip() or 'M'} {path}")
     return ours, foreign

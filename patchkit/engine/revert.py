@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.lock import repo_lock
-from patchkit.engine.record import Record, all_records, load_record, record_rel, state_dir
+from patchkit.engine.record import all_records, edited_since, load_record, record_rel, state_dir
 from patchkit.engine.recovery import recover
-from patchkit.engine.transaction import FileWrite, Transaction, outside_reason, sha256
+from patchkit.engine.transaction import FileWrite, Transaction, outside_reason
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
 
@@ -39,24 +39,6 @@ class RevertReport:
             "forced": list(self.forced),
             "recovered": list(self.recovered),
         }
-
-
-def edited_since(repo: Repo, record: Record) -> list[str]:
-    """Files patchkit wrote that no longer hold what patchkit left."""
-    root = repo.require_worktree("revert")
-    out = []
-    for f in record.files:
-        full = root / f.path
-        if outside_reason(root, f.path) is not None:
-            out.append(f.path)  # never read through a symlinked directory
-            continue
-        try:
-            current = sha256(full.read_bytes())
-        except FileNotFoundError:
-            current = None
-        if current != f.after_sha256:
-            out.append(f.path)
-    return out
 
 
 def revert_worktree(name: str, repo: Repo, *, force: bool = False, wait: float = 0.0) -> RevertReport:

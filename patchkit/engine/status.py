@@ -13,9 +13,8 @@ from typing import Any
 from patchkit.engine.apply import previous_code
 from patchkit.engine.evaluate import evaluate
 from patchkit.engine.groups import group_results
-from patchkit.engine.record import Record, load_record
+from patchkit.engine.record import Record, edited_since, load_record
 from patchkit.engine.recovery import Interrupted, interrupted
-from patchkit.engine.revert import edited_since
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.operations.base import REPLACES_PREVIOUS
