@@ -485,9 +485,6 @@ class Repo:
 
     # -- history -----------------------------------------------------------
 
-    def path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> dict[str, dict[str, tuple[str, str] | None]]:
-        return parse_path_changes(self.spawn_path_changes(spec, paths).bytes())
-
     def spawn_path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> Pending:
         """For each commit in the range whose diff against its *first* parent
         touches ``paths``: {path: (mode, oid) or None if deleted}.

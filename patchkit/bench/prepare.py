@@ -42,8 +42,6 @@ from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.results import Status
 
-GUARD_ENV = ("PATCHKIT_BENCH_COMMIT", "PATCHKIT_BENCH_TREE", "PATCHKIT_BENCH_MANIFESTS")
-
 
 @dataclass(frozen=True)
 class Prepared:

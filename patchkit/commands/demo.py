@@ -27,8 +27,6 @@ from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.results import Status
 
-MANIFESTS = ("kimi-k25-eagle3", "eagle3-verify-timing")
-
 
 def demo(*, keep: str | None, console: Console) -> int:
     if keep is not None:

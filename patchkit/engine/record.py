@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import __version__
-from patchkit.engine.transaction import atomic_write, outside_reason, sha256
+from patchkit.engine.transaction import outside_reason, sha256
 from patchkit.errors import RepoError
 from patchkit.git import Repo
 
@@ -145,16 +145,6 @@ def all_records(repo: Repo) -> list[Record]:
         if record is not None:
             out.append(record)
     return out
-
-
-def save_record(repo: Repo, record: Record) -> None:
-    path = record_path(repo, record.manifest_name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, record_bytes(record), 0o644)
-
-
-def delete_record(repo: Repo, name: str) -> None:
-    record_path(repo, name).unlink(missing_ok=True)
 
 
 def now() -> str:
