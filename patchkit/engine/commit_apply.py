@@ -246,17 +246,19 @@ def _in_worktree(
                 f"{path} exists and is not a worktree of {repo.root or repo.git_dir}",
                 hint="give a new directory (patchkit creates the worktree) or one listed by `git worktree list`",
             )
-        linked = Repo.discover(path)
-        if linked.git_dir.resolve() == linked.common_dir.resolve():
-            raise UsageError(
-                f"{path} is the main checkout of {linked.common_dir}, not a linked worktree; "
-                "--worktree never moves or patches it",
-                hint="give a new directory (patchkit creates a linked worktree there), "
-                "or drop --worktree to move this tree itself",
-            )
-        root = linked.require_worktree("apply --commit")
-        with repo_lock(state_dir(linked), wait=wait):
-            report = _move_and_apply(manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True)
+        with Repo.discover(path) as linked:
+            if linked.git_dir.resolve() == linked.common_dir.resolve():
+                raise UsageError(
+                    f"{path} is the main checkout of {linked.common_dir}, not a linked worktree; "
+                    "--worktree never moves or patches it",
+                    hint="give a new directory (patchkit creates a linked worktree there), "
+                    "or drop --worktree to move this tree itself",
+                )
+            root = linked.require_worktree("apply --commit")
+            with repo_lock(state_dir(linked), wait=wait):
+                report = _move_and_apply(
+                    manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True
+                )
         return replace(report, worktree=str(path))
     early = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
     if early is not None:
@@ -266,8 +268,7 @@ def _in_worktree(
     except GitFailed as exc:
         raise RepoError(f"git could not create a worktree at {path}: {exc.stderr}") from None
     try:
-        linked = Repo.discover(path)
-        with repo_lock(state_dir(linked), wait=wait):
+        with Repo.discover(path) as linked, repo_lock(state_dir(linked), wait=wait):
             report = apply_locked(manifest, linked, path, dry_run=False, strict=strict)
     except BaseException:
         _remove_worktree(repo, path)
