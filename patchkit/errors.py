@@ -1,7 +1,7 @@
 """The one exception tree of patchkit, and the exit codes it maps to.
 
 Library code raises these and never calls ``sys.exit``; ``patchkit.cli`` turns
-them into exit codes in one place (``exit_code_for``).  A *refusal* caused by
+them into exit codes in one place (``cli.main``, from ``exc.exit_code``).  A *refusal* caused by
 patches that cannot apply is not an exception: it is a value on the report
 (``report.refused``), because callers of the Python API want the full report
 either way.
@@ -114,12 +114,6 @@ class InternalError(PatchkitError):
     """Something patchkit itself got wrong; reported with a crash message."""
 
     exit_code = ExitCode.INTERNAL
-
-
-def exit_code_for(exc: BaseException) -> ExitCode:
-    if isinstance(exc, PatchkitError):
-        return exc.exit_code
-    return ExitCode.INTERNAL
 
 
 class GuardError(RefusedError):

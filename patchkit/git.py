@@ -463,9 +463,16 @@ class Repo:
         return self._blobs.read(oid)
 
     def close(self) -> None:
+        """Stop the ``cat-file`` reader (a later read starts a new one).  Whoever opened the Repo closes it."""
         if self._blobs is not None:
             self._blobs.close()
             self._blobs = None
+
+    def __enter__(self) -> Repo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def grep(self, pattern: str, commit: str | None, pathspec: str = "*.py") -> list[tuple[str, int, str]]:
         """(path, line, text) for lines matching an extended regex."""
@@ -484,9 +491,6 @@ class Repo:
         return hits
 
     # -- history -----------------------------------------------------------
-
-    def path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> dict[str, dict[str, tuple[str, str] | None]]:
-        return parse_path_changes(self.spawn_path_changes(spec, paths).bytes())
 
     def spawn_path_changes(self, spec: Sequence[str], paths: Sequence[str]) -> Pending:
         """For each commit in the range whose diff against its *first* parent

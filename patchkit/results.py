@@ -77,8 +77,6 @@ REASON_MEANING: dict[Reason, str] = {
     Reason.INTERNAL: "patchkit's own re-check of its output failed (a bug: please report it)",
 }
 
-SKIP_REASONS = frozenset({Reason.ALREADY_APPLIED, Reason.UPSTREAM_PROVIDES})
-
 
 @dataclass(frozen=True)
 class PatchResult:

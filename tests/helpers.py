@@ -235,7 +235,7 @@ def run_script(*argv: str | Path, cwd: Path | None = None) -> CliResult:
 
 def run_killed(phase: str | None, *argv: str | Path) -> subprocess.CompletedProcess[str]:
     """Run the console script; with ``phase``, it dies there (``os._exit(137)``, as ``kill -9`` would):
-    ``PATCHKIT_TEST_CRASH_AT`` is the transaction's test hook (``patchkit.engine.fsutil.crash_point``)."""
+    ``PATCHKIT_TEST_CRASH_AT`` is the transaction's test hook (``patchkit.engine.transaction.crash_point``)."""
     env = dict(os.environ)
     env.pop("PATCHKIT_TEST_CRASH_AT", None)
     if phase is not None:

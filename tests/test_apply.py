@@ -641,3 +641,15 @@ def test_unknown_manifest_path_is_exit_2(tmp_path, capsys, verb):
     r = run_cli(capsys, verb, "-m", tmp_path / "nope.toml", "--repo", repo)
     assert r.code == 2
     assert r.err.startswith("patchkit: error: ") and "nope.toml" in r.err
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning", "error::ResourceWarning")
+def test_verbs_close_the_repository_they_open(tmp_path, capsys):
+    """apply, status and revert open the repo, so they close it: no cat-file reader is left running."""
+    import gc
+
+    sc = standard(tmp_path)
+    assert sc.apply(capsys).code == 0
+    assert run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json").code == 0
+    assert run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo, "--json").code == 0
+    gc.collect()

@@ -1,7 +1,7 @@
 """Real kills: patchkit runs in a subprocess and dies (os._exit(137), as kill -9) at a named point.
 
 ``PATCHKIT_TEST_CRASH_AT=<phase>`` is the transaction's test hook
-(``patchkit.engine.fsutil.crash_point``).  Each test kills one run, then runs
+(``patchkit.engine.transaction.crash_point``).  Each test kills one run, then runs
 the next command and checks the tree, the record, HEAD and the messages.
 """
 

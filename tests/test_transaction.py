@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from patchkit.engine import fsutil
-from patchkit.engine.fsutil import FileWrite, Transaction, sha256
+from patchkit.engine import transaction
+from patchkit.engine.transaction import FileWrite, Transaction, sha256
 from patchkit.errors import RefusedError, UnwritableError
 
 
@@ -50,11 +50,11 @@ def test_failure_during_renames_rolls_back(tmp_path: Path, monkeypatch: pytest.M
                 raise OSError(5, "Input/output error")
         real_replace(src, dst)
 
-    monkeypatch.setattr(fsutil.os, "replace", failing_replace)
+    monkeypatch.setattr(transaction.os, "replace", failing_replace)
     txn = Transaction(root, state)
     with pytest.raises(UnwritableError) as info:  # a refusal naming the file, not a crash (issue 7 item 12)
         txn.write([FileWrite(n, d, b"new\n", None) for n, d in files.items()])
-    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    monkeypatch.setattr(transaction.os, "replace", real_replace)
     assert info.value.path == "pkg/b.py" and info.value.reason == "Input/output error"
     assert {n: (root / n).read_bytes() for n in files} == files
     assert leftovers(root) == []
@@ -91,3 +91,26 @@ def test_recover_after_a_killed_run(tmp_path: Path) -> None:
     assert {n: (root / n).read_bytes() for n in files} == files
     assert (root / "pkg/b.py").stat().st_mode & 0o777 == 0o755
     assert not txn.journal.exists()
+
+
+def test_written_content_is_the_one_ownership_test(tmp_path: Path) -> None:
+    """revert, status, the guard, the next record and apply --commit all ask ``written_content``:
+    the bytes while the file holds what patchkit left; None once edited, deleted, replaced by a
+    directory, or reached through a symlinked directory."""
+    from patchkit.engine.record import FileRecord, written_content
+
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/a.py").write_bytes(b"A = 1\n")
+    mine = FileRecord("pkg/a.py", 0o644, sha256(b""), sha256(b"A = 1\n"), True)
+    assert written_content(root, mine) == b"A = 1\n"
+    (root / "pkg/a.py").write_bytes(b"A = 2\n")
+    assert written_content(root, mine) is None
+    (root / "pkg/a.py").unlink()
+    assert written_content(root, mine) is None
+    (root / "pkg/a.py").mkdir()
+    assert written_content(root, mine) is None
+    (root / "real").mkdir()
+    (root / "real/a.py").write_bytes(b"A = 1\n")
+    (root / "link").symlink_to(root / "real")
+    assert written_content(root, FileRecord("link/a.py", 0o644, sha256(b""), sha256(b"A = 1\n"), True)) is None

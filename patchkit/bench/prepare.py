@@ -32,16 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.bench.job import bench_env, bench_python
-from patchkit.engine.apply import ApplyReport, apply_worktree, revert_worktree
+from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.commit_apply import apply_at_commit
-from patchkit.engine.fsutil import atomic_write
 from patchkit.engine.record import load_record
+from patchkit.engine.revert import revert_worktree
+from patchkit.engine.transaction import atomic_write
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.results import Status
-
-GUARD_ENV = ("PATCHKIT_BENCH_COMMIT", "PATCHKIT_BENCH_TREE", "PATCHKIT_BENCH_MANIFESTS")
 
 
 @dataclass(frozen=True)

@@ -32,15 +32,16 @@ def import_diff(repo: Repo, patch: Path, *, name: str, base: str | None, out: Pa
     tree = scratch / "tree"
     try:
         repo.add_worktree(tree, commit.sha)
-        work = Repo.discover(tree)
-        try:
-            work.apply_patch(patch.resolve())
-        except GitFailed as exc:
-            raise RefusedError(
-                f"{patch} does not apply at {commit.short}: {_why(repo, commit.sha, data, exc)}; nothing was written",
-                hint="pass --base REV with the commit the patch was made against",
-            ) from None
-        return capture(work, name=name, base=commit.sha, out=out, force=force)
+        with Repo.discover(tree) as work:
+            try:
+                work.apply_patch(patch.resolve())
+            except GitFailed as exc:
+                raise RefusedError(
+                    f"{patch} does not apply at {commit.short}: {_why(repo, commit.sha, data, exc)}; "
+                    "nothing was written",
+                    hint="pass --base REV with the commit the patch was made against",
+                ) from None
+            return capture(work, name=name, base=commit.sha, out=out, force=force)
     finally:
         repo.remove_worktree(tree)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -28,21 +28,24 @@ def apply(
     console: Console,
 ) -> int:
     loaded, git_repo = open_inputs(manifest, repo)
-    if commit is not None:
-        from patchkit.engine.commit_apply import apply_at_commit
+    with git_repo:
+        if commit is not None:
+            from patchkit.engine.commit_apply import apply_at_commit
 
-        report = apply_at_commit(loaded, git_repo, commit, worktree=worktree, dry_run=dry_run, strict=strict, wait=wait)
-    else:
-        if worktree is not None:
-            from patchkit.errors import UsageError
+            report = apply_at_commit(
+                loaded, git_repo, commit, worktree=worktree, dry_run=dry_run, strict=strict, wait=wait
+            )
+        else:
+            if worktree is not None:
+                from patchkit.errors import UsageError
 
-            raise UsageError("--worktree needs --commit REV", hint="e.g. --commit HEAD --worktree ../sglang-head")
-        report = apply_worktree(loaded, git_repo, dry_run=dry_run, strict=strict, wait=wait)
-    if json_out:
-        print_json(report.to_json())
-    else:
-        show(report, console, diff=diff)
-    return int(ExitCode.REFUSED if report.refused else ExitCode.OK)
+                raise UsageError("--worktree needs --commit REV", hint="e.g. --commit HEAD --worktree ../sglang-head")
+            report = apply_worktree(loaded, git_repo, dry_run=dry_run, strict=strict, wait=wait)
+        if json_out:
+            print_json(report.to_json())
+        else:
+            show(report, console, diff=diff)
+        return int(ExitCode.REFUSED if report.refused else ExitCode.OK)
 
 
 def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:

@@ -49,39 +49,39 @@ def bench(
     from pathlib import Path
 
     loaded = [load_manifest(m) for m in manifests]
-    git_repo = Repo.discover(Path(repo))
-    targets = [git_repo.commit(rev) for rev in (commits or ["HEAD"])]
-    session = Session.open(
-        git_repo, loaded, store=store, worktree_root_dir=worktree_root, sets=parse_sets(sets), repeat=repeat
-    )
-    chosen = session.profiles(profiles)
-    records: list[RunRecord] = []
-    with session.store, live_progress(console, session, enabled=not json_out), sigterm_as_interrupt():
-        for commit in targets:
-            for profile in chosen:
-                record = session.run(commit, profile)
-                records.append(record)
-                if not json_out:
-                    console.print(run_line(record), markup=False, highlight=False)
-    rows = table_rows(records)
-    if json_out:
-        print_json(
-            {
-                "version": 1,
-                "command": "bench",
-                "store": str(session.store.path),
-                "runs": [r.to_json() for r in records],
-                "table": rows,
-            }
+    with Repo.discover(Path(repo)) as git_repo:
+        targets = [git_repo.commit(rev) for rev in (commits or ["HEAD"])]
+        session = Session.open(
+            git_repo, loaded, store=store, worktree_root_dir=worktree_root, sets=parse_sets(sets), repeat=repeat
         )
-    else:
-        emit(console, results_table(rows))
-        for record in records:
-            for line in explain_lines(record):
-                console.print(line, markup=False, highlight=False)
-        console.print(f"stored in {session.store.path}", style="dim", markup=False)
-    ok = all(r.outcome == "ok" for r in records)
-    return int(ExitCode.OK if ok else ExitCode.REFUSED)
+        chosen = session.profiles(profiles)
+        records: list[RunRecord] = []
+        with session.store, live_progress(console, session, enabled=not json_out), sigterm_as_interrupt():
+            for commit in targets:
+                for profile in chosen:
+                    record = session.run(commit, profile)
+                    records.append(record)
+                    if not json_out:
+                        console.print(run_line(record), markup=False, highlight=False)
+        rows = table_rows(records)
+        if json_out:
+            print_json(
+                {
+                    "version": 1,
+                    "command": "bench",
+                    "store": str(session.store.path),
+                    "runs": [r.to_json() for r in records],
+                    "table": rows,
+                }
+            )
+        else:
+            emit(console, results_table(rows))
+            for record in records:
+                for line in explain_lines(record):
+                    console.print(line, markup=False, highlight=False)
+            console.print(f"stored in {session.store.path}", style="dim", markup=False)
+        ok = all(r.outcome == "ok" for r in records)
+        return int(ExitCode.OK if ok else ExitCode.REFUSED)
 
 
 def run_line(record: RunRecord) -> str:

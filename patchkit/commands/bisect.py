@@ -59,133 +59,135 @@ def bisect(
     if len(given) != 1:
         raise UsageError("give exactly one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
     loaded = [load_manifest(m) for m in manifests]
-    git_repo = Repo.discover(Path(repo))
-    good_c, bad_c = git_repo.commit(good), git_repo.commit(bad)
-    session = Session.open(
-        git_repo, loaded, store=store, worktree_root_dir=worktree_root, sets=parse_sets(sets), repeat=repeat
-    )
-    the_metric = session.config.metric(metric)
-    chosen = profile or session.config.profile_names()[0]
-    session.config.profile(chosen)
-
-    listed = git_repo.rev_list(["--first-parent", f"{good_c.sha}..{bad_c.sha}"])
-    if not listed or listed[-1].sha != bad_c.sha:
-        raise UsageError(
-            f"{bad} is not a first-parent descendant of {good}",
-            hint="give --good an older commit on the first-parent line of --bad",
+    with Repo.discover(Path(repo)) as git_repo:
+        good_c, bad_c = git_repo.commit(good), git_repo.commit(bad)
+        session = Session.open(
+            git_repo, loaded, store=store, worktree_root_dir=worktree_root, sets=parse_sets(sets), repeat=repeat
         )
-    shas = [good_c.sha, *(c.sha for c in listed)]
-    unpatchable: dict[str, str] = {}
-    for manifest in loaded:
-        report = check_range(manifest, git_repo, commits=shas, hints=False)
-        for row in report.commits:
-            if row.failed and row.commit.sha not in unpatchable:
-                fails = [f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}" for r in row.results]
-                unpatchable[row.commit.sha] = ", ".join(
-                    f for f, r in zip(fails, row.results, strict=True) if r.status.value == "FAIL"
-                )
-    for end, label in ((good_c, "--good"), (bad_c, "--bad")):
-        if end.sha in unpatchable:
+        the_metric = session.config.metric(metric)
+        chosen = profile or session.config.profile_names()[0]
+        session.config.profile(chosen)
+
+        listed = git_repo.rev_list(["--first-parent", f"{good_c.sha}..{bad_c.sha}"])
+        if not listed or listed[-1].sha != bad_c.sha:
             raise UsageError(
-                f"the manifests cannot apply at {label} {end.short} ({unpatchable[end.sha]})",
-                hint="pick an end point where `patchkit check` says every required patch applies",
+                f"{bad} is not a first-parent descendant of {good}",
+                hint="give --good an older commit on the first-parent line of --bad",
             )
+        shas = [good_c.sha, *(c.sha for c in listed)]
+        unpatchable: dict[str, str] = {}
+        for manifest in loaded:
+            report = check_range(manifest, git_repo, commits=shas, hints=False)
+            for row in report.commits:
+                if row.failed and row.commit.sha not in unpatchable:
+                    fails = [f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}" for r in row.results]
+                    unpatchable[row.commit.sha] = ", ".join(
+                        f for f, r in zip(fails, row.results, strict=True) if r.status.value == "FAIL"
+                    )
+        for end, label in ((good_c, "--good"), (bad_c, "--bad")):
+            if end.sha in unpatchable:
+                raise UsageError(
+                    f"the manifests cannot apply at {label} {end.short} ({unpatchable[end.sha]})",
+                    hint="pick an end point where `patchkit check` says every required patch applies",
+                )
 
-    steps: list[dict[str, Any]] = []
-    skipped: dict[str, str] = {c.sha: unpatchable[c.sha] for c in listed if c.sha in unpatchable}
-    good_median: float | None = None
+        steps: list[dict[str, Any]] = []
+        skipped: dict[str, str] = {c.sha: unpatchable[c.sha] for c in listed if c.sha in unpatchable}
+        good_median: float | None = None
 
-    def verdict(record: RunRecord) -> tuple[str, float | None]:
-        median = record.stats().get(the_metric.name, {}).get("median")
-        if record.outcome != "ok" or median is None:
-            return "skip", median
-        return ("bad" if _is_bad(the_metric, median, min_value, max_value, ratio, good_median) else "good"), median
+        def verdict(record: RunRecord) -> tuple[str, float | None]:
+            median = record.stats().get(the_metric.name, {}).get("median")
+            if record.outcome != "ok" or median is None:
+                return "skip", median
+            return ("bad" if _is_bad(the_metric, median, min_value, max_value, ratio, good_median) else "good"), median
 
-    def step(commit: Commit) -> str:
-        record = session.run(commit, chosen)
-        result, median = verdict(record)
-        steps.append(
-            {
-                "commit": commit.sha,
-                "subject": commit.subject,
-                "run": record.run_id,
-                "outcome": record.outcome,
-                "median": median,
-                "verdict": result,
-            }
-        )
-        if not json_out:
-            console.print(
-                f"  {commit.short} {commit.subject[:50]:<50} {the_metric.name}={fmt(median)}  {result}"
-                + (f" ({record.outcome}: {record.reason})" if record.outcome != "ok" else ""),
-                markup=False,
-                highlight=False,
+        def step(commit: Commit) -> str:
+            record = session.run(commit, chosen)
+            result, median = verdict(record)
+            steps.append(
+                {
+                    "commit": commit.sha,
+                    "subject": commit.subject,
+                    "run": record.run_id,
+                    "outcome": record.outcome,
+                    "median": median,
+                    "verdict": result,
+                }
             )
-        if result == "skip":
-            skipped[commit.sha] = f"{record.outcome}: {record.reason}"
-        return result
+            if not json_out:
+                console.print(
+                    f"  {commit.short} {commit.subject[:50]:<50} {the_metric.name}={fmt(median)}  {result}"
+                    + (f" ({record.outcome}: {record.reason})" if record.outcome != "ok" else ""),
+                    markup=False,
+                    highlight=False,
+                )
+            if result == "skip":
+                skipped[commit.sha] = f"{record.outcome}: {record.reason}"
+            return result
 
-    outcome: dict[str, Any] = {}
-    with session.store, live_progress(console, session, enabled=not json_out), sigterm_as_interrupt():
-        if not json_out:
-            console.print(
-                f"patchkit bisect  {the_metric.name} ({chosen}), {given[0]} "
-                f"{min_value if min_value is not None else max_value if max_value is not None else ratio}; "
-                f"{len(listed)} first-parent commits after {good_c.short}, {len(skipped)} cannot apply (skipped)",
-                markup=False,
-                highlight=False,
-            )
-        first = step(good_c)
-        if first != "skip":
-            good_median = steps[-1]["median"]
-            first = "good" if not _is_bad(the_metric, good_median, min_value, max_value, ratio, good_median) else "bad"
-            steps[-1]["verdict"] = first
-        if first != "good":
-            outcome = {"error": f"--good {good_c.short} is not good ({first}): cannot bisect"}
-        elif step(bad_c) != "bad":
-            outcome = {"error": f"--bad {bad_c.short} is not bad by the criterion ({steps[-1]['verdict']})"}
+        outcome: dict[str, Any] = {}
+        with session.store, live_progress(console, session, enabled=not json_out), sigterm_as_interrupt():
+            if not json_out:
+                console.print(
+                    f"patchkit bisect  {the_metric.name} ({chosen}), {given[0]} "
+                    f"{min_value if min_value is not None else max_value if max_value is not None else ratio}; "
+                    f"{len(listed)} first-parent commits after {good_c.short}, {len(skipped)} cannot apply (skipped)",
+                    markup=False,
+                    highlight=False,
+                )
+            first = step(good_c)
+            if first != "skip":
+                good_median = steps[-1]["median"]
+                first = (
+                    "good" if not _is_bad(the_metric, good_median, min_value, max_value, ratio, good_median) else "bad"
+                )
+                steps[-1]["verdict"] = first
+            if first != "good":
+                outcome = {"error": f"--good {good_c.short} is not good ({first}): cannot bisect"}
+            elif step(bad_c) != "bad":
+                outcome = {"error": f"--bad {bad_c.short} is not bad by the criterion ({steps[-1]['verdict']})"}
+            else:
+                line = [good_c] + [c for c in listed[:-1] if c.sha not in skipped] + [bad_c]
+                lo, hi = 0, len(line) - 1
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    result = step(line[mid])
+                    if result == "skip":
+                        line.pop(mid)
+                        hi -= 1
+                    elif result == "bad":
+                        hi = mid
+                    else:
+                        lo = mid
+                order = [c.sha for c in listed]
+                first_bad = line[hi]
+                last_good = line[lo]
+                start = order.index(last_good.sha) + 1 if last_good.sha in order else 0
+                maybe = [c for c in listed[start : order.index(first_bad.sha)] if c.sha in skipped]
+                outcome = {
+                    "first_bad": {"commit": first_bad.sha, "subject": first_bad.subject, "date": first_bad.date},
+                    "last_good": {"commit": last_good.sha, "subject": last_good.subject},
+                    "maybe": [{"commit": c.sha, "subject": c.subject, "why": skipped[c.sha]} for c in maybe],
+                }
+        result_json = {
+            "version": 1,
+            "command": "bisect",
+            "metric": the_metric.name,
+            "profile": chosen,
+            "criterion": {"min": min_value, "max": max_value, "ratio": ratio, "good_median": good_median},
+            "good": good_c.sha,
+            "bad": bad_c.sha,
+            "skipped": [{"commit": sha, "why": why} for sha, why in skipped.items()],
+            "steps": steps,
+            "first_bad": outcome.get("first_bad"),
+            "maybe": outcome.get("maybe", []),
+            "error": outcome.get("error"),
+        }
+        if json_out:
+            print_json(result_json)
         else:
-            line = [good_c] + [c for c in listed[:-1] if c.sha not in skipped] + [bad_c]
-            lo, hi = 0, len(line) - 1
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                result = step(line[mid])
-                if result == "skip":
-                    line.pop(mid)
-                    hi -= 1
-                elif result == "bad":
-                    hi = mid
-                else:
-                    lo = mid
-            order = [c.sha for c in listed]
-            first_bad = line[hi]
-            last_good = line[lo]
-            start = order.index(last_good.sha) + 1 if last_good.sha in order else 0
-            maybe = [c for c in listed[start : order.index(first_bad.sha)] if c.sha in skipped]
-            outcome = {
-                "first_bad": {"commit": first_bad.sha, "subject": first_bad.subject, "date": first_bad.date},
-                "last_good": {"commit": last_good.sha, "subject": last_good.subject},
-                "maybe": [{"commit": c.sha, "subject": c.subject, "why": skipped[c.sha]} for c in maybe],
-            }
-    result_json = {
-        "version": 1,
-        "command": "bisect",
-        "metric": the_metric.name,
-        "profile": chosen,
-        "criterion": {"min": min_value, "max": max_value, "ratio": ratio, "good_median": good_median},
-        "good": good_c.sha,
-        "bad": bad_c.sha,
-        "skipped": [{"commit": sha, "why": why} for sha, why in skipped.items()],
-        "steps": steps,
-        "first_bad": outcome.get("first_bad"),
-        "maybe": outcome.get("maybe", []),
-        "error": outcome.get("error"),
-    }
-    if json_out:
-        print_json(result_json)
-    else:
-        show(console, result_json, listed)
-    return int(ExitCode.OK if result_json["first_bad"] else ExitCode.REFUSED)
+            show(console, result_json, listed)
+        return int(ExitCode.OK if result_json["first_bad"] else ExitCode.REFUSED)
 
 
 def _is_bad(

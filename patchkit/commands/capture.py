@@ -17,10 +17,10 @@ from patchkit.render import emit, print_json
 def capture(
     *, repo: str, name: str, base: str | None, out: str | None, force: bool, json_out: bool, console: Console
 ) -> int:
-    git_repo = Repo.discover(Path(repo))
-    report = run_capture(git_repo, name=name, base=base, out=Path(out or "."), force=force)
-    show(report, json_out=json_out, console=console, verb="capture")
-    return int(ExitCode.OK)
+    with Repo.discover(Path(repo)) as git_repo:
+        report = run_capture(git_repo, name=name, base=base, out=Path(out or "."), force=force)
+        show(report, json_out=json_out, console=console, verb="capture")
+        return int(ExitCode.OK)
 
 
 def show(report: CaptureReport, *, json_out: bool, console: Console, verb: str) -> None:

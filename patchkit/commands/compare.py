@@ -37,15 +37,15 @@ def compare(
     json_out: bool,
     console: Console,
 ) -> int:
-    git_repo = Repo.discover(Path(repo))
-    with open_store(git_repo, store) as opened:
-        a, b = _pick(opened, git_repo, runs, commits, profile)
-    result = compare_records(git_repo, a, b, threshold=threshold)
-    if json_out:
-        print_json(result)
-    else:
-        show(console, result)
-    return int(ExitCode.OK)
+    with Repo.discover(Path(repo)) as git_repo:
+        with open_store(git_repo, store) as opened:
+            a, b = _pick(opened, git_repo, runs, commits, profile)
+        result = compare_records(git_repo, a, b, threshold=threshold)
+        if json_out:
+            print_json(result)
+        else:
+            show(console, result)
+        return int(ExitCode.OK)
 
 
 def _pick(store: Any, repo: Repo, runs: Sequence[str], commits: Sequence[str], profile: str | None) -> tuple[Any, Any]:

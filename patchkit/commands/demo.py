@@ -27,8 +27,6 @@ from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.results import Status
 
-MANIFESTS = ("kimi-k25-eagle3", "eagle3-verify-timing")
-
 
 def demo(*, keep: str | None, console: Console) -> int:
     if keep is not None:
@@ -65,47 +63,52 @@ def _expect(condition: bool, what: str) -> None:
 def _run(work: Path, console: Console) -> None:
     path = work / "sglang"
     history = build_sglang_history(path)
-    repo = Repo.discover(path)
-    kimi = load_manifest("kimi-k25-eagle3")
-    timing = load_manifest("eagle3-verify-timing")
-    console.print(
-        f"Built an SGLang-shaped upstream at {path}: {len(history.order)} commits on {MAIN} and "
-        f"{RENAME_BRANCH} (a branch that renames the Kimi-K2.5 class), tag v0.5.8."
-    )
+    with Repo.discover(path) as repo:
+        kimi = load_manifest("kimi-k25-eagle3")
+        timing = load_manifest("eagle3-verify-timing")
+        console.print(
+            f"Built an SGLang-shaped upstream at {path}: {len(history.order)} commits on {MAIN} and "
+            f"{RENAME_BRANCH} (a branch that renames the Kimi-K2.5 class), tag v0.5.8."
+        )
 
-    checks = [(kimi, f"v0.5.8..{MAIN}"), (kimi, f"{MAIN}..{RENAME_BRANCH}"), (timing, f"v0.5.8..{MAIN}")]
-    for number, (manifest, span) in enumerate(checks, start=1):
-        _step(console, f"1.{number} patchkit check -m {manifest.name} --range {span}")
-        check_cmd.show(check_range(manifest, repo, ranges=[span]), console, span)
+        checks = [(kimi, f"v0.5.8..{MAIN}"), (kimi, f"{MAIN}..{RENAME_BRANCH}"), (timing, f"v0.5.8..{MAIN}")]
+        for number, (manifest, span) in enumerate(checks, start=1):
+            _step(console, f"1.{number} patchkit check -m {manifest.name} --range {span}")
+            check_cmd.show(check_range(manifest, repo, ranges=[span]), console, span)
 
-    # A commit where the patches are needed: Kimi-K2.5 exists, upstream has no hooks yet.
-    report = check_range(kimi, Repo.discover(path), ranges=[f"v0.5.8..{MAIN}"])
-    needs = [
-        row.commit for row in report.commits if not row.failed and any(r.status is Status.APPLY for r in row.results)
-    ]
-    _expect(bool(needs), "no commit on main needs the kimi patches")
-    target = needs[-1]
+        # A commit where the patches are needed: Kimi-K2.5 exists, upstream has no hooks yet.
+        report = check_range(kimi, repo, ranges=[f"v0.5.8..{MAIN}"])
+        needs = [
+            row.commit
+            for row in report.commits
+            if not row.failed and any(r.status is Status.APPLY for r in row.results)
+        ]
+        _expect(bool(needs), "no commit on main needs the kimi patches")
+        target = needs[-1]
 
-    _step(console, f"2. patchkit apply -m kimi-k25-eagle3 --commit {target.short}   (moves the tree, then patches it)")
-    first = apply_at_commit(kimi, Repo.discover(path), target.sha)
-    apply_cmd.show(first, console)
-    _expect(not first.refused and bool(first.written), "the first apply did not write")
+        _step(
+            console, f"2. patchkit apply -m kimi-k25-eagle3 --commit {target.short}   (moves the tree, then patches it)"
+        )
+        first = apply_at_commit(kimi, repo, target.sha)
+        apply_cmd.show(first, console)
+        _expect(not first.refused and bool(first.written), "the first apply did not write")
 
-    _step(console, "3. patchkit apply -m kimi-k25-eagle3   (again: nothing to do, no byte changes)")
-    second = apply_worktree(kimi, Repo.discover(path))
-    apply_cmd.show(second, console)
-    _expect(
-        not second.written and all(r.status is Status.SKIP for r in second.results), "the second apply was not all SKIP"
-    )
+        _step(console, "3. patchkit apply -m kimi-k25-eagle3   (again: nothing to do, no byte changes)")
+        second = apply_worktree(kimi, repo)
+        apply_cmd.show(second, console)
+        _expect(
+            not second.written and all(r.status is Status.SKIP for r in second.results),
+            "the second apply was not all SKIP",
+        )
 
-    _step(console, f"4. patchkit apply -m kimi-k25-eagle3 --commit {RENAME_BRANCH}   (the class is renamed there)")
-    before = (path / kimi.patches[-1].file).read_bytes()
-    refused = apply_at_commit(kimi, Repo.discover(path), RENAME_BRANCH)
-    apply_cmd.show(refused, console)
-    _expect(refused.refused, "the apply on the rename branch was not refused")
-    _expect(
-        (path / kimi.patches[-1].file).read_bytes() == before and Repo.discover(path).head() == target.sha,
-        "the refused apply changed the tree",
-    )
-    console.print()
-    console.print(f"The tree is still at {target.short} with the patches applied: the refused run wrote nothing.")
+        _step(console, f"4. patchkit apply -m kimi-k25-eagle3 --commit {RENAME_BRANCH}   (the class is renamed there)")
+        before = (path / kimi.patches[-1].file).read_bytes()
+        refused = apply_at_commit(kimi, repo, RENAME_BRANCH)
+        apply_cmd.show(refused, console)
+        _expect(refused.refused, "the apply on the rename branch was not refused")
+        _expect(
+            (path / kimi.patches[-1].file).read_bytes() == before and repo.head() == target.sha,
+            "the refused apply changed the tree",
+        )
+        console.print()
+        console.print(f"The tree is still at {target.short} with the patches applied: the refused run wrote nothing.")

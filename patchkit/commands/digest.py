@@ -52,9 +52,9 @@ def _read(file: str, repo: str | None, commit: str | None) -> FileRead:
         return FileRead(file, FileState.OK, data)
     from patchkit.git import Repo
 
-    git_repo = Repo.discover(Path(repo or "."))
-    source = CommitSource(git_repo, git_repo.commit(commit))
-    read = source.read(file)
-    if read.state is FileState.MISSING:
-        raise UsageError(f"{file} does not exist at {source.label}")
-    return read
+    with Repo.discover(Path(repo or ".")) as git_repo:
+        source = CommitSource(git_repo, git_repo.commit(commit))
+        read = source.read(file)
+        if read.state is FileState.MISSING:
+            raise UsageError(f"{file} does not exist at {source.label}")
+        return read

@@ -17,65 +17,65 @@ from patchkit.results import Reason, Status
 
 def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: bool, console: Console) -> int:
     loaded = load_manifest(manifest)
-    git_repo = Repo.discover(Path(repo))
-    report = run_explain(loaded, git_repo, patch_id, commit)
-    if json_out:
-        print_json(report.to_json())
-        return int(ExitCode.OK)
-    r = report.result
-    console.print(
-        Text.assemble(
-            ("patchkit explain", "bold"),
-            f'  {report.patch.id} ({report.patch.op_name})  at {report.commit.sha} "{report.commit.subject}"',
-        )
-    )
-    line = Text("  ")
-    line.append(r.status.value, style=STATUS_STYLE[r.status])
-    line.append(f" {r.reason.value if r.reason else ''}  {r.where()}  {r.message}")
-    console.print(line)
-    if r.hint:
-        console.print(Text(f"  hint: {r.hint}", style="dim"))
-    if not report.failing:
-        if r.status is Status.APPLY:
-            state = "applies"
-        elif r.reason is Reason.OTHER_VARIANT:
-            state = "is an unused variant"
-        elif r.reason is Reason.UPSTREAM_PROVIDES:
-            state = "is not needed (upstream provides it)"
-        else:
-            state = "is already in place"
-        console.print(f"{report.patch.id} {state} at {report.commit.short}: there is no failure to explain.")
-        return int(ExitCode.OK)
-    for intro in report.introduced:
-        c = intro.commit
+    with Repo.discover(Path(repo)) as git_repo:
+        report = run_explain(loaded, git_repo, patch_id, commit)
+        if json_out:
+            print_json(report.to_json())
+            return int(ExitCode.OK)
+        r = report.result
         console.print(
-            Text.assemble(("introduced by ", "bold"), (f"{c.sha}", "bold"), f' "{c.subject}"  {c.author}, {c.date}')
-        )
-        if intro.result_before is not None and intro.parent is not None:
-            before = intro.result_before
-            console.print(
-                f"  at its parent {intro.parent.short}: {before.status.value}"
-                f"{' ' + before.reason.value if before.reason else ''}; "
-                f"here: {intro.result_after.status.value} "
-                f"{intro.result_after.reason.value if intro.result_after.reason else ''}"
+            Text.assemble(
+                ("patchkit explain", "bold"),
+                f'  {report.patch.id} ({report.patch.op_name})  at {report.commit.sha} "{report.commit.subject}"',
             )
-        if intro.renamed_to:
-            console.print(f"  {report.patch.file} was renamed to {intro.renamed_to} in this commit")
-        if intro.diff:
-            console.print(Text(_indent(intro.diff), style="dim"), markup=False, highlight=False)
-    for changed_at, was, now in report.reason_changes:
-        console.print(
-            f"then {now.value if now else '-'} (was {was.value if was else '-'}) from "
-            f'{changed_at.short} "{changed_at.subject}" ({changed_at.date[:10]})'
         )
-    if report.never_applied:
-        console.print(
-            f"on at least one line of history {report.patch.id} fails back to the first commit: "
-            f"it never applied there ({report.checked:,} ancestors checked)."
-        )
-    if not report.introduced and not report.never_applied:
-        console.print("no introducing commit found among the ancestors.")
-    return int(ExitCode.OK)
+        line = Text("  ")
+        line.append(r.status.value, style=STATUS_STYLE[r.status])
+        line.append(f" {r.reason.value if r.reason else ''}  {r.where()}  {r.message}")
+        console.print(line)
+        if r.hint:
+            console.print(Text(f"  hint: {r.hint}", style="dim"))
+        if not report.failing:
+            if r.status is Status.APPLY:
+                state = "applies"
+            elif r.reason is Reason.OTHER_VARIANT:
+                state = "is an unused variant"
+            elif r.reason is Reason.UPSTREAM_PROVIDES:
+                state = "is not needed (upstream provides it)"
+            else:
+                state = "is already in place"
+            console.print(f"{report.patch.id} {state} at {report.commit.short}: there is no failure to explain.")
+            return int(ExitCode.OK)
+        for intro in report.introduced:
+            c = intro.commit
+            console.print(
+                Text.assemble(("introduced by ", "bold"), (f"{c.sha}", "bold"), f' "{c.subject}"  {c.author}, {c.date}')
+            )
+            if intro.result_before is not None and intro.parent is not None:
+                before = intro.result_before
+                console.print(
+                    f"  at its parent {intro.parent.short}: {before.status.value}"
+                    f"{' ' + before.reason.value if before.reason else ''}; "
+                    f"here: {intro.result_after.status.value} "
+                    f"{intro.result_after.reason.value if intro.result_after.reason else ''}"
+                )
+            if intro.renamed_to:
+                console.print(f"  {report.patch.file} was renamed to {intro.renamed_to} in this commit")
+            if intro.diff:
+                console.print(Text(_indent(intro.diff), style="dim"), markup=False, highlight=False)
+        for changed_at, was, now in report.reason_changes:
+            console.print(
+                f"then {now.value if now else '-'} (was {was.value if was else '-'}) from "
+                f'{changed_at.short} "{changed_at.subject}" ({changed_at.date[:10]})'
+            )
+        if report.never_applied:
+            console.print(
+                f"on at least one line of history {report.patch.id} fails back to the first commit: "
+                f"it never applied there ({report.checked:,} ancestors checked)."
+            )
+        if not report.introduced and not report.never_applied:
+            console.print("no introducing commit found among the ancestors.")
+        return int(ExitCode.OK)
 
 
 def _indent(text: str) -> str:

@@ -23,7 +23,7 @@ def import_diff(
     json_out: bool,
     console: Console,
 ) -> int:
-    git_repo = Repo.discover(Path(repo))
-    report = run_import(git_repo, Path(patch_file), name=name, base=base, out=Path(out or "."), force=force)
-    show(report, json_out=json_out, console=console, verb="import-diff")
-    return int(ExitCode.OK)
+    with Repo.discover(Path(repo)) as git_repo:
+        report = run_import(git_repo, Path(patch_file), name=name, base=base, out=Path(out or "."), force=force)
+        show(report, json_out=json_out, console=console, verb="import-diff")
+        return int(ExitCode.OK)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from patchkit.engine.apply import revert_worktree
+from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
@@ -26,28 +26,30 @@ def manifest_name(manifest: str, git_repo: Repo) -> str:
 
 
 def revert(*, manifest: str, repo: str, force: bool, json_out: bool, wait: float, console: Console) -> int:
-    git_repo = Repo.discover(Path(repo))
-    name = manifest_name(manifest, git_repo)
-    report = revert_worktree(name, git_repo, force=force, wait=wait)
-    if json_out:
-        print_json(report.to_json())
-        return int(ExitCode.OK)
-    for note in report.recovered:
-        console.print(f"note: {note}", style="yellow", markup=False)
-    if report.nothing_recorded:
-        if report.recovered:
+    with Repo.discover(Path(repo)) as git_repo:
+        name = manifest_name(manifest, git_repo)
+        report = revert_worktree(name, git_repo, force=force, wait=wait)
+        if json_out:
+            print_json(report.to_json())
+            return int(ExitCode.OK)
+        for note in report.recovered:
+            console.print(f"note: {note}", style="yellow", markup=False)
+        if report.nothing_recorded:
+            if report.recovered:
+                console.print(
+                    f"OK: rolled back the interrupted run above; patchkit has no other record of applying {name} "
+                    f"in {report.target}.",
+                    markup=False,
+                )
+            else:
+                console.print(f"OK: nothing to revert; patchkit has no record of applying {name} in {report.target}.")
+            return int(ExitCode.OK)
+        for path, origin in report.restored:
+            source = "HEAD" if origin == "HEAD" else "its content before patchkit wrote it"
+            console.print(f"  restored {path} from {source}")
+        if report.forced:
             console.print(
-                f"OK: rolled back the interrupted run above; patchkit has no other record of applying {name} "
-                f"in {report.target}.",
-                markup=False,
+                f"  (--force) discarded edits made after patching in: {', '.join(report.forced)}", style="yellow"
             )
-        else:
-            console.print(f"OK: nothing to revert; patchkit has no record of applying {name} in {report.target}.")
+        console.print(f"REVERTED: {plural(len(report.restored), 'file')} for manifest {name}.", style="bold green")
         return int(ExitCode.OK)
-    for path, origin in report.restored:
-        source = "HEAD" if origin == "HEAD" else "its content before patchkit wrote it"
-        console.print(f"  restored {path} from {source}")
-    if report.forced:
-        console.print(f"  (--force) discarded edits made after patching in: {', '.join(report.forced)}", style="yellow")
-    console.print(f"REVERTED: {plural(len(report.restored), 'file')} for manifest {name}.", style="bold green")
-    return int(ExitCode.OK)

@@ -80,7 +80,7 @@ def run(
             )  # fmt: skip
         finally:
             if wrote and not keep:
-                from patchkit.engine.apply import revert_worktree
+                from patchkit.engine.revert import revert_worktree
 
                 revert_worktree(loaded.name, git_repo)
 

@@ -19,45 +19,45 @@ from patchkit.render import emit, print_json
 def runs(
     *, repo: str, commits: Sequence[str], profiles: Sequence[str], store: str | None, json_out: bool, console: Console
 ) -> int:
-    git_repo = Repo.discover(Path(repo))
-    shas = git_repo.resolve_all(list(commits)) if commits else []
-    with open_store(git_repo, store) as opened:
-        records = opened.runs(commits=shas, profiles=profiles)
-        path = opened.path
-    if json_out:
-        print_json(
-            {
-                "version": 1,
-                "command": "runs",
-                "store": str(path),
-                "runs": [
-                    {
-                        **r.ident(),
-                        "reason": r.reason,
-                        "started_at": r.started_at,
-                        "host": r.host.get("hostname"),
-                        "stats": r.stats(),
-                    }
-                    for r in records
-                ],
-            }
-        )
+    with Repo.discover(Path(repo)) as git_repo:
+        shas = git_repo.resolve_all(list(commits)) if commits else []
+        with open_store(git_repo, store) as opened:
+            records = opened.runs(commits=shas, profiles=profiles)
+            path = opened.path
+        if json_out:
+            print_json(
+                {
+                    "version": 1,
+                    "command": "runs",
+                    "store": str(path),
+                    "runs": [
+                        {
+                            **r.ident(),
+                            "reason": r.reason,
+                            "started_at": r.started_at,
+                            "host": r.host.get("hostname"),
+                            "stats": r.stats(),
+                        }
+                        for r in records
+                    ],
+                }
+            )
+            return int(ExitCode.OK)
+        if not records:
+            console.print(f"no runs stored in {path}", markup=False)
+            return int(ExitCode.OK)
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        for name in ("run", "started", "commit", "profile", "outcome", "medians"):
+            table.add_column(name, no_wrap=name != "medians")
+        for r in records:
+            medians = ", ".join(f"{k}={fmt(v['median'])}" for k, v in r.stats().items())
+            table.add_row(
+                str(r.run_id),
+                r.started_at[:19].replace("T", " "),
+                f"{r.commit['sha'][:10]} {r.commit['subject'][:40]}",
+                r.profile,
+                Text(r.outcome, style=OUTCOME_STYLE.get(r.outcome, "")),
+                medians or (r.reason or "-"),
+            )
+        emit(console, table)
         return int(ExitCode.OK)
-    if not records:
-        console.print(f"no runs stored in {path}", markup=False)
-        return int(ExitCode.OK)
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for name in ("run", "started", "commit", "profile", "outcome", "medians"):
-        table.add_column(name, no_wrap=name != "medians")
-    for r in records:
-        medians = ", ".join(f"{k}={fmt(v['median'])}" for k, v in r.stats().items())
-        table.add_row(
-            str(r.run_id),
-            r.started_at[:19].replace("T", " "),
-            f"{r.commit['sha'][:10]} {r.commit['subject'][:40]}",
-            r.profile,
-            Text(r.outcome, style=OUTCOME_STYLE.get(r.outcome, "")),
-            medians or (r.reason or "-"),
-        )
-    emit(console, table)
-    return int(ExitCode.OK)

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.text import Text
 
 from patchkit.commands._common import header, open_inputs
-from patchkit.engine.apply import status_worktree
 from patchkit.engine.groups import group_results
+from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.render import emit, groups_table, plural, print_json, results_table
 from patchkit.results import Status
@@ -15,49 +15,50 @@ from patchkit.results import Status
 
 def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int:
     loaded, git_repo = open_inputs(manifest, repo)
-    report = status_worktree(loaded, git_repo)
-    code = int(ExitCode.OK if report.complete else ExitCode.REFUSED)
-    if json_out:
-        print_json(report.to_json())
-        return code
-    header(console, "status", loaded, f"work tree {report.target}", report.commit)
-    emit(console, results_table(report.results, extra={"state": [report.state_of(r) for r in report.results]}))
-    if report.manifest.groups:
-        emit(console, groups_table(group_results(report.manifest, report.results)))
-    if report.record is not None:
-        base = report.record.base_commit[:10] if report.record.base_commit else "no commit"
-        console.print(
-            f"record: applied {report.record.applied_at} at {base}; files: "
-            f"{', '.join(f.path for f in report.record.files)}"
-        )
-        if report.record.manifest_digest != loaded.digest:
-            console.print("note: the manifest changed since it was applied", style="yellow")
-    if report.edited:
-        console.print(Text(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow"))
-    if report.interrupted is not None:
-        console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
-    elif report.out_of_date:
-        console.print(
-            f"OUT OF DATE: {', '.join(report.out_of_date)} hold an older version of their payload that patchkit "
-            f"wrote; run `patchkit apply -m {loaded.name}` to update them.",
-            style="bold red",
-            markup=False,
-        )
-    elif report.complete:
-        left_out = [r for r in report.results if not r.required and r.status is not Status.SKIP]
-        if not left_out:
-            console.print("COMPLETE: every required patch is in place.", style="bold green")
-        else:
-            listed = ", ".join(f"{r.patch} ({report.state_of(r)})" for r in left_out)
-            required = sum(r.required for r in report.results)
-            first = "every required patch is in place" if required else "the manifest has no required patches"
+    with git_repo:
+        report = status_worktree(loaded, git_repo)
+        code = int(ExitCode.OK if report.complete else ExitCode.REFUSED)
+        if json_out:
+            print_json(report.to_json())
+            return code
+        header(console, "status", loaded, f"work tree {report.target}", report.commit)
+        emit(console, results_table(report.results, extra={"state": [report.state_of(r) for r in report.results]}))
+        if report.manifest.groups:
+            emit(console, groups_table(group_results(report.manifest, report.results)))
+        if report.record is not None:
+            base = report.record.base_commit[:10] if report.record.base_commit else "no commit"
             console.print(
-                f"COMPLETE: {first}; {len(left_out)} of "
-                f"{plural(sum(not r.required for r in report.results), 'optional patch', 'optional patches')} "
-                f"not in place: {listed}.",
-                style="bold green",
+                f"record: applied {report.record.applied_at} at {base}; files: "
+                f"{', '.join(f.path for f in report.record.files)}"
             )
-    else:
-        pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]
-        console.print(f"INCOMPLETE: required patches not in place: {', '.join(pending)}.", style="bold red")
-    return code
+            if report.record.manifest_digest != loaded.digest:
+                console.print("note: the manifest changed since it was applied", style="yellow")
+        if report.edited:
+            console.print(Text(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow"))
+        if report.interrupted is not None:
+            console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
+        elif report.out_of_date:
+            console.print(
+                f"OUT OF DATE: {', '.join(report.out_of_date)} hold an older version of their payload that patchkit "
+                f"wrote; run `patchkit apply -m {loaded.name}` to update them.",
+                style="bold red",
+                markup=False,
+            )
+        elif report.complete:
+            left_out = [r for r in report.results if not r.required and r.status is not Status.SKIP]
+            if not left_out:
+                console.print("COMPLETE: every required patch is in place.", style="bold green")
+            else:
+                listed = ", ".join(f"{r.patch} ({report.state_of(r)})" for r in left_out)
+                required = sum(r.required for r in report.results)
+                first = "every required patch is in place" if required else "the manifest has no required patches"
+                console.print(
+                    f"COMPLETE: {first}; {len(left_out)} of "
+                    f"{plural(sum(not r.required for r in report.results), 'optional patch', 'optional patches')} "
+                    f"not in place: {listed}.",
+                    style="bold green",
+                )
+        else:
+            pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]
+            console.print(f"INCOMPLETE: required patches not in place: {', '.join(pending)}.", style="bold red")
+        return code

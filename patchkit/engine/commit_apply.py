@@ -30,10 +30,19 @@ from pathlib import Path
 
 from patchkit.engine.apply import ApplyReport, apply_locked
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
-from patchkit.engine.fsutil import FileWrite, Transaction, crash_point, sha256
 from patchkit.engine.lock import repo_lock
-from patchkit.engine.record import Record, all_records, load_record, record_bytes, record_rel, state_dir
+from patchkit.engine.record import (
+    FileRecord,
+    Record,
+    all_records,
+    load_record,
+    record_bytes,
+    record_rel,
+    state_dir,
+    written_content,
+)
 from patchkit.engine.recovery import end_move, recover, start_move
+from patchkit.engine.transaction import FileWrite, Transaction, crash_point
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
@@ -131,18 +140,17 @@ def worktree_lock_dir(repo: Repo, path: Path) -> Path:
 
 def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, bytes]], list[str]]:
     """Changed tracked files, split into patchkit's own (untouched since written) and the rest."""
-    owned: dict[str, list[tuple[Record, str]]] = {}
+    owned: dict[str, list[tuple[Record, FileRecord]]] = {}
     for record in all_records(repo):
         for f in record.files:
-            owned.setdefault(f.path, []).append((record, f.after_sha256))
+            owned.setdefault(f.path, []).append((record, f))
     ours: dict[str, tuple[Record, bytes]] = {}
     foreign: list[str] = []
     for status, path in repo.changed_tracked_files():
-        full = root / path
-        data = full.read_bytes() if full.is_file() else None
-        match = next((rec for rec, after in owned.get(path, []) if data is not None and sha256(data) == after), None)
-        if match is not None and data is not None:
-            ours[path] = (match, data)
+        held = ((rec, written_content(root, f)) for rec, f in owned.get(path, []))
+        match = next(((rec, data) for rec, data in held if data is not None), None)
+        if match is not None:
+            ours[path] = match
         else:
             foreign.append(f"{status.strip() or 'M'} {path}")
     return ours, foreign
@@ -293,17 +301,19 @@ def _in_worktree(
                 f"{path} exists and is not a worktree of {repo.root or repo.git_dir}",
                 hint="give a new directory (patchkit creates the worktree) or one listed by `git worktree list`",
             )
-        linked = Repo.discover(path)
-        if linked.git_dir.resolve() == linked.common_dir.resolve():
-            raise UsageError(
-                f"{path} is the main checkout of {linked.common_dir}, not a linked worktree; "
-                "--worktree never moves or patches it",
-                hint="give a new directory (patchkit creates a linked worktree there), "
-                "or drop --worktree to move this tree itself",
-            )
-        root = linked.require_worktree("apply --commit")
-        with repo_lock(state_dir(linked), wait=wait):
-            report = _move_and_apply(manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True)
+        with Repo.discover(path) as linked:
+            if linked.git_dir.resolve() == linked.common_dir.resolve():
+                raise UsageError(
+                    f"{path} is the main checkout of {linked.common_dir}, not a linked worktree; "
+                    "--worktree never moves or patches it",
+                    hint="give a new directory (patchkit creates a linked worktree there), "
+                    "or drop --worktree to move this tree itself",
+                )
+            root = linked.require_worktree("apply --commit")
+            with repo_lock(state_dir(linked), wait=wait):
+                report = _move_and_apply(
+                    manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True
+                )
         return replace(report, worktree=str(path))
     early, computed = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
     if early is not None:
@@ -313,8 +323,7 @@ def _in_worktree(
     except GitFailed as exc:
         raise RepoError(f"git could not create a worktree at {path}: {exc.stderr}") from None
     try:
-        linked = Repo.discover(path)
-        with repo_lock(state_dir(linked), wait=wait):
+        with Repo.discover(path) as linked, repo_lock(state_dir(linked), wait=wait):
             computed = still_valid(computed, manifest, linked, path)
             report = apply_locked(manifest, linked, path, dry_run=False, strict=strict, computed=computed)
     except BaseException:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import __version__
-from patchkit.engine.fsutil import atomic_write
+from patchkit.engine.transaction import outside_reason, sha256
 from patchkit.errors import RepoError
 from patchkit.git import Repo
 
@@ -45,6 +45,29 @@ class FileRecord:
             "after_sha256": self.after_sha256,
             "clean_before": self.clean_before,
         }
+
+
+def written_content(root: Path, f: FileRecord) -> bytes | None:
+    """The file's bytes while it still holds what patchkit wrote there, else None.
+
+    The one test of "this file is still patchkit's own" (revert, status, the
+    guard, the record's next version and ``apply --commit``).  A path that
+    leads through a symlinked directory is never read, and is not patchkit's.
+    """
+    if outside_reason(root, f.path) is not None:
+        return None
+    full = root / f.path
+    try:
+        data = full.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    return data if sha256(data) == f.after_sha256 else None
+
+
+def edited_since(repo: Repo, record: Record) -> list[str]:
+    """Files patchkit wrote that no longer hold what patchkit left."""
+    root = repo.require_worktree("revert")
+    return [f.path for f in record.files if written_content(root, f) is None]
 
 
 @dataclass(frozen=True)
@@ -122,16 +145,6 @@ def all_records(repo: Repo) -> list[Record]:
         if record is not None:
             out.append(record)
     return out
-
-
-def save_record(repo: Repo, record: Record) -> None:
-    path = record_path(repo, record.manifest_name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, record_bytes(record), 0o644)
-
-
-def delete_record(repo: Repo, name: str) -> None:
-    record_path(repo, name).unlink(missing_ok=True)
 
 
 def now() -> str:

@@ -2,7 +2,7 @@
 
 Two journals live in the state dir (``<git-dir>/patchkit``):
 
-* ``journal.json``, the file transaction's (see ``fsutil.Transaction``):
+* ``journal.json``, the file transaction's (see ``transaction.Transaction``):
   files and records half replaced, temp files.  Rolled back.
 * ``move.json``, written by ``apply --commit`` before it touches anything:
   where HEAD was (branch and commit), where it was going, and patchkit's own
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.engine.fsutil import FileWrite, Transaction, atomic_write
 from patchkit.engine.lock import is_held
 from patchkit.engine.record import Record, record_bytes, record_path, record_rel, state_dir
+from patchkit.engine.transaction import FileWrite, Transaction, atomic_write
 from patchkit.errors import RepoError
 from patchkit.git import GitFailed, Repo
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.engine.apply import edited_since, status_worktree
-from patchkit.engine.record import Record, all_records, load_record
+from patchkit.engine.record import Record, all_records, edited_since, load_record
+from patchkit.engine.status import status_worktree
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
 from patchkit.git import Repo, parse_head, parse_porcelain
 from patchkit.guard.checks import (

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from patchkit.engine.apply import StatusReport
+from patchkit.engine.status import StatusReport
 from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.guard.checks import Check

@@ -1,0 +1,95 @@
+"""Status of a work tree: the Python API behind ``patchkit status``.
+
+Evaluates the manifest against the tree as it is (nothing is written) and
+reads the record: which patches are in place, out of date or cannot apply,
+which recorded files were edited since, and what a killed run left.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from patchkit.engine.apply import previous_code
+from patchkit.engine.evaluate import evaluate
+from patchkit.engine.groups import group_results
+from patchkit.engine.record import Record, edited_since, load_record
+from patchkit.engine.recovery import Interrupted, interrupted
+from patchkit.git import Commit, Repo
+from patchkit.manifest import Manifest
+from patchkit.operations.base import REPLACES_PREVIOUS
+from patchkit.results import PatchResult, Reason, Status
+from patchkit.sources import WorktreeSource
+
+STATE_WORDS: dict[tuple[Status, Reason | None], str] = {
+    (Status.SKIP, Reason.ALREADY_APPLIED): "applied",
+    (Status.SKIP, Reason.UPSTREAM_PROVIDES): "provided by upstream",
+    (Status.SKIP, Reason.OTHER_VARIANT): "not needed (another variant applies)",
+}
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    manifest: Manifest
+    target: str
+    commit: Commit | None
+    results: tuple[PatchResult, ...]
+    record: Record | None
+    edited: tuple[str, ...]  # recorded files changed since patchkit wrote them
+    interrupted: Interrupted | None = None  # a killed run's leftovers (the next apply/revert rolls them back)
+
+    @property
+    def out_of_date(self) -> tuple[str, ...]:
+        """Patches the record has in place that would be written again: an older payload version is there."""
+        return tuple(r.patch for r in self.results if r.status is Status.APPLY and REPLACES_PREVIOUS in r.message)
+
+    def state_of(self, result: PatchResult) -> str:
+        if result.status is Status.APPLY:
+            return "out of date" if result.patch in self.out_of_date else "not applied"
+        if result.status in (Status.WARN, Status.FAIL):
+            return "cannot apply"
+        return STATE_WORDS.get((result.status, result.reason), "in place")
+
+    @property
+    def complete(self) -> bool:
+        """Every required patch is in place (no pending APPLY, no FAIL), no patch holds an older payload
+        version (optional ones included), and no run was left half done."""
+        return (
+            self.interrupted is None
+            and not self.out_of_date
+            and all(r.status is Status.SKIP for r in self.results if r.required)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "command": "status",
+            "manifest": self.manifest.to_json(),
+            "target": self.target,
+            "commit": self.commit.sha if self.commit else None,
+            "subject": self.commit.subject if self.commit else None,
+            "complete": self.complete,
+            "record": None
+            if self.record is None
+            else {
+                "applied_at": self.record.applied_at,
+                "base_commit": self.record.base_commit,
+                "manifest_digest": self.record.manifest_digest,
+                "files": [f.path for f in self.record.files],
+            },
+            "edited_after_apply": list(self.edited),
+            "out_of_date": list(self.out_of_date),
+            "interrupted": None if self.interrupted is None else self.interrupted.to_json(),
+            "results": [dict(r.to_json(), state=self.state_of(r)) for r in self.results],
+            "groups": [g.to_json() for g in group_results(self.manifest, self.results)],
+        }
+
+
+def status_worktree(manifest: Manifest, repo: Repo) -> StatusReport:
+    root = repo.require_worktree("status")
+    source = WorktreeSource(repo, root)
+    record = load_record(repo, manifest.name)
+    evaluation = evaluate(manifest, source, previous=previous_code(record))
+    edited = tuple(edited_since(repo, record)) if record else ()
+    left = interrupted(repo, root)
+    return StatusReport(manifest, str(root), source.commit, evaluation.results, record, edited, left)
