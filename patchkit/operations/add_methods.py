@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
+from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
 from patchkit.operations.code import CodeState, canon, digest, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
@@ -66,6 +66,9 @@ class AddMethods(Operation):
             methods=tuple(NamedDef(n, available[n]) for n in names),
             on_conflict=OnConflict(table.get("on_conflict", "fail")),
         )
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.class_name, reason, is_class=True)
 
     def identity(self) -> dict[str, Any]:
         return {

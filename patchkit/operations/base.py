@@ -130,6 +130,17 @@ class LoadContext:
             self.error(key, f"payload file {written!r} cannot be read: {exc.strerror}")
 
 
+def missing_in(dotted: str, reason: Reason, *, is_class: bool) -> tuple[str, str] | None:
+    """The class or def a not-found ``reason`` names in ``dotted`` (a class, or a function/method)."""
+    parts = dotted.split(".")
+    if reason is Reason.CLASS_NOT_FOUND:
+        owners = parts if is_class else parts[:-1]
+        return ("class", owners[-1]) if owners else None
+    if reason is Reason.FUNCTION_NOT_FOUND:
+        return ("def", parts[-1])
+    return None
+
+
 class Operation(ABC):
     op_name: ClassVar[str]
     needs_python: ClassVar[bool] = True  # False: a text op (see the module docstring)
@@ -172,6 +183,14 @@ class Operation(ABC):
     def edits(self) -> set[str]:
         """Qualified names whose code this patch changes in place."""
         return set()
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        """("class" | "def", name) that a CLASS/FUNCTION_NOT_FOUND result of this op is about."""
+        return None
+
+    def same_spot(self, other: Operation) -> bool:
+        """Whether ``other`` inserts at exactly the place this op does (the order would matter)."""
+        return False
 
     def transform_text(self, text: str, outcome: Outcome) -> str:
         """The edit on plain text, for ops with ``needs_python = False``."""

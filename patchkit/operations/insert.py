@@ -16,7 +16,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import (
     SHOWN,
     UNLIMITED,
@@ -78,6 +78,16 @@ class Insert(Operation):
             payload=payload,
             body_of=body_of,
             statements=tuple(statements),
+        )
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.function, reason, is_class=False)
+
+    def same_spot(self, other: Operation) -> bool:
+        return isinstance(other, Insert) and (self.function, self.anchor_canon, self.position) == (
+            other.function,
+            other.anchor_canon,
+            other.position,
         )
 
     def identity(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import (
     CodeState,
     FunctionNode,
@@ -97,6 +97,9 @@ class ReplaceFunction(Operation):
                     hint=f"run `patchkit digest {table['file']} {function}` on the upstream file",
                 )
         return cls(function=function, payload=payload, payload_function=payload_function, node=node, expect=expect)
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.function, reason, is_class=False)
 
     def identity(self) -> dict[str, Any]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
