@@ -136,7 +136,9 @@ class AddMethods(Operation):
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
         plan: DefPlan = outcome.plan
-        payload_class = _cst_class(self.payload.cst_module(), self.payload_class, edit)
+        payload_class = edit.find_definition(
+            self.payload.cst_module(), self.payload_class, edit.cst.ClassDef, scoped=False
+        )
         by_name = {
             stmt.name.value: stmt for stmt in edit.block_body(payload_class) if isinstance(stmt, edit.cst.FunctionDef)
         }
@@ -152,12 +154,3 @@ class AddMethods(Operation):
             return edit.with_block_body(cls_node, body)
 
         return edit.update_class(module, self.class_name, change)
-
-
-def _cst_class(module: cst.Module, dotted: str, edit: Any) -> cst.ClassDef:
-    body = module.body
-    node = None
-    for part in dotted.split("."):
-        node = [s for s in body if isinstance(s, edit.cst.ClassDef) and s.name.value == part][-1]
-        body = edit.block_body(node)
-    return node  # type: ignore[return-value]

@@ -31,7 +31,7 @@ from patchkit.operations.code import (
     unparse_short,
     walk_statements,
 )
-from patchkit.operations.replace_function import missing_function, payload_def
+from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ class Insert(Operation):
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
-        source_fn = payload_def(self.payload.cst_module(), self.body_of, edit)
+        source_fn = edit.find_definition(self.payload.cst_module(), self.body_of, edit.cst.FunctionDef, scoped=False)
         stmts = list(edit.block_body(source_fn))
         if stmts and _is_cst_docstring(stmts[0], edit):
             stmts = stmts[1:]
