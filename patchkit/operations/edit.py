@@ -343,6 +343,17 @@ def _cst_target_names(node: cst.BaseExpression) -> set[str]:
     return set()
 
 
+def is_cst_docstring(stmt: cst.BaseStatement) -> bool:
+    """Mirror of code.is_docstring: a statement that is a lone string literal."""
+    # Not libcst.matchers: importing it costs more than libcst itself, on every apply.
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
 def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:
     """Mirror of code.bound_names for libcst statements."""
     if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):

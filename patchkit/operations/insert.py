@@ -228,7 +228,7 @@ class Insert(Operation):
         edit = edit_lazy()
         source_fn = edit.find_definition(self.payload.cst_module(), self.body_of, edit.cst.FunctionDef, scoped=False)
         stmts = list(edit.block_body(source_fn))
-        if stmts and _is_cst_docstring(stmts[0], edit):
+        if stmts and edit.is_cst_docstring(stmts[0]):
             stmts = stmts[1:]
         if stmts:
             stmts[0] = edit.without_leading_blank_lines(stmts[0])
@@ -271,13 +271,3 @@ MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised
 
 def _sequence_digest(stmts: Any) -> str:
     return "sha256:" + hashlib.sha256(canon(list(stmts)).encode("utf-8")).hexdigest()
-
-
-def _is_cst_docstring(stmt: Any, edit: Any) -> bool:
-    cst = edit.cst
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
