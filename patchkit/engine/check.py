@@ -225,7 +225,7 @@ def _split_range(spec: str) -> tuple[list[str], str]:
     return [spec], ""
 
 
-def _range_specs(repo: Repo, ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
+def _range_specs(ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
     """Each range as (as written, rev-list spec, its ends, separator).
 
     Nothing is resolved here: git lists the range straight away, and only if
@@ -253,7 +253,7 @@ class Listing:
 
 
 def start_listing(repo: Repo, ranges: Sequence[str]) -> Listing:
-    specs = _range_specs(repo, ranges)
+    specs = _range_specs(ranges)
     return Listing(specs, [repo.spawn_rev_list(rev_spec) for _, rev_spec, _, _ in specs])
 
 

@@ -7,9 +7,10 @@ three steps, always run in this order by the engine:
     Look at the file (an ast model, see ``code.py``) and return an
     ``Outcome``: apply, skip or fail, with a reason code, the line and a
     message.  It never raises for a target that does not fit.
-``simulate(state, outcome)``
+``simulate(state, outcome, patch_id)``
     Only after an "apply" outcome: splice the change into the ast model so
-    the next patch on the same file sees it.
+    the next patch on the same file sees it (spliced nodes are marked with
+    ``patch_id``).
 ``transform(module, outcome)``
     Only when writing: make the same change on a libcst module.  The engine
     re-analyses the result and requires this patch to read back as
@@ -21,6 +22,11 @@ Python; ``analyze``/``simulate`` get a ``TextState`` (``path`` and a mutable
 ``text``) and the engine writes with ``transform_text(text, outcome)``
 instead of ``transform``.  Such an op reads its payload with
 ``LoadContext.raw_payload`` (bytes, not parsed).
+
+The engine and the loader never read an op's fields: what they need to know
+about a patch beyond its verdict is asked through methods here (``adds`` /
+``edits`` and ``same_spot`` for the composition check, ``missing_target`` for
+hints, ``target_span`` for ``explain``, ``identity`` for cache keys).
 """
 
 from __future__ import annotations

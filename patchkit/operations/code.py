@@ -12,6 +12,12 @@ Patches on one file compose in manifest order: after a patch APPLYs, its
 effect is *simulated* on the ast (the payload's nodes are spliced in), so the
 next patch sees the file as it will be.  Spliced nodes carry the line where
 they will land, so every line number reported refers to the file as read.
+
+Definitions are found by one lookup, ``find_class`` / ``find_function``: in a
+target file's module scope (top-level if / try branches included, see
+``resolve_scoped``) or, with ``scoped=False``, in a payload's module body; in
+every block the last definition of a name wins.  ``edit.find_definition`` is
+the same lookup on libcst.
 """
 
 from __future__ import annotations
@@ -29,7 +35,6 @@ NodeT = TypeVar("NodeT", bound=ast.AST)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
-DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def canon(node: ast.AST | Sequence[ast.AST]) -> str:
@@ -238,9 +243,6 @@ class CodeState:
             # will be inserted, which is also where the next import goes.
             return last.lineno
         return (last.end_lineno or last.lineno) + 1
-
-    def describe_added(self, node: ast.AST) -> str | None:
-        return self.added_by.get(id(node))
 
     def alone_on_lines(self, node: ast.stmt) -> bool:
         """False for ``if x: y = 1`` or ``a = 1; b = 2``.

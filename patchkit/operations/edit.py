@@ -3,7 +3,9 @@
 Everything here rebuilds only the nodes on the path to the edit; libcst keeps
 every other node (and so every other byte) as it was parsed.  Targets are
 found the same way ``code.py`` finds them on the ast: the last definition of a
-name in its block, statements compared by ``canon``.
+name in its block, statements compared by ``canon``.  ``find_definition`` (a
+payload's definitions, ``scoped=False``) and ``update_definition`` (a target's)
+are the one libcst definition lookup.
 """
 
 from __future__ import annotations
