@@ -147,7 +147,7 @@ def _rebuild(
     out = list(body)
     if selector is None:
         new = change(out[index])
-        out[index : index + 1] = list(new) if isinstance(new, (list, tuple)) else [new]  # type: ignore[list-item]
+        out[index : index + 1] = [new] if isinstance(new, cst.BaseStatement) else list(new)
         return out
     stmt = out[index]
     inner = next(stmts for sel, _key, stmts in _sub_blocks(stmt) if sel == selector)

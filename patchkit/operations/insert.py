@@ -21,6 +21,7 @@ from patchkit.operations.code import (
     SHOWN,
     UNLIMITED,
     CodeState,
+    FunctionNode,
     StatementMatch,
     alike_first,
     canon,
@@ -184,7 +185,7 @@ class Insert(Operation):
     def _statements_canon(self) -> str:
         return canon(list(self.statements))
 
-    def _closest(self, fn: ast.AST, state: CodeState) -> str:
+    def _closest(self, fn: FunctionNode, state: CodeState) -> str:
         """The statement most like the anchor, in full, and where the two first differ.
 
         With nothing close, a handful of the function's statements, most alike
@@ -192,7 +193,7 @@ class Insert(Operation):
         """
         wanted = _anchor_text(self.anchor)
         candidates: dict[str, int] = {}
-        for match in walk_statements(fn.body):  # type: ignore[attr-defined]
+        for match in walk_statements(fn.body):
             if isinstance(match.node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
                 continue  # a compound statement's text is its whole block: not a useful suggestion
             candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno)
