@@ -133,6 +133,12 @@ class Pending:
     def text(self) -> str:
         return self.bytes().decode("utf-8", "surrogateescape")
 
+    def close(self) -> None:
+        """Stop and reap the process if it was never read (an earlier step failed)."""
+        if self.proc.returncode is None:
+            self.proc.kill()
+            self.proc.communicate()
+
 
 class BlobReader:
     """One persistent ``git cat-file --batch`` process: a thousand blobs, one process start.

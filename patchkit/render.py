@@ -70,7 +70,7 @@ def print_json(data: Any, stream: IO[str] | None = None) -> None:
     out.flush()
 
 
-def status_text(status: Status, reason: Any = None) -> Text:
+def status_text(status: Status) -> Text:
     return Text(status.value, style=STATUS_STYLE[status])
 
 

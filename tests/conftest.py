@@ -9,12 +9,17 @@ per test, with a fresh HOME that must stay free of git config.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from patchkit.demo.history import GIT_ENV_DROP, git_isolation
+
+if TYPE_CHECKING:
+    from patchkit.git import Repo
 
 
 def isolate(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
@@ -62,3 +67,12 @@ def sglang_repo(sglang_history):
     repo = Repo.discover(sglang_history.path)
     yield repo
     repo.close()
+
+
+@pytest.fixture
+def open_repo() -> Iterator[Callable[[Path], Repo]]:
+    """``open_repo(path)``: ``Repo.discover(path)``, closed when the test ends (no leaked cat-file reader)."""
+    from patchkit.git import Repo
+
+    with ExitStack() as stack:
+        yield lambda path: stack.enter_context(Repo.discover(path))

@@ -42,7 +42,8 @@ EXPECTED = {
 def model(tmp_path: Path):
     history = build_model_history(tmp_path / "repo")
     manifest = load_manifest(write_manifest(tmp_path / "m"))
-    return history, manifest, Repo.discover(history.path)
+    with Repo.discover(history.path) as repo:
+        yield history, manifest, repo
 
 
 def matrix_by_label(report, history):
@@ -104,11 +105,11 @@ def test_windows_name_the_commit_where_status_changed(model) -> None:
     assert history.label_of(hook[4].first.sha) == "rename"
 
 
-def test_warm_cache_reads_no_blob(model) -> None:
+def test_warm_cache_reads_no_blob(model, open_repo) -> None:
     history, manifest, repo = model
     cold = check_range(manifest, repo, ranges=["main"])
     assert cold.stats.cache_misses > 0
-    warm = check_range(manifest, Repo.discover(history.path), ranges=["main"])
+    warm = check_range(manifest, open_repo(history.path), ranges=["main"])
     assert warm.stats.cache_misses == 0
     assert warm.matrix() == cold.matrix()
     assert (repo.common_dir / "patchkit" / "cache.sqlite").exists()
@@ -177,6 +178,8 @@ def test_single_commits(model) -> None:
     assert matrix_by_label(report, history) == {k: EXPECTED[k] for k in ("broken", "upstreamed")}
 
 
+# A failed range must not leave the other git processes running (they were reaped only by luck).
+@pytest.mark.filterwarnings("error::ResourceWarning", "error::pytest.PytestUnraisableExceptionWarning")
 def test_unknown_revision_and_empty_range(model, capsys) -> None:
     history, manifest, repo = model
     with pytest.raises(RevisionError, match="unknown revision 'nope'"):
@@ -188,7 +191,7 @@ def test_unknown_revision_and_empty_range(model, capsys) -> None:
     assert code == 2 and err.count("\n") == 1 and "unknown revision 'v9'" in err
 
 
-def test_merge_from_side_branch_rename_is_exact(tmp_path: Path) -> None:
+def test_merge_from_side_branch_rename_is_exact(tmp_path: Path, open_repo) -> None:
     """The merge brings a rename from a side branch: the merge's tree has the
     new name though mainline never touched the file."""
     manifest = load_manifest(write_manifest(tmp_path / "m"))
@@ -205,7 +208,7 @@ def test_merge_from_side_branch_rename_is_exact(tmp_path: Path) -> None:
     b.commit("merge", "merge side", {}, merge="side-rename")
     b.commit("after", "after merge", {"README": "y\n"})
     history = b.build()
-    report = check_range(manifest, Repo.discover(history.path), ranges=["main"])
+    report = check_range(manifest, open_repo(history.path), ranges=["main"])
     hook = {history.label_of(c.commit.sha): c.results[1].reason for c in report.commits}
     assert hook == {
         "add": None,
@@ -217,7 +220,7 @@ def test_merge_from_side_branch_rename_is_exact(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_inherited_states_match_every_commits_tree(tmp_path: Path, seed: int) -> None:
+def test_inherited_states_match_every_commits_tree(tmp_path: Path, seed: int, open_repo) -> None:
     """Random DAGs with merges: the verdict of every commit equals a direct evaluation."""
     rng = random.Random(seed)
     manifest = load_manifest(write_manifest(tmp_path / "m"))
@@ -247,7 +250,7 @@ def test_inherited_states_match_every_commits_tree(tmp_path: Path, seed: int) ->
             tips[branch] = label
         labels.append(label)
     history = b.build()
-    repo = Repo.discover(history.path)
+    repo = open_repo(history.path)
     report = check_range(manifest, repo, ranges=sorted(tips), use_cache=False)
     assert len(report.commits) == len(labels)
     for row in report.commits:
@@ -257,22 +260,22 @@ def test_inherited_states_match_every_commits_tree(tmp_path: Path, seed: int) ->
         ]
 
 
-def test_bare_repo_check_works_apply_refuses(model, tmp_path: Path, capsys) -> None:
+def test_bare_repo_check_works_apply_refuses(model, tmp_path: Path, capsys, open_repo) -> None:
     history, manifest, _ = model
     bare = tmp_path / "bare.git"
     git(tmp_path, "clone", "-q", "--bare", str(history.path), str(bare))
-    report = check_range(manifest, Repo.discover(bare), ranges=["main"])
+    report = check_range(manifest, open_repo(bare), ranges=["main"])
     assert matrix_by_label(report, history) == EXPECTED
     code = main(["apply", "-m", str(manifest.path), "--repo", str(bare)])
     err = capsys.readouterr().err
     assert code == 2 and "is a bare repository" in err and "--worktree" in err
 
 
-def test_shallow_clone_missing_history(model, tmp_path: Path, capsys) -> None:
+def test_shallow_clone_missing_history(model, tmp_path: Path, capsys, open_repo) -> None:
     history, manifest, _ = model
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "2", f"file://{history.path}", str(shallow))
-    repo = Repo.discover(shallow)
+    repo = open_repo(shallow)
     with pytest.raises(RepoError, match="shallow clone"):
         check_range(manifest, repo, ranges=["main"])
     with pytest.raises(RevisionError) as info:
@@ -285,14 +288,14 @@ def test_shallow_clone_missing_history(model, tmp_path: Path, capsys) -> None:
     assert code == 2 and "git fetch --unshallow" in capsys.readouterr().err
 
 
-def test_symlink_and_non_utf8_targets_at_a_commit(tmp_path: Path) -> None:
+def test_symlink_and_non_utf8_targets_at_a_commit(tmp_path: Path, open_repo) -> None:
     manifest = load_manifest(write_manifest(tmp_path / "m"))
     b = HistoryBuilder(tmp_path / "repo")
     b.commit("real", "real file", {"pkg/real.py": MODEL_V2, "pkg/model.py": MODEL_V2})
     b.commit("link", "make it a symlink", {"pkg/model.py": Symlink("real.py")})
     b.commit("latin1", "latin-1 file", {"pkg/model.py": MODEL_V2.encode() + b"# caf\xe9\n"})
     history = b.build()
-    report = check_range(manifest, Repo.discover(history.path), ranges=["main"])
+    report = check_range(manifest, open_repo(history.path), ranges=["main"])
     rows = {history.label_of(r.commit.sha): r.results[1] for r in report.commits}
     assert rows["real"].status is A
     assert rows["link"].reason is Reason.UNSUPPORTED_FILE and "symlink" in rows["link"].message

@@ -17,7 +17,6 @@ from helpers import Kit, d, make_repo, manifest_text, run_cli, src, toml_value
 
 from patchkit.demo.history import HistoryBuilder
 from patchkit.engine.check import check_range
-from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 
 V1, V2 = "pkg/v1.py", "pkg/v2.py"
@@ -364,10 +363,10 @@ def build_history(path: Path):
     return b.build()
 
 
-def test_check_shows_which_variant_covers_which_commits(capsys, tmp_path: Path) -> None:
+def test_check_shows_which_variant_covers_which_commits(capsys, tmp_path: Path, open_repo) -> None:
     history = build_history(tmp_path / "repo")
     k = kit(tmp_path, required=False)
-    report = check_range(load_manifest(k.manifest), Repo.discover(history.path), ranges=["main"])
+    report = check_range(load_manifest(k.manifest), open_repo(history.path), ranges=["main"])
     got = [
         (
             w.group,

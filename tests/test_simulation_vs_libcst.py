@@ -75,10 +75,10 @@ def by_blobs(manifest: Manifest, repo: Repo, report) -> list[tuple[str, list, li
 
 
 @pytest.mark.parametrize("name", ["kimi-k25-eagle3", "eagle3-verify-timing"])
-def test_sglang_history_every_commit(tmp_path: Path, name: str) -> None:
+def test_sglang_history_every_commit(tmp_path: Path, name: str, open_repo) -> None:
     history = build_sglang_history(tmp_path / "sglang")
     manifest = load_manifest(PROJECT / "manifests" / f"{name}.toml")
-    repo = Repo.discover(history.path)
+    repo = open_repo(history.path)
     report = check_range(manifest, repo, ranges=["main", "rename-kimi"], use_cache=False, hints=False)
     assert len(report.commits) == len(history.order)
     compared = 0
@@ -91,10 +91,10 @@ def test_sglang_history_every_commit(tmp_path: Path, name: str) -> None:
     assert compared >= len(report.commits) * len(manifest.patches) * 0.8
 
 
-def test_model_history_every_commit(tmp_path: Path) -> None:
+def test_model_history_every_commit(tmp_path: Path, open_repo) -> None:
     history = build_model_history(tmp_path / "repo")
     manifest = load_manifest(write_manifest(tmp_path / "m"))
-    repo = Repo.discover(history.path)
+    repo = open_repo(history.path)
     report = check_range(manifest, repo, ranges=["main"], use_cache=False, hints=False)
     for sha, fast, slow in by_blobs(manifest, repo, report):
         assert fast == slow, history.label_of(sha)

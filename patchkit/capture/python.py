@@ -131,7 +131,7 @@ class _File:
             elif tag == "delete":
                 raise Unfit(f"deletes {_describe(base[i1])}")
             elif all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]]):
-                self.imports_changed(base[i1:i2], target[j1:j2], i1)
+                self.imports_changed(base[i1:i2], target[j1:j2])
             else:
                 raise Unfit(f"changes {_describe(base[i1])} into {_describe(target[j1])}")
         if not self.out:
@@ -200,7 +200,7 @@ class _File:
             "new module-level definitions",
         )
 
-    def imports_changed(self, old: list[ast.stmt], new: list[ast.stmt], at: int) -> None:
+    def imports_changed(self, old: list[ast.stmt], new: list[ast.stmt]) -> None:
         def items(stmts: list[ast.stmt]) -> dict[tuple[str, str | None], tuple[int, str | None, str | None]]:
             out = {}
             for stmt in stmts:

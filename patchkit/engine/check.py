@@ -225,7 +225,7 @@ def _split_range(spec: str) -> tuple[list[str], str]:
     return [spec], ""
 
 
-def _range_specs(repo: Repo, ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
+def _range_specs(ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
     """Each range as (as written, rev-list spec, its ends, separator).
 
     Nothing is resolved here: git lists the range straight away, and only if
@@ -253,7 +253,7 @@ class Listing:
 
 
 def start_listing(repo: Repo, ranges: Sequence[str]) -> Listing:
-    specs = _range_specs(repo, ranges)
+    specs = _range_specs(ranges)
     return Listing(specs, [repo.spawn_rev_list(rev_spec) for _, rev_spec, _, _ in specs])
 
 
@@ -272,27 +272,32 @@ def select_commits(
     seen: set[str] = set()
     out: list[Commit] = []
     changes: dict[str, dict[str, Entry]] = {}
-    for (spec, _rev_spec, ends, sep), pending, diff in zip(listing.specs, listing.pending, diffs, strict=True):
-        try:
-            listed = parse_log(pending.text())
-            if diff is not None:
-                changes.update(parse_path_changes(diff.bytes()))
-        except GitFailed as exc:
-            repo.resolve_all(ends)  # raises, naming the unknown end
-            raise RevisionError(f"git cannot list {spec!r}: {exc.stderr}") from None
-        if not listed:
-            if sep == ".." and len(set(repo.resolve_all(ends))) == 1:
-                hint = f"both ends are the same commit; {ends[0]}..{ends[1]} lists the commits after {ends[0]}"
-            elif sep == "..":
-                hint = f"{ends[0]} already contains {ends[1]}; did you mean {ends[1]}..{ends[0]}?"
-            else:
-                hint = f"check the range with `git log --oneline {spec}`"
-            raise RevisionError(f"range {spec!r} is empty", hint=hint)
-        _refuse_truncated(repo, spec, listed)
-        for commit in listed:
-            if commit.sha not in seen:
-                seen.add(commit.sha)
-                out.append(commit)
+    try:
+        for (spec, _rev_spec, ends, sep), pending, diff in zip(listing.specs, listing.pending, diffs, strict=True):
+            try:
+                listed = parse_log(pending.text())
+                if diff is not None:
+                    changes.update(parse_path_changes(diff.bytes()))
+            except GitFailed as exc:
+                repo.resolve_all(ends)  # raises, naming the unknown end
+                raise RevisionError(f"git cannot list {spec!r}: {exc.stderr}") from None
+            if not listed:
+                if sep == ".." and len(set(repo.resolve_all(ends))) == 1:
+                    hint = f"both ends are the same commit; {ends[0]}..{ends[1]} lists the commits after {ends[0]}"
+                elif sep == "..":
+                    hint = f"{ends[0]} already contains {ends[1]}; did you mean {ends[1]}..{ends[0]}?"
+                else:
+                    hint = f"check the range with `git log --oneline {spec}`"
+                raise RevisionError(f"range {spec!r} is empty", hint=hint)
+            _refuse_truncated(repo, spec, listed)
+            for commit in listed:
+                if commit.sha not in seen:
+                    seen.add(commit.sha)
+                    out.append(commit)
+    finally:
+        # A failed range leaves the other git logs unread: reap them (no process left running).
+        for process in [*listing.pending, *(d for d in diffs if d is not None)]:
+            process.close()
     from_ranges = set(seen)
     extra = repo.resolve_all(list(commits)) if commits else []
     fresh = [sha for sha in dict.fromkeys(extra) if sha not in seen]

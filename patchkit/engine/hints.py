@@ -18,17 +18,7 @@ from patchkit.sources import Source
 
 def missing_name(patch: Patch, reason: Reason) -> tuple[str, str] | None:
     """("class" | "def", name) that a CLASS/FUNCTION_NOT_FOUND result is about."""
-    op = patch.op
-    dotted = getattr(op, "class_name", None) or getattr(op, "function", None)
-    if not dotted:
-        return None
-    parts = dotted.split(".")
-    if reason is Reason.CLASS_NOT_FOUND:
-        owners = parts if getattr(op, "class_name", None) else parts[:-1]
-        return ("class", owners[-1]) if owners else None
-    if reason is Reason.FUNCTION_NOT_FOUND:
-        return ("def", parts[-1])
-    return None
+    return patch.op.missing_target(reason)
 
 
 def tree_hint(patch: Patch, result: PatchResult, source: Source) -> str | None:

@@ -423,11 +423,7 @@ def _check_composition(patches: list[Patch], display: str, lines: _Lines) -> Non
                 )
             touched = set().union(*(_prefixes(q) for q in later.op.edits() | later.op.adds()))
             clash = sorted(earlier.op.adds() & touched)
-            same_spot = (
-                earlier.op_name == later.op_name == "insert"
-                and (earlier.op.function, earlier.op.anchor_canon, earlier.op.position)  # type: ignore[attr-defined]
-                == (later.op.function, later.op.anchor_canon, later.op.position)  # type: ignore[attr-defined]
-            )
+            same_spot = earlier.op.same_spot(later.op)
             if clash:
                 raise ManifestError(
                     f"edits {clash[0]}, which patch[{earlier.index}] ({earlier.id!r}) adds from its payload; "

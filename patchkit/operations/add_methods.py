@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
+from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
 from patchkit.operations.code import CodeState, canon, digest, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
 from patchkit.results import Reason
@@ -66,6 +66,9 @@ class AddMethods(Operation):
             methods=tuple(NamedDef(n, available[n]) for n in names),
             on_conflict=OnConflict(table.get("on_conflict", "fail")),
         )
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.class_name, reason, is_class=True)
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -133,7 +136,9 @@ class AddMethods(Operation):
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
         plan: DefPlan = outcome.plan
-        payload_class = _cst_class(self.payload.cst_module(), self.payload_class, edit)
+        payload_class = edit.find_definition(
+            self.payload.cst_module(), self.payload_class, edit.cst.ClassDef, scoped=False
+        )
         by_name = {
             stmt.name.value: stmt for stmt in edit.block_body(payload_class) if isinstance(stmt, edit.cst.FunctionDef)
         }
@@ -149,12 +154,3 @@ class AddMethods(Operation):
             return edit.with_block_body(cls_node, body)
 
         return edit.update_class(module, self.class_name, change)
-
-
-def _cst_class(module: cst.Module, dotted: str, edit: Any) -> cst.ClassDef:
-    body = module.body
-    node = None
-    for part in dotted.split("."):
-        node = [s for s in body if isinstance(s, edit.cst.ClassDef) and s.name.value == part][-1]
-        body = edit.block_body(node)
-    return node  # type: ignore[return-value]

@@ -7,9 +7,10 @@ three steps, always run in this order by the engine:
     Look at the file (an ast model, see ``code.py``) and return an
     ``Outcome``: apply, skip or fail, with a reason code, the line and a
     message.  It never raises for a target that does not fit.
-``simulate(state, outcome)``
+``simulate(state, outcome, patch_id)``
     Only after an "apply" outcome: splice the change into the ast model so
-    the next patch on the same file sees it.
+    the next patch on the same file sees it (spliced nodes are marked with
+    ``patch_id``).
 ``transform(module, outcome)``
     Only when writing: make the same change on a libcst module.  The engine
     re-analyses the result and requires this patch to read back as
@@ -21,6 +22,11 @@ Python; ``analyze``/``simulate`` get a ``TextState`` (``path`` and a mutable
 ``text``) and the engine writes with ``transform_text(text, outcome)``
 instead of ``transform``.  Such an op reads its payload with
 ``LoadContext.raw_payload`` (bytes, not parsed).
+
+The engine and the loader never read an op's fields: what they need to know
+about a patch beyond its verdict is asked through methods here (``adds`` /
+``edits`` and ``same_spot`` for the composition check, ``missing_target`` for
+hints, ``target_span`` for ``explain``, ``identity`` for cache keys).
 """
 
 from __future__ import annotations
@@ -130,6 +136,17 @@ class LoadContext:
             self.error(key, f"payload file {written!r} cannot be read: {exc.strerror}")
 
 
+def missing_in(dotted: str, reason: Reason, *, is_class: bool) -> tuple[str, str] | None:
+    """The class or def a not-found ``reason`` names in ``dotted`` (a class, or a function/method)."""
+    parts = dotted.split(".")
+    if reason is Reason.CLASS_NOT_FOUND:
+        owners = parts if is_class else parts[:-1]
+        return ("class", owners[-1]) if owners else None
+    if reason is Reason.FUNCTION_NOT_FOUND:
+        return ("def", parts[-1])
+    return None
+
+
 class Operation(ABC):
     op_name: ClassVar[str]
     needs_python: ClassVar[bool] = True  # False: a text op (see the module docstring)
@@ -172,6 +189,14 @@ class Operation(ABC):
     def edits(self) -> set[str]:
         """Qualified names whose code this patch changes in place."""
         return set()
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        """("class" | "def", name) that a CLASS/FUNCTION_NOT_FOUND result of this op is about."""
+        return None
+
+    def same_spot(self, other: Operation) -> bool:
+        """Whether ``other`` inserts at exactly the place this op does (the order would matter)."""
+        return False
 
     def transform_text(self, text: str, outcome: Outcome) -> str:
         """The edit on plain text, for ops with ``needs_python = False``."""

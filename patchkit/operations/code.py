@@ -12,6 +12,12 @@ Patches on one file compose in manifest order: after a patch APPLYs, its
 effect is *simulated* on the ast (the payload's nodes are spliced in), so the
 next patch sees the file as it will be.  Spliced nodes carry the line where
 they will land, so every line number reported refers to the file as read.
+
+Definitions are found by one lookup, ``find_class`` / ``find_function``: in a
+target file's module scope (top-level if / try branches included, see
+``resolve_scoped``) or, with ``scoped=False``, in a payload's module body; in
+every block the last definition of a name wins.  ``edit.find_definition`` is
+the same lookup on libcst.
 """
 
 from __future__ import annotations
@@ -29,7 +35,6 @@ NodeT = TypeVar("NodeT", bound=ast.AST)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
-DefNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def canon(node: ast.AST | Sequence[ast.AST]) -> str:
@@ -163,15 +168,7 @@ class CodeState:
         return self._lines
 
     def find_class(self, dotted: str) -> ast.ClassDef | None:
-        first, *rest = dotted.split(".")
-        found = module_lookup(
-            self.tree.body, first, lambda s: isinstance(s, ast.ClassDef) and s.name == first, self.lines
-        )
-        for part in rest:
-            if found is None:
-                return None
-            found = _last_named(found.body, part, (ast.ClassDef,))  # type: ignore[attr-defined]
-        return found  # type: ignore[return-value]
+        return find_class(self.tree.body, dotted, lines=self.lines)
 
     def find_function(self, qualname: str) -> tuple[FunctionNode | None, ast.ClassDef | None, str | None]:
         """Return (function, owning class, missing class name).
@@ -181,20 +178,7 @@ class CodeState:
         than FUNCTION_NOT_FOUND.  A name bound in more than one branch raises
         ``AmbiguousTarget`` (the engine reports it; nothing is guessed).
         """
-        *owners, name = qualname.split(".")
-        if owners:
-            owner = self.find_class(".".join(owners))
-            if owner is None:
-                return None, None, ".".join(owners)
-            node = _last_named(owner.body, name, (ast.FunctionDef, ast.AsyncFunctionDef))
-            return node, owner, None  # type: ignore[return-value]
-        found = module_lookup(
-            self.tree.body,
-            name,
-            lambda s: isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name,
-            self.lines,
-        )
-        return found, None, None  # type: ignore[return-value]
+        return find_function(self.tree.body, qualname, lines=self.lines)
 
     def function_span(self, qualname: str) -> tuple[int, int] | None:
         """Lines of the function, or of its class when the method is missing."""
@@ -260,9 +244,6 @@ class CodeState:
             return last.lineno
         return (last.end_lineno or last.lineno) + 1
 
-    def describe_added(self, node: ast.AST) -> str | None:
-        return self.added_by.get(id(node))
-
     def alone_on_lines(self, node: ast.stmt) -> bool:
         """False for ``if x: y = 1`` or ``a = 1; b = 2``.
 
@@ -310,13 +291,60 @@ def _clone_at(node: NodeT, line: int, patch_id: str, added_by: dict[int, str]) -
     return new
 
 
-def _last_named(body: list[ast.stmt], name: str, kinds: tuple[type, ...]) -> ast.stmt | None:
-    # Python binds the last definition of a name, so that is the one we patch.
-    found = None
+_FUNCTION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _find_named(
+    body: list[ast.stmt], name: str, kinds: tuple[type, ...], *, scoped: bool, lines: Sequence[str]
+) -> ast.stmt | None:
+    """The definition of ``name`` Python binds in ``body``: the last one.
+
+    ``scoped`` (a target file's module body): also in the branches of
+    top-level if / try blocks, with ``resolve_scoped``'s rule (may raise
+    AmbiguousTarget).  Otherwise (a class body, or a payload): the block itself.
+    """
+    if scoped:
+        return module_lookup(body, name, lambda stmt: _named(stmt, name, kinds), lines)
+    last: ast.stmt | None = None
     for stmt in body:
-        if isinstance(stmt, kinds) and getattr(stmt, "name", None) == name:
-            found = stmt
+        if _named(stmt, name, kinds):
+            last = stmt
+    return last
+
+
+def _named(stmt: ast.stmt, name: str, kinds: tuple[type, ...]) -> bool:
+    return isinstance(stmt, kinds) and isinstance(stmt, _DEF_KINDS) and stmt.name == name
+
+
+_DEF_KINDS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def find_class(
+    body: list[ast.stmt], dotted: str, *, scoped: bool = True, lines: Sequence[str] = ()
+) -> ast.ClassDef | None:
+    """The class ``A.B`` in a module ``body`` (see ``_find_named`` for ``scoped``)."""
+    found: ast.ClassDef | None = None
+    for depth, part in enumerate(dotted.split(".")):
+        node = _find_named(body, part, (ast.ClassDef,), scoped=scoped and depth == 0, lines=lines)
+        if not isinstance(node, ast.ClassDef):
+            return None
+        found = node
+        body = found.body
     return found
+
+
+def find_function(
+    body: list[ast.stmt], qualname: str, *, scoped: bool = True, lines: Sequence[str] = ()
+) -> tuple[FunctionNode | None, ast.ClassDef | None, str | None]:
+    """(function or method, owning class, name of the missing class) for ``qualname`` in a module ``body``."""
+    *owners, name = qualname.split(".")
+    owner = find_class(body, ".".join(owners), scoped=scoped, lines=lines) if owners else None
+    if owners and owner is None:
+        return None, None, ".".join(owners)
+    found = _find_named(
+        owner.body if owner else body, name, _FUNCTION_KINDS, scoped=scoped and owner is None, lines=lines
+    )
+    return (found if isinstance(found, _FUNCTION_KINDS) else None), owner, None
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Everything here rebuilds only the nodes on the path to the edit; libcst keeps
 every other node (and so every other byte) as it was parsed.  Targets are
 found the same way ``code.py`` finds them on the ast: the last definition of a
-name in its block, statements compared by ``canon``.
+name in its block, statements compared by ``canon``.  ``find_definition`` (a
+payload's definitions, ``scoped=False``) and ``update_definition`` (a target's)
+are the one libcst definition lookup.
 """
 
 from __future__ import annotations
@@ -36,13 +38,22 @@ def _replace_last(
     change: Callable[[cst.BaseStatement], cst.BaseStatement | Sequence[cst.BaseStatement]],
     what: str,
 ) -> list[cst.BaseStatement]:
+    return _rebuild(body, _locate(body, match, what, scoped=False), change)
+
+
+def _locate(
+    body: Sequence[cst.BaseStatement], match: Callable[[cst.BaseStatement], bool], what: str, *, scoped: bool
+) -> tuple[Step, ...]:
+    """Where the last statement ``match`` accepts is: in ``body`` itself, or (``scoped``) see ``scoped_path``."""
+    if scoped:
+        return scoped_path(body, match, what)
     index = None
     for i, stmt in enumerate(body):
         if match(stmt):
             index = i
     if index is None:
         raise InternalError(f"libcst edit could not find {what} that the analysis found")
-    return _rebuild(body, ((index, None),), change)
+    return ((index, None),)
 
 
 # -- the module scope: the body and the branches of top-level if / try blocks ----------------
@@ -136,7 +147,7 @@ def _rebuild(
     out = list(body)
     if selector is None:
         new = change(out[index])
-        out[index : index + 1] = list(new) if isinstance(new, (list, tuple)) else [new]  # type: ignore[list-item]
+        out[index : index + 1] = [new] if isinstance(new, cst.BaseStatement) else list(new)
         return out
     stmt = out[index]
     inner = next(stmts for sel, _key, stmts in _sub_blocks(stmt) if sel == selector)
@@ -160,11 +171,10 @@ def top_index(body: Sequence[cst.BaseStatement], match: Callable[[cst.BaseStatem
 
 
 def _named(kind: type, name: str) -> Callable[[cst.BaseStatement], bool]:
-    return lambda stmt: isinstance(stmt, kind) and stmt.name.value == name  # type: ignore[attr-defined]
+    return lambda stmt: isinstance(stmt, kind) and isinstance(stmt, _DEFS) and stmt.name.value == name
 
 
-def _is_function(name: str) -> Callable[[cst.BaseStatement], bool]:
-    return _named(cst.FunctionDef, name)  # async defs are FunctionDef with `asynchronous` set
+_DEFS = (cst.ClassDef, cst.FunctionDef)
 
 
 BlockT = TypeVar("BlockT", cst.ClassDef, cst.FunctionDef)
@@ -190,21 +200,65 @@ def with_block_body(node: BlockT, stmts: Sequence[cst.BaseStatement]) -> BlockT:
     )
 
 
-def update_class(module: cst.Module, dotted: str, change: Callable[[cst.ClassDef], cst.ClassDef]) -> cst.Module:
-    parts = dotted.split(".")
+def _definition_steps(dotted: str, kind: type) -> list[tuple[type, str]]:
+    """``A.B.f`` as lookups: classes ``A`` and ``B``, then ``f`` of ``kind``."""
+    *owners, name = dotted.split(".")
+    return [*((cst.ClassDef, owner) for owner in owners), (kind, name)]
+
+
+def _statement_at(body: Sequence[cst.BaseStatement], path: tuple[Step, ...]) -> cst.BaseStatement:
+    (index, selector), *rest = path
+    stmt = body[index]
+    if selector is None:
+        return stmt
+    inner = next(stmts for sel, _key, stmts in _sub_blocks(stmt) if sel == selector)
+    return _statement_at(inner, tuple(rest))
+
+
+def find_definition(module: cst.Module, dotted: str, kind: type[BlockT], *, scoped: bool = True) -> BlockT:
+    """The class or function ``dotted`` (``A.B.f``) of a module, as the ast side finds it.
+
+    ``scoped``: the module level includes the branches of top-level if / try
+    blocks (a target file); otherwise only the module body (a payload).  In
+    every block the last definition of a name wins.
+    """
+    body: Sequence[cst.BaseStatement] = module.body
+    node: cst.BaseStatement | None = None
+    for depth, (step_kind, name) in enumerate(_definition_steps(dotted, kind)):
+        node = _statement_at(body, _locate(body, _named(step_kind, name), dotted, scoped=scoped and depth == 0))
+        if isinstance(node, cst.ClassDef):
+            body = block_body(node)
+    assert isinstance(node, kind)
+    return node
+
+
+def update_definition(
+    module: cst.Module,
+    dotted: str,
+    kind: type[BlockT],
+    change: Callable[[BlockT], cst.BaseStatement | Sequence[cst.BaseStatement]],
+) -> cst.Module:
+    """``module`` with the definition ``find_definition`` finds replaced by ``change(it)``."""
+    steps = _definition_steps(dotted, kind)
 
     def descend(body: Sequence[cst.BaseStatement], depth: int) -> list[cst.BaseStatement]:
-        def apply(stmt: cst.BaseStatement) -> cst.BaseStatement:
-            assert isinstance(stmt, cst.ClassDef)
-            if depth == len(parts) - 1:
+        step_kind, name = steps[depth]
+
+        def apply(stmt: cst.BaseStatement) -> cst.BaseStatement | Sequence[cst.BaseStatement]:
+            if depth == len(steps) - 1:
+                assert isinstance(stmt, kind)
                 return change(stmt)
+            assert isinstance(stmt, cst.ClassDef)
             return with_block_body(stmt, descend(block_body(stmt), depth + 1))
 
-        if depth == 0:
-            return replace_scoped(body, _named(cst.ClassDef, parts[0]), apply, f"class {dotted}")
-        return _replace_last(body, _named(cst.ClassDef, parts[depth]), apply, f"class {dotted}")
+        what = f"{'class' if step_kind is cst.ClassDef else 'function'} {dotted}"
+        return _rebuild(body, _locate(body, _named(step_kind, name), what, scoped=depth == 0), apply)
 
     return module.with_changes(body=descend(module.body, 0))
+
+
+def update_class(module: cst.Module, dotted: str, change: Callable[[cst.ClassDef], cst.ClassDef]) -> cst.Module:
+    return update_definition(module, dotted, cst.ClassDef, change)
 
 
 def update_function(
@@ -212,20 +266,7 @@ def update_function(
     qualname: str,
     change: Callable[[cst.FunctionDef], cst.BaseStatement | Sequence[cst.BaseStatement]],
 ) -> cst.Module:
-    *owners, name = qualname.split(".")
-
-    def in_body(body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
-        return _replace_last(body, _is_function(name), change, f"function {qualname}")  # type: ignore[arg-type]
-
-    if not owners:
-        return module.with_changes(
-            body=replace_scoped(module.body, _is_function(name), change, f"function {qualname}")  # type: ignore[arg-type]
-        )
-    return update_class(
-        module,
-        ".".join(owners),
-        lambda cls: with_block_body(cls, in_body(block_body(cls))),
-    )
+    return update_definition(module, qualname, cst.FunctionDef, change)  # async defs: FunctionDef too
 
 
 def spaced(stmt: cst.BaseStatement, blank_lines: int = 1) -> cst.BaseStatement:
@@ -302,6 +343,17 @@ def _cst_target_names(node: cst.BaseExpression) -> set[str]:
             out |= _cst_target_names(element.value)
         return out
     return set()
+
+
+def is_cst_docstring(stmt: cst.BaseStatement) -> bool:
+    """Mirror of code.is_docstring: a statement that is a lone string literal."""
+    # Not libcst.matchers: importing it costs more than libcst itself, on every apply.
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
 
 
 def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:

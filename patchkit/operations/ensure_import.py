@@ -218,19 +218,14 @@ def _describe(stmt: ast.stmt) -> str:
 def cst_import_block_end(body: list[Any]) -> int:
     import libcst
 
+    from patchkit.operations.edit import is_cst_docstring
+
     end = 0
     for index, stmt in enumerate(body):
         is_import = isinstance(stmt, libcst.SimpleStatementLine) and all(
             isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in stmt.body
         )
-        is_doc = (
-            index == 0
-            and isinstance(stmt, libcst.SimpleStatementLine)
-            and len(stmt.body) == 1
-            and isinstance(stmt.body[0], libcst.Expr)
-            and isinstance(stmt.body[0].value, (libcst.SimpleString, libcst.ConcatenatedString))
-        )
-        if is_import or is_doc:
+        if is_import or (index == 0 and is_cst_docstring(stmt)):
             end = index + 1
         else:
             break

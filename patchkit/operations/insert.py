@@ -16,11 +16,12 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import (
     SHOWN,
     UNLIMITED,
     CodeState,
+    FunctionNode,
     StatementMatch,
     alike_first,
     canon,
@@ -31,7 +32,7 @@ from patchkit.operations.code import (
     unparse_short,
     walk_statements,
 )
-from patchkit.operations.replace_function import missing_function, payload_def
+from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -78,6 +79,16 @@ class Insert(Operation):
             payload=payload,
             body_of=body_of,
             statements=tuple(statements),
+        )
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.function, reason, is_class=False)
+
+    def same_spot(self, other: Operation) -> bool:
+        return isinstance(other, Insert) and (self.function, self.anchor_canon, self.position) == (
+            other.function,
+            other.anchor_canon,
+            other.position,
         )
 
     def identity(self) -> dict[str, Any]:
@@ -174,7 +185,7 @@ class Insert(Operation):
     def _statements_canon(self) -> str:
         return canon(list(self.statements))
 
-    def _closest(self, fn: ast.AST, state: CodeState) -> str:
+    def _closest(self, fn: FunctionNode, state: CodeState) -> str:
         """The statement most like the anchor, in full, and where the two first differ.
 
         With nothing close, a handful of the function's statements, most alike
@@ -182,7 +193,7 @@ class Insert(Operation):
         """
         wanted = _anchor_text(self.anchor)
         candidates: dict[str, int] = {}
-        for match in walk_statements(fn.body):  # type: ignore[attr-defined]
+        for match in walk_statements(fn.body):
             if isinstance(match.node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
                 continue  # a compound statement's text is its whole block: not a useful suggestion
             candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno)
@@ -216,9 +227,9 @@ class Insert(Operation):
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
-        source_fn = payload_def(self.payload.cst_module(), self.body_of, edit)
+        source_fn = edit.find_definition(self.payload.cst_module(), self.body_of, edit.cst.FunctionDef, scoped=False)
         stmts = list(edit.block_body(source_fn))
-        if stmts and _is_cst_docstring(stmts[0], edit):
+        if stmts and edit.is_cst_docstring(stmts[0]):
             stmts = stmts[1:]
         if stmts:
             stmts[0] = edit.without_leading_blank_lines(stmts[0])
@@ -261,13 +272,3 @@ MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised
 
 def _sequence_digest(stmts: Any) -> str:
     return "sha256:" + hashlib.sha256(canon(list(stmts)).encode("utf-8")).hexdigest()
-
-
-def _is_cst_docstring(stmt: Any, edit: Any) -> bool:
-    cst = edit.cst
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and len(stmt.body) == 1
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )

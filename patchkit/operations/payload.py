@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.operations.code import FunctionNode, definition_name, is_docstring
+from patchkit.operations.code import FunctionNode, definition_name, find_class, find_function, is_docstring
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -37,30 +37,14 @@ class Payload:
         return self._cst
 
     def find_class(self, dotted: str) -> ast.ClassDef | None:
-        body = self.tree.body
-        node: ast.ClassDef | None = None
-        for part in dotted.split("."):
-            node = next((s for s in reversed(body) if isinstance(s, ast.ClassDef) and s.name == part), None)
-            if node is None:
-                return None
-            body = node.body
-        return node
+        # A payload is a module-level file: no if / try branches, the last definition wins.
+        return find_class(self.tree.body, dotted, scoped=False)
 
     def methods_of(self, node: ast.ClassDef) -> list[FunctionNode]:
         return [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
     def find_function(self, qualname: str) -> FunctionNode | None:
-        *owners, name = qualname.split(".")
-        body = self.tree.body
-        if owners:
-            owner = self.find_class(".".join(owners))
-            if owner is None:
-                return None
-            body = owner.body
-        return next(
-            (s for s in reversed(body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name),
-            None,
-        )
+        return find_function(self.tree.body, qualname, scoped=False)[0]
 
     def definitions(self) -> dict[str, ast.stmt]:
         """Top-level definitions by name (imports and docstrings are not definitions)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import (
     CodeState,
     FunctionNode,
@@ -98,6 +98,9 @@ class ReplaceFunction(Operation):
                 )
         return cls(function=function, payload=payload, payload_function=payload_function, node=node, expect=expect)
 
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.function, reason, is_class=False)
+
     def identity(self) -> dict[str, Any]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
 
@@ -152,19 +155,10 @@ class ReplaceFunction(Operation):
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         edit = edit_lazy()
-        new = payload_def(self.payload.cst_module(), self.payload_function, edit)
+        new = edit.find_definition(self.payload.cst_module(), self.payload_function, edit.cst.FunctionDef, scoped=False)
         return edit.update_function(
             module, self.function, lambda old: new.with_changes(leading_lines=old.leading_lines)
         )
-
-
-def payload_def(module: cst.Module, qualname: str, edit: Any) -> cst.FunctionDef:
-    *owners, name = qualname.split(".")
-    body: Any = module.body
-    for part in owners:
-        cls_node = [s for s in body if isinstance(s, edit.cst.ClassDef) and s.name.value == part][-1]
-        body = edit.block_body(cls_node)
-    return [s for s in body if isinstance(s, edit.cst.FunctionDef) and s.name.value == name][-1]
 
 
 def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome:
