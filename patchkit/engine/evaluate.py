@@ -256,53 +256,13 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
     output does not verify has its APPLY results turned into FAIL INTERNAL
     (so the caller refuses and writes nothing).
     """
-    import libcst
-
     rendered: list[Rendered] = []
     files = dict(evaluation.files)
     for path, fe in evaluation.files.items():
         if not fe.changes:
             continue
-        assert fe.read.data is not None
-        if not any(p.op.needs_python for p in fe.patches):
-            after_text = _render_text(fe)
-            if isinstance(after_text, str):
-                files[path] = _fail_applied(fe, Reason.INTERNAL, after_text)
-                continue
-            checked = _checked(fe, after_text)
-            if isinstance(checked, FileEval):
-                files[path] = checked
-            else:
-                rendered.append(checked)
-            continue
-        try:
-            module = libcst.parse_module(fe.read.data)
-        except libcst.ParserSyntaxError as exc:
-            files[path] = _fail_applied(
-                fe,
-                Reason.PARSE_ERROR,
-                f"libcst cannot parse {path}: {str(exc).splitlines()[0]} "
-                f"(line {exc.raw_line}); the file parses for Python's own parser, "
-                "so please report this",
-            )
-            continue
-        try:
-            was_empty = not module.body
-            for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
-                if outcome is not None and outcome.kind is Kind.APPLY:
-                    module = patch.op.transform(module, outcome)
-            if was_empty and module.body:
-                # libcst keeps "no newline at end of file" from an empty file; new code ends its lines.
-                module = module.with_changes(has_trailing_newline=True)
-            after = module.bytes
-            if module.default_newline == "\r\n":
-                after = own_line_endings(fe.read.data, after, module.default_newline.encode())
-        except InternalError as exc:
-            files[path] = _fail_applied(
-                fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)"
-            )
-            continue
-        checked = _checked(fe, after)
+        after = _render_python(fe) if any(p.op.needs_python for p in fe.patches) else _render_text(fe)
+        checked = after if isinstance(after, FileEval) else _checked(fe, after)
         if isinstance(checked, FileEval):
             files[path] = checked
         else:
@@ -324,8 +284,39 @@ def _checked(fe: FileEval, after: bytes) -> Rendered | FileEval:
     return Rendered(fe.path, fe.read.data, after, fe.read.mode)
 
 
-def _render_text(fe: FileEval) -> bytes | str:
-    """New bytes of a file whose patches are all text ops, or why not (a bug)."""
+def _render_python(fe: FileEval) -> bytes | FileEval:
+    """New bytes of a Python file from the ops' libcst transforms, or ``fe`` with its APPLYs failed."""
+    import libcst
+
+    assert fe.read.data is not None
+    try:
+        module = libcst.parse_module(fe.read.data)
+    except libcst.ParserSyntaxError as exc:
+        return _fail_applied(
+            fe,
+            Reason.PARSE_ERROR,
+            f"libcst cannot parse {fe.path}: {str(exc).splitlines()[0]} "
+            f"(line {exc.raw_line}); the file parses for Python's own parser, "
+            "so please report this",
+        )
+    try:
+        was_empty = not module.body
+        for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
+            if outcome is not None and outcome.kind is Kind.APPLY:
+                module = patch.op.transform(module, outcome)
+        if was_empty and module.body:
+            # libcst keeps "no newline at end of file" from an empty file; new code ends its lines.
+            module = module.with_changes(has_trailing_newline=True)
+        after = module.bytes
+        if module.default_newline == "\r\n":
+            after = own_line_endings(fe.read.data, after, module.default_newline.encode())
+    except InternalError as exc:
+        return _fail_applied(fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)")
+    return after
+
+
+def _render_text(fe: FileEval) -> bytes | FileEval:
+    """New bytes of a file whose patches are all text ops, or ``fe`` with its APPLYs failed (a bug)."""
     import codecs
 
     assert fe.read.data is not None
@@ -336,7 +327,7 @@ def _render_text(fe: FileEval) -> bytes | str:
             if outcome is not None and outcome.kind is Kind.APPLY:
                 text = patch.op.transform_text(text, outcome)
     except InternalError as exc:
-        return f"{exc.message}; nothing was written (a bug: please report it)"
+        return _fail_applied(fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)")
     bom = codecs.BOM_UTF8 if fe.read.data.startswith(codecs.BOM_UTF8) else b""
     return bom + text.encode("utf-8")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
 from patchkit.operations.code import CodeState, canon, digest, what_is_there
-from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
+from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -31,24 +31,18 @@ class AddDefinitions(Operation):
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> AddDefinitions:
         payload = ctx.payload(table)
-        available = payload.definitions()
-        wanted = table.get("names")
-        if wanted is None:
-            if not available:
-                ctx.error("source", f"{payload.display} has no module-level definitions to add")
-            names = list(available)
-        else:
-            names = list(wanted)
-            for index, name in enumerate(names):
-                if name not in available:
-                    ctx.error(
-                        f"names[{index + 1}]",
-                        f"{payload.display} defines no module-level {name!r}",
-                        hint=f"it defines: {', '.join(available) or 'nothing'}",
-                    )
+        definitions = select(
+            ctx,
+            payload.definitions(),
+            table.get("names"),
+            key="names",
+            empty=f"{payload.display} has no module-level definitions to add",
+            missing=lambda name: f"{payload.display} defines no module-level {name!r}",
+            listed="it defines",
+        )
         return cls(
             payload=payload,
-            definitions=tuple(NamedDef(n, available[n]) for n in names),
+            definitions=definitions,
             on_conflict=OnConflict(table.get("on_conflict", "fail")),
             position=table.get("position", "end"),
             before=table.get("before"),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
 from patchkit.operations.code import CodeState, canon, digest, what_is_there
-from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, splice_defs
+from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -43,27 +43,24 @@ class AddMethods(Operation):
             )
         available = {m.name: m for m in payload.methods_of(node)}
         wanted = table.get("methods")
-        if wanted is None:
-            if not available:
-                ctx.error("source", f"class {payload_class} in {payload.display} has no methods to add")
-            names = list(available)
-        else:
-            names = list(wanted)
-            for index, name in enumerate(names):
-                if name not in available:
-                    ctx.error(
-                        f"methods[{index + 1}]",
-                        f"class {payload_class} in {payload.display} has no method {name!r}",
-                        hint=f"it has: {', '.join(available) or 'none'}",
-                    )
-            dupes = {n for n in names if names.count(n) > 1}
+        methods = select(
+            ctx,
+            available,
+            wanted,
+            key="methods",
+            empty=f"class {payload_class} in {payload.display} has no methods to add",
+            missing=lambda name: f"class {payload_class} in {payload.display} has no method {name!r}",
+            listed="it has",
+        )
+        if wanted is not None:
+            dupes = {n for n in wanted if wanted.count(n) > 1}
             if dupes:
                 ctx.error("methods", f"lists {', '.join(sorted(dupes))} more than once")
         return cls(
             class_name=class_name,
             payload=payload,
             payload_class=payload_class,
-            methods=tuple(NamedDef(n, available[n]) for n in names),
+            methods=methods,
             on_conflict=OnConflict(table.get("on_conflict", "fail")),
         )
 

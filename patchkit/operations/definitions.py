@@ -13,7 +13,7 @@ import ast
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from patchkit.operations.base import REPLACES_PREVIOUS, OnConflict, Outcome
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, OnConflict, Outcome
 from patchkit.operations.code import canon, digest, replace_statement
 from patchkit.results import Reason
 
@@ -22,6 +22,32 @@ from patchkit.results import Reason
 class NamedDef:
     name: str
     node: ast.stmt  # from the payload
+
+
+def select(
+    ctx: LoadContext,
+    available: Mapping[str, ast.stmt],
+    wanted: Sequence[str] | None,
+    *,
+    key: str,
+    empty: str,
+    missing: Callable[[str], str],
+    listed: str,
+) -> tuple[NamedDef, ...]:
+    """The payload definitions a patch names under ``key`` (all of them when it names none).
+
+    ``empty`` is the error when the payload has nothing to add, ``missing(name)``
+    the error for a name it lacks, and ``listed`` the hint's lead-in before what
+    it does have (e.g. "it has").
+    """
+    if wanted is None:
+        if not available:
+            ctx.error("source", empty)
+        return tuple(NamedDef(n, available[n]) for n in available)
+    for index, name in enumerate(wanted):
+        if name not in available:
+            ctx.error(f"{key}[{index + 1}]", missing(name), hint=f"{listed}: {', '.join(available) or 'none'}")
+    return tuple(NamedDef(n, available[n]) for n in wanted)
 
 
 @dataclass
