@@ -392,6 +392,11 @@ class Repo:
         out = self.git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False).strip()
         return out or None
 
+    def head_commit(self) -> Commit | None:
+        """HEAD's commit in one git process (``head()`` then ``commit()`` take three);
+        None when HEAD is not a commit (an empty repository)."""
+        return parse_head(self.spawn_head())[0]
+
     def branch(self) -> str | None:
         out = self.git("symbolic-ref", "--quiet", "--short", "HEAD", check=False).strip()
         return out or None

@@ -21,7 +21,7 @@ from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
 from patchkit.manifest.bench import BenchConfig, parse_bench
-from patchkit.operations import registry
+from patchkit.operations import operation
 from patchkit.operations.base import LoadContext, Operation
 from patchkit.operations.payload import PayloadCache
 from patchkit.results import Reason
@@ -185,7 +185,6 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
         remember_schema_checked(raw, valid_cache)
 
     payloads = PayloadCache()
-    ops = registry()
     patches: list[Patch] = []
     seen: dict[str, int] = {}
     for index, table in enumerate(data["patch"], start=1):
@@ -204,7 +203,7 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
         file = table["file"]
         if "\\" in file or file != Path(file).as_posix() or file.startswith("./"):
             ctx.error("file", f"{file!r} must be a plain repo-relative path with '/' separators")
-        op = ops[table["op"]].from_table(table, ctx)
+        op = operation(table["op"]).from_table(table, ctx)
         requires = tuple(table.get("requires", ()))
         patches.append(
             Patch(

@@ -1,7 +1,13 @@
-"""Operations: one module per manifest ``op``, all implementing ``base.Operation``."""
+"""Operations: one module per manifest ``op``, all implementing ``base.Operation``.
+
+``operation(name)`` imports only the module of the op it is asked for, so a
+manifest that uses three ops (the guard's warm path) does not pay for the
+import of all eight; ``registry()`` imports them all (docs and tests).
+"""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -20,27 +26,29 @@ def edit_lazy() -> ModuleType:
     return edit
 
 
-def registry() -> dict[str, type[Operation]]:
-    from patchkit.operations.add_definitions import AddDefinitions
-    from patchkit.operations.add_methods import AddMethods
-    from patchkit.operations.diff import Diff
-    from patchkit.operations.ensure_import import EnsureImport
-    from patchkit.operations.ensure_list_item import EnsureListItem
-    from patchkit.operations.insert import Insert
-    from patchkit.operations.move_import import MoveImport
-    from patchkit.operations.replace_function import ReplaceFunction
+_MODULES = {
+    "ensure-import": ("ensure_import", "EnsureImport"),
+    "add-methods": ("add_methods", "AddMethods"),
+    "replace-function": ("replace_function", "ReplaceFunction"),
+    "insert": ("insert", "Insert"),
+    "add-definitions": ("add_definitions", "AddDefinitions"),
+    "ensure-list-item": ("ensure_list_item", "EnsureListItem"),
+    "move-import": ("move_import", "MoveImport"),
+    "diff": ("diff", "Diff"),
+}
+"""op name -> (module under patchkit.operations, class name)."""
 
-    ops: list[type[Operation]] = [
-        EnsureImport,
-        AddMethods,
-        ReplaceFunction,
-        Insert,
-        AddDefinitions,
-        EnsureListItem,
-        MoveImport,
-        Diff,
-    ]
-    return {op.op_name: op for op in ops}
+
+def operation(name: str) -> type[Operation]:
+    """The class of op ``name``, importing only its module (KeyError if unknown)."""
+    module, cls = _MODULES[name]
+    op: type[Operation] = getattr(importlib.import_module(f"patchkit.operations.{module}"), cls)
+    return op
+
+
+def registry() -> dict[str, type[Operation]]:
+    """Every op, by name (imports every op module)."""
+    return {name: operation(name) for name in _MODULES}
 
 
 OP_NAMES = (

@@ -21,8 +21,7 @@ class WorktreeSource(Source):
 
     @property
     def commit(self) -> Commit | None:
-        head = self.repo.head()
-        return self.repo.commit(head) if head else None
+        return self.repo.head_commit()
 
     def read(self, path: str) -> FileRead:
         full = self.root / path

@@ -1,0 +1,29 @@
+"""The op lookup imports only the op modules a manifest uses (the guard's warm path)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from patchkit.operations import OP_NAMES, operation, registry
+
+
+def test_every_op_name_maps_to_the_class_that_declares_it() -> None:
+    assert list(registry()) == list(OP_NAMES)
+    for name in OP_NAMES:
+        assert operation(name).op_name == name
+
+
+def test_loading_a_manifest_imports_only_the_ops_it_uses() -> None:
+    code = (
+        "import sys\n"
+        "from patchkit.manifest import load_manifest\n"
+        "m = load_manifest('kimi-k25-eagle3')\n"
+        "used = {p.op.op_name for p in m.patches}\n"
+        "from patchkit.operations import _MODULES\n"
+        "loaded = {n for n, (mod, _) in _MODULES.items() if 'patchkit.operations.' + mod in sys.modules}\n"
+        "print(sorted(used), sorted(loaded))\n"
+        "assert loaded == used, (used, loaded)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
