@@ -113,6 +113,7 @@ class Pending:
 
     def __init__(self, args: Sequence[str], cwd: Path) -> None:
         self.args = list(args)
+        self._done: tuple[bytes, bytes] | None = None  # (stdout, stderr), once waited for
         try:
             self.proc = subprocess.Popen(
                 ["git", "-c", "core.quotepath=false", *args],
@@ -125,7 +126,10 @@ class Pending:
             raise RepoError("git is not installed or not on PATH") from None
 
     def bytes(self) -> bytes:
-        out, err = self.proc.communicate()
+        """The process's output (waited for once; later calls return it again)."""
+        if self._done is None:
+            self._done = self.proc.communicate()
+        out, err = self._done
         if self.proc.returncode != 0:
             raise GitFailed(self.args, self.proc.returncode, err.decode("utf-8", "replace"))
         return out

@@ -561,3 +561,20 @@ def test_out_of_date_optional_patch_fails_too(tree, capsys) -> None:
     assert "patches" in failed(data) and check_of(data, "patches")["details"]["out_of_date"] == ["hook"]
     status = run_cli(capsys, "status", "-m", manifest, "--repo", repo, "--json")
     assert status.code == 1 and status.json["complete"] is False and status.json["out_of_date"] == ["hook"]
+
+
+def test_guard_off_a_terminal_never_imports_rich(capsys, tree: tuple[Path, Path]) -> None:
+    """The guard runs before every benchmark: off a terminal it prints its tables without loading rich
+    (``patchkit.render.Grid``, whose plain lines tests/test_render.py holds to rich's)."""
+    repo, manifest = tree
+    apply(capsys, repo, manifest)
+    probe = (
+        "import sys\n"
+        "from patchkit.cli import main\n"
+        "code = main(['guard', '-m', sys.argv[1], '--repo', sys.argv[2]])\n"
+        "rich = sorted(m for m in sys.modules if m == 'rich' or m.startswith('rich.'))\n"
+        "sys.stderr.write(f'code={code} rich={rich}')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(manifest), str(repo)], capture_output=True, text=True)
+    assert proc.stderr == "code=0 rich=[]", proc.stderr
+    assert "GUARD OK" in proc.stdout and "check    result  message" in proc.stdout

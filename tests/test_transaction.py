@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from patchkit.engine import transaction
-from patchkit.engine.transaction import FileWrite, Transaction, sha256
+from patchkit.engine.files import sha256
+from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import RefusedError, UnwritableError
 
 

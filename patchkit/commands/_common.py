@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
+from patchkit.render import Piece, write_pieces
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def open_inputs(manifest: str, repo: str) -> tuple[Manifest, Repo]:
@@ -18,10 +20,10 @@ def open_inputs(manifest: str, repo: str) -> tuple[Manifest, Repo]:
 
 
 def header(console: Console, verb: str, manifest: Manifest, where: str, commit: Commit | None) -> None:
-    line = Text.assemble(
+    line: list[Piece] = [
         (f"patchkit {verb}", "bold"),
-        f"  manifest {manifest.name} ({manifest.digest[:19]}…)  {where}",
-    )
+        (f"  manifest {manifest.name} ({manifest.digest[:19]}…)  {where}", ""),
+    ]
     if commit is not None:
-        line.append(f"  at {commit.sha} {commit.subject!r}")
-    console.print(line)
+        line.append((f"  at {commit.sha} {commit.subject!r}", ""))
+    write_pieces(console, line)

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from patchkit.commands._common import header
 from patchkit.errors import BisectAbortError, PatchkitError, UsageError
 from patchkit.guard.report import GuardReport
-from patchkit.render import emit, print_json, results_table
+from patchkit.render import Grid, emit, print_json, results_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _MARK = {"ok": ("PASS", "green"), "warning": ("WARN", "yellow"), "error": ("FAIL", "bold red")}
 
@@ -65,14 +65,13 @@ def bisect_errors(bisect: bool) -> Iterator[None]:
         raise BisectAbortError.wrap(exc) from None
 
 
-def checks_table(report: GuardReport) -> Table:
-    table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, box=None)
-    table.add_column("check", no_wrap=True)
-    table.add_column("result", no_wrap=True)
-    table.add_column("message", overflow="fold")
+def checks_table(report: GuardReport) -> Grid:
+    table = Grid()
+    table.add_column("check", whole=True)
+    table.add_column("result", whole=True)
+    table.add_column("message")
     for item in report.checks:
-        word, style = _MARK[item.severity]
-        table.add_row(item.check, Text(word, style=style), Text(item.message))
+        table.add_row(item.check, _MARK[item.severity], item.message)
     return table
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from patchkit.commands._common import header, open_inputs
 from patchkit.engine.groups import group_results
@@ -11,6 +10,9 @@ from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.render import emit, groups_table, plural, print_json, results_table
 from patchkit.results import Status
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int:
@@ -29,12 +31,13 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             base = report.record.base_commit[:10] if report.record.base_commit else "no commit"
             console.print(
                 f"record: applied {report.record.applied_at} at {base}; files: "
-                f"{', '.join(f.path for f in report.record.files)}"
+                f"{', '.join(f.path for f in report.record.files)}",
+                markup=False,
             )
             if report.record.manifest_digest != loaded.digest:
-                console.print("note: the manifest changed since it was applied", style="yellow")
+                console.print("note: the manifest changed since it was applied", style="yellow", markup=False)
         if report.edited:
-            console.print(Text(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow"))
+            console.print(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow", markup=False)
         if report.interrupted is not None:
             console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
         elif report.out_of_date:

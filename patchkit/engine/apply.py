@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
+from patchkit.engine.files import sha256
 from patchkit.engine.groups import group_results
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import (
@@ -22,13 +23,14 @@ from patchkit.engine.record import (
     Record,
     load_record,
     now,
+    previous_code,
     record_bytes,
     record_rel,
     state_dir,
     written_content,
 )
 from patchkit.engine.recovery import recover
-from patchkit.engine.transaction import FileWrite, Transaction, sha256
+from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
@@ -83,21 +85,6 @@ def _clean_before(repo: Repo, head: str | None, path: str, data: bytes) -> bool:
         return False
     entry = repo.ls_tree(head, [path]).get(path)
     return entry is not None and entry.oid == repo.hash_blob(data)
-
-
-def previous_code(record: Record | None) -> dict[str, str]:
-    """Digests of the definitions patchkit wrote (any payload version) -> when, from the record.
-
-    With it, code patchkit wrote is recognised as patchkit's own: a new payload
-    version replaces it (APPLY), it is never kept as "upstream's".
-    """
-    out: dict[str, str] = {}
-    if record is None:
-        return out
-    for entry in record.patches:
-        for code in entry.get("code", ()):
-            out[code] = f"on {entry.get('written_at') or record.applied_at} (manifest {record.manifest_digest[:19]}…)"
-    return out
 
 
 def _notes_for(repo: Repo, manifest: Manifest) -> list[str]:

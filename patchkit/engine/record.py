@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import __version__
-from patchkit.engine.transaction import outside_reason, sha256
+from patchkit.engine.files import outside_reason, sha256
 from patchkit.errors import RepoError
 from patchkit.git import Repo
 
@@ -149,3 +149,18 @@ def all_records(repo: Repo) -> list[Record]:
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def previous_code(record: Record | None) -> dict[str, str]:
+    """Digests of the definitions patchkit wrote (any payload version) -> when, from the record.
+
+    With it, code patchkit wrote is recognised as patchkit's own: a new payload
+    version replaces it (APPLY), it is never kept as "upstream's".
+    """
+    out: dict[str, str] = {}
+    if record is None:
+        return out
+    for entry in record.patches:
+        for code in entry.get("code", ()):
+            out[code] = f"on {entry.get('written_at') or record.applied_at} (manifest {record.manifest_digest[:19]}…)"
+    return out

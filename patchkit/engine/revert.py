@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchkit.engine.files import outside_reason
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import all_records, edited_since, load_record, record_rel, state_dir
 from patchkit.engine.recovery import recover
-from patchkit.engine.transaction import FileWrite, Transaction, outside_reason
+from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from patchkit.engine.apply import previous_code
 from patchkit.engine.evaluate import evaluate
 from patchkit.engine.groups import group_results
-from patchkit.engine.record import Record, edited_since, load_record
+from patchkit.engine.record import Record, edited_since, load_record, previous_code
 from patchkit.engine.recovery import Interrupted, interrupted
-from patchkit.git import Commit, Repo
+from patchkit.git import Commit, Pending, Repo, parse_head
 from patchkit.manifest import Manifest
 from patchkit.operations.base import REPLACES_PREVIOUS
 from patchkit.results import PatchResult, Reason, Status
@@ -85,11 +84,14 @@ class StatusReport:
         }
 
 
-def status_worktree(manifest: Manifest, repo: Repo) -> StatusReport:
+def status_worktree(manifest: Manifest, repo: Repo, *, head: Pending | None = None) -> StatusReport:
+    """What of ``manifest`` is in the work tree; ``head``: a ``Repo.spawn_head`` the caller
+    already started (the guard reads HEAD's branch from it too), read here instead of a new git call."""
     root = repo.require_worktree("status")
     source = WorktreeSource(repo, root)
     record = load_record(repo, manifest.name)
     evaluation = evaluate(manifest, source, previous=previous_code(record))
     edited = tuple(edited_since(repo, record)) if record else ()
     left = interrupted(repo, root)
-    return StatusReport(manifest, str(root), source.commit, evaluation.results, record, edited, left)
+    commit = source.commit if head is None else parse_head(head)[0]
+    return StatusReport(manifest, str(root), commit, evaluation.results, record, edited, left)

@@ -8,8 +8,8 @@ content and its real permission bits, and every record's old and new digest;
 then the temps, then the renames, then the records.  A run killed at any
 point is rolled back by the next patchkit command (``recover``): temps
 removed, files and records put back.  A failure during the renames rolls
-back at once.  ``outside_reason`` keeps every read and write inside the work
-tree (no ``..``, no symlinked directory on the way).
+back at once.  ``patchkit.engine.files.outside_reason`` keeps every read and
+write inside the work tree (no ``..``, no symlinked directory on the way).
 
 Test hook: ``PATCHKIT_TEST_CRASH_AT=<phase>`` makes ``crash_point(phase)``
 end the process with ``os._exit(137)``, as ``kill -9`` would, so tests can
@@ -19,53 +19,15 @@ kill a real run at an exact point.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import secrets
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from patchkit.engine.files import outside_reason, sha256
 from patchkit.errors import RefusedError, UnwritableError
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def outside_reason(root: Path, rel: str) -> str | None:
-    """Why ``root/rel`` is not a file patchkit may read or write, or None.
-
-    A path is outside the work tree when it is absolute, has a ``..`` part, or
-    passes through a directory that is a symlink (wherever that points: a
-    committed ``python/escape -> /elsewhere`` would otherwise make patchkit
-    write outside the repository, unseen by ``git status``).  The last part
-    being a symlink is the caller's to report (FileState.SYMLINK).
-    """
-    pure = PurePosixPath(rel)
-    if pure.is_absolute() or ".." in pure.parts or not pure.parts:
-        return f"{rel} is not a path inside the work tree"
-    current = root
-    for depth, part in enumerate(pure.parts[:-1], start=1):
-        current = current / part
-        try:
-            info = current.lstat()
-        except (FileNotFoundError, NotADirectoryError):
-            return None  # nothing there to pass through (a write creates real directories)
-        if stat.S_ISLNK(info.st_mode):
-            return symlink_dir_message(rel, "/".join(pure.parts[:depth]))
-    return None
-
-
-def symlink_dir_message(rel: str, link: str) -> str:
-    """The one wording for a target under a symlinked directory (work tree and commit alike)."""
-    return (
-        f"{rel} is under {link}, which is a symlink; patchkit edits files inside the work tree only, "
-        "never through a symlinked directory"
-    )
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -75,13 +37,9 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".patchkit-tmp", dir=path.parent)
+    tmp = _temp_name(path)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
+        _write_new(tmp, data, mode)
         os.replace(tmp, path)
     except BaseException:
         _unlink(tmp)
@@ -162,7 +120,8 @@ CRASH_ENV = "PATCHKIT_TEST_CRASH_AT"
 
 
 def _temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.patchkit-tmp")
+    # os.urandom, as secrets.token_hex uses (tempfile and secrets cost the read-only commands 4 ms to import)
+    return path.with_name(f".{path.name}.{os.urandom(4).hex()}.patchkit-tmp")
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:

@@ -2,8 +2,9 @@
 
 The work, in order of cost: the import probe (one interpreter start) and two
 git processes (HEAD with its branch; ``git status --porcelain``) are started
-first and run while ``status_worktree`` evaluates the manifest on the work
-tree; the record is read from the git dir.  Only when the guard fails in
+as soon as the repository is found, and run while the manifest loads and
+``status_worktree`` evaluates it on the work tree; the record is read from
+the git dir.  Only when the guard fails in
 bisect mode is the manifest evaluated again, on HEAD's blobs (``check_range``
 on one commit, cached by blob), to tell "cannot be patched here" (125) from a
 wrong setup (128).
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from patchkit.engine.record import Record, all_records, edited_since, load_record
 from patchkit.engine.status import status_worktree
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
-from patchkit.git import Repo, parse_head, parse_porcelain
+from patchkit.git import Pending, Repo, parse_head, parse_porcelain
 from patchkit.guard.checks import (
     Check,
     check_clean,
@@ -40,15 +41,26 @@ ManifestLike = str | Path | Manifest
 
 
 def open_for_guard(repo: RepoLike, manifest: ManifestLike) -> tuple[Repo, Manifest]:
-    if isinstance(manifest, Manifest):
-        return (repo if isinstance(repo, Repo) else Repo.discover(Path(repo))), manifest
+    git_repo = _repo_of(repo, manifest)
+    return git_repo, _manifest_of(manifest, git_repo)
+
+
+def _repo_of(repo: RepoLike, manifest: ManifestLike) -> Repo:
+    if isinstance(repo, Repo):
+        return repo
     try:
-        git_repo = repo if isinstance(repo, Repo) else Repo.discover(Path(repo))
+        return Repo.discover(Path(repo))
     except PatchkitError:
-        load_manifest(manifest)  # a bad manifest is reported first, whatever the repo
+        if not isinstance(manifest, Manifest):
+            load_manifest(manifest)  # a bad manifest is reported first, whatever the repo
         raise
+
+
+def _manifest_of(manifest: ManifestLike, git_repo: Repo) -> Manifest:
+    if isinstance(manifest, Manifest):
+        return manifest
     # Schema checks are remembered in the git dir: the guard runs before every benchmark.
-    return git_repo, load_manifest(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
+    return load_manifest(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
 
 
 def evaluate_guard(
@@ -68,22 +80,28 @@ def evaluate_guard(
     not start).  ``imports`` without ``python`` probes ``sys.executable``;
     ``env`` and ``cwd`` are what the probe runs with (None: patchkit's own;
     ``patchkit bench`` gives the server's environment and the tree)."""
-    git_repo, loaded = open_for_guard(repo, manifest)
-    root = git_repo.require_worktree("guard")
+    git_repo = _repo_of(repo, manifest)
     packages = tuple(dict.fromkeys(imports))
     run: ProbeRun | None = None
-    if python is not None or packages:
-        from patchkit.guard.probe import ProbeRun
-
-        run = ProbeRun(python or sys.executable, packages, env=env, cwd=cwd)
+    started: list[Pending] = []
     try:
-        head_pending = git_repo.spawn_head()
-        changes_pending = git_repo.spawn_status()
-        status = status_worktree(loaded, git_repo)
+        if python is not None or packages:
+            from patchkit.guard.probe import ProbeRun
+
+            run = ProbeRun(python or sys.executable, packages, env=env, cwd=cwd)
+        if git_repo.root is not None:
+            # HEAD and `git status` run while the manifest loads and the tree is evaluated.
+            started = [git_repo.spawn_head(), git_repo.spawn_status()]
+        loaded = _manifest_of(manifest, git_repo)
+        root = git_repo.require_worktree("guard")
+        head_pending, changes_pending = started
+        status = status_worktree(loaded, git_repo, head=head_pending)
         commit, branch = parse_head(head_pending)
         changes = parse_porcelain(changes_pending.bytes())
         facts: InterpreterFacts | None = run.result() if run is not None else None
     except BaseException:
+        for pending in started:
+            pending.close()
         if run is not None:
             run.cancel()
         raise

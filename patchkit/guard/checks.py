@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patchkit.engine.files import sha256
 from patchkit.engine.record import Record
 from patchkit.engine.recovery import Interrupted
 from patchkit.engine.status import StatusReport
-from patchkit.engine.transaction import sha256
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Status

@@ -7,7 +7,6 @@ counting ``[[patch]]`` tables from 1) and, where it can be found, the line.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -17,14 +16,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import ManifestError, UsageError
-from patchkit.manifest.bench import BenchConfig, parse_bench
 from patchkit.operations import operation
 from patchkit.operations.base import LoadContext, Operation
 from patchkit.operations.payload import PayloadCache
 from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    from patchkit.manifest.bench import BenchConfig
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout, when patchkit runs from one
@@ -83,7 +84,7 @@ class Manifest:
             if patch.id == patch_id:
                 return patch
         known = [p.id for p in self.patches]
-        close = difflib.get_close_matches(patch_id, known, n=1)
+        close = close_matches(patch_id, known)
         raise UsageError(
             f"manifest {self.name} has no patch {patch_id!r}",
             hint=f"did you mean {close[0]!r}?" if close else f"patches: {', '.join(known)}",
@@ -100,6 +101,13 @@ class Manifest:
 
 
 # -- resolution -----------------------------------------------------------------
+
+
+def close_matches(word: str, options: Iterable[str]) -> list[str]:
+    """The closest of ``options`` to a mistyped ``word`` (difflib, loaded only when a manifest is wrong)."""
+    import difflib
+
+    return difflib.get_close_matches(word, list(options), n=1)
 
 
 def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
@@ -128,7 +136,7 @@ def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
         if candidate.is_file():
             return candidate.resolve()
     known = sorted({p.stem for c in candidates if c.parent.is_dir() for p in c.parent.glob("*.toml")})
-    close = difflib.get_close_matches(spec, known, n=1)
+    close = close_matches(spec, known)
     hint = (
         f"did you mean {close[0]!r}?"
         if close
@@ -230,7 +238,7 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
                     line=lines.line_of(patch.index, "requires"),
                 )
             if dep not in known_ids:
-                close = difflib.get_close_matches(dep, known_ids, n=1)
+                close = close_matches(dep, known_ids)
                 raise ManifestError(
                     f"no patch or group has id {dep!r}",
                     file=display,
@@ -240,7 +248,11 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
                 )
 
     _check_composition(patches, display, lines)
-    bench = parse_bench(data["bench"], display, lines.bench_line_of) if "bench" in data else None
+    bench = None
+    if "bench" in data:  # only `patchkit bench` manifests have one: the others never load its parser
+        from patchkit.manifest.bench import parse_bench
+
+        bench = parse_bench(data["bench"], display, lines.bench_line_of)
 
     digest = hashlib.sha256()
     digest.update(raw)
@@ -295,7 +307,7 @@ def _load_groups(
             if member == table["id"]:
                 raise error(index, "members", path, "a group cannot be its own member")
             if member not in known:
-                close = difflib.get_close_matches(member, known, n=1)
+                close = close_matches(member, known)
                 raise error(
                     index,
                     "members",
@@ -533,7 +545,7 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         hint = None
         if isinstance(instance, dict):
             known = _known_keys(error, instance)
-            typo = difflib.get_close_matches(name, [k for k in instance if k not in known], n=1)
+            typo = close_matches(name, [k for k in instance if k not in known])
             if typo:
                 hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
         return f"missing required key{what}", name, hint, typo[0] if typo else None
@@ -541,7 +553,7 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         known = _known_keys(error, instance)
         extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
         name = extra[0] if extra else "?"
-        close = difflib.get_close_matches(name, sorted(known), n=1)
+        close = close_matches(name, sorted(known))
         op = instance.get("op") if isinstance(instance, dict) else None
         scope = f" for op {op!r}" if op else ""
         hint = f"did you mean {close[0]!r}?" if close else f"allowed keys{scope}: {', '.join(sorted(known))}"
@@ -559,7 +571,7 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         shown = repr(instance)
         options = [str(a) for a in allowed]
         close = (
-            difflib.get_close_matches(str(instance), options, n=1)
+            close_matches(str(instance), options)
             or [o for o in options if str(instance) and o.startswith(str(instance))][:1]
         )
         hint = f"did you mean {close[0]!r}?" if close else None

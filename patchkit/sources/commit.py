@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patchkit.engine.transaction import symlink_dir_message
+from patchkit.engine.files import symlink_dir_message
 from patchkit.git import Commit, Repo, TreeEntry, symlinked_parents
 from patchkit.sources.base import FileRead, FileState, Source
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from patchkit.engine.transaction import outside_reason
+from patchkit.engine.files import outside_reason
 from patchkit.git import Commit, Repo
 from patchkit.sources.base import FileRead, FileState, Source
 
