@@ -4,7 +4,8 @@ Colours follow the terminal: off when stdout is not a TTY, off with
 ``NO_COLOR`` or ``--no-color``.  Off a terminal (a pipe, a file, a CI log)
 nothing is ever hard-wrapped: the console is as wide as the longest line, so
 every message stays on one line for ``grep``; ``$COLUMNS`` is ignored there.
-On a terminal, tables may wrap their message column to fit the window.
+On a terminal, a table too wide for the window wraps its longer cells (long
+words folded); nothing is cut short with "…" and short codes stay whole.
 
 Two things keep the commands that run before every benchmark (``guard``,
 ``status``) from paying for rich off a terminal, where it would only print
