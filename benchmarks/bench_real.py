@@ -5,7 +5,8 @@ manifest over some of its files, and prints in one run:
 
   parse floor  the sum of ``ast.parse`` times over the distinct blobs the
                manifest's target files have in the range (read beforehand,
-               not timed), divided by the cores patchkit may use;
+               not timed; the cycle collector paused, as patchkit pauses it
+               while it parses), divided by the cores patchkit may use;
   git floor    listing the range's commits and the target files' changes:
                the two ``git log`` commands patchkit itself runs, run
                concurrently (as patchkit runs them), plus ``patchkit --help``
@@ -35,6 +36,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import gc
 import os
 import shutil
 import statistics
@@ -102,16 +104,22 @@ def distinct_blobs(repo: Path, spec: str, files: list[str]) -> dict[str, bytes]:
 
 
 def parse_seconds(blobs: dict[str, bytes]) -> float:
+    """The sum of ``ast.parse`` times, with the cycle collector paused as patchkit pauses it
+    (``engine.evaluate.gc_paused``): the parse itself, not the collector's scans of the heap."""
     total = 0.0
-    for data in blobs.values():
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            continue
-        start = time.perf_counter()
-        with contextlib.suppress(SyntaxError, ValueError):
-            ast.parse(text)
-        total += time.perf_counter() - start
+    gc.disable()
+    try:
+        for data in blobs.values():
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                continue
+            start = time.perf_counter()
+            with contextlib.suppress(SyntaxError, ValueError):
+                ast.parse(text)
+            total += time.perf_counter() - start
+    finally:
+        gc.enable()
     return total
 
 

@@ -427,7 +427,7 @@ def check_range(
             CommitResults(c, by_state[states[c.sha]], failing[states[c.sha]], groups[states[c.sha]]) for c in selected
         ]
         if hints:
-            rows = _with_hints(manifest, repo, rows, cache)
+            rows = _with_hints(manifest, repo, rows, cache, [states[row.commit.sha] for row in rows])
     finally:
         cache.close()
         repo.close()
@@ -548,19 +548,39 @@ class _StoredLookups(dict[tuple[str, ...], str | None]):
         self.cache.put_hint(self._stored_key(key), value)
 
 
-def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults], cache: VerdictCache) -> list[CommitResults]:
-    """Manifest hints everywhere; tree hints once per window, at its first commit (stored in the cache)."""
+def _with_hints(
+    manifest: Manifest,
+    repo: Repo,
+    rows: list[CommitResults],
+    cache: VerdictCache,
+    row_states: Sequence[tuple[Entry, ...]],
+) -> list[CommitResults]:
+    """Manifest hints everywhere; tree hints once per window, at its first commit (stored in the cache).
+
+    A missing file that no earlier commit of the range has and a later one
+    does is hinted from the range itself (``hints.file_hint``'s ``arrival``):
+    no history walk, and nothing stored, since that hint depends on the range.
+    """
     runs = _runs(rows)
     hinted = [list(rows[start].results) for start, _ in runs]
     lookups = _StoredLookups(repo, cache)
+    files = manifest.files()
     for column, patch in enumerate(manifest.patches):
+        present = [_real(state[files.index(patch.file)]) for state in row_states]
         for i, j, first in _column_windows(rows, runs, column):
             if first.ok and not patch.hints:
                 continue
-            commit = rows[runs[i][0]].commit
+            start = runs[i][0]
+            commit = rows[start].commit
             source = CommitSource(repo, commit)
-            lookups.commit = commit.sha
-            hint = annotate(manifest, [first], source, lookups)[0].hint
+            arrival = None
+            if first.reason is Reason.FILE_NOT_FOUND and not any(present[:start]):
+                arrival = next((rows[k].commit for k in range(runs[j - 1][1], len(rows)) if present[k]), None)
+            if arrival is not None:
+                hint = annotate(manifest, [first], source, {}, arrival)[0].hint
+            else:
+                lookups.commit = commit.sha
+                hint = annotate(manifest, [first], source, lookups)[0].hint
             for k in range(i, j):
                 hinted[k][column] = hinted[k][column].with_hint(hint)
     repo.close()
@@ -569,6 +589,11 @@ def _with_hints(manifest: Manifest, repo: Repo, rows: list[CommitResults], cache
         shared = tuple(results)
         out.extend(CommitResults(rows[i].commit, shared, rows[i].failed, rows[i].groups) for i in range(start, end))
     return out
+
+
+def _real(entry: Entry) -> bool:
+    """The file is there (not absent, not behind a symlinked directory)."""
+    return entry is not None and entry[0] != SYMLINK_DIR
 
 
 def _same(a: PatchResult, b: PatchResult) -> bool:

@@ -13,7 +13,9 @@ lets verdicts be computed on the fast ast model while edits use libcst.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import gc
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +81,27 @@ def decode(read: FileRead) -> tuple[str | None, tuple[Reason, int | None, str] |
         )
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while one file is parsed and analysed.
+
+    ``ast.parse`` of a large file allocates a few hundred thousand nodes, and
+    every allocation counts towards the collector's thresholds: with it on, a
+    third of a parse's time goes to scanning the heap (measured on 200
+    versions of a 150 KB file: 4.6 s on, 3.0 s paused).  An ast holds no
+    reference cycles (refcounting frees it), so nothing waits for the
+    collector; it runs again, as usual, once the file is done.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def evaluate_file(
     read: FileRead,
     patches: Sequence[Patch],
@@ -90,6 +113,16 @@ def evaluate_file(
     ``previous``: digests of code patchkit's record says patchkit wrote -> when
     (an older payload version is patchkit's own code, replaced, never "upstream's").
     """
+    with gc_paused():
+        return _evaluate_file(read, patches, held, previous)
+
+
+def _evaluate_file(
+    read: FileRead,
+    patches: Sequence[Patch],
+    held: Mapping[str, str] | None,
+    previous: Mapping[str, str] | None,
+) -> FileEval:
     held = held or {}
     text, problem = decode(read)
     results: list[PatchResult] = []

@@ -3,6 +3,13 @@
 Kept out of ``PatchResult.message`` because they depend on the whole tree,
 not only on the target file: a range check caches messages per blob and
 computes hints once per window instead (see ``engine/check.py``).
+
+A missing file's hint says where it went (deleted or renamed, in which
+commit) or where it first appears.  A range check knows more than one commit
+does: when no earlier commit of the range has the file and a later one does,
+the hint names that later commit (``arrival``), read from the range's own
+listing, instead of walking all of history and every branch for it (a second
+or more on a large repository, on the first run).
 """
 
 from __future__ import annotations
@@ -10,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from patchkit.git import GitFailed
+from patchkit.git import Commit, GitFailed
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import PatchResult, Reason
 from patchkit.sources import Source
@@ -21,7 +28,7 @@ def missing_name(patch: Patch, reason: Reason) -> tuple[str, str] | None:
     return patch.op.missing_target(reason)
 
 
-def tree_hint(patch: Patch, result: PatchResult, source: Source) -> str | None:
+def tree_hint(patch: Patch, result: PatchResult, source: Source, arrival: Commit | None = None) -> str | None:
     reason = result.reason
     try:
         if reason in (Reason.CLASS_NOT_FOUND, Reason.FUNCTION_NOT_FOUND):
@@ -37,17 +44,21 @@ def tree_hint(patch: Patch, result: PatchResult, source: Source) -> str | None:
             label = "class" if kind == "class" else "def"
             return f"{label} {name} is defined in {shown}{more}"
         if reason is Reason.FILE_NOT_FOUND:
-            return file_hint(patch.file, source)
+            return file_hint(patch.file, source, arrival)
     except GitFailed:
         return None  # a hint is a courtesy: never fail a report over one
     return None
 
 
-def file_hint(path: str, source: Source) -> str | None:
+def file_hint(path: str, source: Source, arrival: Commit | None = None) -> str | None:
+    """``arrival``: the first commit of the range being checked that has the file,
+    when no earlier one does (then no history walk is needed to say where it appears)."""
     repo = source.repo
     commit = source.commit
     parts: list[str] = []
-    if commit is not None:
+    if arrival is not None:
+        parts.append(f"in this range it first exists at {arrival.short} {arrival.subject!r} ({arrival.date[:10]})")
+    elif commit is not None:
         gone = repo.first_change(commit.sha, path, filter="D")
         if gone is not None:
             parent = gone.parents[0] if gone.parents else None
@@ -74,12 +85,14 @@ def annotate(
     results: Sequence[PatchResult],
     source: Source,
     cache: dict[tuple[str, ...], str | None] | None = None,
+    arrival: Commit | None = None,
 ) -> tuple[PatchResult, ...]:
     """Add the manifest's own hints and tree hints to non-OK results.
 
     ``cache`` may be shared across calls: a tree hint depends only on the
     source, the file, the reason and the missing name, so patches on one file
-    that fail alike share one lookup.
+    that fail alike share one lookup.  ``arrival`` (see ``file_hint``) makes a
+    hint depend on the range too: give it a cache of its own.
     """
     cache = {} if cache is None else cache
     out = []
@@ -91,7 +104,7 @@ def annotate(
         if not result.ok and result.reason is not None:
             key = (source.label, patch.file, result.reason.value, str(missing_name(patch, result.reason)))
             if key not in cache:
-                cache[key] = tree_hint(patch, result, source)
+                cache[key] = tree_hint(patch, result, source, arrival)
             found = cache[key]
             if found:
                 parts.append(found)

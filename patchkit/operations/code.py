@@ -28,11 +28,17 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 NodeT = TypeVar("NodeT", bound=ast.AST)
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+# CodeState.remembered's values by (what, exact source span), across every file version a process reads.
+_SPAN_MEMO: dict[tuple[str, str], str] = {}
+_SPAN_MEMO_MAX = 200_000
+_SPAN_LINES = 12
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -121,6 +127,8 @@ class CodeState:
     _lines: list[str] | None = field(default=None, repr=False)
     # (what, id(node)) -> (node, text): see remembered()
     _memo: dict[tuple[str, int], tuple[ast.AST, str]] = field(default_factory=dict, repr=False, compare=False)
+    _edited: bool = field(default=False, repr=False, compare=False)  # changed() was called: see _span()
+    _module: list[ScopedStatement] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def parse(cls, path: str, text: str) -> CodeState:
@@ -137,13 +145,40 @@ class CodeState:
         hit = self._memo.get(key)
         if hit is not None and hit[0] is node:
             return hit[1]
-        value = compute(node)
+        span = self._span(node)
+        value = _SPAN_MEMO.get((what, span)) if span is not None else None
+        if value is None:
+            value = compute(node)
+            if span is not None:
+                if len(_SPAN_MEMO) >= _SPAN_MEMO_MAX:
+                    _SPAN_MEMO.clear()
+                _SPAN_MEMO[(what, span)] = value
         self._memo[key] = (node, value)  # the node is kept alive, so its id is not reused
         return value
+
+    def _span(self, node: ast.AST) -> str | None:
+        """The exact source text a statement was parsed from, as a key shared by every version of a file.
+
+        A range check evaluates hundreds of versions of one file whose functions
+        mostly hold the same statements; what ``remembered`` computes (canonical
+        forms, unparsed text) depends only on the node, and a node parsed from
+        the same text is the same node.  Only while the tree is as parsed (no
+        simulated APPLY yet), and not for a def or class (its decorators lie
+        outside its lines) or a block longer than a few lines.
+        """
+        if self._edited or not isinstance(node, ast.stmt) or isinstance(node, _DEF_KINDS):
+            return None
+        first, last = node.lineno, node.end_lineno
+        if last is None or node.end_col_offset is None or last - first > _SPAN_LINES:
+            return None
+        lines = self.lines[first - 1 : last]
+        return f"{node.col_offset}:{node.end_col_offset}:" + "\n".join(lines)
 
     def changed(self) -> None:
         """The tree was edited (a simulated APPLY): forget what ``remembered`` computed."""
         self._memo.clear()
+        self._edited = True
+        self._module = None
 
     @property
     def last_line(self) -> int:
@@ -158,17 +193,22 @@ class CodeState:
         ``if`` / ``try`` blocks (SGLang defines classes, functions and imports
         under ``if _is_cuda:`` and ``try: ... except ImportError:``).
         """
-        return scope_statements(self.tree.body, self.lines)
+        if self._module is None:
+            # Every lookup walks these; remembered until a simulated APPLY edits the tree.
+            self._module = list(scope_statements(self.tree.body, self.lines))
+        return iter(self._module)
 
     @property
     def lines(self) -> list[str]:
         if self._lines is None:
-            # Python counts lines at \n, \r\n and \r only (not at \f or \x1c).
-            self._lines = _LINE_BREAK.split(self.text)
+            # Python counts lines at \n, \r\n and \r only (not at \f or \x1c); without a \r
+            # that is str.split, ten times faster than the pattern on a 150 KB file.
+            self._lines = _LINE_BREAK.split(self.text) if "\r" in self.text else self.text.split("\n")
         return self._lines
 
     def find_class(self, dotted: str) -> ast.ClassDef | None:
-        return find_class(self.tree.body, dotted, lines=self.lines)
+        self.module_statements()
+        return find_class(self.tree.body, dotted, lines=self.lines, module=self._module)
 
     def find_function(self, qualname: str) -> tuple[FunctionNode | None, ast.ClassDef | None, str | None]:
         """Return (function, owning class, missing class name).
@@ -178,7 +218,8 @@ class CodeState:
         than FUNCTION_NOT_FOUND.  A name bound in more than one branch raises
         ``AmbiguousTarget`` (the engine reports it; nothing is guessed).
         """
-        return find_function(self.tree.body, qualname, lines=self.lines)
+        self.module_statements()
+        return find_function(self.tree.body, qualname, lines=self.lines, module=self._module)
 
     def function_span(self, qualname: str) -> tuple[int, int] | None:
         """Lines of the function, or of its class when the method is missing."""
@@ -188,7 +229,7 @@ class CodeState:
 
     def module_binding(self, name: str) -> ast.stmt | None:
         """The statement that binds ``name`` at module level (def, class, assignment, import)."""
-        return module_lookup(self.tree.body, name, lambda s: name in bound_names(s), self.lines)
+        return resolve_scoped(name, [item for item in self.module_statements() if name in bound_names(item.node)])
 
     def module_names(self) -> list[tuple[str, int]]:
         """(name, line) for everything bound at module level, in source order."""
@@ -295,7 +336,13 @@ _FUNCTION_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def _find_named(
-    body: list[ast.stmt], name: str, kinds: tuple[type, ...], *, scoped: bool, lines: Sequence[str]
+    body: list[ast.stmt],
+    name: str,
+    kinds: tuple[type, ...],
+    *,
+    scoped: bool,
+    lines: Sequence[str],
+    module: Sequence[ScopedStatement] | None = None,
 ) -> ast.stmt | None:
     """The definition of ``name`` Python binds in ``body``: the last one.
 
@@ -304,7 +351,8 @@ def _find_named(
     AmbiguousTarget).  Otherwise (a class body, or a payload): the block itself.
     """
     if scoped:
-        return module_lookup(body, name, lambda stmt: _named(stmt, name, kinds), lines)
+        items = module if module is not None else list(scope_statements(body, lines))
+        return resolve_scoped(name, [item for item in items if _named(item.node, name, kinds)])
     last: ast.stmt | None = None
     for stmt in body:
         if _named(stmt, name, kinds):
@@ -320,12 +368,25 @@ _DEF_KINDS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 def find_class(
-    body: list[ast.stmt], dotted: str, *, scoped: bool = True, lines: Sequence[str] = ()
+    body: list[ast.stmt],
+    dotted: str,
+    *,
+    scoped: bool = True,
+    lines: Sequence[str] = (),
+    module: Sequence[ScopedStatement] | None = None,
 ) -> ast.ClassDef | None:
-    """The class ``A.B`` in a module ``body`` (see ``_find_named`` for ``scoped``)."""
+    """The class ``A.B`` in a module ``body`` (see ``_find_named`` for ``scoped``;
+    ``module``: ``scope_statements(body, lines)`` if the caller has it already)."""
     found: ast.ClassDef | None = None
     for depth, part in enumerate(dotted.split(".")):
-        node = _find_named(body, part, (ast.ClassDef,), scoped=scoped and depth == 0, lines=lines)
+        node = _find_named(
+            body,
+            part,
+            (ast.ClassDef,),
+            scoped=scoped and depth == 0,
+            lines=lines,
+            module=module if depth == 0 else None,
+        )
         if not isinstance(node, ast.ClassDef):
             return None
         found = node
@@ -334,15 +395,25 @@ def find_class(
 
 
 def find_function(
-    body: list[ast.stmt], qualname: str, *, scoped: bool = True, lines: Sequence[str] = ()
+    body: list[ast.stmt],
+    qualname: str,
+    *,
+    scoped: bool = True,
+    lines: Sequence[str] = (),
+    module: Sequence[ScopedStatement] | None = None,
 ) -> tuple[FunctionNode | None, ast.ClassDef | None, str | None]:
     """(function or method, owning class, name of the missing class) for ``qualname`` in a module ``body``."""
     *owners, name = qualname.split(".")
-    owner = find_class(body, ".".join(owners), scoped=scoped, lines=lines) if owners else None
+    owner = find_class(body, ".".join(owners), scoped=scoped, lines=lines, module=module) if owners else None
     if owners and owner is None:
         return None, None, ".".join(owners)
     found = _find_named(
-        owner.body if owner else body, name, _FUNCTION_KINDS, scoped=scoped and owner is None, lines=lines
+        owner.body if owner else body,
+        name,
+        _FUNCTION_KINDS,
+        scoped=scoped and owner is None,
+        lines=lines,
+        module=module if owner is None else None,
     )
     return (found if isinstance(found, _FUNCTION_KINDS) else None), owner, None
 
@@ -351,28 +422,41 @@ def find_function(
 class ScopedStatement:
     node: ast.stmt
     block: list[ast.stmt]  # the list that holds it (the module body or a branch)
-    branch: str | None  # None at the top; else e.g. "under `if _is_cuda:` at line 3"
+    describe: Callable[[], str] | None = None  # None at the top; else what ``branch`` says
+
+    @property
+    def branch(self) -> str | None:
+        """None at the top; else e.g. "under `if _is_cuda:` at line 3".
+
+        Worded only when asked (a message needs it): every lookup walks the
+        module's statements, and unparsing each ``if`` test on every walk was
+        a tenth of a range check's analysis time."""
+        return self.describe() if self.describe is not None else None
 
 
-def _branches(stmt: ast.stmt) -> Iterator[tuple[list[ast.stmt], str]]:
+def _branches(stmt: ast.stmt) -> Iterator[tuple[list[ast.stmt], Callable[[], str]]]:
     """The blocks of a top-level ``if`` / ``try`` whose names bind in the module namespace."""
     if isinstance(stmt, ast.If):
-        yield stmt.body, f"under `if {unparse_short(stmt.test, 60)}:` at line {stmt.lineno}"
+        yield stmt.body, lambda: f"under `if {unparse_short(stmt.test, 60)}:` at line {stmt.lineno}"
         if stmt.orelse:
-            yield stmt.orelse, f"under the `else:` of the if at line {stmt.lineno}"
+            yield stmt.orelse, lambda: f"under the `else:` of the if at line {stmt.lineno}"
     elif isinstance(stmt, (ast.Try, ast.TryStar)):
-        yield stmt.body, f"under `try:` at line {stmt.lineno}"
+        yield stmt.body, lambda: f"under `try:` at line {stmt.lineno}"
         for handler in stmt.handlers:
-            caught = f" {unparse_short(handler.type, 60)}" if handler.type is not None else ""
-            yield handler.body, f"under `except{caught}:` at line {handler.lineno}"
+            yield handler.body, partial(_except_label, handler)
         if stmt.orelse:
-            yield stmt.orelse, f"under the `else:` of the try at line {stmt.lineno}"
+            yield stmt.orelse, lambda: f"under the `else:` of the try at line {stmt.lineno}"
         if stmt.finalbody:
-            yield stmt.finalbody, f"under the `finally:` of the try at line {stmt.lineno}"
+            yield stmt.finalbody, lambda: f"under the `finally:` of the try at line {stmt.lineno}"
+
+
+def _except_label(handler: ast.ExceptHandler) -> str:
+    caught = f" {unparse_short(handler.type, 60)}" if handler.type is not None else ""
+    return f"under `except{caught}:` at line {handler.lineno}"
 
 
 def scope_statements(
-    body: list[ast.stmt], lines: Sequence[str] = (), branch: str | None = None
+    body: list[ast.stmt], lines: Sequence[str] = (), describe: Callable[[], str] | None = None
 ) -> Iterator[ScopedStatement]:
     """The statements of a module scope in source order, descending into if / try branches.
 
@@ -381,7 +465,9 @@ def scope_statements(
     whole lines.
     """
     for stmt in body:
-        yield ScopedStatement(stmt, body, branch)
+        yield ScopedStatement(stmt, body, describe)
+        if not isinstance(stmt, _BRANCHING):
+            continue
         for block, label in _branches(stmt):
             first = block[0]
             if lines and first.lineno <= len(lines):
@@ -389,6 +475,9 @@ def scope_statements(
                 if before.strip():
                     continue
             yield from scope_statements(block, lines, label)
+
+
+_BRANCHING = (ast.If, ast.Try, ast.TryStar)
 
 
 class AmbiguousTarget(Exception):
@@ -425,12 +514,6 @@ def resolve_scoped(name: str, found: Sequence[ScopedStatement]) -> ast.stmt | No
     if last.branch is None or all(item.block is last.block for item in found):
         return last.node
     raise AmbiguousTarget(name, found)
-
-
-def module_lookup(
-    body: list[ast.stmt], name: str, match: Callable[[ast.stmt], bool], lines: Sequence[str] = ()
-) -> ast.stmt | None:
-    return resolve_scoped(name, [item for item in scope_statements(body, lines) if match(item.node)])
 
 
 def replace_statement(body: list[ast.stmt], old: ast.stmt, new: ast.stmt) -> None:

@@ -1,0 +1,116 @@
+"""What makes a cold range check cheap beyond the parse (issue 12), held to being invisible:
+
+- ``CodeState.remembered`` shares values across file versions by the exact
+  source text a statement was parsed from, but never for a tree a simulated
+  APPLY has edited, nor for a def or class (decorators lie outside its lines);
+- ``evaluate_file`` pauses the cycle collector while it parses and analyses,
+  and always restores it.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+
+import pytest
+from histories import MODEL_V1, write_manifest
+
+from patchkit.engine.evaluate import evaluate_file, gc_paused
+from patchkit.manifest import load_manifest
+from patchkit.operations import code
+from patchkit.operations.code import CodeState, canon
+from patchkit.sources.base import FileRead, FileState
+
+
+@pytest.fixture(autouse=True)
+def empty_memo():
+    code._SPAN_MEMO.clear()
+    yield
+    code._SPAN_MEMO.clear()
+
+
+def counting(calls: list[ast.AST]):
+    def compute(node: ast.AST) -> str:
+        calls.append(node)
+        return canon(node)
+
+    return compute
+
+
+def statement(state: CodeState, text: str) -> ast.stmt:
+    return next(n for n in ast.walk(state.tree) if isinstance(n, ast.stmt) and ast.unparse(n) == text)
+
+
+def test_the_same_statement_text_in_another_version_is_not_recomputed() -> None:
+    calls: list[ast.AST] = []
+    first = CodeState.parse("m.py", "def f():\n    x = g(1)\n")
+    second = CodeState.parse("m.py", "import os\n\n\ndef f():\n    y = 0\n    x = g(1)\n")
+    a = first.remembered("canon", statement(first, "x = g(1)"), counting(calls))
+    b = second.remembered("canon", statement(second, "x = g(1)"), counting(calls))
+    assert a == b and len(calls) == 1
+    # Different text (even if only the spacing): its own key.
+    third = CodeState.parse("m.py", "def f():\n    x = g( 1 )\n")
+    assert third.remembered("canon", statement(third, "x = g(1)"), counting(calls)) == a
+    assert len(calls) == 2
+
+
+def test_statements_sharing_a_line_are_told_apart_by_column() -> None:
+    state = CodeState.parse("m.py", "a = 1; b = 2\n")
+    a = state.remembered("canon", statement(state, "a = 1"), canon)
+    b = state.remembered("canon", statement(state, "b = 2"), canon)
+    assert a != b
+    other = CodeState.parse("m.py", "a = 1; b = 2\n")
+    assert other.remembered("canon", statement(other, "b = 2"), lambda n: "wrong") == b
+
+
+def test_an_edited_tree_never_reads_or_feeds_the_shared_memo() -> None:
+    calls: list[ast.AST] = []
+    source = "def f():\n    x = g(1)\n"
+    first = CodeState.parse("m.py", source)
+    first.changed()  # as after a simulated APPLY
+    node = statement(first, "x = g(1)")
+    node.value.args[0].value = 2  # the simulation may edit any node: its text no longer says what it is
+    assert first.remembered("canon", node, counting(calls)) == canon(node)
+    second = CodeState.parse("m.py", source)
+    fresh = second.remembered("canon", statement(second, "x = g(1)"), counting(calls))
+    assert len(calls) == 2 and fresh != canon(node)
+
+
+def test_a_def_is_not_shared_its_decorators_are_outside_its_lines() -> None:
+    calls: list[ast.AST] = []
+    one = CodeState.parse("m.py", "@cache\ndef f(): pass\n")
+    two = CodeState.parse("m.py", "@other\ndef f(): pass\n")
+    assert one.remembered("text", one.tree.body[0], lambda n: counting(calls)(n) and ast.unparse(n)) != (
+        two.remembered("text", two.tree.body[0], lambda n: counting(calls)(n) and ast.unparse(n))
+    )
+    assert len(calls) == 2
+
+
+def test_evaluate_file_pauses_and_restores_the_collector(tmp_path) -> None:
+    manifest = load_manifest(write_manifest(tmp_path / "kit"))
+    patches = [p for p in manifest.patches if p.file == "pkg/model.py"]
+    seen: list[bool] = []
+    original = CodeState.parse.__func__  # type: ignore[attr-defined]
+
+    def parse(cls, path, text):
+        seen.append(gc.isenabled())
+        return original(cls, path, text)
+
+    CodeState.parse = classmethod(parse)  # type: ignore[method-assign]
+    try:
+        read = FileRead("pkg/model.py", FileState.OK, MODEL_V1.encode(), "0" * 40)
+        evaluate_file(read, patches, {})
+        assert seen == [False] and gc.isenabled()
+    finally:
+        CodeState.parse = classmethod(original)  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a collector the caller had paused stays paused
+    finally:
+        gc.enable()
