@@ -114,3 +114,23 @@ def test_evaluate_file_pauses_and_restores_the_collector(tmp_path) -> None:
         assert not gc.isenabled()  # a collector the caller had paused stays paused
     finally:
         gc.enable()
+
+
+def test_close_matches_are_difflibs_own() -> None:
+    """The insert op scores each candidate statement once per run; the suggestions must be exactly
+    ``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, ties and order included."""
+    import difflib
+    import random
+
+    from patchkit.operations.insert import _close_matches
+
+    rng = random.Random(12)
+    words = ["self.model", " = get_model(", "x", "verify(", "torch.cuda.synchronize()", "spec_info", "batch", ")"]
+
+    def text() -> str:
+        return "".join(rng.choice(words) for _ in range(rng.randint(1, 5)))
+
+    for _ in range(2000):
+        wanted = text()
+        texts = tuple(dict.fromkeys(text() for _ in range(rng.randint(0, 12))))
+        assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -257,14 +258,30 @@ def _anchor_text(anchor: str) -> str:
     return unparse_short(parse_statement(anchor), UNLIMITED)
 
 
-@lru_cache(maxsize=1024)
 def _close_matches(wanted: str, texts: tuple[str, ...]) -> list[str]:
-    return difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+    """``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, with each statement's score
+    remembered: the versions of a function a range check reads differ in a statement or two, and
+    scoring every other statement again was most of a cold check's analysis on SGLang."""
+    scored = [(score, text) for text in texts if (score := _close_score(wanted, text)) is not None]
+    return [text for _score, text in heapq.nlargest(2, scored)]
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=65536)
+def _close_score(wanted: str, text: str) -> float | None:
+    """What get_close_matches scores ``text`` (None: under the 0.5 cutoff), computed as it does."""
+    matcher = difflib.SequenceMatcher(None, text, wanted)
+    if matcher.real_quick_ratio() >= 0.5 and matcher.quick_ratio() >= 0.5 and matcher.ratio() >= 0.5:
+        return matcher.ratio()
+    return None
+
+
 def _ratios(wanted: str, texts: tuple[str, ...]) -> dict[str, float]:
-    return {text: difflib.SequenceMatcher(None, wanted, text).ratio() for text in texts}
+    return {text: _ratio(wanted, text) for text in texts}
+
+
+@lru_cache(maxsize=65536)
+def _ratio(wanted: str, text: str) -> float:
+    return difflib.SequenceMatcher(None, wanted, text).ratio()
 
 
 MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised
