@@ -69,9 +69,9 @@ def evaluate_many(
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(jobs, len(refs)), mp_context=context) as pool:
-            # Chunks of about 1/16th of a worker's share: a few hundred round trips, not one per
+            # Chunks of about 1/64th of a worker's share: a few hundred round trips, not one per
             # blob (the parent unpickles every reply on one of the same cores), yet a short tail.
-            chunk = max(1, len(refs) // (jobs * 16))
+            chunk = max(1, len(refs) // (jobs * 64))
             return list(pool.map(_evaluate, refs, chunksize=chunk))
     finally:
         _WORK = None

@@ -29,9 +29,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
 NodeT = TypeVar("NodeT", bound=ast.AST)
+T = TypeVar("T")
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -129,6 +130,7 @@ class CodeState:
     _memo: dict[tuple[str, int], tuple[ast.AST, str]] = field(default_factory=dict, repr=False, compare=False)
     _edited: bool = field(default=False, repr=False, compare=False)  # changed() was called: see _span()
     _module: list[ScopedStatement] | None = field(default=None, repr=False, compare=False)
+    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # see derived()
 
     @classmethod
     def parse(cls, path: str, text: str) -> CodeState:
@@ -179,6 +181,15 @@ class CodeState:
         self._memo.clear()
         self._edited = True
         self._module = None
+        self._derived.clear()
+
+    def derived(self, what: str, compute: Callable[[CodeState], T]) -> T:
+        """``compute(self)``, a view of the whole tree (an index of its imports, of the names
+        it binds), computed once until a simulated APPLY changes the tree.  ``what`` names
+        ``compute``: one name, one function."""
+        if what not in self._derived:
+            self._derived[what] = compute(self)
+        return cast(T, self._derived[what])
 
     @property
     def last_line(self) -> int:
@@ -418,8 +429,9 @@ def find_function(
     return (found if isinstance(found, _FUNCTION_KINDS) else None), owner, None
 
 
-@dataclass(frozen=True)
-class ScopedStatement:
+class ScopedStatement(NamedTuple):
+    """A module-level statement and its block (a tuple: built for every statement of every version)."""
+
     node: ast.stmt
     block: list[ast.stmt]  # the list that holds it (the module body or a branch)
     describe: Callable[[], str] | None = None  # None at the top; else what ``branch`` says
@@ -649,21 +661,27 @@ def first_difference(a: str, b: str, context: int = 12) -> str:
     return f"they first differ at character {index + 1}: the anchor has {piece(a)}, the statement has {piece(b)}"
 
 
-@dataclass(frozen=True)
-class StatementMatch:
+class StatementMatch(NamedTuple):
+    """A statement and where it sits (a tuple: a range check builds millions of them)."""
+
     node: ast.stmt
     body: list[ast.stmt]  # the block that holds it (mutable, for simulation)
-    index: int
+    at: int  # its index in body
 
 
 def walk_statements(body: list[ast.stmt]) -> Iterator[StatementMatch]:
     """Every statement inside a function body, depth first, not into nested defs."""
     for index, stmt in enumerate(body):
         yield StatementMatch(stmt, body, index)
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(stmt, _NESTED_SCOPES) or not isinstance(stmt, _HAS_BLOCKS):
             continue
         for block in _sub_blocks(stmt):
             yield from walk_statements(block)
+
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# Statements with blocks of statements (everything else is a simple statement: nothing to descend into).
+_HAS_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.TryStar, ast.Match)
 
 
 def _sub_blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:

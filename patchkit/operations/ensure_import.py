@@ -55,6 +55,24 @@ def items_of(stmt: ast.Import | ast.ImportFrom) -> list[ImportItem]:
     return [ImportItem(stmt.module, stmt.level, a.name, a.asname) for a in stmt.names]
 
 
+def _imported(state: CodeState) -> dict[ImportItem, int]:
+    """Each item the module's top-level imports bind -> the line of the first import of it."""
+    out: dict[ImportItem, int] = {}
+    for imp in state.top_level_imports():
+        for item in items_of(imp):
+            out.setdefault(item, imp.lineno)
+    return out
+
+
+def _binders(state: CodeState) -> dict[str, list[ast.stmt]]:
+    """Each name bound at module level -> the statements that bind it, in source order."""
+    out: dict[str, list[ast.stmt]] = {}
+    for scoped in state.module_statements():
+        for name in bound_names(scoped.node):
+            out.setdefault(name, []).append(scoped.node)
+    return out
+
+
 def render_items(items: list[ImportItem]) -> str:
     first = items[0]
     if first.name is None:
@@ -94,10 +112,11 @@ class EnsureImport(Operation):
 
     def analyze(self, state: CodeState) -> Outcome:
         existing = state.top_level_imports()
+        imported = state.derived("ensure-import:imported", _imported)
         present: list[tuple[ImportItem, int]] = []
         missing: list[ImportItem] = []
         for item in self.items:
-            line = next((imp.lineno for imp in existing if item in items_of(imp)), None)
+            line = imported.get(item)
             if line is not None:
                 present.append((item, line))
                 continue
@@ -141,10 +160,7 @@ class EnsureImport(Operation):
 
     def _clash(self, state: CodeState, item: ImportItem) -> ast.stmt | None:
         name = item.binds
-        for scoped in state.module_statements():
-            stmt = scoped.node
-            if name not in bound_names(stmt):
-                continue
+        for stmt in state.derived("ensure-import:binders", _binders).get(name, ()):
             # `import a.b` and `import a.c` both bind `a`: that is no clash.
             if (
                 isinstance(stmt, ast.Import)

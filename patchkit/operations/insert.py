@@ -151,9 +151,9 @@ class Insert(Operation):
             )
         count = len(self.statements)
         if self.position == "before":
-            neighbours = match.body[max(0, match.index - count) : match.index]
+            neighbours = match.body[max(0, match.at - count) : match.at]
         else:
-            neighbours = match.body[match.index + 1 : match.index + 1 + count]
+            neighbours = match.body[match.at + 1 : match.at + 1 + count]
         noun = "statement" if count == 1 else "statements"
         if len(neighbours) == count and canon(neighbours) == self._statements_canon:
             return Outcome.skip(
@@ -164,9 +164,9 @@ class Insert(Operation):
         for old in range(1, MAX_PREVIOUS + 1 if state.previous else 1):
             # An older version of these statements that patchkit inserted: replace it, never add a second copy.
             if self.position == "before":
-                near = match.body[max(0, match.index - old) : match.index]
+                near = match.body[max(0, match.at - old) : match.at]
             else:
-                near = match.body[match.index + 1 : match.index + 1 + old]
+                near = match.body[match.at + 1 : match.at + 1 + old]
             when = state.previous.get(_sequence_digest(near)) if len(near) == old else None
             if when is not None:
                 return Outcome.apply(
@@ -221,9 +221,9 @@ class Insert(Operation):
         match = matches[0]
         old = outcome.plan or 0  # statements of an older version to replace
         if self.position == "before":
-            start, end = match.index - old, match.index
+            start, end = match.at - old, match.at
         else:
-            start, end = match.index + 1, match.index + 1 + old
+            start, end = match.at + 1, match.at + 1 + old
         match.body[start:end] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
