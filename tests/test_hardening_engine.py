@@ -282,3 +282,37 @@ def test_json_keys_of_status_revert_and_apply(tmp_path: Path, capsys) -> None:
         "recovered",
     }
     assert rv["recovered"] == []
+
+
+def test_stored_symlink_facts_serve_old_commits_and_new_ones_are_asked(tmp_path: Path) -> None:
+    """What a cold check learnt about symlinked parents is kept per path; a longer range asks git only
+    about its new commits, and still sees a parent that turned into a symlink there."""
+    import sqlite3
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    b = HistoryBuilder(tmp_path / "repo")
+    b.commit("one", "no python dir", {"README.md": "x\n"})
+    b.commit("two", "a symlinked dir", {"python/escape": Symlink(str(outside))})
+    b.commit("three", "back to nothing", {"python/escape": None})
+    b.commit("four", "a symlink two levels up", {"python": Symlink(str(outside))})
+    history = b.build()
+    kit = Kit(tmp_path / "kit")
+    kit.write([{"id": "imp", "op": "ensure-import", "file": ESCAPING, "import": "import os"}])
+    manifest = load_manifest(str(kit.manifest))
+
+    def reasons(spec: str, use_cache: bool = True) -> list[str]:
+        with Repo.discover(history.path) as repo:
+            report = check_range(manifest, repo, ranges=[spec], use_cache=use_cache)
+        return [c.results[0].reason.value for c in report.commits]  # type: ignore[union-attr]
+
+    first = reasons(f"{history['one']}~0..{history['three']}")
+    db = sqlite3.connect(history.path / ".git" / "patchkit" / "cache.sqlite")
+    (facts,) = db.execute("SELECT facts FROM parents WHERE path = ?", (ESCAPING,)).fetchone()
+    db.close()
+    assert sorted(json.loads(facts)["checked"]) == sorted([history["two"], history["three"]])
+    assert json.loads(facts)["links"] == {history["two"]: "python/escape"}
+    assert first == ["UNSUPPORTED_FILE", "FILE_NOT_FOUND"]
+    longer = reasons("main")
+    assert longer == ["FILE_NOT_FOUND", "UNSUPPORTED_FILE", "FILE_NOT_FOUND", "UNSUPPORTED_FILE"]
+    assert longer == reasons("main", use_cache=False)

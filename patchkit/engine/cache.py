@@ -9,7 +9,9 @@ check reads no blob at all.
 Tree hints (where a missing class or file went) depend on the whole tree, so
 they are stored apart, keyed by the full commit id and what the hint is
 about (plus the refs, for the hint that searches every branch): see
-``engine/check.py``.
+``engine/check.py``.  So are, per target path, the commits where it was
+absent and looked at for a symlinked parent directory, and what was found
+(facts of those commits' trees: a commit id names its tree for good).
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class VerdictCache:
         self.hits = 0
         self.misses = 0
         self.pending_hints: dict[str, str | None] = {}
+        self.pending_parents: dict[str, str] = {}
         self._prefilled: set[str] = set()  # computed ahead (engine/pool.py): the first get() is a miss
         self._db: sqlite3.Connection | None = None
         if path is not None:
@@ -58,6 +61,7 @@ class VerdictCache:
                 self._db = sqlite3.connect(str(path), timeout=10)
                 self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, results TEXT NOT NULL)")
                 self._db.execute("CREATE TABLE IF NOT EXISTS hints (key TEXT PRIMARY KEY, hint TEXT)")
+                self._db.execute("CREATE TABLE IF NOT EXISTS parents (path TEXT PRIMARY KEY, facts TEXT NOT NULL)")
             except (OSError, sqlite3.Error):
                 # A read-only git dir: check still works, just without persistence.
                 self._db = None
@@ -97,6 +101,25 @@ class VerdictCache:
         if self._db is not None:
             self.pending_hints[key] = hint
 
+    def symlink_facts(self, path: str) -> tuple[set[str], dict[str, str]]:
+        """(commits already looked at for a symlinked parent of ``path``, {commit: that parent})."""
+        if self._db is None:
+            return set(), {}
+        row = self._db.execute("SELECT facts FROM parents WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return set(), {}
+        try:
+            facts = json.loads(row[0])
+            return set(facts["checked"]), dict(facts["links"])
+        except (ValueError, KeyError, TypeError):
+            return set(), {}  # an unreadable entry is asked again, never trusted
+
+    def remember_symlink_facts(self, path: str, checked: set[str], links: Mapping[str, str]) -> None:
+        if self._db is not None:
+            self.pending_parents[path] = json.dumps(
+                {"checked": sorted(checked), "links": dict(sorted(links.items()))}, separators=(",", ":")
+            )
+
     def put(self, key: str, results: Iterable[PatchResult]) -> tuple[PatchResult, ...]:
         stored = tuple(results)
         self.memory[key] = stored
@@ -108,8 +131,11 @@ class VerdictCache:
         if self._db is None:
             return
         try:
-            if self.pending or self.pending_hints:
+            if self.pending or self.pending_hints or self.pending_parents:
                 with self._db:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO parents (path, facts) VALUES (?, ?)", self.pending_parents.items()
+                    )
                     self._db.executemany(
                         "INSERT OR REPLACE INTO verdicts (key, results) VALUES (?, ?)", self.pending.items()
                     )
@@ -121,5 +147,6 @@ class VerdictCache:
         finally:
             self.pending.clear()
             self.pending_hints.clear()
+            self.pending_parents.clear()
             self._db.close()
             self._db = None
