@@ -21,6 +21,7 @@ not available, everything runs in the calling process.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Mapping, Sequence
 
@@ -66,6 +67,9 @@ def evaluate_many(
 
     repo.close()  # no child may share the parent's cat-file pipes
     _WORK = (Repo(repo.path, repo.git_dir, repo.common_dir, repo.root), by_file)
+    # What the children inherit is never scanned by their cycle collector (nor copied page by
+    # page as it would touch it): the parent's heap is frozen while they fork.
+    gc.freeze()
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(jobs, len(refs)), mp_context=context) as pool:
@@ -74,6 +78,7 @@ def evaluate_many(
             chunk = max(1, len(refs) // (jobs * 64))
             return list(pool.map(_evaluate, refs, chunksize=chunk))
     finally:
+        gc.unfreeze()
         _WORK = None
 
 
