@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from json.encoder import encode_basestring as _encode_str  # what dumps(ensure_ascii=False) uses
+from json.encoder import encode_basestring as encode_str  # what dumps(ensure_ascii=False) uses
 from typing import Any
 
 INDENT = "  "
@@ -27,7 +27,7 @@ def _scalar(value: Any) -> str | None:
     """The text of a str, None, bool or int (floats and the rest: None, so the caller uses json)."""
     kind = type(value)
     if kind is str:
-        return _encode_str(value)
+        return encode_str(value)
     if value is None:
         return "null"
     if kind is bool:
@@ -58,7 +58,7 @@ def fragment(value: Any, depth: int = 0) -> str:
 def object_text(pairs: Iterable[tuple[str, str]], depth: int = 0) -> str:
     """A JSON object from (key, value already encoded at ``depth + 1``) pairs."""
     pad = ",\n" + INDENT * (depth + 1)
-    body = pad.join(_encode_str(key) + ": " + text for key, text in pairs)
+    body = pad.join(encode_str(key) + ": " + text for key, text in pairs)
     return "{\n" + INDENT * (depth + 1) + body + "\n" + INDENT * depth + "}" if body else "{}"
 
 
@@ -69,4 +69,4 @@ def array_text(items: Iterable[str], depth: int = 0) -> str:
     return "[\n" + INDENT * (depth + 1) + body + "\n" + INDENT * depth + "]" if body else "[]"
 
 
-__all__ = ["array_text", "fragment", "object_text"]
+__all__ = ["array_text", "encode_str", "fragment", "object_text"]

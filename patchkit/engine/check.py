@@ -169,7 +169,7 @@ class CheckReport:
         string is handed out for every commit: no per-commit encoding, and no
         copy of a 100 MB text (``tests/test_check_jobs.py`` pins the bytes).
         """
-        from patchkit.jsontext import INDENT, array_text, fragment, object_text
+        from patchkit.jsontext import INDENT, array_text, encode_str, fragment, object_text
 
         mark = "\x00"  # never in JSON text: control characters are escaped
         items = [(k, fragment(v, 1)) for k, v in self._json_head().items()]
@@ -181,6 +181,7 @@ class CheckReport:
             yield "[]"
         shared: dict[tuple[int, int], str] = {}
         key_pad = ",\n" + INDENT * 3
+        prefixes: dict[str, str] = {}  # '"key": ' as it starts a line of a commit's object
         for n, c in enumerate(self.commits):
             key = (id(c.results), id(c.groups))
             tail = shared.get(key)
@@ -188,8 +189,15 @@ class CheckReport:
                 results = array_text([fragment(r.to_json(), 4) for r in c.results], 3)
                 groups = array_text([fragment(g.to_json(), 4) for g in c.groups], 3)
                 tail = shared[key] = f'{key_pad}"results": {results}{key_pad}"groups": {groups}\n{INDENT * 2}}}'
-            head = object_text([(k, fragment(v, 3)) for k, v in c.commit.to_json().items()], 2)
-            yield ("[\n" + INDENT * 2 if n == 0 else ",\n" + INDENT * 2) + head[: -len("\n" + INDENT * 2 + "}")]
+            # The commit's own fields, as object_text would open them (one call per field, not four).
+            fields = []
+            for k, v in c.commit.to_json().items():
+                prefix = prefixes.get(k)
+                if prefix is None:
+                    prefix = prefixes[k] = encode_str(k) + ": "
+                fields.append(prefix + fragment(v, 3))
+            head = "{\n" + INDENT * 3 + key_pad.join(fields)
+            yield ("[\n" + INDENT * 2 if n == 0 else ",\n" + INDENT * 2) + head
             yield tail
         if self.commits:
             yield "\n" + INDENT + "]"
