@@ -76,3 +76,36 @@ def open_repo() -> Iterator[Callable[[Path], Repo]]:
 
     with ExitStack() as stack:
         yield lambda path: stack.enter_context(Repo.discover(path))
+
+
+@pytest.fixture(autouse=True)
+def splicing_ops_leave_statements_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At every simulated APPLY in the suite, an op that says it only splices new statements in
+    (``Operation.edits_in_place`` False) must have left every simple statement of the tree as it
+    was before it ran: ``CodeState._span`` keeps sharing what was computed from their source text."""
+    import ast
+
+    from patchkit.operations.code import _DEF_KINDS, _HAS_BLOCKS, CodeState, canon
+
+    parse = CodeState.parse.__func__  # type: ignore[attr-defined]
+    changed = CodeState.changed
+    skip = _HAS_BLOCKS + _DEF_KINDS
+
+    def snapshot(state: CodeState) -> None:
+        nodes = [n for n in ast.walk(state.tree) if isinstance(n, ast.stmt) and not isinstance(n, skip)]
+        state.__dict__["_before_op"] = [(node, canon(node)) for node in nodes]
+
+    def checked_parse(cls: type[CodeState], path: str, text: str) -> CodeState:
+        state = parse(cls, path, text)
+        snapshot(state)
+        return state
+
+    def checked_changed(self: CodeState, *, in_place: bool = True) -> None:
+        if not in_place:
+            for node, text in self.__dict__.get("_before_op", ()):
+                assert canon(node) == text, f"an op that only splices edited {self.path}:{node.lineno}"
+        changed(self, in_place=in_place)
+        snapshot(self)
+
+    monkeypatch.setattr(CodeState, "parse", classmethod(checked_parse))
+    monkeypatch.setattr(CodeState, "changed", checked_changed)

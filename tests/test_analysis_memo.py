@@ -134,3 +134,21 @@ def test_close_matches_are_difflibs_own() -> None:
         wanted = text()
         texts = tuple(dict.fromkeys(text() for _ in range(rng.randint(0, 12))))
         assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+
+
+def test_after_a_splice_only_simple_statements_are_shared() -> None:
+    """A simulated APPLY that splices statements in may have grown any block, never edited a
+    simple statement: those keep being shared across versions, blocks are computed afresh."""
+    source = "def f():\n    x = g(1)\n    if x:\n        y = 2\n"
+    calls: list[ast.AST] = []
+    first = CodeState.parse("m.py", source)
+    first.remembered("canon", statement(first, "x = g(1)"), counting(calls))
+    block = next(n for n in ast.walk(first.tree) if isinstance(n, ast.If))
+    first.remembered("canon", block, counting(calls))
+    assert len(calls) == 2
+    second = CodeState.parse("m.py", source)
+    second.changed(in_place=False)
+    second.remembered("canon", statement(second, "x = g(1)"), counting(calls))
+    assert len(calls) == 2  # shared
+    second.remembered("canon", next(n for n in ast.walk(second.tree) if isinstance(n, ast.If)), counting(calls))
+    assert len(calls) == 3  # a block may have received statements: not shared

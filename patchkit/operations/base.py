@@ -150,6 +150,10 @@ def missing_in(dotted: str, reason: Reason, *, is_class: bool) -> tuple[str, str
 class Operation(ABC):
     op_name: ClassVar[str]
     needs_python: ClassVar[bool] = True  # False: a text op (see the module docstring)
+    # True when simulate() edits statements that were already in the tree (not only splices new
+    # ones into a block): then nothing computed from those statements' source text still holds
+    # (CodeState._span).  tests/conftest.py checks every op against its flag at every simulated APPLY.
+    edits_in_place: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod

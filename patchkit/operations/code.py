@@ -129,6 +129,7 @@ class CodeState:
     # (what, id(node)) -> (node, text): see remembered()
     _memo: dict[tuple[str, int], tuple[ast.AST, str]] = field(default_factory=dict, repr=False, compare=False)
     _edited: bool = field(default=False, repr=False, compare=False)  # changed() was called: see _span()
+    _in_place: bool = field(default=False, repr=False, compare=False)  # ... by an op that edits in place
     _module: list[ScopedStatement] | None = field(default=None, repr=False, compare=False)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # see derived()
 
@@ -166,9 +167,13 @@ class CodeState:
         forms, unparsed text) depends only on the node, and a node parsed from
         the same text is the same node.  Only while the tree is as parsed (no
         simulated APPLY yet), and not for a def or class (its decorators lie
-        outside its lines) or a block longer than a few lines.
+        outside its lines) or a block longer than a few lines.  Once a simulated APPLY has
+        spliced statements into the tree, only simple statements (no block that could have
+        received them) still read as their text; once one edited a statement in place, none.
         """
-        if self._edited or not isinstance(node, ast.stmt) or isinstance(node, _DEF_KINDS):
+        if self._in_place or not isinstance(node, ast.stmt) or isinstance(node, _DEF_KINDS):
+            return None
+        if self._edited and isinstance(node, _HAS_BLOCKS):
             return None
         first, last = node.lineno, node.end_lineno
         if last is None or node.end_col_offset is None or last - first > _SPAN_LINES:
@@ -176,10 +181,14 @@ class CodeState:
         lines = self.lines[first - 1 : last]
         return f"{node.col_offset}:{node.end_col_offset}:" + "\n".join(lines)
 
-    def changed(self) -> None:
-        """The tree was edited (a simulated APPLY): forget what ``remembered`` computed."""
+    def changed(self, *, in_place: bool = True) -> None:
+        """The tree was edited (a simulated APPLY): forget what ``remembered`` computed.
+
+        ``in_place``: the op may have edited statements that were there (``Operation.edits_in_place``);
+        False when it only spliced new ones in."""
         self._memo.clear()
         self._edited = True
+        self._in_place = self._in_place or in_place
         self._module = None
         self._derived.clear()
 

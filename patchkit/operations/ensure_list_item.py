@@ -25,6 +25,7 @@ _SINGLE = (ast.Name, ast.Attribute)
 @dataclass(frozen=True)
 class EnsureListItem(Operation):
     op_name = "ensure-list-item"
+    edits_in_place = True  # simulate() edits an existing statement (see Operation)
     target: str
     item: str
     item_node: ast.expr

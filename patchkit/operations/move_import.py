@@ -49,6 +49,7 @@ class Plan:
 @dataclass(frozen=True)
 class MoveImport(Operation):
     op_name = "move-import"
+    edits_in_place = True  # simulate() edits an existing statement (see Operation)
     name: str
     source: str  # `from`
     dest: str  # `to`
