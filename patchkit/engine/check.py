@@ -597,7 +597,8 @@ def _with_hints(
     lookups = _StoredLookups(repo, cache)
     files = manifest.files()
     for column, patch in enumerate(manifest.patches):
-        present = [_real(state[files.index(patch.file)]) for state in row_states]
+        at = files.index(patch.file)
+        present = [_real(state[at]) for state in row_states]
         for i, j, first in _column_windows(rows, runs, column):
             if first.ok and not patch.hints:
                 continue

@@ -213,10 +213,13 @@ class CodeState:
         ``if`` / ``try`` blocks (SGLang defines classes, functions and imports
         under ``if _is_cuda:`` and ``try: ... except ImportError:``).
         """
+        return iter(self._scoped())
+
+    def _scoped(self) -> list[ScopedStatement]:
+        """``module_statements`` as a list: every lookup walks it; kept until a simulated APPLY edits the tree."""
         if self._module is None:
-            # Every lookup walks these; remembered until a simulated APPLY edits the tree.
             self._module = list(scope_statements(self.tree.body, self.lines))
-        return iter(self._module)
+        return self._module
 
     @property
     def lines(self) -> list[str]:
@@ -227,8 +230,7 @@ class CodeState:
         return self._lines
 
     def find_class(self, dotted: str) -> ast.ClassDef | None:
-        self.module_statements()
-        return find_class(self.tree.body, dotted, lines=self.lines, module=self._module)
+        return find_class(self.tree.body, dotted, lines=self.lines, module=self._scoped())
 
     def find_function(self, qualname: str) -> tuple[FunctionNode | None, ast.ClassDef | None, str | None]:
         """Return (function, owning class, missing class name).
@@ -238,8 +240,7 @@ class CodeState:
         than FUNCTION_NOT_FOUND.  A name bound in more than one branch raises
         ``AmbiguousTarget`` (the engine reports it; nothing is guessed).
         """
-        self.module_statements()
-        return find_function(self.tree.body, qualname, lines=self.lines, module=self._module)
+        return find_function(self.tree.body, qualname, lines=self.lines, module=self._scoped())
 
     def function_span(self, qualname: str) -> tuple[int, int] | None:
         """Lines of the function, or of its class when the method is missing."""
