@@ -552,7 +552,27 @@ def _crash(exc: Exception, args: list[str]) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    """The console script: ``main``, then a quick exit.
+
+    When ``main`` returns, every file, database and process it opened is
+    closed (each command closes its own).  What is left is the interpreter's
+    teardown: freeing every module, cached syntax tree and table, about 20 ms
+    of a 250 ms warm ``check`` on SGLang.  So the exit handlers run, the
+    standard streams are flushed, and the process ends there with
+    ``os._exit``.  If a stream cannot be flushed (a closed pipe), the normal
+    exit takes over and reports it as usual.
+    """
+    code = main()
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        sys.exit(code)
+    os._exit(code)
 
 
 if __name__ == "__main__":
