@@ -10,7 +10,6 @@ thousand blobs costs one process start, not a thousand.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
@@ -236,6 +235,17 @@ class TreeEntry:
     oid: str
 
 
+_LS_FILES = ("ls-tree", "-r", "-z", "--name-only", "--full-tree")
+
+
+def _split_names(out: bytes) -> list[str]:
+    return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+
+
+def _is_full_id(rev: str) -> bool:
+    return len(rev) in (40, 64) and all(c in "0123456789abcdef" for c in rev)
+
+
 def parse_log(out: str) -> list[Commit]:
     return [_parse_commit(line) for line in out.splitlines() if line]
 
@@ -307,6 +317,7 @@ class Repo:
         self.common_dir = common_dir
         self.root = root  # None for a bare repository
         self._blobs: BlobReader | None = None
+        self._trees: dict[str, Pending | list[str]] = {}  # full commit id -> its files (a commit's tree is fixed)
 
     # -- discovery ---------------------------------------------------------
 
@@ -444,6 +455,8 @@ class Repo:
 
     def hash_blob(self, data: bytes) -> str:
         """The object id git would give ``data`` (no process, no write)."""
+        import hashlib  # not at the top: a range check's first git process starts before it loads
+
         algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
         return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
@@ -465,12 +478,27 @@ class Repo:
         return entries
 
     def list_files(self, commit: str | None) -> list[str]:
-        """Tracked files at a commit, or in the index/work tree when ``commit`` is None."""
+        """Tracked files at a commit, or in the index/work tree when ``commit`` is None.
+
+        A full commit id's list is kept (its tree never changes), and may have
+        been started ahead with ``prefetch_files``.
+        """
         if commit is None:
             out = self.git_bytes("ls-files", "-z", "--cached", "--others", "--exclude-standard")
-        else:
-            out = self.git_bytes("ls-tree", "-r", "-z", "--name-only", "--full-tree", commit)
-        return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
+            return _split_names(out)
+        known = self._trees.get(commit)
+        if isinstance(known, list):
+            return known
+        out = known.bytes() if known is not None else self.git_bytes(*_LS_FILES, commit)
+        names = _split_names(out)
+        if _is_full_id(commit):
+            self._trees[commit] = names
+        return names
+
+    def prefetch_files(self, commit: str) -> None:
+        """Start listing a commit's files now, for a ``list_files`` later (a full commit id only)."""
+        if _is_full_id(commit) and commit not in self._trees:
+            self._trees[commit] = self.spawn(*_LS_FILES, commit)
 
     def read_blob(self, oid: str) -> bytes:
         if self._blobs is None:
@@ -482,6 +510,13 @@ class Repo:
         if self._blobs is not None:
             self._blobs.close()
             self._blobs = None
+
+    def close_prefetched(self) -> None:
+        """Reap the ``prefetch_files`` listings nobody read (their commits are listed again if asked)."""
+        for commit, known in list(self._trees.items()):
+            if isinstance(known, Pending):
+                known.close()
+                del self._trees[commit]
 
     def __enter__(self) -> Repo:
         return self

@@ -139,3 +139,49 @@ def test_tree_hints_are_stored_and_follow_the_refs(tmp_path: Path, capsys) -> No
     after = check()
     assert after == check("--no-cache")
     assert "which is not in this commit's history" not in (after["commits"][0]["results"][0]["hint"] or "")
+
+
+def test_arrival_hints_are_stored_under_the_arrival_commit(tmp_path: Path, capsys) -> None:
+    """One commit, two ranges that bring the file in at different commits: each range's hint names its own."""
+    repo = tmp_path / "repo"
+    b = HistoryBuilder(repo)
+    b.commit("c0", "start", {"README": "x\n", "old/model.py": "x = 1\n"})
+    b.commit("c1", "add the model", {"pkg/model.py": "class Model:\n    pass\n"})
+    b.start_branch("side", "c0")
+    b.commit("s1", "docs", {"README": "y\n"}, branch="side")
+    b.commit("s2", "add the model on the side", {"pkg/model.py": "class Model:\n    x = 1\n"}, branch="side")
+    history = b.build(checkout="main")
+    manifest = write_manifest(tmp_path / "m")
+
+    def first_hint(rev: str, *extra: str) -> str:
+        result = run_cli(capsys, "check", "-m", manifest, "--repo", repo, "--range", rev, "--json", *extra)
+        data = result.json
+        assert data["commits"][0]["commit"] == history["c0"], result.err
+        return data["commits"][0]["results"][0]["hint"]
+
+    on_main = first_hint("main")
+    assert f"in this range it first exists at {history['c1'][:10]} 'add the model'" in on_main
+    assert "a file named model.py exists at old/model.py" in on_main
+    db = sqlite3.connect(repo / ".git" / "patchkit" / "cache.sqlite")
+    keys = [k for (k,) in db.execute("SELECT key FROM hints")]
+    db.close()
+    assert any(history["c1"] in k and history["c0"] in k for k in keys)  # stored, under both commits
+    on_side = first_hint("side")
+    assert f"in this range it first exists at {history['s2'][:10]} 'add the model on the side'" in on_side
+    assert first_hint("main") == on_main == first_hint("main", "--no-cache")  # read back from the store
+    assert first_hint("side") == on_side == first_hint("side", "--no-cache")
+
+
+def test_the_console_script_ends_with_all_its_output(sglang_history, capsys) -> None:
+    """``patchkit.cli.entry`` skips the interpreter's teardown: the output must still arrive whole, with the code."""
+    import subprocess
+    import sys
+
+    args = ["check", "-m", "kimi-k25-eagle3", "--repo", str(sglang_history.path), "--range", "v0.5.8..main", "--json"]
+    run_cli(capsys, *args)  # the cache is warm for both runs below
+    inside = run_cli(capsys, *args)
+    proc = subprocess.run([sys.executable, "-m", "patchkit", *args], capture_output=True, text=True, check=False)
+    assert proc.returncode == inside.code
+    assert proc.stdout == inside.out and len(proc.stdout) > 10_000
+    bad = subprocess.run([sys.executable, "-m", "patchkit", "check", "-m", "no-such"], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("patchkit: error:") and not bad.stdout

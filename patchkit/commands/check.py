@@ -7,16 +7,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.engine.check import CheckReport, GroupWindow, Window, check_range, start_listing
-from patchkit.engine.pool import default_jobs
+from patchkit.engine.listing import start_listing
 from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
-from patchkit.manifest import load_manifest
-from patchkit.results import GroupResult, PatchResult
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
     from rich.console import Console
     from rich.text import Text
+
+    from patchkit.engine.check import CheckReport, GroupWindow, Window
+    from patchkit.manifest import Manifest
+    from patchkit.results import GroupResult, PatchResult
 
 
 def check(
@@ -31,25 +32,34 @@ def check(
     console: Console | None,
     jobs: int | None = None,
 ) -> int:
-    """``console``: where the table goes (None with ``json_out``)."""
+    """``console``: where the table goes (None with ``json_out``).
+
+    The order is for speed: git starts listing the range first, the change
+    log of the target files as soon as the manifest names them, and only
+    then is the evaluation machinery imported, while git works
+    (``engine/listing.py``).
+    """
     try:
         git_repo = Repo.discover(Path(repo))
     except PatchkitError:
-        load_manifest(manifest)  # a bad manifest is reported first, as by every command
+        _load(manifest)  # a bad manifest is reported first, as by every command
         raise
-    # Load the manifest in a thread while git lists the ranges: both take tens
-    # of milliseconds, and a warm check is little else.  The JSON Schema
-    # verdict is remembered per manifest+schema digest, as the guard does.
-    valid_cache = git_repo.common_dir / "patchkit" / "schema-checked"
-    loading = Background(lambda: load_manifest(manifest, valid_cache=valid_cache))
+    if not ranges and not commits:
+        commits = ["HEAD"]
     try:
-        if not ranges and not commits:
-            commits = ["HEAD"]
         listing = start_listing(git_repo, ranges)
     except PatchkitError:
-        loading.result()  # a bad manifest is reported first, as by every command
+        _load(manifest)  # a bad manifest is reported first, as by every command
         raise
-    loaded = loading.result()
+    try:
+        # The JSON Schema verdict is remembered per manifest+schema digest, as the guard does.
+        loaded = _load(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
+        listing.watch(git_repo, loaded.files())
+        from patchkit.engine.check import check_range
+        from patchkit.engine.pool import default_jobs
+    except BaseException:
+        listing.close()
+        raise
     with _progress(progress) as tick:
         report = check_range(
             loaded,
@@ -67,6 +77,13 @@ def check(
         assert console is not None
         show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
     return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
+
+
+def _load(manifest: str, valid_cache: Path | None = None) -> Manifest:
+    # Imported here, not at the top: a range check's first git process starts before it loads.
+    from patchkit.manifest import load_manifest
+
+    return load_manifest(manifest, valid_cache=valid_cache)
 
 
 def write_chunks(chunks: Sequence[str]) -> None:
@@ -93,30 +110,6 @@ def write_chunks(chunks: Sequence[str]) -> None:
             data = encoded[id(chunk)] = chunk.encode("utf-8")
         binary.write(data)
     binary.flush()
-
-
-class Background:
-    """Run ``fn(*args)`` in a thread; ``result()`` returns it or re-raises its error."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        import threading
-
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, args), daemon=True)
-        self._thread.start()
-
-    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
-        try:
-            self._value = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 (handed to the caller's thread by result()
-            self._error = exc
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 class _progress:

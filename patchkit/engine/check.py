@@ -21,18 +21,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
+from patchkit.engine.listing import Listing, start_listing
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Pending, Repo, parse_log, parse_path_changes, symlinked_parents
+from patchkit.git import Commit, GitFailed, Repo, parse_log, parse_path_changes, symlinked_parents
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import GroupResult, PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
 from patchkit.sources.commit import SYMLINK_DIR
+
+if TYPE_CHECKING:
+    from patchkit.engine.pool import Workers
 
 Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 
@@ -225,46 +229,6 @@ class CheckReport:
 # -- commit selection -----------------------------------------------------------
 
 
-def _split_range(spec: str) -> tuple[list[str], str]:
-    for sep in ("...", ".."):
-        if sep in spec:
-            left, right = spec.split(sep, 1)
-            return [left or "HEAD", right or "HEAD"], sep
-    return [spec], ""
-
-
-def _range_specs(ranges: Sequence[str]) -> list[tuple[str, list[str], list[str], str]]:
-    """Each range as (as written, rev-list spec, its ends, separator).
-
-    Nothing is resolved here: git lists the range straight away, and only if
-    that fails are the ends resolved one by one to name the unknown one.
-    """
-    out = []
-    for spec in ranges:
-        if spec.startswith("-") or not spec.strip():
-            raise RevisionError(f"range {spec!r} is not a revision range", hint="give a range such as v0.5.8..main")
-        ends, sep = _split_range(spec)
-        out.append((spec, [spec], ends, sep))
-    return out
-
-
-@dataclass
-class Listing:
-    """The ranges' commit lists, being produced by git in the background.
-
-    ``start_listing`` needs no manifest, so a caller can start it first and
-    load the manifest while git works (see ``commands/check.py``).
-    """
-
-    specs: list[tuple[str, list[str], list[str], str]]
-    pending: list[Pending]
-
-
-def start_listing(repo: Repo, ranges: Sequence[str]) -> Listing:
-    specs = _range_specs(ranges)
-    return Listing(specs, [repo.spawn_rev_list(rev_spec) for _, rev_spec, _, _ in specs])
-
-
 def select_commits(
     repo: Repo,
     ranges: Sequence[str],
@@ -276,7 +240,8 @@ def select_commits(
     first-parent changes of ``files`` along the ranges, and the shas that
     came from a range.  A range's two git logs run concurrently."""
     listing = listing or start_listing(repo, ranges)
-    diffs = [repo.spawn_path_changes(rev_spec, files) if files else None for _, rev_spec, _, _ in listing.specs]
+    listing.watch(repo, files)
+    diffs = listing.diffs
     seen: set[str] = set()
     out: list[Commit] = []
     changes: dict[str, dict[str, Entry]] = {}
@@ -304,8 +269,7 @@ def select_commits(
                     out.append(commit)
     finally:
         # A failed range leaves the other git logs unread: reap them (no process left running).
-        for process in [*listing.pending, *(d for d in diffs if d is not None)]:
-            process.close()
+        listing.close()
     from_ranges = set(seen)
     extra = repo.resolve_all(list(commits)) if commits else []
     fresh = [sha for sha in dict.fromkeys(extra) if sha not in seen]
@@ -349,6 +313,38 @@ def _file_evaluator(repo: Repo, cache: VerdictCache) -> Callable[..., _Results]:
     return evaluate
 
 
+def _patches_by_file(manifest: Manifest) -> dict[str, list[Patch]]:
+    by_file: dict[str, list[Patch]] = {}
+    for patch in manifest.patches:
+        by_file.setdefault(patch.file, []).append(patch)
+    return by_file
+
+
+def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing: Listing, jobs: int) -> Workers | None:
+    """Worker processes started while git lists the range, if the run looks cold.
+
+    Looks cold: some target file's version at a range's tip is not in the
+    cache (one ``ls-tree``, while the listing runs).  A warm run starts none;
+    a cold one finds them ready when the blobs are known.  Either way the
+    report is the same: this only decides when processes start.
+    """
+    from patchkit.engine import pool
+
+    if jobs < 2 or not listing.specs or not pool.can_fork():
+        return None
+    by_file = _patches_by_file(manifest)
+    for _spec, _rev_spec, ends, _sep in listing.specs:
+        try:
+            tree = repo.ls_tree(ends[-1], list(by_file))
+        except GitFailed:
+            return None  # a bad end: the listing will say so
+        for path, patches in by_file.items():
+            entry = (tree[path].mode, tree[path].oid) if path in tree else None
+            if entry is not None and cache.peek(file_key(path, entry, patches, {})) is None:
+                return pool.Workers(repo, by_file, jobs)
+    return None
+
+
 def _prefill(
     manifest: Manifest,
     repo: Repo,
@@ -356,6 +352,7 @@ def _prefill(
     files: Sequence[str],
     distinct: Sequence[tuple[Entry, ...]],
     jobs: int,
+    workers: Workers | None = None,
 ) -> None:
     """Evaluate, in a process pool, every file version the states need that the cache lacks.
 
@@ -365,9 +362,7 @@ def _prefill(
     """
     if jobs < 2:
         return
-    by_file: dict[str, list[Patch]] = {}
-    for patch in manifest.patches:
-        by_file.setdefault(patch.file, []).append(patch)
+    by_file = _patches_by_file(manifest)
     wanted: dict[str, tuple[str, Entry]] = {}
     for state in distinct:
         for path, entry in zip(files, state, strict=True):
@@ -377,7 +372,7 @@ def _prefill(
                     wanted[key] = (path, entry)
     from patchkit.engine.pool import evaluate_many
 
-    done = evaluate_many(repo, by_file, list(wanted.values()), jobs)
+    done = evaluate_many(repo, by_file, list(wanted.values()), jobs, workers)
     if done is not None:
         for key, results in zip(wanted, done, strict=True):
             cache.prefill(key, results)
@@ -407,8 +402,12 @@ def check_range(
     cache = VerdictCache(repo.common_dir / "patchkit" / "cache.sqlite" if use_cache else None)
     by_state: dict[tuple[Entry, ...], tuple[PatchResult, ...]] = {}
     groups: dict[tuple[Entry, ...], tuple[GroupResult, ...]] = {}
+    workers: Workers | None = None
     try:
         try:
+            listing = listing or start_listing(repo, ranges)
+            listing.watch(repo, files)
+            workers = _early_workers(manifest, repo, cache, listing, jobs)
             selected, changes, from_ranges = select_commits(repo, ranges, commits, files, listing)
             # Commits from ranges are covered by the path-limited log; a commit
             # given alone with --commit is not, and gets its own ls-tree.
@@ -416,7 +415,14 @@ def check_range(
         except GitFailed as exc:
             raise RevisionError(f"git could not list the history: {exc.stderr}") from None
         distinct = list(dict.fromkeys(states.values()))
-        _prefill(manifest, repo, cache, files, distinct, jobs)
+        if hints and selected and None in states[selected[0].sha]:
+            # A file absent at the first commit gets a hint naming files of the same name
+            # in that commit's tree: list it now, on a core the evaluation leaves idle.
+            repo.prefetch_files(selected[0].sha)
+        _prefill(manifest, repo, cache, files, distinct, jobs, workers)
+        if workers is not None:
+            workers.close()
+            workers = None
         evaluate = _file_evaluator(repo, cache)
         for done, state in enumerate(distinct, start=1):
             refs = {path: (path, state[i]) for i, path in enumerate(files)}
@@ -425,7 +431,6 @@ def check_range(
             groups[state] = group_results(manifest, by_state[state])
             if progress is not None:
                 progress(done, len(distinct))
-        repo.close()
         failing = {
             state: any(r.status is Status.FAIL for r in res) or any(g.status is Status.FAIL for g in groups[state])
             for state, res in by_state.items()
@@ -436,8 +441,11 @@ def check_range(
         if hints:
             rows = _with_hints(manifest, repo, rows, cache, [states[row.commit.sha] for row in rows])
     finally:
+        if workers is not None:
+            workers.close()
         cache.close()
         repo.close()
+        repo.close_prefetched()
     windows = _windows(manifest, rows)
     stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
     return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)))
@@ -539,10 +547,11 @@ def _column_windows(
 class _StoredLookups(dict[tuple[str, ...], str | None]):
     """``annotate``'s lookup cache, backed by the verdict cache's hints table.
 
-    ``annotate`` keys a lookup by (source label, file, reason, missing name);
-    stored, the label becomes the full id of the commit being annotated (a
-    commit's tree never changes), and a FILE_NOT_FOUND hint, which searches
-    every branch, also carries a digest of the refs.
+    ``annotate`` keys a lookup by (source label, file, reason, missing name,
+    and the arrival commit where there is one); stored, the label becomes the
+    full id of the commit being annotated (a commit's tree never changes), and
+    a FILE_NOT_FOUND hint without an arrival, which searches every branch,
+    also carries a digest of the refs.
     """
 
     def __init__(self, repo: Repo, cache: VerdictCache) -> None:
@@ -558,7 +567,7 @@ class _StoredLookups(dict[tuple[str, ...], str | None]):
 
         _label, *rest = key
         parts = [self.commit, *rest]
-        if rest and rest[1] == Reason.FILE_NOT_FOUND.value:
+        if len(rest) == 3 and rest[1] == Reason.FILE_NOT_FOUND.value:  # no arrival: the hint searches every ref
             if self._refs is None:
                 listed = self.repo.git("show-ref", "--head", check=False)
                 self._refs = hashlib.sha256(listed.encode()).hexdigest()
@@ -590,7 +599,8 @@ def _with_hints(
 
     A missing file that no earlier commit of the range has and a later one
     does is hinted from the range itself (``hints.file_hint``'s ``arrival``):
-    no history walk, and nothing stored, since that hint depends on the range.
+    no history walk.  That hint is a fact of two commits (the one annotated
+    and the arrival), and is stored under both ids.
     """
     runs = _runs(rows)
     hinted = [list(rows[start].results) for start, _ in runs]
@@ -608,11 +618,8 @@ def _with_hints(
             arrival = None
             if first.reason is Reason.FILE_NOT_FOUND and not any(present[:start]):
                 arrival = next((rows[k].commit for k in range(runs[j - 1][1], len(rows)) if present[k]), None)
-            if arrival is not None:
-                hint = annotate(manifest, [first], source, {}, arrival)[0].hint
-            else:
-                lookups.commit = commit.sha
-                hint = annotate(manifest, [first], source, lookups)[0].hint
+            lookups.commit = commit.sha
+            hint = annotate(manifest, [first], source, lookups, arrival)[0].hint
             for k in range(i, j):
                 hinted[k][column] = hinted[k][column].with_hint(hint)
     repo.close()

@@ -91,8 +91,8 @@ def annotate(
 
     ``cache`` may be shared across calls: a tree hint depends only on the
     source, the file, the reason and the missing name, so patches on one file
-    that fail alike share one lookup.  ``arrival`` (see ``file_hint``) makes a
-    hint depend on the range too: give it a cache of its own.
+    that fail alike share one lookup.  ``arrival`` (see ``file_hint``) is part
+    of a FILE_NOT_FOUND lookup's key: that hint names it.
     """
     cache = {} if cache is None else cache
     out = []
@@ -102,7 +102,14 @@ def annotate(
         if result.reason is not None and result.reason in patch.hints:
             parts.append(patch.hints[result.reason])
         if not result.ok and result.reason is not None:
-            key = (source.label, patch.file, result.reason.value, str(missing_name(patch, result.reason)))
+            key: tuple[str, ...] = (
+                source.label,
+                patch.file,
+                result.reason.value,
+                str(missing_name(patch, result.reason)),
+            )
+            if arrival is not None and result.reason is Reason.FILE_NOT_FOUND:
+                key += (arrival.sha,)  # the hint names it
             if key not in cache:
                 cache[key] = tree_hint(patch, result, source, arrival)
             found = cache[key]

@@ -54,32 +54,72 @@ def _evaluate(ref: tuple[str, Entry]) -> tuple[PatchResult, ...]:
     return evaluate_file(read_entry(repo, path, entry), by_file[path], {}).results
 
 
-def evaluate_many(
-    repo: Repo, by_file: Mapping[str, Sequence[Patch]], refs: Sequence[tuple[str, Entry]], jobs: int
-) -> list[tuple[PatchResult, ...]] | None:
-    """Each ref's verdicts (no patch held back), in order; None if not worth a pool here."""
-    global _WORK
+def can_fork() -> bool:
     import multiprocessing
 
-    if jobs < 2 or len(refs) < MIN_BATCH or "fork" not in multiprocessing.get_all_start_methods():
-        return None
-    from concurrent.futures import ProcessPoolExecutor
+    return "fork" in multiprocessing.get_all_start_methods()
 
-    repo.close()  # no child may share the parent's cat-file pipes
-    _WORK = (Repo(repo.path, repo.git_dir, repo.common_dir, repo.root), by_file)
-    # What the children inherit is never scanned by their cycle collector (nor copied page by
-    # page as it would touch it): the parent's heap is frozen while they fork.
-    gc.freeze()
-    try:
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(refs)), mp_context=context) as pool:
-            # Chunks of about 1/64th of a worker's share: a few hundred round trips, not one per
-            # blob (the parent unpickles every reply on one of the same cores), yet a short tail.
-            chunk = max(1, len(refs) // (jobs * 64))
-            return list(pool.map(_evaluate, refs, chunksize=chunk))
-    finally:
-        gc.unfreeze()
+
+class Workers:
+    """``jobs`` forked evaluation processes, started ahead of the work.
+
+    A range check starts them while git is still listing the range (the
+    listing leaves a core idle; the forks take tens of milliseconds), and
+    hands them the blobs once it knows which ones it needs.  ``close`` stops
+    them whether or not they were used.
+    """
+
+    def __init__(self, repo: Repo, by_file: Mapping[str, Sequence[Patch]], jobs: int) -> None:
+        global _WORK
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.jobs = jobs
+        repo.close()  # no child may share the parent's cat-file pipes
+        _WORK = (Repo(repo.path, repo.git_dir, repo.common_dir, repo.root), by_file)
+        # What the children inherit is never scanned by their cycle collector (nor copied page by
+        # page as it would touch it): the parent's heap is frozen while they fork.
+        gc.freeze()
+        try:
+            self.pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
+            self.pool.submit(int)  # the executor forks all its workers at the first submit: now
+        finally:
+            gc.unfreeze()
+
+    def map(self, refs: Sequence[tuple[str, Entry]]) -> list[tuple[PatchResult, ...]]:
+        """Each ref's verdicts (no patch held back), in order."""
+        # Chunks of about 1/64th of a worker's share: a few hundred round trips, not one per
+        # blob (the parent unpickles every reply on one of the same cores), yet a short tail.
+        chunk = max(1, len(refs) // (self.jobs * 64))
+        return list(self.pool.map(_evaluate, refs, chunksize=chunk))
+
+    def close(self) -> None:
+        global _WORK
+        self.pool.shutdown(wait=True, cancel_futures=True)
         _WORK = None
 
 
-__all__ = ["default_jobs", "evaluate_many"]
+def evaluate_many(
+    repo: Repo,
+    by_file: Mapping[str, Sequence[Patch]],
+    refs: Sequence[tuple[str, Entry]],
+    jobs: int,
+    workers: Workers | None = None,
+) -> list[tuple[PatchResult, ...]] | None:
+    """Each ref's verdicts (no patch held back), in order; None if not worth a pool here.
+
+    ``workers``: processes started earlier (then any number of refs is worth
+    them); otherwise a pool is started for ``refs`` and stopped after.
+    """
+    if workers is not None:
+        return workers.map(refs) if refs else []
+    if jobs < 2 or len(refs) < MIN_BATCH or not can_fork():
+        return None
+    own = Workers(repo, by_file, min(jobs, len(refs)))
+    try:
+        return own.map(refs)
+    finally:
+        own.close()
+
+
+__all__ = ["Workers", "can_fork", "default_jobs", "evaluate_many"]
