@@ -697,16 +697,18 @@ def symlinked_parents(repo: Repo, pairs: Iterable[tuple[str, str]]) -> dict[tupl
         queries = [(pair, parents[-1]) for pair, parents in pending.items() if parents]
         if not queries:
             break
-        spec = "".join(f"{pair[0]}:{parent}\n" for pair, parent in queries).encode()
+        # Targets in one directory ask about one (commit, directory): once.
+        asked = list(dict.fromkeys((pair[0], parent) for pair, parent in queries))
+        spec = "".join(f"{sha}:{parent}\n" for sha, parent in asked).encode()
         out = run_git(
             ["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectname)"],
             repo.root or repo.git_dir,
             input=spec,
             text=False,
         )
-        lines = out.decode("utf-8", "surrogateescape").splitlines()
-        for (pair, parent), line in zip(queries, lines, strict=True):
-            kind, _, oid = line.partition(" ")
+        answers = dict(zip(asked, out.decode("utf-8", "surrogateescape").splitlines(), strict=True))
+        for pair, parent in queries:
+            kind, _, oid = answers[(pair[0], parent)].partition(" ")
             if kind == "tree":
                 del pending[pair]
             elif kind == "blob":

@@ -316,3 +316,22 @@ def test_stored_symlink_facts_serve_old_commits_and_new_ones_are_asked(tmp_path:
     longer = reasons("main")
     assert longer == ["FILE_NOT_FOUND", "UNSUPPORTED_FILE", "FILE_NOT_FOUND", "UNSUPPORTED_FILE"]
     assert longer == reasons("main", use_cache=False)
+
+
+def test_symlinked_parents_of_two_targets_in_one_directory(tmp_path: Path) -> None:
+    """Two targets under one directory share its answer (asked once per commit); each still gets it."""
+    from patchkit.git import symlinked_parents
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    b = HistoryBuilder(tmp_path / "repo")
+    b.commit("one", "a real dir", {"python/escape/other.py": "x = 1\n"})
+    b.commit("two", "a symlinked dir", {"python/escape/other.py": None, "python/escape": Symlink(str(outside))})
+    history = b.build()
+    pairs = [(history[c], f"python/escape/{name}") for c in ("one", "two") for name in ("a.py", "b.py")]
+    with Repo.discover(history.path) as repo:
+        found = symlinked_parents(repo, pairs)
+    assert found == {
+        (history["two"], "python/escape/a.py"): "python/escape",
+        (history["two"], "python/escape/b.py"): "python/escape",
+    }
