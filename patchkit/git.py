@@ -10,9 +10,10 @@ thousand blobs costs one process start, not a thousand.
 
 from __future__ import annotations
 
+import builtins
 import os
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -110,7 +111,7 @@ def run_git(
 class Pending:
     """A git process started now and read later, so independent git calls overlap."""
 
-    def __init__(self, args: Sequence[str], cwd: Path) -> None:
+    def __init__(self, args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> None:
         self.args = list(args)
         self._done: tuple[bytes, bytes] | None = None  # (stdout, stderr), once waited for
         try:
@@ -119,7 +120,7 @@ class Pending:
                 cwd=cwd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=_env(),
+                env={**_env(), **(env or {})},
             )
         except FileNotFoundError:
             raise RepoError("git is not installed or not on PATH") from None
@@ -135,6 +136,28 @@ class Pending:
 
     def text(self) -> str:
         return self.bytes().decode("utf-8", "surrogateescape")
+
+    @property
+    def read(self) -> bool:
+        """Its output was waited for (``bytes``/``text`` return at once)."""
+        return self._done is not None
+
+    def chunks(self) -> Iterator[builtins.bytes]:  # (``bytes`` is a method here)
+        """The output as it arrives (for a process never waited for with ``bytes``)."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while chunk := os.read(fd, 1 << 16):
+            yield chunk
+
+    def finish(self) -> None:
+        """After ``chunks`` ran dry: reap the process; raise GitFailed if it failed."""
+        assert self.proc.stderr is not None
+        err = self.proc.stderr.read()
+        self.proc.wait()
+        self.proc.stdout.close()  # type: ignore[union-attr]
+        self.proc.stderr.close()
+        if self.proc.returncode != 0:
+            raise GitFailed(self.args, self.proc.returncode, err.decode("utf-8", "replace"))
 
     def close(self) -> None:
         """Stop and reap the process if it was never read (an earlier step failed)."""
@@ -253,24 +276,45 @@ def parse_log(out: str) -> list[Commit]:
 def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None]]:
     changes: dict[str, dict[str, tuple[str, str] | None]] = {}
     for chunk in out.split(b"\x1e"):
-        if not chunk.strip(b"\0\n"):
-            continue
-        head, _, rest = chunk.partition(b"\n")
-        sha = head.strip(b"\0").decode()
-        fields = rest.lstrip(b"\n").split(b"\0")
-        entry: dict[str, tuple[str, str] | None] = {}
-        i = 0
-        while i + 1 < len(fields):
-            meta = fields[i].decode().lstrip("\n")
-            if not meta.startswith(":"):
-                i += 1
-                continue
-            _old_mode, new_mode, _old, new_oid, status = meta[1:].split()
-            path = fields[i + 1].decode("utf-8", "surrogateescape")
-            entry[path] = None if status.startswith("D") else (new_mode, new_oid)
-            i += 2
-        changes[sha] = entry
+        record = parse_change_record(chunk)
+        if record is not None:
+            changes[record[0]] = record[1]
     return changes
+
+
+def parse_change_record(chunk: bytes) -> tuple[str, dict[str, tuple[str, str] | None]] | None:
+    """One commit's record of ``spawn_path_changes``/``spawn_change_stream``: (sha, {path: entry or None})."""
+    if not chunk.strip(b"\0\n"):
+        return None
+    head, _, rest = chunk.partition(b"\n")
+    sha = head.strip(b"\0").decode()
+    fields = rest.lstrip(b"\n").split(b"\0")
+    entry: dict[str, tuple[str, str] | None] = {}
+    i = 0
+    while i + 1 < len(fields):
+        meta = fields[i].decode().lstrip("\n")
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        _old_mode, new_mode, _old, new_oid, status = meta[1:].split()
+        path = fields[i + 1].decode("utf-8", "surrogateescape")
+        entry[path] = None if status.startswith("D") else (new_mode, new_oid)
+        i += 2
+    return sha, entry
+
+
+def change_records(stream: Pending) -> Iterator[tuple[str, dict[str, tuple[str, str] | None]]]:
+    """The records of a ``spawn_change_stream`` as git walks; ``stream.finish()`` after the last."""
+    rest = b""
+    for chunk in stream.chunks():
+        *done, rest = (rest + chunk).split(b"\x1e")
+        for part in done:
+            record = parse_change_record(part)
+            if record is not None:
+                yield record
+    record = parse_change_record(rest)
+    if record is not None:
+        yield record
 
 
 def parse_porcelain(out: bytes) -> list[tuple[str, str]]:
@@ -563,6 +607,37 @@ class Repo:
             *spec,
             "--",
             *paths,
+        )
+
+    def spawn_change_stream(self, tips: Sequence[str], paths: Sequence[str]) -> Pending:
+        """What ``spawn_path_changes`` gives for a range, as git walks it.
+
+        A range (``A..B``) makes git walk all of it before it prints a line,
+        so nothing can start on the changes until the walk ends.  This walks
+        from the tips with no lower end, and ``--sparse`` shows every commit
+        walked, touching or not, so a reader can tell when it has passed all
+        of a range's commits and stop it there (``change_records``); git
+        buffers its output (``GIT_FLUSH=0``), and the records arrive in
+        blocks of about a hundred commits.  Each record is the commit's own
+        diff against its first parent, so it is the same in either walk.
+        """
+        return Pending(
+            [
+                "log",
+                "--full-history",
+                "--sparse",
+                "--diff-merges=first-parent",
+                "--raw",
+                "-z",
+                "--no-abbrev",
+                "--no-renames",
+                "--format=%x1e%H",
+                *tips,
+                "--",
+                *paths,
+            ],
+            self.root or self.git_dir,
+            env={"GIT_FLUSH": "0"},
         )
 
     def first_change(self, commit: str, path: str, *, filter: str) -> Commit | None:

@@ -5,7 +5,8 @@ number of commits:
 
 1. One ``git log`` lists the commits; one more lists, for the commits whose
    diff against their first parent touches a target file, the new tree
-   entries (mode, blob id).  Walking the commits oldest first, each commit's
+   entries (mode, blob id), as git walks (``engine/listing.py``): blobs the
+   cache lacks go to the worker processes as soon as they appear.  Walking the commits oldest first, each commit's
    target entries are its first parent's plus that diff (a commit whose first
    parent is outside the range gets one ``ls-tree``).  This is exact across
    merges: a merge's tree is its first parent's plus its first-parent diff.
@@ -27,9 +28,9 @@ from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
-from patchkit.engine.listing import Listing, start_listing
+from patchkit.engine.listing import Listing, read_range, start_listing
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Repo, parse_log, parse_path_changes, symlinked_parents
+from patchkit.git import Commit, GitFailed, Repo, symlinked_parents
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import GroupResult, PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
@@ -235,10 +236,13 @@ def select_commits(
     commits: Sequence[str],
     files: Sequence[str] = (),
     listing: Listing | None = None,
+    on_change: Callable[[Mapping[str, Entry]], None] | None = None,
 ) -> tuple[list[Commit], dict[str, dict[str, Entry]], set[str]]:
     """The commits to check (ranges oldest first, then --commit ones), the
     first-parent changes of ``files`` along the ranges, and the shas that
-    came from a range.  A range's two git logs run concurrently."""
+    came from a range.  A range's two git logs run concurrently, and
+    ``on_change`` sees each range commit's changes as git finds them
+    (``listing.read_range``)."""
     listing = listing or start_listing(repo, ranges)
     listing.watch(repo, files)
     diffs = listing.diffs
@@ -248,9 +252,8 @@ def select_commits(
     try:
         for (spec, _rev_spec, ends, sep), pending, diff in zip(listing.specs, listing.pending, diffs, strict=True):
             try:
-                listed = parse_log(pending.text())
-                if diff is not None:
-                    changes.update(parse_path_changes(diff.bytes()))
+                listed, found = read_range(pending, diff, on_change)
+                changes.update(found)
             except GitFailed as exc:
                 repo.resolve_all(ends)  # raises, naming the unknown end
                 raise RevisionError(f"git cannot list {spec!r}: {exc.stderr}") from None
@@ -345,6 +348,27 @@ def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing:
     return None
 
 
+class _feeder:
+    """``select_commits``'s ``on_change``: each changed version the cache lacks goes to the workers at once."""
+
+    def __init__(self, manifest: Manifest, cache: VerdictCache, workers: Workers) -> None:
+        from patchkit.engine.pool import Feed
+
+        self.by_file = _patches_by_file(manifest)
+        self.cache = cache
+        self.feed = Feed(workers)
+        self.asked: set[tuple[str, Entry]] = set()
+
+    def __call__(self, changes: Mapping[str, Entry]) -> None:
+        for path, entry in changes.items():
+            ref = (path, entry)
+            if entry is None or path not in self.by_file or ref in self.asked:
+                continue
+            self.asked.add(ref)
+            if self.cache.peek(file_key(path, entry, self.by_file[path], {})) is None:
+                self.feed.add(ref)
+
+
 def _prefill(
     manifest: Manifest,
     repo: Repo,
@@ -353,12 +377,15 @@ def _prefill(
     distinct: Sequence[tuple[Entry, ...]],
     jobs: int,
     workers: Workers | None = None,
+    feed: _feeder | None = None,
 ) -> None:
     """Evaluate, in a process pool, every file version the states need that the cache lacks.
 
     Only the first pass of ``resolve_requires`` (no patch held back) is done
     ahead: it is nearly all the work, and a held-back pass depends on the
-    other files' verdicts, which the sequential loop has.
+    other files' verdicts, which the sequential loop has.  Versions ``feed``
+    sent to the workers while git listed the range are collected from it;
+    the rest (those the range's first commits inherit) are sent now.
     """
     if jobs < 2:
         return
@@ -372,10 +399,20 @@ def _prefill(
                     wanted[key] = (path, entry)
     from patchkit.engine.pool import evaluate_many
 
-    done = evaluate_many(repo, by_file, list(wanted.values()), jobs, workers)
-    if done is not None:
-        for key, results in zip(wanted, done, strict=True):
-            cache.prefill(key, results)
+    fed = {} if feed is None else {key: ref for key, ref in wanted.items() if ref in feed.feed.where}
+    rest = [ref for key, ref in wanted.items() if key not in fed]
+    done = evaluate_many(repo, by_file, rest, jobs, workers)
+    if done is None:
+        return
+    computed = dict(zip((key for key in wanted if key not in fed), done, strict=True))
+    for key, ref in wanted.items():
+        if key in fed:
+            assert feed is not None
+            results = feed.feed.result(ref)
+            assert results is not None
+        else:
+            results = computed[key]
+        cache.prefill(key, results)
 
 
 def check_range(
@@ -408,7 +445,8 @@ def check_range(
             listing = listing or start_listing(repo, ranges)
             listing.watch(repo, files)
             workers = _early_workers(manifest, repo, cache, listing, jobs)
-            selected, changes, from_ranges = select_commits(repo, ranges, commits, files, listing)
+            feed = None if workers is None else _feeder(manifest, cache, workers)
+            selected, changes, from_ranges = select_commits(repo, ranges, commits, files, listing, feed)
             # Commits from ranges are covered by the path-limited log; a commit
             # given alone with --commit is not, and gets its own ls-tree.
             states = _states(repo, selected, changes, files, from_ranges, cache)
@@ -419,7 +457,7 @@ def check_range(
             # A file absent at the first commit gets a hint naming files of the same name
             # in that commit's tree: list it now, on a core the evaluation leaves idle.
             repo.prefetch_files(selected[0].sha)
-        _prefill(manifest, repo, cache, files, distinct, jobs, workers)
+        _prefill(manifest, repo, cache, files, distinct, jobs, workers, feed)
         if workers is not None:
             workers.close()
             workers = None

@@ -8,19 +8,30 @@ history they are most of a check's time, and they need little: the range
 opens the verdict cache, and all of that is loaded while git works on
 another core (``commands/check.py``).  ``engine/check.py`` reads them.
 
-This module imports nothing but ``patchkit.git``: importing it must not
+git walks a range (``A..B``) to its end before it prints a line, so the
+change log is instead a walk from the range's tips that shows every commit
+it passes (``Repo.spawn_change_stream``); ``read_range`` reads it as it
+comes, hands each change on at once (the check's workers start on a blob
+while git still walks), keeps the range's commits, and stops git once it has
+seen them all.  On SGLang the walk passes 14-31 commits outside a range of
+6,317 before it is stopped.
+
+This module imports little beyond ``patchkit.git``: importing it must not
 delay the first git process.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from patchkit.errors import RevisionError
-from patchkit.git import Pending, Repo
+from patchkit.errors import InternalError, RevisionError
+from patchkit.git import Commit, GitFailed, Pending, Repo, change_records, parse_log
 
 RangeSpec = tuple[str, list[str], list[str], str]  # (as written, rev-list spec, its ends, separator)
+Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 
 
 def split_range(spec: str) -> tuple[list[str], str]:
@@ -67,7 +78,7 @@ class Listing:
                 return
             self.close_diffs()
         self.files = tuple(files)
-        self.diffs = [repo.spawn_path_changes(rev_spec, files) if files else None for _, rev_spec, _, _ in self.specs]
+        self.diffs = [repo.spawn_change_stream(tips(spec), files) if files else None for spec in self.specs]
 
     def close_diffs(self) -> None:
         for diff in self.diffs:
@@ -82,9 +93,102 @@ class Listing:
         self.close_diffs()
 
 
+def tips(spec: RangeSpec) -> list[str]:
+    """Where a walk that reaches every commit of the range starts: its positive ends."""
+    written, _rev_spec, ends, sep = spec
+    if sep == "..":
+        return [ends[1]]
+    if sep == "...":
+        return ends
+    return [written]
+
+
+Changes = dict[str, dict[str, tuple[str, str] | None]]  # commit -> {path: (mode, oid) or None}
+
+
+def read_range(
+    log: Pending, stream: Pending | None, on_change: Callable[[Mapping[str, Entry]], None] | None = None
+) -> tuple[list[Commit], Changes]:
+    """A range's commits (oldest first) and its commits' target changes.
+
+    The commit list is read in a thread while this one reads the change
+    stream (``Repo.spawn_change_stream``) record by record: once the list is
+    known, records of commits outside the range are dropped, and the walk is
+    stopped as soon as every commit of the range has been seen.
+    ``on_change`` gets each record's changes as they arrive, so work on their
+    blobs can start while git still walks, even before the range is known:
+    the walk passes few commits outside the range (those older than its
+    bottom come last, and it stops there), so little is done in vain.  Raises GitFailed if
+    either git process failed (the commit list's error first).
+    """
+    if stream is None:
+        return parse_log(log.text()), {}
+    box: dict[str, Any] = {}
+
+    def read_log() -> None:
+        try:
+            box["text"] = log.text()
+        except GitFailed as exc:
+            box["error"] = exc
+
+    reader = threading.Thread(target=read_log, daemon=True)
+    listed: list[Commit] | None = None
+    left: set[str] = set()  # range commits not seen yet
+    if log.read:  # the caller has the list already: the walk is never ahead of it
+        read_log()
+        if "error" not in box:
+            listed = parse_log(box["text"])
+            left = {c.sha for c in listed}
+    reader.start()
+    ahead: list[tuple[str, dict[str, Entry]]] = []  # records read before the range was known
+    found: Changes = {}
+
+    def take(sha: str, changes: dict[str, Entry]) -> None:
+        if sha in left:
+            left.discard(sha)
+            if changes:
+                found[sha] = changes
+
+    complete = False
+    try:
+        for sha, changes in change_records(stream):
+            if changes and on_change is not None:
+                on_change(changes)  # even before the range is known: few records lie outside it
+            if listed is None and not reader.is_alive():
+                if "error" in box:
+                    break
+                listed = parse_log(box["text"])
+                left = {c.sha for c in listed}
+                for record in ahead:
+                    take(*record)
+                ahead = []
+            if listed is None:
+                ahead.append((sha, changes))
+                continue
+            take(sha, changes)
+            if not left:
+                complete = True
+                break
+        reader.join()
+        if "error" in box:
+            raise box["error"]
+        if listed is None:
+            listed = parse_log(box["text"])
+            left = {c.sha for c in listed}
+            for record in ahead:
+                take(*record)
+            complete = not left
+        if not complete:
+            stream.finish()  # raises if git failed
+            raise InternalError(f"git's walk from the range's tips missed {len(left)} of its commits")
+    finally:
+        stream.close()  # stops the walk where it is: the rest of history is not needed
+    return listed, found
+
+
 def start_listing(repo: Repo, ranges: Sequence[str]) -> Listing:
     specs = range_specs(ranges)
     return Listing(specs, [repo.spawn_rev_list(rev_spec) for _, rev_spec, _, _ in specs])
 
 
-__all__ = ["Listing", "range_specs", "split_range", "start_listing"]
+__all__ = ["Listing", "range_specs", "read_range", "split_range", "start_listing", "tips"]

@@ -24,10 +24,14 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from patchkit.git import Repo
 from patchkit.manifest import Patch
 from patchkit.results import PatchResult
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 Entry = tuple[str, str] | None
 
@@ -42,6 +46,10 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _evaluate_batch(refs: list[tuple[str, Entry]]) -> list[tuple[PatchResult, ...]]:
+    return [_evaluate(ref) for ref in refs]
 
 
 def _evaluate(ref: tuple[str, Entry]) -> tuple[PatchResult, ...]:
@@ -86,6 +94,9 @@ class Workers:
         finally:
             gc.unfreeze()
 
+    def submit(self, refs: list[tuple[str, Entry]]) -> Future[list[tuple[PatchResult, ...]]]:
+        return self.pool.submit(_evaluate_batch, refs)
+
     def map(self, refs: Sequence[tuple[str, Entry]]) -> list[tuple[PatchResult, ...]]:
         """Each ref's verdicts (no patch held back), in order."""
         # Chunks of about 1/64th of a worker's share: a few hundred round trips, not one per
@@ -97,6 +108,47 @@ class Workers:
         global _WORK
         self.pool.shutdown(wait=True, cancel_futures=True)
         _WORK = None
+
+
+class Feed:
+    """File versions handed to the workers as git finds them (``listing.read_range``).
+
+    Versions are sent in batches: at once while fewer than two batches per
+    worker are outstanding (the workers must not wait), otherwise once 16
+    have gathered (the parent unpickles every reply on one of the cores the
+    workers use).  ``result`` gives a fed version's verdicts, waiting for
+    them; ``flush`` sends what is gathered.
+    """
+
+    BATCH = 16
+
+    def __init__(self, workers: Workers) -> None:
+        self.workers = workers
+        self.gathered: list[tuple[str, Entry]] = []
+        self.batches: list[Future[list[tuple[PatchResult, ...]]]] = []
+        self.where: dict[tuple[str, Entry], tuple[int, int]] = {}  # ref -> (batch, position)
+
+    def add(self, ref: tuple[str, Entry]) -> None:
+        if ref in self.where:
+            return
+        self.where[ref] = (len(self.batches), len(self.gathered))
+        self.gathered.append(ref)
+        busy = sum(1 for batch in self.batches[-2 * self.workers.jobs :] if not batch.done())
+        if busy < 2 * self.workers.jobs or len(self.gathered) >= self.BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.gathered:
+            self.batches.append(self.workers.submit(self.gathered))
+            self.gathered = []
+
+    def result(self, ref: tuple[str, Entry]) -> tuple[PatchResult, ...] | None:
+        at = self.where.get(ref)
+        if at is None:
+            return None
+        self.flush()
+        batch, position = at
+        return self.batches[batch].result()[position]
 
 
 def evaluate_many(
@@ -122,4 +174,4 @@ def evaluate_many(
         own.close()
 
 
-__all__ = ["Workers", "can_fork", "default_jobs", "evaluate_many"]
+__all__ = ["Feed", "Workers", "can_fork", "default_jobs", "evaluate_many"]
