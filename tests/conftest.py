@@ -9,7 +9,7 @@ per test, with a fresh HOME that must stay free of git config.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,12 +100,31 @@ def splicing_ops_leave_statements_alone(monkeypatch: pytest.MonkeyPatch) -> None
         snapshot(state)
         return state
 
-    def checked_changed(self: CodeState, *, in_place: bool = True) -> None:
+    def checked_changed(self: CodeState, *, in_place: bool = True, names: Iterable[str] = ()) -> None:
         if not in_place:
             for node, text in self.__dict__.get("_before_op", ()):
                 assert canon(node) == text, f"an op that only splices edited {self.path}:{node.lineno}"
-        changed(self, in_place=in_place)
+        changed(self, in_place=in_place, names=names)
         snapshot(self)
 
     monkeypatch.setattr(CodeState, "parse", classmethod(checked_parse))
     monkeypatch.setattr(CodeState, "changed", checked_changed)
+
+    # ``CodeState.def_text`` keys what depends on a def's body by the lines it was parsed from:
+    # wherever it gives a text, the def must be, node for node, the one those lines parse to.
+    def_text = CodeState.def_text
+
+    def checked_def_text(self: CodeState, node: ast.AST, name: str) -> str | None:
+        text = def_text(self, node, name)
+        if text is not None:
+            kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            where = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
+            parsed = [
+                n for n in ast.walk(ast.parse(self.text)) if isinstance(n, kinds) and (n.lineno, n.col_offset) == where
+            ]
+            assert len(parsed) == 1 and ast.dump(parsed[0]) == ast.dump(node), (
+                f"def_text of {name} in {self.path} is stale"
+            )
+        return text
+
+    monkeypatch.setattr(CodeState, "def_text", checked_def_text)

@@ -152,3 +152,57 @@ def test_after_a_splice_only_simple_statements_are_shared() -> None:
     assert len(calls) == 2  # shared
     second.remembered("canon", next(n for n in ast.walk(second.tree) if isinstance(n, ast.If)), counting(calls))
     assert len(calls) == 3  # a block may have received statements: not shared
+
+
+WORKER_TEXT = """class Worker:
+    def verify(self, batch):
+        x = self.prepare(batch)
+        if x:
+            y = self.forward(batch, 1)
+        return self.finish(y)
+"""
+
+
+@pytest.mark.parametrize(
+    "anchor",
+    ["y = self.forward(batch)", "zzz = qqq"],  # something close, then nothing close
+)
+def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, anchor: str) -> None:
+    """The second version has the same function lower down: its message is what a fresh
+    analysis says (lines moved with the def), and no statement was compared again."""
+    from helpers import Kit, src
+
+    from patchkit.operations import insert
+
+    kit = Kit(tmp_path)
+    path = kit.write(
+        [
+            {"id": "timing", "op": "insert", "file": "pkg/worker.py", "function": "Worker.verify", "anchor": anchor,
+             "position": "before", "source": src("t.py"), "body_of": "start_timer"},
+        ],
+        {"t.py": "def start_timer(self):\n    self.timer.start()\n"},
+    )  # fmt: skip
+    patches = load_manifest(path).patches
+
+    def message(text: str) -> str:
+        read = FileRead("pkg/worker.py", FileState.OK, text.encode(), "0" * 40)
+        (result,) = evaluate_file(read, patches, {}).results
+        assert result.reason is not None and result.reason.value == "ANCHOR_NOT_FOUND"
+        return result.message
+
+    insert._CLOSEST.clear()
+    insert._NO_MATCH.clear()
+    first = message(WORKER_TEXT)
+    lower = "import os\nimport sys\n\n\n" + WORKER_TEXT
+    compared = insert._close_score.cache_info().misses
+    remembered = message(lower)
+    assert insert._close_score.cache_info().misses == compared  # nothing compared again
+    assert len(insert._CLOSEST) == 1 and len(insert._NO_MATCH) == 1
+    insert._CLOSEST.clear()
+    insert._NO_MATCH.clear()
+    code._SPAN_MEMO.clear()
+    assert remembered == message(lower)  # what a fresh analysis says
+    import re
+
+    numbers = re.compile(r"(?<=line )\d+|(?<=lines )\d+|(?<=-)\d+(?=\))")
+    assert remembered != first and numbers.sub(lambda m: str(int(m[0]) - 4), remembered) == first

@@ -174,7 +174,7 @@ def _evaluate_file(
         if outcome.kind is Kind.APPLY:
             patch.op.simulate(state, outcome, patch.id)
             if isinstance(state, CodeState):
-                state.changed(in_place=patch.op.edits_in_place)
+                state.changed(in_place=patch.op.edits_in_place, names=patch.op.edits())
             status = Status.APPLY
         elif outcome.kind is Kind.SKIP:
             status = Status.SKIP

@@ -130,6 +130,7 @@ class CodeState:
     _memo: dict[tuple[str, int], tuple[ast.AST, str]] = field(default_factory=dict, repr=False, compare=False)
     _edited: bool = field(default=False, repr=False, compare=False)  # changed() was called: see _span()
     _in_place: bool = field(default=False, repr=False, compare=False)  # ... by an op that edits in place
+    _edited_names: set[str] = field(default_factory=set, repr=False, compare=False)  # see def_text()
     _module: list[ScopedStatement] | None = field(default=None, repr=False, compare=False)
     _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # see derived()
 
@@ -181,13 +182,31 @@ class CodeState:
         lines = self.lines[first - 1 : last]
         return f"{node.col_offset}:{node.end_col_offset}:" + "\n".join(lines)
 
-    def changed(self, *, in_place: bool = True) -> None:
+    def def_text(self, node: ast.AST, name: str) -> str | None:
+        """The exact source lines the def ``name`` was parsed from (with its column), as a key
+        shared by every version of a file for what depends on the def's body alone.
+
+        None where its body may differ from those lines: an op edited statements in place, the
+        def itself was spliced in (``added_by``), or a simulated APPLY changed code under a name
+        that contains it or lies in it (``Operation.edits``: an insert into this function).  The
+        test suite checks at every call that the text parses to the def's body as it is.
+        """
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if self._in_place or first is None or last is None or id(node) in self.added_by:
+            return None
+        for edited in self._edited_names:
+            if edited == name or name.startswith(edited + ".") or edited.startswith(name + "."):
+                return None
+        return f"{getattr(node, 'col_offset', 0)}:" + "\n".join(self.lines[first - 1 : last])
+
+    def changed(self, *, in_place: bool = True, names: Iterable[str] = ()) -> None:
         """The tree was edited (a simulated APPLY): forget what ``remembered`` computed.
 
         ``in_place``: the op may have edited statements that were there (``Operation.edits_in_place``);
-        False when it only spliced new ones in."""
+        False when it only spliced new ones in.  ``names``: whose code it changed (``Operation.edits``)."""
         self._memo.clear()
         self._edited = True
+        self._edited_names.update(names)
         self._in_place = self._in_place or in_place
         self._module = None
         self._derived.clear()

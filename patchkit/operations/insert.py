@@ -11,10 +11,10 @@ import ast
 import difflib
 import hashlib
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
@@ -35,6 +35,8 @@ from patchkit.operations.code import (
 )
 from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -114,11 +116,17 @@ class Insert(Operation):
         # anchor's type can match, and others (whole if/for/with blocks) are
         # the expensive ones to canonicalise.
         kind = self.anchor_canon.partition("(")[0]
-        return fn, [
+        text = state.def_text(fn, self.function)
+        if text is not None and (self.anchor_canon, text) in _NO_MATCH:
+            return fn, []
+        matches = [
             m
             for m in walk_statements(fn.body)
             if type(m.node).__name__ == kind and state.remembered("canon", m.node, canon) == self.anchor_canon
         ]
+        if not matches and text is not None:
+            _remember(_NO_MATCH, (self.anchor_canon, text), True)
+        return fn, matches
 
     def analyze(self, state: CodeState) -> Outcome:
         fn, matches = self._matches(state)
@@ -191,27 +199,49 @@ class Insert(Operation):
 
         With nothing close, a handful of the function's statements, most alike
         first: an ANCHOR_NOT_FOUND never leaves the reader without the code.
+        Worked out once per text of the function (``CodeState.def_text``),
+        with lines counted from the def, and placed at this version's def.
         """
+        text = state.def_text(fn, self.function)
+        key = (self.anchor, text) if text is not None else None
+        render = _CLOSEST.get(key) if key is not None else None
+        if render is None:
+            render = self._closest_from_def(fn, state)
+            if key is not None:
+                _remember(_CLOSEST, key, render)
+        return render(fn.lineno)
+
+    def _closest_from_def(self, fn: FunctionNode, state: CodeState) -> Callable[[int], str]:
+        """``_closest`` as a function of the def's line."""
         wanted = _anchor_text(self.anchor)
-        candidates: dict[str, int] = {}
+        candidates: dict[str, int] = {}  # text -> its line, counted from the def's
         for match in walk_statements(fn.body):
             if isinstance(match.node, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
                 continue  # a compound statement's text is its whole block: not a useful suggestion
-            candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno)
+            candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno - fn.lineno)
         if not candidates:
-            return "; the function has no simple statements"
+            return lambda _at: "; the function has no simple statements"
         best = _close_matches(wanted, tuple(candidates))
         if best:
-            top = best[0]
-            shown = f"; closest: line {candidates[top]}: `{top}` ({first_difference(wanted, top)})"
-            if len(best) > 1:
-                shown += f"; next: line {candidates[best[1]]}: `{best[1]}`"
-            return shown
+            top, difference = best[0], first_difference(wanted, best[0])
+            second = best[1] if len(best) > 1 else None
+
+            def closest(at: int) -> str:
+                shown = f"; closest: line {at + candidates[top]}: `{top}` ({difference})"
+                if second is not None:
+                    shown += f"; next: line {at + candidates[second]}: `{second}`"
+                return shown
+
+            return closest
         ranked = alike_first(wanted, list(candidates.items()), ratios=_ratios(wanted, tuple(candidates)))
-        listed = [f"line {line}: `{one_line(text, 80)}`" for text, line in ranked[:SHOWN]]
-        return f"; nothing close among its {len(ranked)} statements, most alike first: " + listed_with_more(
-            listed, len(ranked)
-        )
+
+        def nothing_close(at: int) -> str:
+            listed = [f"line {at + line}: `{one_line(text, 80)}`" for text, line in ranked[:SHOWN]]
+            return f"; nothing close among its {len(ranked)} statements, most alike first: " + listed_with_more(
+                listed, len(ranked)
+            )
+
+        return nothing_close
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)
@@ -247,6 +277,20 @@ class Insert(Operation):
 # the statements an anchor is compared with rarely change between them: the
 # text comparisons (difflib, the bulk of an ANCHOR_NOT_FOUND) are memoised on
 # the texts alone, so shifted line numbers still hit.
+
+
+# What depends on a function's body alone, per text of the def (``CodeState.def_text``):
+# (anchor canon, def text) for a body with no statement matching that anchor, and
+# (anchor, def text) -> the closest statements, as a function of the def's line.
+_NO_MATCH: dict[tuple[str, str], bool] = {}
+_CLOSEST: dict[tuple[str, str], Callable[[int], str]] = {}
+_DEF_MEMO_MAX = 4096
+
+
+def _remember(memo: dict[tuple[str, str], T], key: tuple[str, str], value: T) -> None:
+    if len(memo) >= _DEF_MEMO_MAX:
+        memo.clear()
+    memo[key] = value
 
 
 def _full_text(node: ast.AST) -> str:
