@@ -259,6 +259,17 @@ class TreeEntry:
 
 
 _LS_FILES = ("ls-tree", "-r", "-z", "--name-only", "--full-tree")
+# The target files' first-parent changes, one record per commit (parse_change_record).
+_CHANGE_LOG = (
+    "log",
+    "--full-history",
+    "--diff-merges=first-parent",
+    "--raw",
+    "-z",
+    "--no-abbrev",
+    "--no-renames",
+    "--format=%x1e%H",
+)
 
 
 def _split_names(out: bytes) -> list[str]:
@@ -595,19 +606,7 @@ class Repo:
         ``--diff-merges=first-parent`` gives a merge's diff against its first
         parent, which is what a child's tree inherits from.
         """
-        return self.spawn(
-            "log",
-            "--full-history",
-            "--diff-merges=first-parent",
-            "--raw",
-            "-z",
-            "--no-abbrev",
-            "--no-renames",
-            "--format=%x1e%H",
-            *spec,
-            "--",
-            *paths,
-        )
+        return self.spawn(*_CHANGE_LOG, *spec, "--", *paths)
 
     def spawn_change_stream(self, tips: Sequence[str], paths: Sequence[str]) -> Pending:
         """What ``spawn_path_changes`` gives for a range, as git walks it.
@@ -622,20 +621,7 @@ class Repo:
         diff against its first parent, so it is the same in either walk.
         """
         return Pending(
-            [
-                "log",
-                "--full-history",
-                "--sparse",
-                "--diff-merges=first-parent",
-                "--raw",
-                "-z",
-                "--no-abbrev",
-                "--no-renames",
-                "--format=%x1e%H",
-                *tips,
-                "--",
-                *paths,
-            ],
+            [*_CHANGE_LOG, "--sparse", *tips, "--", *paths],
             self.root or self.git_dir,
             env={"GIT_FLUSH": "0"},
         )
