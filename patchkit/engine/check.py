@@ -6,9 +6,10 @@ number of commits:
 1. One ``git log`` lists the commits; one more lists, for the commits whose
    diff against their first parent touches a target file, the new tree
    entries (mode, blob id), as git walks (``engine/listing.py``): blobs the
-   cache lacks go to the worker processes as soon as they appear.  Walking the commits oldest first, each commit's
-   target entries are its first parent's plus that diff (a commit whose first
-   parent is outside the range gets one ``ls-tree``).  This is exact across
+   cache lacks go to the worker processes as soon as they appear.  Walking
+   the commits oldest first, each commit's target entries are its first
+   parent's plus that diff (a commit whose first parent is outside the range
+   gets one ``ls-tree``).  This is exact across
    merges: a merge's tree is its first parent's plus its first-parent diff.
 2. Commits are grouped by their tuple of target entries, and each distinct
    tuple is evaluated once.  Per file, verdicts are cached by (path, entry,
@@ -376,16 +377,15 @@ def _prefill(
     files: Sequence[str],
     distinct: Sequence[tuple[Entry, ...]],
     jobs: int,
-    workers: Workers | None = None,
     feed: _feeder | None = None,
 ) -> None:
     """Evaluate, in a process pool, every file version the states need that the cache lacks.
 
     Only the first pass of ``resolve_requires`` (no patch held back) is done
     ahead: it is nearly all the work, and a held-back pass depends on the
-    other files' verdicts, which the sequential loop has.  Versions ``feed``
-    sent to the workers while git listed the range are collected from it;
-    the rest (those the range's first commits inherit) are sent now.
+    other files' verdicts, which the sequential loop has.  With ``feed``, the
+    workers got most versions while git listed the range; the rest (those the
+    range's first commits inherit) are sent the same way now.
     """
     if jobs < 2:
         return
@@ -399,20 +399,16 @@ def _prefill(
                     wanted[key] = (path, entry)
     from patchkit.engine.pool import evaluate_many
 
-    fed = {} if feed is None else {key: ref for key, ref in wanted.items() if ref in feed.feed.where}
-    rest = [ref for key, ref in wanted.items() if key not in fed]
-    done = evaluate_many(repo, by_file, rest, jobs, workers)
-    if done is None:
+    if feed is not None:  # the workers are running: what git's walk did not bring goes the same way
+        for ref in wanted.values():
+            feed.feed.add(ref)
+        for key, ref in wanted.items():
+            cache.prefill(key, feed.feed.result(ref))
         return
-    computed = dict(zip((key for key in wanted if key not in fed), done, strict=True))
-    for key, ref in wanted.items():
-        if key in fed:
-            assert feed is not None
-            results = feed.feed.result(ref)
-            assert results is not None
-        else:
-            results = computed[key]
-        cache.prefill(key, results)
+    done = evaluate_many(repo, by_file, list(wanted.values()), jobs)
+    if done is not None:
+        for key, results in zip(wanted, done, strict=True):
+            cache.prefill(key, results)
 
 
 def check_range(
@@ -457,7 +453,7 @@ def check_range(
             # A file absent at the first commit gets a hint naming files of the same name
             # in that commit's tree: list it now, on a core the evaluation leaves idle.
             repo.prefetch_files(selected[0].sha)
-        _prefill(manifest, repo, cache, files, distinct, jobs, workers, feed)
+        _prefill(manifest, repo, cache, files, distinct, jobs, feed)
         if workers is not None:
             workers.close()
             workers = None

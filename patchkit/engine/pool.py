@@ -116,7 +116,7 @@ class Feed:
     Versions are sent in batches: at once while fewer than two batches per
     worker are outstanding (the workers must not wait), otherwise once 16
     have gathered (the parent unpickles every reply on one of the cores the
-    workers use).  ``result`` gives a fed version's verdicts, waiting for
+    workers use).  ``result`` gives an added version's verdicts, waiting for
     them; ``flush`` sends what is gathered.
     """
 
@@ -142,29 +142,17 @@ class Feed:
             self.batches.append(self.workers.submit(self.gathered))
             self.gathered = []
 
-    def result(self, ref: tuple[str, Entry]) -> tuple[PatchResult, ...] | None:
-        at = self.where.get(ref)
-        if at is None:
-            return None
+    def result(self, ref: tuple[str, Entry]) -> tuple[PatchResult, ...]:
         self.flush()
-        batch, position = at
+        batch, position = self.where[ref]
         return self.batches[batch].result()[position]
 
 
 def evaluate_many(
-    repo: Repo,
-    by_file: Mapping[str, Sequence[Patch]],
-    refs: Sequence[tuple[str, Entry]],
-    jobs: int,
-    workers: Workers | None = None,
+    repo: Repo, by_file: Mapping[str, Sequence[Patch]], refs: Sequence[tuple[str, Entry]], jobs: int
 ) -> list[tuple[PatchResult, ...]] | None:
-    """Each ref's verdicts (no patch held back), in order; None if not worth a pool here.
-
-    ``workers``: processes started earlier (then any number of refs is worth
-    them); otherwise a pool is started for ``refs`` and stopped after.
-    """
-    if workers is not None:
-        return workers.map(refs) if refs else []
+    """Each ref's verdicts (no patch held back), in order, from a pool started for them;
+    None if not worth a pool here."""
     if jobs < 2 or len(refs) < MIN_BATCH or not can_fork():
         return None
     own = Workers(repo, by_file, min(jobs, len(refs)))
