@@ -118,8 +118,9 @@ def read_range(
     ``on_change`` gets each record's changes as they arrive, so work on their
     blobs can start while git still walks, even before the range is known:
     the walk passes few commits outside the range (those older than its
-    bottom come last, and it stops there), so little is done in vain.  Raises GitFailed if
-    either git process failed (the commit list's error first).
+    bottom come last, and it stops there), so little is done in vain.
+    Raises GitFailed if either git process failed (the commit list's error
+    first).
     """
     if stream is None:
         return parse_log(log.text()), {}
@@ -131,15 +132,8 @@ def read_range(
         except GitFailed as exc:
             box["error"] = exc
 
-    reader = threading.Thread(target=read_log, daemon=True)
     listed: list[Commit] | None = None
     left: set[str] = set()  # range commits not seen yet
-    if log.read:  # the caller has the list already: the walk is never ahead of it
-        read_log()
-        if "error" not in box:
-            listed = parse_log(box["text"])
-            left = {c.sha for c in listed}
-    reader.start()
     ahead: list[tuple[str, dict[str, Entry]]] = []  # records read before the range was known
     found: Changes = {}
 
@@ -149,6 +143,22 @@ def read_range(
             if changes:
                 found[sha] = changes
 
+    def know() -> None:
+        """The commit list is in: keep the records read so far that belong to it."""
+        nonlocal listed, left, ahead
+        listed = parse_log(box["text"])
+        left = {c.sha for c in listed}
+        for record in ahead:
+            take(*record)
+        ahead = []
+
+    reader = threading.Thread(target=read_log, daemon=True)
+    if log.read:  # the caller has the list already: the walk is never ahead of it
+        read_log()
+        if "error" not in box:
+            know()
+    else:
+        reader.start()
     complete = False
     try:
         for sha, changes in change_records(stream):
@@ -157,11 +167,7 @@ def read_range(
             if listed is None and not reader.is_alive():
                 if "error" in box:
                     break
-                listed = parse_log(box["text"])
-                left = {c.sha for c in listed}
-                for record in ahead:
-                    take(*record)
-                ahead = []
+                know()
             if listed is None:
                 ahead.append((sha, changes))
                 continue
@@ -169,20 +175,19 @@ def read_range(
             if not left:
                 complete = True
                 break
-        reader.join()
+        if reader.ident is not None:
+            reader.join()
         if "error" in box:
             raise box["error"]
         if listed is None:
-            listed = parse_log(box["text"])
-            left = {c.sha for c in listed}
-            for record in ahead:
-                take(*record)
+            know()
             complete = not left
         if not complete:
             stream.finish()  # raises if git failed
             raise InternalError(f"git's walk from the range's tips missed {len(left)} of its commits")
     finally:
         stream.close()  # stops the walk where it is: the rest of history is not needed
+    assert listed is not None
     return listed, found
 
 
