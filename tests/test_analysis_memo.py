@@ -3,6 +3,8 @@
 - ``CodeState.remembered`` shares values across file versions by the exact
   source text a statement was parsed from, but never for a tree a simulated
   APPLY has edited, nor for a def or class (decorators lie outside its lines);
+- ``CodeState.def_canon`` shares a def's canonical form by its lines from the
+  first decorator (add-methods, add-definitions, replace-function compare it);
 - ``evaluate_file`` pauses the cycle collector while it parses and analyses,
   and always restores it.
 """
@@ -206,3 +208,50 @@ def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, a
 
     numbers = re.compile(r"(?<=line )\d+|(?<=lines )\d+|(?<=-)\d+(?=\))")
     assert remembered != first and numbers.sub(lambda m: str(int(m[0]) - 4), remembered) == first
+
+
+PAYLOAD_HOOK = "class Hooks:\n    @staticmethod\n    def hook(x):\n        return x + 1\n"
+
+
+def hook_results(tmp_path, versions: list[str]) -> list[tuple[str, str | None, str]]:
+    """add-methods of ``hook`` into Model, evaluated on each version in turn (one process, one memo)."""
+    from helpers import Kit, src
+
+    kit = Kit(tmp_path)
+    path = kit.write(
+        [{"id": "hook", "op": "add-methods", "file": "pkg/model.py", "class": "Model", "source": src("h.py"),
+          "payload_class": "Hooks"}],
+        {"h.py": PAYLOAD_HOOK},
+    )  # fmt: skip
+    (patch,) = load_manifest(path).patches
+    out = []
+    for text in versions:
+        read = FileRead("pkg/model.py", FileState.OK, text.encode(), "0" * 40)
+        (result,) = evaluate_file(read, [patch], {}).results
+        out.append((result.status.value, result.reason.value if result.reason else None, result.message))
+    return out
+
+
+def test_an_existing_def_is_canonicalised_once_per_text_and_decorators_count(tmp_path, monkeypatch) -> None:
+    """``CodeState.def_canon`` keys a def's canon() by its lines from the first decorator: the same
+    method lower down in another version is not walked again; the same lines under another
+    decorator are, and give their own verdict (what a fresh analysis gives)."""
+    same = "class Model:\n    @staticmethod\n    def hook(x):\n        return x + 1\n"
+    moved = "import os\n\n\n" + same
+    other = same.replace("@staticmethod", "@classmethod")
+    calls: list[ast.AST] = []
+    real = code.canon
+
+    def counted(node):
+        calls.append(node)
+        return real(node)
+
+    monkeypatch.setattr(code, "canon", counted)
+    results = hook_results(tmp_path / "a", [same, moved, other])
+    walked = [n for n in calls if isinstance(n, ast.FunctionDef) and n.name == "hook"]
+    # The payload's def once, the upstream def once per text: same (moved reuses it), other.
+    assert len(walked) == 3
+    assert [r[:2] for r in results] == [("SKIP", "ALREADY_APPLIED"), ("SKIP", "ALREADY_APPLIED"), ("FAIL", "CONFLICT")]
+    code._SPAN_MEMO.clear()
+    code._PAYLOAD_CANON.clear()
+    assert hook_results(tmp_path / "b", [other]) == results[2:]

@@ -85,7 +85,13 @@ class AddDefinitions(Operation):
         return state.last_line + 1
 
     def analyze(self, state: CodeState) -> Outcome:
-        plan = classify(self.definitions, state.module_binding, self.on_conflict, state.previous)
+        plan = classify(
+            self.definitions,
+            state.module_binding,
+            self.on_conflict,
+            state.previous,
+            canon_of=lambda name, node: state.def_canon(node, name),
+        )
         index = self._insert_index(state)
         if index is None and plan.add:
             names = state.module_names()

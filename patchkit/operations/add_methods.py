@@ -105,7 +105,13 @@ class AddMethods(Operation):
                         found = stmt
             return found
 
-        plan = classify(self.methods, member, self.on_conflict, state.previous)
+        plan = classify(
+            self.methods,
+            member,
+            self.on_conflict,
+            state.previous,
+            canon_of=lambda name, node: state.def_canon(node, f"{self.class_name}.{name}"),
+        )
         return outcome_for(
             plan,
             where=f"class {self.class_name} (line {target.lineno})",

@@ -82,7 +82,23 @@ def canon(node: ast.AST | Sequence[ast.AST]) -> str:
 
 def digest(node: ast.AST) -> str:
     """The digest that `expect` in a replace-function patch is compared to."""
-    return "sha256:" + hashlib.sha256(canon(node).encode("utf-8")).hexdigest()
+    return digest_of_canon(canon(node))
+
+
+def digest_of_canon(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_PAYLOAD_CANON: dict[int, tuple[ast.AST, str]] = {}
+
+
+def payload_canon(node: ast.AST) -> str:
+    """``canon(node)`` of a payload's node, computed once: payload trees live as long as the
+    manifest and are never edited, yet every version of a target compares against them."""
+    hit = _PAYLOAD_CANON.get(id(node))
+    if hit is None or hit[0] is not node:
+        hit = _PAYLOAD_CANON[id(node)] = (node, canon(node))  # the node is kept: its id is not reused
+    return hit[1]
 
 
 def short_digest(value: str) -> str:
@@ -197,7 +213,23 @@ class CodeState:
         for edited in self._edited_names:
             if edited == name or name.startswith(edited + ".") or edited.startswith(name + "."):
                 return None
+        # From the first decorator: they are part of the def (and of its canon()).
+        first = min([first, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         return f"{getattr(node, 'col_offset', 0)}:" + "\n".join(self.lines[first - 1 : last])
+
+    def def_canon(self, node: ast.stmt, name: str) -> str:
+        """``canon(node)`` of the def ``name`` (any other statement: computed each time),
+        once per text of the def (``def_text``) across every version of the file."""
+        text = self.def_text(node, name) if isinstance(node, _DEF_KINDS) else None
+        if text is None:
+            return canon(node)
+        value = _SPAN_MEMO.get(("def-canon", text))
+        if value is None:
+            value = canon(node)
+            if len(_SPAN_MEMO) >= _SPAN_MEMO_MAX:
+                _SPAN_MEMO.clear()
+            _SPAN_MEMO[("def-canon", text)] = value
+        return value
 
     def changed(self, *, in_place: bool = True, names: Iterable[str] = ()) -> None:
         """The tree was edited (a simulated APPLY): forget what ``remembered`` computed.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, OnConflict, Outcome
-from patchkit.operations.code import canon, digest, replace_statement
+from patchkit.operations.code import canon, digest_of_canon, payload_canon, replace_statement
 from patchkit.results import Reason
 
 
@@ -66,19 +66,23 @@ def classify(
     existing: Callable[[str], ast.stmt | None],
     on_conflict: OnConflict,
     previous: Mapping[str, str] | None = None,
+    canon_of: Callable[[str, ast.stmt], str] = lambda _name, node: canon(node),
 ) -> DefPlan:
-    """``previous``: digests of code patchkit wrote before (its own, never upstream's) -> when."""
+    """``previous``: digests of code patchkit wrote before (its own, never upstream's) -> when.
+    ``canon_of(name, node)``: ``canon`` of the code there now (``CodeState.def_canon``)."""
     plan = DefPlan()
     previous = previous or {}
     for item in defs:
         current = existing(item.name)
         if current is None:
             plan.add.append(item)
-        elif canon(current) == canon(item.node):
+            continue
+        there = canon_of(item.name, current)
+        if there == payload_canon(item.node):
             plan.same.append((item, current))
-        elif digest(current) in previous:
+        elif previous and digest_of_canon(there) in previous:
             plan.replace.append((item, current))
-            plan.updated[item.name] = previous[digest(current)]
+            plan.updated[item.name] = previous[digest_of_canon(there)]
         elif on_conflict is OnConflict.KEEP_UPSTREAM:
             plan.kept.append((item, current))
         elif on_conflict is OnConflict.REPLACE:

@@ -20,6 +20,8 @@ from patchkit.operations.code import (
     FunctionNode,
     canon,
     digest,
+    digest_of_canon,
+    payload_canon,
     replace_statement,
     short_digest,
     what_is_there,
@@ -117,13 +119,14 @@ class ReplaceFunction(Operation):
         current, _owner, missing_class = state.find_function(self.function)
         if current is None:
             return missing_function(state, self.function, missing_class)
-        if canon(current) == canon(self.node):
+        there = state.def_canon(current, self.function)
+        if there == payload_canon(self.node):
             return Outcome.skip(
                 Reason.ALREADY_APPLIED,
                 current.lineno,
                 f"{self.function} (line {current.lineno}) is already the replacement from {self.payload.display}",
             )
-        found = digest(current)
+        found = digest_of_canon(there)
         if found in state.previous:
             return Outcome.apply(
                 current.lineno,
