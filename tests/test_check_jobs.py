@@ -17,7 +17,7 @@ from histories import MODEL_BROKEN, MODEL_RENAMED, MODEL_V2, build_model_history
 from patchkit.demo.history import HistoryBuilder
 from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import evaluate_file
-from patchkit.engine.pool import MIN_BATCH, evaluate_many
+from patchkit.engine.pool import MIN_BATCH, Feed, Workers, evaluate_many
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.sources import read_entry
@@ -85,6 +85,30 @@ def test_the_pool_computes_what_one_process_does(churn) -> None:
     assert {r.reason for results in alone for r in results} > {None}  # not all alike: order matters
     assert evaluate_many(repo, by_file, refs, jobs=1) is None  # one job: the caller's loop does it
     repo.close()
+
+
+def test_the_feeds_tail_is_split_over_the_workers(churn) -> None:
+    """What is still gathered when the check starts waiting goes out in one batch per worker,
+    and every version still gets its own verdicts (in the order added)."""
+    path, manifest_path = churn
+    manifest = load_manifest(manifest_path)
+    repo = Repo.discover(path)
+    by_file = {"pkg/model.py": list(manifest.patches)}
+    log = git(path, "log", "--format=", "--raw", "--no-abbrev", "main", "--", "pkg/model.py")
+    oids = list(dict.fromkeys(line.split()[3] for line in log.splitlines() if line.startswith(":")))
+    refs = [("pkg/model.py", ("100644", oid)) for oid in oids][:5]
+    alone = [evaluate_file(read_entry(repo, p, e), by_file[p], {}).results for p, e in refs]
+    workers = Workers(repo, by_file, 2)
+    try:
+        feed = Feed(workers)
+        # As add() leaves them while every worker is busy: gathered, not yet sent.
+        feed.gathered = list(refs)
+        feed.where = dict.fromkeys(refs)
+        assert [feed.result(ref) for ref in refs] == alone
+        assert [len(batch.result()) for batch in feed.batches] == [3, 2]
+    finally:
+        workers.close()
+        repo.close()
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS)

@@ -117,7 +117,8 @@ class Feed:
     worker are outstanding (the workers must not wait), otherwise once 16
     have gathered (the parent unpickles every reply on one of the cores the
     workers use).  ``result`` gives an added version's verdicts, waiting for
-    them; ``flush`` sends what is gathered.
+    them; what is still gathered then is the tail of the work, and is split
+    over the workers rather than left to one.
     """
 
     BATCH = 16
@@ -126,25 +127,38 @@ class Feed:
         self.workers = workers
         self.gathered: list[tuple[str, Entry]] = []
         self.batches: list[Future[list[tuple[PatchResult, ...]]]] = []
-        self.where: dict[tuple[str, Entry], tuple[int, int]] = {}  # ref -> (batch, position)
+        self.where: dict[tuple[str, Entry], tuple[int, int] | None] = {}  # ref -> (batch, position) once sent
 
     def add(self, ref: tuple[str, Entry]) -> None:
         if ref in self.where:
             return
-        self.where[ref] = (len(self.batches), len(self.gathered))
+        self.where[ref] = None
         self.gathered.append(ref)
         busy = sum(1 for batch in self.batches[-2 * self.workers.jobs :] if not batch.done())
         if busy < 2 * self.workers.jobs or len(self.gathered) >= self.BATCH:
             self.flush()
 
-    def flush(self) -> None:
-        if self.gathered:
-            self.batches.append(self.workers.submit(self.gathered))
-            self.gathered = []
+    def flush(self, parts: int = 1) -> None:
+        """Send what is gathered, in up to ``parts`` batches of near-equal size."""
+        gathered, self.gathered = self.gathered, []
+        if not gathered:
+            return
+        parts = min(parts, len(gathered))
+        size, extra = divmod(len(gathered), parts)
+        start = 0
+        for n in range(parts):
+            batch = gathered[start : start + size + (n < extra)]
+            start += len(batch)
+            for position, ref in enumerate(batch):
+                self.where[ref] = (len(self.batches), position)
+            self.batches.append(self.workers.submit(batch))
 
     def result(self, ref: tuple[str, Entry]) -> tuple[PatchResult, ...]:
-        self.flush()
-        batch, position = self.where[ref]
+        if self.where[ref] is None:
+            self.flush(parts=self.workers.jobs)
+        where = self.where[ref]
+        assert where is not None
+        batch, position = where
         return self.batches[batch].result()[position]
 
 
