@@ -414,6 +414,22 @@ def test_every_verb_reports_the_same_manifest_error(tmp_path, capsys, monkeypatc
     assert tree_state(repo, include_git=True) == before
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_range_check_reports_the_same_manifest_error(tmp_path, capsys, monkeypatch, case):
+    """check starts git on the target files once the tables pass the schema, before the payloads
+    load (``load_manifest(on_files=)``): an error found after that still gets the same one line."""
+    repo, kit = write_case(tmp_path, case)
+    monkeypatch.chdir(kit.root)
+    before = tree_state(repo, include_git=True)
+    r = run_cli(capsys, "check", "-m", DISPLAY, "--repo", repo, "--range", "HEAD", "--json")
+    assert r.code == 2, (r.out, r.err)
+    assert r.out == ""
+    check_error_line(r.err, case)
+    after = tree_state(repo, include_git=True)
+    # Only patchkit's own note that these tables passed the JSON Schema (they did) may be new.
+    assert {k: v for k, v in after.items() if not k.startswith(".git/patchkit/schema-checked/")} == before
+
+
 def test_manifest_error_from_the_console_script(tmp_path):
     case = next(c for c in CASES if c.name == "unknown-op")
     repo, kit = write_case(tmp_path, case)

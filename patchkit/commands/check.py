@@ -53,8 +53,13 @@ def check(
         raise
     try:
         # The JSON Schema verdict is remembered per manifest+schema digest, as the guard does.
-        loaded = _load(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
-        listing.watch(git_repo, loaded.files())
+        # The change log starts once the checked tables name the target files, before the payloads load.
+        loaded = _load(
+            manifest,
+            valid_cache=git_repo.common_dir / "patchkit" / "schema-checked",
+            on_files=lambda files: listing.watch(git_repo, files),
+        )
+        listing.watch(git_repo, loaded.files())  # a no-op: the same files
         from patchkit.engine.check import check_range
         from patchkit.engine.pool import default_jobs
     except BaseException:
@@ -79,11 +84,13 @@ def check(
     return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
 
 
-def _load(manifest: str, valid_cache: Path | None = None) -> Manifest:
+def _load(
+    manifest: str, valid_cache: Path | None = None, on_files: Callable[[list[str]], None] | None = None
+) -> Manifest:
     # Imported here, not at the top: a range check's first git process starts before it loads.
     from patchkit.manifest import load_manifest
 
-    return load_manifest(manifest, valid_cache=valid_cache)
+    return load_manifest(manifest, valid_cache=valid_cache, on_files=on_files)
 
 
 def write_chunks(chunks: Sequence[str]) -> None:

@@ -12,20 +12,18 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import ManifestError, UsageError
-from patchkit.operations import operation
-from patchkit.operations.base import LoadContext, Operation
-from patchkit.operations.payload import PayloadCache
-from patchkit.results import Reason
 
 if TYPE_CHECKING:
     from patchkit.manifest.bench import BenchConfig
+    from patchkit.operations.base import Operation
+    from patchkit.results import Reason
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout, when patchkit runs from one
@@ -165,9 +163,20 @@ def _validator() -> Any:
     return jsonschema.validators.validator_for(schema)(schema)
 
 
-def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Path | None = None) -> Manifest:
+def load_manifest(
+    spec: str | Path,
+    cwd: Path | None = None,
+    *,
+    valid_cache: Path | None = None,
+    on_files: Callable[[list[str]], None] | None = None,
+) -> Manifest:
     """Load and check a manifest.  ``valid_cache``: a directory remembering
-    manifests that passed the JSON Schema (see ``schema_checked_before``)."""
+    manifests that passed the JSON Schema (see ``schema_checked_before``).
+
+    ``on_files`` gets the target files (``Manifest.files()``'s list, by the
+    schema-checked tables) before the payloads are read and the operations
+    built: a range check starts git on them while the rest loads.  The load
+    may still fail after it; the caller then drops what it started."""
     path = spec if isinstance(spec, Path) else resolve_manifest(spec, cwd)
     path = path.resolve()
     display = _display(path)
@@ -191,6 +200,13 @@ def load_manifest(spec: str | Path, cwd: Path | None = None, *, valid_cache: Pat
     if not schema_checked_before(raw, valid_cache):
         _validate_schema(data, display, lines)
         remember_schema_checked(raw, valid_cache)
+    if on_files is not None:
+        on_files(list(dict.fromkeys(table["file"] for table in data["patch"])))
+    # Imported once the tables are known good (and the target files handed on): not before.
+    from patchkit.operations import operation
+    from patchkit.operations.base import LoadContext
+    from patchkit.operations.payload import PayloadCache
+    from patchkit.results import Reason
 
     payloads = PayloadCache()
     patches: list[Patch] = []
@@ -563,7 +579,7 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
         return (
             f"{instance!r} is not a reason code",
             instance,
-            f"reason codes: {', '.join(r.value for r in Reason)}",
+            _reason_codes(),
             None,
         )
     if validator == "enum":
@@ -622,7 +638,12 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
     if validator == "not":
         return "give either `position` or `before`, not both", "before", None, None
     if validator == "propertyNames":
-        return f"{instance!r} is not a reason code", None, f"reason codes: {', '.join(r.value for r in Reason)}", None
+        return (
+            f"{instance!r} is not a reason code",
+            None,
+            _reason_codes(),
+            None,
+        )
     return error.message, None, None, None
 
 
@@ -752,3 +773,9 @@ class _Lines:
                 end = i
                 break
         return self._find_key(0, end, key)
+
+
+def _reason_codes() -> str:
+    from patchkit.results import Reason
+
+    return "reason codes: " + ", ".join(r.value for r in Reason)
