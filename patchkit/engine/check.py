@@ -187,7 +187,12 @@ class CheckReport:
             yield "[]"
         shared: dict[tuple[int, int], str] = {}
         key_pad = ",\n" + INDENT * 3
-        prefixes: dict[str, str] = {}  # '"key": ' as it starts a line of a commit's object
+        first = "[\n" + INDENT * 2 + "{\n" + INDENT * 3  # opens the first commit's object
+        later = ",\n" + INDENT * 2 + "{\n" + INDENT * 3
+        # A commit's own fields are strings, always the same keys: one template, each value encoded.
+        keys = list(self.commits[0].commit.to_json()) if self.commits else []
+        template = (later + key_pad.join(encode_str(k) + ": \0" for k in keys)).replace("{", "{{").replace("}", "}}")
+        template = template.replace("\0", "{}")  # "\0" is never in JSON text: the value's place
         for n, c in enumerate(self.commits):
             key = (id(c.results), id(c.groups))
             tail = shared.get(key)
@@ -195,15 +200,8 @@ class CheckReport:
                 results = array_text([fragment(r.to_json(), 4) for r in c.results], 3)
                 groups = array_text([fragment(g.to_json(), 4) for g in c.groups], 3)
                 tail = shared[key] = f'{key_pad}"results": {results}{key_pad}"groups": {groups}\n{INDENT * 2}}}'
-            # The commit's own fields, as object_text would open them (one call per field, not four).
-            fields = []
-            for k, v in c.commit.to_json().items():
-                prefix = prefixes.get(k)
-                if prefix is None:
-                    prefix = prefixes[k] = encode_str(k) + ": "
-                fields.append(prefix + fragment(v, 3))
-            head = "{\n" + INDENT * 3 + key_pad.join(fields)
-            yield ("[\n" + INDENT * 2 if n == 0 else ",\n" + INDENT * 2) + head
+            head = template.format(*map(encode_str, c.commit.to_json().values()))
+            yield first + head[len(later) :] if n == 0 else head
             yield tail
         if self.commits:
             yield "\n" + INDENT + "]"
