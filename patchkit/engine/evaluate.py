@@ -142,6 +142,7 @@ def _evaluate_file(
             problem = (Reason.PARSE_ERROR, line, f"{read.path} is not valid Python: {exc.msg} at line {line}")
         except ValueError as exc:  # e.g. NUL bytes
             problem = (Reason.PARSE_ERROR, None, f"{read.path} is not valid Python: {exc}")
+    last = patches[-1] if patches else None
     for patch in patches:
         if patch.id in held:
             # A held-back patch that would fail anyway keeps its own reason
@@ -172,9 +173,10 @@ def _evaluate_file(
             continue
         outcome = patch.op.verdict(state)
         if outcome.kind is Kind.APPLY:
-            patch.op.simulate(state, outcome, patch.id)
-            if isinstance(state, CodeState):
-                state.changed(in_place=patch.op.edits_in_place, names=patch.op.edits())
+            if patch is not last:  # what the patches after it see; nothing reads the state after the last
+                patch.op.simulate(state, outcome, patch.id)
+                if isinstance(state, CodeState):
+                    state.changed(in_place=patch.op.edits_in_place, names=patch.op.edits())
             status = Status.APPLY
         elif outcome.kind is Kind.SKIP:
             status = Status.SKIP
