@@ -136,6 +136,17 @@ def test_close_matches_are_difflibs_own() -> None:
         wanted = text()
         texts = tuple(dict.fromkeys(text() for _ in range(rng.randint(0, 12))))
         assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+    # A tie at the second place, where the later candidate's bound equals the score to beat:
+    # "abdcx" (ratio 2/3, quick_ratio 8/9) is scored first, and "cd" (2/3, 2/3) wins the tie.
+    assert _close_matches("abcd", ("abcd", "abdcx", "cd")) == ["abcd", "cd"]
+    # Many near ties (one word changed), where stopping early must still keep difflib's pick.
+    for _ in range(500):
+        base = [rng.choice(words) for _ in range(4)]
+        wanted = "".join(base)
+        texts = tuple(
+            dict.fromkeys("".join(w if rng.random() < 0.7 else rng.choice(words) for w in base) for _ in range(20))
+        )
+        assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
 
 
 def test_after_a_splice_only_simple_statements_are_shared() -> None:
@@ -196,9 +207,9 @@ def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, a
     insert._NO_MATCH.clear()
     first = message(WORKER_TEXT)
     lower = "import os\nimport sys\n\n\n" + WORKER_TEXT
-    compared = insert._close_score.cache_info().misses
+    compared = insert._close_ratio.cache_info().misses
     remembered = message(lower)
-    assert insert._close_score.cache_info().misses == compared  # nothing compared again
+    assert insert._close_ratio.cache_info().misses == compared  # nothing compared again
     assert len(insert._CLOSEST) == 1 and len(insert._NO_MATCH) == 1
     insert._CLOSEST.clear()
     insert._NO_MATCH.clear()

@@ -303,20 +303,38 @@ def _anchor_text(anchor: str) -> str:
 
 
 def _close_matches(wanted: str, texts: tuple[str, ...]) -> list[str]:
-    """``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, with each statement's score
-    remembered: the versions of a function a range check reads differ in a statement or two, and
-    scoring every other statement again was most of a cold check's analysis on SGLang."""
-    scored = [(score, text) for text in texts if (score := _close_score(wanted, text)) is not None]
+    """``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, exactly, for less.
+
+    Each statement's scores are remembered (the versions of a function a
+    range check reads differ in a statement or two), and ``ratio()``, the
+    costly score, is computed in falling order of ``quick_ratio()``, its upper
+    bound, until no statement left can reach the second best: the code near
+    an anchor holds a statement or two much like it, and dozens that only
+    share its letters.  Ties are broken as ``heapq.nlargest`` breaks them.
+    """
+    bounds = sorted(((b, text) for text in texts if (b := _close_bound(wanted, text)) is not None), reverse=True)
+    scored: list[tuple[float, str]] = []
+    for bound, text in bounds:
+        if len(scored) >= 2 and bound < heapq.nlargest(2, scored)[1][0]:
+            break  # ratio() <= quick_ratio(): neither this one nor any after it can enter the top two
+        score = _close_ratio(wanted, text)
+        if score >= 0.5:
+            scored.append((score, text))
     return [text for _score, text in heapq.nlargest(2, scored)]
 
 
 @lru_cache(maxsize=65536)
-def _close_score(wanted: str, text: str) -> float | None:
-    """What get_close_matches scores ``text`` (None: under the 0.5 cutoff), computed as it does."""
+def _close_bound(wanted: str, text: str) -> float | None:
+    """``quick_ratio()`` as get_close_matches computes it, if ``text`` passes its cheap cutoffs (else None)."""
     matcher = difflib.SequenceMatcher(None, text, wanted)
-    if matcher.real_quick_ratio() >= 0.5 and matcher.quick_ratio() >= 0.5 and matcher.ratio() >= 0.5:
-        return matcher.ratio()
+    if matcher.real_quick_ratio() >= 0.5 and (bound := matcher.quick_ratio()) >= 0.5:
+        return bound
     return None
+
+
+@lru_cache(maxsize=65536)
+def _close_ratio(wanted: str, text: str) -> float:
+    return difflib.SequenceMatcher(None, text, wanted).ratio()
 
 
 def _ratios(wanted: str, texts: tuple[str, ...]) -> dict[str, float]:
