@@ -69,14 +69,17 @@ def test_same_json_with_one_and_two_workers_on_the_demo(sglang_history, capsys, 
     assert json.loads(outs[0])["commits"]
 
 
-def test_the_pool_computes_what_one_process_does(churn) -> None:
+def churn_versions(churn) -> tuple[Repo, dict, list]:
+    """The churn history's repository, its patches by file, and every version of the model file."""
     path, manifest_path = churn
-    manifest = load_manifest(manifest_path)
-    repo = Repo.discover(path)
-    by_file = {"pkg/model.py": list(manifest.patches)}
+    by_file = {"pkg/model.py": list(load_manifest(manifest_path).patches)}
     log = git(path, "log", "--format=", "--raw", "--no-abbrev", "main", "--", "pkg/model.py")
     oids = list(dict.fromkeys(line.split()[3] for line in log.splitlines() if line.startswith(":")))
-    refs = [("pkg/model.py", ("100644", oid)) for oid in oids]
+    return Repo.discover(path), by_file, [("pkg/model.py", ("100644", oid)) for oid in oids]
+
+
+def test_the_pool_computes_what_one_process_does(churn) -> None:
+    repo, by_file, refs = churn_versions(churn)
     assert len(refs) >= MIN_BATCH
     pooled = evaluate_many(repo, by_file, refs, jobs=2)
     assert pooled is not None  # it did run in worker processes
@@ -90,13 +93,8 @@ def test_the_pool_computes_what_one_process_does(churn) -> None:
 def test_the_feeds_tail_is_split_over_the_workers(churn) -> None:
     """What is still gathered when the check starts waiting goes out in one batch per worker,
     and every version still gets its own verdicts (in the order added)."""
-    path, manifest_path = churn
-    manifest = load_manifest(manifest_path)
-    repo = Repo.discover(path)
-    by_file = {"pkg/model.py": list(manifest.patches)}
-    log = git(path, "log", "--format=", "--raw", "--no-abbrev", "main", "--", "pkg/model.py")
-    oids = list(dict.fromkeys(line.split()[3] for line in log.splitlines() if line.startswith(":")))
-    refs = [("pkg/model.py", ("100644", oid)) for oid in oids][:5]
+    repo, by_file, refs = churn_versions(churn)
+    refs = refs[:5]
     alone = [evaluate_file(read_entry(repo, p, e), by_file[p], {}).results for p, e in refs]
     workers = Workers(repo, by_file, 2)
     try:
