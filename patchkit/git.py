@@ -108,10 +108,37 @@ def run_git(
     return proc.stdout.decode("utf-8", "surrogateescape") if text else proc.stdout
 
 
-class Pending:
-    """A git process started now and read later, so independent git calls overlap."""
+def _grow_pipe(pipe: Any) -> None:
+    """Grow a pipe to ``AHEAD_PIPE``; where that is refused or unknown (not Linux, a lowered
+    ``fs.pipe-max-size``, the user's pipe quota spent), it stays as it is: only slower."""
+    try:
+        import fcntl
 
-    def __init__(self, args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None) -> None:
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, AHEAD_PIPE)
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
+# The pipe of a git process started well before it is read (``Pending(..., ahead=True)``).
+# A range check starts its two git logs, then loads the manifest and the engine
+# for tens of milliseconds before it reads them; with the default 64 KiB pipe,
+# git's walk (about 40 bytes a commit) stops after some 1,500 commits and waits
+# for the reader.  Linux lets any process grow a pipe to ``fs.pipe-max-size``
+# (1 MiB unless lowered); the pages are taken only as git fills them.
+AHEAD_PIPE = 1 << 20
+
+
+class Pending:
+    """A git process started now and read later, so independent git calls overlap.
+
+    ``ahead``: the caller will do other work before it reads, so the output
+    pipe is grown (``AHEAD_PIPE``, where the system allows it) and git is not
+    held up by a full pipe in the meantime.
+    """
+
+    def __init__(
+        self, args: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None, *, ahead: bool = False
+    ) -> None:
         self.args = list(args)
         self._done: tuple[bytes, bytes] | None = None  # (stdout, stderr), once waited for
         try:
@@ -124,6 +151,8 @@ class Pending:
             )
         except FileNotFoundError:
             raise RepoError("git is not installed or not on PATH") from None
+        if ahead:
+            _grow_pipe(self.proc.stdout)
 
     def bytes(self) -> bytes:
         """The process's output (waited for once; later calls return it again)."""
@@ -484,15 +513,15 @@ class Repo:
         by_sha = {c.sha: c for c in (_parse_commit(line) for line in out.splitlines() if line)}
         return [by_sha[r] for r in revs]
 
-    def spawn(self, *args: str) -> Pending:
-        return Pending(args, self.root or self.git_dir)
+    def spawn(self, *args: str, ahead: bool = False) -> Pending:
+        return Pending(args, self.root or self.git_dir, ahead=ahead)
 
     def rev_list(self, spec: Sequence[str]) -> list[Commit]:
         """Commits of a rev-list range, oldest first (topological: parents before children)."""
         return parse_log(self.spawn_rev_list(spec).text())
 
     def spawn_rev_list(self, spec: Sequence[str]) -> Pending:
-        return self.spawn("log", "--topo-order", "--reverse", f"--format={_LOG_FORMAT}", *spec, "--")
+        return self.spawn("log", "--topo-order", "--reverse", f"--format={_LOG_FORMAT}", *spec, "--", ahead=True)
 
     @cached_property
     def is_shallow(self) -> bool:
@@ -624,6 +653,7 @@ class Repo:
             [*_CHANGE_LOG, "--sparse", *tips, "--", *paths],
             self.root or self.git_dir,
             env={"GIT_FLUSH": "0"},
+            ahead=True,
         )
 
     def first_change(self, commit: str, path: str, *, filter: str) -> Commit | None:

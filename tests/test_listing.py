@@ -77,3 +77,56 @@ def test_a_bad_end_still_fails_as_git_says(model, tmp_path: Path) -> None:
         with pytest.raises(GitFailed):
             read_range(listing.pending[0], listing.diffs[0])
         listing.close()
+
+
+@pytest.fixture(scope="module")
+def long_history(tmp_path_factory: pytest.TempPathFactory):
+    """1,200 commits: either log of the whole history is well over a default 64 KiB pipe."""
+    from patchkit.demo.history import HistoryBuilder
+
+    b = HistoryBuilder(tmp_path_factory.mktemp("long") / "repo")
+    for i in range(1200):
+        b.commit(f"c{i}", f"Change {i} of the model file", {"pkg/model.py": f"VERSION = {i}\n"})
+    return b.build()
+
+
+def _exits_unread(pending, seconds: float = 10.0) -> bool:
+    """Whether git finishes while nobody reads its output (it can only if the pipe holds all of it)."""
+    import subprocess
+
+    try:
+        pending.proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def test_the_logs_started_ahead_run_to_the_end_before_anyone_reads(long_history) -> None:
+    """A check loads the manifest and the engine before it reads git's logs: git must not wait
+    for it on a full pipe.  Both logs of 1,200 commits (each well over 64 KiB) finish unread,
+    and what is read afterwards is all of it."""
+    with Repo.discover(long_history.path) as repo:
+        rev_list, stream = repo.spawn_rev_list(["main"]), repo.spawn_change_stream(["main"], ["pkg/model.py"])
+        try:
+            assert _exits_unread(rev_list)
+            assert _exits_unread(stream)
+            assert len(rev_list.bytes()) > 1 << 16
+            assert len(stream.bytes()) > 1 << 16
+            assert len(parse_log(rev_list.text())) == 1200
+        finally:
+            rev_list.close()
+            stream.close()
+
+
+def test_a_log_read_at_once_keeps_the_default_pipe(long_history) -> None:
+    """The counter-case that makes the test above mean something: the same log, not started
+    ahead, stops at a full pipe until it is read."""
+    from patchkit.git import Pending
+
+    with Repo.discover(long_history.path) as repo:
+        pending = Pending(["log", "--format=%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%s", "main"], repo.git_dir)
+        try:
+            assert not _exits_unread(pending, seconds=1.0)
+            assert len(parse_log(pending.text())) == 1200
+        finally:
+            pending.close()

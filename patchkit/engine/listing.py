@@ -14,7 +14,9 @@ it passes (``Repo.spawn_change_stream``); ``read_range`` reads it as it
 comes, hands each change on at once (the check's workers start on a blob
 while git still walks), keeps the range's commits, and stops git once it has
 seen them all.  On SGLang the walk passes 14-31 commits outside a range of
-6,317 before it is stopped.
+6,317 before it is stopped.  Both logs are started ``ahead`` (``git.Pending``):
+their pipes are grown so that git walks on while the manifest and the engine
+load, rather than stopping at a full 64 KiB pipe some 1,500 commits in.
 
 This module imports little beyond ``patchkit.git``: importing it must not
 delay the first git process.
