@@ -22,7 +22,14 @@ warm / git floor (target <= 3).  It also counts the CPU seconds the cold run
 used (patchkit, its git processes and its workers) against the floor's own
 (the parse sum, both git logs, ``patchkit --help``): that CPU divided by the
 cores is a time no schedule can beat, so where that bound alone is above 1.2,
-the cold target needs less work, not more overlap.  Each round measures everything afresh, so
+the cold target needs less work, not more overlap.  It also times the
+verdicts themselves: every distinct version evaluated in one fresh process,
+as a worker does (``evaluate_file``), against the parse of the same texts.
+What the verdicts add to the parse is work the floor does not count and no
+check can skip (it is the answer); the floor's work plus that, spread
+perfectly over the cores, is printed as a ratio to the floor too: where
+even that is above 1.2, the target is out of reach on this many cores for
+any schedule of this analysis.  Each round measures everything afresh, so
 the ratios of one round come from one machine state; give --rounds to see
 the spread.  The repository's own cache (``<git-dir>/patchkit/cache.sqlite``)
 is set aside for the run and put back afterwards.
@@ -99,25 +106,32 @@ def git_floor(repo: Repo, spec: str, files: list[str], patchkit: list[str]) -> t
     return listing + wall, listing_cpu + help_cpu
 
 
-def distinct_blobs(repo: Path, spec: str, files: list[str]) -> dict[str, bytes]:
-    """Blob id -> bytes of every version the target files have in the range (tip versions included)."""
+def distinct_blobs(repo: Path, spec: str, files: list[str]) -> tuple[dict[str, bytes], list[tuple[str, str]]]:
+    """Blob id -> bytes of every version the target files have in the range (tip versions included),
+    and each distinct (path, blob id): what a check evaluates."""
     base, _, tip = spec.partition("..")
     out = subprocess.run(
         ["git", "-C", str(repo), "log", "--full-history", "--diff-merges=first-parent", "--raw", "--no-abbrev",
          "--no-renames", "--format=", spec, "--", *files],
         capture_output=True, check=True, text=True,
     ).stdout  # fmt: skip
-    oids: set[str] = set()
+    versions: dict[tuple[str, str], None] = {}
     for line in out.splitlines():
         if line.startswith(":"):
-            meta = line.split("\t", 1)[0].split()
-            if meta[4] != "D":
-                oids.add(meta[3])
+            meta, path = line.split("\t", 1)
+            fields = meta.split()
+            if fields[4] != "D" and fields[1].startswith("100"):
+                versions[(path, fields[3])] = None
     # The versions the range's first commits inherit from outside it.
     listed = subprocess.run(
         ["git", "-C", str(repo), "ls-tree", "-r", base or tip, "--", *files], capture_output=True, text=True, check=True
     ).stdout
-    oids.update(line.split()[2] for line in listed.splitlines() if line.split()[1] == "blob")
+    for line in listed.splitlines():
+        meta, path = line.split("\t", 1)
+        mode, kind, oid = meta.split()
+        if kind == "blob" and mode.startswith("100"):
+            versions[(path, oid)] = None
+    oids = {oid for _path, oid in versions}
     proc = subprocess.run(
         ["git", "-C", str(repo), "cat-file", "--batch"],
         input="".join(f"{oid}\n" for oid in sorted(oids)).encode(),
@@ -128,10 +142,10 @@ def distinct_blobs(repo: Path, spec: str, files: list[str]) -> dict[str, bytes]:
     data, pos = proc.stdout, 0
     while pos < len(data):
         end = data.index(b"\n", pos)
-        oid, _kind, size = data[pos:end].split()
-        blobs[oid.decode()] = data[end + 1 : end + 1 + int(size)]
+        name, _kind, size = data[pos:end].split()
+        blobs[name.decode()] = data[end + 1 : end + 1 + int(size)]
         pos = end + 1 + int(size) + 1
-    return blobs
+    return blobs, list(versions)
 
 
 def parse_seconds(blobs: dict[str, bytes]) -> float:
@@ -152,6 +166,33 @@ def parse_seconds(blobs: dict[str, bytes]) -> float:
     finally:
         gc.enable()
     return total
+
+
+def verdict_seconds(manifest: str, blobs: dict[str, bytes], versions: list[tuple[str, str]]) -> tuple[float, float]:
+    """(evaluate, parse): seconds to evaluate every distinct version, and to parse the same texts,
+    in a forked process that has evaluated nothing before (patchkit's memos start empty in a
+    worker too).  ``evaluate_file`` pauses the cycle collector itself; the parse is timed as
+    ``parse_seconds`` times it."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(1, mp_context=get_context("fork")) as pool:
+        return pool.submit(_verdict_seconds, manifest, blobs, versions).result()
+
+
+def _verdict_seconds(manifest: str, blobs: dict[str, bytes], versions: list[tuple[str, str]]) -> tuple[float, float]:
+    from patchkit.engine.evaluate import evaluate_file
+    from patchkit.sources.base import FileRead, FileState
+
+    by_file: dict[str, list] = {}
+    for patch in load_manifest(manifest).patches:
+        by_file.setdefault(patch.file, []).append(patch)
+    reads = [(FileRead(path, FileState.OK, blobs[oid], oid, 0o644), by_file[path]) for path, oid in versions]
+    start = time.perf_counter()
+    for read, patches in reads:
+        evaluate_file(read, patches, {})
+    evaluate = time.perf_counter() - start
+    return evaluate, parse_seconds({f"{path}:{oid}": blobs[oid] for path, oid in versions})
 
 
 def profile(patchkit_args: list[str], out: Path, cache: Path) -> None:
@@ -217,8 +258,8 @@ def main() -> int:
         ).stdout.strip()
         or 0
     )
-    blobs = distinct_blobs(args.repo, args.spec, files)
-    old_blobs = distinct_blobs(args.repo, older, files)
+    blobs, versions = distinct_blobs(args.repo, args.spec, files)
+    old_blobs, _ = distinct_blobs(args.repo, older, files)
     new_blobs = {oid: data for oid, data in blobs.items() if oid not in old_blobs}
     print(f"repo {args.repo}  range {args.spec}: {commits} commits; manifest {args.manifest}: {len(manifest.patches)}")
     print(f"  patches on {len(files)} files; {len(blobs)} distinct target blobs ({sum(map(len, blobs.values())):,} B)")
@@ -240,6 +281,8 @@ def main() -> int:
             r["parse"] = r["parse_cpu"] / cores
             r["parse_new"] = parse_seconds(new_blobs) / cores
             r["git"], r["git_cpu"] = min(git_floor(repo, args.spec, files, patchkit) for _ in range(3))
+            r["evaluate_cpu"], r["evaluate_parse"] = verdict_seconds(args.manifest, blobs, versions)
+            r["verdicts_cpu"] = max(0.0, r["evaluate_cpu"] - r["evaluate_parse"])
             cache.unlink(missing_ok=True)
             r["cold"], r["cold_cpu"] = run_cpu(check(args.spec))
             r["warm"] = min(run(check(args.spec)) for _ in range(3))
@@ -250,6 +293,7 @@ def main() -> int:
             r["warm_ratio"] = r["warm"] / r["git"]
             r["inc_extra"] = r["incremental"] - r["warm"]
             r["cpu_bound"] = r["cold_cpu"] / cores / (r["parse"] + r["git"])
+            r["verdict_bound"] = (r["parse_cpu"] + r["git_cpu"] + r["verdicts_cpu"]) / cores / (r["parse"] + r["git"])
             rows.append(r)
             print(
                 f"round {n}: parse floor {r['parse']:.3f}s  git floor {r['git']:.3f}s  "
@@ -265,8 +309,13 @@ def main() -> int:
                 f"(the floor's own work: {r['parse_cpu'] + r['git_cpu']:.3f}); "
                 f"on {cores} cores no schedule of it beats {r['cpu_bound']:.2f}x the floor"
             )
+            print(
+                f"         verdicts: {r['evaluate_cpu']:.3f} CPU-s to evaluate the {len(versions)} versions in one "
+                f"process, of which their parse {r['evaluate_parse']:.3f}; the floor's work plus the verdicts' "
+                f"own {r['verdicts_cpu']:.3f} beats no better than {r['verdict_bound']:.2f}x the floor on {cores} cores"
+            )
         if args.rounds > 1:
-            for key in ("cold_ratio", "warm_ratio", "cpu_bound"):
+            for key in ("cold_ratio", "warm_ratio", "cpu_bound", "verdict_bound"):
                 values = [r[key] for r in rows]
                 print(f"{key}: median {statistics.median(values):.2f}  min {min(values):.2f}  max {max(values):.2f}")
         if args.profile:
