@@ -108,6 +108,15 @@ def run_git(
     return proc.stdout.decode("utf-8", "surrogateescape") if text else proc.stdout
 
 
+# The pipe of a git process started well before it is read (``Pending(..., ahead=True)``).
+# A range check starts its two git logs, then loads the manifest and the engine
+# for tens of milliseconds before it reads them; with the default 64 KiB pipe,
+# git's walk (about 40 bytes a commit) stops after some 1,500 commits and waits
+# for the reader.  Linux lets any process grow a pipe to ``fs.pipe-max-size``
+# (1 MiB unless lowered); the pages are taken only as git fills them.
+AHEAD_PIPE = 1 << 20
+
+
 def _grow_pipe(pipe: Any) -> None:
     """Grow a pipe to ``AHEAD_PIPE``; where that is refused or unknown (not Linux, a lowered
     ``fs.pipe-max-size``, the user's pipe quota spent), it stays as it is: only slower."""
@@ -117,15 +126,6 @@ def _grow_pipe(pipe: Any) -> None:
         fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, AHEAD_PIPE)
     except (ImportError, AttributeError, OSError):
         pass
-
-
-# The pipe of a git process started well before it is read (``Pending(..., ahead=True)``).
-# A range check starts its two git logs, then loads the manifest and the engine
-# for tens of milliseconds before it reads them; with the default 64 KiB pipe,
-# git's walk (about 40 bytes a commit) stops after some 1,500 commits and waits
-# for the reader.  Linux lets any process grow a pipe to ``fs.pipe-max-size``
-# (1 MiB unless lowered); the pages are taken only as git fills them.
-AHEAD_PIPE = 1 << 20
 
 
 class Pending:
