@@ -136,7 +136,7 @@ def read_range(
 
     listed: list[Commit] | None = None
     left: set[str] = set()  # range commits not seen yet
-    ahead: list[tuple[str, dict[str, Entry]]] = []  # records read before the range was known
+    early: list[tuple[str, dict[str, Entry]]] = []  # records read before the range was known
     found: Changes = {}
 
     def take(sha: str, changes: dict[str, Entry]) -> None:
@@ -147,12 +147,12 @@ def read_range(
 
     def know() -> None:
         """The commit list is in: keep the records read so far that belong to it."""
-        nonlocal listed, left, ahead
+        nonlocal listed, left, early
         listed = parse_log(box["text"])
         left = {c.sha for c in listed}
-        for record in ahead:
+        for record in early:
             take(*record)
-        ahead = []
+        early = []
 
     reader = threading.Thread(target=read_log, daemon=True)
     if log.read:  # the caller has the list already: the walk is never ahead of it
@@ -171,7 +171,7 @@ def read_range(
                     break
                 know()
             if listed is None:
-                ahead.append((sha, changes))
+                early.append((sha, changes))
                 continue
             take(sha, changes)
             if not left:
