@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
+from patchkit.manifest.locate import key_path
 
 BUILTINS = ("port", "output", "tree", "python")
 TEMPLATE_KEYS = ("server", "health", "server_info", "client")
@@ -167,7 +168,6 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
     """A schema-valid ``[bench]`` table -> BenchConfig, or a ManifestError naming the key path."""
 
     def fail(path: list[Any], message: str, hint: str | None = None) -> ManifestError:
-        from patchkit.manifest.loader import key_path
 
         return ManifestError(message, file=display, key_path=key_path(path), line=line_of(path), hint=hint)
 
