@@ -118,6 +118,29 @@ def load_groups(
     return groups, patches
 
 
+def check_requires(patches: list[Patch], known_ids: list[str], display: str, lines: Lines) -> None:
+    """Every ``requires`` entry names another patch or a group of the manifest."""
+    for patch in patches:
+        for position, dep in enumerate(patch.requires, start=1):
+            key = f"patch[{patch.index}].requires[{position}]"
+            if dep == patch.id:
+                raise ManifestError(
+                    "a patch cannot require itself",
+                    file=display,
+                    key_path=key,
+                    line=lines.line_of(patch.index, "requires"),
+                )
+            if dep not in known_ids:
+                close = close_matches(dep, known_ids)
+                raise ManifestError(
+                    f"no patch or group has id {dep!r}",
+                    file=display,
+                    key_path=key,
+                    line=lines.line_of(patch.index, "requires"),
+                    hint=f"did you mean {close[0]!r}?" if close else None,
+                )
+
+
 def _prefixes(qualname: str) -> set[str]:
     parts = qualname.split(".")
     return {".".join(parts[: i + 1]) for i in range(len(parts))}

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from patchkit.errors import ManifestError, UsageError
-from patchkit.manifest.groups import check_composition, load_groups
+from patchkit.manifest.bench import parse_bench
+from patchkit.manifest.groups import check_composition, check_requires, load_groups
 from patchkit.manifest.locate import Lines
 from patchkit.manifest.model import Manifest, Patch
-from patchkit.manifest.resolve import close_matches, display_path, resolve_manifest
+from patchkit.manifest.resolve import display_path, resolve_manifest
 from patchkit.manifest.schema_errors import SCHEMA_PATH, validate_schema
+from patchkit.results import Reason
 
 
 def load_manifest(
@@ -61,11 +63,11 @@ def load_manifest(
         remember_schema_checked(raw, valid_cache)
     if on_files is not None:
         on_files(list(dict.fromkeys(table["file"] for table in data["patch"])))
-    # Imported once the tables are known good (and the target files handed on): not before.
+    # The operations registry is a cold boundary: imported once the tables are known good
+    # and the target files handed on, so git works on them meanwhile.
     from patchkit.operations import operation
     from patchkit.operations.base import LoadContext
     from patchkit.operations.payload import PayloadCache
-    from patchkit.results import Reason
 
     payloads = PayloadCache()
     patches: list[Patch] = []
@@ -101,32 +103,10 @@ def load_manifest(
             )
         )
     groups, patches = load_groups(data.get("group", []), data["patch"], patches, seen, display, lines)
-    known_ids = list(seen) + [g.id for g in groups]
-    for patch in patches:
-        for position, dep in enumerate(patch.requires, start=1):
-            key = f"patch[{patch.index}].requires[{position}]"
-            if dep == patch.id:
-                raise ManifestError(
-                    "a patch cannot require itself",
-                    file=display,
-                    key_path=key,
-                    line=lines.line_of(patch.index, "requires"),
-                )
-            if dep not in known_ids:
-                close = close_matches(dep, known_ids)
-                raise ManifestError(
-                    f"no patch or group has id {dep!r}",
-                    file=display,
-                    key_path=key,
-                    line=lines.line_of(patch.index, "requires"),
-                    hint=f"did you mean {close[0]!r}?" if close else None,
-                )
-
+    check_requires(patches, list(seen) + [g.id for g in groups], display, lines)
     check_composition(patches, display, lines)
     bench = None
-    if "bench" in data:  # only `patchkit bench` manifests have one: the others never load its parser
-        from patchkit.manifest.bench import parse_bench
-
+    if "bench" in data:  # only `patchkit bench` manifests have one
         bench = parse_bench(data["bench"], display, lines.bench_line_of)
 
     digest = hashlib.sha256()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ def validate_schema(data: Mapping[str, Any], display: str, lines: Lines) -> None
     errors.sort(key=lambda e: (_PRIORITY.get(e.validator, 0), _sort_path(e.absolute_path)))
     error = errors[0]
     path = list(error.absolute_path)
-    message, key, hint, line_key = _word(error, data)
+    message, key, hint, line_key = _word(error)
     if key is not None:
         path.append(key)
     table = path[0] if len(path) >= 2 and path[0] in ("patch", "group") and isinstance(path[1], int) else None
@@ -90,105 +90,156 @@ def _sort_path(path: Iterable[Any]) -> tuple[Any, ...]:
     return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in path)
 
 
-def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, str | None, str | None]:
-    """(message, extra key to append to the path, hint, key whose line to show if not the path's)."""
-    validator = error.validator
-    instance = error.instance
+Worded = tuple[str, str | int | None, str | None, str | None]
+"""(message, extra key to append to the path, hint, key whose line to show if not the path's)."""
+
+
+def _leaf(error: Any) -> Any:
     path = list(error.absolute_path)
-    leaf = path[-1] if path else None
-    if validator == "required":
-        missing = re.search(r"'([^']+)' is a required property", error.message)
-        name = missing.group(1) if missing else "?"
-        op = instance.get("op") if isinstance(instance, dict) else None
-        common = _validator().schema["$defs"]["patch"]["properties"]
-        what = f" for op {op!r}" if op and name not in common and leaf != "patch" else ""
-        hint = None
-        if isinstance(instance, dict):
-            known = _known_keys(error, instance)
-            typo = close_matches(name, [k for k in instance if k not in known])
-            if typo:
-                hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
-        return f"missing required key{what}", name, hint, typo[0] if typo else None
-    if validator in ("unevaluatedProperties", "additionalProperties"):
+    return path[-1] if path else None
+
+
+def _op_of(instance: Any) -> Any:
+    return instance.get("op") if isinstance(instance, dict) else None
+
+
+def _required(error: Any) -> Worded:
+    instance = error.instance
+    missing = re.search(r"'([^']+)' is a required property", error.message)
+    name = missing.group(1) if missing else "?"
+    op = _op_of(instance)
+    common = _validator().schema["$defs"]["patch"]["properties"]
+    what = f" for op {op!r}" if op and name not in common and _leaf(error) != "patch" else ""
+    hint = None
+    typo: list[str] = []
+    if isinstance(instance, dict):
         known = _known_keys(error, instance)
-        extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
-        name = extra[0] if extra else "?"
-        close = close_matches(name, sorted(known))
-        op = instance.get("op") if isinstance(instance, dict) else None
-        scope = f" for op {op!r}" if op else ""
-        hint = f"did you mean {close[0]!r}?" if close else f"allowed keys{scope}: {', '.join(sorted(known))}"
-        return f"unknown key{scope}", name, hint, None
-    if validator == "enum" and leaf == "hints" and isinstance(instance, str):
+        typo = close_matches(name, [k for k in instance if k not in known])
+        if typo:
+            hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
+    return f"missing required key{what}", name, hint, typo[0] if typo else None
+
+
+def _unknown_key(error: Any) -> Worded:
+    instance = error.instance
+    known = _known_keys(error, instance)
+    extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
+    name = extra[0] if extra else "?"
+    close = close_matches(name, sorted(known))
+    op = _op_of(instance)
+    scope = f" for op {op!r}" if op else ""
+    hint = f"did you mean {close[0]!r}?" if close else f"allowed keys{scope}: {', '.join(sorted(known))}"
+    return f"unknown key{scope}", name, hint, None
+
+
+def _enum(error: Any) -> Worded:
+    instance, leaf = error.instance, _leaf(error)
+    if leaf == "hints" and isinstance(instance, str):
         # propertyNames: the bad *key* of the hints table
-        return (
-            f"{instance!r} is not a reason code",
-            instance,
-            _reason_codes(),
-            None,
-        )
-    if validator == "enum":
-        allowed = error.validator_value
-        shown = repr(instance)
-        options = [str(a) for a in allowed]
-        close = (
-            close_matches(str(instance), options)
-            or [o for o in options if str(instance) and o.startswith(str(instance))][:1]
-        )
-        hint = f"did you mean {close[0]!r}?" if close else None
-        label = "op" if leaf == "op" else "value"
-        return f"unknown {label} {shown}; expected one of: {', '.join(map(str, allowed))}", None, hint, None
-    if validator == "const":
-        if leaf == "schema":
-            return (
-                f"schema must be {error.validator_value} (this patchkit reads schema 1), got {instance!r}",
-                None,
-                None,
-                None,
-            )
-        return f"must be {error.validator_value!r}", None, None, None
-    if validator == "type":
-        return f"must be {_a(error.validator_value)}, got {_type_name(instance)}", None, None, None
-    if validator == "pattern" and path[:1] == ["bench"]:
+        return f"{instance!r} is not a reason code", instance, _reason_codes(), None
+    allowed = error.validator_value
+    options = [str(a) for a in allowed]
+    close = (
+        close_matches(str(instance), options)
+        or [o for o in options if str(instance) and o.startswith(str(instance))][:1]
+    )
+    hint = f"did you mean {close[0]!r}?" if close else None
+    label = "op" if leaf == "op" else "value"
+    return f"unknown {label} {instance!r}; expected one of: {', '.join(map(str, allowed))}", None, hint, None
+
+
+def _const(error: Any) -> Worded:
+    if _leaf(error) == "schema":
+        message = f"schema must be {error.validator_value} (this patchkit reads schema 1), got {error.instance!r}"
+        return message, None, None, None
+    return f"must be {error.validator_value!r}", None, None, None
+
+
+def _type(error: Any) -> Worded:
+    return f"must be {_a(error.validator_value)}, got {_type_name(error.instance)}", None, None, None
+
+
+def _pattern(error: Any) -> Worded:
+    instance, path = error.instance, list(error.absolute_path)
+    leaf = _leaf(error)
+    if path[:1] == ["bench"]:
         if path[-1:] == ["profiles"]:  # propertyNames: the bad key itself
             return f"{instance!r} is not a profile name", instance, "use a-z, 0-9, '.', '_' and '-'", None
         named = next((p for p in reversed(path) if isinstance(p, str)), "")
         return f"{instance!r} {_BENCH_PATTERN_MESSAGES.get(named, 'has the wrong form')}", None, None, None
-    if validator == "pattern":
-        if len(path) >= 2 and path[-2] in ("members", "requires"):  # an id in a list
-            leaf = "id"
-        if leaf == "file" and ".py" not in str(error.validator_value):
-            return f"{instance!r} must be a repo-relative path, without a leading '/' or '..' parts", None, None, None
-        if leaf == "name" and path[:1] == ["patch"]:
-            return f"{instance!r} must be a Python identifier", None, None, None
-        return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
-    if validator == "minProperties":
-        return "must not be empty", None, None, None
-    if validator == "exclusiveMinimum":
-        return f"must be more than {error.validator_value}, got {instance!r}", None, None, None
-    if validator == "minimum":
-        return f"must be at least {error.validator_value}, got {instance!r}", None, None, None
-    if validator in ("minItems", "minLength"):
-        return "must not be empty", None, None, None
-    if validator == "uniqueItems":
-        return "lists the same value twice", None, None, None
-    if validator == "oneOf" and leaf == "expect":
-        hint = "run `patchkit digest FILE QUALNAME` on the upstream file"
-        if isinstance(instance, list) and instance:
-            pattern = re.compile(r"^sha256:[0-9a-f]{64}$")
-            bad = next((i for i, v in enumerate(instance) if not (isinstance(v, str) and pattern.match(v))), None)
-            if bad is not None:
-                return f"{instance[bad]!r} is not a digest 'sha256:<64 hex digits>'", bad, hint, None
-        return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, hint, None
-    if validator == "not":
-        return "give either `position` or `before`, not both", "before", None, None
-    if validator == "propertyNames":
-        return (
-            f"{instance!r} is not a reason code",
-            None,
-            _reason_codes(),
-            None,
-        )
+    if len(path) >= 2 and path[-2] in ("members", "requires"):  # an id in a list
+        leaf = "id"
+    if leaf == "file" and ".py" not in str(error.validator_value):
+        return f"{instance!r} must be a repo-relative path, without a leading '/' or '..' parts", None, None, None
+    if leaf == "name" and path[:1] == ["patch"]:
+        return f"{instance!r} must be a Python identifier", None, None, None
+    return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
+
+
+def _not_empty(error: Any) -> Worded:
+    return "must not be empty", None, None, None
+
+
+def _exclusive_minimum(error: Any) -> Worded:
+    return f"must be more than {error.validator_value}, got {error.instance!r}", None, None, None
+
+
+def _minimum(error: Any) -> Worded:
+    return f"must be at least {error.validator_value}, got {error.instance!r}", None, None, None
+
+
+def _unique_items(error: Any) -> Worded:
+    return "lists the same value twice", None, None, None
+
+
+def _one_of(error: Any) -> Worded:
+    instance = error.instance
+    if _leaf(error) != "expect":
+        return _as_jsonschema_says(error)
+    hint = "run `patchkit digest FILE QUALNAME` on the upstream file"
+    if isinstance(instance, list) and instance:
+        pattern = re.compile(r"^sha256:[0-9a-f]{64}$")
+        bad = next((i for i, v in enumerate(instance) if not (isinstance(v, str) and pattern.match(v))), None)
+        if bad is not None:
+            return f"{instance[bad]!r} is not a digest 'sha256:<64 hex digits>'", bad, hint, None
+    return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, hint, None
+
+
+def _not(error: Any) -> Worded:
+    return "give either `position` or `before`, not both", "before", None, None
+
+
+def _property_names(error: Any) -> Worded:
+    return f"{error.instance!r} is not a reason code", None, _reason_codes(), None
+
+
+def _as_jsonschema_says(error: Any) -> Worded:
     return error.message, None, None, None
+
+
+_WORDING: dict[str, Callable[[Any], Worded]] = {
+    "required": _required,
+    "unevaluatedProperties": _unknown_key,
+    "additionalProperties": _unknown_key,
+    "enum": _enum,
+    "const": _const,
+    "type": _type,
+    "pattern": _pattern,
+    "minProperties": _not_empty,
+    "minItems": _not_empty,
+    "minLength": _not_empty,
+    "exclusiveMinimum": _exclusive_minimum,
+    "minimum": _minimum,
+    "uniqueItems": _unique_items,
+    "oneOf": _one_of,
+    "not": _not,
+    "propertyNames": _property_names,
+}
+"""A validator's name -> how its error reads to a manifest's author; any other says what jsonschema says."""
+
+
+def _word(error: Any) -> Worded:
+    return _WORDING.get(error.validator, _as_jsonschema_says)(error)
 
 
 def _known_keys(error: Any, instance: Any) -> set[str]:
