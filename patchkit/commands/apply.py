@@ -6,11 +6,11 @@ import difflib
 
 from rich.console import Console
 
-from patchkit.commands._common import header, open_inputs
+from patchkit.commands._common import open_inputs
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode
-from patchkit.render import emit, groups_table, plural, print_json, results_table
+from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
 

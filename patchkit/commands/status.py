@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from patchkit.commands._common import header, open_inputs
+from patchkit.commands._common import open_inputs
 from patchkit.engine.groups import group_results
 from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
-from patchkit.render import emit, groups_table, plural, print_json, results_table
+from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
 if TYPE_CHECKING:

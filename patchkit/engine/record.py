@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import __version__
-from patchkit.engine.files import outside_reason, sha256
+from patchkit.engine.files import sha256
 from patchkit.errors import RepoError
 from patchkit.git import Repo
+from patchkit.sources.safety import outside_reason
 
 RECORD_VERSION = 1
 

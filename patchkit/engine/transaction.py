@@ -8,7 +8,7 @@ content and its real permission bits, and every record's old and new digest;
 then the temps, then the renames, then the records.  A run killed at any
 point is rolled back by the next patchkit command (``recover``): temps
 removed, files and records put back.  A failure during the renames rolls
-back at once.  ``patchkit.engine.files.outside_reason`` keeps every read and
+back at once.  ``patchkit.sources.safety.outside_reason`` keeps every read and
 write inside the work tree (no ``..``, no symlinked directory on the way).
 
 Test hook: ``PATCHKIT_TEST_CRASH_AT=<phase>`` makes ``crash_point(phase)``
@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.engine.files import outside_reason, sha256
+from patchkit.engine.files import sha256
 from patchkit.errors import RefusedError, UnwritableError
+from patchkit.sources.safety import outside_reason
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:

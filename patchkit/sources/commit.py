@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from patchkit.engine.files import symlink_dir_message
 from patchkit.git import Commit, Repo, TreeEntry, symlinked_parents
 from patchkit.sources.base import FileRead, FileState, Source
+from patchkit.sources.safety import symlink_dir_message
 
 SYMLINK_DIR = "symlink-dir"  # the mode of a pseudo entry: (SYMLINK_DIR, the symlinked parent directory)
 
