@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from patchkit import paths
+
 
 def repo_arg(argv: Sequence[str]) -> str:
     """The value of ``--repo`` on a command line (default: the current directory)."""
@@ -44,11 +46,6 @@ def _git_dir(repo: str) -> Path | None:
     except Exception:  # noqa: BLE001 (any failure: fall back to the cache dir
         return None
     return Path(out) if out else None
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "patchkit"
 
 
 def versions() -> dict[str, str]:
@@ -93,8 +90,8 @@ def write_report(exc: BaseException, argv: Sequence[str]) -> Path | None:
     places: list[Path] = []
     git_dir = _git_dir(repo_arg(argv))
     if git_dir is not None:
-        places.append(git_dir / "patchkit")
-    places += [_cache_dir(), Path(tempfile.gettempdir()) / "patchkit"]
+        places.append(paths.work_tree_state(git_dir))
+    places += [paths.user_cache(), Path(tempfile.gettempdir()) / paths.NAME]
     for place in places:
         try:
             place.mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchkit import paths
 from patchkit.bench.job import bench_env, bench_python
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.commit_apply import apply_at_commit
@@ -71,7 +72,7 @@ class Prepared:
 def worktree_root(repo: Repo, override: str | None) -> Path:
     if override:
         return Path(override).resolve()
-    return repo.common_dir / "patchkit" / "worktrees"
+    return paths.bench_worktrees(repo.common_dir)
 
 
 def _blocking(report: ApplyReport) -> list[str]:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patchkit import paths
 from patchkit.engine.listing import start_listing
 from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
@@ -56,7 +57,7 @@ def check(
         # The change log starts once the checked tables name the target files, before the payloads load.
         loaded = _load(
             manifest,
-            valid_cache=git_repo.common_dir / "patchkit" / "schema-checked",
+            valid_cache=paths.schema_checked(git_repo.common_dir),
             on_files=lambda files: listing.watch(git_repo, files),
         )
         listing.watch(git_repo, loaded.files())  # a no-op: the same files

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit import paths
 from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.groups import group_results
@@ -430,7 +431,7 @@ def check_range(
     if not ranges and not commits:
         commits = ["HEAD"]
     files = manifest.files()
-    cache = VerdictCache(repo.common_dir / "patchkit" / "cache.sqlite" if use_cache else None)
+    cache = VerdictCache(paths.verdict_cache(repo.common_dir) if use_cache else None)
     by_state: dict[tuple[Entry, ...], tuple[PatchResult, ...]] = {}
     groups: dict[tuple[Entry, ...], tuple[GroupResult, ...]] = {}
     workers: Workers | None = None

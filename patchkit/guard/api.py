@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchkit import paths
 from patchkit.engine.record import Record, all_records, edited_since, load_record
 from patchkit.engine.status import status_worktree
 from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
@@ -60,7 +61,7 @@ def _manifest_of(manifest: ManifestLike, git_repo: Repo) -> Manifest:
     if isinstance(manifest, Manifest):
         return manifest
     # Schema checks are remembered in the git dir: the guard runs before every benchmark.
-    return load_manifest(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
+    return load_manifest(manifest, valid_cache=paths.schema_checked(git_repo.common_dir))
 
 
 def evaluate_guard(
