@@ -287,6 +287,10 @@ class TreeEntry:
     oid: str
 
 
+Entry = tuple[str, str] | None
+"""A path at a commit as the change log gives it: (mode, blob id), or None where the file is absent."""
+
+
 _LS_FILES = ("ls-tree", "-r", "-z", "--name-only", "--full-tree")
 # The target files' first-parent changes, one record per commit (parse_change_record).
 _CHANGE_LOG = (
@@ -313,8 +317,8 @@ def parse_log(out: str) -> list[Commit]:
     return [_parse_commit(line) for line in out.splitlines() if line]
 
 
-def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None]]:
-    changes: dict[str, dict[str, tuple[str, str] | None]] = {}
+def parse_path_changes(out: bytes) -> dict[str, dict[str, Entry]]:
+    changes: dict[str, dict[str, Entry]] = {}
     for chunk in out.split(b"\x1e"):
         record = parse_change_record(chunk)
         if record is not None:
@@ -322,14 +326,14 @@ def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None
     return changes
 
 
-def parse_change_record(chunk: bytes) -> tuple[str, dict[str, tuple[str, str] | None]] | None:
+def parse_change_record(chunk: bytes) -> tuple[str, dict[str, Entry]] | None:
     """One commit's record of ``spawn_path_changes``/``spawn_change_stream``: (sha, {path: entry or None})."""
     if not chunk.strip(b"\0\n"):
         return None
     head, _, rest = chunk.partition(b"\n")
     sha = head.strip(b"\0").decode()
     fields = rest.lstrip(b"\n").split(b"\0")
-    entry: dict[str, tuple[str, str] | None] = {}
+    entry: dict[str, Entry] = {}
     i = 0
     while i + 1 < len(fields):
         meta = fields[i].decode().lstrip("\n")
@@ -343,7 +347,7 @@ def parse_change_record(chunk: bytes) -> tuple[str, dict[str, tuple[str, str] | 
     return sha, entry
 
 
-def change_records(stream: Pending) -> Iterator[tuple[str, dict[str, tuple[str, str] | None]]]:
+def change_records(stream: Pending) -> Iterator[tuple[str, dict[str, Entry]]]:
     """The records of a ``spawn_change_stream`` as git walks; ``stream.finish()`` after the last."""
     rest = b""
     for chunk in stream.chunks():

@@ -11,6 +11,7 @@ from patchkit import paths
 from patchkit.engine.listing import start_listing
 from patchkit.errors import ExitCode, PatchkitError
 from patchkit.git import Commit, Repo
+from patchkit.results import Status
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
     from rich.console import Console
@@ -227,7 +228,7 @@ def show(report: CheckReport, console: Console, what: str) -> None:
             parent_row = rows.get(parent) if parent else None
             console.print(window_line(window, previous, parent_row.results[column] if parent_row else None))
             previous = window
-            if window.status.value != "APPLY":
+            if window.status is not Status.APPLY:
                 console.print(Text("        " + window.first_result.message, style="dim"))
                 if window.first_result.hint:
                     console.print(Text("        hint: " + window.first_result.hint, style="dim"))

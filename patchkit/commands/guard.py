@@ -11,7 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from patchkit.errors import BisectAbortError, PatchkitError, UsageError
+from patchkit.errors import BisectAbortError, PatchkitError
+from patchkit.guard.api import evaluate_guard, require_python_for_imports
 from patchkit.guard.report import show
 from patchkit.render import print_json
 
@@ -32,13 +33,7 @@ def guard(
     console: Console,
 ) -> int:
     with bisect_errors(bisect):
-        if imports and python is None:
-            raise UsageError(
-                f"--import {imports[0]} needs --python PY",
-                hint="name the interpreter the server runs with, e.g. --python /venv/bin/python",
-            )
-        from patchkit.guard.api import evaluate_guard
-
+        require_python_for_imports(python, imports)
         report = evaluate_guard(
             repo, manifest, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect
         )

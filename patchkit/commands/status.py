@@ -62,6 +62,6 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
                     style="bold green",
                 )
         else:
-            pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]
+            pending = [r.patch for r in report.results if r.required and r.status is not Status.SKIP]
             console.print(f"INCOMPLETE: required patches not in place: {', '.join(pending)}.", style="bold red")
         return code

@@ -32,7 +32,7 @@ from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
 from patchkit.engine.listing import Listing, read_range, start_listing
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Repo, symlinked_parents
+from patchkit.git import Commit, Entry, GitFailed, Repo, symlinked_parents
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import GroupResult, PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
@@ -40,8 +40,6 @@ from patchkit.sources.commit import SYMLINK_DIR
 
 if TYPE_CHECKING:
     from patchkit.engine.pool import Workers
-
-Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 
 
 @dataclass(frozen=True)
@@ -316,13 +314,6 @@ def _file_evaluator(repo: Repo, cache: VerdictCache) -> Callable[..., _Results]:
     return evaluate
 
 
-def _patches_by_file(manifest: Manifest) -> dict[str, list[Patch]]:
-    by_file: dict[str, list[Patch]] = {}
-    for patch in manifest.patches:
-        by_file.setdefault(patch.file, []).append(patch)
-    return by_file
-
-
 def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing: Listing, jobs: int) -> Workers | None:
     """Worker processes started while git lists the range, if the run looks cold.
 
@@ -335,7 +326,7 @@ def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing:
 
     if jobs < 2 or not listing.specs or not pool.can_fork():
         return None
-    by_file = _patches_by_file(manifest)
+    by_file = manifest.by_file()
     for _spec, _rev_spec, ends, _sep in listing.specs:
         try:
             tree = repo.ls_tree(ends[-1], list(by_file))
@@ -354,7 +345,7 @@ class _feeder:
     def __init__(self, manifest: Manifest, cache: VerdictCache, workers: Workers) -> None:
         from patchkit.engine.pool import Feed
 
-        self.by_file = _patches_by_file(manifest)
+        self.by_file = manifest.by_file()
         self.cache = cache
         self.feed = Feed(workers)
         self.asked: set[tuple[str, Entry]] = set()
@@ -388,7 +379,7 @@ def _prefill(
     """
     if jobs < 2:
         return
-    by_file = _patches_by_file(manifest)
+    by_file = manifest.by_file()
     wanted: dict[str, tuple[str, Entry]] = {}
     for state in distinct:
         for path, entry in zip(files, state, strict=True):

@@ -198,9 +198,7 @@ def resolve_requires(
     FileRead here, a (path, tree entry) key in a range check, which then
     reads the blob only on a cache miss.
     """
-    by_file: dict[str, list[Patch]] = {}
-    for patch in manifest.patches:
-        by_file.setdefault(patch.file, []).append(patch)
+    by_file = manifest.by_file()
     held: dict[str, str] = {}
     evals: dict[str, Any] = {}
     dirty = set(by_file)

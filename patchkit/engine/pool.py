@@ -26,14 +26,13 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from patchkit.git import Repo
+from patchkit.git import Entry, Repo
 from patchkit.manifest import Patch
 from patchkit.results import PatchResult
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-Entry = tuple[str, str] | None
 
 # What forked workers inherit: a repository handle of their own and the patches per file.
 _WORK: tuple[Repo, Mapping[str, Sequence[Patch]]] | None = None

@@ -11,10 +11,11 @@ import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from patchkit.errors import ManifestError, UsageError
+from patchkit.errors import ManifestError, PatchkitError, UsageError
 from patchkit.manifest.bench import parse_bench
 from patchkit.manifest.groups import check_composition, check_requires, load_groups
 from patchkit.manifest.locate import Lines
@@ -123,6 +124,17 @@ def load_manifest(
         groups=tuple(groups),
         bench=bench,
     )
+
+
+@contextmanager
+def bad_manifest_first(spec: str | Path) -> Iterator[None]:
+    """Run a step that precedes the manifest's load (opening the repository, starting git);
+    if it fails, a bad manifest is what gets reported, as by every command, whatever the repo."""
+    try:
+        yield
+    except PatchkitError:
+        load_manifest(spec)
+        raise
 
 
 def _schema_key(raw: bytes) -> str:

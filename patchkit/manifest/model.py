@@ -60,6 +60,13 @@ class Manifest:
         """Target files in first-use order."""
         return list(dict.fromkeys(p.file for p in self.patches))
 
+    def by_file(self) -> dict[str, list[Patch]]:
+        """The patches of each target file, in manifest order (files in first-use order)."""
+        out: dict[str, list[Patch]] = {}
+        for patch in self.patches:
+            out.setdefault(patch.file, []).append(patch)
+        return out
+
     def patch(self, patch_id: str) -> Patch:
         for patch in self.patches:
             if patch.id == patch_id:
