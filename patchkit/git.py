@@ -90,8 +90,13 @@ def run_git(
     input: bytes | None = None,
     check: bool = True,
     text: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Any:
-    """Run git; returns stdout (str, or bytes when ``text=False``)."""
+    """Run git; returns stdout (str, or bytes when ``text=False``).
+
+    ``env``: variables set on top of the allowlisted environment (the demo's
+    builder gives its fixed identity and config isolation this way).
+    """
     try:
         proc = subprocess.run(
             ["git", "-c", "core.quotepath=false", *args],
@@ -99,7 +104,7 @@ def run_git(
             input=input,
             check=False,
             capture_output=True,
-            env=_env(),
+            env={**_env(), **(env or {})},
         )
     except FileNotFoundError:
         raise RepoError("git is not installed or not on PATH") from None
