@@ -19,9 +19,11 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
-from patchkit import paths
+from patchkit import __version__, paths
+from patchkit.git import run_git
 
 
 def repo_arg(argv: Sequence[str]) -> str:
@@ -36,8 +38,6 @@ def repo_arg(argv: Sequence[str]) -> str:
 
 
 def _git_dir(repo: str) -> Path | None:
-    from patchkit.git import run_git
-
     path = Path(repo)
     if not path.is_dir():
         return None
@@ -49,10 +49,6 @@ def _git_dir(repo: str) -> Path | None:
 
 
 def versions() -> dict[str, str]:
-    from importlib import metadata
-
-    from patchkit import __version__
-
     out = {"patchkit": __version__, "python": sys.version.replace("\n", " "), "platform": platform.platform()}
     for dist in ("libcst", "click", "rich", "jsonschema"):
         try:
@@ -60,8 +56,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[dist] = "not installed"
     try:
-        from patchkit.git import run_git
-
         out["git"] = run_git(["--version"], Path.cwd() if Path.cwd().is_dir() else Path("/")).strip()
     except Exception as exc:  # noqa: BLE001 (a report without git's version is still a report
         out["git"] = f"unknown ({type(exc).__name__})"

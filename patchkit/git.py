@@ -11,6 +11,7 @@ thousand blobs costs one process start, not a thousand.
 from __future__ import annotations
 
 import builtins
+import hashlib  # not at the top: a range check's first git process starts before it loads
 import os
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -548,7 +549,6 @@ class Repo:
 
     def hash_blob(self, data: bytes) -> str:
         """The object id git would give ``data`` (no process, no write)."""
-        import hashlib  # not at the top: a range check's first git process starts before it loads
 
         algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
         return algo(b"blob %d\0" % len(data) + data).hexdigest()

@@ -39,6 +39,7 @@ from patchkit.engine.record import load_record
 from patchkit.engine.revert import revert_worktree
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Commit, GitFailed, Repo
+from patchkit.guard.api import evaluate_guard
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.results import Status
@@ -175,7 +176,6 @@ def guard_tree(
     ``import_check`` module resolves inside the tree for ``python`` run in
     ``env`` from the tree's root, as the server is started.
     """
-    from patchkit.guard.api import evaluate_guard
 
     reports = []
     for manifest in manifests:

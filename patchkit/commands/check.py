@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit import paths
-from patchkit.engine.listing import start_listing
-from patchkit.errors import ExitCode, PatchkitError
-from patchkit.git import Commit, Repo
+from patchkit.engine.range_check import RangeCheck
+from patchkit.errors import ExitCode
+from patchkit.git import Commit
+from patchkit.render import STATUS_STYLE, make_console, plural
 from patchkit.results import Status
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
@@ -18,7 +17,6 @@ if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --
     from rich.text import Text
 
     from patchkit.engine.check import CheckReport, GroupWindow, Window
-    from patchkit.manifest import Manifest
     from patchkit.results import GroupResult, PatchResult
 
 
@@ -36,63 +34,18 @@ def check(
 ) -> int:
     """``console``: where the table goes (None with ``json_out``).
 
-    The order is for speed: git starts listing the range first, the change
-    log of the target files as soon as the manifest names them, and only
-    then is the evaluation machinery imported, while git works
-    (``engine/listing.py``).
+    ``RangeCheck`` keeps the order that lets git walk while Python loads.
     """
-    try:
-        git_repo = Repo.discover(Path(repo))
-    except PatchkitError:
-        _load(manifest)  # a bad manifest is reported first, as by every command
-        raise
-    if not ranges and not commits:
-        commits = ["HEAD"]
-    try:
-        listing = start_listing(git_repo, ranges)
-    except PatchkitError:
-        _load(manifest)  # a bad manifest is reported first, as by every command
-        raise
-    try:
-        # The JSON Schema verdict is remembered per manifest+schema digest, as the guard does.
-        # The change log starts once the checked tables name the target files, before the payloads load.
-        loaded = _load(
-            manifest,
-            valid_cache=paths.schema_checked(git_repo.common_dir),
-            on_files=lambda files: listing.watch(git_repo, files),
-        )
-        listing.watch(git_repo, loaded.files())  # a no-op: the same files
-        from patchkit.engine.check import check_range
-        from patchkit.engine.pool import default_jobs
-    except BaseException:
-        listing.close()
-        raise
+    range_check = RangeCheck.start(repo, ranges)
+    range_check.load(manifest)
     with _progress(progress) as tick:
-        report = check_range(
-            loaded,
-            git_repo,
-            ranges=ranges,
-            commits=commits,
-            use_cache=not no_cache,
-            progress=tick,
-            listing=listing,
-            jobs=jobs or default_jobs(),
-        )
+        report = range_check.run(commits=commits, use_cache=not no_cache, progress=tick, jobs=jobs)
     if json_out:
         write_chunks([*report.json_chunks(), "\n"])
     else:
         assert console is not None
         show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
     return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
-
-
-def _load(
-    manifest: str, valid_cache: Path | None = None, on_files: Callable[[list[str]], None] | None = None
-) -> Manifest:
-    # Imported here, not at the top: a range check's first git process starts before it loads.
-    from patchkit.manifest import load_manifest
-
-    return load_manifest(manifest, valid_cache=valid_cache, on_files=on_files)
 
 
 def write_chunks(chunks: Sequence[str]) -> None:
@@ -135,8 +88,6 @@ class _progress:
             return None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from patchkit.render import make_console
-
         self.bar = Progress(
             TextColumn("checking distinct file versions"),
             BarColumn(),
@@ -172,8 +123,6 @@ def window_line(
 ) -> Text:
     from rich.text import Text
 
-    from patchkit.render import STATUS_STYLE
-
     line = Text("  ")
     line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
     line.append(f" {window.reason.value if window.reason else '':<18}")
@@ -202,8 +151,6 @@ def window_line(
 
 def show(report: CheckReport, console: Console, what: str) -> None:
     from rich.text import Text
-
-    from patchkit.render import plural
 
     stats = report.stats
     console.print(

@@ -33,6 +33,9 @@ from typing import Any
 from rich.console import Console
 
 from patchkit.commands import guard as guard_cmd
+from patchkit.commands.apply import show as show_apply
+from patchkit.engine.apply import apply_worktree
+from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
 
@@ -58,9 +61,6 @@ def run(
         git_repo, loaded = open_for_guard(repo, manifest)
         wrote = False
         if apply:
-            from patchkit.commands.apply import show as show_apply
-            from patchkit.engine.apply import apply_worktree
-
             applied = apply_worktree(loaded, git_repo, strict=strict)
             if applied.refused:
                 show_apply(applied, console)
@@ -75,8 +75,6 @@ def run(
             )  # fmt: skip
         finally:
             if wrote and not keep:
-                from patchkit.engine.revert import revert_worktree
-
                 revert_worktree(loaded.name, git_repo)
 
 

@@ -21,18 +21,23 @@ number of commits:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit import paths
+from patchkit.engine import pool
 from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
 from patchkit.engine.listing import Listing, read_range, start_listing
+from patchkit.engine.pool import Feed, evaluate_many
 from patchkit.errors import RepoError, RevisionError
 from patchkit.git import Commit, Entry, GitFailed, Repo, symlinked_parents
+from patchkit.jsontext import INDENT, array_text, encode_str, fragment, object_text
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import GroupResult, PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
@@ -174,7 +179,6 @@ class CheckReport:
         string is handed out for every commit: no per-commit encoding, and no
         copy of a 100 MB text (``tests/test_check_jobs.py`` pins the bytes).
         """
-        from patchkit.jsontext import INDENT, array_text, encode_str, fragment, object_text
 
         mark = "\x00"  # never in JSON text: control characters are escaped
         items = [(k, fragment(v, 1)) for k, v in self._json_head().items()]
@@ -322,7 +326,6 @@ def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing:
     a cold one finds them ready when the blobs are known.  Either way the
     report is the same: this only decides when processes start.
     """
-    from patchkit.engine import pool
 
     if jobs < 2 or not listing.specs or not pool.can_fork():
         return None
@@ -343,8 +346,6 @@ class _feeder:
     """``select_commits``'s ``on_change``: each changed version the cache lacks goes to the workers at once."""
 
     def __init__(self, manifest: Manifest, cache: VerdictCache, workers: Workers) -> None:
-        from patchkit.engine.pool import Feed
-
         self.by_file = manifest.by_file()
         self.cache = cache
         self.feed = Feed(workers)
@@ -387,7 +388,6 @@ def _prefill(
                 key = file_key(path, entry, by_file[path], {})
                 if key not in wanted and cache.peek(key) is None:
                     wanted[key] = (path, entry)
-    from patchkit.engine.pool import evaluate_many
 
     if feed is not None:  # the workers are running: what git's walk did not bring goes the same way
         for ref in wanted.values():
@@ -586,9 +586,6 @@ class _StoredLookups(dict[tuple[str, ...], str | None]):
         self._refs: str | None = None
 
     def _stored_key(self, key: tuple[str, ...]) -> str:
-        import hashlib
-        import json
-
         _label, *rest = key
         parts = [self.commit, *rest]
         if len(rest) == 3 and rest[1] == Reason.FILE_NOT_FOUND.value:  # no arrival: the hint searches every ref

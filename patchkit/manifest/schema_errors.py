@@ -12,6 +12,7 @@ from typing import Any
 from patchkit.errors import ManifestError
 from patchkit.manifest.locate import Lines, key_path
 from patchkit.manifest.resolve import close_matches
+from patchkit.results import Reason
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 
@@ -285,6 +286,4 @@ def _type_name(value: Any) -> str:
 
 
 def _reason_codes() -> str:
-    from patchkit.results import Reason
-
     return "reason codes: " + ", ".join(r.value for r in Reason)
