@@ -52,8 +52,8 @@ def write_chunks(chunks: Sequence[str]) -> None:
     """Write text to stdout as UTF-8, encoding each distinct long chunk once.
 
     A range check's JSON repeats one shared string per state at every commit
-    of it (``CheckReport.json_chunks``); encoding it once per state instead of
-    once per commit halves the cost of printing 100 MB.
+    of it (``CheckReport.json_chunks``); it is encoded once per state, not
+    once per commit.
     """
     stream = sys.stdout
     binary = getattr(stream, "buffer", None)

@@ -510,7 +510,7 @@ def _mark_symlinked_dirs(
     Which commits were looked at, and what was found, is a fact of those
     commits' trees, so it is kept in the cache per path: a warm check asks git
     only about commits it has not seen (a file absent from thousands of
-    commits made this a third of a warm check on SGLang's timing manifest).
+    commits would otherwise cost one lookup per commit on every warm run).
     """
     missing: dict[str, list[str]] = {}
     for sha, state in states.items():

@@ -121,7 +121,7 @@ CRASH_ENV = "PATCHKIT_TEST_CRASH_AT"
 
 
 def _temp_name(path: Path) -> Path:
-    # os.urandom, as secrets.token_hex uses (tempfile and secrets cost the read-only commands 4 ms to import)
+    # os.urandom, as secrets.token_hex uses: importing tempfile or secrets would be paid by the read-only commands
     return path.with_name(f".{path.name}.{os.urandom(4).hex()}.patchkit-tmp")
 
 
