@@ -90,7 +90,7 @@ def gc_paused() -> Iterator[None]:
     ``ast.parse`` of a large file allocates a few hundred thousand nodes, and
     every allocation counts towards the collector's thresholds: with it on,
     much of a parse's time goes to scanning a heap that holds nothing to
-    collect (the measurement is in this change's commit message).  An ast holds no
+    collect.  An ast holds no
     reference cycles (refcounting frees it), so nothing waits for the
     collector; it runs again, as usual, once the file is done.
     """
