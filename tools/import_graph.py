@@ -49,6 +49,11 @@ BOUNDARIES = (
     ("*", "jsonschema", "jsonschema: only when a manifest's schema verdict is not remembered"),
     ("*", "psutil", "psutil: only a bench run's process tree"),
     ("*", "difflib", "difflib: only closest-name suggestions and mixed line endings, when something is off"),
+    (
+        "patchkit.manifest.loader",
+        "patchkit.manifest.bench",
+        "the [bench] table's parser: only `patchkit bench` manifests have one (the guard's never do)",
+    ),
     ("patchkit.engine.pool", "multiprocessing", "worker processes: only when a cold range check starts them"),
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
     ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),

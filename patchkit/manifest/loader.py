@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from patchkit.errors import ManifestError, PatchkitError, UsageError
-from patchkit.manifest.bench import parse_bench
 from patchkit.manifest.groups import check_composition, check_requires, load_groups
 from patchkit.manifest.locate import Lines
 from patchkit.manifest.model import Manifest, Patch
@@ -107,7 +106,9 @@ def load_manifest(
     check_requires(patches, list(seen) + [g.id for g in groups], display, lines)
     check_composition(patches, display, lines)
     bench = None
-    if "bench" in data:  # only `patchkit bench` manifests have one
+    if "bench" in data:  # only `patchkit bench` manifests have one: the others never load its parser
+        from patchkit.manifest.bench import parse_bench
+
         bench = parse_bench(data["bench"], display, lines.bench_line_of)
 
     digest = hashlib.sha256()
