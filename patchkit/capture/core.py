@@ -212,8 +212,8 @@ def _render(
                 payloads[f"{pid}.diff"] = planned.diff.encode("utf-8")
                 lines.append(f"source = {_toml(f'../patches/{name}/{pid}.diff')}")
             elif p.payload is not None:
-                payloads[f"{pid}.py"] = p.payload.encode("utf-8")
-                lines.append(f"source = {_toml(f'../patches/{name}/{pid}.py')}")
+                payloads[f"{pid}{p.payload_suffix}"] = p.payload.encode("utf-8")
+                lines.append(f"source = {_toml(f'../patches/{name}/{pid}{p.payload_suffix}')}")
             lines.append(f"description = {_toml(f'Captured: {p.change}. Op {p.op}: {p.why}.')}")
             blocks.append("\n".join(lines) + "\n")
             patches.append(CapturedPatch(pid, p.op, path, p.change, p.why))

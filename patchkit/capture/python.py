@@ -13,7 +13,8 @@ an import whose module changed             ``move-import`` (+ ``ensure-import``)
 new module-level definitions               ``add-definitions``
 new methods at the end of a class          ``add-methods``
 statements added inside a function         ``insert`` (anchor unique in it)
-any other change inside a function         ``replace-function`` (``expect``)
+any other edit inside a function           ``edit-function`` (hunks inside it)
+a new signature, or a wholesale rewrite    ``replace-function`` (``expect``)
 one item appended to a module-level list   ``ensure-list-item``
 =========================================  ==================================
 
@@ -34,7 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.operations.code import bound_names, canon, definition_name, digest, walk_statements
+from patchkit.capture.textdiff import unified_diff
 from patchkit.operations.diff import split_lines
+from patchkit.operations.edit_function import function_lines
 from patchkit.operations.ensure_import import items_of
 
 
@@ -53,6 +56,7 @@ class Proposal:
     payload: str | None  # Python payload text, if the op takes one
     change: str  # what changed, for people
     why: str  # why this op
+    payload_suffix: str = ".py"  # the payload file's suffix (".diff" for a diff payload)
 
 
 def _key(stmt: ast.stmt) -> tuple[str, str]:
@@ -114,8 +118,10 @@ class _File:
     def base_source(self, stmt: ast.stmt) -> str:
         return ast.get_source_segment(self.base_text, stmt) or ast.unparse(stmt)
 
-    def add(self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str) -> None:
-        self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why))
+    def add(
+        self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str, suffix: str = ".py"
+    ) -> None:
+        self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why, suffix))
 
     # -- module level ------------------------------------------------------------------
 
@@ -265,15 +271,51 @@ class _File:
                     "statements added inside an otherwise unchanged function; the anchor is unique in it",
                 )
             return
-        what = "signature" if _header(old) != _header(new) else "body"
+        if _header(old) == _header(new):
+            scoped = self.function_hunks(qual, old, new)
+            if scoped is not None:
+                diff, kept, total, changed = scoped
+                self.add(
+                    "edit-function",
+                    f"{qual.lower()}-edit",
+                    {"function": qual},
+                    diff,
+                    f"{qual} edited inside ({changed} of {total} lines changed)",
+                    "an edit inside the function: its hunks are matched inside it only, so upstream's edits "
+                    "elsewhere in the function, or the function moving, do not block it",
+                    ".diff",
+                )
+                return
+            why = "the function is rewritten wholesale (fewer than half its lines kept); expect pins the base version"
+            what = "rewritten"
+        else:
+            why = "its signature or decorators changed; expect pins the base version"
+            what = "signature"
         self.add(
             "replace-function",
             qual.lower(),
             {"function": qual, "expect": digest(old)},
             self.source(new, new),
             f"{qual} changed ({what})",
-            "a changed function; expect pins the base version",
+            why,
         )
+
+    def function_hunks(self, qual: str, old: ast.stmt, new: ast.stmt) -> tuple[str, int, int, int] | None:
+        """(diff payload, lines kept, lines in the base function, changed lines), or None when
+        the function is rewritten wholesale (fewer than half of its lines kept)."""
+        a_first, a_last = function_lines(old)
+        b_first, b_last = function_lines(new)
+        before = split_lines(self.base_text)[a_first - 1 : a_last]
+        after = self.lines[b_first - 1 : b_last]
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        kept = sum(block.size for block in matcher.get_matching_blocks())
+        if kept * 2 < len(before):
+            return None
+        changed = len(before) - kept + len(after) - kept
+        diff = unified_diff(self.path, "".join(before), "".join(after))
+        head = f"# edit-function {qual}: hunk line numbers count from the function's first line (line 1)\n"
+        body = diff.split("\n", 1)[1]  # without the `diff --git` line: this is not a diff of the file
+        return head + body, kept, len(before), changed
 
     @staticmethod
     def _unique_anchor(fn: ast.FunctionDef, anchor: ast.stmt) -> bool:

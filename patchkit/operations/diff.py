@@ -223,6 +223,31 @@ def splice_hunks(lines: Sequence[str], hunks: Sequence[Hunk], spots: Sequence[in
     return "".join(out)
 
 
+def hunk_verdict(
+    lines: Sequence[str], hunks: Sequence[Hunk]
+) -> tuple[str, list[int] | Mismatch, list[int] | Mismatch]:
+    """("apply" | "applied" | "conflict", forward match, reverse match) of ``hunks`` on ``lines``.
+
+    Both sides can be in the text (a pure deletion's context, or an addition at
+    the end): the longer side is the stronger evidence, then the smaller
+    offset; a tie counts as applied (a diff is never applied twice).
+    """
+    forward = match_hunks(lines, hunks, reverse=False)
+    backward = match_hunks(lines, hunks, reverse=True)
+    if isinstance(forward, list) and isinstance(backward, list):
+        size_f = sum(len(h.old) for h in hunks)
+        size_b = sum(len(h.new) for h in hunks)
+        cost_f = sum(abs(s - h.start(False)) for s, h in zip(forward, hunks, strict=True))
+        cost_b = sum(abs(s - h.start(True)) for s, h in zip(backward, hunks, strict=True))
+        forward_wins = (-size_f, cost_f) < (-size_b, cost_b)
+        return ("apply" if forward_wins else "applied"), forward, backward
+    if isinstance(forward, list):
+        return "apply", forward, backward
+    if isinstance(backward, list):
+        return "applied", forward, backward
+    return "conflict", forward, backward
+
+
 def _shown(line: str | None) -> str:
     if line is None:
         return "end of file"
@@ -262,23 +287,8 @@ class Diff(Operation):
 
     def _verdict(self, text: str) -> tuple[str, list[str], list[int] | Mismatch, list[int] | Mismatch]:
         lines = split_lines(text)
-        forward = match_hunks(lines, self.hunks, reverse=False)
-        backward = match_hunks(lines, self.hunks, reverse=True)
-        if isinstance(forward, list) and isinstance(backward, list):
-            # Both sides are in the file (a pure deletion's context, or an
-            # addition at the end of the file): the longer side is the stronger
-            # evidence, then the smaller offset; a tie counts as applied.
-            size_f = sum(len(h.old) for h in self.hunks)
-            size_b = sum(len(h.new) for h in self.hunks)
-            cost_f = sum(abs(s - h.start(False)) for s, h in zip(forward, self.hunks, strict=True))
-            cost_b = sum(abs(s - h.start(True)) for s, h in zip(backward, self.hunks, strict=True))
-            forward_wins = (-size_f, cost_f) < (-size_b, cost_b)
-            return ("apply" if forward_wins else "applied"), lines, forward, backward
-        if isinstance(forward, list):
-            return "apply", lines, forward, backward
-        if isinstance(backward, list):
-            return "applied", lines, forward, backward
-        return "conflict", lines, forward, backward
+        verdict, forward, backward = hunk_verdict(lines, self.hunks)
+        return verdict, lines, forward, backward
 
     def analyze(self, state: CodeState | TextState) -> Outcome:
         text = state.text

@@ -1,0 +1,174 @@
+"""`edit-function`: hunks applied inside one function, found by name (docs/manifest.md).
+
+Each test is a before/after pair of source strings: a real repository holds
+``before``, the manifest and its diff payload are real files, ``patchkit
+apply`` runs in-process, and the file's bytes afterwards must be ``after``
+exactly (or the verdict is the one named).
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import d, git, run_cli, scenario, src
+
+from patchkit.capture.textdiff import unified_diff
+
+BASE = d(
+    '''
+    import os
+
+
+    class Worker:
+        def verify(self, batch):
+            """Check a batch.
+
+            Args:
+                batch: the batch
+            """
+            logits = self.draft(batch)
+            accept = self.accept(logits)
+            self.count += 1
+            self.total += len(batch)
+            self.last = batch
+            return accept
+
+        def other(self):
+            return 1
+    '''
+)
+
+EDITED = BASE.replace("        accept = self.accept(logits)\n", "        sync()\n        accept = self.accept(logits)\n")
+
+
+def function_diff(before: str, after: str, first: int, last: int, path: str = "pkg/mod.py") -> str:
+    """The payload capture writes: a diff of the function's lines, numbered from its first line."""
+    old = "".join(before.splitlines(True)[first - 1 : last])
+    new_last = last + after.count("\n") - before.count("\n")
+    new = "".join(after.splitlines(True)[first - 1 : new_last])
+    return "# edit-function\n" + unified_diff(path, old, new).split("\n", 1)[1]
+
+
+VERIFY_DIFF = function_diff(BASE, EDITED, 5, 16)
+
+
+def edit_patch(pid: str = "verify", function: str = "Worker.verify", payload: str = "v.diff") -> dict:
+    return {"id": pid, "op": "edit-function", "file": "pkg/mod.py", "function": function, "source": src(payload)}
+
+
+def apply(tmp_path, capsys, before: str, patches=None, payloads=None):
+    sc = scenario(tmp_path, {"pkg/mod.py": before}, patches or [edit_patch()], payloads or {"v.diff": VERIFY_DIFF})
+    r = sc.apply(capsys)
+    return sc, r
+
+
+def test_applies_inside_the_function_wherever_it_moved_and_however_else_it_changed(tmp_path, capsys):
+    # Upstream moved the class down and edited the function in lines the hunk does not touch.
+    before = BASE.replace("import os\n", "import os\nimport sys\n\nX = 1\n").replace(
+        "        self.last = batch\n", "        self.last = list(batch)\n        self.seen = True\n"
+    ).replace("            Args:\n", "            Arguments:\n")
+    sc, r = apply(tmp_path, capsys, before)
+    assert r.code == 0, r.err
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("APPLY", None)
+    assert "inside Worker.verify (lines 8-20)" in res["message"]
+    assert sc.text() == before.replace(
+        "        accept = self.accept(logits)\n", "        sync()\n        accept = self.accept(logits)\n"
+    )
+    again = sc.apply(capsys)
+    assert again.json["results"][0]["reason"] == "ALREADY_APPLIED"
+
+
+def test_a_hunk_that_does_not_match_inside_the_function_is_a_conflict_naming_it(tmp_path, capsys):
+    before = BASE.replace("        logits = self.draft(batch)\n", "        logits = self.draft(batch, k=2)\n")
+    sc, r = apply(tmp_path, capsys, before)
+    assert r.code == 1
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 11)
+    assert "hunk 1 of 1 (@@ -5,6 +5,7 @@) of ../patches/v.diff does not match inside Worker.verify" in res["message"]
+    assert "expected '        logits = self.draft(batch)', found '        logits = self.draft(batch, k=2)'" in (
+        res["message"]
+    )
+    assert sc.text() == before
+
+
+def test_the_same_lines_elsewhere_in_the_file_do_not_count(tmp_path, capsys):
+    # The hunk's lines exist, but in another method: edit-function never looks outside its function.
+    before = BASE.replace("        logits = self.draft(batch)\n", "        logits = self.draft(batch, k=2)\n")
+    before = before.replace(
+        "    def other(self):\n        return 1\n",
+        "    def other(self, batch):\n        logits = self.draft(batch)\n        accept = self.accept(logits)\n"
+        "        self.count += 1\n        self.total += len(batch)\n        return accept\n",
+    )
+    sc, r = apply(tmp_path, capsys, before)
+    assert r.json["results"][0]["reason"] == "CONFLICT"
+    assert sc.text() == before
+
+
+def test_a_missing_function_is_function_not_found_with_suggestions(tmp_path, capsys):
+    before = BASE.replace("def verify(", "def verify_batch(")
+    sc, r = apply(tmp_path, capsys, before)
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("FAIL", "FUNCTION_NOT_FOUND")
+    assert "verify_batch" in res["message"]
+
+
+def test_two_edits_in_one_file_compose_and_keep_every_other_byte(tmp_path, capsys):
+    after = EDITED.replace("        return 1\n", "        value = 1\n        return value\n")
+    other = function_diff(EDITED, after, 20, 21)
+    patches = [edit_patch(), edit_patch("other", "Worker.other", "o.diff")]
+    sc, r = apply(tmp_path, capsys, BASE, patches, {"v.diff": VERIFY_DIFF, "o.diff": other})
+    assert r.code == 0, r.err
+    assert [x["status"] for x in r.json["results"]] == ["APPLY", "APPLY"]
+    assert sc.text() == after
+
+
+def test_an_insert_after_an_edit_in_the_same_file_sees_the_edited_lines(tmp_path, capsys):
+    patches = [
+        edit_patch(),
+        {
+            "id": "ins",
+            "op": "insert",
+            "file": "pkg/mod.py",
+            "function": "Worker.other",
+            "anchor": "return 1",
+            "position": "before",
+            "source": src("i.py"),
+            "body_of": "inserted",
+        },
+    ]
+    sc, r = apply(tmp_path, capsys, BASE, patches, {"v.diff": VERIFY_DIFF, "i.py": "def inserted():\n    log()\n"})
+    assert r.code == 0, r.err
+    assert sc.text() == EDITED.replace("        return 1\n", "        log()\n        return 1\n")
+
+
+def test_docstrings_and_crlf_keep_their_bytes(tmp_path, capsys):
+    before = BASE.replace("\n", "\r\n")
+    payload = function_diff(before, EDITED.replace("\n", "\r\n"), 5, 16)
+    sc, r = apply(tmp_path, capsys, before, payloads={"v.diff": payload})
+    assert r.code == 0, r.err
+    assert sc.file().read_bytes() == EDITED.replace("\n", "\r\n").encode()
+
+
+def test_revert_puts_the_function_back(tmp_path, capsys):
+    sc, r = apply(tmp_path, capsys, BASE)
+    assert r.code == 0
+    back = run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert back.code == 0, back.err
+    assert sc.text() == BASE
+    assert git(sc.repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ("--- a/other.py\n+++ b/other.py\n@@ -1,1 +1,2 @@\n x\n+y\n", "is a diff of 'other.py'"),
+        ("--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -0,0 +1,1 @@\n+y\n", "has no line of the function to anchor it"),
+        ("just text\n", "holds no hunks"),
+    ],
+)
+def test_bad_payloads_are_one_line_manifest_errors(tmp_path, capsys, payload, says):
+    sc, r = apply(tmp_path, capsys, BASE, payloads={"v.diff": payload})
+    assert r.code == 2
+    assert says in r.err
+    assert "patch[1].source" in r.err
+    assert "Traceback" not in r.err
