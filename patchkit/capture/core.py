@@ -26,6 +26,7 @@ this machine.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -85,13 +86,17 @@ class _FileChange:
     before: bytes
     after: bytes
 
+    # The engine reads a file without its UTF-8 byte order mark and writes the mark back
+    # (``engine/evaluate.py``): patches are proposed on the same text (both sides have it,
+    # or neither: ``_changed_files`` refuses a change of the mark itself).
+
     @property
     def before_text(self) -> str:
-        return self.before.decode("utf-8")
+        return self.before.decode("utf-8-sig")
 
     @property
     def after_text(self) -> str:
-        return self.after.decode("utf-8")
+        return self.after.decode("utf-8-sig")
 
 
 # -- reading the change ----------------------------------------------------------------
@@ -126,6 +131,9 @@ def _changed_files(repo: Repo, root: Path, base: Commit) -> list[_FileChange]:
             continue  # only the stat information changed
         if not (_is_text(before) and _is_text(after)):
             problems.append(f"{path} is binary (not UTF-8 text, or holds NUL bytes)")
+            continue
+        if before.startswith(codecs.BOM_UTF8) != after.startswith(codecs.BOM_UTF8):
+            problems.append(f"{path} {'loses' if before.startswith(codecs.BOM_UTF8) else 'gains'} its UTF-8 byte order mark")
             continue
         files.append(_FileChange(path, before, after))
     if problems:
@@ -279,12 +287,29 @@ def _verify(
 
 
 def _first_difference(got: bytes, want: bytes) -> str:
+    """Where the rendered file first differs from the edit, with whitespace made visible (``repr``).
+
+    When the two lines hold the same text, it says what differs (the
+    indentation, the trailing whitespace or the line ending), never "'x', they give 'x'"."""
     a, b = got.split(b"\n"), want.split(b"\n")
     for number, (x, y) in enumerate(zip(a, b, strict=False), start=1):
         if x != y:
-            want_line, got_line = y.decode("utf-8", "replace").strip(), x.decode("utf-8", "replace").strip()
-            return f"line {number}: {want_line!r}, they give {got_line!r}"
-    return f"line {min(len(a), len(b)) + 1}: the files differ in length"
+            want_line, got_line = y.decode("utf-8", "replace"), x.decode("utf-8", "replace")
+            text = f"line {number}: the edit has {want_line!r}, the ops would write {got_line!r}"
+            return text + _what_differs(want_line, got_line)
+    longer = "the edit" if len(b) > len(a) else "the ops' output"
+    return f"line {min(len(a), len(b)) + 1}: the files differ in length ({longer} has more lines)"
+
+
+def _what_differs(want: str, got: str) -> str:
+    if want.strip() != got.strip():
+        return ""
+    lead_w, lead_g = len(want) - len(want.lstrip()), len(got) - len(got.lstrip())
+    if lead_w != lead_g:
+        return f" (the same text, indented {lead_w} columns in the edit and {lead_g} by the ops)"
+    if want.endswith("\r") != got.endswith("\r"):
+        return " (the same text with another line ending)"
+    return " (the same text with other trailing whitespace)"
 
 
 # -- writing ---------------------------------------------------------------------------------

@@ -157,28 +157,7 @@ class _File:
 
     def inserted(self, at: int, stmts: list[ast.stmt]) -> None:
         if all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
-            previous = self.base.body[at - 1] if at > 0 else None
-            after: str | None = None
-            if at != self.import_block_end():
-                if not isinstance(previous, (ast.Import, ast.ImportFrom)):
-                    raise Unfit(f"adds {_describe(stmts[0])} after a statement that is not an import")
-                after = self.base_source(previous)
-            for stmt in stmts:
-                code = self.source(stmt, stmt, comments=False).strip()
-                first = items_of(stmt)[0]  # type: ignore[arg-type]
-                import_keys = {"import": code} if after is None else {"import": code, "after": after}
-                self.add(
-                    "ensure-import",
-                    f"import-{first.binds}",
-                    import_keys,
-                    None,
-                    f"added `{code}`" if "\n" not in code else f"added an import of {first.binds}",
-                    "a new import after the import block"
-                    if after is None
-                    else "a new import inside the import block, placed with `after`",
-                )
-                if after is not None:
-                    after = code
+            self.imports_inserted(at, stmts)
             return
         names = [definition_name(s) for s in stmts]
         if any(n is None for n in names):
@@ -205,6 +184,58 @@ class _File:
             f"added {', '.join(str(n) for n in names)} {where}",
             "new module-level definitions",
         )
+
+    def imports_inserted(self, at: int, stmts: list[ast.stmt]) -> None:
+        """New import statements at index ``at`` of the base body: placed as they were written.
+
+        After the import block: the default place.  Right after an import: ``after``.  Otherwise
+        right before an import: ``position = "top"`` when that is the block's first statement,
+        else ``before``.  Only between two statements that are not imports does nothing fit."""
+        body = self.base.body
+        previous = body[at - 1] if at > 0 else None
+        following = body[at] if at < len(body) else None
+        keys: dict[str, str] = {}
+        why = "a new import after the import block"
+        index = next(i for i, t in enumerate(self.target.body) if t is stmts[0])
+        above = self.target.body[index - 1] if index > 0 else None
+        # Blank lines or comments between the new import and the statement above it: the
+        # import was written under them, i.e. right above the statement that follows.
+        gap = above is not None and stmts[0].lineno > (above.end_lineno or above.lineno) + 1
+        if at == self.import_block_end() and not (gap and isinstance(following, (ast.Import, ast.ImportFrom))):
+            pass
+        elif isinstance(previous, (ast.Import, ast.ImportFrom)) and not (
+            gap and isinstance(following, (ast.Import, ast.ImportFrom))
+        ):
+            keys["after"] = self.base_source(previous)
+            why = "a new import inside the import block, placed with `after`"
+        elif isinstance(following, (ast.Import, ast.ImportFrom)):
+            start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
+            if at == start:
+                keys["position"] = "top"
+                why = 'a new import at the top of the import block, placed with `position = "top"`'
+            else:
+                keys["before"] = self.base_source(following)
+                why = "a new import right before an existing one, placed with `before`"
+        else:
+            where = f"after {_describe(previous)}" if previous is not None else "at the top of the module"
+            nxt = f" and before {_describe(following)}" if following is not None else ""
+            raise Unfit(
+                f"adds {_describe(stmts[0])} {where}{nxt}, away from the import block; "
+                "ensure-import places imports in or at the edge of the block only"
+            )
+        for stmt in stmts:
+            code = self.source(stmt, stmt, comments=False).strip()
+            first = items_of(stmt)[0]  # type: ignore[arg-type]
+            self.add(
+                "ensure-import",
+                f"import-{first.binds}",
+                {"import": code, **keys},
+                None,
+                f"added `{code}`" if "\n" not in code else f"added an import of {first.binds}",
+                why,
+            )
+            if keys:  # the next statement of the run goes right after this one
+                keys = {"after": code}
 
     def imports_changed(self, old: list[ast.stmt], new: list[ast.stmt]) -> None:
         def items(stmts: list[ast.stmt]) -> dict[tuple[str, str | None], tuple[int, str | None, str | None]]:
@@ -303,9 +334,10 @@ class _File:
     def function_hunks(self, qual: str, old: ast.stmt, new: ast.stmt) -> tuple[str, int, int, int] | None:
         """(diff payload, lines kept, lines in the base function, changed lines), or None when
         the function is rewritten wholesale (fewer than half of its lines kept)."""
-        a_first, a_last = function_lines(old)
-        b_first, b_last = function_lines(new)
-        before = split_lines(self.base_text)[a_first - 1 : a_last]
+        base_lines = split_lines(self.base_text)
+        a_first, a_last = function_lines(old, base_lines)
+        b_first, b_last = function_lines(new, self.lines)
+        before = base_lines[a_first - 1 : a_last]
         after = self.lines[b_first - 1 : b_last]
         matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
         kept = sum(block.size for block in matcher.get_matching_blocks())

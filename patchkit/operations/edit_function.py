@@ -60,10 +60,31 @@ class Plan:
     new_lines: tuple[str, ...]  # the function's lines after the edit, with their endings
 
 
-def function_lines(node: ast.stmt) -> tuple[int, int]:
-    """(first, last) 1-based lines of a def: from its first decorator to its end."""
+def function_lines(node: ast.stmt, lines: Sequence[str]) -> tuple[int, int]:
+    """(first, last) 1-based lines of a def in ``lines`` (the file's, with or without endings).
+
+    From its first decorator to its last line, widened over the comment lines
+    that belong to it: those right above it at its own indentation, and those
+    right after its last statement indented deeper than the ``def`` (Python's
+    ast leaves both out, but a reader, and a real edit, treats them as part
+    of the function).
+    """
     first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-    return first, node.end_lineno or node.lineno
+    last = node.end_lineno or node.lineno
+    column = node.col_offset
+    while first > 1 and _comment_at(lines[first - 2], column, deeper=False):
+        first -= 1
+    while last < len(lines) and _comment_at(lines[last], column, deeper=True):
+        last += 1
+    return first, last
+
+
+def _comment_at(line: str, column: int, *, deeper: bool) -> bool:
+    stripped = line.lstrip(" \t")
+    if not stripped.startswith("#"):
+        return False
+    indent = len(line) - len(stripped)
+    return indent > column if deeper else indent == column
 
 
 def _shown(line: str | None, where: str) -> str:
@@ -122,7 +143,7 @@ class EditFunction(Operation):
         fn, _owner, missing_class = state.find_function(self.function)
         if fn is None:
             return missing_function(state, self.function, missing_class)
-        first, last = function_lines(fn)
+        first, last = function_lines(fn, state.lines)
         spliced = any(id(node) in state.added_by for node in ast.walk(fn))
         if spliced:
             return Outcome.fail(
@@ -180,7 +201,7 @@ class EditFunction(Operation):
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         fn, _owner, _missing = state.find_function(self.function)
-        return function_lines(fn) if fn is not None else None
+        return function_lines(fn, state.lines) if fn is not None else None
 
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         plan: Plan = outcome.plan
@@ -221,7 +242,8 @@ class EditFunction(Operation):
 def _parse_function(lines: Sequence[str], first: int) -> ast.stmt:
     """The def in ``lines`` (at their own indentation), numbered as from line ``first`` of the file."""
     text = "".join(lines)
-    indented = bool(lines) and lines[0][:1] in (" ", "\t")
+    def_line = next(line for line in lines if not line.lstrip(" \t").startswith("#"))
+    indented = def_line[:1] in (" ", "\t")
     tree = ast.parse("if 1:\n" + text if indented else text)
     node = tree.body[0].body[0] if indented else tree.body[0]  # type: ignore[attr-defined]
     ast.increment_lineno(node, first - (2 if indented else 1))
