@@ -115,6 +115,24 @@ class _File:
         end = last.end_lineno or last.lineno
         return textwrap.dedent("".join(self.lines[start:end]))
 
+    def raw_source(self, first: ast.stmt, last: ast.stmt) -> str:
+        """``source`` without the dedent: every line at its own column in the edited file."""
+        start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))]) - 1
+        while start > 0 and self.lines[start - 1].strip().startswith("#"):
+            start -= 1
+        return "".join(self.lines[start : last.end_lineno or last.lineno])
+
+    def nested(self, owners: list[str], first: ast.stmt, last: ast.stmt) -> str:
+        """The edited lines inside ``class`` headers for ``owners``, at their own column.
+
+        A payload written at another indentation than its target would be re-indented on
+        apply, and a multi-line string's continuation lines (a docstring's) are not code
+        lines: its value would change.  Kept at the target's column, every string keeps it."""
+        column = first.col_offset
+        step = max(column // len(owners), 1) if owners else 0
+        head = "".join(f"{' ' * (step * i)}class {name}:\n" for i, name in enumerate(owners))
+        return head + self.raw_source(first, last)
+
     def base_source(self, stmt: ast.stmt) -> str:
         return ast.get_source_segment(self.base_text, stmt) or ast.unparse(stmt)
 
@@ -291,7 +309,7 @@ class _File:
         runs = _insertions(old.body, new.body) if _header(old) == _header(new) else None
         if runs is not None and all(self._unique_anchor(old, anchor) for anchor, _, _ in runs):
             for number, (anchor, position, stmts) in enumerate(runs, start=1):
-                body = textwrap.indent(self.source(stmts[0], stmts[-1]), "    ", lambda line: bool(line.strip()))
+                body = self.raw_source(stmts[0], stmts[-1])  # at its own column: strings keep their value
                 noun = "statement" if len(stmts) == 1 else "statements"
                 self.add(
                     "insert",
@@ -326,7 +344,7 @@ class _File:
             "replace-function",
             qual.lower(),
             {"function": qual, "expect": digest(old)},
-            self.source(new, new),
+            self.nested(qual.split(".")[:-1], new, new) if "." in qual else self.source(new, new),
             f"{qual} changed ({what})",
             why,
         )
@@ -362,27 +380,43 @@ class _File:
             if tag == "equal":
                 for a, b in zip(base[i1:i2], target[j1:j2], strict=True):
                     self.changed(a, b, qual + ".")
-            elif tag == "insert" and i1 == len(base):
-                added = target[j1:j2]
-                if not all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in added):
-                    raise Unfit(f"adds {_describe(added[0])} to class {qual}, which is not a method")
-                names = [s.name for s in added]  # type: ignore[attr-defined]
-                methods = textwrap.indent(self.source(added[0], added[-1]), "    ", lambda line: bool(line.strip()))
-                simple = qual.rsplit(".", 1)[-1]
-                self.add(
-                    "add-methods",
-                    f"{qual.lower()}-methods",
-                    {"class": qual, "payload_class": simple, "methods": names},
-                    f"class {simple}:\n{methods}",
-                    f"added {', '.join(names)} to class {qual}",
-                    "new methods at the end of an existing class",
-                )
             elif tag == "insert":
-                raise Unfit(
-                    f"adds {_describe(target[j1])} in the middle of class {qual}; add-methods appends at the end"
-                )
+                self.methods_added(qual, base, i1, target[j1:j2])
             else:
                 raise Unfit(f"removes or replaces {_describe(base[i1])} in class {qual}")
+
+    def methods_added(self, qual: str, base: list[ast.stmt], at: int, added: list[ast.stmt]) -> None:
+        """Methods added to class ``qual`` before index ``at`` of its base body: ``add-methods``,
+        at the end, or ``after`` the member above them (``before`` the one below, when the
+        member above binds no single name)."""
+        if not all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in added):
+            bad = next(s for s in added if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            raise Unfit(f"adds {_describe(bad)} to class {qual}, which is not a method")
+        names = [s.name for s in added]  # type: ignore[attr-defined]
+        keys: dict[str, Any] = {"class": qual, "methods": names}
+        where, why = "", "new methods at the end of an existing class"
+        if at < len(base):
+            above = _member_name(base[at - 1]) if at > 0 else None
+            below = _member_name(base[at])
+            if above is not None:
+                keys["after"], where = above, f" after {above}"
+            elif below is not None:
+                keys["before"], where = below, f" before {below}"
+            else:
+                raise Unfit(
+                    f"adds {_describe(added[0])} in the middle of class {qual}, between statements that bind "
+                    "no single name, so `after` / `before` cannot place it"
+                )
+            side = "after" if "after" in keys else "before"
+            why = f"new methods between two members of an existing class, placed with `{side}`"
+        self.add(
+            "add-methods",
+            f"{qual.lower()}-methods",
+            keys,
+            self.nested(qual.split("."), added[0], added[-1]),
+            f"added {', '.join(names)} to class {qual}{where}",
+            why,
+        )
 
     def list_item(self, old: ast.Assign | ast.AnnAssign, new: ast.Assign | ast.AnnAssign) -> None:
         name = definition_name(old)
@@ -402,6 +436,13 @@ class _File:
             f"{item} appended to {name}",
             "one item appended to a module-level list or tuple",
         )
+
+
+def _member_name(stmt: ast.stmt) -> str | None:
+    """The one name a class-body statement binds (a def, a class, a single-name assignment)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return stmt.name
+    return definition_name(stmt)
 
 
 def _header_of_assign(stmt: ast.Assign | ast.AnnAssign) -> str:
