@@ -14,9 +14,10 @@ Verdicts:
 * APPLY when every hunk matches forwards;
 * SKIP ``ALREADY_APPLIED`` when every hunk matches in reverse (its ``+``
   lines are there).  Both can match (a pure deletion leaves its context in
-  place; an addition at the end of a file keeps its context contiguous): then
-  the side with more lines wins, then the smaller total offset, and a tie
-  counts as applied (a diff is never applied twice);
+  place; an addition at the end of a file keeps its context contiguous; a
+  block the file holds twice): then the side with the smaller total offset
+  wins, then the side with more lines, and a tie counts as applied (a diff is
+  never applied twice);
 * FAIL ``CONFLICT`` otherwise, naming the first hunk that does not match, the
   line it expected, and the expected versus found line;
 * FAIL ``UNSUPPORTED_FILE`` when the file holds NUL bytes (binary).
@@ -229,8 +230,11 @@ def hunk_verdict(
     """("apply" | "applied" | "conflict", forward match, reverse match) of ``hunks`` on ``lines``.
 
     Both sides can be in the text (a pure deletion's context, or an addition at
-    the end): the longer side is the stronger evidence, then the smaller
-    offset; a tie counts as applied (a diff is never applied twice).
+    the end; or a block upstream has twice): the side found nearer the hunks'
+    own lines wins, then the longer side (the stronger evidence); a tie counts
+    as applied (a diff is never applied twice).  Nearer first: once a deletion
+    is applied at an offset, a second copy of its lines further away must not
+    read as "apply it again".
     """
     forward = match_hunks(lines, hunks, reverse=False)
     backward = match_hunks(lines, hunks, reverse=True)
@@ -239,7 +243,7 @@ def hunk_verdict(
         size_b = sum(len(h.new) for h in hunks)
         cost_f = sum(abs(s - h.start(False)) for s, h in zip(forward, hunks, strict=True))
         cost_b = sum(abs(s - h.start(True)) for s, h in zip(backward, hunks, strict=True))
-        forward_wins = (-size_f, cost_f) < (-size_b, cost_b)
+        forward_wins = (cost_f, -size_f) < (cost_b, -size_b)
         return ("apply" if forward_wins else "applied"), forward, backward
     if isinstance(forward, list):
         return "apply", forward, backward
