@@ -250,13 +250,13 @@ def test_import_diff_of_a_missing_file_is_bad_input(tmp_path, capsys):
     assert r.code == 2 and "nope.patch does not exist" in r.err
 
 
-def test_a_proposal_the_loader_refuses_falls_back_to_diff(tmp_path, capsys):
-    # An added `pass` is an insert whose payload has "no statements to insert".
+def test_a_proposal_the_loader_refuses_is_proposed_again_as_edit_function(tmp_path, capsys):
+    # An added `pass` is an insert whose payload has "no statements to insert": the loader
+    # refuses it, and the second proposal carries the edit inside f as hunks.
     base = {"pkg/m.py": "def f():\n    x = 1\n"}
     edit = {"pkg/m.py": "def f():\n    x = 1\n    pass\n"}
     report = round_trip(capsys, tmp_path, base, edit)
-    assert [p["op"] for p in report["patches"]] == ["diff"]
-    assert "the manifest would not load" in report["patches"][0]["why"]
+    assert [p["op"] for p in report["patches"]] == ["edit-function"]
 
 
 def test_an_unwritable_out_is_bad_input(tmp_path, capsys):

@@ -178,13 +178,26 @@ def _diff_plan(change: _FileChange, why: str) -> _Planned:
     return _Planned(proposal, diff)
 
 
-def _plan_file(change: _FileChange) -> list[_Planned]:
+def _plan_file(change: _FileChange, *, hunks: bool = False) -> list[_Planned]:
     if not change.path.endswith(PY_SUFFIXES):
         return [_diff_plan(change, "not a Python file")]
     try:
-        return [_Planned(p) for p in propose(change.path, change.before_text, change.after_text)]
+        return [_Planned(p) for p in propose(change.path, change.before_text, change.after_text, hunks=hunks)]
     except Unfit as exc:
         return [_diff_plan(change, f"no structured op fits: {exc}")]
+
+
+def _replan(change: _FileChange, planned: list[_Planned], why: str) -> list[_Planned]:
+    """The next proposal for a file whose proposal did not verify (``why``).
+
+    A proposal with ``insert`` is tried again with every in-function edit as
+    ``edit-function`` (which carries the blank lines and comments around
+    inserted statements byte for byte); anything else falls back to ``diff``."""
+    if any(p.proposal.op == "insert" for p in planned):
+        again = _plan_file(change, hunks=True)
+        if again[0].proposal.op != "diff":
+            return again
+    return [_diff_plan(change, why)]
 
 
 def _toml(value: Any) -> str:
@@ -388,7 +401,7 @@ def capture(
     except OSError as exc:
         raise UsageError(f"cannot write to --out {out}: {exc.strerror}", hint="choose a writable directory") from None
     try:
-        for _attempt in range(len(plans) + 2):
+        for _attempt in range(2 * len(plans) + 2):
             text, payloads, patches = _render(name, commit, plans)
             manifest = _stage(staging, name, text, payloads)
             bad = _verify(repo, commit, manifest, changes, patches)
@@ -397,7 +410,7 @@ def capture(
             for path, why in bad.items():
                 if plans[path][0].proposal.op == "diff":
                     raise InternalError(f"the captured diff of {path} does not reproduce it: {why}")
-                plans[path] = [_diff_plan(changes[path], why)]
+                plans[path] = _replan(changes[path], plans[path], why)
         else:
             raise InternalError(f"capture could not verify {', '.join(sorted(bad))}: {'; '.join(bad.values())}")
         manifest_path, payload_dir = _publish(staging, out, name, force)

@@ -89,8 +89,9 @@ def _header(node: ast.stmt) -> str:
 
 
 class _File:
-    def __init__(self, path: str, base: str, target: str) -> None:
+    def __init__(self, path: str, base: str, target: str, *, hunks: bool = False) -> None:
         self.path = path
+        self.hunks = hunks  # carry every in-function edit as edit-function (no insert)
         try:
             self.base = ast.parse(base)
         except SyntaxError as exc:
@@ -159,7 +160,10 @@ class _File:
             else:
                 raise Unfit(f"changes {_describe(base[i1])} into {_describe(target[j1])}")
         if not self.out:
-            raise Unfit("only formatting or comments changed (no structured op expresses that)")
+            raise Unfit(
+                "only formatting or comments changed outside any function (a `diff` carries that exactly; "
+                "inside a function it would be an edit-function)"
+            )
         return self.out
 
     def import_block_end(self) -> int:
@@ -291,9 +295,16 @@ class _File:
     # -- definitions -------------------------------------------------------------------
 
     def changed(self, old: ast.stmt, new: ast.stmt, owner: str) -> None:
-        if canon(old) == canon(new):
-            return
         qual = f"{owner}{getattr(new, 'name', '')}"
+        if canon(old) == canon(new):
+            # The same code; only formatting or comments may differ.  Inside a function that is
+            # an edit-function (its hunks carry any text); in a class, look at its members.
+            if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.text_differs(old, new):
+                self.formatting(qual, old, new)
+            elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef) and self.text_differs(old, new):
+                for a, b in zip(old.body, new.body, strict=True):
+                    self.changed(a, b, qual + ".")
+            return
         if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and type(old) is type(new):
             self.function(qual, old, new)  # type: ignore[arg-type]
         elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef):
@@ -306,7 +317,7 @@ class _File:
             raise Unfit(f"changes {_describe(old)}")
 
     def function(self, qual: str, old: ast.FunctionDef, new: ast.FunctionDef) -> None:
-        runs = _insertions(old.body, new.body) if _header(old) == _header(new) else None
+        runs = _insertions(old.body, new.body) if _header(old) == _header(new) and not self.hunks else None
         if runs is not None and all(self._unique_anchor(old, anchor) for anchor, _, _ in runs):
             for number, (anchor, position, stmts) in enumerate(runs, start=1):
                 body = self.raw_source(stmts[0], stmts[-1])  # at its own column: strings keep their value
@@ -349,7 +360,29 @@ class _File:
             why,
         )
 
-    def function_hunks(self, qual: str, old: ast.stmt, new: ast.stmt) -> tuple[str, int, int, int] | None:
+    def text_differs(self, old: ast.stmt, new: ast.stmt) -> bool:
+        base_lines = split_lines(self.base_text)
+        a_first, a_last = function_lines(old, base_lines)
+        b_first, b_last = function_lines(new, self.lines)
+        return base_lines[a_first - 1 : a_last] != self.lines[b_first - 1 : b_last]
+
+    def formatting(self, qual: str, old: ast.stmt, new: ast.stmt) -> None:
+        scoped = self.function_hunks(qual, old, new, wholesale=False)
+        assert scoped is not None
+        diff, _kept, total, changed = scoped
+        self.add(
+            "edit-function",
+            f"{qual.lower()}-edit",
+            {"function": qual},
+            diff,
+            f"{qual}: formatting or comments only ({changed} of {total} lines changed)",
+            "the same code with other formatting or comments, inside a function: hunks carry text exactly",
+            ".diff",
+        )
+
+    def function_hunks(
+        self, qual: str, old: ast.stmt, new: ast.stmt, *, wholesale: bool = True
+    ) -> tuple[str, int, int, int] | None:
         """(diff payload, lines kept, lines in the base function, changed lines), or None when
         the function is rewritten wholesale (fewer than half of its lines kept)."""
         base_lines = split_lines(self.base_text)
@@ -359,7 +392,7 @@ class _File:
         after = self.lines[b_first - 1 : b_last]
         matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
         kept = sum(block.size for block in matcher.get_matching_blocks())
-        if kept * 2 < len(before):
+        if wholesale and kept * 2 < len(before):
             return None
         changed = len(before) - kept + len(after) - kept
         diff = unified_diff(self.path, "".join(before), "".join(after))
@@ -492,6 +525,10 @@ def _insertions(old: list[ast.stmt], new: list[ast.stmt]) -> list[tuple[ast.stmt
     return None
 
 
-def propose(path: str, base: str, target: str) -> list[Proposal]:
-    """The structured patches that express ``base`` -> ``target``; raises Unfit."""
-    return _File(path, base, target).module()
+def propose(path: str, base: str, target: str, *, hunks: bool = False) -> list[Proposal]:
+    """The structured patches that express ``base`` -> ``target``; raises Unfit.
+
+    ``hunks``: statements added inside a function become ``edit-function`` too, not
+    ``insert`` (whose inserted lines cannot carry the blank lines around them): the
+    second proposal capture tries when the first does not reproduce the file."""
+    return _File(path, base, target, hunks=hunks).module()
