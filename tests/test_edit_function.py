@@ -172,3 +172,32 @@ def test_bad_payloads_are_one_line_manifest_errors(tmp_path, capsys, payload, sa
     assert says in r.err
     assert "patch[1].source" in r.err
     assert "Traceback" not in r.err
+
+
+def test_check_range_says_upstream_took_the_change_and_then_changed_it(tmp_path, capsys):
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "upstream base", {"pkg/mod.py": BASE})
+    builder.commit("other", "unrelated work", {"pkg/mod.py": BASE.replace("import os\n", "import os\nimport re\n")})
+    took = EDITED.replace("import os\n", "import os\nimport re\n")
+    builder.commit("took", "sync before accepting", {"pkg/mod.py": took})
+    builder.commit("changed", "sync(stream) before accepting", {"pkg/mod.py": took.replace("sync()", "sync(stream)")})
+    history = builder.build()
+    kit = Kit(tmp_path / "kit")
+    kit.write([edit_patch()], {"v.diff": VERIFY_DIFF})
+    r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+    assert r.code == 1
+    windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
+    assert windows == [("APPLY", None, 2), ("SKIP", "ALREADY_APPLIED", 1), ("FAIL", "CONFLICT", 1)]
+    [item] = r.json["upstreamed"]
+    took_sha, changed_sha = history["took"], history["changed"]
+    assert (item["patch"], item["taken"]["commit"], item["changed"]["commit"]) == ("verify", took_sha, changed_sha)
+    assert item["message"] == (
+        f"upstream took this change at {took_sha[:10]} (sync before accepting) and changed it at "
+        f"{changed_sha[:10]} (sync(stream) before accepting): drop the patch, or rebase it on {changed_sha[:10]}"
+    )
+    text = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main")
+    assert f"UPSTREAMED: upstream took this change at {took_sha[:10]}" in text.out.replace("\n", " ")
