@@ -1183,6 +1183,29 @@ def test_move_import_keeps_the_other_names_and_their_layout(tmp_path, capsys, be
     reapply_is_skip(capsys, sc)
 
 
+@pytest.mark.parametrize(
+    ("extra", "after"),
+    [
+        (
+            {"position": "before"},
+            "import os\n\n# sglang\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
+            "from sglang.srt.utils import get_bool_env_var\nimport torch\n",
+        ),
+        (
+            {"after": "import torch"},
+            "import os\n\n# sglang\nfrom sglang.srt.utils import get_bool_env_var\nimport torch\n"
+            "from sglang.srt.layers.moe.utils import DeepEPMode\n",
+        ),
+    ],
+    ids=["before-the-old-one", "after-a-named-import"],
+)
+def test_move_import_keeps_the_placement_it_is_given(tmp_path, capsys, extra, after):
+    before = "import os\n\n# sglang\nfrom sglang.srt.utils import DeepEPMode, get_bool_env_var\nimport torch\n"
+    sc = one(tmp_path, before, move_patch(**extra))
+    run_and_check(capsys, sc, "APPLY", None, 4, after)
+    reapply_is_skip(capsys, sc)
+
+
 def test_move_import_only_drops_the_old_one_when_the_new_one_exists(tmp_path, capsys):
     before = "from sglang.srt.utils import DeepEPMode\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
     sc = one(tmp_path, before, move_patch())

@@ -34,7 +34,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from patchkit.operations.code import bound_names, canon, definition_name, digest, walk_statements
+from patchkit.operations.code import bound_names, canon, definition_name, digest, first_difference, walk_statements
 from patchkit.capture.textdiff import unified_diff
 from patchkit.operations.diff import split_lines
 from patchkit.operations.edit_function import function_lines
@@ -79,6 +79,20 @@ def _describe(stmt: ast.stmt) -> str:
     if len(text) > 60:
         text = text[:59] + "…"
     return f"`{text}` (line {stmt.lineno})"
+
+
+def _changes(old: ast.stmt, new: ast.stmt) -> str:
+    """ "changes X (line N) into Y (line M)", or, where the two read the same, what differs."""
+    before, after = _describe(old), _describe(new)
+    if before.rsplit(" (line", 1)[0] != after.rsplit(" (line", 1)[0]:
+        return f"changes {before} into {after}"
+    a, b = ast.unparse(old), ast.unparse(new)
+    moved = f", now at line {new.lineno}" if new.lineno != old.lineno else ""
+    if a == b:
+        return f"changes only the formatting of {before}{moved}"
+    return f"changes {before}{moved}: " + first_difference(a, b).replace("the anchor has", "it had").replace(
+        "the statement has", "it has"
+    )
 
 
 def _header(node: ast.stmt) -> str:
@@ -158,7 +172,7 @@ class _File:
             elif all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]]):
                 self.imports_changed(base[i1:i2], target[j1:j2])
             else:
-                raise Unfit(f"changes {_describe(base[i1])} into {_describe(target[j1])}")
+                raise Unfit(_changes(base[i1], target[j1]))
         if not self.out:
             raise Unfit(
                 "only formatting or comments changed outside any function (a `diff` carries that exactly; "
@@ -277,13 +291,18 @@ class _File:
             _level, to_module, _ = after[key]
             src = "." * level + (module or "")
             dest = "." * after[key][0] + (to_module or "")
+            keys: dict[str, str] = {"name": key[1], "from": src, "to": dest}
+            placed = self.moved_above(new, key[1], level, module, after[key][0], to_module)
+            if placed:
+                keys["position"] = "before"
             self.add(
                 "move-import",
                 f"move-{key[1]}",
-                {"name": key[1], "from": src, "to": dest},
+                keys,
                 None,
-                f"{key[1]} now imported from {dest} instead of {src}",
-                "the same name imported from another module",
+                f"{key[1]} now imported from {dest} instead of {src}" + (", above the old import" if placed else ""),
+                "the same name imported from another module"
+                + ('; written above the old import, kept there with `position = "before"`' if placed else ""),
             )
             moved = True
         extra = [k for k in after if k not in before]
@@ -291,6 +310,22 @@ class _File:
             raise Unfit(f"adds the import of {extra[0][0]} while changing other imports ({_describe(new[0])})")
         if not moved:
             raise Unfit(f"rewrites imports without changing what they import ({_describe(new[0])})")
+
+    @staticmethod
+    def moved_above(
+        new: list[ast.stmt], name: str, level: int, module: str | None, to_level: int, to_module: str | None
+    ) -> bool:
+        """Whether the edit wrote the name's new import above what is left of the old one."""
+
+        def index(lvl: int, mod: str | None, with_name: bool) -> int | None:
+            for i, stmt in enumerate(new):
+                if isinstance(stmt, ast.ImportFrom) and stmt.level == lvl and stmt.module == mod:
+                    if with_name == any(a.name == name for a in stmt.names):
+                        return i
+            return None
+
+        to_index, rest = index(to_level, to_module, True), index(level, module, False)
+        return to_index is not None and rest is not None and to_index < rest
 
     # -- definitions -------------------------------------------------------------------
 
@@ -314,7 +349,7 @@ class _File:
         ):
             self.list_item(old, new)
         else:
-            raise Unfit(f"changes {_describe(old)}")
+            raise Unfit(_changes(old, new))
 
     def function(self, qual: str, old: ast.FunctionDef, new: ast.FunctionDef) -> None:
         runs = _insertions(old.body, new.body) if _header(old) == _header(new) and not self.hunks else None
@@ -456,7 +491,7 @@ class _File:
         a, b = old.value, new.value
         same_shape = type(a) is type(b) and isinstance(a, (ast.List, ast.Tuple))
         if not same_shape or _header_of_assign(old) != _header_of_assign(new):
-            raise Unfit(f"changes {_describe(old)}")
+            raise Unfit(_changes(old, new))
         olds, news = a.elts, b.elts  # type: ignore[union-attr]
         if len(news) != len(olds) + 1 or canon(olds) != canon(news[: len(olds)]):
             raise Unfit(f"changes {_describe(old)} other than by appending one item")
