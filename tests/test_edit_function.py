@@ -201,3 +201,25 @@ def test_check_range_says_upstream_took_the_change_and_then_changed_it(tmp_path,
     )
     text = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main")
     assert f"UPSTREAMED: upstream took this change at {took_sha[:10]}" in text.out.replace("\n", " ")
+
+
+def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, capsys):
+    from helpers import Kit
+
+    method = '    def m(self):\n        """Doc.\n\n        Args:\n            x: y\n        """\n        return 1\n'
+    kit = Kit(tmp_path / "kit")
+    patch = {"id": "m", "op": "add-methods", "file": "pkg/mod.py", "class": "A.B", "source": src("m.py")}
+    # Written one level too shallow for A.B (column 4, the target's is 8): the docstring's lines would change.
+    kit.write([patch | {"payload_class": "B"}], {"m.py": "class B:\n" + method})
+    r = run_cli(capsys, "validate", "-m", kit.manifest, "--json")
+    assert r.code == 0
+    [warning] = r.json["warnings"]
+    assert (warning["patch"], warning["line"]) == ("m", 3)
+    assert "the multi-line string in method m would change value on apply" in warning["message"]
+    assert "column 4, the target at column 8" in warning["message"]
+    text = run_cli(capsys, "validate", "-m", kit.manifest)
+    assert "warning: patch m:" in text.out
+    # At the target's column (inside both classes), no warning.
+    nested = "class A:\n    class B:\n" + "".join("    " + line if line.strip() else line for line in method.splitlines(True))
+    kit.write([patch | {"payload_class": "A.B"}], {"m.py": nested})
+    assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []

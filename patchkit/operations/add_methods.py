@@ -81,6 +81,10 @@ class AddMethods(Operation):
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.class_name, reason, is_class=True)
 
+    def warnings(self) -> list[tuple[int, str]]:
+        depth = len(self.class_name.split("."))
+        return [w for m in self.methods for w in self.payload.string_warnings(m.node, depth, f"method {m.name}")]
+
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "class": self.class_name,
