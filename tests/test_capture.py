@@ -368,3 +368,17 @@ def test_a_changed_statement_that_reads_the_same_says_what_differs_never_x_into_
     message = str(info.value)
     assert message.startswith("changes `if __name__ == '__main__':` (line 4), now at line 5: they first differ at")
     assert " into " not in message
+
+
+def test_deleted_definitions_are_remove_definitions_and_a_deleted_import_is_a_diff_that_says_why(tmp_path, capsys):
+    base = {
+        "pkg/m.py": "import os\n\n\ndef keep():\n    return 1\n\n\ndef old():\n    return 2\n\n\n"
+        "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n"
+    }
+    edit = {"pkg/m.py": "import os\n\n\ndef keep():\n    return 1\n\n\nclass A:\n    def f(self):\n        return 1\n"}
+    report = round_trip(capsys, tmp_path / "defs", base, edit)
+    assert [p["op"] for p in report["patches"]] == ["remove-definitions", "remove-definitions"]
+    assert [p["change"] for p in report["patches"]] == ["deleted old", "deleted g from class A"]
+    report = round_trip(capsys, tmp_path / "imp", base, {"pkg/m.py": base["pkg/m.py"].replace("import os\n\n\n", "")})
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert "deletes `import os` (line 1), which is not a definition" in report["patches"][0]["why"]

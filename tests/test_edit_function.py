@@ -223,3 +223,24 @@ def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, ca
     nested = "class A:\n    class B:\n" + "".join("    " + line if line.strip() else line for line in method.splitlines(True))
     kit.write([patch | {"payload_class": "A.B"}], {"m.py": nested})
     assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
+
+
+# -- remove-definitions (kept with the other scoped ops' tests) ------------------------------------
+
+
+def test_remove_definitions_removes_what_it_expects_and_refuses_what_upstream_changed(tmp_path, capsys):
+    from patchkit.operations.code import digest
+
+    base = "import os\n\n\ndef keep():\n    return 1\n\n\n# old helper\ndef old():\n    return 2\n\n\nX = 3\n"
+    expect = digest(__import__("ast").parse(base).body[2])
+    patch = {"id": "rm", "op": "remove-definitions", "file": "pkg/mod.py", "names": ["old"], "expect": [expect]}
+    sc, r = apply(tmp_path / "a", capsys, base, [patch], {})
+    assert r.code == 0, r.out
+    assert sc.text() == "import os\n\n\ndef keep():\n    return 1\n\n\nX = 3\n"
+    assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
+    changed = base.replace("return 2", "return 22")
+    sc, r = apply(tmp_path / "b", capsys, changed, [patch], {})
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 9)
+    assert "old (line 9) in the module changed upstream since its removal was written" in res["message"]
+    assert sc.text() == changed

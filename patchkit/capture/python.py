@@ -168,7 +168,7 @@ class _File:
             elif tag == "insert":
                 self.inserted(i1, target[j1:j2])
             elif tag == "delete":
-                raise Unfit(f"deletes {_describe(base[i1])}")
+                self.deleted(base[i1:i2], None)
             elif all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]]):
                 self.imports_changed(base[i1:i2], target[j1:j2])
             else:
@@ -450,8 +450,29 @@ class _File:
                     self.changed(a, b, qual + ".")
             elif tag == "insert":
                 self.methods_added(qual, base, i1, target[j1:j2])
+            elif tag == "delete":
+                self.deleted(base[i1:i2], qual)
             else:
-                raise Unfit(f"removes or replaces {_describe(base[i1])} in class {qual}")
+                raise Unfit(f"replaces {_describe(base[i1])} in class {qual} with {_describe(target[j1])}")
+
+    def deleted(self, stmts: list[ast.stmt], owner: str | None) -> None:
+        """Definitions deleted from the module (``owner`` None) or from class ``owner``."""
+        names = [_member_name(s) for s in stmts]
+        where = f" from class {owner}" if owner else ""
+        if any(n is None for n in names) or any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
+            bad = next(s for s, n in zip(stmts, names, strict=True) if n is None or isinstance(s, ast.Import))
+            raise Unfit(f"deletes {_describe(bad)}{where}, which is not a definition (remove-definitions removes those)")
+        keys: dict[str, Any] = {"names": names, "expect": [digest(s) for s in stmts]}
+        if owner:
+            keys = {"class": owner, **keys}
+        self.add(
+            "remove-definitions",
+            f"remove-{names[0]}",
+            keys,
+            None,
+            f"deleted {', '.join(str(n) for n in names)}{where}",
+            "definitions deleted; expect pins the code removed, so an upstream change to it is a CONFLICT",
+        )
 
     def methods_added(self, qual: str, base: list[ast.stmt], at: int, added: list[ast.stmt]) -> None:
         """Methods added to class ``qual`` before index ``at`` of its base body: ``add-methods``,

@@ -35,6 +35,7 @@ _MODULES = {
     "add-definitions": ("add_definitions", "AddDefinitions"),
     "ensure-list-item": ("ensure_list_item", "EnsureListItem"),
     "move-import": ("move_import", "MoveImport"),
+    "remove-definitions": ("remove_definitions", "RemoveDefinitions"),
     "diff": ("diff", "Diff"),
 }
 """op name -> (module under patchkit.operations, class name)."""
@@ -61,5 +62,6 @@ OP_NAMES = (
     "add-definitions",
     "ensure-list-item",
     "move-import",
+    "remove-definitions",
     "diff",
 )
