@@ -382,3 +382,19 @@ def test_deleted_definitions_are_remove_definitions_and_a_deleted_import_is_a_di
     report = round_trip(capsys, tmp_path / "imp", base, {"pkg/m.py": base["pkg/m.py"].replace("import os\n\n\n", "")})
     assert [p["op"] for p in report["patches"]] == ["diff"]
     assert "deletes `import os` (line 1), which is not a definition" in report["patches"][0]["why"]
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        '"""Doc."""\n\nimport os\nfrom a import (\n    b,\n    c,\n)\n\nX = 1\n',
+        '"""Doc."""\n\nimport os\nimport sys\nfrom a import (\n    b,\n    d,\n)\n\nX = 1\n',
+        '"""Doc."""\n\nimport os\nimport re\nimport sys\nfrom a import (\n    b,\n    c,\n    d,\n)\n\nX = 1\n',
+    ],
+    ids=["deleted", "renamed", "name-added-to-a-list"],
+)
+def test_any_edit_inside_the_import_block_round_trips_as_edit_imports(tmp_path, capsys, edited):
+    base = {"pkg/m.py": '"""Doc."""\n\nimport os\nimport sys\nfrom a import (\n    b,\n    c,\n)\n\nX = 1\n'}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["edit-imports"]
+    assert "ensure-import / move-import cannot say" in report["patches"][0]["why"]

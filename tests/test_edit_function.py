@@ -244,3 +244,21 @@ def test_remove_definitions_removes_what_it_expects_and_refuses_what_upstream_ch
     assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 9)
     assert "old (line 9) in the module changed upstream since its removal was written" in res["message"]
     assert sc.text() == changed
+
+
+def test_edit_imports_applies_inside_the_block_wherever_upstream_grew_it(tmp_path, capsys):
+    before = '"""Doc."""\n\nimport os\nimport sys\nimport re\n\nX = 1\n'
+    payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,3 +1,2 @@\n import os\n-import sys\n import re\n"
+    patch = {"id": "imp", "op": "edit-imports", "file": "pkg/mod.py", "source": src("i.diff")}
+    grown = before.replace("import os\n", "import abc\nimport copy\nimport os\n")
+    sc, r = apply(tmp_path / "a", capsys, grown, [patch], {"i.diff": payload})
+    assert r.code == 0, r.out
+    assert "inside the import block (lines 3-7), offset +2 line(s) within it" in r.json["results"][0]["message"]
+    assert sc.text() == grown.replace("import sys\n", "")
+    assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
+    sc, r = apply(tmp_path / "b", capsys, before.replace("import sys", "import sys as system"), [patch], {"i.diff": payload})
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("FAIL", "CONFLICT")
+    assert "expected 'import sys', found 'import sys as system'" in res["message"]
+    sc, r = apply(tmp_path / "c", capsys, "X = 1\n", [patch], {"i.diff": payload})
+    assert r.json["results"][0]["reason"] == "TARGET_NOT_FOUND"

@@ -38,6 +38,7 @@ from patchkit.operations.code import bound_names, canon, definition_name, digest
 from patchkit.capture.textdiff import unified_diff
 from patchkit.operations.diff import split_lines
 from patchkit.operations.edit_function import function_lines
+from patchkit.operations.edit_imports import block_lines
 from patchkit.operations.ensure_import import items_of
 
 
@@ -161,24 +162,56 @@ class _File:
     def module(self) -> list[Proposal]:
         base, target = self.base.body, self.target.body
         matcher = difflib.SequenceMatcher(None, [_key(s) for s in base], [_key(s) for s in target], autojunk=False)
+        imports_unfit: Unfit | None = None  # an import edit ensure-import / move-import cannot say
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                for old, new in zip(base[i1:i2], target[j1:j2], strict=True):
-                    self.changed(old, new, "")
-            elif tag == "insert":
-                self.inserted(i1, target[j1:j2])
-            elif tag == "delete":
-                self.deleted(base[i1:i2], None)
-            elif all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]]):
-                self.imports_changed(base[i1:i2], target[j1:j2])
-            else:
-                raise Unfit(_changes(base[i1], target[j1]))
+            only_imports = all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]])
+            try:
+                if tag == "equal":
+                    for old, new in zip(base[i1:i2], target[j1:j2], strict=True):
+                        self.changed(old, new, "")
+                elif tag == "insert":
+                    self.inserted(i1, target[j1:j2])
+                elif tag == "delete":
+                    self.deleted(base[i1:i2], None)
+                elif only_imports:
+                    self.imports_changed(base[i1:i2], target[j1:j2])
+                else:
+                    raise Unfit(_changes(base[i1], target[j1]))
+            except Unfit as exc:
+                if not only_imports or tag == "equal":
+                    raise
+                imports_unfit = imports_unfit or exc
+        if imports_unfit is not None:
+            self.import_block_edit(imports_unfit)
         if not self.out:
             raise Unfit(
                 "only formatting or comments changed outside any function (a `diff` carries that exactly; "
                 "inside a function it would be an edit-function)"
             )
         return self.out
+
+    def import_block_edit(self, why: Unfit) -> None:
+        """Every import change of the file as one ``edit-imports`` (hunks inside the import block)."""
+        base_span = block_lines(self.base.body, self.base_text.split("\n"))
+        target_span = block_lines(self.target.body, [line.rstrip("\r\n") for line in self.lines])
+        if base_span is None or target_span is None:
+            raise why
+        base_lines = split_lines(self.base_text)[base_span[0] - 1 : base_span[1]]
+        target_lines = self.lines[target_span[0] - 1 : target_span[1]]
+        diff = unified_diff(self.path, "".join(base_lines), "".join(target_lines))
+        if not diff:  # the edit is outside the block: nothing here can say it
+            raise why
+        self.out = [p for p in self.out if p.op not in ("ensure-import", "move-import")]
+        head = "# edit-imports: hunk line numbers count from the import block's first line (line 1)\n"
+        self.add(
+            "edit-imports",
+            "imports",
+            {},
+            head + diff.split("\n", 1)[1],
+            "the import block edited",
+            f"an import edit that ensure-import / move-import cannot say ({why}): hunks inside the import block",
+            ".diff",
+        )
 
     def import_block_end(self) -> int:
         end = 0

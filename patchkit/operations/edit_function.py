@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, FunctionNode
+from patchkit.operations.code import CodeState
 from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, parse_diff, splice_hunks, split_lines
 from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
@@ -92,16 +92,30 @@ def _shown(line: str | None, where: str) -> str:
 
 
 @dataclass(frozen=True)
-class EditFunction(Operation):
-    op_name = "edit-function"
-    edits_in_place = True  # the function's own statements change (see Operation)
-    function: str
+class Region:
+    """The lines a scoped-hunk op's hunks see, and what they are, for messages."""
+
+    first: int  # 1-based, inclusive
+    last: int
+    label: str  # "Worker.verify (lines 5-16)"
+    end_name: str  # how the message calls the region's end: "the end of the function"
+
+
+@dataclass(frozen=True)
+class ScopedHunks(Operation):
+    """Hunks of a unified diff applied inside one region of the file (shared by the scoped ops).
+
+    A subclass says where its region is (``region``) and how the ast takes the
+    edited region's statements (``graft``); matching, verdicts, messages and the
+    text edit are the same for all."""
+
+    edits_in_place = True  # the region's own statements change (see Operation)
     source: str  # as written in the manifest
     sha256: str
     hunks: tuple[Hunk, ...]
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditFunction:
+    def read_hunks(cls, table: Mapping[str, Any], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
         written = table["source"]
         data = ctx.raw_payload(table)
         try:
@@ -117,59 +131,42 @@ class EditFunction(Operation):
                     hint="set `file` to the path in the diff's '---' / '+++' lines",
                 )
         if old_path is None or new_path is None:
-            ctx.error("source", f"payload {written!r} creates or deletes a file; edit-function edits a function")
+            ctx.error("source", f"payload {written!r} creates or deletes a file; {cls.op_name} edits {what}")
         for hunk in hunks:
             if hunk.old_start < 1 or not hunk.old:
                 ctx.error(
                     "source",
-                    f"hunk {hunk.number} ({hunk.header}) of {written!r} has no line of the function to anchor it",
-                    hint="an edit-function hunk keeps at least one context or removed line of the function",
+                    f"hunk {hunk.number} ({hunk.header}) of {written!r} has no line of {what} to anchor it",
+                    hint=f"a {cls.op_name} hunk keeps at least one context or removed line of {what}",
                 )
-        return cls(function=table["function"], source=written, sha256=hashlib.sha256(data).hexdigest(), hunks=tuple(hunks))
+        return written, hashlib.sha256(data).hexdigest(), tuple(hunks)
 
-    def identity(self) -> dict[str, Any]:
-        return {"function": self.function, "diff": self.sha256}
+    def region(self, state: CodeState) -> Region | Outcome:
+        raise NotImplementedError
 
-    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
-        return missing_in(self.function, reason, is_class=False)
+    def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
+        """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
+        raise NotImplementedError
 
-    def edits(self) -> set[str]:
-        return {self.function}
-
-    def same_spot(self, other: Operation) -> bool:
-        return isinstance(other, EditFunction) and other.function == self.function
-
-    def _located(self, state: CodeState) -> tuple[FunctionNode, int, int] | Outcome:
-        fn, _owner, missing_class = state.find_function(self.function)
-        if fn is None:
-            return missing_function(state, self.function, missing_class)
-        first, last = function_lines(fn, state.lines)
-        spliced = any(id(node) in state.added_by for node in ast.walk(fn))
-        if spliced:
-            return Outcome.fail(
-                Reason.UNSUPPORTED_TARGET,
-                fn.lineno,
-                f"{self.function} (line {fn.lineno}) was rewritten by an earlier patch of this manifest; "
-                "edit-function needs the function's own lines: put this patch before that one",
-            )
+    def _text_ok(self, state: CodeState, line: int) -> Outcome | None:
         if state.text.count("\r") != state.text.count("\r\n"):
             return Outcome.fail(
                 Reason.UNSUPPORTED_TARGET,
-                fn.lineno,
-                f"{state.path} ends lines with a bare '\\r' somewhere; edit-function counts lines at '\\n'",
+                line,
+                f"{state.path} ends lines with a bare '\\r' somewhere; {self.op_name} counts lines at '\\n'",
             )
-        return fn, first, last
+        return None
 
     def analyze(self, state: CodeState) -> Outcome:
-        found = self._located(state)
-        if isinstance(found, Outcome):
-            return found
-        fn, first, last = found
+        region = self.region(state)
+        if isinstance(region, Outcome):
+            return region
+        first, last = region.first, region.last
         lines = state.derived("edit-function:lines", lambda s: split_lines(s.text))[first - 1 : last]
         verdict, forward, backward = hunk_verdict(lines, self.hunks)
         count = len(self.hunks)
         noun = "hunk" if count == 1 else "hunks"
-        span = f"{self.function} (lines {first}-{last})"
+        span = region.label
         if verdict == "apply":
             assert isinstance(forward, list)
             at = first + forward[0]
@@ -195,23 +192,19 @@ class EditFunction(Operation):
             first + miss.line - 1,
             f"hunk {miss.hunk.number} of {count} ({miss.hunk.header}) of {self.source} does not match inside "
             f"{span} at line {first + miss.line - 1}: expected {_shown(miss.expected, 'a line')}, found "
-            f"{_shown(miss.found, 'the end of the function')} (zero fuzz: context and removed lines must match "
+            f"{_shown(miss.found, region.end_name)} (zero fuzz: context and removed lines must match "
             "exactly); neither does its reverse, so the change is not in place either",
         )
 
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
-        fn, _owner, _missing = state.find_function(self.function)
-        return function_lines(fn, state.lines) if fn is not None else None
+        region = self.region(state)
+        return None if isinstance(region, Outcome) else (region.first, region.last)
 
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         plan: Plan = outcome.plan
-        fn, _owner, _missing = state.find_function(self.function)
-        assert fn is not None
         lines = split_lines(state.text)
-        new_node = _parse_function(plan.new_lines, plan.first)
         delta = len(plan.new_lines) - (plan.last - plan.first + 1)
-        _replace_in_parent(state.tree, fn, new_node)
-        inside = {id(n) for n in ast.walk(new_node)}
+        _new, inside = self.graft(state, plan)
         for node in ast.walk(state.tree):
             if id(node) in inside or not hasattr(node, "lineno"):
                 continue
@@ -232,11 +225,58 @@ class EditFunction(Operation):
         state = CodeState.parse("<render>", text)
         again = self.analyze(state)
         if again.plan is None:
-            raise InternalError(f"{self.source} no longer applies to {self.function} as the analysis saw it")
+            raise InternalError(f"{self.source} no longer applies to {self.op_name}'s region as the analysis saw it")
         plan: Plan = again.plan
         lines = split_lines(text)
         new = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
         return libcst.parse_module(new.encode(module.encoding))
+
+
+@dataclass(frozen=True)
+class EditFunction(ScopedHunks):
+    op_name = "edit-function"
+    function: str = ""
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditFunction:
+        written, sha, hunks = cls.read_hunks(table, ctx, "the function")
+        return cls(function=table["function"], source=written, sha256=sha, hunks=hunks)
+
+    def identity(self) -> dict[str, Any]:
+        return {"function": self.function, "diff": self.sha256}
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.function, reason, is_class=False)
+
+    def edits(self) -> set[str]:
+        return {self.function}
+
+    def same_spot(self, other: Operation) -> bool:
+        return isinstance(other, EditFunction) and other.function == self.function
+
+    def region(self, state: CodeState) -> Region | Outcome:
+        fn, _owner, missing_class = state.find_function(self.function)
+        if fn is None:
+            return missing_function(state, self.function, missing_class)
+        if any(id(node) in state.added_by for node in ast.walk(fn)):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                fn.lineno,
+                f"{self.function} (line {fn.lineno}) was rewritten by an earlier patch of this manifest; "
+                "edit-function needs the function's own lines: put this patch before that one",
+            )
+        bad = self._text_ok(state, fn.lineno)
+        if bad is not None:
+            return bad
+        first, last = function_lines(fn, state.lines)
+        return Region(first, last, f"{self.function} (lines {first}-{last})", "the end of the function")
+
+    def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
+        fn, _owner, _missing = state.find_function(self.function)
+        assert fn is not None
+        new_node = _parse_function(plan.new_lines, plan.first)
+        _replace_in_parent(state.tree, fn, new_node)
+        return [new_node], {id(n) for n in ast.walk(new_node)}
 
 
 def _parse_function(lines: Sequence[str], first: int) -> ast.stmt:
