@@ -56,7 +56,9 @@ BACK = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
 FORWARD = (0, 1, 2, 4, 8, 16, 32, 64)  # 0: C itself (the change is there)
 
 
-def git(repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+def git(
+    repo: Path, *args: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, env=env, check=check)
 
 
@@ -119,7 +121,9 @@ class Oracle:
     def run(self, target: str, patch: Path, files: Sequence[str]) -> tuple[bool, bool, dict[str, bytes] | None]:
         git(self.repo, "read-tree", target, env=self.env)
         fwd = git(self.repo, "apply", "--cached", "--check", str(patch), env=self.env, check=False).returncode == 0
-        rev = git(self.repo, "apply", "--cached", "--check", "-R", str(patch), env=self.env, check=False).returncode == 0
+        rev = (
+            git(self.repo, "apply", "--cached", "--check", "-R", str(patch), env=self.env, check=False).returncode == 0
+        )
         out: dict[str, bytes] | None = None
         if fwd:
             git(self.repo, "apply", "--cached", str(patch), env=self.env)
@@ -180,7 +184,8 @@ def replay_one(
     patch = scratch / f"{short}.patch"
     patch.write_bytes(git(repo_path, "diff", "--no-renames", "--full-index", parent, sha).stdout)
     files = [
-        line.split("\t", 1)[1] for line in git(repo_path, "diff", "--name-status", parent, sha).stdout.decode().splitlines()
+        line.split("\t", 1)[1]
+        for line in git(repo_path, "diff", "--name-status", parent, sha).stdout.decode().splitlines()
     ]
     out = scratch / f"out-{short}"
     try:
@@ -207,7 +212,9 @@ def replay_one(
         report.cells.append(cell(repo, oracle, manifest, patch, files, short, offset, target))
 
 
-def cell(repo: Repo, oracle: Oracle, manifest, patch: Path, files: list[str], short: str, offset: int, target: str) -> Cell:  # type: ignore[no-untyped-def]
+def cell(
+    repo: Repo, oracle: Oracle, manifest, patch: Path, files: list[str], short: str, offset: int, target: str
+) -> Cell:  # type: ignore[no-untyped-def]
     fwd, rev, git_bytes = oracle.run(target, patch, files)
     commit = repo.commit(target)
     evaluation = evaluate(manifest, CommitSource(repo, commit), hints=False)
@@ -215,7 +222,9 @@ def cell(repo: Repo, oracle: Oracle, manifest, patch: Path, files: list[str], sh
     failed = [r for r in results if r.status is Status.FAIL]
     c = Cell(short, target[:10], offset, fwd, rev, "refuse")
     if failed:
-        c.reasons = tuple(f"{r.patch}: {r.status.value} {r.reason.value if r.reason else ''} {r.message}" for r in failed)
+        c.reasons = tuple(
+            f"{r.patch}: {r.status.value} {r.reason.value if r.reason else ''} {r.message}" for r in failed
+        )
     elif any(r.status is Status.APPLY for r in results):
         c.patchkit = "apply"
         rendered, evaluation = render(evaluation)

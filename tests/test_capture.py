@@ -286,7 +286,10 @@ def test_a_moved_import_written_above_the_old_one_is_captured_as_move_import(tmp
     ("edited", "placed"),
     [
         ('"""Doc."""\n\nimport copy\nimport os\nimport sys\n\n# first party\nfrom a import b\n\nX = 1\n', "position"),
-        ('"""Doc."""\n\nimport os\nimport sys\n\n# first party\nfrom a import a0\nfrom a import b\n\nX = 1\n', "before"),
+        (
+            '"""Doc."""\n\nimport os\nimport sys\n\n# first party\nfrom a import a0\nfrom a import b\n\nX = 1\n',
+            "before",
+        ),
         ('"""Doc."""\n\nimport os\nimport re\nimport sys\n\n# first party\nfrom a import b\n\nX = 1\n', "after"),
     ],
     ids=["sorts-first", "under-a-comment", "inside"],
@@ -322,7 +325,9 @@ def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_p
     report = round_trip(capsys, tmp_path / "end", base, edit)
     assert [p["op"] for p in report["patches"]] == ["add-methods"]
     base2 = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n{pad}def g(self):\n{pad}    return 2\n"}
-    edit2 = {"pkg/m.py": base2["pkg/m.py"].replace(f"{pad}def g(self):", method.rstrip("\n") + f"\n\n{pad}def g(self):")}
+    edit2 = {
+        "pkg/m.py": base2["pkg/m.py"].replace(f"{pad}def g(self):", method.rstrip("\n") + f"\n\n{pad}def g(self):")
+    }
     report = round_trip(capsys, tmp_path / "mid", base2, edit2)
     assert [p["op"] for p in report["patches"]] == ["add-methods"]
     assert "placed with `after`" in report["patches"][0]["why"]
@@ -330,13 +335,18 @@ def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_p
 
 def test_formatting_inside_a_function_is_edit_function_and_outside_is_a_diff_that_says_so(tmp_path, capsys):
     base = {"pkg/m.py": "X = 1\n\n\ndef f():\n    a = 1\n    return a\n"}
-    report = round_trip(capsys, tmp_path / "in", base, {"pkg/m.py": base["pkg/m.py"].replace("    a = 1\n", "    a = 1\n\n")})
+    report = round_trip(
+        capsys, tmp_path / "in", base, {"pkg/m.py": base["pkg/m.py"].replace("    a = 1\n", "    a = 1\n\n")}
+    )
     assert [p["op"] for p in report["patches"]] == ["edit-function"]
     assert "formatting or comments only" in report["patches"][0]["change"]
-    report = round_trip(capsys, tmp_path / "out", base, {"pkg/m.py": "X = 1  # one\n\n\ndef f():\n    a = 1\n    return a\n"})
+    report = round_trip(
+        capsys, tmp_path / "out", base, {"pkg/m.py": "X = 1  # one\n\n\ndef f():\n    a = 1\n    return a\n"}
+    )
     assert [p["op"] for p in report["patches"]] == ["diff"]
-    assert "only formatting or comments changed outside any function (a `diff` carries that exactly" in (
-        report["patches"][0]["why"]
+    assert (
+        "only formatting or comments changed outside any function (a `diff` carries that exactly"
+        in (report["patches"][0]["why"])
     )
 
 

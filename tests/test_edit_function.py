@@ -37,7 +37,9 @@ BASE = d(
     '''
 )
 
-EDITED = BASE.replace("        accept = self.accept(logits)\n", "        sync()\n        accept = self.accept(logits)\n")
+EDITED = BASE.replace(
+    "        accept = self.accept(logits)\n", "        sync()\n        accept = self.accept(logits)\n"
+)
 
 
 def function_diff(before: str, after: str, first: int, last: int, path: str = "pkg/mod.py") -> str:
@@ -63,9 +65,11 @@ def apply(tmp_path, capsys, before: str, patches=None, payloads=None):
 
 def test_applies_inside_the_function_wherever_it_moved_and_however_else_it_changed(tmp_path, capsys):
     # Upstream moved the class down and edited the function in lines the hunk does not touch.
-    before = BASE.replace("import os\n", "import os\nimport sys\n\nX = 1\n").replace(
-        "        self.last = batch\n", "        self.last = list(batch)\n        self.seen = True\n"
-    ).replace("            Args:\n", "            Arguments:\n")
+    before = (
+        BASE.replace("import os\n", "import os\nimport sys\n\nX = 1\n")
+        .replace("        self.last = batch\n", "        self.last = list(batch)\n        self.seen = True\n")
+        .replace("            Args:\n", "            Arguments:\n")
+    )
     sc, r = apply(tmp_path, capsys, before)
     assert r.code == 0, r.err
     res = r.json["results"][0]
@@ -85,8 +89,9 @@ def test_a_hunk_that_does_not_match_inside_the_function_is_a_conflict_naming_it(
     res = r.json["results"][0]
     assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 11)
     assert "hunk 1 of 1 (@@ -5,6 +5,7 @@) of ../patches/v.diff does not match inside Worker.verify" in res["message"]
-    assert "expected '        logits = self.draft(batch)', found '        logits = self.draft(batch, k=2)'" in (
-        res["message"]
+    assert (
+        "expected '        logits = self.draft(batch)', found '        logits = self.draft(batch, k=2)'"
+        in (res["message"])
     )
     assert sc.text() == before
 
@@ -106,7 +111,7 @@ def test_the_same_lines_elsewhere_in_the_file_do_not_count(tmp_path, capsys):
 
 def test_a_missing_function_is_function_not_found_with_suggestions(tmp_path, capsys):
     before = BASE.replace("def verify(", "def verify_batch(")
-    sc, r = apply(tmp_path, capsys, before)
+    _sc, r = apply(tmp_path, capsys, before)
     res = r.json["results"][0]
     assert (res["status"], res["reason"]) == ("FAIL", "FUNCTION_NOT_FOUND")
     assert "verify_batch" in res["message"]
@@ -167,7 +172,7 @@ def test_revert_puts_the_function_back(tmp_path, capsys):
     ],
 )
 def test_bad_payloads_are_one_line_manifest_errors(tmp_path, capsys, payload, says):
-    sc, r = apply(tmp_path, capsys, BASE, payloads={"v.diff": payload})
+    _sc, r = apply(tmp_path, capsys, BASE, payloads={"v.diff": payload})
     assert r.code == 2
     assert says in r.err
     assert "patch[1].source" in r.err
@@ -220,7 +225,9 @@ def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, ca
     text = run_cli(capsys, "validate", "-m", kit.manifest)
     assert "warning: patch m:" in text.out
     # At the target's column (inside both classes), no warning.
-    nested = "class A:\n    class B:\n" + "".join("    " + line if line.strip() else line for line in method.splitlines(True))
+    nested = "class A:\n    class B:\n" + "".join(
+        "    " + line if line.strip() else line for line in method.splitlines(True)
+    )
     kit.write([patch | {"payload_class": "A.B"}], {"m.py": nested})
     assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
 
@@ -256,7 +263,9 @@ def test_edit_imports_applies_inside_the_block_wherever_upstream_grew_it(tmp_pat
     assert "inside the import block (lines 3-7), offset +2 line(s) within it" in r.json["results"][0]["message"]
     assert sc.text() == grown.replace("import sys\n", "")
     assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
-    sc, r = apply(tmp_path / "b", capsys, before.replace("import sys", "import sys as system"), [patch], {"i.diff": payload})
+    sc, r = apply(
+        tmp_path / "b", capsys, before.replace("import sys", "import sys as system"), [patch], {"i.diff": payload}
+    )
     res = r.json["results"][0]
     assert (res["status"], res["reason"]) == ("FAIL", "CONFLICT")
     assert "expected 'import sys', found 'import sys as system'" in res["message"]

@@ -133,7 +133,9 @@ def _changed_files(repo: Repo, root: Path, base: Commit) -> list[_FileChange]:
             problems.append(f"{path} is binary (not UTF-8 text, or holds NUL bytes)")
             continue
         if before.startswith(codecs.BOM_UTF8) != after.startswith(codecs.BOM_UTF8):
-            problems.append(f"{path} {'loses' if before.startswith(codecs.BOM_UTF8) else 'gains'} its UTF-8 byte order mark")
+            problems.append(
+                f"{path} {'loses' if before.startswith(codecs.BOM_UTF8) else 'gains'} its UTF-8 byte order mark"
+            )
             continue
         files.append(_FileChange(path, before, after))
     if problems:

@@ -34,8 +34,8 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from patchkit.operations.code import bound_names, canon, definition_name, digest, first_difference, walk_statements
 from patchkit.capture.textdiff import unified_diff
+from patchkit.operations.code import bound_names, canon, definition_name, digest, first_difference, walk_statements
 from patchkit.operations.diff import split_lines
 from patchkit.operations.edit_function import function_lines
 from patchkit.operations.edit_imports import block_lines
@@ -352,9 +352,9 @@ class _File:
 
         def index(lvl: int, mod: str | None, with_name: bool) -> int | None:
             for i, stmt in enumerate(new):
-                if isinstance(stmt, ast.ImportFrom) and stmt.level == lvl and stmt.module == mod:
-                    if with_name == any(a.name == name for a in stmt.names):
-                        return i
+                same = isinstance(stmt, ast.ImportFrom) and stmt.level == lvl and stmt.module == mod
+                if same and with_name == any(a.name == name for a in stmt.names):  # type: ignore[attr-defined]
+                    return i
             return None
 
         to_index, rest = index(to_level, to_module, True), index(level, module, False)
@@ -402,7 +402,7 @@ class _File:
         if _header(old) == _header(new):
             scoped = self.function_hunks(qual, old, new)
             if scoped is not None:
-                diff, kept, total, changed = scoped
+                diff, _kept, total, changed = scoped
                 self.add(
                     "edit-function",
                     f"{qual.lower()}-edit",
@@ -494,7 +494,9 @@ class _File:
         where = f" from class {owner}" if owner else ""
         if any(n is None for n in names) or any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
             bad = next(s for s, n in zip(stmts, names, strict=True) if n is None or isinstance(s, ast.Import))
-            raise Unfit(f"deletes {_describe(bad)}{where}, which is not a definition (remove-definitions removes those)")
+            raise Unfit(
+                f"deletes {_describe(bad)}{where}, which is not a definition (remove-definitions removes those)"
+            )
         keys: dict[str, Any] = {"names": names, "expect": [digest(s) for s in stmts]}
         if owner:
             keys = {"class": owner, **keys}

@@ -224,9 +224,7 @@ def splice_hunks(lines: Sequence[str], hunks: Sequence[Hunk], spots: Sequence[in
     return "".join(out)
 
 
-def hunk_verdict(
-    lines: Sequence[str], hunks: Sequence[Hunk]
-) -> tuple[str, list[int] | Mismatch, list[int] | Mismatch]:
+def hunk_verdict(lines: Sequence[str], hunks: Sequence[Hunk]) -> tuple[str, list[int] | Mismatch, list[int] | Mismatch]:
     """("apply" | "applied" | "conflict", forward match, reverse match) of ``hunks`` on ``lines``.
 
     Both sides can be in the text (a pure deletion's context, or an addition at

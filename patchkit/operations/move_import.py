@@ -252,7 +252,6 @@ class MoveImport(Operation):
                     body.insert(at, new)
         return module.with_changes(body=body)
 
-
     def _cst_after_index(self, body: list[Any]) -> int | None:
         import libcst
 

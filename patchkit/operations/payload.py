@@ -60,17 +60,18 @@ class Payload:
             return []
         out = []
         for sub in ast.walk(node):
-            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and (sub.end_lineno or 0) > sub.lineno:
-                if any(line.strip() for line in sub.value.split("\n")[1:]):
-                    out.append(
-                        (
-                            sub.lineno,
-                            f"{self.display} line {sub.lineno}: the multi-line string in {what} would change "
-                            f"value on apply: the payload writes {what} at column {node.col_offset}, the target "
-                            f"at column {want}, and a string's continuation lines are not re-indented; write it "
-                            f"at the target's column (inside `class ...:` lines as deep as the target)",
-                        )
+            if not isinstance(sub, ast.Constant) or not isinstance(sub.value, str):
+                continue
+            if (sub.end_lineno or 0) > sub.lineno and any(line.strip() for line in sub.value.split("\n")[1:]):
+                out.append(
+                    (
+                        sub.lineno,
+                        f"{self.display} line {sub.lineno}: the multi-line string in {what} would change "
+                        f"value on apply: the payload writes {what} at column {node.col_offset}, the target "
+                        f"at column {want}, and a string's continuation lines are not re-indented; write it "
+                        f"at the target's column (inside `class ...:` lines as deep as the target)",
                     )
+                )
         return out
 
     def definitions(self) -> dict[str, ast.stmt]:

@@ -125,9 +125,7 @@ class RemoveDefinitions(Operation):
                 f"removing {', '.join(n for n, _ in present)} would leave {label} with an empty body",
             )
         if not present:
-            return Outcome.skip(
-                Reason.ALREADY_APPLIED, None, f"{', '.join(self.names)} no longer defined in {label}"
-            )
+            return Outcome.skip(Reason.ALREADY_APPLIED, None, f"{', '.join(self.names)} no longer defined in {label}")
         gone = [n for n in self.names if n not in {p for p, _ in present}]
         message = f"removes {', '.join(f'{n} (line {s.lineno})' for n, s in present)} from {label}"
         if gone:
