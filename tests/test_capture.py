@@ -371,12 +371,14 @@ def test_a_byte_difference_shows_whitespace_and_says_what_differs():
 def test_a_changed_statement_that_reads_the_same_says_what_differs_never_x_into_x():
     from patchkit.capture.python import Unfit, propose
 
-    base = 'def f():\n    pass\n\nif __name__ == "__main__":\n    main()\n'
-    target = 'def f():\n    pass\n    pass\n\nif __name__ == "__main__":\n    main(1)\n'
+    call = "REGISTRY.register(name='deepseek-r1-distill', template=Template(system='s', user='{}'))\n"
+    base = "def f():\n    pass\n\n" + call.format("a")
+    target = "def f():\n    pass\n    pass\n\n" + call.format("b")
     with pytest.raises(Unfit) as info:
         propose("m.py", base, target)
     message = str(info.value)
-    assert message.startswith("changes `if __name__ == '__main__':` (line 4), now at line 5: they first differ at")
+    assert message.startswith("changes `REGISTRY.register(name='deepseek-r1-distill'")
+    assert "(line 4), now at line 5: they first differ at character" in message
     assert " into " not in message
 
 
@@ -408,3 +410,23 @@ def test_any_edit_inside_the_import_block_round_trips_as_edit_imports(tmp_path, 
     report = round_trip(capsys, tmp_path, base, {"pkg/m.py": edited})
     assert [p["op"] for p in report["patches"]] == ["edit-imports"]
     assert "ensure-import / move-import cannot say" in report["patches"][0]["why"]
+
+
+@pytest.mark.parametrize(
+    ("base", "edited", "statement"),
+    [
+        ('"""Doc."""\n\nX = 1\n', '"""Doc, version 2.\n\nMore.\n"""\n\nX = 1\n', "__doc__"),
+        ("EXTS = [\n    'a',\n    'b',\n    'c',\n]\n", "EXTS = [\n    'a',\n    'c',\n]\n", "EXTS"),
+        (
+            'def main():\n    pass\n\n\nif __name__ == "__main__":\n    main()\n',
+            'def main():\n    pass\n\n\nif __name__ == "__main__":\n    # run it\n    main()\n    main()\n',
+            "__main__",
+        ),
+    ],
+    ids=["module-docstring", "list-item-removed", "main-block"],
+)
+def test_a_changed_named_module_statement_round_trips_as_edit_statement(tmp_path, capsys, base, edited, statement):
+    report = round_trip(capsys, tmp_path, {"pkg/m.py": base}, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["edit-statement"]
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert f'statement = "{statement}"' in text

@@ -271,3 +271,23 @@ def test_edit_imports_applies_inside_the_block_wherever_upstream_grew_it(tmp_pat
     assert "expected 'import sys', found 'import sys as system'" in res["message"]
     sc, r = apply(tmp_path / "c", capsys, "X = 1\n", [patch], {"i.diff": payload})
     assert r.json["results"][0]["reason"] == "TARGET_NOT_FOUND"
+
+
+def test_edit_statement_follows_the_named_statement_and_names_what_does_not_match(tmp_path, capsys):
+    payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,4 +1,5 @@\n EXTS = [\n     'a',\n+    'x',\n     'b',\n ]\n"
+    patch = {"id": "ex", "op": "edit-statement", "file": "pkg/mod.py", "statement": "EXTS", "source": src("e.diff")}
+    before = "import os\n\nY = 2\n\nEXTS = [\n    'a',\n    'b',\n]\n"
+    sc, r = apply(tmp_path / "a", capsys, before, [patch], {"e.diff": payload})
+    assert r.code == 0, r.out
+    assert sc.text() == before.replace("    'a',\n", "    'a',\n    'x',\n")
+    assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
+    _sc, r = apply(tmp_path / "b", capsys, before.replace("'b'", "'c'"), [patch], {"e.diff": payload})
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 7)
+    assert "inside the statement that binds EXTS (lines 5-8) at line 7: expected \"    'b',\"" in res["message"]
+    _sc, r = apply(tmp_path / "c", capsys, "EXT = [1]\n", [patch], {"e.diff": payload})
+    res = r.json["results"][0]
+    assert res["reason"] == "TARGET_NOT_FOUND"
+    assert res["message"] == (
+        "pkg/mod.py has no module-level statement that binds EXTS; closest module-level names in this file: EXT (line 1)"
+    )

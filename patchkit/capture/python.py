@@ -35,10 +35,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.capture.textdiff import unified_diff
-from patchkit.operations.code import bound_names, canon, definition_name, digest, first_difference, walk_statements
+from patchkit.operations.code import (
+    bound_names,
+    canon,
+    definition_name,
+    digest,
+    first_difference,
+    is_docstring,
+    walk_statements,
+)
 from patchkit.operations.diff import split_lines
 from patchkit.operations.edit_function import function_lines
 from patchkit.operations.edit_imports import block_lines
+from patchkit.operations.edit_statement import is_main_block, statement_lines
 from patchkit.operations.ensure_import import items_of
 
 
@@ -80,6 +89,13 @@ def _describe(stmt: ast.stmt) -> str:
     if len(text) > 60:
         text = text[:59] + "…"
     return f"`{text}` (line {stmt.lineno})"
+
+
+def _same_spot(base: list[ast.stmt], i: int, target: list[ast.stmt], j: int) -> bool:
+    """Both the module docstring, or both the `__main__` block: one statement edited in place."""
+    if i == 0 and j == 0 and is_docstring(base[0]) and is_docstring(target[0]):
+        return True
+    return is_main_block(base[i]) and is_main_block(target[j])
 
 
 def _changes(old: ast.stmt, new: ast.stmt) -> str:
@@ -175,6 +191,8 @@ class _File:
                     self.deleted(base[i1:i2], None)
                 elif only_imports:
                     self.imports_changed(base[i1:i2], target[j1:j2])
+                elif i2 - i1 == 1 and j2 - j1 == 1 and _same_spot(base, i1, target, j1):
+                    self.statement_edited(base[i1], target[j1], "__doc__" if i1 == 0 else "__main__")
                 else:
                     raise Unfit(_changes(base[i1], target[j1]))
             except Unfit as exc:
@@ -189,6 +207,30 @@ class _File:
                 "inside a function it would be an edit-function)"
             )
         return self.out
+
+    def statement_edited(self, old: ast.stmt, new: ast.stmt, name: str) -> None:
+        """A changed named module-level statement as ``edit-statement`` (hunks inside it)."""
+        base_lines = split_lines(self.base_text)
+        a_first, a_last = statement_lines(self.base.body, self.base.body.index(old), self.base_text.split("\n"))
+        b_first, b_last = statement_lines(
+            self.target.body, self.target.body.index(new), [line.rstrip("\r\n") for line in self.lines]
+        )
+        diff = unified_diff(
+            self.path, "".join(base_lines[a_first - 1 : a_last]), "".join(self.lines[b_first - 1 : b_last])
+        )
+        if not diff:
+            raise Unfit(_changes(old, new))
+        label = {"__doc__": "the module docstring", "__main__": "the `__main__` block"}.get(name, name)
+        self.add(
+            "edit-statement",
+            f"statement-{name.strip('_') or name}",
+            {"statement": name},
+            f"# edit-statement {name}: hunk line numbers count from the statement's first line (line 1)\n"
+            + diff.split("\n", 1)[1],
+            f"{label} edited",
+            "a changed module-level statement with a name: hunks inside it only",
+            ".diff",
+        )
 
     def import_block_edit(self, why: Unfit) -> None:
         """Every import change of the file as one ``edit-imports`` (hunks inside the import block)."""
@@ -380,7 +422,12 @@ class _File:
         elif (
             not owner and isinstance(old, (ast.Assign, ast.AnnAssign)) and isinstance(new, (ast.Assign, ast.AnnAssign))
         ):
-            self.list_item(old, new)
+            try:
+                self.list_item(old, new)
+            except Unfit:
+                if definition_name(old) is None:
+                    raise
+                self.statement_edited(old, new, str(definition_name(old)))
         else:
             raise Unfit(_changes(old, new))
 

@@ -315,7 +315,9 @@ class Diff(Operation):
             assert isinstance(backward, list)
             first = backward[0] + 1
             return Outcome.skip(
-                Reason.ALREADY_APPLIED, first, f"the {count} {noun} of {self.source} are already in place"
+                Reason.ALREADY_APPLIED,
+                first,
+                f"the {count} {noun} of {self.source} {'is' if count == 1 else 'are'} already in place",
             )
         assert isinstance(forward, Mismatch)
         miss = forward

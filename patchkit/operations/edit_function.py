@@ -183,7 +183,7 @@ class ScopedHunks(Operation):
             return Outcome.skip(
                 Reason.ALREADY_APPLIED,
                 first + backward[0],
-                f"the {count} {noun} of {self.source} are already in {span}",
+                f"the {count} {noun} of {self.source} {'is' if count == 1 else 'are'} already in {span}",
             )
         assert isinstance(forward, Mismatch)
         miss = forward
