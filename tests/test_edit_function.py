@@ -289,5 +289,6 @@ def test_edit_statement_follows_the_named_statement_and_names_what_does_not_matc
     res = r.json["results"][0]
     assert res["reason"] == "TARGET_NOT_FOUND"
     assert res["message"] == (
-        "pkg/mod.py has no module-level statement that binds EXTS; closest module-level names in this file: EXT (line 1)"
+        "pkg/mod.py has no module-level statement that binds EXTS; "
+        "closest module-level names in this file: EXT (line 1)"
     )

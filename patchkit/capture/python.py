@@ -450,15 +450,12 @@ class _File:
             scoped = self.function_hunks(qual, old, new)
             if scoped is not None:
                 diff, _kept, total, changed = scoped
-                self.add(
-                    "edit-function",
-                    f"{qual.lower()}-edit",
-                    {"function": qual},
+                self.edit_function(
+                    qual,
                     diff,
                     f"{qual} edited inside ({changed} of {total} lines changed)",
                     "an edit inside the function: its hunks are matched inside it only, so upstream's edits "
                     "elsewhere in the function, or the function moving, do not block it",
-                    ".diff",
                 )
                 return
             why = "the function is rewritten wholesale (fewer than half its lines kept); expect pins the base version"
@@ -485,15 +482,15 @@ class _File:
         scoped = self.function_hunks(qual, old, new, wholesale=False)
         assert scoped is not None
         diff, _kept, total, changed = scoped
-        self.add(
-            "edit-function",
-            f"{qual.lower()}-edit",
-            {"function": qual},
+        self.edit_function(
+            qual,
             diff,
             f"{qual}: formatting or comments only ({changed} of {total} lines changed)",
             "the same code with other formatting or comments, inside a function: hunks carry text exactly",
-            ".diff",
         )
+
+    def edit_function(self, qual: str, diff: str, change: str, why: str) -> None:
+        self.add("edit-function", f"{qual.lower()}-edit", {"function": qual}, diff, change, why, ".diff")
 
     def function_hunks(
         self, qual: str, old: ast.stmt, new: ast.stmt, *, wholesale: bool = True

@@ -250,6 +250,29 @@ def hunk_verdict(lines: Sequence[str], hunks: Sequence[Hunk]) -> tuple[str, list
     return "conflict", forward, backward
 
 
+def read_diff_payload(table: Mapping[str, Any], ctx: LoadContext, edits: str) -> tuple[str, str, tuple[Hunk, ...]]:
+    """(source as written, sha256 of the payload, hunks) of a one-file diff payload of ``table["file"]``.
+
+    ``edits`` ends the refusal of a diff that creates or deletes a file ("the diff op edits ...")."""
+    written = table["source"]
+    data = ctx.raw_payload(table)
+    try:
+        old_path, new_path, hunks = parse_diff(data)
+    except ValueError as exc:
+        ctx.error("source", f"payload {written!r} {exc}")
+    file = table["file"]
+    for side in (old_path, new_path):
+        if side is not None and side != file:
+            ctx.error(
+                "source",
+                f"payload {written!r} is a diff of {side!r}, not of {file!r}",
+                hint="set `file` to the path in the diff's '---' / '+++' lines",
+            )
+    if old_path is None or new_path is None:
+        ctx.error("source", f"payload {written!r} creates or deletes a file; {edits}")
+    return written, hashlib.sha256(data).hexdigest(), tuple(hunks)
+
+
 def _shown(line: str | None) -> str:
     if line is None:
         return "end of file"
@@ -266,23 +289,8 @@ class Diff(Operation):
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Diff:
-        written = table["source"]
-        data = ctx.raw_payload(table)
-        try:
-            old_path, new_path, hunks = parse_diff(data)
-        except ValueError as exc:
-            ctx.error("source", f"payload {written!r} {exc}")
-        file = table["file"]
-        for side in (old_path, new_path):
-            if side is not None and side != file:
-                ctx.error(
-                    "source",
-                    f"payload {written!r} is a diff of {side!r}, not of {file!r}",
-                    hint="set `file` to the path in the diff's '---' / '+++' lines",
-                )
-        if old_path is None or new_path is None:
-            ctx.error("source", f"payload {written!r} creates or deletes a file; the diff op edits an existing file")
-        return cls(source=written, sha256=hashlib.sha256(data).hexdigest(), hunks=tuple(hunks))
+        written, sha, hunks = read_diff_payload(table, ctx, "the diff op edits an existing file")
+        return cls(source=written, sha256=sha, hunks=hunks)
 
     def identity(self) -> dict[str, Any]:
         return {"diff": self.sha256}

@@ -38,14 +38,13 @@ on one file (one per edited function) compose.
 from __future__ import annotations
 
 import ast
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import CodeState
-from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, parse_diff, splice_hunks, split_lines
+from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, read_diff_payload, splice_hunks, split_lines
 from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
 
@@ -116,22 +115,7 @@ class ScopedHunks(Operation):
 
     @classmethod
     def read_hunks(cls, table: Mapping[str, Any], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
-        written = table["source"]
-        data = ctx.raw_payload(table)
-        try:
-            old_path, new_path, hunks = parse_diff(data)
-        except ValueError as exc:
-            ctx.error("source", f"payload {written!r} {exc}")
-        file = table["file"]
-        for side in (old_path, new_path):
-            if side is not None and side != file:
-                ctx.error(
-                    "source",
-                    f"payload {written!r} is a diff of {side!r}, not of {file!r}",
-                    hint="set `file` to the path in the diff's '---' / '+++' lines",
-                )
-        if old_path is None or new_path is None:
-            ctx.error("source", f"payload {written!r} creates or deletes a file; {cls.op_name} edits {what}")
+        written, sha, hunks = read_diff_payload(table, ctx, f"{cls.op_name} edits {what}")
         for hunk in hunks:
             if hunk.old_start < 1 or not hunk.old:
                 ctx.error(
@@ -139,7 +123,7 @@ class ScopedHunks(Operation):
                     f"hunk {hunk.number} ({hunk.header}) of {written!r} has no line of {what} to anchor it",
                     hint=f"a {cls.op_name} hunk keeps at least one context or removed line of {what}",
                 )
-        return written, hashlib.sha256(data).hexdigest(), tuple(hunks)
+        return written, sha, hunks
 
     def region(self, state: CodeState) -> Region | Outcome:
         raise NotImplementedError
