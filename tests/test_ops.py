@@ -1233,6 +1233,27 @@ def test_move_import_keeps_the_other_names_and_their_layout(before, after):
     assert_op(move_patch(), before, after, "APPLY", None, 1, reapply=True)
 
 
+@pytest.mark.parametrize(
+    ("extra", "after"),
+    [
+        (
+            {"position": "before"},
+            "import os\n\n# sglang\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
+            "from sglang.srt.utils import get_bool_env_var\nimport torch\n",
+        ),
+        (
+            {"after": "import torch"},
+            "import os\n\n# sglang\nfrom sglang.srt.utils import get_bool_env_var\nimport torch\n"
+            "from sglang.srt.layers.moe.utils import DeepEPMode\n",
+        ),
+    ],
+    ids=["before-the-old-one", "after-a-named-import"],
+)
+def test_move_import_keeps_the_placement_it_is_given(extra, after):
+    before = "import os\n\n# sglang\nfrom sglang.srt.utils import DeepEPMode, get_bool_env_var\nimport torch\n"
+    assert_op(move_patch(**extra), before, after, "APPLY", None, 4, reapply=True)
+
+
 def test_move_import_only_drops_the_old_one_when_the_new_one_exists():
     before = "from sglang.srt.utils import DeepEPMode\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
     assert_op(move_patch(), before, "from sglang.srt.layers.moe.utils import DeepEPMode\n", "APPLY", None, 1)

@@ -179,6 +179,8 @@ def show(report: CheckReport, console: Console, what: str) -> None:
                 console.print(Text("        " + window.first_result.message, style="dim"))
                 if window.first_result.hint:
                     console.print(Text("        hint: " + window.first_result.hint, style="dim"))
+        for taken in (u for u in report.upstreamed if u.patch == patch.id):
+            console.print(Text("  UPSTREAMED: " + taken.message, style="bold yellow"))
     for column, group in enumerate(report.manifest.groups):
         within = f"  a variant in {group.parent}" if group.parent else ""
         console.print(

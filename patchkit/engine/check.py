@@ -35,6 +35,7 @@ from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
 from patchkit.engine.listing import Listing, read_range, start_listing
 from patchkit.engine.pool import Feed, evaluate_many
+from patchkit.engine.upstreamed import Upstreamed, upstreamed
 from patchkit.errors import RepoError, RevisionError
 from patchkit.git import Commit, Entry, GitFailed, Repo, symlinked_parents
 from patchkit.jsontext import INDENT, array_text, encode_str, fragment, object_text
@@ -142,6 +143,7 @@ class CheckReport:
     windows: tuple[Window, ...]
     stats: CheckStats
     group_windows: tuple[GroupWindow, ...] = ()
+    upstreamed: tuple[Upstreamed, ...] = ()  # range verdicts: see engine/upstreamed.py
 
     @property
     def failed(self) -> bool:
@@ -218,6 +220,7 @@ class CheckReport:
         return {
             "windows": [w.to_json() for w in self.windows],
             "group_windows": [w.to_json() for w in self.group_windows],
+            "upstreamed": [u.to_json() for u in self.upstreamed],
             "last_good": None if good is None else {"commit": good.sha, "subject": good.subject},
             "failed": self.failed,
             "stats": {
@@ -472,7 +475,8 @@ def check_range(
         repo.close_prefetched()
     windows = _windows(manifest, rows)
     stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
-    return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)))
+    taken = tuple(upstreamed([p.id for p in manifest.patches], windows))
+    return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)), taken)
 
 
 def _states(

@@ -30,10 +30,14 @@ MODULES = {
     "ensure-import": ("ensure_import", "EnsureImport"),
     "add-methods": ("add_methods", "AddMethods"),
     "replace-function": ("replace_function", "ReplaceFunction"),
+    "edit-function": ("edit_function", "EditFunction"),
+    "edit-imports": ("edit_imports", "EditImports"),
+    "edit-statement": ("edit_statement", "EditStatement"),
     "insert": ("insert", "Insert"),
     "add-definitions": ("add_definitions", "AddDefinitions"),
     "ensure-list-item": ("ensure_list_item", "EnsureListItem"),
     "move-import": ("move_import", "MoveImport"),
+    "remove-definitions": ("remove_definitions", "RemoveDefinitions"),
     "diff": ("diff", "Diff"),
 }
 """The one registry of ops: op name -> (module under patchkit.operations, class name)."""
