@@ -42,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import CodeState
 from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, read_diff_payload, splice_hunks, split_lines
@@ -202,8 +203,6 @@ class ScopedHunks(Operation):
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         import libcst
-
-        from patchkit.errors import InternalError
 
         text = module.code
         state = CodeState.parse("<render>", text)

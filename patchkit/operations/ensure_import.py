@@ -294,8 +294,6 @@ class EnsureImport(Operation):
                 (i for i, s in enumerate(body) if is_import(s) and statement_canons(s) == [self.before_canon]), None
             )
             if found is None:
-                from patchkit.errors import InternalError
-
                 raise InternalError(f"libcst edit could not find the `before` import `{one_line(self.before)}`")
             return found
         start = 1 if body and is_cst_docstring(body[0]) else 0
