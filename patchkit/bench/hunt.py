@@ -57,7 +57,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from patchkit.bench.verdict import Call, Noise, Verdict, judge, pooled_noise
 
@@ -452,7 +452,8 @@ class _Posterior:
             # The step goes the way BAD differs from GOOD: the posterior of (BAD's mean - GOOD's) under this split,
             # a Student-t with 2 * power degrees of freedom, on that side of zero.
             scale = np.sqrt(total / (2 * power) * (1 / n_l + 1 / n_r))
-            logs = logs + stats.t.logcdf(state.sign * (s_r / n_r - s_l / n_l) / scale, 2 * power)
+            z = state.sign * (s_r / n_r - s_l / n_l) / scale
+            logs = logs + np.log(np.maximum(special.stdtr(2 * power, z), 1e-300))  # stdtr: the t CDF, a ufunc
         weights = np.exp(logs - logs.max())
         weights /= weights.sum()
         return cls(marks=tuple(marks), masses=tuple(weights.tolist()))
