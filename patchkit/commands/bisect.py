@@ -30,13 +30,16 @@ from typing import TYPE_CHECKING, Literal
 
 from patchkit.bench.bisect import Measurement, Step, criterion
 from patchkit.bench.bisect import bisect as search
+from patchkit.bench.provenance import host_facts
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
+from patchkit.bench.verdict import Noise
 from patchkit.commands._bench_output import progress, say, show_bisect, step_line
 from patchkit.engine.check import check_range
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.render import print_json
+from patchkit.results import Status
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
 
@@ -108,9 +111,6 @@ def bisect(
         def measure(commit: Commit) -> Measurement:
             record = session.run(commit, chosen)
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
-
-        from patchkit.bench.provenance import host_facts
-        from patchkit.bench.verdict import Noise
 
         stored = session.store.noise(str(host_facts().get("hostname", "")), chosen, the_metric.name)
         prior = None if stored is None else Noise(sigma=float(stored["sigma"]), df=int(stored["df"]))
@@ -186,6 +186,6 @@ def _unpatchable(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Co
                 out[row.commit.sha] = ", ".join(
                     f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
                     for r in row.results
-                    if r.status.value == "FAIL"
+                    if r.status is Status.FAIL
                 )
     return out

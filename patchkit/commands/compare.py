@@ -18,6 +18,7 @@ from patchkit.bench.compare import compare as compare_runs
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import open_store
 from patchkit.bench.store import Store
+from patchkit.bench.verdict import Noise
 from patchkit.commands._bench_output import show_comparison
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
@@ -25,8 +26,6 @@ from patchkit.render import print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-    from patchkit.bench.verdict import Noise
 
 
 def compare(
@@ -63,8 +62,6 @@ def compare(
 
 def noise_priors(store: Store, record: RunRecord) -> dict[str, Noise]:
     """The launch-to-launch spread `patchkit noise` stored for this run's host and profile, per metric."""
-    from patchkit.bench.verdict import Noise
-
     out = {}
     host = str(record.host.get("hostname", ""))
     for metric in record.samples:
