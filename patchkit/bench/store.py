@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import paths
-from patchkit.bench.job import RunRecord
+from patchkit.bench.record import Outcome, RunRecord, redact_env
 from patchkit.errors import RepoError, UsageError
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -64,6 +64,38 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX manifests_run ON manifests (run_id);
     ALTER TABLE runs ADD COLUMN server_log TEXT;
+    """,
+    # 3: the outcomes as a table the runs must name (``interrupted`` is new), enforced by triggers;
+    #    the records already stored get their secret-looking env values redacted (see _backfill_3).
+    """
+    CREATE TABLE outcomes (name TEXT PRIMARY KEY);
+    CREATE TRIGGER runs_outcome_insert BEFORE INSERT ON runs
+        WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
+        BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
+    CREATE TRIGGER runs_outcome_update BEFORE UPDATE OF outcome ON runs
+        WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
+        BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
+    """,
+    # 4: server launches as the replicates: every run is one launch of its (commit, profile) in a series (one
+    #    bench / bisect / noise invocation), every sample keeps its launch number; the launch-to-launch spread
+    #    that `patchkit noise` measured, per host, profile and metric (the prior of compare and bisect).
+    """
+    ALTER TABLE runs ADD COLUMN launch INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN series TEXT;
+    ALTER TABLE samples ADD COLUMN launch INTEGER NOT NULL DEFAULT 1;
+    CREATE INDEX runs_series ON runs (series, commit_sha, profile);
+    CREATE TABLE noise (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        host TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        sigma REAL NOT NULL CHECK (sigma >= 0),
+        df INTEGER NOT NULL CHECK (df >= 1),
+        commit_sha TEXT NOT NULL,
+        series TEXT NOT NULL,
+        measured_at TEXT NOT NULL
+    );
+    CREATE INDEX noise_key ON noise (host, profile, metric);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -124,13 +156,16 @@ class Store:
                 db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
                 db.execute("INSERT INTO schema_version VALUES (0)")
             for target in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target - 1].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                for statement in _statements(MIGRATIONS[target - 1]):
+                    db.execute(statement)
                 if target == 2:
                     _backfill_2(db)
+                if target == 3:
+                    _backfill_3(db)
                 db.execute("UPDATE schema_version SET version = ?", (target,))
                 done.append(target)
+            # An outcome added to the enum later is known to the file as soon as this patchkit opens it.
+            db.executemany("INSERT OR IGNORE INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
         return done
 
     # -- writing ---------------------------------------------------------------
@@ -140,18 +175,21 @@ class Store:
         with self._transaction() as db:
             cursor = db.execute(
                 "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
-                "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
+                "finished_at, host, record, server_log, launch, series) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?)",
                 (
-                    record.commit["sha"],
-                    record.commit["subject"],
-                    record.commit["date"],
+                    record.commit.sha,
+                    record.commit.subject,
+                    record.commit.date,
                     record.profile,
-                    record.outcome,
+                    record.outcome.value,
                     record.reason,
                     record.started_at,
                     record.finished_at,
                     record.host.get("hostname", ""),
                     record.logs.get("server"),
+                    record.launch,
+                    record.series,
                 ),
             )
             run_id = int(cursor.lastrowid or 0)
@@ -161,8 +199,8 @@ class Store:
             for metric, values in record.samples.items():
                 for index, value in enumerate(values, start=1):
                     db.execute(
-                        "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
-                        (run_id, metric, index, value, missing.get((metric, index))),
+                        "INSERT INTO samples (run_id, metric, run, value, log, launch) VALUES (?, ?, ?, ?, ?, ?)",
+                        (run_id, metric, index, value, missing.get((metric, index)), record.launch),
                     )
             for manifest in record.manifests:
                 db.execute(
@@ -198,6 +236,40 @@ class Store:
         query += " ORDER BY id"
         return [RunRecord.from_json(json.loads(r[0])) for r in self.db.execute(query, args)]
 
+    def launches(self, of: RunRecord) -> list[RunRecord]:
+        """Every run of ``of``'s series, commit and profile (its launches, ``of`` among them), by launch number.
+
+        A run stored before launches existed (no series) is a series of one."""
+        if of.series is None:
+            return [of]
+        rows = self.db.execute(
+            "SELECT record FROM runs WHERE series = ? AND commit_sha = ? AND profile = ? ORDER BY launch, id",
+            (of.series, of.commit.sha, of.profile),
+        )
+        return [RunRecord.from_json(json.loads(r[0])) for r in rows]
+
+    def add_noise(
+        self, *, host: str, profile: str, metric: str, sigma: float, df: int, commit: str, series: str
+    ) -> None:
+        """Store the launch-to-launch spread that an A/A run measured (``patchkit noise``)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                (host, profile, metric, sigma, df, commit, series),
+            )
+
+    def noise(self, host: str, profile: str, metric: str) -> dict[str, Any] | None:
+        """The latest spread measured for this host, profile and metric: sigma, df, commit, series, measured_at."""
+        row = self.db.execute(
+            "SELECT sigma, df, commit_sha, series, measured_at FROM noise "
+            "WHERE host = ? AND profile = ? AND metric = ? ORDER BY id DESC LIMIT 1",
+            (host, profile, metric),
+        ).fetchone()
+        if row is None:
+            return None
+        return {"sigma": row[0], "df": row[1], "commit": row[2], "series": row[3], "measured_at": row[4]}
+
     def latest(self, commit: str, profile: str | None = None) -> RunRecord | None:
         query = "SELECT record FROM runs WHERE commit_sha = ?"
         args: list[Any] = [commit]
@@ -206,6 +278,17 @@ class Store:
             args.append(profile)
         row = self.db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
         return None if row is None else RunRecord.from_json(json.loads(row[0]))
+
+
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a migration, split at the semicolons that end one (not those inside a trigger)."""
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \n;"):
+                yield buffer.strip()
+            buffer = ""
 
 
 def _backfill_2(db: sqlite3.Connection) -> None:
@@ -218,3 +301,15 @@ def _backfill_2(db: sqlite3.Connection) -> None:
                 "INSERT INTO manifests VALUES (?, ?, ?, ?)",
                 (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
             )
+
+
+def _backfill_3(db: sqlite3.Connection) -> None:
+    """Schema 3: the known outcomes, and no secret left in a stored record (older patchkit kept them)."""
+    db.executemany("INSERT INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
+    for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
+        data = json.loads(text)
+        env = data.get("env") or {}
+        redacted = redact_env(env)
+        if redacted != env:
+            data["env"] = redacted
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
