@@ -12,6 +12,16 @@ to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
 starts without NAME), ``--report-version V``, ``--ignore-sigterm``.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
+
+SGLang's process shape, for the probe (patchkit/proof): ``--main-env NAME=VALUE`` sets
+``os.environ`` in the main process before the workers start (as SGLang's
+``_set_envs_and_config`` does), then ``--spawn-workers N`` starts N
+``multiprocessing`` spawn children named ``scheduler_TP<rank>`` that import
+``torch`` (the stand-in under tests/standin/torch_standin on PYTHONPATH),
+set ``--worker-env RANK:NAME=VALUE`` themselves, load ``--load-so PATH``
+through ctypes (as pynccl loads libnccl) and call
+``torch.distributed.init_process_group(--backend)``; /health is 200 only
+once every one of them has.
 """
 
 from __future__ import annotations
@@ -29,6 +39,26 @@ from pathlib import Path
 
 def worker() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(0.2)
+
+
+def spawn_worker(rank: int, world: int, backend: str, sets: list[str], load_so: str | None, ready) -> None:
+    """A scheduler process as SGLang spawns it: its own env edits, a ctypes-loaded library, then init."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    for item in sets:
+        where, _, assignment = item.partition(":")
+        name, _, value = assignment.partition("=")
+        if where in ("*", str(rank)):
+            os.environ[name] = value
+    if load_so:
+        import ctypes
+
+        ctypes.CDLL(load_so)
+    import torch.distributed as dist
+
+    dist.init_process_group(backend=backend, rank=rank, world_size=world)
+    ready.put(rank)
     while True:
         time.sleep(0.2)
 
@@ -106,6 +136,11 @@ def main() -> None:
     parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
     parser.add_argument("--slow-factor", type=float, default=1.6)
     parser.add_argument("--slow-if-contains", default=None, help="PATH=TEXT: slow when the tree's PATH contains TEXT")
+    parser.add_argument("--spawn-workers", type=int, default=0, help="multiprocessing spawn children that init torch")
+    parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--main-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--worker-env", action="append", default=[], metavar="RANK:NAME=VALUE")
+    parser.add_argument("--load-so", default=None)
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker()
@@ -136,6 +171,24 @@ def main() -> None:
             process.start()
             gpu_jobs.append(queue)
             workers.append(process)
+    spawned_ready = None
+    if args.spawn_workers:
+        import multiprocessing as mp
+
+        for assignment in args.main_env:
+            name, _, value = assignment.partition("=")
+            os.environ[name] = value
+        ctx = mp.get_context("spawn")
+        spawned_ready = ctx.Queue()
+        for rank in range(args.spawn_workers):
+            process = ctx.Process(
+                target=spawn_worker,
+                args=(rank, args.spawn_workers, args.backend, args.worker_env, args.load_so, spawned_ready),
+                name=f"scheduler_TP{rank}",
+                daemon=True,
+            )
+            process.start()
+            workers.append(process)
     if args.pid_file:
         Path(args.pid_file).write_text("\n".join(str(p) for p in [os.getpid(), *(w.pid for w in workers)]) + "\n")
 
@@ -144,6 +197,9 @@ def main() -> None:
         print("RuntimeError: stand-in start-up failure (CUDA out of memory)", file=sys.stderr, flush=True)
         os._exit(args.exit_during_startup)
 
+    if spawned_ready is not None:
+        for _ in range(args.spawn_workers):
+            spawned_ready.get(timeout=120)
     ready_at = time.monotonic() + args.delay
     version = args.report_version or tree_version()
     verify_ms = args.verify_ms
