@@ -24,7 +24,7 @@ _MARK = {"ok": ("PASS", "green"), "warning": ("WARN", "yellow"), "error": ("FAIL
 
 def guard(
     *,
-    manifest: str,
+    manifest: str | None,
     repo: str,
     python: str | None,
     imports: Sequence[str],
@@ -33,7 +33,22 @@ def guard(
     bisect: bool,
     json_out: bool,
     console: Console,
+    site: bool = False,
+    no_cache: bool = False,
 ) -> int:
+    if site:
+        from patchkit.commands.guard_site import guard_site
+
+        if manifest is not None or imports:
+            raise UsageError(
+                "--site checks the interpreter's site directories only",
+                hint="run `patchkit guard -m M` separately for the tree, or drop -m/--import",
+            )
+        return guard_site(python=python, no_cache=no_cache, json_out=json_out, console=console)
+    if manifest is None:
+        raise UsageError("Missing option '-m' / '--manifest'", hint="name the manifest, or use --python PY --site")
+    if no_cache:
+        raise UsageError("--no-cache needs --site", hint="add --site --python PY")
     with bisect_errors(bisect):
         if imports and python is None:
             raise UsageError(

@@ -8,11 +8,11 @@ and mtime it had then.  A file is, in this order:
 * **probe**: patchkit's own ``sitecustomize``;
 * **tree**: under the benchmarked work tree, and equal to the commit's blob
   or to what patchkit's record says it wrote (else STRAY);
+* **dist NAME VERSION**: listed in that distribution's RECORD with a matching
+  sha256 (an edited file, or one listed without a hash, is STRAY);
 * **editable NAME from DIR**: under the source directory of a PEP 610
   editable install; where DIR is in a git checkout the file must be clean
   there (else STRAY), and the checkout's commit is recorded;
-* **dist NAME VERSION**: listed in that distribution's RECORD with a matching
-  sha256 (an edited file, or one listed without a hash, is STRAY);
 * STRAY, "owned by none", for any other file under a site directory (a
   hand-written ``sitecustomize.py``, a file left by hand);
 * **stdlib**: under the interpreter's own library directory (recorded, not
@@ -109,7 +109,7 @@ def _under(path: str, root: str | None) -> bool:
     return bool(root) and path.startswith(root.rstrip(os.sep) + os.sep)  # type: ignore[union-attr]
 
 
-class _Checkouts:
+class Checkouts:
     """git state of editable source directories, one `git status` per checkout."""
 
     def __init__(self) -> None:
@@ -146,7 +146,7 @@ def account(
         if proc.stdlib:
             stdlibs.add(os.path.realpath(proc.stdlib))
     index = SiteIndex(site_dirs)
-    checkouts = _Checkouts()
+    checkouts = Checkouts()
     probe_file = os.path.realpath(PROBE_SITE_DIR / "sitecustomize.py")
     tree_root = os.path.realpath(tree.root) if tree is not None else None
     real = {path: os.path.realpath(path) for path in loads}
@@ -179,7 +179,7 @@ def _classify(
     tree_root: str | None,
     blobs: Mapping[str, Any],
     index: SiteIndex,
-    checkouts: _Checkouts,
+    checkouts: Checkouts,
     stdlibs: Iterable[str],
     probe_file: str,
     cache: DigestCache,
@@ -217,21 +217,6 @@ def _classify(
                 (f"tree file {rel} differs from commit {tree.commit[:12]}'s blob and from patchkit's record"),
             )
         return "stray", None, f"tree file {rel} is not in commit {tree.commit[:12]} and patchkit did not write it"
-    editable = index.editable_of(real)
-    if editable is not None:
-        assert editable.editable_dir is not None
-        state = checkouts.of(editable.editable_dir)
-        if state is None:
-            return "editable", f"{editable.name} from {editable.editable_dir} (not a git checkout)", None
-        root, commit, dirty = state
-        rel = os.path.relpath(real, root)
-        if rel in dirty:
-            return (
-                "stray",
-                f"{editable.name} from {editable.editable_dir}",
-                (f"uncommitted change in the editable checkout {root} ({rel}) of {editable.label}"),
-            )
-        return "editable", f"{editable.name} from {editable.editable_dir} at {(commit or '?')[:12]}", None
     owned = index.owner.get(os.path.normpath(path)) or index.owner.get(real)
     if owned is not None:
         dist, entry = owned
@@ -251,6 +236,21 @@ def _classify(
                 ),
             )
         return "dist", dist.label, None
+    editable = index.editable_of(real)
+    if editable is not None:
+        assert editable.editable_dir is not None
+        state = checkouts.of(editable.editable_dir)
+        if state is None:
+            return "editable", f"{editable.name} from {editable.editable_dir} (not a git checkout)", None
+        root, commit, dirty = state
+        rel = os.path.relpath(real, root)
+        if rel in dirty:
+            return (
+                "stray",
+                f"{editable.name} from {editable.editable_dir}",
+                (f"uncommitted change in the editable checkout {root} ({rel}) of {editable.label}"),
+            )
+        return "editable", f"{editable.name} from {editable.editable_dir} at {(commit or '?')[:12]}", None
     site_dir = index.site_dir_of(real)
     if site_dir is not None:
         return "stray", None, f"in {site_dir} but listed in no RECORD (owned by none)"

@@ -38,8 +38,8 @@ from __future__ import annotations
 import _thread  # builtin, already loaded: costs nothing
 import os
 import sys
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing is not imported: it is not loaded at start-up, and the probe must stay cheap
 if TYPE_CHECKING:
     from typing import Any
 
@@ -71,9 +71,6 @@ class Probe:
     """The per-process recorder; one instance, installed at the front of ``sys.meta_path``."""
 
     def __init__(self, out: str) -> None:
-        import json
-
-        self.json = json
         self.out = out
         self.fd = -1
         self.pid = 0
@@ -107,7 +104,7 @@ class Probe:
 
     def emit(self, record: dict[str, object]) -> None:
         if self.fd >= 0:
-            os.write(self.fd, (self.json.dumps(record, default=repr) + "\n").encode("utf-8", "surrogateescape"))
+            os.write(self.fd, (_dumps(record) + "\n").encode("ascii"))
 
     def failed(self, exc: BaseException) -> None:
         """Report one of the probe's own errors; never raises."""
@@ -359,6 +356,27 @@ class Probe:
             self.failed(exc)
 
 
+def _dumps(value: object) -> str:
+    """JSON for what the probe writes (dicts, lists, str, int, bool, None), without importing json (and re)."""
+    if isinstance(value, str):
+        return _quote(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_quote(str(k))}: {_dumps(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_dumps(v) for v in value) + "]"
+    return _quote(repr(value))
+
+
+def _quote(text: str) -> str:
+    return _encode_string(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+
+
 def _int(value: object) -> int | None:
     try:
         return int(value)  # type: ignore[call-overload]
@@ -367,6 +385,16 @@ def _int(value: object) -> int | None:
 
 
 _get_ident = _thread.get_ident
+
+
+def _encode_plain(text: str) -> str:
+    return '"' + "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\u{ord(c):04x}" for c in text) + '"'
+
+
+try:
+    from _json import encode_basestring_ascii as _encode_string
+except ImportError:  # pragma: no cover - CPython always has _json
+    _encode_string = _encode_plain
 
 
 def _report(exc: BaseException) -> None:
