@@ -291,6 +291,18 @@ def guard(**kwargs: Any) -> int:
 @click.option("--apply", "apply", is_flag=True, help="Apply the manifest at HEAD first; reverted when CMD exits.")
 @click.option("--keep", is_flag=True, help="With --apply: keep the edits after CMD exits.")
 @guard_options
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Run the probe in every Python process CMD starts; when CMD exits, account for every file "
+    "that ran (a STRAY exits 1).",
+)
+@click.option(
+    "--probe-dir", default=None, metavar="DIR", help="With --probe: keep the probe's per-process files in DIR."
+)
+@click.option(
+    "--allow-stray", multiple=True, metavar="GLOB", help="With --probe: a STRAY matching GLOB is accepted. Repeatable."
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def run(**kwargs: Any) -> int:
     """Guard the tree, then run CMD in it, passing its output and exit code through.

@@ -27,6 +27,7 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
@@ -49,6 +50,9 @@ def run(
     bisect: bool,
     command: Sequence[str],
     console: Console,
+    probe: bool = False,
+    probe_dir: str | None = None,
+    allow_stray: Sequence[str] = (),
 ) -> int:
     with guard_cmd.bisect_errors(bisect):
         if not command:
@@ -77,12 +81,19 @@ def run(
             return _guard_and_run(
                 loaded, git_repo, command, console,
                 python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect,
+                probe=ProbeOptions(probe_dir, tuple(allow_stray)) if probe else None,
             )  # fmt: skip
         finally:
             if wrote and not keep:
                 from patchkit.engine.revert import revert_worktree
 
                 revert_worktree(loaded.name, git_repo)
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    directory: str | None  # keep the probe's files here (default: a temporary directory, removed)
+    allow_stray: tuple[str, ...]
 
 
 def _guard_and_run(
@@ -96,6 +107,7 @@ def _guard_and_run(
     allow_dirty: bool,
     strict: bool,
     bisect: bool,
+    probe: ProbeOptions | None = None,
 ) -> int:
     from patchkit.guard.api import evaluate_guard
 
@@ -120,7 +132,57 @@ def _guard_and_run(
             "PATCHKIT_GUARD": "ok",
         }
     )
-    return run_passthrough(command, env, cwd=None)
+    if probe is None:
+        return run_passthrough(command, env, cwd=None)
+    return _run_probed(command, env, console, git_repo=git_repo, commit=report.commit.sha, probe=probe, bisect=bisect)
+
+
+def _run_probed(
+    command: Sequence[str], env: dict[str, str], console: Console, *, git_repo: Any, commit: str,
+    probe: ProbeOptions, bisect: bool,
+) -> int:  # fmt: skip
+    """Run CMD with the probe in every Python process it starts; account for every file that ran after it exits.
+
+    A STRAY makes the exit code 1 (128 under --bisect: the setup is wrong),
+    whatever CMD's own; otherwise CMD's exit code passes through.
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from patchkit.engine.record import all_records
+    from patchkit.proof import probe_env
+    from patchkit.proof.account import TreeFacts, account
+    from patchkit.proof.digests import DigestCache
+    from patchkit.proof.records import read_probe_dir
+    from patchkit.proof.show import show_proof
+
+    keep = probe.directory is not None
+    out = Path(probe.directory) if probe.directory is not None else Path(tempfile.mkdtemp(prefix="patchkit-probe-"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        code = run_passthrough(command, probe_env(env, out), cwd=None)
+        processes = read_probe_dir(out)
+        written = {f.path: f.after_sha256 for record in all_records(git_repo) for f in record.files}
+        tree = TreeFacts(git_repo, git_repo.root, commit, written)
+        root = str(git_repo.root)
+        accounting = account(
+            processes, tree=tree, allow_stray=probe.allow_stray, cache=DigestCache.for_scope("run:" + root)
+        )
+    finally:
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+    show_proof(console, processes, accounting)
+    if not processes:
+        console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
+    if accounting.strays:
+        console.print(
+            f"patchkit run --probe: {len(accounting.strays)} STRAY file(s) ran; exit "
+            f"{128 if bisect else 1} (CMD exited {code})",
+            markup=False,
+        )
+        return int(ExitCode.BISECT_ABORT if bisect else ExitCode.REFUSED)
+    return code
 
 
 def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None) -> int:
