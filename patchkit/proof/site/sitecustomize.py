@@ -77,6 +77,7 @@ class Probe:
         self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
         self.searching: set[tuple[int, str]] = set()
         self.patched = False
+        self.mains_seen: set[str] = set()
 
     # -- writing ------------------------------------------------------------------------------------
     def open(self, forked_from: int | None = None) -> None:
@@ -135,7 +136,20 @@ class Probe:
             return
         self.emit({"kind": kind, "name": name, "path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
 
+    def mains(self) -> None:
+        """The main script (``python FILE``) and, in a spawn child, the parent's main re-run as ``__mp_main__``:
+        neither is found through ``sys.meta_path``."""
+        for name in ("__main__", "__mp_main__"):
+            path = getattr(sys.modules.get(name), "__file__", None)
+            if isinstance(path, str) and path not in self.mains_seen:
+                self.mains_seen.add(path)
+                self.module(name, os.path.abspath(path))
+
     def already_loaded(self) -> None:
+        script = sys.argv[0] if sys.argv else ""
+        if script not in ("", "-c", "-m") and os.path.isfile(script):
+            self.mains_seen.add(script)
+            self.module("__main__", os.path.abspath(script))
         for name, mod in list(sys.modules.items()):
             path = getattr(mod, "__file__", None)
             if isinstance(path, str):
@@ -268,6 +282,7 @@ class Probe:
         return init_process_group
 
     def init_record(self, env: object, args: tuple[object, ...], kwargs: dict[str, object], raised: object) -> None:
+        self.mains()
         dist = sys.modules.get("torch.distributed")
         backend = kwargs.get("backend", args[0] if args else None)
         rank = kwargs.get("rank", os.environ.get("RANK"))
@@ -338,8 +353,7 @@ class Probe:
         try:
             if self.pid != os.getpid():
                 return
-            main = sys.modules.get("__main__")
-            self.module("__main__", getattr(main, "__file__", None))
+            self.mains()
             self.emit({"kind": "exit", "title": self.title(), "mp_name": self.mp_name()})
         except Exception as exc:
             self.failed(exc)
