@@ -35,7 +35,6 @@ point (the fault-injection test uses it to show the program is unaffected).
 
 from __future__ import annotations
 
-import _thread  # builtin, already loaded: costs nothing
 import os
 import sys
 
@@ -75,7 +74,8 @@ class Probe:
         self.fd = -1
         self.pid = 0
         self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
-        self.searching: set[tuple[int, str]] = set()
+        self.searching: set[str] = set()
+        self.fault = os.environ.get("PATCHKIT_PROBE_FAULT")
         self.patched = False
         self.mains_seen: set[str] = set()
 
@@ -134,7 +134,10 @@ class Probe:
             st = os.stat(path)
         except OSError:
             return
-        self.emit({"kind": kind, "name": name, "path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+        if self.fd >= 0:  # the hot path (once per module): one f-string, one write
+            q = _quote
+            line = f'{{"kind": "{kind}", "name": {q(name)}, "path": {q(path)}, "size": {st.st_size}, '
+            os.write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
 
     def mains(self) -> None:
         """The main script (``python FILE``) and, in a spawn child, the parent's main re-run as ``__mp_main__``:
@@ -175,35 +178,42 @@ class Probe:
     def find_spec(self, name: str, path: object = None, target: object = None) -> object:
         """Find the spec the other finders would find, record its file, and return it.
 
-        Returning the spec (rather than None) means no finder is asked twice; a
-        finder that asks the import system for the same name from inside its
-        own search meets ``searching`` and gets None from us.
+        Returning the spec (rather than None) means no finder is asked twice.
+        A finder that asks the import system for the same name from inside its
+        own search meets ``searching`` and gets None from us (an ``import``
+        statement holds the module's lock while it searches, so two threads
+        never search one name through here at once).  This runs once per
+        module: it is kept to one stat, one f-string and one write.
         """
-        key = (_get_ident(), name)
-        if key in self.searching:
+        searching = self.searching
+        if name in searching:
             return None
-        self.searching.add(key)
+        searching.add(name)
         try:
-            spec = None
             for finder in sys.meta_path:
                 if finder is self:  # type: ignore[comparison-overlap]
                     continue
                 find = getattr(finder, "find_spec", None)
-                if find is None:
-                    continue
-                spec = find(name, path, target)
-                if spec is not None:
-                    break
+                if find is not None:
+                    spec = find(name, path, target)
+                    if spec is not None:
+                        break
+            else:
+                return None
         finally:
-            self.searching.discard(key)
-        if spec is None:
-            return None
+            searching.discard(name)
         try:
-            _fault("import")
-            origin = getattr(spec, "origin", None)
-            if getattr(spec, "has_location", False) and isinstance(origin, str):
-                self.module(name, origin)
-            if name in ("torch.distributed", "torch.distributed.distributed_c10d") and not self.patched:
+            if self.fault == "import":
+                raise ProbeFault("injected fault at import")
+            origin = spec.origin
+            if spec.has_location and origin.__class__ is str and self.fd >= 0:
+                try:
+                    st = _stat(origin)
+                except OSError:  # inside a zip, or gone already: nothing on disk to vouch for
+                    return spec
+                line = f'{{"kind": "module", "name": {_quote(name)}, "path": {_quote(origin)}, "size": {st.st_size}, '
+                _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+            if not self.patched and name in ("torch.distributed", "torch.distributed.distributed_c10d"):
                 self.wrap_loader(spec)
         except Exception as exc:
             self.failed(exc)
@@ -388,6 +398,8 @@ def _dumps(value: object) -> str:
 
 
 def _quote(text: str) -> str:
+    if text.isascii():
+        return _encode_string(text)
     return _encode_string(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
@@ -398,7 +410,8 @@ def _int(value: object) -> int | None:
         return None
 
 
-_get_ident = _thread.get_ident
+_stat = os.stat
+_write = os.write
 
 
 def _encode_plain(text: str) -> str:
