@@ -29,7 +29,7 @@ from patchkit.bench.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty",
+    "missing", "metrics", "logs", "allow_dirty", "proof",
 }  # fmt: skip
 
 
@@ -252,7 +252,7 @@ def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     assert cmp.code == 0, cmp.err
     data = cmp.json
     assert set(data) == {"version", "command", "threshold", "a", "b", "no_data", "metrics", "provenance"}
-    assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host"}
+    assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host", "proof"}
     subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]
     assert subjects == ["docs: more notes", SLOW_SUBJECT]
     rows = {r["metric"]: r for r in data["metrics"]}

@@ -23,6 +23,7 @@ from typing import Any
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
+from patchkit.proof.compare import proof_changes
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ class Comparison:
     gpus: tuple[Difference, ...]
     host: tuple[Difference, ...]
     no_data: tuple[RunRecord, ...] = field(default=())  # the runs (A, B or both) without a single measured value
+    proof: tuple[Difference, ...] = ()  # the probe's facts: effective env per rank, libraries, distributions, STRAYs
 
     @property
     def provenance(self) -> dict[str, tuple[Difference, ...] | tuple[PatchChange, ...]]:
@@ -117,6 +119,7 @@ class Comparison:
             "versions": self.versions,
             "gpus": self.gpus,
             "host": self.host,
+            "proof": self.proof,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -165,6 +168,7 @@ def compare(a: RunRecord, b: RunRecord, *, threshold: float, between: Between | 
         gpus=tuple(differences(list(a.gpus or []), list(b.gpus or []), "gpus")),
         host=tuple(differences(a.host, b.host, "host")),
         no_data=tuple(r for r in (a, b) if not r.has_data()),
+        proof=tuple(Difference(key, x, y) for key, x, y in proof_changes(a.proof, b.proof)),
     )
 
 

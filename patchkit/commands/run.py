@@ -150,7 +150,6 @@ def _run_probed(
     import tempfile
     from pathlib import Path
 
-    from patchkit.engine.record import all_records
     from patchkit.proof import probe_env
     from patchkit.proof.account import TreeFacts, account
     from patchkit.proof.digests import DigestCache
@@ -163,8 +162,7 @@ def _run_probed(
         out.mkdir(parents=True, exist_ok=True)
         code = run_passthrough(command, probe_env(env, out), cwd=None)
         processes = read_probe_dir(out)
-        written = {f.path: f.after_sha256 for record in all_records(git_repo) for f in record.files}
-        tree = TreeFacts(git_repo, git_repo.root, commit, written)
+        tree = TreeFacts.of(git_repo, git_repo.root, commit)
         root = str(git_repo.root)
         accounting = account(
             processes, tree=tree, allow_stray=probe.allow_stray, cache=DigestCache.for_scope("run:" + root)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.errors import PatchkitError
-from patchkit.git import Repo
+from patchkit.git import Repo, blob_id
 from patchkit.proof import PROBE_SITE_DIR
 from patchkit.proof.digests import DigestCache, hash_file, hex_of
 from patchkit.proof.dists import Distribution, SiteIndex
@@ -45,12 +45,27 @@ CATEGORIES = ("tree", "dist", "editable", "stdlib", "probe", "stray", "allowed")
 
 @dataclass(frozen=True)
 class TreeFacts:
-    """The benchmarked work tree: its root, the commit it is at, and what patchkit wrote (rel -> sha256 hex)."""
+    """The benchmarked work tree as plain data (no git process needed to use it): its root, the commit,
+    the commit's blobs (rel -> blob id, ``Repo.tree_blobs``), and what patchkit wrote (rel -> sha256 hex:
+    the apply records, and the version file bench writes)."""
 
-    repo: Repo
     root: Path
     commit: str
+    blobs: Mapping[str, str]
+    object_format: str = "sha1"
     written: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, repo: Repo, root: Path, commit: str, extra: Mapping[str, str] | None = None) -> TreeFacts:
+        """Read from a repository: the commit's blobs and every apply record of the work tree."""
+        from patchkit.engine.record import all_records
+
+        written = {f.path: f.after_sha256 for record in all_records(repo) for f in record.files}
+        written.update(extra or {})
+        return cls(root, commit, repo.tree_blobs(commit), repo.object_format, written)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": str(self.root), "commit": self.commit, "written": dict(self.written)}
 
 
 @dataclass(frozen=True)
@@ -150,8 +165,7 @@ def account(
     probe_file = os.path.realpath(PROBE_SITE_DIR / "sitecustomize.py")
     tree_root = os.path.realpath(tree.root) if tree is not None else None
     real = {path: os.path.realpath(path) for path in loads}
-    tree_rels = sorted({os.path.relpath(r, tree_root) for r in real.values() if tree_root and _under(r, tree_root)})
-    blobs = tree.repo.ls_tree(tree.commit, tree_rels) if tree is not None and tree_rels else {}
+    blobs = tree.blobs if tree is not None else {}
     verdicts = []
     for path in sorted(loads):
         seen = loads[path]
@@ -209,7 +223,7 @@ def _classify(
         if blob is not None:
             with open(real, "rb") as f:
                 data = f.read()
-            if tree.repo.hash_blob(data) == blob.oid:
+            if blob_id(data, tree.object_format) == blob:
                 return "tree", tree.commit, None
             return (
                 "stray",
