@@ -18,7 +18,8 @@ SGLang's process shape, for the probe (patchkit/proof): ``--main-env NAME=VALUE`
 ``_set_envs_and_config`` does), then ``--spawn-workers N`` starts N
 ``multiprocessing`` spawn children named ``scheduler_TP<rank>`` that import
 ``torch`` (the stand-in under tests/standin/torch_standin on PYTHONPATH),
-set ``--worker-env RANK:NAME=VALUE`` themselves, load ``--load-so PATH``
+set ``--worker-env RANK:NAME=VALUE`` themselves (``--tree-envs``: the tree's
+``sglang.srt.entrypoints.engine._set_envs_and_config()`` runs first, as SGLang's does), load ``--load-so PATH``
 through ctypes (as pynccl loads libnccl) and call
 ``torch.distributed.init_process_group(--backend)``; /health is 200 only
 once every one of them has.
@@ -141,6 +142,7 @@ def main() -> None:
     parser.add_argument("--main-env", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--worker-env", action="append", default=[], metavar="RANK:NAME=VALUE")
     parser.add_argument("--load-so", default=None)
+    parser.add_argument("--tree-envs", action="store_true", help="call the tree's _set_envs_and_config first")
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker()
@@ -178,6 +180,10 @@ def main() -> None:
         for assignment in args.main_env:
             name, _, value = assignment.partition("=")
             os.environ[name] = value
+        if args.tree_envs:  # as SGLang's engine does before it spawns the schedulers: per commit
+            from sglang.srt.entrypoints.engine import _set_envs_and_config  # type: ignore[import-not-found]
+
+            _set_envs_and_config()
         ctx = mp.get_context("spawn")
         spawned_ready = ctx.Queue()
         for rank in range(args.spawn_workers):
