@@ -49,7 +49,7 @@ class Class_{n}:
         return function_{n}(self.value)
 '''
 
-SERVER = '''import multiprocessing as mp
+SERVER = """import multiprocessing as mp
 import sys
 
 import torch.distributed as dist
@@ -69,7 +69,7 @@ if __name__ == "__main__":
     p.start()
     p.join()
     sys.exit(p.exitcode)
-'''
+"""
 
 
 def generate(root: Path, modules: int) -> Path:
@@ -131,7 +131,10 @@ def main() -> None:
         lines = sum(len(p.read_text().splitlines()) for p in (work / "probe-0").iterdir())
         wall_off, wall_on = statistics.median(w for w, _ in off), statistics.median(w for w, _ in on)
         cpu_off, cpu_on = statistics.median(c for _, c in off), statistics.median(c for _, c in on)
-        print(f"stand-in server importing {args.modules} modules in 2 processes (+ resource tracker), {args.runs} runs each")
+        print(
+            f"stand-in server importing {args.modules} modules in 2 processes (+ resource tracker), "
+            f"{args.runs} runs each"
+        )
         print(f"probe files per run: {files}, {lines} records")
         print(f"wall median: off {wall_off:.3f}s  on {wall_on:.3f}s  ratio {wall_on / wall_off:.3f}")
         print(f"cpu  median: off {cpu_off:.3f}s  on {cpu_on:.3f}s  ratio {cpu_on / cpu_off:.3f}  (target <= 1.05)")

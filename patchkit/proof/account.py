@@ -37,7 +37,7 @@ from patchkit.errors import PatchkitError
 from patchkit.git import Repo, blob_id
 from patchkit.proof import PROBE_SITE_DIR
 from patchkit.proof.digests import DigestCache, hash_file, hex_of
-from patchkit.proof.dists import Distribution, SiteIndex
+from patchkit.proof.dists import ALGO, DIGEST, Distribution, SiteIndex
 from patchkit.proof.records import LoadedFile, ProcessFacts
 
 CATEGORIES = ("tree", "dist", "editable", "stdlib", "probe", "stray", "allowed")
@@ -160,7 +160,7 @@ def account(
         site_dirs += [d for d in proc.site_dirs if d not in site_dirs]
         if proc.stdlib:
             stdlibs.add(os.path.realpath(proc.stdlib))
-    index = SiteIndex(site_dirs)
+    index = SiteIndex(site_dirs, cache)
     checkouts = Checkouts()
     probe_file = os.path.realpath(PROBE_SITE_DIR / "sitecustomize.py")
     tree_root = os.path.realpath(tree.root) if tree is not None else None
@@ -234,20 +234,18 @@ def _classify(
     owned = index.owner.get(os.path.normpath(path)) or index.owner.get(real)
     if owned is not None:
         dist, entry = owned
-        if not entry.digest or not entry.algo:
+        algo, recorded = entry[ALGO], entry[DIGEST]
+        if not recorded or not algo:
             return "stray", dist.label, f"listed without a hash in the RECORD of {dist.label}"
-        if entry.algo == "sha256":
+        if algo == "sha256":
             found = cache.sha256(real, st)
         else:
-            found = hash_file(real, entry.algo) if entry.algo in hashlib.algorithms_available else "?"
-        if found != entry.digest:
+            found = hash_file(real, algo) if algo in hashlib.algorithms_available else "?"
+        if found != recorded:
             return (
                 "stray",
                 dist.label,
-                (
-                    f"edited: its {entry.algo} differs from the RECORD of {dist.label} "
-                    f"(RECORD {entry.digest}, file {found})"
-                ),
+                (f"edited: its {algo} differs from the RECORD of {dist.label} (RECORD {recorded}, file {found})"),
             )
         return "dist", dist.label, None
     editable = index.editable_of(real)

@@ -15,6 +15,7 @@ What a stat cache cannot see (``--no-cache`` hashes everything):
   cannot be set by ``touch`` or ``os.utime``), or on a filesystem that does not
   update them (some network and FUSE filesystems, or writes through a mapping
   that are not yet synced);
+* a RECORD rewritten the same way (its parsed rows are cached by the same key);
 * a cache file edited by hand: the cache lives in the user's own directory,
   so it protects against accidents, not against someone with the user's rights.
 """
@@ -27,10 +28,11 @@ import marshal
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from patchkit.crash import _cache_dir
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _CHUNK = 1 << 20
 
 
@@ -55,6 +57,7 @@ class DigestCache:
     def __init__(self, file: Path | None) -> None:
         self.file = file
         self.entries: dict[str, tuple[int, int, int, int, str]] = {}
+        self.records: dict[str, tuple[tuple[int, int, int, int], tuple[Any, ...]]] = {}
         self.dirty = False
         self.hits = 0
         self.hashed = 0
@@ -63,8 +66,8 @@ class DigestCache:
                 data = marshal.loads(file.read_bytes())
             except (OSError, EOFError, ValueError, TypeError):
                 data = None
-            if isinstance(data, tuple) and len(data) == 2 and data[0] == CACHE_VERSION and isinstance(data[1], dict):
-                self.entries = data[1]
+            if isinstance(data, tuple) and len(data) == 3 and data[0] == CACHE_VERSION:
+                self.entries, self.records = data[1], data[2]
 
     @classmethod
     def for_scope(cls, scope: str, *, enabled: bool = True) -> DigestCache:
@@ -92,6 +95,18 @@ class DigestCache:
             self.dirty = True
         return digest
 
+    def record(self, path: str, st: os.stat_result) -> tuple[Any, ...] | None:
+        """A RECORD file's parsed rows, when the file's stat is what it was when they were parsed."""
+        found = self.records.get(path)
+        if found is not None and found[0] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):
+            return found[1]
+        return None
+
+    def remember_record(self, path: str, st: os.stat_result, entries: tuple[Any, ...]) -> None:
+        if self.file is not None:
+            self.records[path] = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino), entries)
+            self.dirty = True
+
     def save(self) -> None:
         """Write the cache atomically; a cache that cannot be written is skipped (it is only a cache)."""
         if self.file is None or not self.dirty:
@@ -101,7 +116,7 @@ class DigestCache:
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".digests-")
             try:
                 with os.fdopen(fd, "wb") as f:
-                    marshal.dump((CACHE_VERSION, self.entries), f)
+                    marshal.dump((CACHE_VERSION, self.entries, self.records), f)
                 os.replace(tmp, self.file)
             except BaseException:
                 os.unlink(tmp)

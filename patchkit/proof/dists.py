@@ -15,18 +15,24 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Protocol
 from urllib.parse import unquote, urlparse
 
+# One RECORD line: (absolute normalised path, hash algorithm, digest in RECORD form, size).  A plain tuple: a
+# site directory has tens of thousands, and `guard --site` with a warm cache is little more than a walk over them.
+Entry = tuple[str, "str | None", "str | None", "int | None"]
+PATH: Final = 0
+ALGO: Final = 1
+DIGEST: Final = 2
+SIZE: Final = 3
 
-@dataclass(frozen=True)
-class Entry:
-    """One RECORD line: absolute (normalised) path, hash algorithm and digest (RECORD form), size."""
 
-    path: str
-    algo: str | None
-    digest: str | None
-    size: int | None
+class RecordCache(Protocol):
+    """Where parsed RECORDs are remembered by the RECORD file's stat (``digests.DigestCache``)."""
+
+    def record(self, path: str, st: os.stat_result) -> tuple[Entry, ...] | None: ...
+
+    def remember_record(self, path: str, st: os.stat_result, entries: tuple[Entry, ...]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -85,26 +91,48 @@ def _editable_dir(info_dir: str) -> str | None:
     return os.path.realpath(unquote(url.path))
 
 
-def read_record(site_dir: str, info_dir: str) -> tuple[Entry, ...] | None:
+def read_record(site_dir: str, info_dir: str, cache: RecordCache | None = None) -> tuple[Entry, ...] | None:
+    """RECORD's rows; a line without quotes is split by hand (csv only for the rare quoted path)."""
+    record = os.path.join(info_dir, "RECORD")
     try:
-        with open(os.path.join(info_dir, "RECORD"), encoding="utf-8", newline="") as f:
-            rows = list(csv.reader(f))
+        st = os.stat(record)
+        if cache is not None:
+            cached = cache.record(record, st)
+            if cached is not None:
+                return cached
+        with open(record, encoding="utf-8", newline="") as f:
+            text = f.read()
     except OSError:
         return None
+    prefix = site_dir.rstrip(os.sep) + os.sep
     entries = []
-    join, normpath = os.path.join, os.path.normpath
-    for row in rows:
-        if not row or not row[0]:
+    for line in text.splitlines():
+        if not line:
             continue
+        if '"' in line:
+            row = next(csv.reader([line]))
+        else:
+            row = line.split(",")
+            if len(row) > 3:  # a comma in an unquoted path: take the last two fields as hash and size
+                row = [",".join(row[:-2]), row[-2], row[-1]]
+        rel = row[0]
+        if not rel:
+            continue
+        path = prefix + rel
+        if "/." in path or "//" in path or os.sep != "/":
+            path = os.path.normpath(path)
         algo = digest = None
         if len(row) > 1 and "=" in row[1]:
             algo, _, digest = row[1].partition("=")
         size = int(row[2]) if len(row) > 2 and row[2].isdigit() else None
-        entries.append(Entry(normpath(join(site_dir, row[0])), algo, digest, size))
-    return tuple(entries)
+        entries.append((path, algo, digest, size))
+    out = tuple(entries)
+    if cache is not None:
+        cache.remember_record(record, st, out)
+    return out
 
 
-def read_distributions(site_dirs: Iterable[str]) -> list[Distribution]:
+def read_distributions(site_dirs: Iterable[str], cache: RecordCache | None = None) -> list[Distribution]:
     """Every ``*.dist-info`` of ``site_dirs`` (a missing RECORD gives ``has_record=False``)."""
     found: list[Distribution] = []
     for site_dir in site_dirs:
@@ -119,7 +147,7 @@ def read_distributions(site_dirs: Iterable[str]) -> list[Distribution]:
             name, version = _metadata(info_dir)
             stem = entry[: -len(".dist-info")]
             guess_name, _, guess_version = stem.partition("-")
-            record = read_record(site_dir, info_dir)
+            record = read_record(site_dir, info_dir, cache)
             found.append(
                 Distribution(
                     name=name or guess_name,
@@ -137,13 +165,12 @@ def read_distributions(site_dirs: Iterable[str]) -> list[Distribution]:
 class SiteIndex:
     """Who owns a path: the RECORD that lists it, or the editable install whose source holds it."""
 
-    def __init__(self, site_dirs: Sequence[str]) -> None:
+    def __init__(self, site_dirs: Sequence[str], cache: RecordCache | None = None) -> None:
         self.site_dirs = [os.path.realpath(d) for d in site_dirs]
-        self.dists = read_distributions(self.site_dirs)
+        self.dists = read_distributions(self.site_dirs, cache)
         self.owner: dict[str, tuple[Distribution, Entry]] = {}
-        for dist in self.dists:
-            for item in dist.entries:
-                self.owner.setdefault(item.path, (dist, item))
+        for dist in reversed(self.dists):  # the first distribution that lists a path owns it
+            self.owner.update({item[PATH]: (dist, item) for item in dist.entries})
         self.editables = sorted(
             (d for d in self.dists if d.editable_dir), key=lambda d: len(d.editable_dir or ""), reverse=True
         )

@@ -31,7 +31,7 @@ from typing import Any
 
 from patchkit.errors import UsageError
 from patchkit.proof.account import Checkouts
-from patchkit.proof.digests import DigestCache
+from patchkit.proof.digests import DigestCache, hash_file
 from patchkit.proof.dists import Distribution, SiteIndex
 
 SITE_SCRIPT = (
@@ -186,57 +186,54 @@ def check_site_dirs(
     files: dict[str, os.stat_result] = {}
     for site_dir in site_dirs:
         files.update(walk(site_dir))
-    index = SiteIndex(site_dirs)
+    index = SiteIndex(site_dirs, cache)
     findings: list[Finding] = []
     notes: list[Finding] = []
     verified = 0
-    sha256 = cache.sha256
+    sha256, get = cache.sha256, files.get
     for dist in index.dists:
         label = dist.label
         if not dist.has_record:
-            findings.append(
-                Finding("missing", os.path.join(dist.info_dir, "RECORD"), label, "no RECORD: cannot verify")
-            )
-        for entry in dist.entries:
-            if entry.digest is None:
+            where = os.path.join(dist.info_dir, "RECORD")
+            findings.append(Finding("missing", where, label, "no RECORD: cannot verify"))
+        for path, algo, digest, size in dist.entries:
+            if digest is None:
                 continue
-            path = entry.path
-            st = files.get(path)
+            st = get(path)
             if st is None:
                 try:
                     st = os.stat(path)
                 except OSError:
                     findings.append(Finding("missing", path, label, "listed in RECORD, not on disk"))
                     continue
-            if entry.size is not None and st.st_size != entry.size:
-                findings.append(Finding("edited", path, label, f"size {st.st_size}, RECORD says {entry.size}"))
+            if size is not None and st.st_size != size:
+                findings.append(Finding("edited", path, label, f"size {st.st_size}, RECORD says {size}"))
                 continue
-            if entry.algo == "sha256":
-                found = sha256(path, st)
-            else:
-                from patchkit.proof.digests import hash_file
-
-                found = hash_file(path, entry.algo or "sha256")
+            found = sha256(path, st) if algo == "sha256" else hash_file(path, algo or "sha256")
             verified += 1
-            if found != entry.digest:
-                findings.append(Finding("edited", path, label, f"{entry.algo} {found}, RECORD says {entry.digest}"))
+            if found != digest:
+                findings.append(Finding("edited", path, label, f"{algo} {found}, RECORD says {digest}"))
     owner = index.owner
-    for path in sorted(files):
+    top = set(site_dirs)
+    for path in files:
+        if not path.endswith((".py", ".pth")) or path in owner:
+            if path.endswith(".pth") and path in owner and os.path.dirname(path) in top and _runs_code(path):
+                pth = ".pth with an import line: runs code at every start-up"
+                notes.append(Finding("pth", path, owner[path][0].label, pth))
+            continue
         name = os.path.basename(path)
-        if not name.endswith((".py", ".pth")):
-            continue
-        owned = owner.get(path)
-        if name.endswith(".pth") and os.path.dirname(path) in site_dirs and _runs_code(path):
-            if owned is None:
-                findings.append(Finding("unowned", path, None, ".pth with an import line: runs code at every start-up"))
+        if name.endswith(".pth"):
+            if os.path.dirname(path) in top and _runs_code(path):
+                what = ".pth with an import line: runs code at every start-up"
             else:
-                notes.append(
-                    Finding("pth", path, owned[0].label, ".pth with an import line: runs code at every start-up")
-                )
-            continue
-        if owned is None:
-            what = "runs at every start-up" if name in CUSTOMIZE else "listed in no RECORD"
-            findings.append(Finding("unowned", path, None, what))
+                what = ".pth listed in no RECORD"
+        elif name in CUSTOMIZE:
+            what = "runs at every start-up"
+        else:
+            what = "listed in no RECORD"
+        findings.append(Finding("unowned", path, None, what))
+    findings.sort(key=lambda f: (f.kind != "edited", f.path))
+    notes.sort(key=lambda f: f.path)
     editables = _editables(index, findings)
     cache.save()
     return SiteReport(
