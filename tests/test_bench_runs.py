@@ -351,7 +351,7 @@ def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_
     phases = list(dict.fromkeys(p for p, _ in seen))
     assert phases == [
         "preparing worktree", "reading provenance", "starting server", "waiting for health",
-        "checking worker environments", "client", "stopping server",
+        "checking worker environments", "accounting for every file that ran", "client", "stopping server",
     ]  # fmt: skip
     assert [d for p, d in seen if p == "client"] == ["warmup 1/1", "run 1/2", "run 2/2"]
     assert all(d.endswith("of 20s") for p, d in seen if p == "waiting for health")

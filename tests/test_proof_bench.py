@@ -57,7 +57,8 @@ def test_a_worker_that_sets_its_own_nccl_variable_is_refused(capsys, history, ve
     store = tmp_path / "bench.sqlite"
     result = bench(capsys, history, manifest, store, "--commit", history["base"])
     assert result.code == 1, result.err
-    print(result.out)
+    with capsys.disabled():
+        print(result.out)
     [record] = json.loads(run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").out)["runs"]
     assert record["outcome"] == "refused" and "before measurement" in record["reason"]
     assert "scheduler_TP1, rank 1): NCCL_MIN_NCHANNELS at init_process_group: expected '4', found '8'" in result.out
@@ -74,7 +75,8 @@ def test_an_edited_site_packages_file_refuses_the_run_naming_its_distribution(ca
         result = bench(capsys, history, manifest, store, "--commit", history["base"])
     finally:
         nccl.write_text(original)
-    print(result.out)
+    with capsys.disabled():
+        print(result.out)
     assert result.code == 1
     line = next(x for x in result.out.splitlines() if str(nccl) in x)
     assert f"[torch {TORCH_VERSION}]" in line and "edited: its sha256 differs from the RECORD" in line
@@ -109,5 +111,6 @@ def test_probe_off_is_not_proven_and_compare_shows_the_effective_env_change(caps
     rows = {d["key"]: (d["a"], d["b"]) for d in cmp.json["provenance"]["proof"]}
     assert rows == {"effective env CUDA_DEVICE_MAX_CONNECTIONS in scheduler_TP0..1": ("4", "8")}
     people = run_cli(capsys, "compare", str(a["run"]), str(b["run"]), "--repo", history.path, "--store", store)
-    print(people.out)
+    with capsys.disabled():
+        print(people.out)
     assert "  effective env CUDA_DEVICE_MAX_CONNECTIONS in scheduler_TP0..1: '4' -> '8'" in people.out

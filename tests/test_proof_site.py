@@ -9,19 +9,9 @@ from pathlib import Path
 
 import pytest
 from helpers import git, make_repo, patchkit_script
-from proof_env import ALPHA_CORE, editable_install, make_venv, site_packages, wheels
+from proof_env import ALPHA_CORE, PYPROJECT, editable_install, make_venv, site_packages, wheels
 
-BETA_PYPROJECT = """[build-system]
-requires = ["setuptools>=68"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "beta-src"
-version = "0.3"
-
-[tool.setuptools.packages.find]
-where = ["src"]
-"""
+BETA_PYPROJECT = PYPROJECT.format(name="beta-src", version="0.3")
 
 
 def guard_site(python: Path, *extra: str, cache: Path) -> subprocess.CompletedProcess[str]:
