@@ -57,7 +57,9 @@ from patchkit.bench.provenance import gpu_facts, host_facts, interpreter_facts, 
 from patchkit.bench.record import Outcome, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
+from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
+from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
 
 LOG_TAIL_LINES = 20
 
@@ -269,7 +271,7 @@ def check_start_env(pid: int, required: Mapping[str, str]) -> tuple[list[int], l
 # -- the job ------------------------------------------------------------------------
 
 
-def _version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
+def version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
     config = spec.config
     if config.version_file is None and spec.expected_version is None:
         return None
@@ -484,7 +486,7 @@ def _verify(spec: JobSpec, state: _JobState, say: Progress) -> None:
         except json.JSONDecodeError:
             info = None
         state.server_info = info if isinstance(info, dict) else None
-    problem = _version_problem(spec, state.server_info)
+    problem = version_problem(spec, state.server_info)
     if problem:
         raise _Stop(Outcome.REFUSED, problem)
     say("checking worker environments", "")
@@ -504,16 +506,12 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
     """The server's environment: the job's, with the probe's directory first on PYTHONPATH ([bench].probe)."""
     if not spec.config.probe:
         return state.env
-    from patchkit.proof import probe_env
-
     state.probe_dir = spec.run_dir / "probe"
     state.probe_dir.mkdir(parents=True, exist_ok=True)
     return probe_env(state.env, state.probe_dir, env_names=sorted(required_env(spec, state.env)))
 
 
 def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
-    from patchkit.proof.runproof import prove
-
     assert state.probe_dir is not None
     live = {}
     if when == "healthy" and state.proc is not None:
@@ -551,8 +549,6 @@ def _prove_at_stop(
     """Account again once the server is stopped (a file edited during the run is caught here); the record's proof."""
     if state.probe_dir is None:
         return outcome, reason, details
-    from patchkit.proof.runproof import proof_json
-
     stop = _prove(spec, state, "stop")
     state.proof = proof_json(state.proof_healthy, stop, server_log=state.server_log, probe_dir=state.probe_dir)
     healthy_reasons = set(state.proof_healthy.reasons) if state.proof_healthy is not None else set()
@@ -567,8 +563,6 @@ def _prove_at_stop(
 
 
 def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, Any]:
-    from patchkit.proof.runproof import NOT_PROVEN
-
     if not spec.config.probe:
         return {"state": NOT_PROVEN, "reason": "[bench].probe = false"}
     return state.proof or {"state": NOT_PROVEN, "reason": "no server process ran"}

@@ -38,8 +38,12 @@ from typing import Any
 
 from patchkit.capture.python import Proposal, Unfit, propose
 from patchkit.capture.textdiff import count_changes, unified_diff
+from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
+from patchkit.manifest import load_manifest
+from patchkit.results import Status
+from patchkit.sources.commit import CommitSource
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 PY_SUFFIXES = (".py", ".pyi")
@@ -240,10 +244,6 @@ def _verify(
     patches: Sequence[CapturedPatch],
 ) -> dict[str, str]:
     """Files whose captured patches do not reproduce the edit, with the reason."""
-    from patchkit.engine.evaluate import evaluate, render
-    from patchkit.manifest import load_manifest
-    from patchkit.results import Status
-    from patchkit.sources.commit import CommitSource
 
     try:
         manifest = load_manifest(manifest_path)

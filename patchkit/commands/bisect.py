@@ -26,6 +26,7 @@ from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.render import print_json
+from patchkit.results import Status
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -147,6 +148,6 @@ def _unpatchable(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Co
                 out[row.commit.sha] = ", ".join(
                     f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
                     for r in row.results
-                    if r.status.value == "FAIL"
+                    if r.status is Status.FAIL
                 )
     return out

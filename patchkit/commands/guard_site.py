@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from patchkit.errors import ExitCode, UsageError
+from patchkit.proof.sitecheck import SiteReport, check_site
 from patchkit.render import Grid, emit, plural, print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from patchkit.proof.sitecheck import SiteReport
 
 _KIND = {
     "edited": ("EDITED", "bold red"),
@@ -31,8 +31,6 @@ _KIND = {
 def guard_site(*, python: str | None, no_cache: bool, json_out: bool, console: Console) -> int:
     if python is None:
         raise UsageError("--site needs --python PY", hint="name the interpreter the server runs with")
-    from patchkit.proof.sitecheck import check_site
-
     report = check_site(python, use_cache=not no_cache)
     if json_out:
         print_json(report.to_json())

@@ -24,17 +24,29 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from rich.console import Console
 
 from patchkit.commands import guard as guard_cmd
+from patchkit.commands.apply import show as show_apply
+from patchkit.engine.apply import apply_worktree
+from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
+from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
+from patchkit.proof import probe_env
+from patchkit.proof.account import TreeFacts, account
+from patchkit.proof.digests import DigestCache
+from patchkit.proof.records import read_probe_dir
+from patchkit.proof.show import show_proof
 
 
 def run(
@@ -57,19 +69,10 @@ def run(
     with guard_cmd.bisect_errors(bisect):
         if not command:
             raise UsageError("no command to run", hint="give it after --, e.g. patchkit run -m M -- ./bench.sh")
-        if imports and python is None:
-            raise UsageError(
-                f"--import {imports[0]} needs --python PY",
-                hint="name the interpreter the server runs with, e.g. --python /venv/bin/python",
-            )
-        from patchkit.guard.api import open_for_guard
-
+        require_python_for_imports(python, imports)
         git_repo, loaded = open_for_guard(repo, manifest)
         wrote = False
         if apply:
-            from patchkit.commands.apply import show as show_apply
-            from patchkit.engine.apply import apply_worktree
-
             applied = apply_worktree(loaded, git_repo, strict=strict)
             if applied.refused:
                 show_apply(applied, console)
@@ -85,8 +88,6 @@ def run(
             )  # fmt: skip
         finally:
             if wrote and not keep:
-                from patchkit.engine.revert import revert_worktree
-
                 revert_worktree(loaded.name, git_repo)
 
 
@@ -109,8 +110,6 @@ def _guard_and_run(
     bisect: bool,
     probe: ProbeOptions | None = None,
 ) -> int:
-    from patchkit.guard.api import evaluate_guard
-
     report = evaluate_guard(
         git_repo, loaded, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect
     )
@@ -146,16 +145,6 @@ def _run_probed(
     A STRAY makes the exit code 1 (128 under --bisect: the setup is wrong),
     whatever CMD's own; otherwise CMD's exit code passes through.
     """
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from patchkit.proof import probe_env
-    from patchkit.proof.account import TreeFacts, account
-    from patchkit.proof.digests import DigestCache
-    from patchkit.proof.records import read_probe_dir
-    from patchkit.proof.show import show_proof
-
     keep = probe.directory is not None
     out = Path(probe.directory) if probe.directory is not None else Path(tempfile.mkdtemp(prefix="patchkit-probe-"))
     try:

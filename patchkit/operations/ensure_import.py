@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome
 from patchkit.operations.code import CodeState, bound_names, canon, one_line, parse_statement
 from patchkit.results import Reason
@@ -202,8 +203,6 @@ class EnsureImport(Operation):
                 default=None,
             )
             if index is None:
-                from patchkit.errors import InternalError
-
                 raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
             body.insert(index + 1, stmt)
         else:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome
 from patchkit.operations.code import CodeState, bound_names
 from patchkit.results import Reason
@@ -201,7 +202,6 @@ def _alias_name(alias: Any) -> str:
 def _cst_index(body: list[Any], spec: str, name: str) -> int:
     import libcst
 
-    from patchkit.errors import InternalError
     from patchkit.operations.edit import code_of
 
     level, module = _split_module(spec)

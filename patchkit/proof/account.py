@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchkit.engine.record import all_records
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo, blob_id
 from patchkit.proof import PROBE_SITE_DIR
@@ -58,8 +59,6 @@ class TreeFacts:
     @classmethod
     def of(cls, repo: Repo, root: Path, commit: str, extra: Mapping[str, str] | None = None) -> TreeFacts:
         """Read from a repository: the commit's blobs and every apply record of the work tree."""
-        from patchkit.engine.record import all_records
-
         written = {f.path: f.after_sha256 for record in all_records(repo) for f in record.files}
         written.update(extra or {})
         return cls(root, commit, repo.tree_blobs(commit), repo.object_format, written)

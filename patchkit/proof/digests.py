@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from patchkit.crash import _cache_dir
+from patchkit.paths import user_cache
 
 CACHE_VERSION = 2
 _CHUNK = 1 << 20
@@ -74,7 +74,7 @@ class DigestCache:
         if not enabled:
             return cls(None)
         name = hashlib.sha256(scope.encode("utf-8", "surrogateescape")).hexdigest()[:24]
-        return cls(_cache_dir() / "digests" / f"{name}.marshal")
+        return cls(user_cache() / "digests" / f"{name}.marshal")
 
     def sha256(self, path: str, st: os.stat_result) -> str:
         """``path``'s sha256 (RECORD form), from the cache when its stat is unchanged."""
