@@ -216,9 +216,9 @@ def validate(**kwargs: Any) -> int:
 
 
 @cli.command()
-@click.option("--keep", metavar="DIR", help="Build the demo repository in DIR (must not exist) and keep it.")
+@click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repository and bench store.")
 def demo(**kwargs: Any) -> int:
-    """Build a small SGLang-shaped upstream repo, then run check and apply on it."""
+    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, guard, bisect."""
     from patchkit.commands.demo import demo as run
 
     return run(console=_console(), **kwargs)

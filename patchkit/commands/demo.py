@@ -1,23 +1,36 @@
-"""`patchkit demo`: the whole workflow on a generated SGLang-shaped upstream.
+"""`patchkit demo`: a regression hunt, end to end, on a generated SGLang-shaped upstream.
 
 Builds a small git repository shaped like SGLang around the Kimi-K2.5 and
-EAGLE-3 changes of early 2026 (see ``patchkit.demo.sglang``), then runs what
-a user would: a range check of the bundled manifests, an apply at a commit
-that needs the patches, the same apply again (nothing to do), and an apply at
-a commit where the class was renamed (refused, nothing written).  Each step
-is checked: the demo exits non-zero if patchkit did not behave as shown.
+EAGLE-3 changes of early 2026 (see ``patchkit.demo.sglang``), then replays
+the story of a throughput drop: a range check of the Kimi manifest (and the
+timing manifest's windows, one line per group), the refused apply at a
+renamed class, a bench of a good and a bad commit (two launches each,
+interleaved), compare with its verdict and what changed between them, a
+half-patched tree refused by the guard, and a bisect that names the commit.
+The server and client are the demo's stand-ins (``patchkit/demo/standin/``,
+127.0.0.1 only): their throughput comes from the benchmarked tree's code, so
+the slow commit is found, not planted in a table.  Each step is checked: the
+demo exits non-zero if patchkit did not behave as shown.
 """
 
 from __future__ import annotations
 
+import io
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+from typing import IO
 
 from rich.console import Console
 
 from patchkit.commands import apply as apply_cmd
 from patchkit.commands import check as check_cmd
+from patchkit.commands.bench import bench as bench_cmd
+from patchkit.commands.bisect import bisect as bisect_cmd
+from patchkit.commands.compare import compare as compare_cmd
+from patchkit.commands.guard import guard as guard_cmd
+from patchkit.demo.hunt import BAD, GOOD, PLANTED, RANGE_START, condensed_windows, write_bench_manifest
 from patchkit.demo.sglang import MAIN, RENAME_BRANCH, build_sglang_history
 from patchkit.engine.apply import apply_worktree
 from patchkit.engine.check import check_range
@@ -25,7 +38,7 @@ from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.errors import ExitCode, InternalError, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.results import Status
+from patchkit.render import make_console
 
 
 def demo(*, keep: str | None, console: Console) -> int:
@@ -42,11 +55,19 @@ def demo(*, keep: str | None, console: Console) -> int:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
     if keep is not None:
-        console.print(
-            f"\nThe demo repository is kept at {work / 'sglang'}; try e.g.\n"
-            f"  patchkit explain -m kimi-k25-eagle3 eagle3-hooks --repo {work / 'sglang'} "
-            f"--commit {RENAME_BRANCH}"
-        )
+        repo, store, manifest = work / "sglang", work / "bench.sqlite", work / "manifests" / "kimi-k25-eagle3.toml"
+        console.print()
+        console.print(f"The demo's repository, manifest and bench store are kept in {work}. Try next:", markup=False)
+        for line in (
+            f"patchkit runs --store {store}",
+            f"patchkit compare --commit {GOOD} --commit {BAD} --repo {repo} --store {store}",
+            f"patchkit report --store {store} --repo {repo}",
+            f"patchkit check -m eagle3-verify-timing --range {RANGE_START}..{MAIN} --repo {repo}",
+        ):
+            console.print(f"  {line}", markup=False, soft_wrap=True)
+    else:
+        console.print()
+        console.print("Run `patchkit demo --keep DIR` to keep the store and try runs, compare and report yourself.")
     return int(ExitCode.OK)
 
 
@@ -60,9 +81,14 @@ def _expect(condition: bool, what: str) -> None:
         raise InternalError(f"the demo did not go as designed: {what}")
 
 
-def _run(work: Path, console: Console) -> None:
+def _run(work: Path, shown: Console) -> None:
+    # the steps print to the user's terminal and are recorded, so the demo can check what each one said
+    said = io.StringIO()
+    console = make_console(_Tee(shown.file, said))
     path = work / "sglang"
     history = build_sglang_history(path)
+    store = work / "bench.sqlite"
+    good, bad = history[GOOD], history[BAD]
     with Repo.discover(path) as repo:
         kimi = load_manifest("kimi-k25-eagle3")
         timing = load_manifest("eagle3-verify-timing")
@@ -71,44 +97,85 @@ def _run(work: Path, console: Console) -> None:
             f"{RENAME_BRANCH} (a branch that renames the Kimi-K2.5 class), tag v0.5.8."
         )
 
-        checks = [(kimi, f"v0.5.8..{MAIN}"), (kimi, f"{MAIN}..{RENAME_BRANCH}"), (timing, f"v0.5.8..{MAIN}")]
-        for number, (manifest, span) in enumerate(checks, start=1):
-            _step(console, f"1.{number} patchkit check -m {manifest.name} --range {span}")
-            check_cmd.show(check_range(manifest, repo, ranges=[span]), console, span)
+        span = f"{RANGE_START}..{MAIN}"
+        _step(console, f"1. patchkit check -m {kimi.name} --range {span}")
+        kimi_report = check_range(kimi, repo, ranges=[span])
+        check_cmd.show(kimi_report, console, span)
+        _expect(any(not row.failed for row in kimi_report.commits), "the kimi manifest applies nowhere")
+        console.print()
+        console.print(f"{timing.name}: where each group's variants apply on {span}, one line per group", markup=False)
+        for line in condensed_windows(check_range(timing, repo, ranges=[span])):
+            console.print(f"  {line}", markup=False, soft_wrap=True)
+        console.print(f"  full view: patchkit check -m {timing.name} --range {span}", markup=False)
 
-        # A commit where the patches are needed: Kimi-K2.5 exists, upstream has no hooks yet.
-        report = check_range(kimi, repo, ranges=[f"v0.5.8..{MAIN}"])
-        needs = [
-            row.commit
-            for row in report.commits
-            if not row.failed and any(r.status is Status.APPLY for r in row.results)
-        ]
-        _expect(bool(needs), "no commit on main needs the kimi patches")
-        target = needs[-1]
-
-        _step(
-            console, f"2. patchkit apply -m kimi-k25-eagle3 --commit {target.short}   (moves the tree, then patches it)"
-        )
-        first = apply_at_commit(kimi, repo, target.sha)
-        apply_cmd.show(first, console)
-        _expect(not first.refused and bool(first.written), "the first apply did not write")
-
-        _step(console, "3. patchkit apply -m kimi-k25-eagle3   (again: nothing to do, no byte changes)")
-        second = apply_worktree(kimi, repo)
-        apply_cmd.show(second, console)
-        _expect(
-            not second.written and all(r.status is Status.SKIP for r in second.results),
-            "the second apply was not all SKIP",
-        )
-
-        _step(console, f"4. patchkit apply -m kimi-k25-eagle3 --commit {RENAME_BRANCH}   (the class is renamed there)")
-        before = (path / kimi.patches[-1].file).read_bytes()
+        _step(console, f"2. patchkit apply -m kimi-k25-eagle3 --commit {RENAME_BRANCH}   (the class is renamed there)")
+        head = repo.head()
         refused = apply_at_commit(kimi, repo, RENAME_BRANCH)
         apply_cmd.show(refused, console)
         _expect(refused.refused, "the apply on the rename branch was not refused")
-        _expect(
-            (path / kimi.patches[-1].file).read_bytes() == before and repo.head() == target.sha,
-            "the refused apply changed the tree",
-        )
-        console.print()
-        console.print(f"The tree is still at {target.short} with the patches applied: the refused run wrote nothing.")
+        _expect(repo.head() == head and not repo.changed_tracked_files(), "the refused apply changed the tree")
+        console.print("Nothing was written: the tree is as it was.")
+
+    manifest = write_bench_manifest(work, kimi)
+    bench_args = {"manifests": [str(manifest)], "repo": str(path), "store": str(store), "console": console}
+    _step(console, f"3. patchkit bench --commit {good[:10]} --commit {bad[:10]} --launches 2   (interleaved)")
+    code = bench_cmd(
+        commits=[good, bad], profiles=[], repeat=None, sets=[], json_out=False, worktree_root=None,
+        launches=2, **bench_args,
+    )  # fmt: skip
+    _expect(code == 0, f"bench exited {code}")
+
+    _step(console, f"4. patchkit compare --commit {good[:10]} --commit {bad[:10]}")
+    compare_cmd(
+        runs=[], commits=[good, bad], profile=None, threshold=0.05, repo=str(path), store=str(store),
+        json_out=False, console=console,
+    )  # fmt: skip
+    _expect("different (worse)" in _said(said), "compare did not call the bad commit worse")
+
+    _step(console, "5. patchkit guard -m kimi-k25-eagle3 on a half-patched tree   (bench refuses it: nothing starts)")
+    with Repo.discover(path) as repo:
+        half = replace(kimi, patches=kimi.patches[:1])
+        repo.checkout_detached(good)
+        apply_worktree(half, repo)
+        code = guard_cmd(
+            manifest=str(manifest), repo=str(path), python=None, imports=[], allow_dirty=False, strict=False,
+            bisect=False, json_out=False, console=console,
+        )  # fmt: skip
+        _expect(code != 0, "the guard passed a half-patched tree")
+        repo.git("checkout", "--", ".")
+        repo.checkout_branch(MAIN)
+
+    _step(console, f"6. patchkit bisect --good {good[:10]} --bad {bad[:10]} --metric output_tok_s --ratio 0.85")
+    code = bisect_cmd(
+        good=good, bad=bad, metric="output_tok_s", min_value=None, max_value=None, ratio=0.85, profile=None,
+        repeat=None, sets=[], worktree_root=None, json_out=False, max_launches=3, **bench_args,
+    )  # fmt: skip
+    _expect(code == 0, f"bisect exited {code}")
+    with Repo.discover(path) as repo:
+        planted = repo.commit(history[PLANTED])
+    _expect(f"FIRST BAD: {planted.short} {planted.subject}" in _said(said), f"bisect did not name {PLANTED}")
+
+
+def _said(said: io.StringIO) -> str:
+    """What the steps printed since the last call."""
+    text = said.getvalue()
+    said.seek(0)
+    said.truncate()
+    return text
+
+
+class _Tee(io.TextIOBase):
+    """The user's stream, with a copy of everything written kept (the demo checks what each step said)."""
+
+    def __init__(self, stream: IO[str], copy: io.StringIO) -> None:
+        self.stream, self.copy = stream, copy
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
