@@ -218,7 +218,7 @@ def validate(**kwargs: Any) -> int:
 @cli.command()
 @click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repository and bench store.")
 def demo(**kwargs: Any) -> int:
-    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, guard, bisect."""
+    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect."""
     from patchkit.commands.demo import demo as run
 
     return run(console=_console(), **kwargs)

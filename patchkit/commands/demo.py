@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from rich.console import Console
 
@@ -50,7 +50,7 @@ def demo(*, keep: str | None, console: Console) -> int:
     else:
         work = Path(tempfile.mkdtemp(prefix="patchkit-demo-"))
     try:
-        _run(work, console)
+        good, bad = _run(work, console)
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -60,14 +60,17 @@ def demo(*, keep: str | None, console: Console) -> int:
         console.print(f"The demo's repository, manifest and bench store are kept in {work}. Try next:", markup=False)
         for line in (
             f"patchkit runs --store {store}",
-            f"patchkit compare --commit {GOOD} --commit {BAD} --repo {repo} --store {store}",
-            f"patchkit report --store {store} --repo {repo}",
+            f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
+            f"patchkit runs --commit {bad} --store {store} --json",
+            f"patchkit bisect -m {manifest} --repo {repo} --store {store} --good {good} --bad {bad} "
+            "--metric output_tok_s --ratio 0.85",
             f"patchkit check -m eagle3-verify-timing --range {RANGE_START}..{MAIN} --repo {repo}",
         ):
             console.print(f"  {line}", markup=False, soft_wrap=True)
     else:
         console.print()
-        console.print("Run `patchkit demo --keep DIR` to keep the store and try runs, compare and report yourself.")
+        console.print("Run `patchkit demo --keep DIR` to keep the repository and the bench store, then try runs,")
+        console.print("compare and bisect on them yourself: the last lines name the commands.")
     return int(ExitCode.OK)
 
 
@@ -81,10 +84,11 @@ def _expect(condition: bool, what: str) -> None:
         raise InternalError(f"the demo did not go as designed: {what}")
 
 
-def _run(work: Path, shown: Console) -> None:
+def _run(work: Path, shown: Console) -> tuple[str, str]:
+    """The six steps; returns the good and the bad commit (short ids) for the closing lines."""
     # the steps print to the user's terminal and are recorded, so the demo can check what each one said
     said = io.StringIO()
-    console = make_console(_Tee(shown.file, said))
+    console = make_console(cast("IO[str]", _Tee(shown.file, said)))
     path = work / "sglang"
     history = build_sglang_history(path)
     store = work / "bench.sqlite"
@@ -117,11 +121,11 @@ def _run(work: Path, shown: Console) -> None:
         console.print("Nothing was written: the tree is as it was.")
 
     manifest = write_bench_manifest(work, kimi)
-    bench_args = {"manifests": [str(manifest)], "repo": str(path), "store": str(store), "console": console}
+    manifests, repo_dir, store_file = [str(manifest)], str(path), str(store)
     _step(console, f"3. patchkit bench --commit {good[:10]} --commit {bad[:10]} --launches 2   (interleaved)")
     code = bench_cmd(
         commits=[good, bad], profiles=[], repeat=None, sets=[], json_out=False, worktree_root=None,
-        launches=2, **bench_args,
+        launches=2, manifests=manifests, repo=repo_dir, store=store_file, console=console,
     )  # fmt: skip
     _expect(code == 0, f"bench exited {code}")
 
@@ -148,12 +152,14 @@ def _run(work: Path, shown: Console) -> None:
     _step(console, f"6. patchkit bisect --good {good[:10]} --bad {bad[:10]} --metric output_tok_s --ratio 0.85")
     code = bisect_cmd(
         good=good, bad=bad, metric="output_tok_s", min_value=None, max_value=None, ratio=0.85, profile=None,
-        repeat=None, sets=[], worktree_root=None, json_out=False, max_launches=3, **bench_args,
+        repeat=None, sets=[], worktree_root=None, json_out=False, max_launches=3, manifests=manifests,
+        repo=repo_dir, store=store_file, console=console,
     )  # fmt: skip
     _expect(code == 0, f"bisect exited {code}")
     with Repo.discover(path) as repo:
         planted = repo.commit(history[PLANTED])
     _expect(f"FIRST BAD: {planted.short} {planted.subject}" in _said(said), f"bisect did not name {PLANTED}")
+    return good[:10], bad[:10]
 
 
 def _said(said: io.StringIO) -> str:

@@ -48,9 +48,9 @@ def all_reduce_methods(tree: Path) -> set[str]:
     for node in ast.walk(module):
         if isinstance(node, ast.FunctionDef) and node.name == DISPATCH:
             for ret in ast.walk(node):
-                if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Constant):
-                    if isinstance(ret.value.value, str):
-                        methods.add(ret.value.value)
+                value = ret.value if isinstance(ret, ast.Return) else None
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    methods.add(value.value)
     return methods
 
 
@@ -110,7 +110,7 @@ def main() -> int:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, format: str, *values: object) -> None:  # noqa: A002 (http.server's name)
+        def log_message(self, format: str, *values: object) -> None:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
