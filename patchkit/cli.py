@@ -216,7 +216,7 @@ def validate(**kwargs: Any) -> int:
 
 
 @cli.command()
-@click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repository and bench store.")
+@click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repo and store.")
 def demo(**kwargs: Any) -> int:
     """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect."""
     from patchkit.commands.demo import demo as run

@@ -199,6 +199,8 @@ class Session:
 def new_series() -> str:
     """The id of one invocation's launches: UTC time to the microsecond and the process id (unique per host)."""
     return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
+
+
 def proof_tree(prepared: Prepared, config: BenchConfig) -> TreeFacts | None:
     """The worktree as the probe's accounting reads it: the commit's blobs, patchkit's apply records, and the
     version file bench wrote (patchkit's own file, as the guard treats it)."""
