@@ -1,0 +1,128 @@
+"""`patchkit demo`: each of the six steps does what the quick start says (the console script, a real subprocess).
+
+One demo run (module fixture, --keep) is read step by step: the range check,
+the refused apply at the renamed class, the interleaved bench of the good and
+the bad commit, compare's verdict and the commits between, the half-patched
+tree refused by the guard, and bisect naming "Fix PCG MoE Error (#17739)".
+The kept store is then read back with `patchkit runs`, as the closing lines
+suggest.  Its wall time is measured by benchmarks/bench_demo.py, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from helpers import patchkit_script, run_script
+
+from patchkit.demo.sglang import build_sglang_history
+from patchkit.demo.standin.server import all_reduce_methods, ms_per_token
+
+TITLES = [
+    "1. patchkit check -m kimi-k25-eagle3 --range v0.5.8..main",
+    "2. patchkit apply -m kimi-k25-eagle3 --commit rename-kimi",
+    "3. patchkit bench --commit",
+    "4. patchkit compare --commit",
+    "5. patchkit guard -m kimi-k25-eagle3 on a half-patched tree",
+    "6. patchkit bisect --good",
+]
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
+    work = tmp_path_factory.mktemp("demo") / "kept"
+    result = run_script("demo", "--keep", work)
+    assert result.code == 0, result.out + result.err
+    assert "Traceback" not in result.err
+    steps = re.split(r"^== ", result.out, flags=re.M)
+    assert len(steps) == 7, result.out
+    return work, result.out, {n: text for n, text in enumerate(steps[1:], start=1)}
+
+
+def test_the_steps_in_order(kept):
+    _work, _out, steps = kept
+    for number, title in enumerate(TITLES, start=1):
+        assert steps[number].startswith(title)
+
+
+def test_check_shows_kimi_and_condenses_the_timing_windows(kept):
+    _work, _out, steps = kept
+    one = steps[1]
+    assert "patchkit check  manifest kimi-k25-eagle3" in one
+    assert "FAIL  FILE_NOT_FOUND" in one and "SKIP  UPSTREAM_PROVIDES" in one
+    assert "patchkit check  manifest eagle3-verify-timing" not in one
+    groups = [line for line in one.splitlines() if re.match(r"  [a-z0-9-]+: .* \(\d+\)$", line)]
+    assert len(groups) == 3 and groups[0].startswith("  verify-timing: ")
+    assert "  full view: patchkit check -m eagle3-verify-timing --range v0.5.8..main" in one
+
+
+def test_apply_at_the_renamed_class_is_refused(kept):
+    _work, _out, steps = kept
+    assert "CLASS_NOT_FOUND" in steps[2]
+    assert "REFUSED: 1 required patch cannot apply (eagle3-hooks CLASS_NOT_FOUND); nothing was written." in steps[2]
+
+
+def test_bench_interleaves_two_launches_each(kept):
+    _work, _out, steps = kept
+    lines = re.findall(r"^run (\d): ([0-9a-f]{10}) eagle3( launch 2)?: (\w+)$", steps[3], flags=re.M)
+    good, bad = lines[0][1], lines[1][1]
+    assert [(n, sha, launch, outcome) for n, sha, launch, outcome in lines] == [
+        ("1", good, "", "ok"),
+        ("2", bad, "", "ok"),
+        ("3", good, " launch 2", "ok"),
+        ("4", bad, " launch 2", "ok"),
+    ]
+
+
+def test_compare_calls_it_worse_and_names_the_commits_between(kept):
+    _work, _out, steps = kept
+    four = steps[4]
+    assert re.search(r"^output_tok_s .* 0\.6\d\d  .*different \(worse\)", four, flags=re.M)
+    assert "upstream commits A..B: 14" in four
+    assert re.search(r"^  [0-9a-f]{10} 2026-02-19 Fix PCG MoE Error \(#17739\)$", four, flags=re.M)
+    assert "patch state changes: none" in four and "proof differences" in four
+
+
+def test_the_guard_refuses_the_half_patched_tree(kept):
+    _work, _out, steps = kept
+    five = steps[5]
+    assert "eagle3-hooks" in five
+    assert "REFUSED" in five or "FAIL" in five
+
+
+def test_bisect_names_the_planted_commit(kept, tmp_path):
+    work, out, steps = kept
+    history = build_sglang_history(tmp_path / "again")  # same ids on every build
+    planted = history["fix-pcg-moe"][:10]
+    assert f"FIRST BAD: {planted} Fix PCG MoE Error (#17739)" in steps[6]
+    assert re.search(r"-> " + planted + r" \(\d+ launches\): ratio 0\.6\d", steps[6])
+    tail = out.strip().splitlines()[-6:]
+    assert tail[0].startswith("The demo's repository, manifest and bench store are kept in")
+    assert tail[1].strip() == f"patchkit runs --store {work / 'bench.sqlite'}"
+
+
+def test_the_kept_store_answers_runs(kept):
+    work, _out, _steps = kept
+    proc = subprocess.run(
+        [patchkit_script(), "runs", "--store", str(work / "bench.sqlite"), "--repo", str(work / "sglang"), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    runs = json.loads(proc.stdout)["runs"]
+    assert len(runs) >= 4 and all(r["outcome"] == "ok" for r in runs)
+
+
+def test_the_server_reads_its_speed_from_the_tree(tmp_path):
+    history = build_sglang_history(tmp_path / "sglang")
+    trees = {}
+    for label in ("dsv2-weight-mixin", "fix-pcg-moe", "add-kimi"):
+        tree = tmp_path / label
+        subprocess.run(["git", "-C", str(history.path), "worktree", "add", "-q", str(tree), history[label]], check=True)
+        trees[label] = tree
+    assert "pynccl" in all_reduce_methods(trees["fix-pcg-moe"])
+    assert "pynccl" not in all_reduce_methods(trees["add-kimi"])
+    assert ms_per_token(trees["add-kimi"]) == pytest.approx(1000 / 94)
+    assert ms_per_token(trees["dsv2-weight-mixin"]) == pytest.approx(1000 / 60)
