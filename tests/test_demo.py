@@ -38,7 +38,7 @@ def kept(tmp_path_factory):
     assert "Traceback" not in result.err
     steps = re.split(r"^== ", result.out, flags=re.M)
     assert len(steps) == 7, result.out
-    return work, result.out, {n: text for n, text in enumerate(steps[1:], start=1)}
+    return work, result.out, dict(enumerate(steps[1:], start=1))
 
 
 def test_the_steps_in_order(kept):
