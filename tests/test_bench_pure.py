@@ -117,8 +117,8 @@ def test_a_reused_worktree_is_not_a_patch_change():
     result = compare(first, again, threshold=0.05, between=between((), (), same=True))
     assert result.patches == ()
     assert result.to_json()["provenance"]["between"] == {"direction": "same", "commits": []}
-    gone = record(3, manifests=[{"name": "kit", "digest": "sha256:0", "results": [{"patch": "hooks", "status": "FAIL",
-                                                                                     "reason": "CLASS_NOT_FOUND"}]}])  # fmt: skip
+    failed = [{"patch": "hooks", "status": "FAIL", "reason": "CLASS_NOT_FOUND"}]
+    gone = record(3, manifests=[{"name": "kit", "digest": "sha256:0", "results": failed}])
     (change,) = compare(first, gone, threshold=0.05).patches
     assert (change.a, change.b) == ("applied", "not applied (FAIL CLASS_NOT_FOUND)")
 

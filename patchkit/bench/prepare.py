@@ -118,8 +118,15 @@ def prepare_commit(
             problem = f"the interpreter {config.python!r} of [bench].python is not found on PATH"
             return Prepared(commit, path, tuple(reports), True, (problem,), {}, {}, None)
         env = import_env(config, path, python, sets or {}, os.environ if base_env is None else base_env)
+        generated = (config.scm_version_file,) if config.scm_version_file is not None else ()
         guard, problems = guard_tree(
-            linked, manifests, config.import_check, python=python, env=env, allow_dirty=allow_dirty
+            linked,
+            manifests,
+            config.import_check,
+            python=python,
+            env=env,
+            allow_dirty=allow_dirty,
+            generated=generated,
         )
     finally:
         linked.close()
@@ -171,13 +178,17 @@ def guard_tree(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     allow_dirty: bool = False,
+    generated: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[str]]:
     """The guard step: (report to store, problems that refuse the run).
 
     ``patchkit.guard.evaluate_guard`` per manifest, as ``patchkit guard -m M``
     would run it; the manifest with ``[bench]`` also checks that every
     ``import_check`` module resolves inside the tree for ``python`` run in
-    ``env`` from the tree's root, as the server is started.
+    ``env`` from the tree's root, as the server is started.  ``generated`` are the files bench
+    writes into the tree (the ``scm_version_file``): with the bytecode caches the server leaves,
+    they are patchkit's own, not changes that refuse the tree; any other change refuses as
+    ``patchkit guard`` would.
     """
     from patchkit.guard.api import evaluate_guard
 
@@ -193,6 +204,7 @@ def guard_tree(
                 env=env,
                 cwd=repo.root,
                 allow_dirty=allow_dirty,
+                generated=generated,
             )
         )
     problems = [f"{r.manifest.name}: [{c.check}] {c.message}" for r in reports for c in r.failed]

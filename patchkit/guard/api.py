@@ -13,7 +13,7 @@ wrong setup (128).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,12 +74,15 @@ def evaluate_guard(
     bisect: bool = False,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
+    generated: Collection[str] | None = None,
 ) -> GuardReport:
     """Run every check and return the report; raises only for bad input
     (``PatchkitError``: no repository, bad manifest, an interpreter that does
     not start).  ``imports`` without ``python`` probes ``sys.executable``;
     ``env`` and ``cwd`` are what the probe runs with (None: patchkit's own;
-    ``patchkit bench`` gives the server's environment and the tree)."""
+    ``patchkit bench`` gives the server's environment and the tree).
+    ``generated``: the files ``patchkit bench`` writes into its worktrees, which
+    with bytecode caches are not changes outside patchkit's edits (``check_clean``)."""
     git_repo = _repo_of(repo, manifest)
     packages = tuple(dict.fromkeys(imports))
     run: ProbeRun | None = None
@@ -117,6 +120,7 @@ def evaluate_guard(
             head_digest_reader(git_repo, head),
             allow_dirty=allow_dirty,
             others=_other_records(git_repo, loaded.name, changes),
+            generated=generated,
         ),
     ]
     if facts is not None:

@@ -229,6 +229,7 @@ def check_clean(
     *,
     allow_dirty: bool,
     others: Sequence[tuple[Record, Collection[str]]] = (),
+    generated: Collection[str] | None = None,
 ) -> Check:
     """No change in the tree but patchkit's own recorded edits.
 
@@ -244,13 +245,23 @@ def check_clean(
     the files edited since that manifest wrote them.  Their intact files are
     patchkit's edits too (the check passes with a warning naming them, since
     the benchmark then also runs with those patches); edited ones are dirty.
+
+    ``generated`` (``patchkit bench``'s guard; None for ``patchkit guard``):
+    the paths that the caller itself writes into the tree (the
+    ``scm_version_file``); those, and the untracked bytecode caches an
+    interpreter leaves (``__pycache__/``, ``*.pyc``), are patchkit's own too:
+    listed in the details, never a change outside patchkit's edits.
     """
     recorded = {f.path: f for f in record.files} if record else {}
+    own: list[str] = []
     owners = {f.path: (other, f, f.path in edited) for other, edited in others for f in other.files}
     base = record.base_commit if record else None
     dirty: list[dict[str, str]] = []
     foreign: dict[str, list[str]] = {}
     for status, path in changes:
+        if generated is not None and _is_generated(status, path, generated):
+            own.append(path)
+            continue
         entry = recorded.get(path)
         if entry is None and path in owners:
             other, entry, edited = owners[path]
@@ -274,6 +285,8 @@ def check_clean(
         "patchkit_files": sorted(recorded),
         "other_manifests": {name: sorted(paths) for name, paths in sorted(foreign.items())},
     }
+    if generated is not None:
+        details["generated"] = own
     also = ""
     if foreign:
         listed = "; ".join(f"{name}: {', '.join(paths)}" for name, paths in sorted(foreign.items()))
@@ -292,6 +305,13 @@ def check_clean(
         "(patchkit never stashes), or pass --allow-dirty",
         details,
     )
+
+
+def _is_generated(status: str, path: str, generated: Collection[str]) -> bool:
+    """A file the bench writes itself, or an untracked bytecode cache of the tree's own modules."""
+    if path in generated:
+        return True
+    return status == "??" and ("__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")))
 
 
 def head_digest_reader(repo: Repo, head: str | None) -> Callable[[str], str | None]:
