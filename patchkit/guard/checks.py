@@ -253,14 +253,14 @@ def check_clean(
     listed in the details, never a change outside patchkit's edits.
     """
     recorded = {f.path: f for f in record.files} if record else {}
-    own: list[str] = []
+    written: list[str] = []  # generated files seen
     owners = {f.path: (other, f, f.path in edited) for other, edited in others for f in other.files}
     base = record.base_commit if record else None
     dirty: list[dict[str, str]] = []
     foreign: dict[str, list[str]] = {}
     for status, path in changes:
         if generated is not None and _is_generated(status, path, generated):
-            own.append(path)
+            written.append(path)
             continue
         entry = recorded.get(path)
         if entry is None and path in owners:
@@ -286,7 +286,7 @@ def check_clean(
         "other_manifests": {name: sorted(paths) for name, paths in sorted(foreign.items())},
     }
     if generated is not None:
-        details["generated"] = own
+        details["generated"] = written
     also = ""
     if foreign:
         listed = "; ".join(f"{name}: {', '.join(paths)}" for name, paths in sorted(foreign.items()))
