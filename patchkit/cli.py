@@ -498,10 +498,18 @@ def main(argv: list[str] | None = None) -> int:
     from patchkit.errors import ExitCode, PatchkitError, RefusedError
 
     args = list(sys.argv[1:] if argv is None else argv)
+    stdout = sys.stdout
     try:
         rv = cli.main(args=args, prog_name="patchkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:
+        # click's and rich's answer to EPIPE on stdout is exit 1 (click swaps in a quiet stdout first;
+        # rich raises it while handling the BrokenPipeError): that code means a required patch FAILs.
+        if sys.stdout is stdout and not isinstance(exc.__context__, BrokenPipeError):
+            raise
+        sys.stdout = stdout
+        return _quiet_on_closed_stdout()
     except click.exceptions.NoArgsIsHelpError as exc:
         # `patchkit` alone: the help text is the answer, as click prints it.
         click.echo(exc.format_message(), err=True)
@@ -515,6 +523,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("patchkit: interrupted; nothing was left half-written", err=True)
         return 130
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _quiet_on_closed_stdout()
     except PatchkitError as exc:
         click.echo(f"patchkit: error: {exc.one_line()}", err=True)
         if isinstance(exc, RefusedError):
@@ -530,6 +542,33 @@ def main(argv: list[str] | None = None) -> int:
     if rv is None:
         return 0
     return int(rv)
+
+
+# What a shell reports for a command killed by SIGPIPE (128 + 13): `patchkit check ... | head -1`.
+EXIT_CLOSED_STDOUT = 141
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout's reader has gone (what a BrokenPipeError may be about: or a pipe of our own)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _quiet_on_closed_stdout() -> int:
+    """The reader of stdout left (``| head``): end quietly with 141, as a SIGPIPE'd tool does, never 1
+    (which means a required patch FAILs).  stdout is pointed at /dev/null so that the interpreter's
+    own flush at exit has nowhere to fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_CLOSED_STDOUT
 
 
 def _crash(exc: Exception, args: list[str]) -> int:
@@ -578,6 +617,11 @@ def entry() -> None:
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        os._exit(_quiet_on_closed_stdout())
+    except (OSError, ValueError):
+        sys.exit(code)
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):
         sys.exit(code)

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.record import Outcome, RunRecord, patch_state
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 
@@ -207,30 +207,22 @@ def differences(a: Any, b: Any, prefix: str) -> list[Difference]:
     return [Difference(k, fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)]
 
 
-# What a patch's apply result says about the code in the tree when the job ran.
-_STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
-
-
-def patch_state(result: Mapping[str, Any]) -> str:
-    """A patch's state in a run: ``applied``, ``provided upstream`` or ``not applied (STATUS REASON)``,
-    with the payload digest when the record has one.  APPLY and SKIP ALREADY_APPLIED are both ``applied``."""
+def state_of(result: Mapping[str, Any]) -> str:
+    """A patch's state in a run (``RunRecord.manifests`` results): its ``state`` (older records: derived
+    from status and reason), with the first 12 hex digits of its payload digest when applied."""
     state = result.get("state")
     if not isinstance(state, str):
-        status, why = result.get("status"), result.get("reason")
-        if status == "APPLY":
-            state = "applied"
-        elif status == "SKIP" and why in _STATE_OF_SKIP:
-            state = _STATE_OF_SKIP[why]
-        else:
-            state = f"not applied ({' '.join(str(p) for p in (status, why) if p)})"
+        state = patch_state(result.get("status"), result.get("reason"))
     payload = result.get("payload")
-    return f"{state} {payload}" if state == "applied" and payload else state
+    if state == "applied" and isinstance(payload, str):
+        return f"applied {payload[: len('sha256:') + 12]}"
+    return state
 
 
 def patch_changes(a: RunRecord, b: RunRecord) -> list[PatchChange]:
     def table(record: RunRecord) -> dict[tuple[str, str], str]:
         return {
-            (manifest["name"], r["patch"]): patch_state(r) for manifest in record.manifests for r in manifest["results"]
+            (manifest["name"], r["patch"]): state_of(r) for manifest in record.manifests for r in manifest["results"]
         }
 
     ta, tb = table(a), table(b)

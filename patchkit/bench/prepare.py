@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchkit.bench.job import bench_env, bench_python
+from patchkit.bench.record import patch_state
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.record import load_record
@@ -55,17 +56,26 @@ class Prepared:
     version: str | None  # what scm_version_file holds
 
     def manifests_json(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": r.manifest.name,
-                "digest": r.manifest.digest,
-                "results": [
-                    {"patch": x.patch, "status": x.status.value, "reason": x.reason.value if x.reason else None}
-                    for x in r.results
-                ],
-            }
-            for r in self.reports
-        ]
+        """Per manifest, per patch: what apply did (status, reason) and the state that gives the tree
+        (``patch_state``), with the patch's payload digest (its operation's fingerprint: every input
+        of the code it writes), so that compare can tell which patched code ran."""
+        out = []
+        for report in self.reports:
+            fingerprints = {p.id: p.op.fingerprint for p in report.manifest.patches}
+            results = []
+            for x in report.results:
+                reason = x.reason.value if x.reason else None
+                results.append(
+                    {
+                        "patch": x.patch,
+                        "status": x.status.value,
+                        "reason": reason,
+                        "state": patch_state(x.status.value, reason),
+                        "payload": f"sha256:{fingerprints[x.patch]}" if x.patch in fingerprints else None,
+                    }
+                )
+            out.append({"name": report.manifest.name, "digest": report.manifest.digest, "results": results})
+        return out
 
 
 def worktree_root(repo: Repo, override: str | None) -> Path:
@@ -93,14 +103,17 @@ def prepare_commit(
     sets: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
     allow_dirty: bool = False,
+    progress: Callable[[str, str], None] | None = None,
 ) -> Prepared:
     """``sets`` (``--set``) and ``base_env`` (patchkit's environment) make the import check's environment;
-    ``allow_dirty`` is the guard's ``--allow-dirty``."""
+    ``allow_dirty`` is the guard's ``--allow-dirty``; ``progress(phase, detail)`` hears each step begin."""
+    say = progress or (lambda phase, detail: None)
     path = root / commit.sha[:12]
     root.mkdir(parents=True, exist_ok=True)
     reports: list[ApplyReport] = []
     if path.exists() and path.resolve() in {p.resolve() for p in repo.worktrees()}:
         reapply_stale(path, manifests)
+    say("applying", manifests[0].name)
     first = apply_at_commit(manifests[0], repo, commit.sha, worktree=str(path))
     reports.append(first)
     if first.refused:
@@ -109,6 +122,7 @@ def prepare_commit(
     linked = Repo.discover(path)
     try:
         for manifest in manifests[1:]:
+            say("applying", manifest.name)
             report = apply_worktree(manifest, linked)
             reports.append(report)
             if report.refused:
@@ -119,6 +133,7 @@ def prepare_commit(
             return Prepared(commit, path, tuple(reports), True, (problem,), {}, {}, None)
         env = import_env(config, path, python, sets or {}, os.environ if base_env is None else base_env)
         generated = (config.scm_version_file,) if config.scm_version_file is not None else ()
+        say("guard", ", ".join(m.name for m in manifests))
         guard, problems = guard_tree(
             linked,
             manifests,

@@ -61,6 +61,18 @@ def secret_values(env: Mapping[str, str]) -> list[str]:
     return [value for name, value in env.items() if is_secret(name) and value and value != REDACTED]
 
 
+_STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
+
+
+def patch_state(status: str | None, reason: str | None) -> str:
+    """Which code of a patch was in the tree when a run ran, from what apply said: ``applied`` (APPLY,
+    or SKIP ALREADY_APPLIED in a reused worktree: the same code), ``provided upstream``, or
+    ``not applied (STATUS REASON)``."""
+    if status == "APPLY" or (status == "SKIP" and reason in _STATE_OF_SKIP):
+        return "applied" if status == "APPLY" else _STATE_OF_SKIP[str(reason)]
+    return f"not applied ({' '.join(str(p) for p in (status, reason) if p)})"
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 

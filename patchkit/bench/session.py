@@ -127,7 +127,7 @@ class Session:
             self.config.profile(name)
         return list(dict.fromkeys(chosen)) or self.config.profile_names()
 
-    def prepare(self, commit: Commit) -> Prepared:
+    def prepare(self, commit: Commit, progress: Callable[[str, str], None] | None = None) -> Prepared:
         if commit.sha not in self._prepared:
             try:
                 prepared = prepare_commit(
@@ -138,6 +138,7 @@ class Session:
                     self.config,
                     sets=self.sets,
                     allow_dirty=self.allow_dirty,
+                    progress=progress,
                 )
             except (RefusedError, RepoError) as exc:
                 # A worktree that cannot be reused (edited by hand, git refusing): this commit is
@@ -155,7 +156,7 @@ class Session:
                 progress(commit, profile, phase, detail)
 
         say("preparing worktree", "")
-        prepared = self.prepare(commit)
+        prepared = self.prepare(commit, say)
         values = self.config.resolve_vars(profile, self.sets)
         if prepared.refused:
             record = refused_record(prepared, profile, values, self.config, allow_dirty=self.allow_dirty)

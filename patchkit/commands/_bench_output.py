@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.render import Cell, Grid, Piece, emit
@@ -39,6 +39,7 @@ OUTCOME_STYLE = {
     Outcome.INTERRUPTED: "bold yellow",
 }
 HEALTH_EVERY = 30.0  # seconds between two "waiting for health" lines off a terminal
+TEXT_MIN = 6  # the narrowest a wrapping text column may get before a table is shown as blocks
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -56,6 +57,45 @@ def say(console: Console, text: str, style: str = "") -> None:
         console.print(text, style=style, markup=False, highlight=False)
     else:
         console.print(text, markup=False, highlight=False)
+
+
+def show_table(console: Console, table: Grid) -> None:
+    """A table that never cuts a short code: as a table where its whole columns fit the terminal
+    (text columns wrap), else one block of ``column: value`` lines per row; off a terminal, as is."""
+    if not console.is_terminal or _least_width(table) <= console.width:
+        emit(console, table)
+        return
+    from rich.text import Text
+
+    for row in table.rows:
+        for column, cell in zip(table.columns, row, strict=True):
+            pieces = _pieces(cell)
+            if "".join(t for t, _ in pieces).strip():
+                console.print(Text.assemble((f"{column.name}: ", "bold"), *pieces), overflow="fold")
+        console.print()
+
+
+def _pieces(cell: Cell) -> list[Piece]:
+    if isinstance(cell, str):
+        return [(cell, "")]
+    if len(cell) == 2 and isinstance(cell[0], str) and isinstance(cell[1], str):
+        return [cast("Piece", cell)]
+    return list(cast("Sequence[Piece]", cell))
+
+
+def _least_width(table: Grid) -> int:
+    """The width under which rich would have to cut a whole column: whole columns at their widest,
+    text columns at TEXT_MIN, two spaces between columns."""
+    from rich.cells import cell_len
+
+    total = 2 * (len(table.columns) - 1)
+    for index, column in enumerate(table.columns):
+        if not column.whole:
+            total += TEXT_MIN
+            continue
+        texts = [column.name, *("".join(t for t, _ in _pieces(row[index])) for row in table.rows)]
+        total += max(cell_len(line) for text in texts for line in text.split("\n"))
+    return total
 
 
 # -- bench ------------------------------------------------------------------------------
@@ -116,8 +156,9 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
     table.add_column("profile")
     table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
-    table.add_column("min-max", justify="right")
-    table.add_column("n", justify="right")
+    table.add_column("min", justify="right", whole=True)
+    table.add_column("max", justify="right", whole=True)
+    table.add_column("n", justify="right", whole=True)
     table.add_column("ratio", justify="right", whole=True)
     table.add_column("outcome", whole=True)
     for row in rows:
@@ -129,17 +170,13 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
             row["profile"],
             row["metric"] or "-",
             fmt(row["median"]),
-            _range(row["min"], row["max"]),
+            fmt(row["min"]),
+            fmt(row["max"]),
             n,
             fmt(row["ratio"], 3),
             outcome_piece(row["outcome"]),
         )
     return table
-
-
-def _range(low: float | None, high: float | None) -> str:
-    """A min-max range that wraps between its numbers, never inside one."""
-    return "-" if low is None and high is None else f"{fmt(low)} - {fmt(high)}"
 
 
 # -- runs -------------------------------------------------------------------------------
@@ -183,8 +220,8 @@ def show_comparison(console: Console, result: Comparison) -> None:
     if len(result.no_data) < 2:
         table = Grid()
         table.add_column("metric")
-        for name in ("A median", "A min-max", "B median", "B min-max"):
-            table.add_column(name, justify="right", whole="median" in name)
+        for name in ("A median", "A min", "A max", "B median", "B min", "B max"):
+            table.add_column(name, justify="right", whole=True)
         table.add_column("B/A", justify="right", whole=True)
         table.add_column("significant")
         for row in result.metrics:
@@ -197,13 +234,15 @@ def show_comparison(console: Console, result: Comparison) -> None:
             table.add_row(
                 row.metric,
                 fmt(x.get("median")),
-                _range(x.get("min"), x.get("max")),
+                fmt(x.get("min")),
+                fmt(x.get("max")),
                 fmt(y.get("median")),
-                _range(y.get("min"), y.get("max")),
+                fmt(y.get("min")),
+                fmt(y.get("max")),
                 fmt(row.ratio, 3),
                 (verdict, "bold red" if row.direction == "worse" else ""),
             )
-        emit(console, table)
+        show_table(console, table)
     between = result.between
     word = {"forward": "A..B", "backward": "B..A (B is older)", "diverged": "A..B (diverged)", "same": "same commit"}
     say(console, f"upstream commits {word[between.direction]}: {len(between.commits)}", "bold")
@@ -254,7 +293,7 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
             fmt(s.measurement.value),
             s.verdict,
         )
-    emit(console, table)
+    show_table(console, table)
     if report.error or report.first_bad is None:
         say(console, f"NO RESULT: {report.error}", "bold red")
         return

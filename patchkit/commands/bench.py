@@ -16,11 +16,19 @@ from typing import TYPE_CHECKING
 
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
-from patchkit.commands._bench_output import explain_lines, progress, results_table, run_line, say, table_rows
+from patchkit.commands._bench_output import (
+    explain_lines,
+    progress,
+    results_table,
+    run_line,
+    say,
+    show_table,
+    table_rows,
+)
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import emit, print_json
+from patchkit.render import print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -79,7 +87,7 @@ def bench(
                 }
             )
         else:
-            emit(console, results_table(rows))
+            show_table(console, results_table(rows))
             for record in records:
                 for line in explain_lines(record):
                     say(console, line)

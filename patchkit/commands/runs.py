@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.bench.session import open_store
-from patchkit.commands._bench_output import runs_table, say
+from patchkit.commands._bench_output import runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.render import emit, print_json
+from patchkit.render import print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,5 +29,5 @@ def runs(
     elif not records:
         say(console, f"no runs stored in {path}")
     else:
-        emit(console, runs_table(records))
+        show_table(console, runs_table(records))
     return int(ExitCode.OK)
