@@ -214,10 +214,11 @@ def show_comparison(console: Console, result: Comparison) -> None:
     a, b = result.a, result.b
     for label, r in (("A", a), ("B", b)):
         say(console, f"{label} = run {r.run_id} {r.commit.short} {r.commit.subject} ({r.profile}, {r.outcome.value})")
+    for r in result.no_data:
+        say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
     if result.no_data:
-        for r in result.no_data:
-            say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
-    if len(result.no_data) < 2:
+        say(console, "no metrics to compare; what differs between the runs:", "bold")
+    else:
         table = Grid()
         table.add_column("metric")
         for name in ("A median", "A min", "A max", "B median", "B min", "B max"):
