@@ -104,6 +104,8 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     assert report["checks"][-1]["details"]["in_tree"] == "python/sglang"  # via [bench].pythonpath
     assert run["interpreter"]["packages"].keys() >= {"sglang", "torch", "sgl-kernel", "transformers"}
     assert Path(run["logs"]["server"]).is_file()
+    # --store moves the store, not the logs: they stay in the git dir.
+    assert Path(run["logs"]["run_dir"]).parent == history.path / ".git" / "patchkit" / "bench-runs"
     assert marker.read_text().split() == (["server"] + ["client"] * 3) * 4
     # The table for people.
     people = run_cli(capsys, "runs", "--repo", history.path, "--store", store)

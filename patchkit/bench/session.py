@@ -2,7 +2,8 @@
 
 ``Session.run(commit, profile)`` prepares the commit's worktree once (apply
 every manifest, guard, version file), then builds a ``JobSpec`` and calls
-``run_job``; every record, refused ones included, goes to the store.  A commit
+``run_job``; every record, refused ones included, goes to the store.  The run's logs go to
+``<git-common-dir>/patchkit/bench-runs/``, wherever ``--store`` puts the store.  A commit
 refused by its patches gets a ``refused`` record per profile and never starts
 a server or client.
 """
@@ -169,7 +170,7 @@ class Session:
                 config=self.config,
                 profile=profile,
                 vars=values,
-                run_dir=self.store.path.parent / "bench-runs" / f"{stamp}-{commit.sha[:10]}-{profile}",
+                run_dir=self.repo.common_dir / "patchkit" / "bench-runs" / f"{stamp}-{commit.sha[:10]}-{profile}",
                 warmup=self.config.warmup,
                 repeat=self.repeat or self.config.repeat,
                 manifests=tuple(prepared.manifests_json()),
