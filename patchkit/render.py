@@ -225,6 +225,9 @@ def _pieces(cell: Cell) -> list[Piece]:
     return list(cast("Sequence[Piece]", cell))
 
 
+cell_pieces = _pieces  # public: a cell as (text, style) pieces, for other layouts of a Grid's rows
+
+
 def _plain(cell: Cell) -> str:
     return "".join(text for text, _ in _pieces(cell))
 

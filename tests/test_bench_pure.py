@@ -138,6 +138,12 @@ def test_pick_pair_takes_the_latest_ok_runs_of_a_common_profile():
     assert (a.run_id, bb.run_id) == (1, 2)
     with pytest.raises(UsageError, match=r"A: run 1 eagle3 ok, run 3 eagle3 refused; B: run 4 baseline ok"):
         pick_pair([("A", runs_a), ("B", [runs_b[1]])], None)
+    # One commit twice: its last two ok runs, oldest as A.
+    same = [record(1), record(2), record(3, outcome="interrupted", reason="^C")]
+    a, bb = pick_pair([("X", same), ("X", same)], None)
+    assert (a.run_id, bb.run_id) == (1, 2)
+    with pytest.raises(UsageError, match="only one ok run of X"):
+        pick_pair([("X", same[:1]), ("X", same[:1])], None)
 
 
 def test_secrets_are_redacted_in_every_record():
@@ -147,3 +153,26 @@ def test_secrets_are_redacted_in_every_record():
     r = record(1)
     assert r.env["HF_TOKEN"] == "<redacted>"
     assert "hf_secret" not in str(r.to_json())
+
+
+def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):
+    import io
+
+    from patchkit.commands import _bench_output
+
+    clock = [100.0]
+    monkeypatch.setattr(_bench_output.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    show = _bench_output._Lines("bench", out)
+    commit = line(1)[0]
+    for elapsed in (0, 1, 29, 31, 45, 62):
+        clock[0] = 100.0 + elapsed
+        show(commit, "eagle3", "waiting for health", f"{elapsed}s of 600s")
+    show(commit, "eagle3", "client", "run 1/2")
+    said = [text.split(": ", 1)[1] for text in out.getvalue().splitlines()]
+    assert said == [
+        "waiting for health 0s of 600s",
+        "waiting for health 31s of 600s",
+        "waiting for health 62s of 600s",
+        "client run 1/2",
+    ]

@@ -246,9 +246,9 @@ def _env_shape(record: RunRecord) -> dict[str, str]:
 
 def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | None) -> tuple[RunRecord, RunRecord]:
     """The latest ``ok`` run of each of two commits, of one profile (``profile``, else the one they share
-    whose latest run is newest).  ``found`` is (the revision as given, its runs oldest first) twice.
-    Interrupted, refused and failed runs are never picked; when no pair exists, a UsageError names the
-    runs that were found."""
+    whose latest run is newest); the same commit twice gives its last two ``ok`` runs.  ``found`` is
+    (the revision as given, its runs oldest first) twice.  Interrupted, refused and failed runs are
+    never picked; when no pair exists, a UsageError names the runs that were found."""
     (_, runs_a), (_, runs_b) = found
     ok_a = [r for r in runs_a if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
     ok_b = [r for r in runs_b if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
@@ -265,7 +265,16 @@ def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | N
         return max((r for r in runs if r.profile == name), key=lambda r: r.run_id or 0)
 
     chosen = max(sorted(common), key=lambda name: max(latest(ok_a, name).run_id or 0, latest(ok_b, name).run_id or 0))
-    return latest(ok_a, chosen), latest(ok_b, chosen)
+    a, b = latest(ok_a, chosen), latest(ok_b, chosen)
+    if a.run_id == b.run_id:  # one commit twice: its last two ok runs
+        earlier = sorted((r for r in ok_a if r.profile == chosen), key=lambda r: r.run_id or 0)[:-1]
+        if not earlier:
+            raise UsageError(
+                f"only one ok run of {found[0][0]} with profile {chosen!r} (run {a.run_id})",
+                hint="bench it again, or compare two run numbers from `patchkit runs`",
+            )
+        a = earlier[-1]
+    return a, b
 
 
 def _listing(runs: Sequence[RunRecord]) -> str:

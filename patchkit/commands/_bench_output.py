@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.record import Outcome, RunRecord
-from patchkit.render import Cell, Grid, Piece, emit
+from patchkit.render import Cell, Grid, Piece, cell_pieces, emit
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -69,18 +69,10 @@ def show_table(console: Console, table: Grid) -> None:
 
     for row in table.rows:
         for column, cell in zip(table.columns, row, strict=True):
-            pieces = _pieces(cell)
+            pieces = cell_pieces(cell)
             if "".join(t for t, _ in pieces).strip():
                 console.print(Text.assemble((f"{column.name}: ", "bold"), *pieces), overflow="fold")
         console.print()
-
-
-def _pieces(cell: Cell) -> list[Piece]:
-    if isinstance(cell, str):
-        return [(cell, "")]
-    if len(cell) == 2 and isinstance(cell[0], str) and isinstance(cell[1], str):
-        return [cast("Piece", cell)]
-    return list(cast("Sequence[Piece]", cell))
 
 
 def _least_width(table: Grid) -> int:
@@ -93,7 +85,7 @@ def _least_width(table: Grid) -> int:
         if not column.whole:
             total += TEXT_MIN
             continue
-        texts = [column.name, *("".join(t for t, _ in _pieces(row[index])) for row in table.rows)]
+        texts = [column.name, *("".join(t for t, _ in cell_pieces(row[index])) for row in table.rows)]
         total += max(cell_len(line) for text in texts for line in text.split("\n"))
     return total
 
