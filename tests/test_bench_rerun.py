@@ -82,3 +82,16 @@ def test_a_planted_token_is_in_no_file_under_the_git_dir(capsys, history, manife
     assert any(p.name == "bench.sqlite" for p in files) and any(p.name == "server.log" for p in files)
     holding = [str(p) for p in files if PLANTED.encode() in p.read_bytes()]
     assert holding == []
+
+
+def test_a_second_bisect_over_reused_worktrees_still_answers(capsys, history, manifest, tmp_path):
+    """The user's report: the second bisect ended with "NO RESULT: --good ... is not good (skip)"."""
+    args = (
+        "bisect", "-m", manifest, "--repo", history.path, "--good", history["restore-model"], "--bad",
+        history["slow"], "--metric", "output_tok_s", "--ratio", "0.9", "--worktree-root", tmp_path / "wts", "--json",
+    )  # fmt: skip
+    for _ in range(2):
+        result = run_cli(capsys, *args)
+        assert result.code == 0, result.err
+        assert result.json["first_bad"]["commit"] == history["slow"]
+        assert result.json["criterion"]["allow_dirty"] is False
