@@ -276,3 +276,21 @@ def write_scm_version_file(path: Path, version: str) -> None:
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text.encode("utf-8"), 0o644)
+
+
+def unpatchable_commits(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:
+    """The commits where a manifest cannot apply (a required FAIL), with the failing patches: read
+    from the blobs (``check_range``, no checkout), so that bisect never prepares nor benchmarks them."""
+    from patchkit.engine.check import check_range
+
+    out: dict[str, str] = {}
+    for manifest in manifests:
+        report = check_range(manifest, repo, commits=[c.sha for c in commits], hints=False)
+        for row in report.commits:
+            if row.failed and row.commit.sha not in out:
+                out[row.commit.sha] = ", ".join(
+                    f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
+                    for r in row.results
+                    if r.status.value == "FAIL"
+                )
+    return out

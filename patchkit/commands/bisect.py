@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Literal
 
 from patchkit.bench.bisect import Measurement, Step, criterion
 from patchkit.bench.bisect import bisect as search
+from patchkit.bench.prepare import unpatchable_commits
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.commands._bench_output import progress, say, show_bisect, step_line
-from patchkit.engine.check import check_range
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
-from patchkit.manifest import Manifest, load_manifest
+from patchkit.manifest import load_manifest
 from patchkit.render import print_json
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def bisect(
                 f"{bad} is not a first-parent descendant of {good}",
                 hint="give --good an older commit on the first-parent line of --bad",
             )
-        unpatchable = _unpatchable(loaded, git_repo, [good_c, *listed])
+        unpatchable = unpatchable_commits(loaded, git_repo, [good_c, *listed])
         for end, label in ((good_c, "--good"), (bad_c, "--bad")):
             if end.sha in unpatchable:
                 raise UsageError(
@@ -135,18 +135,3 @@ def bisect(
     else:
         show_bisect(console, report, the_metric.name)
     return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
-
-
-def _unpatchable(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:
-    """The commits where a manifest cannot apply (a required FAIL), with the failing patches."""
-    out: dict[str, str] = {}
-    for manifest in manifests:
-        report = check_range(manifest, repo, commits=[c.sha for c in commits], hints=False)
-        for row in report.commits:
-            if row.failed and row.commit.sha not in out:
-                out[row.commit.sha] = ", ".join(
-                    f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
-                    for r in row.results
-                    if r.status.value == "FAIL"
-                )
-    return out
