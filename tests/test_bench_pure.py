@@ -176,3 +176,16 @@ def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monke
         "waiting for health 62s of 600s",
         "client run 1/2",
     ]
+
+
+def test_reading_records_loads_no_process_machinery():
+    """The report (and a Slurm submitter) read runs through record and store: no job, no psutil."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, patchkit.bench.store, patchkit.bench.compare, patchkit.bench.bisect; "
+        "print(sorted(m for m in ('patchkit.bench.job', 'psutil', 'patchkit.bench.session') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
