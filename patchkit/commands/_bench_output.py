@@ -94,7 +94,9 @@ def _least_width(table: Grid) -> int:
 
 
 def run_line(record: RunRecord) -> str:
-    return f"run {record.run_id}: {record.commit.short} {record.profile}: {record.outcome.value}"
+    """One line as each run ends; it carries the subject, which the table leaves out to keep its numbers wide."""
+    commit = record.commit
+    return f"run {record.run_id}: {commit.short} {record.profile}: {record.outcome.value}  {commit.subject}"
 
 
 def explain_lines(record: RunRecord) -> list[str]:
@@ -144,7 +146,6 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
     table = Grid()
     table.add_column("run", justify="right", whole=True)
     table.add_column("commit", whole=True)
-    table.add_column("subject")
     table.add_column("profile")
     table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
@@ -158,7 +159,6 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
         table.add_row(
             str(row["run"]),
             row["commit"][:10],
-            row["subject"],
             row["profile"],
             row["metric"] or "-",
             fmt(row["median"]),
