@@ -153,6 +153,17 @@ def test_secrets_are_redacted_in_every_record():
     r = record(1)
     assert r.env["HF_TOKEN"] == "<redacted>"
     assert "hf_secret" not in str(r.to_json())
+    quoted = record(
+        2,
+        vars={"api_key": "sk-live-123456", "model": "kimi"},
+        env={"HF_TOKEN": "hf_abcdefgh"},
+        commands={"server": ["serve", "--api-key", "sk-live-123456"], "client": []},
+        details=["pid 7 (serve) has HF_TOKEN='hf_abcdefgh', not 'x'"],
+    )
+    text = str(quoted.to_json())
+    assert "sk-live-123456" not in text and "hf_abcdefgh" not in text
+    assert quoted.commands["server"] == ["serve", "--api-key", "<redacted>"]
+    assert quoted.vars == {"api_key": "<redacted>", "model": "kimi"}
 
 
 def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):

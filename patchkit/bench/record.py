@@ -8,16 +8,18 @@ commit, stored as JSON, and read back with ``from_json``; a record of an
 older patchkit (no ``author``/``parents`` in ``commit``, no ``allow_dirty``)
 reads the same.
 
-Secrets: an environment variable whose name looks like a secret (``TOKEN``,
-``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``) is kept with its name and
-the value ``<redacted>``; ``redact_env`` is applied when a record is made, so
-no store, JSON, log or comparison written from a record can hold the value.
+Secrets: an environment variable (or ``[bench].vars`` entry) whose name looks
+like a secret (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``)
+is kept with its name and the value ``<redacted>``, and the value is replaced
+wherever else the record quotes it (a command line, a refusal); this happens
+when a record is made, so no store, JSON, log or comparison written from a
+record can hold the value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -73,6 +75,22 @@ def patch_state(status: str | None, reason: str | None) -> str:
     return f"not applied ({' '.join(str(p) for p in (status, reason) if p)})"
 
 
+MIN_SECRET = 6  # shorter values are not searched for in other fields (a "1" would be everywhere)
+
+
+def _scrub(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` with every occurrence of a secret in its strings replaced by ``<redacted>``."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub(v, secrets) for v in value)
+    return value
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -126,7 +144,12 @@ class RunRecord:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
+        secrets = [v for v in {*secret_values(self.env), *secret_values(self.vars)} if len(v) >= MIN_SECRET]
         object.__setattr__(self, "env", redact_env(self.env))
+        object.__setattr__(self, "vars", redact_env(self.vars))
+        if secrets:  # a secret rendered into a command line or quoted in a refusal
+            for name in ("commands", "details", "reason", "logs", "guard", "server_info"):
+                object.__setattr__(self, name, _scrub(getattr(self, name), secrets))
 
     def with_run_id(self, run_id: int) -> RunRecord:
         return replace(self, run_id=run_id)

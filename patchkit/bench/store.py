@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.record import Outcome, RunRecord, redact_env
+from patchkit.bench.record import Outcome, RunRecord, secret_values
 from patchkit.errors import RepoError, UsageError
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -92,6 +92,8 @@ class Store:
         except sqlite3.Error as exc:
             raise RepoError(f"cannot open the bench store {path}: {exc}") from None
         self.db.execute("PRAGMA foreign_keys = ON")
+        # What a migration rewrote (a secret of an older record) is zeroed, not left in a free page.
+        self.db.execute("PRAGMA secure_delete = ON")
         self.migrate()
 
     def close(self) -> None:
@@ -249,8 +251,7 @@ def _backfill_3(db: sqlite3.Connection) -> None:
     db.executemany("INSERT INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
     for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
         data = json.loads(text)
-        env = data.get("env") or {}
-        redacted = redact_env(env)
-        if redacted != env:
-            data["env"] = redacted
-            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
+        if secret_values(data.get("env") or {}) or secret_values(data.get("vars") or {}):
+            # Made again as a record: the names redacted, and the values wherever the record quotes them.
+            scrubbed = {**RunRecord.from_json(data).to_json(), "run": run_id}
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(scrubbed, sort_keys=True), run_id))
