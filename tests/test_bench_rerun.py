@@ -94,4 +94,4 @@ def test_a_second_bisect_over_reused_worktrees_still_answers(capsys, history, ma
         result = run_cli(capsys, *args)
         assert result.code == 0, result.err
         assert result.json["first_bad"]["commit"] == history["slow"]
-        assert result.json["criterion"]["allow_dirty"] is False
+        assert result.json["allow_dirty"] is False

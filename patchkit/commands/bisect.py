@@ -126,8 +126,8 @@ def bisect(
             "max": max_value,
             "ratio": ratio,
             "good_median": report.good_value,
-            "allow_dirty": allow_dirty,
         },
+        "allow_dirty": allow_dirty,
         **report.to_json(),
     }
     if json_out:
