@@ -15,26 +15,11 @@
 Layers, bottom up: ``record`` (and ``metrics``) < ``store``, ``compare``,
 ``bisect`` < ``provenance``, ``job`` < ``prepare`` < ``session``; nothing
 here imports ``patchkit.commands``.  The verbs live in ``patchkit.commands``.
+
+The package itself imports nothing, so that reading records (``record``,
+``store``, ``compare``) never loads the job's process machinery: import
+``RunRecord`` and ``Outcome`` from ``patchkit.bench.record``, ``JobSpec`` and
+``run_job`` from ``patchkit.bench.job``.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from patchkit.bench.job import JobSpec, run_job
-    from patchkit.bench.record import Outcome, RunRecord
-
-__all__ = ["JobSpec", "Outcome", "RunRecord", "run_job"]
-
-_WHERE = {"JobSpec": "job", "run_job": "job", "Outcome": "record", "RunRecord": "record"}
-
-
-def __getattr__(name: str) -> Any:
-    """Loaded on first use, so that reading records (``patchkit.bench.record``, the store) never
-    imports the job's process machinery."""
-    if name not in _WHERE:
-        raise AttributeError(f"module 'patchkit.bench' has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f"patchkit.bench.{_WHERE[name]}"), name)

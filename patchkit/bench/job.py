@@ -294,7 +294,7 @@ def _ansi_c(word: str) -> str:
 # -- the job ------------------------------------------------------------------------
 
 
-def _version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
+def version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
     config = spec.config
     if config.version_file is None and spec.expected_version is None:
         return None
@@ -504,7 +504,7 @@ def _verify(spec: JobSpec, state: _JobState, say: Progress) -> None:
         except json.JSONDecodeError:
             info = None
         state.server_info = info if isinstance(info, dict) else None
-    problem = _version_problem(spec, state.server_info)
+    problem = version_problem(spec, state.server_info)
     if problem:
         raise _Stop(Outcome.REFUSED, problem)
     say("checking worker environments", "")

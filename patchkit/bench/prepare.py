@@ -31,14 +31,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchkit import paths
 from patchkit.bench.job import bench_env, bench_python
 from patchkit.bench.record import patch_state
 from patchkit.engine.apply import ApplyReport, apply_worktree
+from patchkit.engine.check import check_range
 from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.record import load_record
 from patchkit.engine.revert import revert_worktree
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Commit, GitFailed, Repo
+from patchkit.guard.api import evaluate_guard
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.results import Status
@@ -81,7 +84,7 @@ class Prepared:
 def worktree_root(repo: Repo, override: str | None) -> Path:
     if override:
         return Path(override).resolve()
-    return repo.common_dir / "patchkit" / "worktrees"
+    return paths.bench_worktrees(repo.common_dir)
 
 
 def _blocking(report: ApplyReport) -> list[str]:
@@ -205,7 +208,6 @@ def guard_tree(
     they are patchkit's own, not changes that refuse the tree; any other change refuses as
     ``patchkit guard`` would.
     """
-    from patchkit.guard.api import evaluate_guard
 
     reports = []
     for manifest in manifests:
@@ -281,7 +283,6 @@ def write_scm_version_file(path: Path, version: str) -> None:
 def unpatchable_commits(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:
     """The commits where a manifest cannot apply (a required FAIL), with the failing patches: read
     from the blobs (``check_range``, no checkout), so that bisect never prepares nor benchmarks them."""
-    from patchkit.engine.check import check_range
 
     out: dict[str, str] = {}
     for manifest in manifests:
@@ -291,6 +292,6 @@ def unpatchable_commits(manifests: Sequence[Manifest], repo: Repo, commits: Sequ
                 out[row.commit.sha] = ", ".join(
                     f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
                     for r in row.results
-                    if r.status.value == "FAIL"
+                    if r.status is Status.FAIL
                 )
     return out

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 
+from patchkit import paths
 from patchkit.bench.job import JobSpec, run_job
 from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
 from patchkit.bench.provenance import host_facts
@@ -170,7 +171,7 @@ class Session:
                 config=self.config,
                 profile=profile,
                 vars=values,
-                run_dir=self.repo.common_dir / "patchkit" / "bench-runs" / f"{stamp}-{commit.sha[:10]}-{profile}",
+                run_dir=paths.bench_runs(self.repo.common_dir) / f"{stamp}-{commit.sha[:10]}-{profile}",
                 warmup=self.config.warmup,
                 repeat=self.repeat or self.config.repeat,
                 manifests=tuple(prepared.manifests_json()),
