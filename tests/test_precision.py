@@ -5,10 +5,17 @@ Each test here fails without its fix; real git repositories, real files, the rea
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import git, make_repo, porcelain, run_cli
+from helpers import Scenario, git, make_repo, patchkit_script, porcelain, run_cli, run_script, scenario, temp_leftovers
 
 # -- 1. import-diff on something that is not a text patch -------------------------------------
 
@@ -60,3 +67,161 @@ def test_capture_with_only_an_untracked_file_names_it(tmp_path, capsys):
     r = run_cli(capsys, "capture", "--repo", repo, "--name", "x", "--out", tmp_path / "kit")
     assert r.code == 1
     assert "pkg/new_model.py" in r.err and "1 untracked file " in r.err, r.err
+
+
+# -- 2. a full, read-only or forbidden filesystem under the git dir is a refusal ----------------
+
+BIG_MODEL = "import torch\n\n\nclass Model:\n    def forward(self, x):\n        return x\n\n\n" + "".join(
+    f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(400)
+)
+EXTRA = {"m.py": "class Model:\n    def extra(self):\n        return 1\n"}
+ADD_EXTRA = [{"id": "extra", "op": "add-methods", "file": "pkg/mod.py", "class": "Model", "source": "../patches/m.py"}]
+
+
+def _sh(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=True, text=True)
+
+
+@contextmanager
+def mounted_tmpfs(where: Path, *, size: str = "64k", read_only: bool = False) -> Iterator[Path]:
+    """A small real tmpfs at ``where`` (root only); skips the test where mounting is not permitted."""
+    where.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if read_only else "")
+    if os.geteuid() != 0 or _sh("mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)).returncode != 0:
+        pytest.skip("mounting a tmpfs needs root (and a kernel that permits it here)")
+    try:
+        yield where
+    finally:
+        _sh("umount", "-l", str(where))
+
+
+def _fill(where: Path, leave: int) -> None:
+    """Fill the filesystem at ``where`` until only ``leave`` bytes (rounded to pages) are free."""
+    st = os.statvfs(where)
+    free = st.f_bavail * st.f_frsize
+    if free > leave:
+        with open(where / "filler", "wb") as handle:
+            with contextlib.suppress(OSError):
+                handle.write(b"\0" * (free - leave))
+
+
+def _tree_scenario(tmp_path: Path) -> Scenario:
+    return scenario(tmp_path, {"pkg/mod.py": BIG_MODEL}, ADD_EXTRA, EXTRA)
+
+
+@pytest.mark.parametrize("free_pages", [0, 1, 2, 3, 4, 5, 6])
+def test_apply_on_a_full_git_dir_refuses_naming_the_path_and_cause(tmp_path, free_pages):
+    sc = _tree_scenario(tmp_path)
+    state = sc.repo / ".git" / "patchkit"
+    before = sc.file().read_bytes()
+    with mounted_tmpfs(state):
+        _fill(state, free_pages * 4096)
+        r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
+        leftovers = temp_leftovers(state)
+        journal = (state / "journal.json").exists()
+    assert "internal error" not in r.err + r.out, r.err + r.out
+    assert leftovers == [] and not journal
+    if r.code == 0:  # enough room at this size: applied whole
+        assert sc.file().read_bytes() != before
+        return
+    assert r.code == 1, r.err + r.out
+    assert sc.file().read_bytes() == before and porcelain(sc.repo) == []
+    said = (r.out + r.err).strip().splitlines()[-1]
+    assert "No space left on device" in said and str(state) in said, said
+    assert "free some space" in said and "permissions" not in r.out + r.err
+
+
+def test_a_full_disk_refusal_is_reached_at_each_size_up_to_success(tmp_path):
+    """Over the sizes, both outcomes happen: the refusal is not an accident of one size."""
+    codes = []
+    for pages in (0, 8):
+        sc = _tree_scenario(tmp_path / str(pages))
+        with mounted_tmpfs(sc.repo / ".git" / "patchkit", size="256k"):
+            _fill(sc.repo / ".git" / "patchkit", pages * 4096 * 4)
+            codes.append(run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code)
+    assert codes == [1, 0]
+
+
+def test_revert_on_a_full_disk_advises_space_not_permissions(tmp_path):
+    sc = _tree_scenario(tmp_path)
+    pkg = sc.repo / "pkg"
+    assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
+    patched = sc.file().read_bytes()
+    # The tree's directory moves onto a small full filesystem, the patched file with it.
+    saved = tmp_path / "saved"
+    shutil.copytree(pkg, saved)
+    with mounted_tmpfs(pkg, size="256k"):
+        shutil.copy2(saved / "mod.py", pkg / "mod.py")
+        _fill(pkg, 0)
+        r = run_script("revert", "-m", sc.kit.manifest, "--repo", sc.repo)
+        after = (pkg / "mod.py").read_bytes()
+        leftovers = temp_leftovers(pkg)
+    assert r.code == 1, r.err + r.out
+    line = r.err.strip().splitlines()
+    assert len(line) == 1 and "cannot write pkg/mod.py: No space left on device" in line[0], r.err
+    assert "free some space" in line[0] and "permissions" not in line[0]
+    assert after == patched and leftovers == []
+
+
+def test_a_read_only_git_dir_is_a_refusal_naming_the_read_only_filesystem(tmp_path):
+    sc = _tree_scenario(tmp_path)
+    objects = sc.repo / ".git" / "patchkit" / "objects"
+    before = sc.file().read_bytes()
+    with mounted_tmpfs(objects, read_only=True):
+        r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
+    assert r.code == 1, r.err + r.out
+    said = r.out.strip().splitlines()[-1]
+    assert "Read-only file system" in said and str(objects) in said, said
+    assert "mounted read-only" in said and "permissions" not in r.out
+    assert sc.file().read_bytes() == before and porcelain(sc.repo) == []
+
+
+def test_a_read_only_lock_directory_is_a_refusal_not_a_crash(tmp_path):
+    sc = _tree_scenario(tmp_path)
+    state = sc.repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, read_only=True):
+        r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
+    assert r.code == 1, r.err + r.out
+    assert r.err.count("\n") == 1 and f"cannot write {state}/lock: Read-only file system" in r.err, r.err
+
+
+def test_a_git_dir_the_user_may_not_write_is_a_refusal_naming_permissions(tmp_path):
+    """EACCES needs a process the permission bits apply to: patchkit runs as root without CAP_DAC_OVERRIDE."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")
+    sc = _tree_scenario(tmp_path)
+    objects = sc.repo / ".git" / "patchkit" / "objects"
+    objects.mkdir(parents=True)
+    objects.chmod(0o555)
+    drop = "-dac_override,-dac_read_search"
+    try:
+        proc = subprocess.run(
+            [
+                "setpriv",
+                f"--inh-caps={drop}",
+                f"--bounding-set={drop}",
+                "--",
+                patchkit_script(),
+                "apply",
+                "-m",
+                str(sc.kit.manifest),
+                "--repo",
+                str(sc.repo),
+            ],
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        objects.chmod(0o755)
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    said = proc.stdout.strip().splitlines()[-1]
+    assert "Permission denied" in said and str(objects) in said, said
+    assert "check the permissions" in said
+    assert porcelain(sc.repo) == []
+
+
+def test_a_quota_refusal_would_be_worded_for_the_quota():
+    pytest.skip(
+        "EDQUOT needs a filesystem with user quotas; this kernel mounts neither tmpfs with `quota` nor ext4 with "
+        "its quota feature (checked by hand: both mounts fail), so no real quota can be exceeded here"
+    )

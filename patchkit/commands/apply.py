@@ -91,7 +91,8 @@ def verdict(report: ApplyReport) -> tuple[str, str]:
     results = report.results
     warns = [r for r in results if r.status is Status.WARN]
     if report.refused and report.unwritable:
-        return f"REFUSED: cannot write {report.unwritable}; nothing was written.", "bold red"
+        advice = f"; {report.unwritable_advice}" if report.unwritable_advice else ""
+        return f"REFUSED: cannot write {report.unwritable}; nothing was written{advice}.", "bold red"
     if report.refused:
         blocking = [r for r in results if r.status is Status.FAIL or (report.strict and r.status is Status.WARN)]
         listed = ", ".join(f"{r.patch} {r.reason.value if r.reason else ''}".strip() for r in blocking)

@@ -55,6 +55,7 @@ class ApplyReport:
     moved_from_branch: str | None = None
     worktree: str | None = None  # apply --commit --worktree: the linked worktree
     unwritable: str | None = None  # refused because this path could not be written ("path: reason")
+    unwritable_advice: str | None = None  # what fixes it, after the cause (space, quota, read-only, permissions)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +76,7 @@ class ApplyReport:
             else {"commit": self.moved_from.sha, "branch": self.moved_from_branch},
             "worktree": self.worktree,
             "unwritable": self.unwritable,
+            "unwritable_advice": self.unwritable_advice,
             "results": [r.to_json() for r in self.results],
             "groups": [g.to_json() for g in group_results(self.manifest, self.results)],
         }
@@ -175,15 +177,18 @@ def _write_applied(
         return report(evaluation, refused=False, would=paths, diffs=tuple(rendered))
     if rendered:
         # The files and the record land together, or neither does.
-        record = _new_record(repo, manifest, commit, rendered, evaluation)
         try:
+            # The record stores the pre-images under the git dir first: a full disk refuses there too.
+            record = _new_record(repo, manifest, commit, rendered, evaluation)
             txn.write(
                 [FileWrite(r.path, r.before, r.after, r.mode) for r in rendered],
                 {record_rel(manifest.name): record_bytes(record)},
             )
         except UnwritableError as exc:
             # The patches apply, the file system said no: a refusal with the table, not a crash.
-            return replace(report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}")
+            return replace(
+                report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}", unwritable_advice=exc.hint
+            )
     return report(evaluation, refused=False, written=paths, diffs=tuple(rendered))
 
 

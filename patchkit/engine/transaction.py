@@ -66,11 +66,16 @@ class ObjectStore:
         self.root = root
 
     def put(self, data: bytes) -> str:
+        """Store ``data``; its digest.  A filesystem that says no is an ``UnwritableError`` naming the path
+        (a half-written copy never stays: ``atomic_write`` removes its temp file)."""
         digest = sha256(data)
         path = self.root / digest[:2] / digest[2:]
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, data, 0o644)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, data, 0o644)
+            except OSError as exc:
+                raise UnwritableError.from_os(path, exc) from None
         return digest
 
     def get(self, digest: str) -> bytes | None:
@@ -231,7 +236,7 @@ class Transaction:
         try:
             states = self._journal(plan, state_files)
         except OSError as exc:  # the git dir cannot be written: nothing was touched yet
-            raise UnwritableError(str(self.state_dir), exc.strerror or type(exc).__name__) from None
+            raise UnwritableError.from_os(exc.filename or self.state_dir, exc) from None
         crash_point("txn:journal")
         renamed: list[tuple[FileWrite, Path, int]] = []
         replaced: list[tuple[Path, str | None]] = []
@@ -290,7 +295,7 @@ class Transaction:
                 raise  # the rollback itself failed: the journal stays for the next run to finish it
             # Nothing was replaced, or every replacement was rolled back above.
             settled = True
-            raise UnwritableError(current, exc.strerror or type(exc).__name__) from None
+            raise UnwritableError.from_os(current, exc) from None
         finally:
             for _, _, temp, _, _ in plan:
                 _unlink(temp)
@@ -335,5 +340,8 @@ class Transaction:
                 for full, temp, data, old in states
             ],
         }
-        atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
+        try:
+            atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
+        except OSError as exc:
+            raise UnwritableError.from_os(self.journal, exc) from None
         return states
