@@ -108,19 +108,20 @@ class UnwritableError(RefusedError):
     changed, or after rolling back; ``apply`` reports it as a refusal with its
     table, naming the path.  ``from_os`` words the advice after the errno."""
 
-    def __init__(self, path: str, reason: str, *, code: int | None = None) -> None:
+    def __init__(self, path: str, reason: str, *, code: int | None = None, also: str | None = None) -> None:
+        advice = _WRITE_ADVICE.get(code or errno.EACCES, "fix what the system reports there, then run again")
         super().__init__(
             f"cannot write {path}: {reason}; nothing was written",
-            hint=_WRITE_ADVICE.get(code or errno.EACCES, "fix what the system reports there, then run again"),
+            hint=advice if also is None else f"{advice} ({also})",
         )
         self.path = path
         self.reason = reason
         self.code = code
 
     @classmethod
-    def from_os(cls, path: object, exc: OSError) -> UnwritableError:
+    def from_os(cls, path: object, exc: OSError, *, also: str | None = None) -> UnwritableError:
         """The refusal for ``exc``, naming ``path`` (the file patchkit meant to write)."""
-        return cls(str(path), exc.strerror or type(exc).__name__, code=exc.errno)
+        return cls(str(path), exc.strerror or type(exc).__name__, code=exc.errno, also=also)
 
 
 class BusyError(PatchkitError):

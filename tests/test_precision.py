@@ -225,3 +225,48 @@ def test_a_quota_refusal_would_be_worded_for_the_quota():
         "EDQUOT needs a filesystem with user quotas; this kernel mounts neither tmpfs with `quota` nor ext4 with "
         "its quota feature (checked by hand: both mounts fail), so no real quota can be exceeded here"
     )
+
+
+def _history(tmp_path: Path) -> Scenario:
+    sc = _tree_scenario(tmp_path)
+    for i in range(3):
+        (sc.repo / "pkg" / "mod.py").write_text(BIG_MODEL + f"\nVALUE_{i} = {i}\n")
+        git(sc.repo, "commit", "-qam", f"upstream {i}")
+    return sc
+
+
+def test_check_on_a_full_git_dir_refuses_naming_the_cache_and_the_cause(tmp_path):
+    sc = _history(tmp_path)
+    state = sc.repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, size="256k"):
+        _fill(state, 0)
+        r = run_script("check", "-m", sc.kit.manifest, "--repo", sc.repo, "--range", "HEAD~3..HEAD")
+        leftovers = temp_leftovers(state)
+    assert r.code == 1, r.err + r.out
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1, r.err
+    assert f"cannot write {state}/cache.sqlite: No space left on device" in lines[0]
+    assert "free some space" in lines[0] and "--no-cache" in lines[0]
+    assert leftovers == []
+    ok = run_script("check", "-m", sc.kit.manifest, "--repo", sc.repo, "--range", "HEAD~3..HEAD")
+    assert ok.code == 0, ok.err
+
+
+def test_check_on_a_read_only_git_dir_refuses_and_no_cache_still_checks(tmp_path):
+    sc = _history(tmp_path)
+    state = sc.repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, read_only=True):
+        r = run_script("check", "-m", sc.kit.manifest, "--repo", sc.repo, "--range", "HEAD~3..HEAD")
+        bare = run_script("check", "-m", sc.kit.manifest, "--repo", sc.repo, "--range", "HEAD~3..HEAD", "--no-cache")
+    assert r.code == 1 and "Read-only file system" in r.err and "mounted read-only" in r.err, r.err
+    assert bare.code == 0, bare.err
+
+
+def test_check_no_cache_reports_no_cache_hits(tmp_path, capsys):
+    sc = _history(tmp_path)
+    argv = ["check", "-m", sc.kit.manifest, "--repo", sc.repo, "--range", "HEAD~3..HEAD", "--json"]
+    assert run_cli(capsys, *argv).code == 0
+    warm = run_cli(capsys, *argv).json["stats"]
+    assert warm["cache_hits"] > 0
+    bare = run_cli(capsys, *argv, "--no-cache").json["stats"]
+    assert bare["cache_hits"] == 0 and bare["cache_misses"] > 0
