@@ -15,7 +15,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from helpers import Scenario, git, make_repo, patchkit_script, porcelain, run_cli, run_script, scenario, temp_leftovers
+from helpers import (
+    Kit,
+    Scenario,
+    git,
+    make_repo,
+    patchkit_script,
+    porcelain,
+    run_cli,
+    run_script,
+    scenario,
+    temp_leftovers,
+)
 
 # -- 1. import-diff on something that is not a text patch -------------------------------------
 
@@ -270,3 +281,90 @@ def test_check_no_cache_reports_no_cache_hits(tmp_path, capsys):
     assert warm["cache_hits"] > 0
     bare = run_cli(capsys, *argv, "--no-cache").json["stats"]
     assert bare["cache_hits"] == 0 and bare["cache_misses"] > 0
+
+
+# -- 3. manifests layered on one file -----------------------------------------------------------
+
+LAYER_MODEL = "import torch\n\n\nclass Model:\n    def forward(self, x):\n        return x\n"
+
+
+def _layer_kits(tmp_path: Path, count: int) -> tuple[Path, list[Path]]:
+    repo = make_repo(tmp_path / "repo", {"pkg/mod.py": LAYER_MODEL})
+    manifests = []
+    for i in range(count):
+        kit = Kit(tmp_path / f"kit{i}", name=f"layer-{i}")
+        method = f"class Model:\n    def hook_{i}(self):\n        return {i}\n"
+        manifests.append(
+            kit.write(
+                [
+                    {
+                        "id": f"hook-{i}",
+                        "op": "add-methods",
+                        "file": "pkg/mod.py",
+                        "class": "Model",
+                        "source": f"../patches/h{i}.py",
+                    }
+                ],
+                {f"h{i}.py": method},
+            )
+        )
+    return repo, manifests
+
+
+def _guard(capsys, repo: Path, manifest: Path) -> dict:
+    r = run_cli(capsys, "guard", "-m", manifest, "--repo", repo, "--json")
+    return {c["check"]: c for c in r.json["checks"]} | {"_code": r.code}
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_layered_manifests_each_pass_status_and_guard_naming_the_others(tmp_path, capsys, count):
+    repo, manifests = _layer_kits(tmp_path, count)
+    for m in manifests:
+        assert run_cli(capsys, "apply", "-m", m, "--repo", repo).code == 0
+    for i, m in enumerate(manifests):
+        checks = _guard(capsys, repo, m)
+        assert checks["_code"] == 0, {k: v["message"] for k, v in checks.items() if k != "_code" and not v["ok"]}
+        others = [f"layer-{j}" for j in range(count) if j != i]
+        text = checks["record"]["message"] + " " + checks["clean"]["message"]
+        for other in others:
+            assert other in text, text
+        status = run_cli(capsys, "status", "-m", m, "--repo", repo)
+        assert status.code == 0, status.out
+        assert "edited after patchkit" not in status.out
+        assert all(other in status.out for other in others), status.out
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_an_edit_by_none_of_the_layers_fails_and_never_advises_forcing_over_another(tmp_path, capsys, count):
+    repo, manifests = _layer_kits(tmp_path, count)
+    for m in manifests:
+        assert run_cli(capsys, "apply", "-m", m, "--repo", repo).code == 0
+    with open(repo / "pkg/mod.py", "a") as handle:
+        handle.write("STRAY = 1\n")
+    for i, m in enumerate(manifests):
+        checks = _guard(capsys, repo, m)
+        assert checks["_code"] == 1
+        record = checks["record"]
+        assert not record["ok"] and "pkg/mod.py" in record["message"]
+        # The advice reverts each manifest with its own revert, from the top (the newest) down.
+        expected = " && ".join(f"patchkit revert -m layer-{j} --force" for j in reversed(range(count)))
+        assert expected in record["message"], record["message"]
+        assert f"`patchkit revert -m layer-{i} --force`, then" not in record["message"]
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_layered_reverts_in_the_wrong_order_refuse_and_in_the_right_order_restore(tmp_path, capsys, count):
+    repo, manifests = _layer_kits(tmp_path, count)
+    for m in manifests:
+        assert run_cli(capsys, "apply", "-m", m, "--repo", repo).code == 0
+    patched = (repo / "pkg/mod.py").read_bytes()
+    for m in manifests[:-1]:  # every lower layer refuses while one sits on top, without offering --force
+        r = run_cli(capsys, "revert", "-m", m, "--repo", repo)
+        assert r.code == 1 and "--force" not in r.err and f"patchkit revert -m layer-{count - 1}" in r.err, r.err
+        assert (repo / "pkg/mod.py").read_bytes() == patched
+    for i, m in reversed(list(enumerate(manifests))):
+        assert run_cli(capsys, "revert", "-m", m, "--repo", repo).code == 0
+        for j, lower in enumerate(manifests[:i]):
+            assert _guard(capsys, repo, lower)["_code"] == 0, j
+    assert (repo / "pkg/mod.py").read_text() == LAYER_MODEL
+    assert porcelain(repo) == []

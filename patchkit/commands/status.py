@@ -36,6 +36,8 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             )
             if report.record.manifest_digest != loaded.digest:
                 console.print("note: the manifest changed since it was applied", style="yellow", markup=False)
+        for phrase in report.layering():
+            console.print(f"layered: {phrase}", markup=False)
         if report.edited:
             console.print(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow", markup=False)
         if report.interrupted is not None:

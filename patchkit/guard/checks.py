@@ -13,13 +13,13 @@ The checks read state other modules already compute: the per-patch table of
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.files import sha256
-from patchkit.engine.record import Record
+from patchkit.engine.record import Layers, Record
 from patchkit.engine.recovery import Interrupted
 from patchkit.engine.status import StatusReport
 from patchkit.git import Commit, Repo
@@ -149,10 +149,18 @@ def check_record(
     interrupted: Interrupted | None = None,
     *,
     out_of_date: bool = False,
+    layered: Layers | None = None,
+    sharing: Mapping[str, Sequence[str]] | None = None,
 ) -> Check:
     """The files patchkit wrote still hold what it wrote; the record is of this manifest version;
     no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done).
-    ``out_of_date``: a payload changed, so ``patchkit apply`` rewrites the record with this version."""
+    ``out_of_date``: a payload changed, so ``patchkit apply`` rewrites the record with this version.
+
+    ``layered``: a file a later manifest patched over holds that manifest's write, intact: it is not
+    edited (``edited`` already leaves it out), and the message names the other manifest.  ``sharing``:
+    path -> every manifest whose record lists it, this one included, lowest layer first.  The advice for an edited file
+    they share never says to ``--force`` one manifest's revert over another's edits: it reverts each
+    manifest with its own record, from the top."""
     name = manifest.name
     left = None if interrupted is None else interrupted.to_json()
     recover = (
@@ -182,10 +190,25 @@ def check_record(
         "interrupted": left,
     }
     problems = [recover] if recover is not None else []
-    if edited:
+    shared = sharing or {}
+    details["layered_over"] = {p: list(n) for p, n in (layered.over if layered else {}).items()}
+    details["layered_under"] = {p: list(n) for p, n in (layered.under if layered else {}).items()}
+    alone = [path for path in edited if not shared.get(path)]
+    together = [path for path in edited if shared.get(path)]
+    if alone:
         problems.append(
-            f"edited after patchkit wrote them: {', '.join(edited)} "
+            f"edited after patchkit wrote them: {', '.join(alone)} "
             f"(restore with `patchkit revert -m {name} --force`, then `patchkit apply -m {name}`)"
+        )
+    if together:
+        stack = list(dict.fromkeys(n for path in together for n in shared[path]))  # lowest first, this one too
+        others = [n for n in stack if n != name]
+        steps = " && ".join(f"patchkit revert -m {n} --force" for n in reversed(stack))
+        again = " && ".join(f"patchkit apply -m {n}" for n in stack)
+        problems.append(
+            f"edited after patchkit wrote them, by none of the manifests that patched them: {', '.join(together)} "
+            f"(also patched by {', '.join(others)}; see the edit with `git diff -- {together[0]}`; to start over, "
+            f"revert each manifest from the top, which discards only that edit: `{steps}`, then `{again}`)"
         )
     if record.manifest_digest != manifest.digest:
         problems.append(
@@ -199,10 +222,12 @@ def check_record(
         )
     if problems:
         return _failed("record", "; ".join(problems), details)
+    over = layered.over if layered else {}
+    also = "".join(f"; {path} patched over since by {', '.join(n)}, intact" for path, n in over.items())
     return _passed(
         "record",
         f"the {len(record.files)} file(s) patchkit wrote on {record.applied_at} are unchanged, "
-        "by this version of the manifest",
+        f"by this version of the manifest{also}",
         details,
     )
 
@@ -229,6 +254,7 @@ def check_clean(
     *,
     allow_dirty: bool,
     others: Sequence[tuple[Record, Collection[str]]] = (),
+    layered: Layers | None = None,
 ) -> Check:
     """No change in the tree but patchkit's own recorded edits.
 
@@ -244,8 +270,14 @@ def check_clean(
     the files edited since that manifest wrote them.  Their intact files are
     patchkit's edits too (the check passes with a warning naming them, since
     the benchmark then also runs with those patches); edited ones are dirty.
+
+    ``layered``: this manifest's files that other manifests patched over (intact), and the files this
+    one patched over other manifests' intact writes.  Those are patchkit's edits too, named like
+    ``others``; for the second kind, the lowest manifest's entry says whether the file started from HEAD.
     """
     recorded = {f.path: f for f in record.files} if record else {}
+    over = layered.over if layered else {}
+    under = layered.under if layered else {}
     owners = {f.path: (other, f, f.path in edited) for other, edited in others for f in other.files}
     base = record.base_commit if record else None
     dirty: list[dict[str, str]] = []
@@ -261,6 +293,10 @@ def check_clean(
             base = other.base_commit
         elif entry is not None:
             base = record.base_commit if record else None
+            for other_name in [*under.get(path, ()), *over.get(path, ())]:
+                foreign.setdefault(other_name, []).append(path)
+            if path in under and layered is not None:
+                entry = layered.bottom[path]  # the write at the bottom saw the file as it was
         if entry is not None:
             if not entry.clean_before:
                 dirty.append({"path": path, "change": "local edits patched over (had changes before patchkit wrote)"})
