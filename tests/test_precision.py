@@ -9,7 +9,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -62,7 +61,8 @@ def test_import_diff_refusal_speaks_of_import_diff_not_capture(tmp_path, capsys)
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     patch = tmp_path / "new.patch"
     patch.write_text(
-        "diff --git a/b.txt b/b.txt\nnew file mode 100644\nindex 0000000..1\n--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+b\n"
+        "diff --git a/b.txt b/b.txt\nnew file mode 100644\nindex 0000000..1\n"
+        "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+b\n"
     )
     r = run_cli(capsys, "import-diff", patch, "--repo", repo, "--name", "x", "--out", tmp_path / "kit")
     assert r.code == 1, r.err
@@ -111,9 +111,8 @@ def _fill(where: Path, leave: int) -> None:
     st = os.statvfs(where)
     free = st.f_bavail * st.f_frsize
     if free > leave:
-        with open(where / "filler", "wb") as handle:
-            with contextlib.suppress(OSError):
-                handle.write(b"\0" * (free - leave))
+        with open(where / "filler", "wb") as handle, contextlib.suppress(OSError):
+            handle.write(b"\0" * (free - leave))
 
 
 def _tree_scenario(tmp_path: Path) -> Scenario:

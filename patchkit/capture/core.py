@@ -131,7 +131,9 @@ def _changed_files(repo: Repo, root: Path, base: Commit, verb: str = "capture") 
         files.append(_FileChange(path, before, after))
     if problems:
         raise RefusedError(
-            f"{verb} carries edits of existing text files only, and {len(problems)} change(s) are not that: "
+            f"{verb} carries edits of existing text files only, and {plural(len(problems), 'change')} "
+            + ("is" if len(problems) == 1 else "are")
+            + " not that: "
             + "; ".join(problems)
             + "; nothing was written",
             hint=(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from patchkit.commands._common import header
 from patchkit.errors import BisectAbortError, PatchkitError, UsageError
 from patchkit.guard.report import GuardReport
-from patchkit.render import Grid, emit, print_json, results_table
+from patchkit.render import Grid, emit, plural, print_json, results_table
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -99,11 +99,11 @@ def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None
 
 def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
     code = report.exit_code(bisect=bisect)
-    warned = f" ({len(report.warnings)} warning(s): {', '.join(c.check for c in report.warnings)})"
+    warned = f" ({plural(len(report.warnings), 'warning')}: {', '.join(c.check for c in report.warnings)})"
     if report.ok:
         return f"GUARD OK: this tree may be benchmarked{warned if report.warnings else ''}.", "bold green"
     names = ", ".join(c.check for c in report.failed)
-    line = f"GUARD FAILED: {len(report.failed)} check(s) failed ({names})"
+    line = f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names})"
     if code == 125:
         line += "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
     elif code == 128:

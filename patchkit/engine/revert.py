@@ -67,9 +67,7 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
         records = all_records(repo)
         over = layers(root, record, records).over
         others = [
-            r.manifest_name
-            for r in records
-            if r.manifest_name != name and {f.path for f in r.files} & set(edited)
+            r.manifest_name for r in records if r.manifest_name != name and {f.path for f in r.files} & set(edited)
         ]
         hint = "review them; pass --force to restore them anyway (their edits are lost)"
         if over and set(edited) <= set(over):
@@ -80,8 +78,7 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
                 f"manifest(s) {', '.join(tops)} patched over {plural(len(edited), 'file')} {name} wrote, "
                 f"and their edits are intact; nothing was reverted",
                 items=tuple(edited),
-                hint="revert from the top: "
-                + " && ".join(f"patchkit revert -m {n}" for n in [*tops, name]),
+                hint="revert from the top: " + " && ".join(f"patchkit revert -m {n}" for n in [*tops, name]),
             )
         if others:
             hint = (
@@ -89,7 +86,9 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
                 f"revert those first (each with its own record), then this one; --force discards that edit"
             )
         raise RefusedError(
-            f"{len(edited)} file(s) patchkit wrote for {name} were edited after patching; nothing was reverted",
+            f"{plural(len(edited), 'file')} patchkit wrote for {name} "
+            + ("was" if len(edited) == 1 else "were")
+            + " edited after patching; nothing was reverted",
             items=tuple(edited),
             hint=hint,
         )

@@ -7,7 +7,7 @@ which recorded files were edited since, and what a killed run left.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from patchkit.engine.evaluate import evaluate
@@ -36,13 +36,11 @@ class StatusReport:
     record: Record | None
     edited: tuple[str, ...]  # recorded files changed since patchkit wrote them (by none of the tree's manifests)
     interrupted: Interrupted | None = None  # a killed run's leftovers (the next apply/revert rolls them back)
-    layers: Layers = Layers({}, {}, {})  # files other manifests patched over, or that this one patched over
+    layers: Layers = field(default_factory=lambda: Layers({}, {}, {}))  # shared files (see Layers)
 
     def layering(self) -> list[str]:
         """One phrase per file shared with other manifests, naming them (empty: none)."""
-        out = [
-            f"{path} patched over since by {', '.join(names)} (intact)" for path, names in self.layers.over.items()
-        ]
+        out = [f"{path} patched over since by {', '.join(names)} (intact)" for path, names in self.layers.over.items()]
         out += [f"{path} patched over {', '.join(names)}'s edits" for path, names in self.layers.under.items()]
         return out
 

@@ -106,7 +106,7 @@ class Recovered:
         if self.state_files:
             parts.append(f"put back the record(s) {', '.join(self.state_files)}")
         if self.temps:
-            parts.append(f"removed {len(self.temps)} leftover temp file(s)")
+            parts.append(f"removed {len(self.temps)} leftover temp file" + ("" if len(self.temps) == 1 else "s"))
         return "; ".join(parts) or "nothing had been written yet"
 
 

@@ -24,6 +24,7 @@ from patchkit.engine.recovery import Interrupted
 from patchkit.engine.status import StatusReport
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
+from patchkit.render import plural
 from patchkit.results import PatchResult, Status
 
 if TYPE_CHECKING:
@@ -109,8 +110,8 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
         also = f"; also not in place: {', '.join(_describe(status, r) for r in others)}" if others else ""
         return _failed(
             "patches",
-            f"out of date: {', '.join(status.out_of_date)} hold an older version of their payload that patchkit "
-            f"wrote{also}; run `patchkit apply -m {name}` to update them",
+            f"out of date: {stale_phrase(status.out_of_date)}{also}; run `patchkit apply -m {name}` to update "
+            + ("it" if len(status.out_of_date) == 1 else "them"),
             details,
         )
     blocking = missing + (optional if strict else [])
@@ -136,7 +137,17 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
             details,
             warning=True,
         )
-    return _passed("patches", f"all {total} patches of {name} are in place", details)
+    what = (
+        f"the {plural(total, 'patch', 'patches')} of {name} is" if total == 1 else f"all {total} patches of {name} are"
+    )
+    return _passed("patches", f"{what} in place", details)
+
+
+def stale_phrase(patches: Sequence[str]) -> str:
+    """``a holds an older version of its payload...`` / ``a, b hold ... of their payload...``."""
+    one = len(patches) == 1
+    verb, whose = ("holds", "its") if one else ("hold", "their")
+    return f"{', '.join(patches)} {verb} an older version of {whose} payload that patchkit wrote"
 
 
 # -- record ------------------------------------------------------------------------------------
@@ -223,10 +234,14 @@ def check_record(
     if problems:
         return _failed("record", "; ".join(problems), details)
     over = layered.over if layered else {}
+    under = layered.under if layered else {}
     also = "".join(f"; {path} patched over since by {', '.join(n)}, intact" for path, n in over.items())
+    also += "".join(f"; {path} written over {', '.join(n)}'s intact edits" for path, n in under.items())
     return _passed(
         "record",
-        f"the {len(record.files)} file(s) patchkit wrote on {record.applied_at} are unchanged, "
+        f"the {plural(len(record.files), 'file')} patchkit wrote on {record.applied_at} "
+        + ("is" if len(record.files) == 1 else "are")
+        + " unchanged, "
         f"by this version of the manifest{also}",
         details,
     )
@@ -315,16 +330,20 @@ def check_clean(
         listed = "; ".join(f"{name}: {', '.join(paths)}" for name, paths in sorted(foreign.items()))
         also = f"; also patched by other manifests ({listed})"
     if not dirty:
-        own = f" (only patchkit's {len(recorded)} recorded file(s) differ from HEAD)" if recorded else ""
+        differ = "differs" if len(recorded) == 1 else "differ"
+        own = f" (only patchkit's {plural(len(recorded), 'recorded file')} {differ} from HEAD)" if recorded else ""
         return _passed("clean", f"no changes outside patchkit's edits{own}{also}", details, warning=bool(foreign))
     listed = ", ".join(f"{d['path']} ({d['change']})" for d in dirty)
     if allow_dirty:
         return _passed(
-            "clean", f"{len(dirty)} change(s) outside patchkit's edits, allowed: {listed}{also}", details, warning=True
+            "clean",
+            f"{plural(len(dirty), 'change')} outside patchkit's edits, allowed: {listed}{also}",
+            details,
+            warning=True,
         )
     return _failed(
         "clean",
-        f"{len(dirty)} change(s) outside patchkit's edits: {listed}{also}; commit, remove or move them "
+        f"{plural(len(dirty), 'change')} outside patchkit's edits: {listed}{also}; commit, remove or move them "
         "(patchkit never stashes), or pass --allow-dirty",
         details,
     )
