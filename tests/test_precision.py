@@ -367,3 +367,35 @@ def test_layered_reverts_in_the_wrong_order_refuse_and_in_the_right_order_restor
             assert _guard(capsys, repo, lower)["_code"] == 0, j
     assert (repo / "pkg/mod.py").read_text() == LAYER_MODEL
     assert porcelain(repo) == []
+
+
+# -- 6. apply --diff prints the bytes that are written ------------------------------------------
+
+DIFF_BASE = "import os\n\n\nclass Model:\n    def forward(self, x):\n        return x\n\n\nEntryClass = Model\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [DIFF_BASE.replace("\n", "\r\n"), DIFF_BASE.replace("\n", "\r\n", 4), DIFF_BASE + "# caf\u00e9\n"],
+    ids=["crlf", "mixed", "utf8"],
+)
+def test_apply_diff_output_is_what_git_apply_takes(tmp_path, text):
+    sc = scenario(tmp_path, {"pkg/mod.py": text.encode("utf-8")}, ADD_EXTRA, EXTRA)
+    r = subprocess.run(
+        [patchkit_script(), "apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo), "--dry-run", "--diff"],
+        capture_output=True,
+    )
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    diff = out[out.index(b"diff --git ") : out.rindex(b"DRY RUN:")]
+    if "\r" in text:
+        assert b"\r\n" in diff
+    patch = tmp_path / "printed.patch"
+    patch.write_bytes(diff)
+    check = subprocess.run(["git", "apply", "--check", str(patch)], cwd=sc.repo, capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
+    subprocess.run(["git", "apply", str(patch)], cwd=sc.repo, check=True)
+    by_git = sc.file().read_bytes()
+    subprocess.run(["git", "checkout", "--", "pkg/mod.py"], cwd=sc.repo, check=True)
+    assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
+    assert sc.file().read_bytes() == by_git  # the printed diff is exactly the write
