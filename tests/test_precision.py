@@ -399,3 +399,41 @@ def test_apply_diff_output_is_what_git_apply_takes(tmp_path, text):
     subprocess.run(["git", "checkout", "--", "pkg/mod.py"], cwd=sc.repo, check=True)
     assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
     assert sc.file().read_bytes() == by_git  # the printed diff is exactly the write
+
+
+# -- 8. check --commit A --commit B: oldest first, relations named right -------------------------
+
+
+def test_check_commits_are_listed_oldest_first_and_an_ancestor_is_not_another_line(tmp_path, capsys):
+    sc = _history(tmp_path)  # base, upstream 0, 1, 2
+    git(sc.repo, "checkout", "-q", "-b", "side", "HEAD~2")
+    (sc.repo / "pkg" / "mod.py").write_text(BIG_MODEL.replace("class Model:", "class Renamed:"))
+    git(sc.repo, "commit", "-qam", "side: rename")
+    side = git(sc.repo, "rev-parse", "HEAD").strip()
+    git(sc.repo, "checkout", "-q", "master" if "master" in git(sc.repo, "branch") else "main")
+    shas = [git(sc.repo, "rev-parse", f"HEAD~{n}").strip() for n in (0, 2, 3)]
+    r = run_cli(capsys, "check", "-m", sc.kit.manifest, "--repo", sc.repo, *[f"--commit={s}" for s in shas], "--json")
+    assert [c["commit"] for c in r.json["commits"]] == list(reversed(shas))
+    text = run_cli(capsys, "check", "-m", sc.kit.manifest, "--repo", sc.repo, "--commit", shas[0], "--commit", side)
+    assert "not a descendant of " in text.out and ": another line of history" in text.out, text.out
+    # Upstream 2 and the base, newest first: listed base first, and upstream 2 is 3 commits after it.
+    (sc.repo / "pkg" / "mod.py").write_text(BIG_MODEL)
+    r = run_cli(capsys, "check", "-m", sc.kit.manifest, "--repo", sc.repo, "--commit", side, "--commit", shas[2])
+    text = run_cli(
+        capsys,
+        "check",
+        "-m",
+        sc.kit.manifest,
+        "--repo",
+        sc.repo,
+        "--commit",
+        shas[0],
+        "--commit",
+        side,
+        "--commit",
+        shas[2],
+    )
+    body = text.out.split("\n", 1)[1]  # after the header, which repeats the arguments
+    assert body.index(shas[2][:10]) < body.index(side[:10]), text.out
+    assert "(1 commit after " not in text.out
+    assert f"2 commits after {shas[2][:10]}" in text.out, text.out  # side forks from upstream 0, the base's child
