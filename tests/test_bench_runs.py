@@ -230,7 +230,7 @@ def test_ctrl_c_stops_the_server_group(history, manifest, tmp_path):
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    assert b"Traceback" not in err and err.strip().endswith(b"patchkit: aborted")
+    assert b"Traceback" not in err and err.strip().endswith(b"patchkit: interrupted (Ctrl-C)")
     assert_nothing_left(pid_file)
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -437,3 +439,53 @@ def test_check_commits_are_listed_oldest_first_and_an_ancestor_is_not_another_li
     assert body.index(shas[2][:10]) < body.index(side[:10]), text.out
     assert "(1 commit after " not in text.out
     assert f"2 commits after {shas[2][:10]}" in text.out, text.out  # side forks from upstream 0, the base's child
+
+
+# -- 4. a Ctrl-C inside a long libcst parse stops within a second -------------------------------
+
+
+def big_model(functions: int) -> str:
+    return "import torch\n\n\nclass Model:\n    def forward(self, x):\n        return x\n\n\n" + "".join(
+        f"def helper_{i}(x, y=None):\n    z = [x + {i}, y, {{'a': {i}}}]\n    return z\n\n\n" for i in range(functions)
+    )
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-pid"])
+def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, group):
+    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)  # ~0.5 MB: a long libcst parse
+    before = sc.file().read_bytes()
+    env = {**os.environ, "PATCHKIT_ABANDON_BYTES": "100000"}
+    proc = subprocess.Popen(
+        [patchkit_script(), "apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not _children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert _children(proc.pid), "the work never went to a child process"
+    time.sleep(1.0)  # well inside the parse (seconds long)
+    assert proc.poll() is None, "the parse ended before the interrupt: make the target larger"
+    sent = time.monotonic()
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        os.kill(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    latency = time.monotonic() - sent
+    assert proc.returncode == 130, err
+    assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
+    assert err.decode().strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert sc.file().read_bytes() == before and porcelain(sc.repo) == []
+    assert not (sc.repo / ".git" / "patchkit" / "applied").exists()
+    time.sleep(0.2)
+    assert not any(Path(f"/proc/{c}").exists() for c in _children(proc.pid))

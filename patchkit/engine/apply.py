@@ -10,10 +10,12 @@ door, in ``engine/revert.py`` and ``engine/status.py``, mirroring ``commands/``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from patchkit.engine import abandon
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
 from patchkit.engine.files import sha256
 from patchkit.engine.groups import group_results
@@ -35,7 +37,7 @@ from patchkit.errors import UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Reason, Status
-from patchkit.sources import WorktreeSource
+from patchkit.sources import Source, WorktreeSource
 
 
 @dataclass(frozen=True)
@@ -139,11 +141,39 @@ def apply_locked(
     if computed is not None:
         evaluation, rendered = computed
     else:
-        evaluation = evaluate(manifest, source, previous=previous_code(load_record(repo, manifest.name)))
-        rendered = []
+        evaluation, rendered = evaluate_and_render(
+            manifest, source, root, previous=previous_code(load_record(repo, manifest.name)), strict=strict
+        )
+    return _write_applied(manifest, repo, root, txn, commit, evaluation, rendered, notes, dry_run, strict)
+
+
+def evaluate_and_render(
+    manifest: Manifest, source: Source, root: Path, *, previous: Mapping[str, str], strict: bool
+) -> tuple[Evaluation, list[Rendered]]:
+    """The verdicts and the new bytes; nothing is written.
+
+    Large targets (``engine/abandon.py``) are read and analysed in a child process that a Ctrl-C
+    abandons at once: libcst's parse of a multi-megabyte file would otherwise hold off an interrupt
+    for the whole parse.  Only the verdicts and the rendered bytes come back.
+    """
+
+    def work() -> tuple[Evaluation, list[Rendered]]:
+        evaluation = evaluate(manifest, source, previous=previous)
+        rendered: list[Rendered] = []
         if not evaluation.refused(strict):
             rendered, evaluation = render(evaluation)
-    return _write_applied(manifest, repo, root, txn, commit, evaluation, rendered, notes, dry_run, strict)
+        return evaluation, rendered
+
+    sizes = abandon.target_sizes(root, manifest.files())
+    if not abandon.large(sum(sizes.values())):
+        return work()
+
+    def light() -> tuple[tuple[PatchResult, ...], list[Rendered]]:
+        evaluation, rendered = work()
+        return evaluation.results, rendered
+
+    results, rendered = abandon.run(light, label=abandon.describe(sizes))
+    return Evaluation(manifest, source, results, {}), rendered
 
 
 def _write_applied(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from patchkit.engine import abandon
 from patchkit.engine.evaluate import evaluate
 from patchkit.engine.groups import group_results
 from patchkit.engine.record import Layers, Record, all_records, edited_since, layers, load_record, previous_code
@@ -99,9 +100,16 @@ def status_worktree(manifest: Manifest, repo: Repo, *, head: Pending | None = No
     root = repo.require_worktree("status")
     source = WorktreeSource(repo, root)
     record = load_record(repo, manifest.name)
-    evaluation = evaluate(manifest, source, previous=previous_code(record))
+    previous = previous_code(record)
+    sizes = abandon.target_sizes(root, manifest.files())
+    if abandon.large(sum(sizes.values())):  # a Ctrl-C must not wait for the parse (engine/abandon.py)
+        results = abandon.run(
+            lambda: evaluate(manifest, source, previous=previous).results, label=abandon.describe(sizes)
+        )
+    else:
+        results = evaluate(manifest, source, previous=previous).results
     found = layers(root, record, all_records(repo)) if record else Layers({}, {}, {})
     edited = tuple(p for p in edited_since(repo, record) if p not in found.over) if record else ()
     left = interrupted(repo, root)
     commit = source.commit if head is None else parse_head(head)[0]
-    return StatusReport(manifest, str(root), commit, evaluation.results, record, edited, left, found)
+    return StatusReport(manifest, str(root), commit, results, record, edited, left, found)

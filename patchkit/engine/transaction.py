@@ -46,6 +46,10 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         raise
 
 
+# Tree paths this process's transactions wrote, for the words of an interrupt (``cli.main``).
+WRITTEN: list[str] = []
+
+
 def _unlink(path: str | Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -276,6 +280,7 @@ class Transaction:
                     replaced.append((full, old))
                 crash_point("txn:state")
                 settled = True
+                WRITTEN.extend(w.path for w in writes)
             except BaseException:
                 for w, full, old_mode in reversed(renamed):
                     atomic_write(full, w.before, old_mode)
