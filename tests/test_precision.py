@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from helpers import (
     run_cli,
     run_script,
     scenario,
+    src,
     temp_leftovers,
 )
 
@@ -489,3 +491,92 @@ def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_noth
     assert not (sc.repo / ".git" / "patchkit" / "applied").exists()
     time.sleep(0.2)
     assert not any(Path(f"/proc/{c}").exists() for c in _children(proc.pid))
+
+
+# -- 5. the guard's import check: namespace packages, the tree's own version -------------------
+
+
+def _venv(path: Path, *entries: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+    python = path / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    Path(purelib, "guard_test.pth").write_text("".join(f"{p}\n" for p in entries))
+    return python
+
+
+def _namespace_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """A tree whose python/pkg has no __init__.py, and a manifest with one applied patch on it."""
+    files = {"python/pkg/model.py": "class Model:\n    def forward(self, x):\n        return x\n"}
+    files["python/pyproject.toml"] = '[project]\nname = "pkg"\ndynamic = ["version"]\n\n'
+    files["python/pyproject.toml"] += '[tool.setuptools_scm]\nversion_file = "pkg/_scm_version.py"\n'
+    repo = make_repo(tmp_path / "repo", files)
+    kit = Kit(tmp_path / "kit")
+    manifest = kit.write(
+        [{"id": "extra", "op": "add-methods", "file": "python/pkg/model.py", "class": "Model", "source": src("m.py")}],
+        EXTRA,
+    )
+    return repo, manifest
+
+
+def _import_check(capsys, repo: Path, manifest: Path, python: Path, env_path: str | None = None) -> dict:
+    old = os.environ.get("PYTHONPATH")
+    if env_path is not None:
+        os.environ["PYTHONPATH"] = env_path
+    try:
+        r = run_cli(capsys, "guard", "-m", manifest, "--repo", repo, "--python", python, "--import", "pkg", "--json")
+    finally:
+        if env_path is not None:
+            if old is None:
+                os.environ.pop("PYTHONPATH", None)
+            else:
+                os.environ["PYTHONPATH"] = old
+    return next(c for c in r.json["checks"] if c["check"] == "import:pkg")
+
+
+def test_a_regular_package_beats_the_trees_namespace_package_and_the_advice_says_so(tmp_path, capsys):
+    repo, manifest = _namespace_tree(tmp_path)
+    assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo).code == 0
+    site = tmp_path / "site"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("")
+    python = _venv(tmp_path / "venv", site)
+    # The tree's python/ first on PYTHONPATH: the regular package in site-packages still wins.
+    check = _import_check(capsys, repo, manifest, python, env_path=str(repo / "python"))
+    assert not check["ok"] and check["details"]["location"] == str((site / "pkg").resolve()), check
+    message = check["message"]
+    assert "python/pkg has no __init__.py, so it is a namespace package" in message
+    assert "whatever PYTHONPATH says" in message and "pip uninstall pkg" in message
+    assert "first on PYTHONPATH" not in message
+
+
+def test_the_tree_version_is_the_trees_and_the_installed_one_is_labelled(tmp_path, capsys):
+    repo, manifest = _namespace_tree(tmp_path)
+    assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo).code == 0
+    (repo / "python" / "pkg" / "_scm_version.py").write_text("__version__ = version = '0.5.9.dev42'\n")
+    site = tmp_path / "site"
+    info = site / "pkg-0.5.3.dist-info"  # another copy's metadata: an older release
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 0.5.3\n")
+    python = _venv(tmp_path / "venv", repo / "python", site)
+    check = _import_check(capsys, repo, manifest, python)
+    assert check["ok"], check
+    assert check["details"]["tree_version"] == {"version": "0.5.9.dev42", "file": "python/pkg/_scm_version.py"}
+    message = check["message"]
+    assert "this tree's version: 0.5.9.dev42 (from python/pkg/_scm_version.py)" in message
+    assert "installed distribution: 0.5.3 (metadata of an installed copy, not read from this tree)" in message
+    assert "distribution version 0.5.3" not in message
+
+
+def test_an_interpreter_that_prints_something_else_is_named_with_what_it_printed(tmp_path, capsys):
+    repo, manifest = _namespace_tree(tmp_path)
+    fake = tmp_path / "python2"
+    fake.write_text("#!/bin/sh\necho 'Python 2.7.18'\n")
+    fake.chmod(0o755)
+    r = run_cli(capsys, "guard", "-m", manifest, "--repo", repo, "--python", fake, "--import", "pkg")
+    assert r.code == 2
+    assert "printed 'Python 2.7.18' instead of the probe's answer" in r.err and "no output" not in r.err, r.err

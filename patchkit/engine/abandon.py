@@ -16,7 +16,7 @@ names the phase the child reports (``evaluate``, ``render``) and the seconds
 elapsed, rewritten in place, and is cleared when the work ends.
 
 ``PATCHKIT_ABANDON_BYTES`` sets the size (bytes of target files) from which
-work goes to a child (default 1 MiB; tests lower it).
+work goes to a child (default 256 KiB; tests lower it).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from patchkit.errors import ExitCode, InternalError, PatchkitError
 T = TypeVar("T")
 
 THRESHOLD_ENV = "PATCHKIT_ABANDON_BYTES"
-DEFAULT_THRESHOLD = 1 << 20
+DEFAULT_THRESHOLD = 256 << 10  # about 2 s of libcst parse on a laptop core
 
 
 def threshold() -> int:

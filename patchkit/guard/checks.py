@@ -13,6 +13,7 @@ The checks read state other modules already compute: the per-patch table of
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -416,18 +417,112 @@ def check_import(
         )
     rel = _inside(package.location, root)
     details["in_tree"] = rel
+    details["tree_version"] = None
     if rel is not None:
-        version = f", distribution version {package.version}" if package.version else ""
-        return _passed(name, f"{facts.python} imports {package.name} from this tree ({rel}){version}", details)
-    expected = expected_location(package.name, tracked())
+        found = tree_version(root, package.name, rel)
+        details["tree_version"] = None if found is None else {"version": found[0], "file": found[1]}
+        said = f"; this tree's version: {found[0]} (from {found[1]})" if found else ""
+        if package.version:
+            other = (
+                " (metadata of an installed copy, not read from this tree)"
+                if found is None or (found[0] != package.version)
+                else ""
+            )
+            said += f"; installed distribution: {package.version}{other}"
+        return _passed(name, f"{facts.python} imports {package.name} from this tree ({rel}){said}", details)
+    files = tracked()
+    expected = expected_location(package.name, files)
     details["expected"] = expected
     there = f"not from this tree ({expected})" if expected else "not from this tree (which has no such package)"
+    top = package.name.split(".")[0]
+    top_dir = expected_location(top, files)
+    if (
+        top_dir is not None
+        and f"{top_dir}/__init__.py" not in files
+        and any(path.startswith(f"{top_dir}/") for path in files)
+        and _regular_package_at(package.location, package.name)
+    ):
+        # A regular package anywhere on sys.path wins over namespace portions, whatever the order.
+        return _failed(
+            name,
+            f"{package.name} is shadowed: {facts.python} imports it from {package.location}, {there}; "
+            f"uninstall that copy (`{facts.python} -m pip uninstall {top}`) or take it off that interpreter's path: "
+            f"this tree's {top_dir} has no __init__.py, so it is a namespace package, and a regular package "
+            "anywhere on sys.path wins over it whatever PYTHONPATH says",
+            details,
+        )
     return _failed(
         name,
         f"{package.name} is shadowed: {facts.python} imports it from {package.location}, {there}; "
         f"uninstall that copy, or {_todo(package.name, expected, root)}",
         details,
     )
+
+
+def _regular_package_at(location: str | None, name: str) -> bool:
+    """Whether the top-level package that ``location`` (of ``name``) lies in has an ``__init__.py``."""
+    if location is None:
+        return False
+    path = Path(location)
+    for _ in range(name.count(".") + (0 if path.is_dir() else 1)):
+        path = path.parent
+    return (path / "__init__.py").is_file()
+
+
+# `__version__ = "0.5.9"`, `version: str = "0.5.9"`, and setuptools_scm's `__version__ = version = '0.5.9'`.
+_VERSION = re.compile(
+    r"""^\s*(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:(?:__version__|version)\s*=\s*)?["']([^"']+)["']""",
+    re.M,
+)
+
+
+def tree_version(root: Path, package: str, rel: str) -> tuple[str, str] | None:
+    """The version the tree itself states for ``package`` (imported from ``rel``): (version, file).
+
+    Looked up, in order: ``version.py``, ``_version.py`` and ``__init__.py`` of the top-level package;
+    then the ``pyproject.toml`` above it: its ``[tool.setuptools_scm]`` ``version_file`` (or
+    ``write_to``), generated at install time and often untracked, else a static ``[project] version``.
+    Never an installed distribution's metadata: that may be another copy's.
+    """
+    top = Path(rel)
+    for _ in range(package.count(".")):  # up from the module (or package) to the top-level package
+        top = top.parent
+    for name in ("version.py", "_version.py", "__init__.py"):
+        found = _version_in(root / top / name)
+        if found:
+            return found, (top / name).as_posix()
+    folder = top
+    while True:
+        project = root / folder / "pyproject.toml"
+        if project.is_file():
+            try:
+                import tomllib
+
+                data = tomllib.loads(project.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            scm = data.get("tool", {}).get("setuptools_scm", {})
+            target = scm.get("version_file") or scm.get("write_to")
+            if isinstance(target, str):
+                found = _version_in(root / folder / target)
+                if found:
+                    return found, (folder / target).as_posix()
+            static = data.get("project", {}).get("version")
+            if isinstance(static, str):
+                return static, (folder / "pyproject.toml").as_posix()
+            return None
+        if folder == Path(".") or folder == Path(""):
+            return None
+        folder = folder.parent
+
+
+def _version_in(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    match = _VERSION.search(text)
+    return match.group(1) if match else None
 
 
 def _todo(package: str, expected: str | None, root: Path) -> str:
