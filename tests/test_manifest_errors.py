@@ -167,14 +167,14 @@ CASES = [
         "patch[2].class",
         11,
         patches=[imp(), good(**{"class": None})],
-        message=("missing required key for op 'add-methods'",),
+        message=("missing required key 'class' for op 'add-methods'",),
     ),
     Case(
         "missing-insert-key",
         "patch[1].body_of",
         5,
         patches=[ins(body_of=None)],
-        message=("missing required key for op 'insert'",),
+        message=("missing required key 'body_of' for op 'insert'",),
     ),
     Case(
         "missing-expect",

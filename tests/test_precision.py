@@ -580,3 +580,103 @@ def test_an_interpreter_that_prints_something_else_is_named_with_what_it_printed
     r = run_cli(capsys, "guard", "-m", manifest, "--repo", repo, "--python", fake, "--import", "pkg")
     assert r.code == 2
     assert "printed 'Python 2.7.18' instead of the probe's answer" in r.err and "no output" not in r.err, r.err
+
+
+# -- 11. the small items -------------------------------------------------------------------------
+
+
+def test_busy_after_wait_does_not_advise_passing_wait(tmp_path):
+    sc = _tree_scenario(tmp_path)
+    state = sc.repo / ".git" / "patchkit"
+    state.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)", str(state / "lock")],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--wait", "0.3")
+        now = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.code == 4 and "still after waiting 0.3 s" in r.err and "pass a longer --wait" in r.err, r.err
+    assert now.code == 4 and "or pass --wait SECONDS" in now.err
+
+
+def test_bisect_with_good_equal_to_bad_says_so(tmp_path, capsys):
+    sc = _tree_scenario(tmp_path)
+    r = run_cli(capsys, "bisect", "-m", sc.kit.manifest, "--repo", sc.repo, "--good", "HEAD", "--bad", "HEAD",
+                "--metric", "x", "--min", "1")  # fmt: skip
+    assert r.code == 2
+    assert "are the same commit" in r.err and "first-parent descendant" not in r.err, r.err
+
+
+def test_capture_ids_of_non_ascii_names_keep_their_letters(tmp_path, capsys):
+    repo = make_repo(tmp_path / "repo", {"pkg/módulo_á.py": "class Módulo:\n    def f(self):\n        return 1\n"})
+    (repo / "pkg/módulo_á.py").write_text("class Módulo:\n    def f(self):\n        return 1\n\n    def g(self):\n"
+                                          "        return 2\n")  # fmt: skip
+    r = run_cli(capsys, "capture", "--repo", repo, "--name", "x", "--out", tmp_path / "kit", "--json")
+    assert r.code == 0, r.err
+    ids = [p["id"] for p in r.json["patches"]]
+    assert ids and all("m-dul" not in i for i in ids) and any("modulo" in i for i in ids), ids
+
+
+def test_a_missing_required_key_is_named(tmp_path, capsys):
+    kit = Kit(tmp_path / "kit")
+    manifest = kit.write([{"id": "a", "op": "add-methods", "file": "a.py", "source": src("m.py")}], EXTRA)
+    r = run_cli(capsys, "validate", "-m", manifest)
+    assert r.code == 2 and "patch[1].class: missing required key 'class'" in r.err, r.err
+
+
+SIGNAL_SCRIPT = """import signal, sys, time
+def stop(signum, frame):
+    open(sys.argv[1], "w").write("got SIGINT")
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+open(sys.argv[1] + ".ready", "w").close()
+time.sleep(60)
+"""
+
+
+def test_run_passes_on_a_sigint_sent_to_its_own_pid(tmp_path):
+    sc = _tree_scenario(tmp_path)
+    assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
+    script, seen = tmp_path / "cmd.py", tmp_path / "seen"
+    script.write_text(SIGNAL_SCRIPT)
+    proc = subprocess.Popen(
+        [patchkit_script(), "run", "-m", str(sc.kit.manifest), "--", sys.executable, str(script), str(seen)],
+        cwd=sc.repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not Path(f"{seen}.ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)  # to patchkit alone, as `kill -INT PID` does
+    _out, err = proc.communicate(timeout=30)
+    assert seen.read_text() == "got SIGINT", err
+    assert proc.returncode == 130
+
+
+def test_ctrl_c_to_the_group_reaches_the_command_once(tmp_path):
+    sc = _tree_scenario(tmp_path)
+    assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
+    script, seen = tmp_path / "cmd.py", tmp_path / "seen"
+    script.write_text(SIGNAL_SCRIPT.replace('"w").write', '"a").write'))
+    proc = subprocess.Popen(
+        [patchkit_script(), "run", "-m", str(sc.kit.manifest), "--", sys.executable, str(script), str(seen)],
+        cwd=sc.repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not Path(f"{seen}.ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=30)
+    assert seen.read_text() == "got SIGINT"  # once, not twice
+    assert proc.returncode == 130

@@ -31,6 +31,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -166,7 +167,9 @@ class _Planned:
 
 
 def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    # Letters keep their base letter (`módulo` -> `modulo`), not a dash each.
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9._-]+", "-", ascii_text.lower()).strip("-._")
     return slug or "x"
 
 

@@ -38,9 +38,12 @@ def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = _holder(path)
+                    waited = f", still after waiting {wait:g} s" if wait > 0 else ""
                     raise BusyError(
-                        f"another patchkit is working on this repository ({holder})",
-                        hint="wait for it to finish, or pass --wait SECONDS",
+                        f"another patchkit is working on this repository ({holder}){waited}",
+                        hint="wait for it to finish, or pass a longer --wait SECONDS"
+                        if wait > 0
+                        else "wait for it to finish, or pass --wait SECONDS",
                     ) from None
                 time.sleep(0.05)
         command = what or " ".join(["patchkit", *sys.argv[1:]])

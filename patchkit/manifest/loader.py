@@ -564,7 +564,7 @@ def _word(error: Any, data: Mapping[str, Any]) -> tuple[str, str | int | None, s
             typo = close_matches(name, [k for k in instance if k not in known])
             if typo:
                 hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
-        return f"missing required key{what}", name, hint, typo[0] if typo else None
+        return f"missing required key {name!r}{what}", name, hint, typo[0] if typo else None
     if validator in ("unevaluatedProperties", "additionalProperties"):
         known = _known_keys(error, instance)
         extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
