@@ -680,3 +680,63 @@ def test_ctrl_c_to_the_group_reaches_the_command_once(tmp_path):
     proc.communicate(timeout=30)
     assert seen.read_text() == "got SIGINT"  # once, not twice
     assert proc.returncode == 130
+
+
+SINGULAR_S = {"class", "process", "status", "pass", "alias", "bias", "ms", "its", "this", "was", "is", "has", "does"}
+
+
+def _plurals_after_one(text: str) -> list[str]:
+    import re
+
+    found = []
+    for line in text.splitlines():
+        for match in re.finditer(r"(?<![\d.,:/-])\b1 ([a-z]+(?: [a-z]+)?)", line):
+            words = match.group(1).split()
+            noun = next((w for w in words if w not in {"required", "optional", "untracked", "recorded",
+                                                         "distinct", "leftover", "temp"}), words[-1])  # fmt: skip
+            if noun.endswith("s") and noun not in SINGULAR_S and not noun.endswith("ss"):
+                found.append(line.strip())
+    return found
+
+
+def test_no_summary_line_says_1_of_a_plural_across_the_verbs(tmp_path, capsys):
+    """One patch, one file, one commit, one change, one warning, one check failed: every verb's lines."""
+    sc = _tree_scenario(tmp_path)
+    m, repo = sc.kit.manifest, sc.repo
+    outputs = []
+
+    def cli(*argv: str | Path) -> None:
+        r = run_cli(capsys, *argv)
+        outputs.append((" ".join(map(str, argv[:1])), r.out + r.err))
+
+    cli("validate", "-m", m)
+    cli("status", "-m", m, "--repo", repo)
+    cli("guard", "-m", m, "--repo", repo)
+    cli("apply", "-m", m, "--repo", repo, "--dry-run")
+    cli("apply", "-m", m, "--repo", repo)
+    cli("apply", "-m", m, "--repo", repo)
+    cli("status", "-m", m, "--repo", repo)
+    cli("guard", "-m", m, "--repo", repo)
+    (repo / "notes.txt").write_text("x\n")
+    cli("guard", "-m", m, "--repo", repo)
+    cli("guard", "-m", m, "--repo", repo, "--allow-dirty")
+    (repo / "notes.txt").unlink()
+    cli("check", "-m", m, "--repo", repo)
+    with open(sc.file(), "a") as handle:
+        handle.write("# edited\n")
+    cli("guard", "-m", m, "--repo", repo)
+    cli("revert", "-m", m, "--repo", repo)
+    cli("revert", "-m", m, "--repo", repo, "--force")
+    with open(sc.file(), "a") as handle:
+        handle.write("X = 1\n")
+    (repo / "new.txt").write_text("new\n")
+    cli("capture", "--repo", repo, "--name", "one", "--out", tmp_path / "captured")
+    patch = tmp_path / "one.patch"
+    patch.write_text(git(repo, "diff"))
+    git(repo, "checkout", "--", ".")
+    (repo / "new.txt").unlink()
+    cli("import-diff", patch, "--repo", repo, "--name", "two", "--out", tmp_path / "imported")
+    assert len(outputs) == 16
+    bad = [(verb, line) for verb, text in outputs for line in _plurals_after_one(text)]
+    assert bad == [], bad
+    assert _plurals_after_one("VALID: 1 patches.") and _plurals_after_one("CAPTURED: 1 patches on 1 files")
