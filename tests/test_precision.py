@@ -740,3 +740,84 @@ def test_no_summary_line_says_1_of_a_plural_across_the_verbs(tmp_path, capsys):
     bad = [(verb, line) for verb, text in outputs for line in _plurals_after_one(text)]
     assert bad == [], bad
     assert _plurals_after_one("VALID: 1 patches.") and _plurals_after_one("CAPTURED: 1 patches on 1 files")
+
+
+# -- 7. layout on a narrow terminal: paths break at / and :, messages keep their indent -----------
+
+LONG = "python/sglang/srt/models/kimi_k25.py"
+
+
+def run_in_pty(argv: list[str], columns: int) -> str:
+    """The console script on a real pseudo-terminal ``columns`` wide; its output, colours stripped."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
+    env["TERM"] = "xterm"
+    proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower, env=env, close_fds=True)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait()
+    os.close(leader)
+    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def _long_path_scenario(tmp_path: Path) -> Scenario:
+    model = "import torch\n\n\nclass Model:\n    def forward(self, x):\n        return x\n"
+    patches = [
+        {"id": "extra", "op": "add-methods", "file": LONG, "class": "Model", "source": src("m.py")},
+        {"id": "gone", "op": "add-methods", "file": LONG, "class": "KimiK25ForConditionalGeneration",
+         "source": src("g.py"), "required": False},
+    ]  # fmt: skip
+    payloads = {**EXTRA, "g.py": "class KimiK25ForConditionalGeneration:\n    def hook(self):\n        return 1\n"}
+    return scenario(tmp_path, {LONG: model}, patches, payloads, path=LONG)
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_paths_wrap_between_their_parts_on_a_narrow_terminal(tmp_path, columns):
+    import re
+
+    sc = _long_path_scenario(tmp_path)
+    out = run_in_pty([patchkit_script(), "apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo), "--dry-run"],
+                     columns)  # fmt: skip
+    lines = out.splitlines()
+    assert all(len(line) <= columns for line in lines), out
+    assert "…" not in re.sub(r"sha256:[0-9a-f]+…", "", out)  # the digest is abbreviated on purpose
+    # The where column breaks after "/" or ":": each directory is whole, ending its line or followed
+    # by the next one; at 80 columns the file name and line number stay whole too.
+    where = [line[line.index("python/") :].split()[0] for line in lines if line.startswith(("1  ", "2  "))]
+    assert where and all(cell.startswith("python/") and cell.endswith("/") for cell in where), out
+    parts = ["python/", "sglang/", "srt/", "models/"] + (["kimi_k25.py:4"] if columns >= 80 else [])
+    for part in parts:
+        assert any(part in line for line in lines), (part, out)
+    assert not any("srt/mod" in line and "srt/models/" not in line for line in lines), out
+
+
+@pytest.mark.parametrize("columns", [60, 80])
+def test_check_messages_keep_their_indent_when_wrapped(tmp_path, columns):
+    sc = _long_path_scenario(tmp_path)
+    out = run_in_pty([patchkit_script(), "check", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)], columns)
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "class KimiK25ForConditionalGeneration is not defined" in line)
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("        "):
+            break
+        block.append(line)
+    assert len(block) >= 2, out  # the message wrapped over several lines, all indented
+    assert all(line.startswith("        ") and line[8] != " " for line in block), out
+    assert "KimiK25ForConditionalGeneration" in "\n".join(block)

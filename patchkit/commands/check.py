@@ -216,7 +216,7 @@ def _related(report: CheckReport, window: Window | GroupWindow) -> tuple[bool, i
 def show(report: CheckReport, console: Console, what: str) -> None:
     from rich.text import Text
 
-    from patchkit.render import plural
+    from patchkit.render import plural, print_indented
 
     stats = report.stats
     console.print(
@@ -246,9 +246,9 @@ def show(report: CheckReport, console: Console, what: str) -> None:
             )
             previous = window
             if window.status.value != "APPLY":
-                console.print(Text("        " + window.first_result.message, style="dim"))
+                print_indented(console, window.first_result.message, indent=8, style="dim")
                 if window.first_result.hint:
-                    console.print(Text("        hint: " + window.first_result.hint, style="dim"))
+                    print_indented(console, "hint: " + window.first_result.hint, indent=8, style="dim")
     for column, group in enumerate(report.manifest.groups):
         within = f"  a variant in {group.parent}" if group.parent else ""
         console.print(
@@ -268,7 +268,7 @@ def show(report: CheckReport, console: Console, what: str) -> None:
             console.print(line)
             previous_group = gw
             if not gw.first_result.ok:
-                console.print(Text("        " + gw.first_result.message, style="dim"))
+                print_indented(console, gw.first_result.message, indent=8, style="dim")
     good = report.last_good
     if good is None:
         console.print("no checked commit has every required patch applying.", style="bold red")
