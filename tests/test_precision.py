@@ -821,3 +821,43 @@ def test_check_messages_keep_their_indent_when_wrapped(tmp_path, columns):
     assert len(block) >= 2, out  # the message wrapped over several lines, all indented
     assert all(line.startswith("        ") and line[8] != " " for line in block), out
     assert "KimiK25ForConditionalGeneration" in "\n".join(block)
+
+
+# -- 9. a distant rename is found by structure, not spelling ------------------------------------
+
+VISION = "".join(
+    f"class MoonVision{kind}(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    f"        self.proj = None\n\n    def forward(self, x):\n        return self.proj(x)\n\n\n"
+    for kind in ("Block", "Blocks", "Attention", "PatchEmbed", "Encoder", "EncoderLayer", "MLP", "Merger")
+)
+RENAMED = (
+    "import torch\nfrom torch import nn\n\n\n" + VISION + "class MoonshotMultimodalModel(PreTrainedModel):\n"
+    "    def __init__(self, config):\n        super().__init__()\n"
+    "        self.language_model = None\n        self.vision_tower = None\n\n"
+    "    def forward(self, input_ids, positions):\n        return self.language_model(input_ids, positions)\n\n"
+    "    def load_weights(self, weights):\n        pass\n\n\n"
+    "EntryClass = [MoonshotMultimodalModel]\n"
+)
+HOOKS = (
+    "class KimiK25ForConditionalGeneration:\n"
+    "    def set_eagle3_layers_to_capture(self, layers):\n"
+    "        self.language_model.set_eagle3_layers_to_capture(layers)\n\n"
+    "    def get_embed_and_head(self):\n"
+    "        return self.language_model.get_embed_and_head()\n"
+)
+
+
+def test_a_distant_rename_is_named_as_probably_renamed(tmp_path, capsys):
+    patches = [{"id": "eagle3-hooks", "op": "add-methods", "file": LONG, "class": "KimiK25ForConditionalGeneration",
+                "source": src("hooks.py")}]  # fmt: skip
+    sc = scenario(tmp_path, {LONG: RENAMED}, patches, {"hooks.py": HOOKS}, path=LONG)
+    r = sc.apply(capsys)
+    assert r.code == 1
+    message = r.json["results"][0]["message"]
+    line = RENAMED.splitlines().index("class MoonshotMultimodalModel(PreTrainedModel):") + 1
+    assert message.startswith(
+        f"class KimiK25ForConditionalGeneration is not defined in {LONG}; probably renamed to MoonshotMultimodalModel "
+        f"(line {line}): it is the file's EntryClass and it has language_model, which the patch uses"
+    ), message
+    # The list of classes still follows (spelling first): nothing is hidden.
+    assert "MoonVision" in message
