@@ -746,8 +746,8 @@ def renamed_class(state: CodeState, name: str, uses: Collection[str] = ()) -> tu
     candidate is named only when it clearly stands out (a score of 2 or more, 1 ahead of the next).
     """
     classes = [item.node for item in state.module_statements() if isinstance(item.node, ast.ClassDef)]
-    if not classes:
-        return None
+    if len(classes) < 2:
+        return None  # one class or none: the listing that follows names it anyway
     entry = _entry_classes(state)
     wanted = set(uses)
     base_counts: dict[str, int] = {}
