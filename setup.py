@@ -3,7 +3,7 @@
 ``manifests/`` and ``patches/`` stay at the repository's top level, where
 people edit them and where a checkout (or an editable install) reads them.
 A wheel has no repository around it, so ``build_py`` copies both folders to
-``patchkit/_bundled/`` in the build; ``patchkit.manifest.loader`` looks there
+``patchkit/_bundled/`` in the build; ``patchkit.manifest.resolve`` looks there
 after the current directory and the checkout.  Everything else about the
 build is in pyproject.toml.
 """

@@ -569,8 +569,8 @@ def entry() -> None:
 
     When ``main`` returns, every file, database and process it opened is
     closed (each command closes its own).  What is left is the interpreter's
-    teardown: freeing every module, cached syntax tree and table, about 20 ms
-    of a 250 ms warm ``check`` on SGLang.  So the exit handlers run, the
+    teardown: freeing every module, cached syntax tree and table one by one,
+    which a process about to end does not need.  So the exit handlers run, the
     standard streams are flushed, and the process ends there with
     ``os._exit``.  If a stream cannot be flushed (a closed pipe), the normal
     exit takes over and reports it as usual.

@@ -19,7 +19,11 @@ import tempfile
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
+
+from patchkit import __version__, paths
+from patchkit.git import run_git
 
 
 def repo_arg(argv: Sequence[str]) -> str:
@@ -34,8 +38,6 @@ def repo_arg(argv: Sequence[str]) -> str:
 
 
 def _git_dir(repo: str) -> Path | None:
-    from patchkit.git import run_git
-
     path = Path(repo)
     if not path.is_dir():
         return None
@@ -46,16 +48,7 @@ def _git_dir(repo: str) -> Path | None:
     return Path(out) if out else None
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "patchkit"
-
-
 def versions() -> dict[str, str]:
-    from importlib import metadata
-
-    from patchkit import __version__
-
     out = {"patchkit": __version__, "python": sys.version.replace("\n", " "), "platform": platform.platform()}
     for dist in ("libcst", "click", "rich", "jsonschema"):
         try:
@@ -63,8 +56,6 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[dist] = "not installed"
     try:
-        from patchkit.git import run_git
-
         out["git"] = run_git(["--version"], Path.cwd() if Path.cwd().is_dir() else Path("/")).strip()
     except Exception as exc:  # noqa: BLE001 (a report without git's version is still a report
         out["git"] = f"unknown ({type(exc).__name__})"
@@ -93,8 +84,8 @@ def write_report(exc: BaseException, argv: Sequence[str]) -> Path | None:
     places: list[Path] = []
     git_dir = _git_dir(repo_arg(argv))
     if git_dir is not None:
-        places.append(git_dir / "patchkit")
-    places += [_cache_dir(), Path(tempfile.gettempdir()) / "patchkit"]
+        places.append(paths.work_tree_state(git_dir))
+    places += [paths.user_cache(), Path(tempfile.gettempdir()) / paths.NAME]
     for place in places:
         try:
             place.mkdir(parents=True, exist_ok=True)

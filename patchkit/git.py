@@ -11,6 +11,7 @@ thousand blobs costs one process start, not a thousand.
 from __future__ import annotations
 
 import builtins
+import hashlib  # not at the top: a range check's first git process starts before it loads
 import os
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -90,8 +91,13 @@ def run_git(
     input: bytes | None = None,
     check: bool = True,
     text: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> Any:
-    """Run git; returns stdout (str, or bytes when ``text=False``)."""
+    """Run git; returns stdout (str, or bytes when ``text=False``).
+
+    ``env``: variables set on top of the allowlisted environment (the demo's
+    builder gives its fixed identity and config isolation this way).
+    """
     try:
         proc = subprocess.run(
             ["git", "-c", "core.quotepath=false", *args],
@@ -99,7 +105,7 @@ def run_git(
             input=input,
             check=False,
             capture_output=True,
-            env=_env(),
+            env={**_env(), **(env or {})},
         )
     except FileNotFoundError:
         raise RepoError("git is not installed or not on PATH") from None
@@ -287,6 +293,10 @@ class TreeEntry:
     oid: str
 
 
+Entry = tuple[str, str] | None
+"""A path at a commit as the change log gives it: (mode, blob id), or None where the file is absent."""
+
+
 _LS_FILES = ("ls-tree", "-r", "-z", "--name-only", "--full-tree")
 # The target files' first-parent changes, one record per commit (parse_change_record).
 _CHANGE_LOG = (
@@ -313,8 +323,8 @@ def parse_log(out: str) -> list[Commit]:
     return [_parse_commit(line) for line in out.splitlines() if line]
 
 
-def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None]]:
-    changes: dict[str, dict[str, tuple[str, str] | None]] = {}
+def parse_path_changes(out: bytes) -> dict[str, dict[str, Entry]]:
+    changes: dict[str, dict[str, Entry]] = {}
     for chunk in out.split(b"\x1e"):
         record = parse_change_record(chunk)
         if record is not None:
@@ -322,14 +332,14 @@ def parse_path_changes(out: bytes) -> dict[str, dict[str, tuple[str, str] | None
     return changes
 
 
-def parse_change_record(chunk: bytes) -> tuple[str, dict[str, tuple[str, str] | None]] | None:
+def parse_change_record(chunk: bytes) -> tuple[str, dict[str, Entry]] | None:
     """One commit's record of ``spawn_path_changes``/``spawn_change_stream``: (sha, {path: entry or None})."""
     if not chunk.strip(b"\0\n"):
         return None
     head, _, rest = chunk.partition(b"\n")
     sha = head.strip(b"\0").decode()
     fields = rest.lstrip(b"\n").split(b"\0")
-    entry: dict[str, tuple[str, str] | None] = {}
+    entry: dict[str, Entry] = {}
     i = 0
     while i + 1 < len(fields):
         meta = fields[i].decode().lstrip("\n")
@@ -343,7 +353,7 @@ def parse_change_record(chunk: bytes) -> tuple[str, dict[str, tuple[str, str] | 
     return sha, entry
 
 
-def change_records(stream: Pending) -> Iterator[tuple[str, dict[str, tuple[str, str] | None]]]:
+def change_records(stream: Pending) -> Iterator[tuple[str, dict[str, Entry]]]:
     """The records of a ``spawn_change_stream`` as git walks; ``stream.finish()`` after the last."""
     rest = b""
     for chunk in stream.chunks():
@@ -560,7 +570,6 @@ class Repo:
 
     def hash_blob(self, data: bytes) -> str:
         """The object id git would give ``data`` (no process, no write)."""
-        import hashlib  # not at the top: a range check's first git process starts before it loads
 
         algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
         return algo(b"blob %d\0" % len(data) + data).hexdigest()

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
+    from patchkit.git import Commit
+    from patchkit.manifest import Manifest
+
 STATUS_STYLE = {
     Status.APPLY: "bold green",
     Status.SKIP: "cyan",
@@ -140,6 +143,16 @@ def write_pieces(console: Console, pieces: Sequence[Piece]) -> None:
     from rich.text import Text
 
     console.print(Text.assemble(*pieces))
+
+
+def header(console: Console, verb: str, manifest: Manifest, where: str, commit: Commit | None) -> None:
+    line: list[Piece] = [
+        (f"patchkit {verb}", "bold"),
+        (f"  manifest {manifest.name} ({manifest.digest[:19]}…)  {where}", ""),
+    ]
+    if commit is not None:
+        line.append((f"  at {commit.sha} {commit.subject!r}", ""))
+    write_pieces(console, line)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ per test, with a fresh HOME that must stay free of git config.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -78,53 +78,18 @@ def open_repo() -> Iterator[Callable[[Path], Repo]]:
         yield lambda path: stack.enter_context(Repo.discover(path))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--check-codestate",
+        action="store_true",
+        help="check the CodeState invariant (tests/codestate_check.py) at every simulated APPLY of every test",
+    )
+
+
 @pytest.fixture(autouse=True)
-def splicing_ops_leave_statements_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """At every simulated APPLY in the suite, an op that says it only splices new statements in
-    (``Operation.edits_in_place`` False) must have left every simple statement of the tree as it
-    was before it ran: ``CodeState._span`` keeps sharing what was computed from their source text."""
-    import ast
+def codestate_checked_if_asked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``--check-codestate`` only: ``test_codestate_invariant.py`` checks it on the demo histories."""
+    if request.config.getoption("--check-codestate"):
+        from codestate_check import install
 
-    from patchkit.operations.code import _DEF_KINDS, _HAS_BLOCKS, CodeState, canon
-
-    parse = CodeState.parse.__func__  # type: ignore[attr-defined]
-    changed = CodeState.changed
-    skip = _HAS_BLOCKS + _DEF_KINDS
-
-    def snapshot(state: CodeState) -> None:
-        nodes = [n for n in ast.walk(state.tree) if isinstance(n, ast.stmt) and not isinstance(n, skip)]
-        state.__dict__["_before_op"] = [(node, canon(node)) for node in nodes]
-
-    def checked_parse(cls: type[CodeState], path: str, text: str) -> CodeState:
-        state = parse(cls, path, text)
-        snapshot(state)
-        return state
-
-    def checked_changed(self: CodeState, *, in_place: bool = True, names: Iterable[str] = ()) -> None:
-        if not in_place:
-            for node, text in self.__dict__.get("_before_op", ()):
-                assert canon(node) == text, f"an op that only splices edited {self.path}:{node.lineno}"
-        changed(self, in_place=in_place, names=names)
-        snapshot(self)
-
-    monkeypatch.setattr(CodeState, "parse", classmethod(checked_parse))
-    monkeypatch.setattr(CodeState, "changed", checked_changed)
-
-    # ``CodeState.def_text`` keys what depends on a def's body by the lines it was parsed from:
-    # wherever it gives a text, the def must be, node for node, the one those lines parse to.
-    def_text = CodeState.def_text
-
-    def checked_def_text(self: CodeState, node: ast.AST, name: str) -> str | None:
-        text = def_text(self, node, name)
-        if text is not None:
-            kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-            where = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
-            parsed = [
-                n for n in ast.walk(ast.parse(self.text)) if isinstance(n, kinds) and (n.lineno, n.col_offset) == where
-            ]
-            assert len(parsed) == 1 and ast.dump(parsed[0]) == ast.dump(node), (
-                f"def_text of {name} in {self.path} is stale"
-            )
-        return text
-
-    monkeypatch.setattr(CodeState, "def_text", checked_def_text)
+        install(monkeypatch)

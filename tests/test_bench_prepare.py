@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from bench_helpers import bench_table, build_history, write_bench_kit
 
-from patchkit.bench.job import JobSpec, _version_problem
+from patchkit.bench.job import JobSpec, version_problem
 from patchkit.bench.prepare import scm_version, write_scm_version_file
 from patchkit.demo.history import HistoryBuilder
 from patchkit.git import Repo
@@ -66,10 +66,10 @@ def test_version_self_check(tmp_path, history):
     sha = history["tip"]
     good = f"0.5.9.dev6+g{sha[:7]}"
     job = spec(tmp_path, history, good)
-    assert _version_problem(job, {"version": good}) is None
-    assert "another commit" in (_version_problem(job, {"version": "0.5.9.dev6+g0000000"}) or "")
-    assert "reports no version" in (_version_problem(job, {}) or "")
-    assert "not running this tree" in (_version_problem(job, {"version": "0.5.8"}) or "")
+    assert version_problem(job, {"version": good}) is None
+    assert "another commit" in (version_problem(job, {"version": "0.5.9.dev6+g0000000"}) or "")
+    assert "reports no version" in (version_problem(job, {}) or "")
+    assert "not running this tree" in (version_problem(job, {"version": "0.5.8"}) or "")
 
 
 def test_static_version_file(tmp_path, history):
@@ -77,8 +77,8 @@ def test_static_version_file(tmp_path, history):
     (tmp_path / "python" / "sglang" / "version.py").write_text('__version__ = "0.4.6.post4"\n', encoding="utf-8")
     job = spec(tmp_path, history, None, scm_version_file=None, version_file="python/sglang/version.py")
     assert job.config.scm_version_file is None
-    assert _version_problem(job, {"version": "0.4.6.post4"}) is None
-    problem = _version_problem(job, {"version": "0.5.0"})
+    assert version_problem(job, {"version": "0.4.6.post4"}) is None
+    problem = version_problem(job, {"version": "0.5.0"})
     assert problem == (
         "the server reports version 0.5.0, the tree's python/sglang/version.py says 0.4.6.post4: "
         "it is not running this tree"

@@ -250,13 +250,13 @@ def test_import_diff_of_a_missing_file_is_bad_input(tmp_path, capsys):
     assert r.code == 2 and "nope.patch does not exist" in r.err
 
 
-def test_a_proposal_the_loader_refuses_falls_back_to_diff(tmp_path, capsys):
-    # An added `pass` is an insert whose payload has "no statements to insert".
+def test_a_proposal_the_loader_refuses_is_proposed_again_as_edit_function(tmp_path, capsys):
+    # An added `pass` is an insert whose payload has "no statements to insert": the loader
+    # refuses it, and the second proposal carries the edit inside f as hunks.
     base = {"pkg/m.py": "def f():\n    x = 1\n"}
     edit = {"pkg/m.py": "def f():\n    x = 1\n    pass\n"}
     report = round_trip(capsys, tmp_path, base, edit)
-    assert [p["op"] for p in report["patches"]] == ["diff"]
-    assert "the manifest would not load" in report["patches"][0]["why"]
+    assert [p["op"] for p in report["patches"]] == ["edit-function"]
 
 
 def test_an_unwritable_out_is_bad_input(tmp_path, capsys):
@@ -266,3 +266,167 @@ def test_an_unwritable_out_is_bad_input(tmp_path, capsys):
     blocker.write_text("not a directory\n")
     r = capture(capsys, repo, blocker / "kit")
     assert r.code == 2 and r.err.startswith("patchkit: error: cannot write to --out") and r.err.count("\n") == 1
+
+
+def test_a_moved_import_written_above_the_old_one_is_captured_as_move_import(tmp_path, capsys):
+    base = {"pkg/m.py": "import os\n\nfrom sglang.srt.utils import DeepEPMode, get_bool_env_var\n\nX = 1\n"}
+    edit = {
+        "pkg/m.py": "import os\n\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
+        "from sglang.srt.utils import get_bool_env_var\n\nX = 1\n"
+    }
+    report = round_trip(capsys, tmp_path, base, edit)
+    [patch] = report["patches"]
+    assert patch["op"] == "move-import"
+    assert "above the old import" in patch["change"]
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert 'position = "before"' in text
+
+
+@pytest.mark.parametrize(
+    ("edited", "placed"),
+    [
+        ('"""Doc."""\n\nimport copy\nimport os\nimport sys\n\n# first party\nfrom a import b\n\nX = 1\n', "position"),
+        (
+            '"""Doc."""\n\nimport os\nimport sys\n\n# first party\nfrom a import a0\nfrom a import b\n\nX = 1\n',
+            "before",
+        ),
+        ('"""Doc."""\n\nimport os\nimport re\nimport sys\n\n# first party\nfrom a import b\n\nX = 1\n', "after"),
+    ],
+    ids=["sorts-first", "under-a-comment", "inside"],
+)
+def test_an_import_added_anywhere_in_the_block_round_trips_as_ensure_import(tmp_path, capsys, edited, placed):
+    base = {"pkg/m.py": '"""Doc."""\n\nimport os\nimport sys\n\n# first party\nfrom a import b\n\nX = 1\n'}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["ensure-import"]
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert f"\n{placed} = " in text
+
+
+def test_an_import_away_from_the_block_says_where_it_is(tmp_path, capsys):
+    base = {"pkg/m.py": "import os\n\nX = 1\nY = 2\n"}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": "import os\n\nX = 1\nimport re\nY = 2\n"})
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert report["patches"][0]["why"] == (
+        "no structured op fits: adds `import re` (line 4) after `X = 1` (line 3) and before `Y = 2` (line 4), "
+        "away from the import block; ensure-import places imports in or at the edge of the block only"
+    )
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_path, capsys, depth):
+    pad = "    " * depth
+    head = "class A:\n" if depth == 1 else "class A:\n    class B:\n"
+    method = (
+        f'{pad}def m(self):\n{pad}    """Doc.\n\n{pad}    Args:\n{pad}        x: y\n{pad}    """\n{pad}    return 1\n'
+    )
+    base = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n"}
+    # At the end of the class (add-methods), and between two methods (add-methods with after=).
+    edit = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n" + method}
+    report = round_trip(capsys, tmp_path / "end", base, edit)
+    assert [p["op"] for p in report["patches"]] == ["add-methods"]
+    base2 = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n{pad}def g(self):\n{pad}    return 2\n"}
+    edit2 = {
+        "pkg/m.py": base2["pkg/m.py"].replace(f"{pad}def g(self):", method.rstrip("\n") + f"\n\n{pad}def g(self):")
+    }
+    report = round_trip(capsys, tmp_path / "mid", base2, edit2)
+    assert [p["op"] for p in report["patches"]] == ["add-methods"]
+    assert "placed with `after`" in report["patches"][0]["why"]
+
+
+def test_formatting_inside_a_function_is_edit_function_and_outside_is_a_diff_that_says_so(tmp_path, capsys):
+    base = {"pkg/m.py": "X = 1\n\n\ndef f():\n    a = 1\n    return a\n"}
+    report = round_trip(
+        capsys, tmp_path / "in", base, {"pkg/m.py": base["pkg/m.py"].replace("    a = 1\n", "    a = 1\n\n")}
+    )
+    assert [p["op"] for p in report["patches"]] == ["edit-function"]
+    assert "formatting or comments only" in report["patches"][0]["change"]
+    report = round_trip(
+        capsys, tmp_path / "out", base, {"pkg/m.py": "X = 1  # one\n\n\ndef f():\n    a = 1\n    return a\n"}
+    )
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert (
+        "only formatting or comments changed outside any function (a `diff` carries that exactly"
+        in (report["patches"][0]["why"])
+    )
+
+
+# -- the messages of the diff fallback ------------------------------------------------------------
+
+
+def test_a_byte_difference_shows_whitespace_and_says_what_differs():
+    from patchkit.capture.core import _first_difference
+
+    got = b"class A:\n    def f(self):\n        '''Doc.\n\n    Args:\n'''\n"
+    want = b"class A:\n    def f(self):\n        '''Doc.\n\n        Args:\n'''\n"
+    assert _first_difference(got, want) == (
+        "line 5: the edit has '        Args:', the ops would write '    Args:' "
+        "(the same text, indented 8 columns in the edit and 4 by the ops)"
+    )
+    assert _first_difference(b"x = 1\r\n", b"x = 1\n").endswith("(the same text with another line ending)")
+    assert _first_difference(b"x = 1 \n", b"x = 1\n").endswith("(the same text with other trailing whitespace)")
+    assert _first_difference(b"a\n", b"a\nb\n") == "line 2: the edit has 'b', the ops would write ''"
+    assert _first_difference(b"a\n", b"a\n\n") == "line 3: the files differ in length (the edit has more lines)"
+
+
+def test_a_changed_statement_that_reads_the_same_says_what_differs_never_x_into_x():
+    from patchkit.capture.python import Unfit, propose
+
+    call = "REGISTRY.register(name='deepseek-r1-distill', template=Template(system='s', user='{}'))\n"
+    base = "def f():\n    pass\n\n" + call.format("a")
+    target = "def f():\n    pass\n    pass\n\n" + call.format("b")
+    with pytest.raises(Unfit) as info:
+        propose("m.py", base, target)
+    message = str(info.value)
+    assert message.startswith("changes `REGISTRY.register(name='deepseek-r1-distill'")
+    assert "(line 4), now at line 5: they first differ at character" in message
+    assert " into " not in message
+
+
+def test_deleted_definitions_are_remove_definitions_and_a_deleted_import_is_a_diff_that_says_why(tmp_path, capsys):
+    base = {
+        "pkg/m.py": "import os\n\n\ndef keep():\n    return 1\n\n\ndef old():\n    return 2\n\n\n"
+        "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n"
+    }
+    edit = {"pkg/m.py": "import os\n\n\ndef keep():\n    return 1\n\n\nclass A:\n    def f(self):\n        return 1\n"}
+    report = round_trip(capsys, tmp_path / "defs", base, edit)
+    assert [p["op"] for p in report["patches"]] == ["remove-definitions", "remove-definitions"]
+    assert [p["change"] for p in report["patches"]] == ["deleted old", "deleted g from class A"]
+    report = round_trip(capsys, tmp_path / "imp", base, {"pkg/m.py": base["pkg/m.py"].replace("import os\n\n\n", "")})
+    assert [p["op"] for p in report["patches"]] == ["diff"]
+    assert "deletes `import os` (line 1), which is not a definition" in report["patches"][0]["why"]
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        '"""Doc."""\n\nimport os\nfrom a import (\n    b,\n    c,\n)\n\nX = 1\n',
+        '"""Doc."""\n\nimport os\nimport sys\nfrom a import (\n    b,\n    d,\n)\n\nX = 1\n',
+        '"""Doc."""\n\nimport os\nimport re\nimport sys\nfrom a import (\n    b,\n    c,\n    d,\n)\n\nX = 1\n',
+    ],
+    ids=["deleted", "renamed", "name-added-to-a-list"],
+)
+def test_any_edit_inside_the_import_block_round_trips_as_edit_imports(tmp_path, capsys, edited):
+    base = {"pkg/m.py": '"""Doc."""\n\nimport os\nimport sys\nfrom a import (\n    b,\n    c,\n)\n\nX = 1\n'}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["edit-imports"]
+    assert "ensure-import / move-import cannot say" in report["patches"][0]["why"]
+
+
+@pytest.mark.parametrize(
+    ("base", "edited", "statement"),
+    [
+        ('"""Doc."""\n\nX = 1\n', '"""Doc, version 2.\n\nMore.\n"""\n\nX = 1\n', "__doc__"),
+        ("EXTS = [\n    'a',\n    'b',\n    'c',\n]\n", "EXTS = [\n    'a',\n    'c',\n]\n", "EXTS"),
+        (
+            'def main():\n    pass\n\n\nif __name__ == "__main__":\n    main()\n',
+            'def main():\n    pass\n\n\nif __name__ == "__main__":\n    # run it\n    main()\n    main()\n',
+            "__main__",
+        ),
+    ],
+    ids=["module-docstring", "list-item-removed", "main-block"],
+)
+def test_a_changed_named_module_statement_round_trips_as_edit_statement(tmp_path, capsys, base, edited, statement):
+    report = round_trip(capsys, tmp_path, {"pkg/m.py": base}, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["edit-statement"]
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert f'statement = "{statement}"' in text

@@ -148,6 +148,7 @@ def test_cli_window_view_and_json(model, capsys) -> None:
         "commits",
         "windows",
         "group_windows",
+        "upstreamed",
         "last_good",
         "failed",
         "stats",

@@ -265,8 +265,9 @@ def test_validate_json_shape(tmp_path, capsys):
     r = run_cli(capsys, "validate", "-m", sc.kit.manifest, "--json")
     assert r.code == 0
     data = one_json_object(r.out)
-    assert set(data) == {"version", "command", "manifest", "patches", "groups"}
+    assert set(data) == {"version", "command", "manifest", "patches", "groups", "warnings"}
     assert data["command"] == "validate"
+    assert data["warnings"] == []
     check_manifest_obj(data["manifest"], sc.kit.manifest)
     assert data["patches"] == [
         {"patch": "reg", "op": "ensure-list-item", "file": "pkg/model.py", "required": True, "requires": []},

@@ -233,3 +233,20 @@ def test_one_sided_hunks_apply_once(tmp_path, capsys, before, payload, after):
     assert sc.text() == after
     assert verdicts(sc.apply(capsys).json) == [("f", "SKIP", "ALREADY_APPLIED")]
     assert sc.text() == after
+
+
+def test_a_deletion_applied_at_an_offset_is_applied_even_where_the_file_holds_its_lines_twice(tmp_path, capsys):
+    # Real case (SpecForge docs/conf.py, 157745d4e1 replayed at older commits): the deleted
+    # line's block is there twice, the nearer copy 6 lines below the header's line.
+    block = "items = [\n    'a',\n    'b',\n    'x',\n    'c',\n]\n"
+    before = "# top\n" * 6 + block + "\n" + block
+    payload = (
+        "--- a/config/serve.yaml\n+++ b/config/serve.yaml\n@@ -1,6 +1,5 @@\n"
+        " items = [\n     'a',\n     'b',\n-    'x',\n     'c',\n ]\n"
+    )
+    sc = scenario(tmp_path, {YAML: before}, [diff_patch()], {"y.diff": payload}, path=YAML)
+    r = sc.apply(capsys)
+    assert r.code == 0, r.out
+    assert sc.text() == "# top\n" * 6 + block.replace("    'x',\n", "") + "\n" + block
+    again = sc.apply(capsys)
+    assert verdicts(again.json) == [("yaml", "SKIP", "ALREADY_APPLIED")]

@@ -20,8 +20,8 @@ def test_loading_a_manifest_imports_only_the_ops_it_uses() -> None:
         "from patchkit.manifest import load_manifest\n"
         "m = load_manifest('kimi-k25-eagle3')\n"
         "used = {p.op.op_name for p in m.patches}\n"
-        "from patchkit.operations import _MODULES\n"
-        "loaded = {n for n, (mod, _) in _MODULES.items() if 'patchkit.operations.' + mod in sys.modules}\n"
+        "from patchkit.operations import MODULES\n"
+        "loaded = {n for n, (mod, _) in MODULES.items() if 'patchkit.operations.' + mod in sys.modules}\n"
         "print(sorted(used), sorted(loaded))\n"
         "assert loaded == used, (used, loaded)\n"
     )

@@ -1,9 +1,12 @@
 """Every operation's APPLY / SKIP / FAIL paths, as before/after source text (docs/manifest.md).
 
-Each test builds a real git repository holding ``pkg/mod.py``, writes a
-manifest and its payload files, runs ``patchkit apply --json`` in-process and
-asserts the status, reason and line of each result and the exact bytes of the
-file afterwards (unchanged when nothing applies).
+Most tests are ``op_cases.assert_op``: one patch table, the text before, the
+text after, and the status, reason and line of its verdict, evaluated and
+rendered in memory by the engine.  About ten stay end to end: a real git
+repository holding ``pkg/mod.py``, a manifest and payload files on disk,
+``patchkit apply --json`` (and ``patchkit digest``) in-process, the exit code
+and the exact bytes of the file afterwards: hints that read the tree, several
+patches on one file, and manifests the loader refuses.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from helpers import TARGET, Scenario, d, result_of, run_cli, scenario, src, verdicts
+from op_cases import assert_op, digest, run_op
 
 
 def one(
@@ -63,8 +67,7 @@ IMPORT_BEFORE = d('''
 ''')
 
 
-def test_ensure_import_apply_adds_one_line_after_import_block(tmp_path, capsys):
-    sc = one(tmp_path, IMPORT_BEFORE, {"op": "ensure-import", "import": "from typing import List, Optional"})
+def test_ensure_import_apply_adds_one_line_after_import_block():
     after = d('''
         """Module doc."""
         from __future__ import annotations
@@ -75,11 +78,18 @@ def test_ensure_import_apply_adds_one_line_after_import_block(tmp_path, capsys):
         def f():
             return os.sep
     ''')
-    run_and_check(capsys, sc, "APPLY", None, 5, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        {"op": "ensure-import", "import": "from typing import List, Optional"},
+        IMPORT_BEFORE,
+        after,
+        "APPLY",
+        None,
+        5,
+        reapply=True,
+    )
 
 
-def test_ensure_import_adds_only_missing_names_and_never_rewrites_existing_line(tmp_path, capsys):
+def test_ensure_import_adds_only_missing_names_and_never_rewrites_existing_line():
     before = d("""
         from typing import (
             List,
@@ -87,7 +97,6 @@ def test_ensure_import_adds_only_missing_names_and_never_rewrites_existing_line(
 
         X = 1
     """)
-    sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import List, Optional"})
     after = d("""
         from typing import (
             List,
@@ -96,30 +105,31 @@ def test_ensure_import_adds_only_missing_names_and_never_rewrites_existing_line(
 
         X = 1
     """)
-    res = run_and_check(capsys, sc, "APPLY", None, 4, after)
+    res = assert_op(
+        {"op": "ensure-import", "import": "from typing import List, Optional"}, before, after, "APPLY", None, 4
+    )
     assert "from typing import Optional" in res["message"]
 
 
-def test_ensure_import_into_module_without_imports_goes_first(tmp_path, capsys):
-    sc = one(tmp_path, "X = 1\n", {"op": "ensure-import", "import": "import json"})
-    run_and_check(capsys, sc, "APPLY", None, 1, "import json\nX = 1\n")
+def test_ensure_import_into_module_without_imports_goes_first():
+    assert_op({"op": "ensure-import", "import": "import json"}, "X = 1\n", "import json\nX = 1\n", "APPLY", None, 1)
 
 
-def test_ensure_import_skip_when_present(tmp_path, capsys):
+def test_ensure_import_skip_when_present():
     before = "import os\nfrom typing import List, Optional\n\nX = 1\n"
-    sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import Optional"})
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+    assert_op(
+        {"op": "ensure-import", "import": "from typing import Optional"}, before, before, "SKIP", "ALREADY_APPLIED", 2
+    )
 
 
-def test_ensure_import_skip_when_present_inside_top_level_try(tmp_path, capsys):
+def test_ensure_import_skip_when_present_inside_top_level_try():
     before = d("""
         try:
             import numpy as np
         except ImportError:
             np = None
     """)
-    sc = one(tmp_path, before, {"op": "ensure-import", "import": "import numpy as np"})
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+    assert_op({"op": "ensure-import", "import": "import numpy as np"}, before, before, "SKIP", "ALREADY_APPLIED", 2)
 
 
 @pytest.mark.parametrize(
@@ -131,9 +141,10 @@ def test_ensure_import_skip_when_present_inside_top_level_try(tmp_path, capsys):
     ],
     ids=["def", "assignment", "other-module"],
 )
-def test_ensure_import_conflict_when_name_bound_otherwise(tmp_path, capsys, before, line):
-    sc = one(tmp_path, before, {"op": "ensure-import", "import": "from typing import Optional"})
-    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", line, before)
+def test_ensure_import_conflict_when_name_bound_otherwise(before, line):
+    res = assert_op(
+        {"op": "ensure-import", "import": "from typing import Optional"}, before, before, "FAIL", "CONFLICT", line
+    )
     assert "Optional" in res["message"]
 
 
@@ -162,13 +173,7 @@ METHODS_PAYLOAD = d("""
 """)
 
 
-def test_add_methods_apply_appends_at_end_of_class(tmp_path, capsys):
-    sc = one(
-        tmp_path,
-        CLASS_BEFORE,
-        {"op": "add-methods", "class": "Model", "source": src("m.py")},
-        {"m.py": METHODS_PAYLOAD},
-    )
+def test_add_methods_apply_appends_at_end_of_class():
     after = d("""
         import os
 
@@ -187,11 +192,19 @@ def test_add_methods_apply_appends_at_end_of_class(tmp_path, capsys):
         def helper():
             return os.sep
     """)
-    run_and_check(capsys, sc, "APPLY", None, 4, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        {"op": "add-methods", "class": "Model", "source": src("m.py")},
+        CLASS_BEFORE,
+        after,
+        "APPLY",
+        None,
+        4,
+        payloads={"m.py": METHODS_PAYLOAD},
+        reapply=True,
+    )
 
 
-def test_add_methods_subset_and_payload_class(tmp_path, capsys):
+def test_add_methods_subset_and_payload_class():
     payload = d("""
         class Donor:
             def get_embed(self):
@@ -200,27 +213,20 @@ def test_add_methods_subset_and_payload_class(tmp_path, capsys):
             def unrelated(self):
                 return 0
     """)
-    sc = one(
-        tmp_path,
-        CLASS_BEFORE,
-        {
-            "op": "add-methods",
-            "class": "Model",
-            "source": src("m.py"),
-            "payload_class": "Donor",
-            "methods": ["get_embed"],
-        },
-        {"m.py": payload},
-    )
-    r = sc.apply(capsys)
-    assert r.code == 0
-    assert_result(r.json["results"][0], "APPLY", None, 4)
-    text = sc.text()
+    table = {
+        "op": "add-methods",
+        "class": "Model",
+        "source": src("m.py"),
+        "payload_class": "Donor",
+        "methods": ["get_embed"],
+    }
+    results, text = run_op(table, CLASS_BEFORE, payloads={"m.py": payload})
+    assert_result(results[0], "APPLY", None, 4)
     assert "def get_embed(self):\n        return self.embed\n" in text
     assert "unrelated" not in text
 
 
-def test_add_methods_skip_when_same_code_present(tmp_path, capsys):
+def test_add_methods_skip_when_same_code_present():
     before = d("""
         class Model:
             def get_embed(self):
@@ -230,10 +236,15 @@ def test_add_methods_skip_when_same_code_present(tmp_path, capsys):
             def set_embed(self, embed):
                 self.embed = embed
     """)
-    sc = one(
-        tmp_path, before, {"op": "add-methods", "class": "Model", "source": src("m.py")}, {"m.py": METHODS_PAYLOAD}
+    assert_op(
+        {"op": "add-methods", "class": "Model", "source": src("m.py")},
+        before,
+        before,
+        "SKIP",
+        "ALREADY_APPLIED",
+        2,
+        payloads={"m.py": METHODS_PAYLOAD},
     )
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
 
 
 CONFLICT_BEFORE = d("""
@@ -246,24 +257,20 @@ CONFLICT_BEFORE = d("""
 """)
 
 
-def test_add_methods_on_conflict_fail(tmp_path, capsys):
-    sc = one(
-        tmp_path,
-        CONFLICT_BEFORE,
+def test_add_methods_on_conflict_fail():
+    res = assert_op(
         {"op": "add-methods", "class": "Model", "source": src("m.py")},
-        {"m.py": METHODS_PAYLOAD},
+        CONFLICT_BEFORE,
+        CONFLICT_BEFORE,
+        "FAIL",
+        "CONFLICT",
+        2,
+        payloads={"m.py": METHODS_PAYLOAD},
     )
-    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", 2, CONFLICT_BEFORE)
     assert "get_embed" in res["message"]
 
 
-def test_add_methods_on_conflict_keep_upstream_adds_the_rest(tmp_path, capsys):
-    sc = one(
-        tmp_path,
-        CONFLICT_BEFORE,
-        {"op": "add-methods", "class": "Model", "source": src("m.py"), "on_conflict": "keep-upstream"},
-        {"m.py": METHODS_PAYLOAD},
-    )
+def test_add_methods_on_conflict_keep_upstream_adds_the_rest():
     after = d("""
         class Model:
             def get_embed(self):
@@ -275,13 +282,19 @@ def test_add_methods_on_conflict_keep_upstream_adds_the_rest(tmp_path, capsys):
             def set_embed(self, embed):
                 self.embed = embed
     """)
-    run_and_check(capsys, sc, "APPLY", None, 1, after)
-
-
-def test_add_methods_keep_upstream_with_nothing_left_is_upstream_provides(tmp_path, capsys):
-    sc = one(
-        tmp_path,
+    assert_op(
+        {"op": "add-methods", "class": "Model", "source": src("m.py"), "on_conflict": "keep-upstream"},
         CONFLICT_BEFORE,
+        after,
+        "APPLY",
+        None,
+        1,
+        payloads={"m.py": METHODS_PAYLOAD},
+    )
+
+
+def test_add_methods_keep_upstream_with_nothing_left_is_upstream_provides():
+    assert_op(
         {
             "op": "add-methods",
             "class": "Model",
@@ -289,24 +302,16 @@ def test_add_methods_keep_upstream_with_nothing_left_is_upstream_provides(tmp_pa
             "methods": ["get_embed"],
             "on_conflict": "keep-upstream",
         },
-        {"m.py": METHODS_PAYLOAD},
-    )
-    run_and_check(capsys, sc, "SKIP", "UPSTREAM_PROVIDES", 2, CONFLICT_BEFORE)
-
-
-def test_add_methods_on_conflict_replace_puts_payload_in_place(tmp_path, capsys):
-    sc = one(
-        tmp_path,
         CONFLICT_BEFORE,
-        {
-            "op": "add-methods",
-            "class": "Model",
-            "source": src("m.py"),
-            "methods": ["get_embed"],
-            "on_conflict": "replace",
-        },
-        {"m.py": METHODS_PAYLOAD},
+        CONFLICT_BEFORE,
+        "SKIP",
+        "UPSTREAM_PROVIDES",
+        2,
+        payloads={"m.py": METHODS_PAYLOAD},
     )
+
+
+def test_add_methods_on_conflict_replace_puts_payload_in_place():
     after = d("""
         class Model:
             def get_embed(self):
@@ -315,11 +320,25 @@ def test_add_methods_on_conflict_replace_puts_payload_in_place(tmp_path, capsys)
             def tail(self):
                 return 1
     """)
-    run_and_check(capsys, sc, "APPLY", None, 2, after)  # the line of the replaced method
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        {
+            "op": "add-methods",
+            "class": "Model",
+            "source": src("m.py"),
+            "methods": ["get_embed"],
+            "on_conflict": "replace",
+        },
+        CONFLICT_BEFORE,
+        after,
+        "APPLY",
+        None,
+        2,
+        payloads={"m.py": METHODS_PAYLOAD},
+        reapply=True,
+    )  # the line of the replaced method
 
 
-def test_add_methods_nested_class(tmp_path, capsys):
+def test_add_methods_nested_class():
     before = d("""
         class Outer:
             class Inner:
@@ -335,7 +354,6 @@ def test_add_methods_nested_class(tmp_path, capsys):
                 def b(self):
                     return 3
     """)
-    sc = one(tmp_path, before, {"op": "add-methods", "class": "Outer.Inner", "source": src("m.py")}, {"m.py": payload})
     after = d("""
         class Outer:
             class Inner:
@@ -348,17 +366,32 @@ def test_add_methods_nested_class(tmp_path, capsys):
             def outer_method(self):
                 return 2
     """)
-    run_and_check(capsys, sc, "APPLY", None, 2, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        {"op": "add-methods", "class": "Outer.Inner", "source": src("m.py")},
+        before,
+        after,
+        "APPLY",
+        None,
+        2,
+        payloads={"m.py": payload},
+        reapply=True,
+    )
 
 
-def test_add_methods_one_line_class_body(tmp_path, capsys):
+def test_add_methods_one_line_class_body():
     before = "class A: pass\n\n\nX = 1\n"
     payload = "class A:\n    def g(self):\n        return 2\n"
-    sc = one(tmp_path, before, {"op": "add-methods", "class": "A", "source": src("m.py")}, {"m.py": payload})
     after = "class A:\n    pass\n\n    def g(self):\n        return 2\n\n\nX = 1\n"
-    run_and_check(capsys, sc, "APPLY", None, 1, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        {"op": "add-methods", "class": "A", "source": src("m.py")},
+        before,
+        after,
+        "APPLY",
+        None,
+        1,
+        payloads={"m.py": payload},
+        reapply=True,
+    )
 
 
 def test_add_methods_class_not_found_lists_closest_and_hints_other_file(tmp_path, capsys):
@@ -446,59 +479,43 @@ def test_replace_function_apply_when_expect_matches(tmp_path, capsys):
     reapply_is_skip(capsys, sc)
 
 
-def test_replace_function_skip_when_already_replaced(tmp_path, capsys):
-    sc = one(
-        tmp_path,
-        RF_AFTER,
+def test_replace_function_skip_when_already_replaced():
+    assert_op(
         {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": "sha256:" + "1" * 64},
-        {"v.py": RF_PAYLOAD},
+        RF_AFTER,
+        RF_AFTER,
+        "SKIP",
+        "ALREADY_APPLIED",
+        2,
+        payloads={"v.py": RF_PAYLOAD},
     )
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, RF_AFTER)
 
 
-def test_replace_function_drift_gives_both_digests(tmp_path, capsys):
+def test_replace_function_drift_gives_both_digests():
     # The replacement was written against RF_BEFORE; upstream has since changed the body.
-    original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
-    expect = digest_of(capsys, original.file(), "Worker.verify")
+    expect = digest(RF_BEFORE, "Worker.verify")
     changed = RF_BEFORE.replace("return out", "return out or None")
-    sc = one(
-        tmp_path,
-        changed,
-        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect},
-        {"v.py": RF_PAYLOAD},
-    )
-    found = digest_of(capsys, sc.file(), "Worker.verify")
+    table = {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect}
+    found = digest(changed, "Worker.verify")
     assert found != expect
-    res = run_and_check(capsys, sc, "FAIL", "DRIFT", 2, changed)
+    res = assert_op(table, changed, changed, "FAIL", "DRIFT", 2, payloads={"v.py": RF_PAYLOAD})
     assert expect[: len("sha256:") + 12] in res["message"]
     assert found in res["message"]
 
 
-def test_replace_function_reformatted_upstream_is_not_drift(tmp_path, capsys):
-    original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
-    expect = digest_of(capsys, original.file(), "Worker.verify")
+def test_replace_function_reformatted_upstream_is_not_drift():
+    expect = digest(RF_BEFORE, "Worker.verify")
     reformatted = RF_BEFORE.replace("out = self.forward(batch)", "out = self.forward(  # comment\n            batch)")
-    sc = one(
-        tmp_path,
-        reformatted,
-        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect},
-        {"v.py": RF_PAYLOAD},
-    )
-    assert digest_of(capsys, sc.file(), "Worker.verify") == expect
-    run_and_check(capsys, sc, "APPLY", None, 2, RF_AFTER)
+    table = {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect}
+    assert digest(reformatted, "Worker.verify") == expect
+    assert_op(table, reformatted, RF_AFTER, "APPLY", None, 2, payloads={"v.py": RF_PAYLOAD})
 
 
-def test_replace_function_docstring_change_is_drift(tmp_path, capsys):
-    original = one(tmp_path / "orig", RF_BEFORE, {"op": "ensure-import", "import": "import os"})
-    expect = digest_of(capsys, original.file(), "Worker.verify")
+def test_replace_function_docstring_change_is_drift():
+    expect = digest(RF_BEFORE, "Worker.verify")
     changed = RF_BEFORE.replace('"""Check a batch."""', '"""Check a batch (v2)."""')
-    sc = one(
-        tmp_path,
-        changed,
-        {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect},
-        {"v.py": RF_PAYLOAD},
-    )
-    run_and_check(capsys, sc, "FAIL", "DRIFT", 2, changed)
+    table = {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": expect}
+    assert_op(table, changed, changed, "FAIL", "DRIFT", 2, payloads={"v.py": RF_PAYLOAD})
 
 
 def test_replace_function_module_level_from_module_level_payload(tmp_path, capsys):
@@ -521,15 +538,17 @@ def test_replace_function_module_level_from_module_level_payload(tmp_path, capsy
     run_and_check(capsys, sc, "APPLY", None, 1, "def f(a):\n    return a * 2\n\n\ndef g():\n    return 0\n")
 
 
-def test_replace_function_missing_method_is_function_not_found(tmp_path, capsys):
+def test_replace_function_missing_method_is_function_not_found():
     before = RF_BEFORE.replace("def verify(", "def verify_batch(")
-    sc = one(
-        tmp_path,
-        before,
+    res = assert_op(
         {"op": "replace-function", "function": "Worker.verify", "source": src("v.py"), "expect": "sha256:" + "2" * 64},
-        {"v.py": RF_PAYLOAD},
+        before,
+        before,
+        "FAIL",
+        "FUNCTION_NOT_FOUND",
+        1,
+        payloads={"v.py": RF_PAYLOAD},
     )
-    res = run_and_check(capsys, sc, "FAIL", "FUNCTION_NOT_FOUND", 1, before)
     assert "verify_batch (line 2)" in res["message"]
 
 
@@ -566,13 +585,7 @@ def insert_patch(anchor: str, position: str, body_of: str = "before_forward", fu
     }
 
 
-def test_insert_before(tmp_path, capsys):
-    sc = one(
-        tmp_path,
-        INSERT_BEFORE,
-        insert_patch("result = self.target.forward(prepared, is_verify=True)", "before"),
-        {"ins.py": INSERT_PAYLOAD},
-    )
+def test_insert_before():
     after = d("""
         class Worker:
             def verify(self, batch):
@@ -582,17 +595,19 @@ def test_insert_before(tmp_path, capsys):
                 result = self.target.forward(prepared, is_verify=True)
                 return result
     """)
-    run_and_check(capsys, sc, "APPLY", None, 4, after)
-    reapply_is_skip(capsys, sc)
-
-
-def test_insert_after(tmp_path, capsys):
-    sc = one(
-        tmp_path,
+    assert_op(
+        insert_patch("result = self.target.forward(prepared, is_verify=True)", "before"),
         INSERT_BEFORE,
-        insert_patch("result = self.target.forward(prepared, is_verify=True)", "after", "after_forward"),
-        {"ins.py": INSERT_PAYLOAD},
+        after,
+        "APPLY",
+        None,
+        4,
+        payloads={"ins.py": INSERT_PAYLOAD},
+        reapply=True,
     )
+
+
+def test_insert_after():
     after = d("""
         class Worker:
             def verify(self, batch):
@@ -601,11 +616,19 @@ def test_insert_after(tmp_path, capsys):
                 self.timer.stop()
                 return result
     """)
-    run_and_check(capsys, sc, "APPLY", None, 4, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        insert_patch("result = self.target.forward(prepared, is_verify=True)", "after", "after_forward"),
+        INSERT_BEFORE,
+        after,
+        "APPLY",
+        None,
+        4,
+        payloads={"ins.py": INSERT_PAYLOAD},
+        reapply=True,
+    )
 
 
-def test_insert_anchor_reformatted_across_lines_still_matches(tmp_path, capsys):
+def test_insert_anchor_reformatted_across_lines_still_matches():
     before = d("""
         class Worker:
             def verify(self, batch):
@@ -616,17 +639,19 @@ def test_insert_anchor_reformatted_across_lines_still_matches(tmp_path, capsys):
                 )
                 return result
     """)
-    sc = one(
-        tmp_path,
-        before,
-        insert_patch("result = self.target.forward(prepared, is_verify=True)", "after", "after_forward"),
-        {"ins.py": INSERT_PAYLOAD},
-    )
     after = before.replace("        )\n", "        )\n        self.timer.stop()\n")
-    run_and_check(capsys, sc, "APPLY", None, 4, after)
+    assert_op(
+        insert_patch("result = self.target.forward(prepared, is_verify=True)", "after", "after_forward"),
+        before,
+        after,
+        "APPLY",
+        None,
+        4,
+        payloads={"ins.py": INSERT_PAYLOAD},
+    )
 
 
-def test_insert_anchor_nested_in_with_and_if(tmp_path, capsys):
+def test_insert_anchor_nested_in_with_and_if():
     before = d("""
         class Worker:
             def verify(self, batch):
@@ -635,9 +660,6 @@ def test_insert_anchor_nested_in_with_and_if(tmp_path, capsys):
                         result = self.target.forward(batch)
                 return result
     """)
-    sc = one(
-        tmp_path, before, insert_patch("result = self.target.forward(batch)", "before"), {"ins.py": INSERT_PAYLOAD}
-    )
     after = d("""
         class Worker:
             def verify(self, batch):
@@ -648,11 +670,19 @@ def test_insert_anchor_nested_in_with_and_if(tmp_path, capsys):
                         result = self.target.forward(batch)
                 return result
     """)
-    run_and_check(capsys, sc, "APPLY", None, 5, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        insert_patch("result = self.target.forward(batch)", "before"),
+        before,
+        after,
+        "APPLY",
+        None,
+        5,
+        payloads={"ins.py": INSERT_PAYLOAD},
+        reapply=True,
+    )
 
 
-def test_insert_anchor_in_nested_function_is_not_a_target(tmp_path, capsys):
+def test_insert_anchor_in_nested_function_is_not_a_target():
     before = d("""
         def verify(batch):
             def inner():
@@ -660,28 +690,32 @@ def test_insert_anchor_in_nested_function_is_not_a_target(tmp_path, capsys):
                 return result
             return inner()
     """)
-    sc = one(
-        tmp_path,
-        before,
+    assert_op(
         insert_patch("result = forward(batch)", "before", function="verify"),
-        {"ins.py": INSERT_PAYLOAD},
+        before,
+        before,
+        "FAIL",
+        "ANCHOR_NOT_FOUND",
+        1,
+        payloads={"ins.py": INSERT_PAYLOAD},
     )
-    run_and_check(capsys, sc, "FAIL", "ANCHOR_NOT_FOUND", 1, before)
 
 
-def test_insert_anchor_not_found_shows_closest_statement(tmp_path, capsys):
-    sc = one(
-        tmp_path,
-        INSERT_BEFORE,
+def test_insert_anchor_not_found_shows_closest_statement():
+    res = assert_op(
         insert_patch("result = self.target.forward(prepared, is_verify=False)", "before"),
-        {"ins.py": INSERT_PAYLOAD},
+        INSERT_BEFORE,
+        INSERT_BEFORE,
+        "FAIL",
+        "ANCHOR_NOT_FOUND",
+        2,
+        payloads={"ins.py": INSERT_PAYLOAD},
     )
-    res = run_and_check(capsys, sc, "FAIL", "ANCHOR_NOT_FOUND", 2, INSERT_BEFORE)
     assert "line 4:" in res["message"]
     assert "self.target.forward(prepared, is_verify=True)" in res["message"]
 
 
-def test_insert_anchor_ambiguous_lists_every_line(tmp_path, capsys):
+def test_insert_anchor_ambiguous_lists_every_line():
     before = d("""
         def verify(batch):
             x = step(batch)
@@ -690,13 +724,15 @@ def test_insert_anchor_ambiguous_lists_every_line(tmp_path, capsys):
             x = step(batch)
             return x
     """)
-    sc = one(
-        tmp_path,
-        before,
+    res = assert_op(
         insert_patch("x = step(batch)", "after", "after_forward", function="verify"),
-        {"ins.py": INSERT_PAYLOAD},
+        before,
+        before,
+        "FAIL",
+        "ANCHOR_AMBIGUOUS",
+        2,
+        payloads={"ins.py": INSERT_PAYLOAD},
     )
-    res = run_and_check(capsys, sc, "FAIL", "ANCHOR_AMBIGUOUS", 2, before)
     assert "2, 4, 5" in res["message"]
 
 
@@ -708,21 +744,28 @@ def test_insert_anchor_ambiguous_lists_every_line(tmp_path, capsys):
     ],
     ids=["semicolon", "one-line-if"],
 )
-def test_insert_anchor_sharing_its_line_is_unsupported_target(tmp_path, capsys, before, line):
-    sc = one(
-        tmp_path,
-        before,
+def test_insert_anchor_sharing_its_line_is_unsupported_target(before, line):
+    assert_op(
         insert_patch("result = forward(batch)", "before", function="verify"),
-        {"ins.py": INSERT_PAYLOAD},
+        before,
+        before,
+        "FAIL",
+        "UNSUPPORTED_TARGET",
+        line,
+        payloads={"ins.py": INSERT_PAYLOAD},
     )
-    run_and_check(capsys, sc, "FAIL", "UNSUPPORTED_TARGET", line, before)
 
 
-def test_insert_function_missing(tmp_path, capsys):
-    sc = one(
-        tmp_path, INSERT_BEFORE, insert_patch("x = 1", "before", function="Worker.verifyy"), {"ins.py": INSERT_PAYLOAD}
+def test_insert_function_missing():
+    res = assert_op(
+        insert_patch("x = 1", "before", function="Worker.verifyy"),
+        INSERT_BEFORE,
+        INSERT_BEFORE,
+        "FAIL",
+        "FUNCTION_NOT_FOUND",
+        1,
+        payloads={"ins.py": INSERT_PAYLOAD},
     )
-    res = run_and_check(capsys, sc, "FAIL", "FUNCTION_NOT_FOUND", 1, INSERT_BEFORE)
     assert "verify (line 2)" in res["message"]
 
 
@@ -752,20 +795,21 @@ DEFS_PAYLOAD = d("""
 """)
 
 
-def test_add_definitions_at_end(tmp_path, capsys):
-    sc = one(tmp_path, DEFS_BEFORE, {"op": "add-definitions", "source": src("defs.py")}, {"defs.py": DEFS_PAYLOAD})
+def test_add_definitions_at_end():
     after = DEFS_BEFORE + "\n\ndef helper():\n    return sys.platform\n\n\nLIMIT = 4\n"
-    run_and_check(capsys, sc, "APPLY", None, 10, after)
-    reapply_is_skip(capsys, sc)
-
-
-def test_add_definitions_after_imports(tmp_path, capsys):
-    sc = one(
-        tmp_path,
+    assert_op(
+        {"op": "add-definitions", "source": src("defs.py")},
         DEFS_BEFORE,
-        {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"], "position": "after-imports"},
-        {"defs.py": DEFS_PAYLOAD},
+        after,
+        "APPLY",
+        None,
+        10,
+        payloads={"defs.py": DEFS_PAYLOAD},
+        reapply=True,
     )
+
+
+def test_add_definitions_after_imports():
     after = d('''
         """Doc."""
         import os
@@ -780,17 +824,19 @@ def test_add_definitions_after_imports(tmp_path, capsys):
 
         EntryClass = Model
     ''')
-    run_and_check(capsys, sc, "APPLY", None, 5, after)
-    reapply_is_skip(capsys, sc)
-
-
-def test_add_definitions_before_name(tmp_path, capsys):
-    sc = one(
-        tmp_path,
+    assert_op(
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"], "position": "after-imports"},
         DEFS_BEFORE,
-        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"], "before": "EntryClass"},
-        {"defs.py": DEFS_PAYLOAD},
+        after,
+        "APPLY",
+        None,
+        5,
+        payloads={"defs.py": DEFS_PAYLOAD},
+        reapply=True,
     )
+
+
+def test_add_definitions_before_name():
     after = d('''
         """Doc."""
         import os
@@ -806,30 +852,42 @@ def test_add_definitions_before_name(tmp_path, capsys):
 
         EntryClass = Model
     ''')
-    run_and_check(capsys, sc, "APPLY", None, 9, after)
-    reapply_is_skip(capsys, sc)
-
-
-def test_add_definitions_before_missing_name_is_target_not_found(tmp_path, capsys):
-    sc = one(
-        tmp_path,
+    assert_op(
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"], "before": "EntryClass"},
         DEFS_BEFORE,
-        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"], "before": "EntryClasses"},
-        {"defs.py": DEFS_PAYLOAD},
+        after,
+        "APPLY",
+        None,
+        9,
+        payloads={"defs.py": DEFS_PAYLOAD},
+        reapply=True,
     )
-    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, DEFS_BEFORE)
+
+
+def test_add_definitions_before_missing_name_is_target_not_found():
+    res = assert_op(
+        {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"], "before": "EntryClasses"},
+        DEFS_BEFORE,
+        DEFS_BEFORE,
+        "FAIL",
+        "TARGET_NOT_FOUND",
+        None,
+        payloads={"defs.py": DEFS_PAYLOAD},
+    )
     assert "EntryClass (line 9)" in res["message"]
 
 
-def test_add_definitions_conflict(tmp_path, capsys):
+def test_add_definitions_conflict():
     before = DEFS_BEFORE + "\n\nLIMIT = 8\n"
-    sc = one(
-        tmp_path,
-        before,
+    res = assert_op(
         {"op": "add-definitions", "source": src("defs.py"), "names": ["LIMIT"]},
-        {"defs.py": DEFS_PAYLOAD},
+        before,
+        before,
+        "FAIL",
+        "CONFLICT",
+        12,
+        payloads={"defs.py": DEFS_PAYLOAD},
     )
-    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", 12, before)
     assert "LIMIT" in res["message"]
 
 
@@ -857,15 +915,17 @@ def test_add_definitions_keep_upstream_and_replace(tmp_path, capsys):
     run_and_check(capsys, sc, "APPLY", None, 12, DEFS_BEFORE + "\n\nLIMIT = 4\n")
 
 
-def test_add_definitions_skip_when_identical(tmp_path, capsys):
+def test_add_definitions_skip_when_identical():
     before = DEFS_BEFORE + "\n\ndef helper():\n    return sys.platform  # same code\n"
-    sc = one(
-        tmp_path,
-        before,
+    assert_op(
         {"op": "add-definitions", "source": src("defs.py"), "names": ["helper"]},
-        {"defs.py": DEFS_PAYLOAD},
+        before,
+        before,
+        "SKIP",
+        "ALREADY_APPLIED",
+        12,
+        payloads={"defs.py": DEFS_PAYLOAD},
     )
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 12, before)
 
 
 # -- ensure-list-item ----------------------------------------------------------------------------------------
@@ -886,30 +946,25 @@ def list_patch(item: str = "KimiK25", target: str = "EntryClass") -> dict:
     ],
     ids=["one-line-list", "multi-line-trailing-comma", "one-item-multi-line", "tuple", "single-name"],
 )
-def test_ensure_list_item_apply(tmp_path, capsys, before, after):
+def test_ensure_list_item_apply(before, after):
     prefix = "class Foo: ...\nclass Bar: ...\nclass KimiK25: ...\n\n\n"
-    sc = one(tmp_path, prefix + before, list_patch())
-    run_and_check(capsys, sc, "APPLY", None, 6, prefix + after)
-    reapply_is_skip(capsys, sc)
+    assert_op(list_patch(), prefix + before, prefix + after, "APPLY", None, 6, reapply=True)
 
 
-def test_ensure_list_item_already_present(tmp_path, capsys):
+def test_ensure_list_item_already_present():
     before = "EntryClass = [\n    Foo,\n    KimiK25,  # ours\n]\n"
-    sc = one(tmp_path, before, list_patch())
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 1, before)
+    assert_op(list_patch(), before, before, "SKIP", "ALREADY_APPLIED", 1)
 
 
-def test_ensure_list_item_target_not_found(tmp_path, capsys):
+def test_ensure_list_item_target_not_found():
     before = "EntryClasses = [Foo]\n"
-    sc = one(tmp_path, before, list_patch())
-    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, before)
+    res = assert_op(list_patch(), before, before, "FAIL", "TARGET_NOT_FOUND", None)
     assert "EntryClasses (line 1)" in res["message"]
 
 
-def test_ensure_list_item_call_is_unsupported_target(tmp_path, capsys):
+def test_ensure_list_item_call_is_unsupported_target():
     before = "EntryClass = make_list(Foo)\n"
-    sc = one(tmp_path, before, list_patch())
-    run_and_check(capsys, sc, "FAIL", "UNSUPPORTED_TARGET", 1, before)
+    assert_op(list_patch(), before, before, "FAIL", "UNSUPPORTED_TARGET", 1)
 
 
 # -- composition on one file ----------------------------------------------------------------------------------
@@ -1100,22 +1155,23 @@ def test_insert_into_method_not_yet_added_fails_when_order_is_reversed(tmp_path,
     assert sc.text() == before
 
 
-def test_ensure_list_item_keeps_comment_on_its_item(tmp_path, capsys):
+def test_ensure_list_item_keeps_comment_on_its_item():
     before = "EntryClass = [\n    Foo,\n    Bar,  # bar is special\n]\n"
-    sc = one(tmp_path, before, list_patch())
     after = "EntryClass = [\n    Foo,\n    Bar,  # bar is special\n    KimiK25,\n]\n"
-    run_and_check(capsys, sc, "APPLY", None, 1, after)
+    assert_op(list_patch(), before, after, "APPLY", None, 1)
 
 
-def test_add_definitions_keep_upstream_adds_the_rest(tmp_path, capsys):
+def test_add_definitions_keep_upstream_adds_the_rest():
     before = "LIMIT = 8\n"
-    sc = one(
-        tmp_path,
-        before,
+    assert_op(
         {"op": "add-definitions", "source": src("defs.py"), "on_conflict": "keep-upstream"},
-        {"defs.py": DEFS_PAYLOAD},
+        before,
+        before + "\n\ndef helper():\n    return sys.platform\n",
+        "APPLY",
+        None,
+        2,
+        payloads={"defs.py": DEFS_PAYLOAD},
     )
-    run_and_check(capsys, sc, "APPLY", None, 2, before + "\n\ndef helper():\n    return sys.platform\n")
 
 
 # -- move-import ----------------------------------------------------------------------------------------------
@@ -1130,7 +1186,7 @@ def move_patch(**extra: str) -> dict:
     } | extra
 
 
-def test_move_import_alone_rewrites_the_module_in_place(tmp_path, capsys):
+def test_move_import_alone_rewrites_the_module_in_place():
     before = d("""
         import torch
         from sglang.srt.utils import DeepEPMode  # deepep
@@ -1138,20 +1194,16 @@ def test_move_import_alone_rewrites_the_module_in_place(tmp_path, capsys):
 
         X = DeepEPMode.auto
     """)
-    sc = one(tmp_path, before, move_patch())
     after = before.replace(
         "from sglang.srt.utils import DeepEPMode", "from sglang.srt.layers.moe.utils import DeepEPMode"
     )
-    run_and_check(capsys, sc, "APPLY", None, 2, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(move_patch(), before, after, "APPLY", None, 2, reapply=True)
 
 
-def test_move_import_keeps_alias_and_parentheses(tmp_path, capsys):
+def test_move_import_keeps_alias_and_parentheses():
     before = "from sglang.srt.utils import (\n    DeepEPMode as Mode,\n)\n\nX = Mode\n"
-    sc = one(tmp_path, before, move_patch())
     after = "from sglang.srt.layers.moe.utils import (\n    DeepEPMode as Mode,\n)\n\nX = Mode\n"
-    run_and_check(capsys, sc, "APPLY", None, 1, after)
-    reapply_is_skip(capsys, sc)
+    assert_op(move_patch(), before, after, "APPLY", None, 1, reapply=True)
 
 
 @pytest.mark.parametrize(
@@ -1177,28 +1229,44 @@ def test_move_import_keeps_alias_and_parentheses(tmp_path, capsys):
     ],
     ids=["first-of-two", "last-with-alias", "middle-of-block", "last-of-block"],
 )
-def test_move_import_keeps_the_other_names_and_their_layout(tmp_path, capsys, before, after):
-    sc = one(tmp_path, before, move_patch())
-    run_and_check(capsys, sc, "APPLY", None, 1, after)
-    reapply_is_skip(capsys, sc)
+def test_move_import_keeps_the_other_names_and_their_layout(before, after):
+    assert_op(move_patch(), before, after, "APPLY", None, 1, reapply=True)
 
 
-def test_move_import_only_drops_the_old_one_when_the_new_one_exists(tmp_path, capsys):
+@pytest.mark.parametrize(
+    ("extra", "after"),
+    [
+        (
+            {"position": "before"},
+            "import os\n\n# sglang\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
+            "from sglang.srt.utils import get_bool_env_var\nimport torch\n",
+        ),
+        (
+            {"after": "import torch"},
+            "import os\n\n# sglang\nfrom sglang.srt.utils import get_bool_env_var\nimport torch\n"
+            "from sglang.srt.layers.moe.utils import DeepEPMode\n",
+        ),
+    ],
+    ids=["before-the-old-one", "after-a-named-import"],
+)
+def test_move_import_keeps_the_placement_it_is_given(extra, after):
+    before = "import os\n\n# sglang\nfrom sglang.srt.utils import DeepEPMode, get_bool_env_var\nimport torch\n"
+    assert_op(move_patch(**extra), before, after, "APPLY", None, 4, reapply=True)
+
+
+def test_move_import_only_drops_the_old_one_when_the_new_one_exists():
     before = "from sglang.srt.utils import DeepEPMode\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
-    sc = one(tmp_path, before, move_patch())
-    run_and_check(capsys, sc, "APPLY", None, 1, "from sglang.srt.layers.moe.utils import DeepEPMode\n")
+    assert_op(move_patch(), before, "from sglang.srt.layers.moe.utils import DeepEPMode\n", "APPLY", None, 1)
 
 
-def test_move_import_skip_when_already_moved(tmp_path, capsys):
+def test_move_import_skip_when_already_moved():
     before = "import os\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n"
-    sc = one(tmp_path, before, move_patch())
-    run_and_check(capsys, sc, "SKIP", "ALREADY_APPLIED", 2, before)
+    assert_op(move_patch(), before, before, "SKIP", "ALREADY_APPLIED", 2)
 
 
-def test_move_import_target_not_found_when_neither_import_exists(tmp_path, capsys):
+def test_move_import_target_not_found_when_neither_import_exists():
     before = "from sglang.srt.utils import is_cuda\n"
-    sc = one(tmp_path, before, move_patch())
-    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, before)
+    res = assert_op(move_patch(), before, before, "FAIL", "TARGET_NOT_FOUND", None)
     assert "neither from sglang.srt.utils nor from sglang.srt.layers.moe.utils" in res["message"]
 
 
@@ -1211,17 +1279,22 @@ def test_move_import_target_not_found_when_neither_import_exists(tmp_path, capsy
     ],
     ids=["def-after-import", "third-module", "assignment"],
 )
-def test_move_import_conflict_when_name_bound_otherwise(tmp_path, capsys, before, line):
-    sc = one(tmp_path, before, move_patch())
-    res = run_and_check(capsys, sc, "FAIL", "CONFLICT", line, before)
+def test_move_import_conflict_when_name_bound_otherwise(before, line):
+    res = assert_op(move_patch(), before, before, "FAIL", "CONFLICT", line)
     assert "DeepEPMode" in res["message"]
 
 
-def test_move_import_relative_modules(tmp_path, capsys):
+def test_move_import_relative_modules():
     before = "from ..utils import DeepEPMode\n"
-    sc = one(tmp_path, before, move_patch(**{"from": "..utils", "to": "..layers.moe.utils"}))
-    run_and_check(capsys, sc, "APPLY", None, 1, "from ..layers.moe.utils import DeepEPMode\n")
-    reapply_is_skip(capsys, sc)
+    assert_op(
+        move_patch(**{"from": "..utils", "to": "..layers.moe.utils"}),
+        before,
+        "from ..layers.moe.utils import DeepEPMode\n",
+        "APPLY",
+        None,
+        1,
+        reapply=True,
+    )
 
 
 def test_move_import_bad_module_path_is_a_manifest_error(tmp_path, capsys):
@@ -1236,12 +1309,18 @@ def test_move_import_bad_module_path_is_a_manifest_error(tmp_path, capsys):
 MID_BLOCK_BEFORE = "import logging\nimport os\nfrom typing import Optional\n\nX = 1\n"
 
 
-def test_ensure_import_after_puts_the_line_inside_the_import_block(tmp_path, capsys):
-    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "import logging"})
+def test_ensure_import_after_puts_the_line_inside_the_import_block():
     after = "import logging\nimport json\nimport os\nfrom typing import Optional\n\nX = 1\n"
-    res = run_and_check(capsys, sc, "APPLY", None, 2, after)
+    res = assert_op(
+        {"op": "ensure-import", "import": "import json", "after": "import logging"},
+        MID_BLOCK_BEFORE,
+        after,
+        "APPLY",
+        None,
+        2,
+        reapply=True,
+    )
     assert "after line 1 (`import logging`)" in res["message"]
-    reapply_is_skip(capsys, sc)
 
 
 def test_ensure_import_after_an_import_added_by_an_earlier_patch(tmp_path, capsys):
@@ -1256,9 +1335,15 @@ def test_ensure_import_after_an_import_added_by_an_earlier_patch(tmp_path, capsy
     reapply_is_skip(capsys, sc)
 
 
-def test_ensure_import_after_missing_anchor_is_target_not_found(tmp_path, capsys):
-    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "import sys"})
-    res = run_and_check(capsys, sc, "FAIL", "TARGET_NOT_FOUND", None, MID_BLOCK_BEFORE)
+def test_ensure_import_after_missing_anchor_is_target_not_found():
+    res = assert_op(
+        {"op": "ensure-import", "import": "import json", "after": "import sys"},
+        MID_BLOCK_BEFORE,
+        MID_BLOCK_BEFORE,
+        "FAIL",
+        "TARGET_NOT_FOUND",
+        None,
+    )
     assert "`after`: no module-level import statement is `import sys`" in res["message"]
 
 

@@ -1,7 +1,15 @@
-"""Print patchkit's module import graph (module -> imported patchkit modules) and its package-level cycles.
+"""Print patchkit's module import graph and check its shape; exit status 1 on any violation.
 
-Reads the source with ast; imports under ``if TYPE_CHECKING:`` count too, because a cycle there still
-ties the packages together. Exit status 1 when a package-level cycle exists.
+Reads the source with ast.  Three rules:
+
+1. No package-level two-way cycle (imports under ``if TYPE_CHECKING:`` count
+   too: a cycle there still ties the packages together).
+2. No arrow back up: the lower layers (``sources/``, ``manifest/``,
+   ``guard/``) never import the layers built on them.
+3. A function-local import only at a named cold boundary (``BOUNDARIES``):
+   anywhere else it hides a dependency, so it goes to the top of the module.
+
+    python tools/import_graph.py [--quiet]
 """
 
 from __future__ import annotations
@@ -12,30 +20,119 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "patchkit"
 
+UPWARD = {
+    "patchkit.sources": ("patchkit.engine", "patchkit.commands", "patchkit.guard", "patchkit.bench", "patchkit.cli"),
+    "patchkit.manifest": (
+        "patchkit.engine",
+        "patchkit.sources",
+        "patchkit.commands",
+        "patchkit.guard",
+        "patchkit.bench",
+        "patchkit.capture",
+        "patchkit.cli",
+    ),
+    "patchkit.guard": ("patchkit.commands", "patchkit.bench", "patchkit.cli"),
+}
+"""package -> the packages above it, which it must not import."""
+
+# (importing module or package, imported module or package, why the import waits): a prefix matches
+# itself and everything under it; "*" is any patchkit module.
+BOUNDARIES = (
+    ("patchkit.cli", "*", "the CLI verbs: a verb's module (and what reports its errors) loads only when it runs"),
+    ("patchkit.cli", "traceback", "the CLI's error path"),
+    ("patchkit.cli", "atexit", "the CLI's entry point"),
+    ("patchkit.cli", "os", "the CLI's entry point"),
+    ("*", "patchkit.operations", "the operations registry: a manifest loads only the ops it uses"),
+    ("*", "libcst", "libcst: only what edits a file parses with it; an analysis never does"),
+    ("*", "rich", "rich: only what prints a table for a person"),
+    ("*", "scipy", "scipy: only a comparison of bench runs"),
+    ("*", "jsonschema", "jsonschema: only when a manifest's schema verdict is not remembered"),
+    ("*", "psutil", "psutil: only a bench run's process tree"),
+    ("*", "difflib", "difflib: only closest-name suggestions and mixed line endings, when something is off"),
+    (
+        "patchkit.manifest.loader",
+        "patchkit.manifest.bench",
+        "the [bench] table's parser: only `patchkit bench` manifests have one (the guard's never do)",
+    ),
+    ("patchkit.engine.pool", "multiprocessing", "worker processes: only when a cold range check starts them"),
+    ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
+    ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),
+    (
+        "patchkit.engine.range_check",
+        "patchkit",
+        "RangeCheck's start order: git lists the range before the manifest and the engine load",
+    ),
+    ("patchkit", "importlib", "the package's public API: `import patchkit` stays light, names load on first use"),
+    ("patchkit", "pathlib", "the package's public API: `import patchkit` stays light"),
+    ("patchkit", "patchkit.git", "the package's public API: `import patchkit` stays light"),
+    ("patchkit.guard", "importlib", "the guard's public API: `import patchkit.guard` stays light"),
+    (
+        "patchkit.guard.pytest_plugin",
+        "*",
+        "the pytest plugin: pytest loads it in every session; patchkit loads only when --patchkit asks",
+    ),
+    ("patchkit.guard.pytest_plugin", "sys", "the pytest plugin: nothing at import time"),
+    ("patchkit.guard.api", "patchkit.guard.probe", "the guard's interpreter probe: only with --python / --import"),
+    ("patchkit.guard.api", "patchkit.engine.check", "the guard's bisect verdict: only under --bisect, on a failure"),
+)
+
 
 def module_name(path: Path) -> str:
     parts = ["patchkit", *path.relative_to(ROOT).with_suffix("").parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports(path: Path) -> set[str]:
+def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    if isinstance(node, ast.ImportFrom):
+        return [node.module or ""]
+    return [alias.name for alias in node.names]
+
+
+def imports(tree: ast.Module) -> set[str]:
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("patchkit"):
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("patchkit"))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.update(name for name in imported(node) if name.startswith("patchkit"))
     return found
+
+
+def local_imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of every import inside a function body."""
+    out: list[tuple[int, str]] = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    out.extend((node.lineno, name) for name in imported(node))
+    return sorted(set(out))
+
+
+def under(name: str, prefix: str) -> bool:
+    if prefix == "*":
+        return name.startswith("patchkit")
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def boundary(importer: str, name: str) -> str | None:
+    for who, what, why in BOUNDARIES:
+        # An importer rule for a package names that module only ("patchkit" is patchkit/__init__.py),
+        # unless it names a module with submodules of its own.
+        if (importer == who or (who != "patchkit" and under(importer, who)) or who == "*") and under(name, what):
+            return why
+    return None
 
 
 def package(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def main() -> int:
-    graph = {module_name(p): imports(p) for p in sorted(ROOT.rglob("*.py"))}
-    for mod, deps in sorted(graph.items()):
-        print(f"{mod} -> {', '.join(sorted(deps)) or '-'}")
+def main(argv: list[str]) -> int:
+    quiet = "--quiet" in argv
+    trees = {module_name(p): (p, ast.parse(p.read_text(encoding="utf-8"))) for p in sorted(ROOT.rglob("*.py"))}
+    graph = {mod: imports(tree) for mod, (_path, tree) in trees.items()}
+    if not quiet:
+        for mod, deps in sorted(graph.items()):
+            print(f"{mod} -> {', '.join(sorted(deps)) or '-'}")
     edges: dict[str, set[str]] = {}
     for mod, deps in graph.items():
         for dep in deps:
@@ -44,9 +141,28 @@ def main() -> int:
     cycles = sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in edges.get(b, set())})
     for a, b in cycles:
         print(f"CYCLE: {a} <-> {b}")
-    print(f"{len(cycles)} package-level two-way cycle(s)")
-    return 1 if cycles else 0
+    upward = [
+        (mod, dep)
+        for mod, deps in sorted(graph.items())
+        for dep in sorted(deps)
+        for low, above in UPWARD.items()
+        if under(mod, low) and any(under(dep, high) for high in above)
+    ]
+    for mod, dep in upward:
+        print(f"UPWARD: {mod} -> {dep}")
+    unnamed = []
+    for mod, (path, tree) in sorted(trees.items()):
+        for line, name in local_imports(tree):
+            if boundary(mod, name) is None:
+                unnamed.append(f"{path.relative_to(ROOT.parent)}:{line}: {name}")
+    for where in unnamed:
+        print(f"LOCAL IMPORT outside a named cold boundary: {where}")
+    print(
+        f"{len(cycles)} package-level two-way cycle(s), {len(upward)} upward import(s), "
+        f"{len(unnamed)} function-local import(s) outside a named boundary"
+    )
+    return 1 if cycles or upward or unnamed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

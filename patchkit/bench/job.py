@@ -357,7 +357,7 @@ def check_start_env(pid: int, required: Mapping[str, str]) -> tuple[list[int], l
 # -- the job ------------------------------------------------------------------------
 
 
-def _version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
+def version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
     config = spec.config
     if config.version_file is None and spec.expected_version is None:
         return None
@@ -509,7 +509,7 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
             except json.JSONDecodeError:
                 info = None
             state["server_info"] = info if isinstance(info, dict) else None
-        problem = _version_problem(spec, state["server_info"])
+        problem = version_problem(spec, state["server_info"])
         if problem:
             raise _Stop("refused", problem)
 

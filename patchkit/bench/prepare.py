@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchkit import paths
 from patchkit.bench.job import bench_env, bench_python
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.commit_apply import apply_at_commit
@@ -38,6 +39,7 @@ from patchkit.engine.record import load_record
 from patchkit.engine.revert import revert_worktree
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Commit, GitFailed, Repo
+from patchkit.guard.api import evaluate_guard
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.results import Status
@@ -71,7 +73,7 @@ class Prepared:
 def worktree_root(repo: Repo, override: str | None) -> Path:
     if override:
         return Path(override).resolve()
-    return repo.common_dir / "patchkit" / "worktrees"
+    return paths.bench_worktrees(repo.common_dir)
 
 
 def _blocking(report: ApplyReport) -> list[str]:
@@ -174,7 +176,6 @@ def guard_tree(
     ``import_check`` module resolves inside the tree for ``python`` run in
     ``env`` from the tree's root, as the server is started.
     """
-    from patchkit.guard.api import evaluate_guard
 
     reports = []
     for manifest in manifests:

@@ -26,6 +26,7 @@ this machine.
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import re
@@ -39,9 +40,13 @@ from typing import Any
 
 from patchkit.capture.python import Proposal, Unfit, propose
 from patchkit.capture.textdiff import count_changes, unified_diff
+from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
+from patchkit.manifest import load_manifest
 from patchkit.render import plural
+from patchkit.results import Status
+from patchkit.sources.commit import CommitSource
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 PY_SUFFIXES = (".py", ".pyi")
@@ -87,13 +92,17 @@ class _FileChange:
     before: bytes
     after: bytes
 
+    # The engine reads a file without its UTF-8 byte order mark and writes the mark back
+    # (``engine/evaluate.py``): patches are proposed on the same text (both sides have it,
+    # or neither: ``_changed_files`` refuses a change of the mark itself).
+
     @property
     def before_text(self) -> str:
-        return self.before.decode("utf-8")
+        return self.before.decode("utf-8-sig")
 
     @property
     def after_text(self) -> str:
-        return self.after.decode("utf-8")
+        return self.after.decode("utf-8-sig")
 
 
 # -- reading the change ----------------------------------------------------------------
@@ -128,6 +137,11 @@ def _changed_files(repo: Repo, root: Path, base: Commit, verb: str = "capture") 
             continue  # only the stat information changed
         if not (_is_text(before) and _is_text(after)):
             problems.append(f"{path} is binary (not UTF-8 text, or holds NUL bytes)")
+            continue
+        if before.startswith(codecs.BOM_UTF8) != after.startswith(codecs.BOM_UTF8):
+            problems.append(
+                f"{path} {'loses' if before.startswith(codecs.BOM_UTF8) else 'gains'} its UTF-8 byte order mark"
+            )
             continue
         files.append(_FileChange(path, before, after))
     if problems:
@@ -181,13 +195,26 @@ def _diff_plan(change: _FileChange, why: str) -> _Planned:
     return _Planned(proposal, diff)
 
 
-def _plan_file(change: _FileChange) -> list[_Planned]:
+def _plan_file(change: _FileChange, *, hunks: bool = False) -> list[_Planned]:
     if not change.path.endswith(PY_SUFFIXES):
         return [_diff_plan(change, "not a Python file")]
     try:
-        return [_Planned(p) for p in propose(change.path, change.before_text, change.after_text)]
+        return [_Planned(p) for p in propose(change.path, change.before_text, change.after_text, hunks=hunks)]
     except Unfit as exc:
         return [_diff_plan(change, f"no structured op fits: {exc}")]
+
+
+def _replan(change: _FileChange, planned: list[_Planned], why: str) -> list[_Planned]:
+    """The next proposal for a file whose proposal did not verify (``why``).
+
+    A proposal with ``insert`` is tried again with every in-function edit as
+    ``edit-function`` (which carries the blank lines and comments around
+    inserted statements byte for byte); anything else falls back to ``diff``."""
+    if any(p.proposal.op == "insert" for p in planned):
+        again = _plan_file(change, hunks=True)
+        if again[0].proposal.op != "diff":
+            return again
+    return [_diff_plan(change, why)]
 
 
 def _toml(value: Any) -> str:
@@ -223,8 +250,8 @@ def _render(
                 payloads[f"{pid}.diff"] = planned.diff.encode("utf-8")
                 lines.append(f"source = {_toml(f'../patches/{name}/{pid}.diff')}")
             elif p.payload is not None:
-                payloads[f"{pid}.py"] = p.payload.encode("utf-8")
-                lines.append(f"source = {_toml(f'../patches/{name}/{pid}.py')}")
+                payloads[f"{pid}{p.payload_suffix}"] = p.payload.encode("utf-8")
+                lines.append(f"source = {_toml(f'../patches/{name}/{pid}{p.payload_suffix}')}")
             lines.append(f"description = {_toml(f'Captured: {p.change}. Op {p.op}: {p.why}.')}")
             blocks.append("\n".join(lines) + "\n")
             patches.append(CapturedPatch(pid, p.op, path, p.change, p.why))
@@ -251,10 +278,6 @@ def _verify(
     patches: Sequence[CapturedPatch],
 ) -> dict[str, str]:
     """Files whose captured patches do not reproduce the edit, with the reason."""
-    from patchkit.engine.evaluate import evaluate, render
-    from patchkit.manifest import load_manifest
-    from patchkit.results import Status
-    from patchkit.sources.commit import CommitSource
 
     try:
         manifest = load_manifest(manifest_path)
@@ -290,12 +313,29 @@ def _verify(
 
 
 def _first_difference(got: bytes, want: bytes) -> str:
+    """Where the rendered file first differs from the edit, with whitespace made visible (``repr``).
+
+    When the two lines hold the same text, it says what differs (the
+    indentation, the trailing whitespace or the line ending), never "'x', they give 'x'"."""
     a, b = got.split(b"\n"), want.split(b"\n")
     for number, (x, y) in enumerate(zip(a, b, strict=False), start=1):
         if x != y:
-            want_line, got_line = y.decode("utf-8", "replace").strip(), x.decode("utf-8", "replace").strip()
-            return f"line {number}: {want_line!r}, they give {got_line!r}"
-    return f"line {min(len(a), len(b)) + 1}: the files differ in length"
+            want_line, got_line = y.decode("utf-8", "replace"), x.decode("utf-8", "replace")
+            text = f"line {number}: the edit has {want_line!r}, the ops would write {got_line!r}"
+            return text + _what_differs(want_line, got_line)
+    longer = "the edit" if len(b) > len(a) else "the ops' output"
+    return f"line {min(len(a), len(b)) + 1}: the files differ in length ({longer} has more lines)"
+
+
+def _what_differs(want: str, got: str) -> str:
+    if want.strip() != got.strip():
+        return ""
+    lead_w, lead_g = len(want) - len(want.lstrip()), len(got) - len(got.lstrip())
+    if lead_w != lead_g:
+        return f" (the same text, indented {lead_w} columns in the edit and {lead_g} by the ops)"
+    if want.endswith("\r") != got.endswith("\r"):
+        return " (the same text with another line ending)"
+    return " (the same text with other trailing whitespace)"
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -387,7 +427,7 @@ def capture(
     except OSError as exc:
         raise UsageError(f"cannot write to --out {out}: {exc.strerror}", hint="choose a writable directory") from None
     try:
-        for _attempt in range(len(plans) + 2):
+        for _attempt in range(2 * len(plans) + 2):
             text, payloads, patches = _render(name, commit, plans)
             manifest = _stage(staging, name, text, payloads)
             bad = _verify(repo, commit, manifest, changes, patches)
@@ -396,7 +436,7 @@ def capture(
             for path, why in bad.items():
                 if plans[path][0].proposal.op == "diff":
                     raise InternalError(f"the captured diff of {path} does not reproduce it: {why}")
-                plans[path] = [_diff_plan(changes[path], why)]
+                plans[path] = _replan(changes[path], plans[path], why)
         else:
             raise InternalError(f"capture could not verify {', '.join(sorted(bad))}: {'; '.join(bad.values())}")
         manifest_path, payload_dir = _publish(staging, out, name, force)

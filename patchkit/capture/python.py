@@ -13,7 +13,8 @@ an import whose module changed             ``move-import`` (+ ``ensure-import``)
 new module-level definitions               ``add-definitions``
 new methods at the end of a class          ``add-methods``
 statements added inside a function         ``insert`` (anchor unique in it)
-any other change inside a function         ``replace-function`` (``expect``)
+any other edit inside a function           ``edit-function`` (hunks inside it)
+a new signature, or a wholesale rewrite    ``replace-function`` (``expect``)
 one item appended to a module-level list   ``ensure-list-item``
 =========================================  ==================================
 
@@ -33,8 +34,20 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from patchkit.operations.code import bound_names, canon, definition_name, digest, walk_statements
+from patchkit.capture.textdiff import unified_diff
+from patchkit.operations.code import (
+    bound_names,
+    canon,
+    definition_name,
+    digest,
+    first_difference,
+    is_docstring,
+    walk_statements,
+)
 from patchkit.operations.diff import split_lines
+from patchkit.operations.edit_function import function_lines
+from patchkit.operations.edit_imports import block_lines
+from patchkit.operations.edit_statement import is_main_block, statement_lines
 from patchkit.operations.ensure_import import items_of
 
 
@@ -53,6 +66,7 @@ class Proposal:
     payload: str | None  # Python payload text, if the op takes one
     change: str  # what changed, for people
     why: str  # why this op
+    payload_suffix: str = ".py"  # the payload file's suffix (".diff" for a diff payload)
 
 
 def _key(stmt: ast.stmt) -> tuple[str, str]:
@@ -77,6 +91,27 @@ def _describe(stmt: ast.stmt) -> str:
     return f"`{text}` (line {stmt.lineno})"
 
 
+def _same_spot(base: list[ast.stmt], i: int, target: list[ast.stmt], j: int) -> bool:
+    """Both the module docstring, or both the `__main__` block: one statement edited in place."""
+    if i == 0 and j == 0 and is_docstring(base[0]) and is_docstring(target[0]):
+        return True
+    return is_main_block(base[i]) and is_main_block(target[j])
+
+
+def _changes(old: ast.stmt, new: ast.stmt) -> str:
+    """ "changes X (line N) into Y (line M)", or, where the two read the same, what differs."""
+    before, after = _describe(old), _describe(new)
+    if before.rsplit(" (line", 1)[0] != after.rsplit(" (line", 1)[0]:
+        return f"changes {before} into {after}"
+    a, b = ast.unparse(old), ast.unparse(new)
+    moved = f", now at line {new.lineno}" if new.lineno != old.lineno else ""
+    if a == b:
+        return f"changes only the formatting of {before}{moved}"
+    return f"changes {before}{moved}: " + first_difference(a, b).replace("the anchor has", "it had").replace(
+        "the statement has", "it has"
+    )
+
+
 def _header(node: ast.stmt) -> str:
     """canon() of a def or class without its body: name, arguments, bases, decorators."""
     clone = copy.copy(node)
@@ -85,8 +120,9 @@ def _header(node: ast.stmt) -> str:
 
 
 class _File:
-    def __init__(self, path: str, base: str, target: str) -> None:
+    def __init__(self, path: str, base: str, target: str, *, hunks: bool = False) -> None:
         self.path = path
+        self.hunks = hunks  # carry every in-function edit as edit-function (no insert)
         try:
             self.base = ast.parse(base)
         except SyntaxError as exc:
@@ -111,32 +147,113 @@ class _File:
         end = last.end_lineno or last.lineno
         return textwrap.dedent("".join(self.lines[start:end]))
 
+    def raw_source(self, first: ast.stmt, last: ast.stmt) -> str:
+        """``source`` without the dedent: every line at its own column in the edited file."""
+        start = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))]) - 1
+        while start > 0 and self.lines[start - 1].strip().startswith("#"):
+            start -= 1
+        return "".join(self.lines[start : last.end_lineno or last.lineno])
+
+    def nested(self, owners: list[str], first: ast.stmt, last: ast.stmt) -> str:
+        """The edited lines inside ``class`` headers for ``owners``, at their own column.
+
+        A payload written at another indentation than its target would be re-indented on
+        apply, and a multi-line string's continuation lines (a docstring's) are not code
+        lines: its value would change.  Kept at the target's column, every string keeps it."""
+        column = first.col_offset
+        step = max(column // len(owners), 1) if owners else 0
+        head = "".join(f"{' ' * (step * i)}class {name}:\n" for i, name in enumerate(owners))
+        return head + self.raw_source(first, last)
+
     def base_source(self, stmt: ast.stmt) -> str:
         return ast.get_source_segment(self.base_text, stmt) or ast.unparse(stmt)
 
-    def add(self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str) -> None:
-        self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why))
+    def add(
+        self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str, suffix: str = ".py"
+    ) -> None:
+        self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why, suffix))
 
     # -- module level ------------------------------------------------------------------
 
     def module(self) -> list[Proposal]:
         base, target = self.base.body, self.target.body
         matcher = difflib.SequenceMatcher(None, [_key(s) for s in base], [_key(s) for s in target], autojunk=False)
+        imports_unfit: Unfit | None = None  # an import edit ensure-import / move-import cannot say
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                for old, new in zip(base[i1:i2], target[j1:j2], strict=True):
-                    self.changed(old, new, "")
-            elif tag == "insert":
-                self.inserted(i1, target[j1:j2])
-            elif tag == "delete":
-                raise Unfit(f"deletes {_describe(base[i1])}")
-            elif all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]]):
-                self.imports_changed(base[i1:i2], target[j1:j2])
-            else:
-                raise Unfit(f"changes {_describe(base[i1])} into {_describe(target[j1])}")
+            only_imports = all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]])
+            try:
+                if tag == "equal":
+                    for old, new in zip(base[i1:i2], target[j1:j2], strict=True):
+                        self.changed(old, new, "")
+                elif tag == "insert":
+                    self.inserted(i1, target[j1:j2])
+                elif tag == "delete":
+                    self.deleted(base[i1:i2], None)
+                elif only_imports:
+                    self.imports_changed(base[i1:i2], target[j1:j2])
+                elif i2 - i1 == 1 and j2 - j1 == 1 and _same_spot(base, i1, target, j1):
+                    self.statement_edited(base[i1], target[j1], "__doc__" if i1 == 0 else "__main__")
+                else:
+                    raise Unfit(_changes(base[i1], target[j1]))
+            except Unfit as exc:
+                if not only_imports or tag == "equal":
+                    raise
+                imports_unfit = imports_unfit or exc
+        if imports_unfit is not None:
+            self.import_block_edit(imports_unfit)
         if not self.out:
-            raise Unfit("only formatting or comments changed (no structured op expresses that)")
+            raise Unfit(
+                "only formatting or comments changed outside any function (a `diff` carries that exactly; "
+                "inside a function it would be an edit-function)"
+            )
         return self.out
+
+    def statement_edited(self, old: ast.stmt, new: ast.stmt, name: str) -> None:
+        """A changed named module-level statement as ``edit-statement`` (hunks inside it)."""
+        base_lines = split_lines(self.base_text)
+        a_first, a_last = statement_lines(self.base.body, self.base.body.index(old), self.base_text.split("\n"))
+        b_first, b_last = statement_lines(
+            self.target.body, self.target.body.index(new), [line.rstrip("\r\n") for line in self.lines]
+        )
+        diff = unified_diff(
+            self.path, "".join(base_lines[a_first - 1 : a_last]), "".join(self.lines[b_first - 1 : b_last])
+        )
+        if not diff:
+            raise Unfit(_changes(old, new))
+        label = {"__doc__": "the module docstring", "__main__": "the `__main__` block"}.get(name, name)
+        self.add(
+            "edit-statement",
+            f"statement-{name.strip('_') or name}",
+            {"statement": name},
+            f"# edit-statement {name}: hunk line numbers count from the statement's first line (line 1)\n"
+            + diff.split("\n", 1)[1],
+            f"{label} edited",
+            "a changed module-level statement with a name: hunks inside it only",
+            ".diff",
+        )
+
+    def import_block_edit(self, why: Unfit) -> None:
+        """Every import change of the file as one ``edit-imports`` (hunks inside the import block)."""
+        base_span = block_lines(self.base.body, self.base_text.split("\n"))
+        target_span = block_lines(self.target.body, [line.rstrip("\r\n") for line in self.lines])
+        if base_span is None or target_span is None:
+            raise why
+        base_lines = split_lines(self.base_text)[base_span[0] - 1 : base_span[1]]
+        target_lines = self.lines[target_span[0] - 1 : target_span[1]]
+        diff = unified_diff(self.path, "".join(base_lines), "".join(target_lines))
+        if not diff:  # the edit is outside the block: nothing here can say it
+            raise why
+        self.out = [p for p in self.out if p.op not in ("ensure-import", "move-import")]
+        head = "# edit-imports: hunk line numbers count from the import block's first line (line 1)\n"
+        self.add(
+            "edit-imports",
+            "imports",
+            {},
+            head + diff.split("\n", 1)[1],
+            "the import block edited",
+            f"an import edit that ensure-import / move-import cannot say ({why}): hunks inside the import block",
+            ".diff",
+        )
 
     def import_block_end(self) -> int:
         end = 0
@@ -151,28 +268,7 @@ class _File:
 
     def inserted(self, at: int, stmts: list[ast.stmt]) -> None:
         if all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
-            previous = self.base.body[at - 1] if at > 0 else None
-            after: str | None = None
-            if at != self.import_block_end():
-                if not isinstance(previous, (ast.Import, ast.ImportFrom)):
-                    raise Unfit(f"adds {_describe(stmts[0])} after a statement that is not an import")
-                after = self.base_source(previous)
-            for stmt in stmts:
-                code = self.source(stmt, stmt, comments=False).strip()
-                first = items_of(stmt)[0]  # type: ignore[arg-type]
-                import_keys = {"import": code} if after is None else {"import": code, "after": after}
-                self.add(
-                    "ensure-import",
-                    f"import-{first.binds}",
-                    import_keys,
-                    None,
-                    f"added `{code}`" if "\n" not in code else f"added an import of {first.binds}",
-                    "a new import after the import block"
-                    if after is None
-                    else "a new import inside the import block, placed with `after`",
-                )
-                if after is not None:
-                    after = code
+            self.imports_inserted(at, stmts)
             return
         names = [definition_name(s) for s in stmts]
         if any(n is None for n in names):
@@ -200,6 +296,58 @@ class _File:
             "new module-level definitions",
         )
 
+    def imports_inserted(self, at: int, stmts: list[ast.stmt]) -> None:
+        """New import statements at index ``at`` of the base body: placed as they were written.
+
+        After the import block: the default place.  Right after an import: ``after``.  Otherwise
+        right before an import: ``position = "top"`` when that is the block's first statement,
+        else ``before``.  Only between two statements that are not imports does nothing fit."""
+        body = self.base.body
+        previous = body[at - 1] if at > 0 else None
+        following = body[at] if at < len(body) else None
+        keys: dict[str, str] = {}
+        why = "a new import after the import block"
+        index = next(i for i, t in enumerate(self.target.body) if t is stmts[0])
+        above = self.target.body[index - 1] if index > 0 else None
+        # Blank lines or comments between the new import and the statement above it: the
+        # import was written under them, i.e. right above the statement that follows.
+        gap = above is not None and stmts[0].lineno > (above.end_lineno or above.lineno) + 1
+        if at == self.import_block_end() and not (gap and isinstance(following, (ast.Import, ast.ImportFrom))):
+            pass
+        elif isinstance(previous, (ast.Import, ast.ImportFrom)) and not (
+            gap and isinstance(following, (ast.Import, ast.ImportFrom))
+        ):
+            keys["after"] = self.base_source(previous)
+            why = "a new import inside the import block, placed with `after`"
+        elif isinstance(following, (ast.Import, ast.ImportFrom)):
+            start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
+            if at == start:
+                keys["position"] = "top"
+                why = 'a new import at the top of the import block, placed with `position = "top"`'
+            else:
+                keys["before"] = self.base_source(following)
+                why = "a new import right before an existing one, placed with `before`"
+        else:
+            where = f"after {_describe(previous)}" if previous is not None else "at the top of the module"
+            nxt = f" and before {_describe(following)}" if following is not None else ""
+            raise Unfit(
+                f"adds {_describe(stmts[0])} {where}{nxt}, away from the import block; "
+                "ensure-import places imports in or at the edge of the block only"
+            )
+        for stmt in stmts:
+            code = self.source(stmt, stmt, comments=False).strip()
+            first = items_of(stmt)[0]  # type: ignore[arg-type]
+            self.add(
+                "ensure-import",
+                f"import-{first.binds}",
+                {"import": code, **keys},
+                None,
+                f"added `{code}`" if "\n" not in code else f"added an import of {first.binds}",
+                why,
+            )
+            if keys:  # the next statement of the run goes right after this one
+                keys = {"after": code}
+
     def imports_changed(self, old: list[ast.stmt], new: list[ast.stmt]) -> None:
         def items(stmts: list[ast.stmt]) -> dict[tuple[str, str | None], tuple[int, str | None, str | None]]:
             out = {}
@@ -218,13 +366,18 @@ class _File:
             _level, to_module, _ = after[key]
             src = "." * level + (module or "")
             dest = "." * after[key][0] + (to_module or "")
+            keys: dict[str, str] = {"name": key[1], "from": src, "to": dest}
+            placed = self.moved_above(new, key[1], level, module, after[key][0], to_module)
+            if placed:
+                keys["position"] = "before"
             self.add(
                 "move-import",
                 f"move-{key[1]}",
-                {"name": key[1], "from": src, "to": dest},
+                keys,
                 None,
-                f"{key[1]} now imported from {dest} instead of {src}",
-                "the same name imported from another module",
+                f"{key[1]} now imported from {dest} instead of {src}" + (", above the old import" if placed else ""),
+                "the same name imported from another module"
+                + ('; written above the old import, kept there with `position = "before"`' if placed else ""),
             )
             moved = True
         extra = [k for k in after if k not in before]
@@ -233,12 +386,35 @@ class _File:
         if not moved:
             raise Unfit(f"rewrites imports without changing what they import ({_describe(new[0])})")
 
+    @staticmethod
+    def moved_above(
+        new: list[ast.stmt], name: str, level: int, module: str | None, to_level: int, to_module: str | None
+    ) -> bool:
+        """Whether the edit wrote the name's new import above what is left of the old one."""
+
+        def index(lvl: int, mod: str | None, with_name: bool) -> int | None:
+            for i, stmt in enumerate(new):
+                same = isinstance(stmt, ast.ImportFrom) and stmt.level == lvl and stmt.module == mod
+                if same and with_name == any(a.name == name for a in stmt.names):  # type: ignore[attr-defined]
+                    return i
+            return None
+
+        to_index, rest = index(to_level, to_module, True), index(level, module, False)
+        return to_index is not None and rest is not None and to_index < rest
+
     # -- definitions -------------------------------------------------------------------
 
     def changed(self, old: ast.stmt, new: ast.stmt, owner: str) -> None:
-        if canon(old) == canon(new):
-            return
         qual = f"{owner}{getattr(new, 'name', '')}"
+        if canon(old) == canon(new):
+            # The same code; only formatting or comments may differ.  Inside a function that is
+            # an edit-function (its hunks carry any text); in a class, look at its members.
+            if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.text_differs(old, new):
+                self.formatting(qual, old, new)
+            elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef) and self.text_differs(old, new):
+                for a, b in zip(old.body, new.body, strict=True):
+                    self.changed(a, b, qual + ".")
+            return
         if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and type(old) is type(new):
             self.function(qual, old, new)  # type: ignore[arg-type]
         elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef):
@@ -246,15 +422,20 @@ class _File:
         elif (
             not owner and isinstance(old, (ast.Assign, ast.AnnAssign)) and isinstance(new, (ast.Assign, ast.AnnAssign))
         ):
-            self.list_item(old, new)
+            try:
+                self.list_item(old, new)
+            except Unfit:
+                if definition_name(old) is None:
+                    raise
+                self.statement_edited(old, new, str(definition_name(old)))
         else:
-            raise Unfit(f"changes {_describe(old)}")
+            raise Unfit(_changes(old, new))
 
     def function(self, qual: str, old: ast.FunctionDef, new: ast.FunctionDef) -> None:
-        runs = _insertions(old.body, new.body) if _header(old) == _header(new) else None
+        runs = _insertions(old.body, new.body) if _header(old) == _header(new) and not self.hunks else None
         if runs is not None and all(self._unique_anchor(old, anchor) for anchor, _, _ in runs):
             for number, (anchor, position, stmts) in enumerate(runs, start=1):
-                body = textwrap.indent(self.source(stmts[0], stmts[-1]), "    ", lambda line: bool(line.strip()))
+                body = self.raw_source(stmts[0], stmts[-1])  # at its own column: strings keep their value
                 noun = "statement" if len(stmts) == 1 else "statements"
                 self.add(
                     "insert",
@@ -265,15 +446,71 @@ class _File:
                     "statements added inside an otherwise unchanged function; the anchor is unique in it",
                 )
             return
-        what = "signature" if _header(old) != _header(new) else "body"
+        if _header(old) == _header(new):
+            scoped = self.function_hunks(qual, old, new)
+            if scoped is not None:
+                diff, _kept, total, changed = scoped
+                self.edit_function(
+                    qual,
+                    diff,
+                    f"{qual} edited inside ({changed} of {total} lines changed)",
+                    "an edit inside the function: its hunks are matched inside it only, so upstream's edits "
+                    "elsewhere in the function, or the function moving, do not block it",
+                )
+                return
+            why = "the function is rewritten wholesale (fewer than half its lines kept); expect pins the base version"
+            what = "rewritten"
+        else:
+            why = "its signature or decorators changed; expect pins the base version"
+            what = "signature"
         self.add(
             "replace-function",
             qual.lower(),
             {"function": qual, "expect": digest(old)},
-            self.source(new, new),
+            self.nested(qual.split(".")[:-1], new, new) if "." in qual else self.source(new, new),
             f"{qual} changed ({what})",
-            "a changed function; expect pins the base version",
+            why,
         )
+
+    def text_differs(self, old: ast.stmt, new: ast.stmt) -> bool:
+        base_lines = split_lines(self.base_text)
+        a_first, a_last = function_lines(old, base_lines)
+        b_first, b_last = function_lines(new, self.lines)
+        return base_lines[a_first - 1 : a_last] != self.lines[b_first - 1 : b_last]
+
+    def formatting(self, qual: str, old: ast.stmt, new: ast.stmt) -> None:
+        scoped = self.function_hunks(qual, old, new, wholesale=False)
+        assert scoped is not None
+        diff, _kept, total, changed = scoped
+        self.edit_function(
+            qual,
+            diff,
+            f"{qual}: formatting or comments only ({changed} of {total} lines changed)",
+            "the same code with other formatting or comments, inside a function: hunks carry text exactly",
+        )
+
+    def edit_function(self, qual: str, diff: str, change: str, why: str) -> None:
+        self.add("edit-function", f"{qual.lower()}-edit", {"function": qual}, diff, change, why, ".diff")
+
+    def function_hunks(
+        self, qual: str, old: ast.stmt, new: ast.stmt, *, wholesale: bool = True
+    ) -> tuple[str, int, int, int] | None:
+        """(diff payload, lines kept, lines in the base function, changed lines), or None when
+        the function is rewritten wholesale (fewer than half of its lines kept)."""
+        base_lines = split_lines(self.base_text)
+        a_first, a_last = function_lines(old, base_lines)
+        b_first, b_last = function_lines(new, self.lines)
+        before = base_lines[a_first - 1 : a_last]
+        after = self.lines[b_first - 1 : b_last]
+        matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
+        kept = sum(block.size for block in matcher.get_matching_blocks())
+        if wholesale and kept * 2 < len(before):
+            return None
+        changed = len(before) - kept + len(after) - kept
+        diff = unified_diff(self.path, "".join(before), "".join(after))
+        head = f"# edit-function {qual}: hunk line numbers count from the function's first line (line 1)\n"
+        body = diff.split("\n", 1)[1]  # without the `diff --git` line: this is not a diff of the file
+        return head + body, kept, len(before), changed
 
     @staticmethod
     def _unique_anchor(fn: ast.FunctionDef, anchor: ast.stmt) -> bool:
@@ -288,34 +525,73 @@ class _File:
             if tag == "equal":
                 for a, b in zip(base[i1:i2], target[j1:j2], strict=True):
                     self.changed(a, b, qual + ".")
-            elif tag == "insert" and i1 == len(base):
-                added = target[j1:j2]
-                if not all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in added):
-                    raise Unfit(f"adds {_describe(added[0])} to class {qual}, which is not a method")
-                names = [s.name for s in added]  # type: ignore[attr-defined]
-                methods = textwrap.indent(self.source(added[0], added[-1]), "    ", lambda line: bool(line.strip()))
-                simple = qual.rsplit(".", 1)[-1]
-                self.add(
-                    "add-methods",
-                    f"{qual.lower()}-methods",
-                    {"class": qual, "payload_class": simple, "methods": names},
-                    f"class {simple}:\n{methods}",
-                    f"added {', '.join(names)} to class {qual}",
-                    "new methods at the end of an existing class",
-                )
             elif tag == "insert":
-                raise Unfit(
-                    f"adds {_describe(target[j1])} in the middle of class {qual}; add-methods appends at the end"
-                )
+                self.methods_added(qual, base, i1, target[j1:j2])
+            elif tag == "delete":
+                self.deleted(base[i1:i2], qual)
             else:
-                raise Unfit(f"removes or replaces {_describe(base[i1])} in class {qual}")
+                raise Unfit(f"replaces {_describe(base[i1])} in class {qual} with {_describe(target[j1])}")
+
+    def deleted(self, stmts: list[ast.stmt], owner: str | None) -> None:
+        """Definitions deleted from the module (``owner`` None) or from class ``owner``."""
+        names = [_member_name(s) for s in stmts]
+        where = f" from class {owner}" if owner else ""
+        if any(n is None for n in names) or any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmts):
+            bad = next(s for s, n in zip(stmts, names, strict=True) if n is None or isinstance(s, ast.Import))
+            raise Unfit(
+                f"deletes {_describe(bad)}{where}, which is not a definition (remove-definitions removes those)"
+            )
+        keys: dict[str, Any] = {"names": names, "expect": [digest(s) for s in stmts]}
+        if owner:
+            keys = {"class": owner, **keys}
+        self.add(
+            "remove-definitions",
+            f"remove-{names[0]}",
+            keys,
+            None,
+            f"deleted {', '.join(str(n) for n in names)}{where}",
+            "definitions deleted; expect pins the code removed, so an upstream change to it is a CONFLICT",
+        )
+
+    def methods_added(self, qual: str, base: list[ast.stmt], at: int, added: list[ast.stmt]) -> None:
+        """Methods added to class ``qual`` before index ``at`` of its base body: ``add-methods``,
+        at the end, or ``after`` the member above them (``before`` the one below, when the
+        member above binds no single name)."""
+        if not all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in added):
+            bad = next(s for s in added if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            raise Unfit(f"adds {_describe(bad)} to class {qual}, which is not a method")
+        names = [s.name for s in added]  # type: ignore[attr-defined]
+        keys: dict[str, Any] = {"class": qual, "methods": names}
+        where, why = "", "new methods at the end of an existing class"
+        if at < len(base):
+            above = _member_name(base[at - 1]) if at > 0 else None
+            below = _member_name(base[at])
+            if above is not None:
+                keys["after"], where = above, f" after {above}"
+            elif below is not None:
+                keys["before"], where = below, f" before {below}"
+            else:
+                raise Unfit(
+                    f"adds {_describe(added[0])} in the middle of class {qual}, between statements that bind "
+                    "no single name, so `after` / `before` cannot place it"
+                )
+            side = "after" if "after" in keys else "before"
+            why = f"new methods between two members of an existing class, placed with `{side}`"
+        self.add(
+            "add-methods",
+            f"{qual.lower()}-methods",
+            keys,
+            self.nested(qual.split("."), added[0], added[-1]),
+            f"added {', '.join(names)} to class {qual}{where}",
+            why,
+        )
 
     def list_item(self, old: ast.Assign | ast.AnnAssign, new: ast.Assign | ast.AnnAssign) -> None:
         name = definition_name(old)
         a, b = old.value, new.value
         same_shape = type(a) is type(b) and isinstance(a, (ast.List, ast.Tuple))
         if not same_shape or _header_of_assign(old) != _header_of_assign(new):
-            raise Unfit(f"changes {_describe(old)}")
+            raise Unfit(_changes(old, new))
         olds, news = a.elts, b.elts  # type: ignore[union-attr]
         if len(news) != len(olds) + 1 or canon(olds) != canon(news[: len(olds)]):
             raise Unfit(f"changes {_describe(old)} other than by appending one item")
@@ -328,6 +604,13 @@ class _File:
             f"{item} appended to {name}",
             "one item appended to a module-level list or tuple",
         )
+
+
+def _member_name(stmt: ast.stmt) -> str | None:
+    """The one name a class-body statement binds (a def, a class, a single-name assignment)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return stmt.name
+    return definition_name(stmt)
 
 
 def _header_of_assign(stmt: ast.Assign | ast.AnnAssign) -> str:
@@ -377,6 +660,10 @@ def _insertions(old: list[ast.stmt], new: list[ast.stmt]) -> list[tuple[ast.stmt
     return None
 
 
-def propose(path: str, base: str, target: str) -> list[Proposal]:
-    """The structured patches that express ``base`` -> ``target``; raises Unfit."""
-    return _File(path, base, target).module()
+def propose(path: str, base: str, target: str, *, hunks: bool = False) -> list[Proposal]:
+    """The structured patches that express ``base`` -> ``target``; raises Unfit.
+
+    ``hunks``: statements added inside a function become ``edit-function`` too, not
+    ``insert`` (whose inserted lines cannot carry the blank lines around them): the
+    second proposal capture tries when the first does not reproduce the file."""
+    return _File(path, base, target, hunks=hunks).module()

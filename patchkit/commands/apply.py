@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from patchkit.commands._common import header, open_inputs
+from patchkit.commands._common import open_inputs
 from patchkit.engine.apply import ApplyReport, apply_worktree
+from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.groups import group_results
-from patchkit.errors import ExitCode
-from patchkit.render import emit, groups_table, plural, print_json, results_table
+from patchkit.errors import ExitCode, UsageError
+from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
 
@@ -28,15 +29,11 @@ def apply(
     loaded, git_repo = open_inputs(manifest, repo)
     with git_repo:
         if commit is not None:
-            from patchkit.engine.commit_apply import apply_at_commit
-
             report = apply_at_commit(
                 loaded, git_repo, commit, worktree=worktree, dry_run=dry_run, strict=strict, wait=wait
             )
         else:
             if worktree is not None:
-                from patchkit.errors import UsageError
-
                 raise UsageError("--worktree needs --commit REV", hint="e.g. --commit HEAD --worktree ../sglang-head")
             report = apply_worktree(loaded, git_repo, dry_run=dry_run, strict=strict, wait=wait)
         if json_out:

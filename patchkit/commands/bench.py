@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -46,7 +47,6 @@ def bench(
     store: str | None,
     console: Console,
 ) -> int:
-    from pathlib import Path
 
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:

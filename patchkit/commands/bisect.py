@@ -35,6 +35,7 @@ from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.manifest.bench import Metric
 from patchkit.render import emit, print_json
+from patchkit.results import Status
 
 
 def bisect(
@@ -88,7 +89,7 @@ def bisect(
                 if row.failed and row.commit.sha not in unpatchable:
                     fails = [f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}" for r in row.results]
                     unpatchable[row.commit.sha] = ", ".join(
-                        f for f, r in zip(fails, row.results, strict=True) if r.status.value == "FAIL"
+                        f for f, r in zip(fails, row.results, strict=True) if r.status is Status.FAIL
                     )
         for end, label in ((good_c, "--good"), (bad_c, "--bad")):
             if end.sha in unpatchable:

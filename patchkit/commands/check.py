@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.engine.listing import start_listing
-from patchkit.errors import ExitCode, PatchkitError
-from patchkit.git import Commit, Repo
+from patchkit.engine.range_check import RangeCheck
+from patchkit.errors import ExitCode
+from patchkit.git import Commit
+from patchkit.render import STATUS_STYLE, make_console, plural
+from patchkit.results import Status
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
     from rich.console import Console
     from rich.text import Text
 
     from patchkit.engine.check import CheckReport, GroupWindow, Window
-    from patchkit.manifest import Manifest
     from patchkit.results import GroupResult, PatchResult
 
 
@@ -34,48 +34,12 @@ def check(
 ) -> int:
     """``console``: where the table goes (None with ``json_out``).
 
-    The order is for speed: git starts listing the range first, the change
-    log of the target files as soon as the manifest names them, and only
-    then is the evaluation machinery imported, while git works
-    (``engine/listing.py``).
+    ``RangeCheck`` keeps the order that lets git walk while Python loads.
     """
-    try:
-        git_repo = Repo.discover(Path(repo))
-    except PatchkitError:
-        _load(manifest)  # a bad manifest is reported first, as by every command
-        raise
-    if not ranges and not commits:
-        commits = ["HEAD"]
-    try:
-        listing = start_listing(git_repo, ranges)
-    except PatchkitError:
-        _load(manifest)  # a bad manifest is reported first, as by every command
-        raise
-    try:
-        # The JSON Schema verdict is remembered per manifest+schema digest, as the guard does.
-        # The change log starts once the checked tables name the target files, before the payloads load.
-        loaded = _load(
-            manifest,
-            valid_cache=git_repo.common_dir / "patchkit" / "schema-checked",
-            on_files=lambda files: listing.watch(git_repo, files),
-        )
-        listing.watch(git_repo, loaded.files())  # a no-op: the same files
-        from patchkit.engine.check import check_range
-        from patchkit.engine.pool import default_jobs
-    except BaseException:
-        listing.close()
-        raise
+    range_check = RangeCheck.start(repo, ranges)
+    range_check.load(manifest)
     with _progress(progress) as tick:
-        report = check_range(
-            loaded,
-            git_repo,
-            ranges=ranges,
-            commits=commits,
-            use_cache=not no_cache,
-            progress=tick,
-            listing=listing,
-            jobs=jobs or default_jobs(),
-        )
+        report = range_check.run(commits=commits, use_cache=not no_cache, progress=tick, jobs=jobs)
     if json_out:
         write_chunks([*report.json_chunks(), "\n"])
     else:
@@ -84,21 +48,12 @@ def check(
     return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
 
 
-def _load(
-    manifest: str, valid_cache: Path | None = None, on_files: Callable[[list[str]], None] | None = None
-) -> Manifest:
-    # Imported here, not at the top: a range check's first git process starts before it loads.
-    from patchkit.manifest import load_manifest
-
-    return load_manifest(manifest, valid_cache=valid_cache, on_files=on_files)
-
-
 def write_chunks(chunks: Sequence[str]) -> None:
     """Write text to stdout as UTF-8, encoding each distinct long chunk once.
 
     A range check's JSON repeats one shared string per state at every commit
-    of it (``CheckReport.json_chunks``); encoding it once per state instead of
-    once per commit halves the cost of printing 100 MB.
+    of it (``CheckReport.json_chunks``); it is encoded once per state, not
+    once per commit.
     """
     stream = sys.stdout
     binary = getattr(stream, "buffer", None)
@@ -132,8 +87,6 @@ class _progress:
         if self.wanted is False or (self.wanted is None and not interactive):
             return None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        from patchkit.render import make_console
 
         self.bar = Progress(
             TextColumn("checking distinct file versions"),
@@ -172,8 +125,6 @@ def window_line(
     """``relation``: (known, distance) for a --commit commit: how many commits after the one listed
     before it (distance None: not its descendant)."""
     from rich.text import Text
-
-    from patchkit.render import STATUS_STYLE
 
     line = Text("  ")
     line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
@@ -216,7 +167,7 @@ def _related(report: CheckReport, window: Window | GroupWindow) -> tuple[bool, i
 def show(report: CheckReport, console: Console, what: str) -> None:
     from rich.text import Text
 
-    from patchkit.render import plural, print_indented
+    from patchkit.render import print_indented
 
     stats = report.stats
     console.print(
@@ -245,10 +196,12 @@ def show(report: CheckReport, console: Console, what: str) -> None:
                 )
             )
             previous = window
-            if window.status.value != "APPLY":
+            if window.status is not Status.APPLY:
                 print_indented(console, window.first_result.message, indent=8, style="dim")
                 if window.first_result.hint:
                     print_indented(console, "hint: " + window.first_result.hint, indent=8, style="dim")
+        for taken in (u for u in report.upstreamed if u.patch == patch.id):
+            console.print(Text("  UPSTREAMED: " + taken.message, style="bold yellow"))
     for column, group in enumerate(report.manifest.groups):
         within = f"  a variant in {group.parent}" if group.parent else ""
         console.print(

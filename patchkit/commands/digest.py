@@ -8,6 +8,7 @@ from rich.console import Console
 
 from patchkit.engine.evaluate import decode
 from patchkit.errors import ExitCode, UsageError
+from patchkit.git import Repo
 from patchkit.operations.base import Outcome
 from patchkit.operations.code import CodeState
 from patchkit.operations.replace_function import function_digest
@@ -50,7 +51,6 @@ def _read(file: str, repo: str | None, commit: str | None) -> FileRead:
             raise UsageError(f"{path} is not a regular file")
         data = path.read_bytes()
         return FileRead(file, FileState.OK, data)
-    from patchkit.git import Repo
 
     with Repo.discover(Path(repo or ".")) as git_repo:
         source = CommitSource(git_repo, git_repo.commit(commit))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from patchkit.engine.record import load_record
 from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
@@ -15,7 +16,6 @@ from patchkit.render import plural, print_json
 
 def manifest_name(manifest: str, git_repo: Repo) -> str:
     """The manifest's name; a broken or deleted manifest can still be reverted by name."""
-    from patchkit.engine.record import load_record
 
     try:
         return load_manifest(manifest).name

@@ -32,7 +32,11 @@ from typing import Any
 from rich.console import Console
 
 from patchkit.commands import guard as guard_cmd
+from patchkit.commands.apply import show as show_apply
+from patchkit.engine.apply import apply_worktree
+from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
+from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
 
 
 def run(
@@ -52,19 +56,10 @@ def run(
     with guard_cmd.bisect_errors(bisect):
         if not command:
             raise UsageError("no command to run", hint="give it after --, e.g. patchkit run -m M -- ./bench.sh")
-        if imports and python is None:
-            raise UsageError(
-                f"--import {imports[0]} needs --python PY",
-                hint="name the interpreter the server runs with, e.g. --python /venv/bin/python",
-            )
-        from patchkit.guard.api import open_for_guard
-
+        require_python_for_imports(python, imports)
         git_repo, loaded = open_for_guard(repo, manifest)
         wrote = False
         if apply:
-            from patchkit.commands.apply import show as show_apply
-            from patchkit.engine.apply import apply_worktree
-
             applied = apply_worktree(loaded, git_repo, strict=strict)
             if applied.refused:
                 show_apply(applied, console)
@@ -79,8 +74,6 @@ def run(
             )  # fmt: skip
         finally:
             if wrote and not keep:
-                from patchkit.engine.revert import revert_worktree
-
                 revert_worktree(loaded.name, git_repo)
 
 
@@ -96,8 +89,6 @@ def _guard_and_run(
     strict: bool,
     bisect: bool,
 ) -> int:
-    from patchkit.guard.api import evaluate_guard
-
     report = evaluate_guard(
         git_repo, loaded, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect
     )

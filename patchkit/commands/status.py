@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from patchkit.commands._common import header, open_inputs
+from patchkit.commands._common import open_inputs
 from patchkit.engine.groups import group_results
 from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.guard.checks import stale_phrase
-from patchkit.render import emit, groups_table, plural, print_json, results_table
+from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
 if TYPE_CHECKING:
@@ -65,6 +65,6 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
                     style="bold green",
                 )
         else:
-            pending = [r.patch for r in report.results if r.required and r.status.value != "SKIP"]
+            pending = [r.patch for r in report.results if r.required and r.status is not Status.SKIP]
             console.print(f"INCOMPLETE: required patches not in place: {', '.join(pending)}.", style="bold red")
         return code

@@ -12,6 +12,7 @@ from patchkit.render import emit, plural, print_json
 
 def validate(*, manifest: str, json_out: bool, console: Console) -> int:
     loaded = load_manifest(manifest)
+    warnings = [(p.id, line, message) for p in loaded.patches for line, message in p.op.warnings()]
     if json_out:
         print_json(
             {
@@ -38,6 +39,7 @@ def validate(*, manifest: str, json_out: bool, console: Console) -> int:
                     }
                     for g in loaded.groups
                 ],
+                "warnings": [{"patch": pid, "line": line, "message": message} for pid, line, message in warnings],
             }
         )
         return int(ExitCode.OK)
@@ -54,6 +56,8 @@ def validate(*, manifest: str, json_out: bool, console: Console) -> int:
         within = f" (a variant in {g.parent})" if g.parent else ""
         optional = "" if g.required else ", optional"
         console.print(f"group {g.id}{within}: variants {', '.join(g.members)}{optional}", markup=False)
+    for pid, _line, message in warnings:
+        console.print(f"warning: patch {pid}: {message}", style="yellow", markup=False)
     groups = f", {plural(len(loaded.groups), 'group')}" if loaded.groups else ""
     console.print(f"VALID: {plural(len(loaded.patches), 'patch', 'patches')}{groups}.", style="bold green")
     return int(ExitCode.OK)

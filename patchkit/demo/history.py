@@ -20,11 +20,12 @@ run in it, and the test suite's conftest installs the same variables.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from patchkit.git import git_environment, run_git
 
 AUTHOR = ("Upstream Dev", "dev@upstream.invalid")
 
@@ -63,8 +64,9 @@ def git_isolation(home: Path | None = None) -> dict[str, str]:
 
 
 def git_env(home: Path | None = None) -> dict[str, str]:
-    """This process's environment, isolated as ``git_isolation`` says, for a git subprocess."""
-    env = {key: value for key, value in os.environ.items() if key not in GIT_ENV_DROP}
+    """This process's environment as ``patchkit.git`` lets git see it, isolated as ``git_isolation``
+    says: for a subprocess that runs git or patchkit (the benchmarks' runs)."""
+    env = git_environment()
     env.update(git_isolation(home))
     return env
 
@@ -180,11 +182,11 @@ class HistoryBuilder:
 
     def build(self, checkout: str | None = None) -> History:
         self.path.mkdir(parents=True, exist_ok=True)
-        env = git_env()
-        init = ["git", "init", "-q", "-b", self.branch]
+        env = git_isolation()
+        init = ["init", "-q", "-b", self.branch]
         if self.bare:
             init.append("--bare")
-        subprocess.run([*init, str(self.path)], check=True, env=env)
+        run_git([*init, str(self.path)], self.path, env=env)
         marks = {c.label: i for i, c in enumerate(self._commits, start=1)}
         stream = bytearray()
         for c in self._commits:
@@ -213,11 +215,10 @@ class HistoryBuilder:
         for name, label in self._tags.items():
             stream += f"reset refs/tags/{name}\nfrom :{marks[label]}\n\n".encode()
         marks_file = self.path / ("marks" if self.bare else ".git/patchkit-test-marks")
-        subprocess.run(
-            ["git", "fast-import", "--quiet", "--done", f"--export-marks={marks_file}"],
+        run_git(
+            ["fast-import", "--quiet", "--done", f"--export-marks={marks_file}"],
+            self.path,
             input=bytes(stream) + b"done\n",
-            cwd=self.path,
-            check=True,
             env=env,
         )
         by_mark = {}
@@ -228,5 +229,5 @@ class HistoryBuilder:
         shas = {label: by_mark[mark] for label, mark in marks.items()}
         if not self.bare:
             target = checkout or self.branch
-            subprocess.run(["git", "checkout", "-q", "-f", target], cwd=self.path, check=True, env=env)
+            run_git(["checkout", "-q", "-f", target], self.path, env=env)
         return History(self.path, shas, [c.label for c in self._commits])

@@ -27,13 +27,14 @@ from pathlib import Path
 
 from patchkit import __version__
 from patchkit.errors import UnwritableError
+from patchkit.git import Entry
 from patchkit.manifest import Patch
 from patchkit.results import PatchResult
 
 CACHE_FORMAT = 1
 
 
-def file_key(path: str, entry: tuple[str, str] | None, patches: Sequence[Patch], held: Mapping[str, str]) -> str:
+def file_key(path: str, entry: Entry, patches: Sequence[Patch], held: Mapping[str, str]) -> str:
     material = json.dumps(
         [
             CACHE_FORMAT,

@@ -21,18 +21,25 @@ number of commits:
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from patchkit import paths
+from patchkit.engine import pool
 from patchkit.engine.cache import VerdictCache, file_key
 from patchkit.engine.evaluate import evaluate_file, order_results, resolve_requires
 from patchkit.engine.groups import group_results
 from patchkit.engine.hints import annotate
 from patchkit.engine.listing import Listing, read_range, start_listing
+from patchkit.engine.pool import Feed, evaluate_many
+from patchkit.engine.upstreamed import Upstreamed, upstreamed
 from patchkit.errors import RepoError, RevisionError
-from patchkit.git import Commit, GitFailed, Repo, symlinked_parents
+from patchkit.git import Commit, Entry, GitFailed, Repo, symlinked_parents
+from patchkit.jsontext import INDENT, array_text, encode_str, fragment, object_text
 from patchkit.manifest import Manifest, Patch
 from patchkit.results import GroupResult, PatchResult, Reason, Status
 from patchkit.sources import CommitSource, read_entry
@@ -40,8 +47,6 @@ from patchkit.sources.commit import SYMLINK_DIR
 
 if TYPE_CHECKING:
     from patchkit.engine.pool import Workers
-
-Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,7 @@ class CheckReport:
     windows: tuple[Window, ...]
     stats: CheckStats
     group_windows: tuple[GroupWindow, ...] = ()
+    upstreamed: tuple[Upstreamed, ...] = ()  # range verdicts: see engine/upstreamed.py
     # A commit given with --commit whose parent is not the commit listed before it: how many commits
     # after that one it is (None: not a descendant of it, another line of history).
     relations: Mapping[str, int | None] = field(default_factory=dict)
@@ -179,7 +185,6 @@ class CheckReport:
         string is handed out for every commit: no per-commit encoding, and no
         copy of a 100 MB text (``tests/test_check_jobs.py`` pins the bytes).
         """
-        from patchkit.jsontext import INDENT, array_text, encode_str, fragment, object_text
 
         mark = "\x00"  # never in JSON text: control characters are escaped
         items = [(k, fragment(v, 1)) for k, v in self._json_head().items()]
@@ -219,6 +224,7 @@ class CheckReport:
         return {
             "windows": [w.to_json() for w in self.windows],
             "group_windows": [w.to_json() for w in self.group_windows],
+            "upstreamed": [u.to_json() for u in self.upstreamed],
             "last_good": None if good is None else {"commit": good.sha, "subject": good.subject},
             "failed": self.failed,
             "stats": {
@@ -319,13 +325,6 @@ def _file_evaluator(repo: Repo, cache: VerdictCache) -> Callable[..., _Results]:
     return evaluate
 
 
-def _patches_by_file(manifest: Manifest) -> dict[str, list[Patch]]:
-    by_file: dict[str, list[Patch]] = {}
-    for patch in manifest.patches:
-        by_file.setdefault(patch.file, []).append(patch)
-    return by_file
-
-
 def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing: Listing, jobs: int) -> Workers | None:
     """Worker processes started while git lists the range, if the run looks cold.
 
@@ -334,11 +333,10 @@ def _early_workers(manifest: Manifest, repo: Repo, cache: VerdictCache, listing:
     a cold one finds them ready when the blobs are known.  Either way the
     report is the same: this only decides when processes start.
     """
-    from patchkit.engine import pool
 
     if jobs < 2 or not listing.specs or not pool.can_fork():
         return None
-    by_file = _patches_by_file(manifest)
+    by_file = manifest.by_file()
     for _spec, _rev_spec, ends, _sep in listing.specs:
         try:
             tree = repo.ls_tree(ends[-1], list(by_file))
@@ -355,9 +353,7 @@ class _feeder:
     """``select_commits``'s ``on_change``: each changed version the cache lacks goes to the workers at once."""
 
     def __init__(self, manifest: Manifest, cache: VerdictCache, workers: Workers) -> None:
-        from patchkit.engine.pool import Feed
-
-        self.by_file = _patches_by_file(manifest)
+        self.by_file = manifest.by_file()
         self.cache = cache
         self.feed = Feed(workers)
         self.asked: set[tuple[str, Entry]] = set()
@@ -391,7 +387,7 @@ def _prefill(
     """
     if jobs < 2:
         return
-    by_file = _patches_by_file(manifest)
+    by_file = manifest.by_file()
     wanted: dict[str, tuple[str, Entry]] = {}
     for state in distinct:
         for path, entry in zip(files, state, strict=True):
@@ -399,7 +395,6 @@ def _prefill(
                 key = file_key(path, entry, by_file[path], {})
                 if key not in wanted and cache.peek(key) is None:
                     wanted[key] = (path, entry)
-    from patchkit.engine.pool import evaluate_many
 
     if feed is not None:  # the workers are running: what git's walk did not bring goes the same way
         for ref in wanted.values():
@@ -434,7 +429,7 @@ def check_range(
     if not ranges and not commits:
         commits = ["HEAD"]
     files = manifest.files()
-    cache = VerdictCache(repo.common_dir / "patchkit" / "cache.sqlite" if use_cache else None)
+    cache = VerdictCache(paths.verdict_cache(repo.common_dir) if use_cache else None)
     by_state: dict[tuple[Entry, ...], tuple[PatchResult, ...]] = {}
     groups: dict[tuple[Entry, ...], tuple[GroupResult, ...]] = {}
     workers: Workers | None = None
@@ -485,7 +480,10 @@ def check_range(
     windows = _windows(manifest, rows)
     stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
     relations = _relations(repo, [row.commit for row in rows], from_ranges)
-    return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)), relations)
+    taken = tuple(upstreamed([p.id for p in manifest.patches], windows))
+    return CheckReport(
+        manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)), taken, relations
+    )
 
 
 def _relations(repo: Repo, listed: Sequence[Commit], from_ranges: set[str]) -> dict[str, int | None]:
@@ -534,7 +532,7 @@ def _mark_symlinked_dirs(
     Which commits were looked at, and what was found, is a fact of those
     commits' trees, so it is kept in the cache per path: a warm check asks git
     only about commits it has not seen (a file absent from thousands of
-    commits made this a third of a warm check on SGLang's timing manifest).
+    commits would otherwise cost one lookup per commit on every warm run).
     """
     missing: dict[str, list[str]] = {}
     for sha, state in states.items():
@@ -610,9 +608,6 @@ class _StoredLookups(dict[tuple[str, ...], str | None]):
         self._refs: str | None = None
 
     def _stored_key(self, key: tuple[str, ...]) -> str:
-        import hashlib
-        import json
-
         _label, *rest = key
         parts = [self.commit, *rest]
         if len(rest) == 3 and rest[1] == Reason.FILE_NOT_FOUND.value:  # no arrival: the hint searches every ref

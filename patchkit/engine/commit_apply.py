@@ -22,12 +22,12 @@ re-ran a patch script that printed a WARN nobody could interpret.  Here:
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import stat
 from dataclasses import replace
 from pathlib import Path
 
+from patchkit import paths
 from patchkit.engine.apply import ApplyReport, apply_locked
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
 from patchkit.engine.lock import repo_lock
@@ -135,8 +135,7 @@ def worktree_lock_dir(repo: Repo, path: Path) -> Path:
     Two runs racing to create the same new worktree would otherwise see each
     other's half-made directory; with this lock the loser is busy (exit 4).
     """
-    key = hashlib.sha256(str(path).encode()).hexdigest()[:16]
-    return repo.common_dir / "patchkit" / f"worktree-{key}"
+    return paths.worktree_lock(repo.common_dir, path)
 
 
 def _ours_and_foreign(repo: Repo, root: Path) -> tuple[dict[str, tuple[Record, bytes]], list[str]]:

@@ -13,14 +13,16 @@ lets verdicts be computed on the fast ast model while edits use libcst.
 
 from __future__ import annotations
 
+import codecs
 import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from patchkit.engine.abandon import report_phase
 from patchkit.engine.groups import apply_groups, requirement_failure
+from patchkit.engine.hints import annotate
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
 from patchkit.operations.base import Kind, Outcome
@@ -87,9 +89,9 @@ def gc_paused() -> Iterator[None]:
     """Pause Python's cycle collector while one file is parsed and analysed.
 
     ``ast.parse`` of a large file allocates a few hundred thousand nodes, and
-    every allocation counts towards the collector's thresholds: with it on, a
-    third of a parse's time goes to scanning the heap (measured on 200
-    versions of a 150 KB file: 4.6 s on, 3.0 s paused).  An ast holds no
+    every allocation counts towards the collector's thresholds: with it on,
+    much of a parse's time goes to scanning a heap that holds nothing to
+    collect.  An ast holds no
     reference cycles (refcounting frees it), so nothing waits for the
     collector; it runs again, as usual, once the file is done.
     """
@@ -199,9 +201,7 @@ def resolve_requires(
     FileRead here, a (path, tree entry) key in a range check, which then
     reads the blob only on a cache miss.
     """
-    by_file: dict[str, list[Patch]] = {}
-    for patch in manifest.patches:
-        by_file.setdefault(patch.file, []).append(patch)
+    by_file = manifest.by_file()
     held: dict[str, str] = {}
     evals: dict[str, Any] = {}
     dirty = set(by_file)
@@ -269,8 +269,6 @@ def evaluate(
         evals = resolve_requires(manifest, reads)
     results = order_results(manifest, evals)
     if hints:
-        from patchkit.engine.hints import annotate
-
         results = annotate(manifest, results, source)
     return Evaluation(manifest, source, results, evals)
 
@@ -355,7 +353,6 @@ def _render_python(fe: FileEval) -> bytes | FileEval:
 
 def _render_text(fe: FileEval) -> bytes | FileEval:
     """New bytes of a file whose patches are all text ops, or ``fe`` with its APPLYs failed (a bug)."""
-    import codecs
 
     assert fe.read.data is not None
     text, _problem = decode(fe.read)
@@ -397,8 +394,6 @@ def own_line_endings(before: bytes, after: bytes, newline: bytes) -> bytes:
 
 
 def _verify(fe: FileEval, after: bytes) -> str | None:
-    from dataclasses import replace
-
     held = {r.patch: r.message for r in fe.results if r.reason is Reason.DEPENDENCY}
     again = evaluate_file(replace(fe.read, data=after), fe.patches, held)
     for old, new in zip(fe.results, again.results, strict=True):

@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchkit.errors import InternalError, RevisionError
-from patchkit.git import Commit, GitFailed, Pending, Repo, change_records, parse_log
+from patchkit.git import Commit, Entry, GitFailed, Pending, Repo, change_records, parse_log
 
 RangeSpec = tuple[str, list[str], list[str], str]  # (as written, rev-list spec, its ends, separator)
-Entry = tuple[str, str] | None  # (mode, blob id), or None: the file is absent
 
 
 def split_range(spec: str) -> tuple[list[str], str]:
@@ -105,7 +104,7 @@ def tips(spec: RangeSpec) -> list[str]:
     return [written]
 
 
-Changes = dict[str, dict[str, tuple[str, str] | None]]  # commit -> {path: (mode, oid) or None}
+Changes = dict[str, dict[str, Entry]]  # commit -> {path: its entry}
 
 
 def read_range(

@@ -26,14 +26,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from patchkit.git import Repo
+from patchkit.engine.evaluate import evaluate_file
+from patchkit.git import Entry, Repo
 from patchkit.manifest import Patch
 from patchkit.results import PatchResult
+from patchkit.sources import read_entry
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
-Entry = tuple[str, str] | None
 
 # What forked workers inherit: a repository handle of their own and the patches per file.
 _WORK: tuple[Repo, Mapping[str, Sequence[Patch]]] | None = None
@@ -53,9 +54,6 @@ def _evaluate_batch(refs: list[tuple[str, Entry]]) -> list[tuple[PatchResult, ..
 
 
 def _evaluate(ref: tuple[str, Entry]) -> tuple[PatchResult, ...]:
-    from patchkit.engine.evaluate import evaluate_file
-    from patchkit.sources import read_entry
-
     assert _WORK is not None
     repo, by_file = _WORK
     path, entry = ref

@@ -17,17 +17,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from patchkit import __version__
-from patchkit.engine.files import outside_reason, sha256
+from patchkit import __version__, paths
+from patchkit.engine.files import sha256
 from patchkit.errors import RepoError
 from patchkit.git import Repo
+from patchkit.sources.safety import outside_reason
 
 RECORD_VERSION = 1
 
 
 def state_dir(repo: Repo) -> Path:
     """Per-work-tree state: records, lock, journal, backups."""
-    return repo.git_dir / "patchkit"
+    return paths.work_tree_state(repo.git_dir)
 
 
 @dataclass(frozen=True)

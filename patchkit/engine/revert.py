@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.engine.files import outside_reason
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import all_records, edited_since, layers, load_record, record_rel, state_dir
 from patchkit.engine.recovery import recover
@@ -19,6 +18,7 @@ from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
 from patchkit.render import plural
+from patchkit.sources.safety import outside_reason
 
 
 @dataclass(frozen=True)

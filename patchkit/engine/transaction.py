@@ -8,7 +8,7 @@ content and its real permission bits, and every record's old and new digest;
 then the temps, then the renames, then the records.  A run killed at any
 point is rolled back by the next patchkit command (``recover``): temps
 removed, files and records put back.  A failure during the renames rolls
-back at once.  ``patchkit.engine.files.outside_reason`` keeps every read and
+back at once.  ``patchkit.sources.safety.outside_reason`` keeps every read and
 write inside the work tree (no ``..``, no symlinked directory on the way).
 
 Test hook: ``PATCHKIT_TEST_CRASH_AT=<phase>`` makes ``crash_point(phase)``
@@ -26,8 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchkit.engine.files import outside_reason, sha256
+from patchkit.engine.files import sha256
 from patchkit.errors import RefusedError, UnwritableError
+from patchkit.sources.safety import outside_reason
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -129,7 +130,7 @@ CRASH_ENV = "PATCHKIT_TEST_CRASH_AT"
 
 
 def _temp_name(path: Path) -> Path:
-    # os.urandom, as secrets.token_hex uses (tempfile and secrets cost the read-only commands 4 ms to import)
+    # os.urandom, as secrets.token_hex uses: importing tempfile or secrets would be paid by the read-only commands
     return path.with_name(f".{path.name}.{os.urandom(4).hex()}.patchkit-tmp")
 
 

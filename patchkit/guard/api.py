@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchkit import paths
 from patchkit.engine.record import Record, all_records, edited_since, load_record, stacking
 from patchkit.engine.status import status_worktree
-from patchkit.errors import GuardError, PartialApplicationError, PatchkitError
+from patchkit.errors import GuardError, PartialApplicationError, UsageError
 from patchkit.git import Pending, Repo, parse_head, parse_porcelain
 from patchkit.guard.checks import (
     Check,
@@ -34,10 +35,19 @@ from patchkit.guard.report import GuardReport
 
 if TYPE_CHECKING:
     from patchkit.guard.probe import InterpreterFacts, ProbeRun
-from patchkit.manifest import Manifest, load_manifest
+from patchkit.manifest import Manifest, bad_manifest_first, load_manifest
 
 RepoLike = str | Path | Repo
 ManifestLike = str | Path | Manifest
+
+
+def require_python_for_imports(python: str | None, imports: Sequence[str]) -> None:
+    """``--import PKG`` is checked in the interpreter the server runs with: there must be one."""
+    if imports and python is None:
+        raise UsageError(
+            f"--import {imports[0]} needs --python PY",
+            hint="name the interpreter the server runs with, e.g. --python /venv/bin/python",
+        )
 
 
 def open_for_guard(repo: RepoLike, manifest: ManifestLike) -> tuple[Repo, Manifest]:
@@ -48,19 +58,17 @@ def open_for_guard(repo: RepoLike, manifest: ManifestLike) -> tuple[Repo, Manife
 def _repo_of(repo: RepoLike, manifest: ManifestLike) -> Repo:
     if isinstance(repo, Repo):
         return repo
-    try:
+    if isinstance(manifest, Manifest):
         return Repo.discover(Path(repo))
-    except PatchkitError:
-        if not isinstance(manifest, Manifest):
-            load_manifest(manifest)  # a bad manifest is reported first, whatever the repo
-        raise
+    with bad_manifest_first(manifest):
+        return Repo.discover(Path(repo))
 
 
 def _manifest_of(manifest: ManifestLike, git_repo: Repo) -> Manifest:
     if isinstance(manifest, Manifest):
         return manifest
     # Schema checks are remembered in the git dir: the guard runs before every benchmark.
-    return load_manifest(manifest, valid_cache=git_repo.common_dir / "patchkit" / "schema-checked")
+    return load_manifest(manifest, valid_cache=paths.schema_checked(git_repo.common_dir))
 
 
 def evaluate_guard(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -154,7 +155,6 @@ class InterpreterFacts:
 
 def resolve_python(python: str) -> str:
     """``python`` as given if it is a path; else looked up on PATH like a shell would."""
-    import shutil
 
     if os.sep in python:
         path = Path(python)

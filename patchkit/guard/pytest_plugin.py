@@ -52,7 +52,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _render(report: GuardReport) -> str:
-    from patchkit.commands.guard import show
+    from patchkit.guard.report import show
     from patchkit.render import make_console
 
     buffer = io.StringIO()

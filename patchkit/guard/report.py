@@ -23,9 +23,12 @@ from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.guard.checks import Check
 from patchkit.manifest import Manifest
+from patchkit.render import Grid, emit, header, plural, results_table
 from patchkit.results import PatchResult, Status
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from patchkit.guard.probe import InterpreterFacts
 
 
@@ -117,3 +120,52 @@ class GuardReport:
                 "torch": facts.torch,
             },
         }
+
+
+_MARK = {"ok": ("PASS", "green"), "warning": ("WARN", "yellow"), "error": ("FAIL", "bold red")}
+
+
+def checks_table(report: GuardReport) -> Grid:
+    table = Grid()
+    table.add_column("check", whole=True)
+    table.add_column("result", whole=True)
+    table.add_column("message")
+    for item in report.checks:
+        table.add_row(item.check, _MARK[item.severity], item.message)
+    return table
+
+
+def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None:
+    header(console, "guard", report.manifest, f"work tree {report.target}", report.commit)
+    emit(
+        console,
+        results_table(
+            report.status.results, extra={"state": [report.status.state_of(r) for r in report.status.results]}
+        ),
+    )
+    console.print()
+    emit(console, checks_table(report))
+    facts = report.interpreter
+    if facts is not None:
+        versions = ", ".join(f"{p.name} {p.version or '(no distribution)'}" for p in facts.packages)
+        console.print(
+            f"interpreter: {facts.python} -> {facts.executable} (Python {facts.version}); "
+            f"{versions + '; ' if versions else ''}torch {facts.torch or '(not installed)'}",
+            markup=False,
+        )
+    line, style = verdict(report, bisect=bisect)
+    console.print(line, style=style, markup=False)
+
+
+def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
+    code = report.exit_code(bisect=bisect)
+    warned = f" ({plural(len(report.warnings), 'warning')}: {', '.join(c.check for c in report.warnings)})"
+    if report.ok:
+        return f"GUARD OK: this tree may be benchmarked{warned if report.warnings else ''}.", "bold green"
+    names = ", ".join(c.check for c in report.failed)
+    line = f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names})"
+    if code == 125:
+        line += "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
+    elif code == 128:
+        line += "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
+    return line + ".", "bold red"

@@ -16,7 +16,6 @@ port unless ``vars`` sets ``port``), ``{output}`` (a fresh per-run file),
 
 from __future__ import annotations
 
-import difflib
 import re
 import string
 from collections.abc import Callable, Mapping
@@ -24,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from patchkit.errors import ManifestError, UsageError
+from patchkit.manifest.locate import key_path
+from patchkit.manifest.resolve import close_matches
 
 BUILTINS = ("port", "output", "tree", "python")
 TEMPLATE_KEYS = ("server", "health", "server_info", "client")
@@ -140,7 +141,7 @@ class BenchConfig:
 
 def _close(name: str, known: list[str]) -> str:
     """The hint for an unknown name: the closest known one, or all of them."""
-    close = difflib.get_close_matches(name, known, n=1)
+    close = close_matches(name, known)
     return f"did you mean {close[0]!r}?" if close else f"known: {', '.join(known) or '(none)'}"
 
 
@@ -167,7 +168,6 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
     """A schema-valid ``[bench]`` table -> BenchConfig, or a ManifestError naming the key path."""
 
     def fail(path: list[Any], message: str, hint: str | None = None) -> ManifestError:
-        from patchkit.manifest.loader import key_path
 
         return ManifestError(message, file=display, key_path=key_path(path), line=line_of(path), hint=hint)
 
@@ -258,7 +258,7 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
                 missing = [n for n in missing if n == path[2]]
             if missing:
                 known = sorted(set(BUILTINS) | set(base_vars))
-                close = difflib.get_close_matches(placeholder, known, n=1)
+                close = close_matches(placeholder, known)
                 where = "" if len(missing) == len(scopes) else f" for profile(s) {', '.join(missing)}"
                 raise fail(
                     path,

@@ -26,38 +26,34 @@ def edit_lazy() -> ModuleType:
     return edit
 
 
-_MODULES = {
+MODULES = {
     "ensure-import": ("ensure_import", "EnsureImport"),
     "add-methods": ("add_methods", "AddMethods"),
     "replace-function": ("replace_function", "ReplaceFunction"),
+    "edit-function": ("edit_function", "EditFunction"),
+    "edit-imports": ("edit_imports", "EditImports"),
+    "edit-statement": ("edit_statement", "EditStatement"),
     "insert": ("insert", "Insert"),
     "add-definitions": ("add_definitions", "AddDefinitions"),
     "ensure-list-item": ("ensure_list_item", "EnsureListItem"),
     "move-import": ("move_import", "MoveImport"),
+    "remove-definitions": ("remove_definitions", "RemoveDefinitions"),
     "diff": ("diff", "Diff"),
 }
-"""op name -> (module under patchkit.operations, class name)."""
+"""The one registry of ops: op name -> (module under patchkit.operations, class name)."""
 
 
 def operation(name: str) -> type[Operation]:
     """The class of op ``name``, importing only its module (KeyError if unknown)."""
-    module, cls = _MODULES[name]
+    module, cls = MODULES[name]
     op: type[Operation] = getattr(importlib.import_module(f"patchkit.operations.{module}"), cls)
     return op
 
 
 def registry() -> dict[str, type[Operation]]:
     """Every op, by name (imports every op module)."""
-    return {name: operation(name) for name in _MODULES}
+    return {name: operation(name) for name in MODULES}
 
 
-OP_NAMES = (
-    "ensure-import",
-    "add-methods",
-    "replace-function",
-    "insert",
-    "add-definitions",
-    "ensure-list-item",
-    "move-import",
-    "diff",
-)
+OP_NAMES = tuple(MODULES)
+"""Every op name, in the registry's order (the schema's ``op`` enum lists the same, checked by a test)."""

@@ -1,4 +1,10 @@
-"""add-methods: add methods from a payload class to a class in the target file."""
+"""add-methods: add methods from a payload class to a class in the target file.
+
+New methods go at the end of the class, or, with ``after = "member"`` /
+``before = "member"``, right after / before that member of the class (a
+method, a nested class or an assigned name; the last one of that name), so
+that a method written between two others is kept there.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, canon, digest, not_found_class, self_attributes
+from patchkit.operations.code import CodeState, canon, digest, not_found_class, self_attributes, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.results import Reason
 
@@ -27,6 +33,7 @@ class AddMethods(Operation):
     payload_class: str
     methods: tuple[NamedDef, ...]
     on_conflict: OnConflict
+    place: tuple[str, str] | None = None  # ("after" | "before", member name)
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> AddMethods:
@@ -56,23 +63,37 @@ class AddMethods(Operation):
             dupes = {n for n in wanted if wanted.count(n) > 1}
             if dupes:
                 ctx.error("methods", f"lists {', '.join(sorted(dupes))} more than once")
+        placed = [key for key in ("after", "before") if key in table]
+        if len(placed) > 1:
+            ctx.error("before", "`after` and `before` both place the methods: keep one")
+        place = (placed[0], table[placed[0]]) if placed else None
+        if place is not None and place[1] in {m.name for m in methods}:
+            ctx.error(placed[0], f"{place[1]!r} is one of the methods this patch adds; name a member already there")
         return cls(
             class_name=class_name,
             payload=payload,
             payload_class=payload_class,
             methods=methods,
             on_conflict=OnConflict(table.get("on_conflict", "fail")),
+            place=place,
         )
 
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.class_name, reason, is_class=True)
 
+    def warnings(self) -> list[tuple[int, str]]:
+        depth = len(self.class_name.split("."))
+        return [w for m in self.methods for w in self.payload.string_warnings(m.node, depth, f"method {m.name}")]
+
     def identity(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "class": self.class_name,
             "methods": [(m.name, canon(m.node)) for m in self.methods],
             "on_conflict": self.on_conflict.value,
         }
+        if self.place is not None:
+            out["place"] = list(self.place)
+        return out
 
     def own_code(self) -> tuple[str, ...]:
         return tuple(digest(m.node) for m in self.methods)
@@ -95,15 +116,17 @@ class AddMethods(Operation):
             )
 
         def member(name: str) -> ast.stmt | None:
-            found: ast.stmt | None = None
-            for stmt in target.body:
-                if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
-                    found = stmt
-                elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                        found = stmt
-            return found
+            index = member_index(target.body, name)
+            return None if index is None else target.body[index]
+
+        if self.place is not None and member(self.place[1]) is None:
+            side, name = self.place
+            return Outcome.fail(
+                Reason.TARGET_NOT_FOUND,
+                target.lineno,
+                f"class {self.class_name} (line {target.lineno}) has no member {name} to add the methods {side}"
+                + what_is_there("methods", name, state.functions_in(target), f"in class {self.class_name}"),
+            )
 
         plan = classify(
             self.methods,
@@ -128,10 +151,17 @@ class AddMethods(Operation):
         target = state.find_class(self.class_name)
         assert target is not None
         end = target.end_lineno or target.lineno
+        at = len(target.body)
+        if self.place is not None:
+            index = member_index(target.body, self.place[1])
+            assert index is not None
+            at = index + 1 if self.place[0] == "after" else index
+            near = target.body[index]
+            end = (near.end_lineno or near.lineno) if self.place[0] == "after" else near.lineno
         splice_defs(
             target.body,
             outcome.plan,
-            insert_at=len(target.body),
+            insert_at=at,
             insert_line=end,
             splice=lambda nodes, line: state.splice(nodes, line=line, patch_id=patch_id),
         )
@@ -147,13 +177,32 @@ class AddMethods(Operation):
         }
 
         def change(cls_node: cst.ClassDef) -> cst.ClassDef:
+            current = edit.block_body(cls_node)
+            insert_at = None
+            if self.place is not None:
+                side, name = self.place
+                index = max(i for i, stmt in enumerate(current) if edit.binds(name)(stmt))
+                insert_at = index + 1 if side == "after" else index
             body = edit.place_definitions(
-                edit.block_body(cls_node),
+                current,
                 [(d.name, by_name[d.name]) for d, _ in plan.replace],
                 [by_name[d.name] for d in plan.add],
-                insert_at=None,
+                insert_at=insert_at,
                 blank_lines=1,
             )
             return edit.with_block_body(cls_node, body)
 
         return edit.update_class(module, self.class_name, change)
+
+
+def member_index(body: list[ast.stmt], name: str) -> int | None:
+    """Index of the last statement of a class body that binds ``name`` (def, class, assignment)."""
+    found: int | None = None
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+            found = index
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                found = index
+    return found

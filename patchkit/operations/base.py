@@ -198,6 +198,10 @@ class Operation(ABC):
         """("class" | "def", name) that a CLASS/FUNCTION_NOT_FOUND result of this op is about."""
         return None
 
+    def warnings(self) -> list[tuple[int, str]]:
+        """(payload line, message) for what `validate` should warn about (no verdict depends on it)."""
+        return []
+
     def same_spot(self, other: Operation) -> bool:
         """Whether ``other`` inserts at exactly the place this op does (the order would matter)."""
         return False

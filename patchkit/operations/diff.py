@@ -14,9 +14,10 @@ Verdicts:
 * APPLY when every hunk matches forwards;
 * SKIP ``ALREADY_APPLIED`` when every hunk matches in reverse (its ``+``
   lines are there).  Both can match (a pure deletion leaves its context in
-  place; an addition at the end of a file keeps its context contiguous): then
-  the side with more lines wins, then the smaller total offset, and a tie
-  counts as applied (a diff is never applied twice);
+  place; an addition at the end of a file keeps its context contiguous; a
+  block the file holds twice): then the side with the smaller total offset
+  wins, then the side with more lines, and a tie counts as applied (a diff is
+  never applied twice);
 * FAIL ``CONFLICT`` otherwise, naming the first hunk that does not match, the
   line it expected, and the expected versus found line;
 * FAIL ``UNSUPPORTED_FILE`` when the file holds NUL bytes (binary).
@@ -223,6 +224,55 @@ def splice_hunks(lines: Sequence[str], hunks: Sequence[Hunk], spots: Sequence[in
     return "".join(out)
 
 
+def hunk_verdict(lines: Sequence[str], hunks: Sequence[Hunk]) -> tuple[str, list[int] | Mismatch, list[int] | Mismatch]:
+    """("apply" | "applied" | "conflict", forward match, reverse match) of ``hunks`` on ``lines``.
+
+    Both sides can be in the text (a pure deletion's context, or an addition at
+    the end; or a block upstream has twice): the side found nearer the hunks'
+    own lines wins, then the longer side (the stronger evidence); a tie counts
+    as applied (a diff is never applied twice).  Nearer first: once a deletion
+    is applied at an offset, a second copy of its lines further away must not
+    read as "apply it again".
+    """
+    forward = match_hunks(lines, hunks, reverse=False)
+    backward = match_hunks(lines, hunks, reverse=True)
+    if isinstance(forward, list) and isinstance(backward, list):
+        size_f = sum(len(h.old) for h in hunks)
+        size_b = sum(len(h.new) for h in hunks)
+        cost_f = sum(abs(s - h.start(False)) for s, h in zip(forward, hunks, strict=True))
+        cost_b = sum(abs(s - h.start(True)) for s, h in zip(backward, hunks, strict=True))
+        forward_wins = (cost_f, -size_f) < (cost_b, -size_b)
+        return ("apply" if forward_wins else "applied"), forward, backward
+    if isinstance(forward, list):
+        return "apply", forward, backward
+    if isinstance(backward, list):
+        return "applied", forward, backward
+    return "conflict", forward, backward
+
+
+def read_diff_payload(table: Mapping[str, Any], ctx: LoadContext, edits: str) -> tuple[str, str, tuple[Hunk, ...]]:
+    """(source as written, sha256 of the payload, hunks) of a one-file diff payload of ``table["file"]``.
+
+    ``edits`` ends the refusal of a diff that creates or deletes a file ("the diff op edits ...")."""
+    written = table["source"]
+    data = ctx.raw_payload(table)
+    try:
+        old_path, new_path, hunks = parse_diff(data)
+    except ValueError as exc:
+        ctx.error("source", f"payload {written!r} {exc}")
+    file = table["file"]
+    for side in (old_path, new_path):
+        if side is not None and side != file:
+            ctx.error(
+                "source",
+                f"payload {written!r} is a diff of {side!r}, not of {file!r}",
+                hint="set `file` to the path in the diff's '---' / '+++' lines",
+            )
+    if old_path is None or new_path is None:
+        ctx.error("source", f"payload {written!r} creates or deletes a file; {edits}")
+    return written, hashlib.sha256(data).hexdigest(), tuple(hunks)
+
+
 def _shown(line: str | None) -> str:
     if line is None:
         return "end of file"
@@ -239,46 +289,16 @@ class Diff(Operation):
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Diff:
-        written = table["source"]
-        data = ctx.raw_payload(table)
-        try:
-            old_path, new_path, hunks = parse_diff(data)
-        except ValueError as exc:
-            ctx.error("source", f"payload {written!r} {exc}")
-        file = table["file"]
-        for side in (old_path, new_path):
-            if side is not None and side != file:
-                ctx.error(
-                    "source",
-                    f"payload {written!r} is a diff of {side!r}, not of {file!r}",
-                    hint="set `file` to the path in the diff's '---' / '+++' lines",
-                )
-        if old_path is None or new_path is None:
-            ctx.error("source", f"payload {written!r} creates or deletes a file; the diff op edits an existing file")
-        return cls(source=written, sha256=hashlib.sha256(data).hexdigest(), hunks=tuple(hunks))
+        written, sha, hunks = read_diff_payload(table, ctx, "the diff op edits an existing file")
+        return cls(source=written, sha256=sha, hunks=hunks)
 
     def identity(self) -> dict[str, Any]:
         return {"diff": self.sha256}
 
     def _verdict(self, text: str) -> tuple[str, list[str], list[int] | Mismatch, list[int] | Mismatch]:
         lines = split_lines(text)
-        forward = match_hunks(lines, self.hunks, reverse=False)
-        backward = match_hunks(lines, self.hunks, reverse=True)
-        if isinstance(forward, list) and isinstance(backward, list):
-            # Both sides are in the file (a pure deletion's context, or an
-            # addition at the end of the file): the longer side is the stronger
-            # evidence, then the smaller offset; a tie counts as applied.
-            size_f = sum(len(h.old) for h in self.hunks)
-            size_b = sum(len(h.new) for h in self.hunks)
-            cost_f = sum(abs(s - h.start(False)) for s, h in zip(forward, self.hunks, strict=True))
-            cost_b = sum(abs(s - h.start(True)) for s, h in zip(backward, self.hunks, strict=True))
-            forward_wins = (-size_f, cost_f) < (-size_b, cost_b)
-            return ("apply" if forward_wins else "applied"), lines, forward, backward
-        if isinstance(forward, list):
-            return "apply", lines, forward, backward
-        if isinstance(backward, list):
-            return "applied", lines, forward, backward
-        return "conflict", lines, forward, backward
+        verdict, forward, backward = hunk_verdict(lines, self.hunks)
+        return verdict, lines, forward, backward
 
     def analyze(self, state: CodeState | TextState) -> Outcome:
         text = state.text
@@ -303,7 +323,9 @@ class Diff(Operation):
             assert isinstance(backward, list)
             first = backward[0] + 1
             return Outcome.skip(
-                Reason.ALREADY_APPLIED, first, f"the {count} {noun} of {self.source} are already in place"
+                Reason.ALREADY_APPLIED,
+                first,
+                f"the {count} {noun} of {self.source} {'is' if count == 1 else 'are'} already in place",
             )
         assert isinstance(forward, Mismatch)
         miss = forward

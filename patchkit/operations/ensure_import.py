@@ -1,10 +1,19 @@
 """ensure-import: make sure a module-level import is present.
 
 Missing names are added as one new import line after the module's leading
-import block, or, with ``after = "<an existing import statement>"``, right
-after that statement (so a capture of an import added in the middle of the
-block round-trips).  An existing ``from x import (...)`` is never rewritten:
-the patch then touches only lines it owns.
+import block, or where the manifest places it (so a capture of an import
+added anywhere in or at the edge of the block round-trips):
+
+* ``after = "<an existing import statement>"``: on the line right after it;
+* ``before = "<an existing import statement>"``: on the line right before it,
+  below the blank lines and comments above it (they move above the new line:
+  an import that sorts before another is written where isort would put it);
+* ``position = "top"``: before the first statement of the leading import block
+  (right after the module docstring, taking the first import's blank lines
+  and comments as ``before`` does); with no import there, the default place.
+
+At most one of the three.  An existing ``from x import (...)`` is never
+rewritten: the patch then touches only lines it owns.
 """
 
 from __future__ import annotations
@@ -14,8 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, one_line, parse_statement
+from patchkit.operations.code import CodeState, bound_names, canon, is_docstring, one_line, parse_statement
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -88,6 +98,9 @@ class EnsureImport(Operation):
     items: tuple[ImportItem, ...]
     after: str | None = None  # an import statement, as written in the manifest
     after_canon: str | None = None
+    before: str | None = None  # likewise
+    before_canon: str | None = None
+    position: str | None = None  # "top"
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
@@ -95,20 +108,51 @@ class EnsureImport(Operation):
         stmt = _import_statement(ctx, "import", code)
         if any(alias.name == "*" for alias in stmt.names):
             ctx.error("import", "star imports cannot be ensured: name each symbol")
+        placed = [key for key in ("after", "before", "position") if key in table]
+        if len(placed) > 1:
+            ctx.error(placed[1], f"`{placed[0]}` and `{placed[1]}` both place the import: keep one")
         after = table.get("after")
         after_canon = None if after is None else canon(_import_statement(ctx, "after", after))
-        return cls(code=code, items=tuple(items_of(stmt)), after=after, after_canon=after_canon)
+        before = table.get("before")
+        before_canon = None if before is None else canon(_import_statement(ctx, "before", before))
+        return cls(
+            code=code,
+            items=tuple(items_of(stmt)),
+            after=after,
+            after_canon=after_canon,
+            before=before,
+            before_canon=before_canon,
+            position=table.get("position"),
+        )
 
     def identity(self) -> dict[str, Any]:
-        return {"import": self.code, "after": self.after_canon}
+        out: dict[str, Any] = {"import": self.code, "after": self.after_canon}
+        if self.before_canon is not None or self.position is not None:
+            out.update(before=self.before_canon, position=self.position)
+        return out
 
     def _after_index(self, state: CodeState) -> int | None:
         """Index in the module body of the ``after`` import (the last one that matches)."""
+        return self._anchor_index(state, self.after_canon, last=True)
+
+    def _anchor_index(self, state: CodeState, wanted: str | None, *, last: bool) -> int | None:
         found = None
         for index, stmt in enumerate(state.tree.body):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == wanted:
                 found = index
+                if not last:
+                    break
         return found
+
+    def _before_index(self, state: CodeState) -> int | None:
+        """Index of the statement the new import goes right before (``before`` / ``position``)."""
+        if self.before is not None:
+            return self._anchor_index(state, self.before_canon, last=False)
+        body = state.tree.body
+        start = 1 if body and is_docstring(body[0]) else 0
+        if start < len(body) and isinstance(body[start], (ast.Import, ast.ImportFrom)):
+            return start
+        return None
 
     def analyze(self, state: CodeState) -> Outcome:
         existing = state.top_level_imports()
@@ -148,6 +192,19 @@ class EnsureImport(Operation):
             anchor = state.tree.body[index]
             line = anchor.lineno if id(anchor) in state.added_by else (anchor.end_lineno or anchor.lineno) + 1
             message = f"adds `{new_code}` after line {anchor.lineno} (`{one_line(self.after)}`)"
+        elif self.before is not None or self.position is not None:
+            index = self._before_index(state)
+            if index is None and self.before is not None:
+                return Outcome.fail(
+                    Reason.TARGET_NOT_FOUND,
+                    None,
+                    f"`before`: no module-level import statement is `{one_line(self.before)}` in {state.path}",
+                )
+            if index is not None:
+                anchor = state.tree.body[index]
+                line = anchor.lineno
+                what = f"`{one_line(self.before)}`" if self.before is not None else "the first import"
+                message = f"adds `{new_code}` before line {anchor.lineno} ({what})"
         if present:
             message += f" ({', '.join(i.spelled() for i, _ in present)} already imported)"
         return Outcome.apply(line, message, plan=new_code)
@@ -177,10 +234,13 @@ class EnsureImport(Operation):
 
     def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
         node = ast.parse(outcome.plan).body
+        before = self._before_index(state) if self.before is not None or self.position is not None else None
         if self.after is not None:
             after = self._after_index(state)
             assert after is not None
             index = after + 1
+        elif before is not None:
+            index = before
         else:
             index = state.import_block_end()
         state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)
@@ -202,13 +262,42 @@ class EnsureImport(Operation):
                 default=None,
             )
             if index is None:
-                from patchkit.errors import InternalError
-
                 raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
             body.insert(index + 1, stmt)
+        elif self.before is not None or self.position is not None:
+            at = self._cst_before_index(body)
+            if at is None:
+                body.insert(cst_import_block_end(body), stmt)
+            else:
+                # The new line goes right above the anchor, below its blank lines and comments.
+                anchor = body[at]
+                body[at : at + 1] = [
+                    stmt.with_changes(leading_lines=anchor.leading_lines),
+                    anchor.with_changes(leading_lines=[]),
+                ]
         else:
             body.insert(cst_import_block_end(body), stmt)
         return module.with_changes(body=body)
+
+    def _cst_before_index(self, body: list[Any]) -> int | None:
+        import libcst
+
+        from patchkit.operations.edit import is_cst_docstring, statement_canons
+
+        def is_import(stmt: Any) -> bool:
+            return isinstance(stmt, libcst.SimpleStatementLine) and all(
+                isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in stmt.body
+            )
+
+        if self.before is not None:
+            found = next(
+                (i for i, s in enumerate(body) if is_import(s) and statement_canons(s) == [self.before_canon]), None
+            )
+            if found is None:
+                raise InternalError(f"libcst edit could not find the `before` import `{one_line(self.before)}`")
+            return found
+        start = 1 if body and is_cst_docstring(body[0]) else 0
+        return start if start < len(body) and is_import(body[start]) else None
 
 
 def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast.ImportFrom:

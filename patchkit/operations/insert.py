@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
 from patchkit.operations.code import (
@@ -267,8 +268,6 @@ class Insert(Operation):
         inserter = edit.AnchorInserter(self.anchor_canon, self.position, stmts, replace=outcome.plan or 0)
         new = edit.update_function(module, self.function, lambda fn: fn.visit(inserter))
         if inserter.hits != 1:
-            from patchkit.errors import InternalError
-
             raise InternalError(f"anchor matched {inserter.hits} statements in libcst, 1 in the analysis")
         return new
 

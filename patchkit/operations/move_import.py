@@ -12,7 +12,9 @@ inside ``try`` or ``if``).  The edit keeps the old statement's layout:
   (parentheses, alias, comments and the line all stay);
 * it held other names too: ``name`` is dropped from it (commas and line breaks
   of the remaining names are kept) and ``from TO import name`` goes on the
-  line right after it.
+  line right after it; with ``position = "before"``, on the line right before
+  it (below its blank lines and comments, which move above the new line);
+  with ``after = "<an import statement>"``, right after that statement.
 
 An ``as`` alias is carried over.  If the module already imports ``name`` from
 ``to`` as well, the old import is only dropped.
@@ -25,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome
 from patchkit.operations.code import CodeState, bound_names
 from patchkit.results import Reason
@@ -53,15 +56,51 @@ class MoveImport(Operation):
     name: str
     source: str  # `from`
     dest: str  # `to`
+    position: str = "after"  # of the new line, relative to the old import: "after" | "before"
+    after: str | None = None  # an import statement the new line goes right after
+    after_canon: str | None = None
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> MoveImport:
         if table["from"] == table["to"]:
             ctx.error("to", f"`from` and `to` are the same module ({table['to']!r})")
-        return cls(name=table["name"], source=table["from"], dest=table["to"])
+        if "position" in table and "after" in table:
+            ctx.error("after", "`position` and `after` both place the new import: keep one")
+        after = table.get("after")
+        after_canon = None
+        if after is not None:
+            from patchkit.operations.code import canon, parse_statement
+
+            try:
+                stmt = parse_statement(after)
+            except ValueError as exc:
+                ctx.error("after", f"{after!r} {exc}")
+            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                ctx.error("after", f"{after!r} is not an import statement")
+            after_canon = canon(stmt)
+        return cls(
+            name=table["name"],
+            source=table["from"],
+            dest=table["to"],
+            position=table.get("position", "after"),
+            after=after,
+            after_canon=after_canon,
+        )
 
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "from": self.source, "to": self.dest}
+        out: dict[str, Any] = {"name": self.name, "from": self.source, "to": self.dest}
+        if self.position != "after" or self.after_canon is not None:
+            out.update(position=self.position, after=self.after_canon)
+        return out
+
+    def _after_index(self, body: list[ast.stmt]) -> int | None:
+        from patchkit.operations.code import canon
+
+        found = None
+        for index, stmt in enumerate(body):
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
+                found = index
+        return found
 
     def _is(self, stmt: ast.stmt, spec: str) -> ast.alias | None:
         level, module = _split_module(spec)
@@ -129,6 +168,12 @@ class MoveImport(Operation):
                 f"{self.name} is imported from both {self.source} (line {old.lineno}) and {self.dest} "
                 f"(line {body[new_i].lineno}) under different names",  # type: ignore[index]
             )
+        if self.after is not None and new_a is None and not alone and self._after_index(body) is None:
+            return Outcome.fail(
+                Reason.TARGET_NOT_FOUND,
+                None,
+                f"`after`: no module-level import statement is `{self.after}` in {state.path}",
+            )
         if new_a is not None:
             message = (
                 f"drops {self.name} from the import of {self.source} (line {old.lineno}); "
@@ -161,7 +206,16 @@ class MoveImport(Operation):
             body[plan.old_index : plan.old_index + 1] = added
         else:
             old.names = [a for a in old.names if a.name != self.name]
-            body[plan.old_index + 1 : plan.old_index + 1] = added
+            at = self._new_index(body, plan.old_index)
+            body[at:at] = added
+
+    def _new_index(self, body: list[Any], old_index: int, find_after: Any = None) -> int:
+        """Where the new line goes in ``body`` (the old import, still there, at ``old_index``)."""
+        if self.after is not None:
+            index = (find_after or self._after_index)(body)
+            assert index is not None
+            return int(index) + 1
+        return old_index if self.position == "before" else old_index + 1
 
     def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
         import libcst
@@ -188,8 +242,27 @@ class MoveImport(Operation):
             body[index] = line.with_changes(body=[old.with_changes(names=names)])
             if not plan.have_new:
                 alias = f" as {plan.asname}" if plan.asname else ""
-                body.insert(index + 1, libcst.parse_statement(f"from {self.dest} import {self.name}{alias}\n"))
+                new = libcst.parse_statement(f"from {self.dest} import {self.name}{alias}\n")
+                at = self._new_index(body, index, self._cst_after_index)
+                if at == index:  # before the old import: under its blank lines and comments
+                    body[index : index + 1] = [
+                        new.with_changes(leading_lines=body[index].leading_lines),
+                        body[index].with_changes(leading_lines=[]),
+                    ]
+                else:
+                    body.insert(at, new)
         return module.with_changes(body=body)
+
+    def _cst_after_index(self, body: list[Any]) -> int | None:
+        import libcst
+
+        from patchkit.operations.edit import statement_canons
+
+        found = None
+        for index, stmt in enumerate(body):
+            if isinstance(stmt, libcst.SimpleStatementLine) and statement_canons(stmt) == [self.after_canon]:
+                found = index
+        return found
 
 
 def _alias_name(alias: Any) -> str:
@@ -201,7 +274,6 @@ def _alias_name(alias: Any) -> str:
 def _cst_index(body: list[Any], spec: str, name: str) -> int:
     import libcst
 
-    from patchkit.errors import InternalError
     from patchkit.operations.edit import code_of
 
     level, module = _split_module(spec)

@@ -46,6 +46,34 @@ class Payload:
     def find_function(self, qualname: str) -> FunctionNode | None:
         return find_function(self.tree.body, qualname, scoped=False)[0]
 
+    def string_warnings(self, node: ast.stmt, depth: int, what: str) -> list[tuple[int, str]]:
+        """(line, message) for each multi-line string in ``node`` whose value would change.
+
+        ``apply`` re-indents a payload definition's code lines to the target's
+        indentation but, rightly, not the continuation lines of a multi-line
+        string (they are part of its value).  A definition written at another
+        column than its target (``depth`` levels, assuming 4 spaces each) would
+        land with a docstring whose lines are indented differently: another value.
+        """
+        want = 4 * depth
+        if node.col_offset == want:
+            return []
+        out = []
+        for sub in ast.walk(node):
+            if not isinstance(sub, ast.Constant) or not isinstance(sub.value, str):
+                continue
+            if (sub.end_lineno or 0) > sub.lineno and any(line.strip() for line in sub.value.split("\n")[1:]):
+                out.append(
+                    (
+                        sub.lineno,
+                        f"{self.display} line {sub.lineno}: the multi-line string in {what} would change "
+                        f"value on apply: the payload writes {what} at column {node.col_offset}, the target "
+                        f"at column {want}, and a string's continuation lines are not re-indented; write it "
+                        f"at the target's column (inside `class ...:` lines as deep as the target)",
+                    )
+                )
+        return out
+
     def definitions(self) -> dict[str, ast.stmt]:
         """Top-level definitions by name (imports and docstrings are not definitions)."""
         out: dict[str, ast.stmt] = {}

@@ -103,6 +103,10 @@ class ReplaceFunction(Operation):
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.function, reason, is_class=False)
 
+    def warnings(self) -> list[tuple[int, str]]:
+        depth = len(self.function.split(".")) - 1
+        return self.payload.string_warnings(self.node, depth, f"function {self.function}")
+
     def identity(self) -> dict[str, Any]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from patchkit.engine.files import symlink_dir_message
-from patchkit.git import Commit, Repo, TreeEntry, symlinked_parents
+from patchkit.git import Commit, Entry, Repo, TreeEntry, symlinked_parents
 from patchkit.sources.base import FileRead, FileState, Source
+from patchkit.sources.safety import symlink_dir_message
 
 SYMLINK_DIR = "symlink-dir"  # the mode of a pseudo entry: (SYMLINK_DIR, the symlinked parent directory)
 
@@ -45,7 +45,7 @@ class CommitSource(Source):
         return self.repo.list_files(self._commit.sha)
 
 
-def read_entry(repo: Repo, path: str, entry: tuple[str, str] | None) -> FileRead:
+def read_entry(repo: Repo, path: str, entry: Entry) -> FileRead:
     """A FileRead for a (mode, oid) tree entry of a commit."""
     if entry is None:
         return FileRead(path, FileState.MISSING)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from patchkit.engine.files import outside_reason
 from patchkit.git import Commit, Repo
 from patchkit.sources.base import FileRead, FileState, Source
+from patchkit.sources.safety import outside_reason
 
 
 class WorktreeSource(Source):

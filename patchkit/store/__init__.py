@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from patchkit import paths
 from patchkit.bench.job import RunRecord
 from patchkit.errors import RepoError, UsageError
 
@@ -69,7 +70,7 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def default_path(common_dir: Path) -> Path:
-    return common_dir / "patchkit" / "bench.sqlite"
+    return paths.bench_store(common_dir)
 
 
 class Store:

@@ -1,0 +1,88 @@
+"""The manifest's frozen values: patches, groups of variants, and the manifest that holds them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from patchkit.errors import UsageError
+from patchkit.manifest.resolve import close_matches
+
+if TYPE_CHECKING:
+    from patchkit.manifest.bench import BenchConfig
+    from patchkit.operations.base import Operation
+    from patchkit.results import Reason
+
+
+@dataclass(frozen=True)
+class Patch:
+    index: int  # 1-based position among [[patch]] tables
+    id: str
+    op: Operation
+    file: str
+    required: bool
+    requires: tuple[str, ...]
+    description: str | None
+    hints: Mapping[Reason, str] = field(default_factory=dict)
+    group: str | None = None  # the [[group]] this patch is a variant in
+
+    @property
+    def op_name(self) -> str:
+        return self.op.op_name
+
+
+@dataclass(frozen=True)
+class Group:
+    """Variants of one change: members (patch or group ids) that carry it to different upstream locations."""
+
+    index: int  # 1-based position among [[group]] tables
+    id: str
+    members: tuple[str, ...]
+    required: bool  # its own, or (nested) that of the outermost group
+    description: str | None
+    parent: str | None = None  # the group this group is a member of
+
+
+@dataclass(frozen=True)
+class Manifest:
+    path: Path
+    display: str
+    name: str
+    summary: str | None
+    patches: tuple[Patch, ...]
+    digest: str  # over the manifest and every payload it uses
+    groups: tuple[Group, ...] = ()
+    bench: BenchConfig | None = None  # the [bench] table, if any
+
+    def files(self) -> list[str]:
+        """Target files in first-use order."""
+        return list(dict.fromkeys(p.file for p in self.patches))
+
+    def by_file(self) -> dict[str, list[Patch]]:
+        """The patches of each target file, in manifest order (files in first-use order)."""
+        out: dict[str, list[Patch]] = {}
+        for patch in self.patches:
+            out.setdefault(patch.file, []).append(patch)
+        return out
+
+    def patch(self, patch_id: str) -> Patch:
+        for patch in self.patches:
+            if patch.id == patch_id:
+                return patch
+        known = [p.id for p in self.patches]
+        close = close_matches(patch_id, known)
+        raise UsageError(
+            f"manifest {self.name} has no patch {patch_id!r}",
+            hint=f"did you mean {close[0]!r}?" if close else f"patches: {', '.join(known)}",
+        )
+
+    def group(self, group_id: str) -> Group | None:
+        for group in self.groups:
+            if group.id == group_id:
+                return group
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "path": self.display, "digest": self.digest}

@@ -1,0 +1,284 @@
+"""edit-function: hunks of a unified diff, applied inside one function or method.
+
+The commonest real change is an edit *inside* an existing function.  Carried
+by ``replace-function`` it is a whole-function copy guarded by ``expect``: any
+upstream edit anywhere in the function reads as DRIFT, even where the change
+itself still applies cleanly.  Carried by ``diff`` it is opaque and located by
+line number in the whole file.  This op keeps the diff's precision and gives
+it a structural address:
+
+* the function is found by qualified name (``Class.method``), wherever it now
+  is in the file (the lookup every op uses: top-level ``if`` / ``try``
+  branches included, a name bound in several branches is refused);
+* the payload is a unified diff whose hunk line numbers count from the
+  function's first line (its first decorator, or the ``def``) as line 1;
+* each hunk must match **inside the function**, exactly (zero fuzz:
+  whitespace and line endings included), at any offset within it, the nearest
+  match winning, hunks in order and never overlapping: the ``diff`` op's
+  matcher (``diff.match_hunks``) on the function's lines only.
+
+Verdicts:
+
+* APPLY when every hunk matches forwards;
+* SKIP ``ALREADY_APPLIED`` when every hunk matches in reverse (the change is
+  in the function: put there by patchkit, or taken by upstream; a range check
+  then says which commit took it, see ``engine/upstreamed.py``);
+* FAIL ``CONFLICT`` otherwise, naming the hunk, the file line, the expected
+  and the found line;
+* FAIL ``FUNCTION_NOT_FOUND`` / ``CLASS_NOT_FOUND`` with the usual
+  suggestions.
+
+The edit is made on text (the function's lines are replaced, every other byte
+of the file is kept), so the round trip of a capture is exact by
+construction.  ``simulate`` keeps ``CodeState.text`` and the ast's line
+numbers in step with the edited text, so several ``edit-function`` patches
+on one file (one per edited function) compose.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from patchkit.errors import InternalError
+from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
+from patchkit.operations.code import CodeState
+from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, read_diff_payload, splice_hunks, split_lines
+from patchkit.operations.replace_function import missing_function
+from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+
+@dataclass(frozen=True)
+class Plan:
+    first: int  # 1-based first line of the function in the file (its first decorator)
+    last: int  # 1-based last line
+    new_lines: tuple[str, ...]  # the function's lines after the edit, with their endings
+
+
+def function_lines(node: ast.stmt, lines: Sequence[str]) -> tuple[int, int]:
+    """(first, last) 1-based lines of a def in ``lines`` (the file's, with or without endings).
+
+    From its first decorator to its last line, widened over the comment lines
+    that belong to it: those right above it at its own indentation, and those
+    right after its last statement indented deeper than the ``def`` (Python's
+    ast leaves both out, but a reader, and a real edit, treats them as part
+    of the function).
+    """
+    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+    last = node.end_lineno or node.lineno
+    column = node.col_offset
+    while first > 1 and _comment_at(lines[first - 2], column, deeper=False):
+        first -= 1
+    while last < len(lines) and _comment_at(lines[last], column, deeper=True):
+        last += 1
+    return first, last
+
+
+def _comment_at(line: str, column: int, *, deeper: bool) -> bool:
+    stripped = line.lstrip(" \t")
+    if not stripped.startswith("#"):
+        return False
+    indent = len(line) - len(stripped)
+    return indent > column if deeper else indent == column
+
+
+def _shown(line: str | None, where: str) -> str:
+    return where if line is None else repr(line.rstrip("\n"))
+
+
+@dataclass(frozen=True)
+class Region:
+    """The lines a scoped-hunk op's hunks see, and what they are, for messages."""
+
+    first: int  # 1-based, inclusive
+    last: int
+    label: str  # "Worker.verify (lines 5-16)"
+    end_name: str  # how the message calls the region's end: "the end of the function"
+
+
+@dataclass(frozen=True)
+class ScopedHunks(Operation):
+    """Hunks of a unified diff applied inside one region of the file (shared by the scoped ops).
+
+    A subclass says where its region is (``region``) and how the ast takes the
+    edited region's statements (``graft``); matching, verdicts, messages and the
+    text edit are the same for all."""
+
+    edits_in_place = True  # the region's own statements change (see Operation)
+    source: str  # as written in the manifest
+    sha256: str
+    hunks: tuple[Hunk, ...]
+
+    @classmethod
+    def read_hunks(cls, table: Mapping[str, Any], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
+        written, sha, hunks = read_diff_payload(table, ctx, f"{cls.op_name} edits {what}")
+        for hunk in hunks:
+            if hunk.old_start < 1 or not hunk.old:
+                ctx.error(
+                    "source",
+                    f"hunk {hunk.number} ({hunk.header}) of {written!r} has no line of {what} to anchor it",
+                    hint=f"a {cls.op_name} hunk keeps at least one context or removed line of {what}",
+                )
+        return written, sha, hunks
+
+    def region(self, state: CodeState) -> Region | Outcome:
+        raise NotImplementedError
+
+    def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
+        """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
+        raise NotImplementedError
+
+    def _text_ok(self, state: CodeState, line: int) -> Outcome | None:
+        if state.text.count("\r") != state.text.count("\r\n"):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                line,
+                f"{state.path} ends lines with a bare '\\r' somewhere; {self.op_name} counts lines at '\\n'",
+            )
+        return None
+
+    def analyze(self, state: CodeState) -> Outcome:
+        region = self.region(state)
+        if isinstance(region, Outcome):
+            return region
+        first, last = region.first, region.last
+        lines = state.derived("edit-function:lines", lambda s: split_lines(s.text))[first - 1 : last]
+        verdict, forward, backward = hunk_verdict(lines, self.hunks)
+        count = len(self.hunks)
+        noun = "hunk" if count == 1 else "hunks"
+        span = region.label
+        if verdict == "apply":
+            assert isinstance(forward, list)
+            at = first + forward[0]
+            moved = [s - h.start(False) for s, h in zip(forward, self.hunks, strict=True) if s != h.start(False)]
+            offset = f", offset {moved[0]:+d} line(s) within it" if moved else ""
+            new_lines = tuple(split_lines(splice_hunks(lines, self.hunks, forward, reverse=False)))
+            return Outcome.apply(
+                at,
+                f"applies {count} {noun} from {self.source} inside {span}{offset}",
+                plan=Plan(first, last, new_lines),
+            )
+        if verdict == "applied":
+            assert isinstance(backward, list)
+            return Outcome.skip(
+                Reason.ALREADY_APPLIED,
+                first + backward[0],
+                f"the {count} {noun} of {self.source} {'is' if count == 1 else 'are'} already in {span}",
+            )
+        assert isinstance(forward, Mismatch)
+        miss = forward
+        return Outcome.fail(
+            Reason.CONFLICT,
+            first + miss.line - 1,
+            f"hunk {miss.hunk.number} of {count} ({miss.hunk.header}) of {self.source} does not match inside "
+            f"{span} at line {first + miss.line - 1}: expected {_shown(miss.expected, 'a line')}, found "
+            f"{_shown(miss.found, region.end_name)} (zero fuzz: context and removed lines must match "
+            "exactly); neither does its reverse, so the change is not in place either",
+        )
+
+    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+        region = self.region(state)
+        return None if isinstance(region, Outcome) else (region.first, region.last)
+
+    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+        plan: Plan = outcome.plan
+        lines = split_lines(state.text)
+        delta = len(plan.new_lines) - (plan.last - plan.first + 1)
+        _new, inside = self.graft(state, plan)
+        for node in ast.walk(state.tree):
+            if id(node) in inside or not hasattr(node, "lineno"):
+                continue
+            if node.lineno > plan.last:
+                node.lineno += delta
+            end = getattr(node, "end_lineno", None)
+            if end is not None and end >= plan.last:
+                setattr(node, "end_lineno", end + delta)  # noqa: B010 (any node kind)
+        state.text = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
+        state._lines = None
+
+    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+        import libcst
+
+        text = module.code
+        state = CodeState.parse("<render>", text)
+        again = self.analyze(state)
+        if again.plan is None:
+            raise InternalError(f"{self.source} no longer applies to {self.op_name}'s region as the analysis saw it")
+        plan: Plan = again.plan
+        lines = split_lines(text)
+        new = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
+        return libcst.parse_module(new.encode(module.encoding))
+
+
+@dataclass(frozen=True)
+class EditFunction(ScopedHunks):
+    op_name = "edit-function"
+    function: str = ""
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditFunction:
+        written, sha, hunks = cls.read_hunks(table, ctx, "the function")
+        return cls(function=table["function"], source=written, sha256=sha, hunks=hunks)
+
+    def identity(self) -> dict[str, Any]:
+        return {"function": self.function, "diff": self.sha256}
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.function, reason, is_class=False)
+
+    def edits(self) -> set[str]:
+        return {self.function}
+
+    def same_spot(self, other: Operation) -> bool:
+        return isinstance(other, EditFunction) and other.function == self.function
+
+    def region(self, state: CodeState) -> Region | Outcome:
+        fn, _owner, missing_class = state.find_function(self.function)
+        if fn is None:
+            return missing_function(state, self.function, missing_class)
+        if any(id(node) in state.added_by for node in ast.walk(fn)):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                fn.lineno,
+                f"{self.function} (line {fn.lineno}) was rewritten by an earlier patch of this manifest; "
+                "edit-function needs the function's own lines: put this patch before that one",
+            )
+        bad = self._text_ok(state, fn.lineno)
+        if bad is not None:
+            return bad
+        first, last = function_lines(fn, state.lines)
+        return Region(first, last, f"{self.function} (lines {first}-{last})", "the end of the function")
+
+    def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
+        fn, _owner, _missing = state.find_function(self.function)
+        assert fn is not None
+        new_node = _parse_function(plan.new_lines, plan.first)
+        _replace_in_parent(state.tree, fn, new_node)
+        return [new_node], {id(n) for n in ast.walk(new_node)}
+
+
+def _parse_function(lines: Sequence[str], first: int) -> ast.stmt:
+    """The def in ``lines`` (at their own indentation), numbered as from line ``first`` of the file."""
+    text = "".join(lines)
+    def_line = next(line for line in lines if not line.lstrip(" \t").startswith("#"))
+    indented = def_line[:1] in (" ", "\t")
+    tree = ast.parse("if 1:\n" + text if indented else text)
+    node = tree.body[0].body[0] if indented else tree.body[0]  # type: ignore[attr-defined]
+    ast.increment_lineno(node, first - (2 if indented else 1))
+    return node
+
+
+def _replace_in_parent(tree: ast.AST, old: ast.stmt, new: ast.stmt) -> None:
+    for parent in ast.walk(tree):
+        for _name, value in ast.iter_fields(parent):
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    if item is old:
+                        value[index] = new
+                        return
+    raise AssertionError("the function is not in the tree it was found in")

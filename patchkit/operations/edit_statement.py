@@ -1,0 +1,128 @@
+"""edit-statement: hunks of a unified diff applied inside one named module-level statement.
+
+Real changes also land in module-level statements that are not functions: a
+list or dict assigned to a name (``EntryClass = [...]``, a registry), a class
+body's assignments, the module docstring, the ``if __name__ == "__main__":``
+block.  This op scopes hunks to one of them, named by ``statement``:
+
+* a name: the module-body statement that binds it (an assignment, a class,
+  a def; the last one, as Python binds it);
+* ``"__doc__"``: the module docstring;
+* ``"__main__"``: the top-level ``if __name__ == "__main__":`` block.
+
+The region runs from the statement's first line (the comment lines right
+above it included) to its last.  Matching, verdicts and messages are
+``edit-function``'s (``ScopedHunks``); a statement that is not there is
+``TARGET_NOT_FOUND``, with the module-level names there are.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.code import CodeState, bound_names, is_docstring, what_is_there
+from patchkit.operations.edit_function import Plan, Region, ScopedHunks
+from patchkit.results import Reason
+
+DOC, MAIN = "__doc__", "__main__"
+
+
+def is_main_block(stmt: ast.stmt) -> bool:
+    test = getattr(stmt, "test", None)
+    return (
+        isinstance(stmt, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def statement_index(body: list[ast.stmt], name: str) -> int | None:
+    """Index in the module body of the statement ``name`` designates (see the module docstring)."""
+    if name == DOC:
+        return 0 if body and is_docstring(body[0]) else None
+    found = None
+    for index, stmt in enumerate(body):
+        if (name == MAIN and is_main_block(stmt)) or (name != MAIN and name in bound_names(stmt)):
+            found = index
+    return found
+
+
+def statement_lines(body: list[ast.stmt], index: int, lines: list[str]) -> tuple[int, int]:
+    stmt = body[index]
+    first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+    floor = (body[index - 1].end_lineno or 0) + 1 if index else 1
+    while first > floor and lines[first - 2].startswith("#"):
+        first -= 1
+    return first, stmt.end_lineno or stmt.lineno
+
+
+@dataclass(frozen=True)
+class EditStatement(ScopedHunks):
+    op_name = "edit-statement"
+    statement: str = ""
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditStatement:
+        written, sha, hunks = cls.read_hunks(table, ctx, "the statement")
+        return cls(statement=table["statement"], source=written, sha256=sha, hunks=hunks)
+
+    def identity(self) -> dict[str, Any]:
+        return {"statement": self.statement, "diff": self.sha256}
+
+    def edits(self) -> set[str]:
+        return {self.statement}
+
+    def same_spot(self, other: Operation) -> bool:
+        return isinstance(other, EditStatement) and other.statement == self.statement
+
+    def _what(self) -> str:
+        if self.statement == DOC:
+            return "the module docstring"
+        if self.statement == MAIN:
+            return 'the `if __name__ == "__main__":` block'
+        return f"the statement that binds {self.statement}"
+
+    def region(self, state: CodeState) -> Region | Outcome:
+        body = state.tree.body
+        index = statement_index(body, self.statement)
+        if index is None:
+            suggestions = (
+                what_is_there("module-level names", self.statement, state.module_names())
+                if self.statement not in (DOC, MAIN)
+                else ""
+            )
+            missing = {DOC: "module docstring", MAIN: 'top-level `if __name__ == "__main__":` block'}.get(
+                self.statement, f"module-level statement that binds {self.statement}"
+            )
+            return Outcome.fail(Reason.TARGET_NOT_FOUND, None, f"{state.path} has no {missing}" + suggestions)
+        stmt = body[index]
+        if any(id(node) in state.added_by for node in ast.walk(stmt)):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                stmt.lineno,
+                f"{self._what()} (line {stmt.lineno}) was rewritten by an earlier patch of this manifest; "
+                "edit-statement needs its own lines: put this patch before that one",
+            )
+        bad = self._text_ok(state, stmt.lineno)
+        if bad is not None:
+            return bad
+        first, last = statement_lines(body, index, state.lines)
+        return Region(first, last, f"{self._what()} (lines {first}-{last})", "the end of the statement")
+
+    def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
+        body = state.tree.body
+        index = statement_index(body, self.statement)
+        assert index is not None
+        new = ast.parse("".join(plan.new_lines)).body
+        for stmt in new:
+            ast.increment_lineno(stmt, plan.first - 1)
+        body[index : index + 1] = new
+        return new, {id(n) for stmt in new for n in ast.walk(stmt)}

@@ -1,0 +1,61 @@
+"""Where patchkit keeps its own files: under the git directory, and in the user's cache.
+
+Every such path is named here and nowhere else, so that what a command writes
+and what another reads (a lock, the verdict cache, the bench store) cannot
+drift apart.  Two roots under git:
+
+* ``common_dir/patchkit``: shared by every work tree of a repository (caches,
+  the bench store, the bench's work trees, the locks that guard creating one);
+* ``git_dir/patchkit``: one work tree's own state (records, lock, journal,
+  backups), since what is applied is a property of that tree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+NAME = "patchkit"
+
+
+def shared(common_dir: Path) -> Path:
+    """What every work tree of the repository shares."""
+    return common_dir / NAME
+
+
+def work_tree_state(git_dir: Path) -> Path:
+    """One work tree's records, lock, journal and backups."""
+    return git_dir / NAME
+
+
+def verdict_cache(common_dir: Path) -> Path:
+    """The range check's verdicts by file version, valid for any work tree."""
+    return shared(common_dir) / "cache.sqlite"
+
+
+def schema_checked(common_dir: Path) -> Path:
+    """Marker files of manifests that passed the JSON Schema (``manifest.loader.schema_checked_before``)."""
+    return shared(common_dir) / "schema-checked"
+
+
+def bench_store(common_dir: Path) -> Path:
+    """The bench runs' SQLite store."""
+    return shared(common_dir) / "bench.sqlite"
+
+
+def bench_worktrees(common_dir: Path) -> Path:
+    """Where ``patchkit bench`` checks commits out, unless told another place."""
+    return shared(common_dir) / "worktrees"
+
+
+def worktree_lock(common_dir: Path, path: Path) -> Path:
+    """The lock of the runs that create or patch the linked work tree at ``path``."""
+    key = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    return shared(common_dir) / f"worktree-{key}"
+
+
+def user_cache() -> Path:
+    """The user's cache directory for patchkit (``$XDG_CACHE_HOME/patchkit``), where no repository is at hand."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / NAME

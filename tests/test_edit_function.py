@@ -1,0 +1,294 @@
+"""`edit-function`: hunks applied inside one function, found by name (docs/manifest.md).
+
+Each test is a before/after pair of source strings: a real repository holds
+``before``, the manifest and its diff payload are real files, ``patchkit
+apply`` runs in-process, and the file's bytes afterwards must be ``after``
+exactly (or the verdict is the one named).
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import d, git, run_cli, scenario, src
+
+from patchkit.capture.textdiff import unified_diff
+
+BASE = d(
+    '''
+    import os
+
+
+    class Worker:
+        def verify(self, batch):
+            """Check a batch.
+
+            Args:
+                batch: the batch
+            """
+            logits = self.draft(batch)
+            accept = self.accept(logits)
+            self.count += 1
+            self.total += len(batch)
+            self.last = batch
+            return accept
+
+        def other(self):
+            return 1
+    '''
+)
+
+EDITED = BASE.replace(
+    "        accept = self.accept(logits)\n", "        sync()\n        accept = self.accept(logits)\n"
+)
+
+
+def function_diff(before: str, after: str, first: int, last: int, path: str = "pkg/mod.py") -> str:
+    """The payload capture writes: a diff of the function's lines, numbered from its first line."""
+    old = "".join(before.splitlines(True)[first - 1 : last])
+    new_last = last + after.count("\n") - before.count("\n")
+    new = "".join(after.splitlines(True)[first - 1 : new_last])
+    return "# edit-function\n" + unified_diff(path, old, new).split("\n", 1)[1]
+
+
+VERIFY_DIFF = function_diff(BASE, EDITED, 5, 16)
+
+
+def edit_patch(pid: str = "verify", function: str = "Worker.verify", payload: str = "v.diff") -> dict:
+    return {"id": pid, "op": "edit-function", "file": "pkg/mod.py", "function": function, "source": src(payload)}
+
+
+def apply(tmp_path, capsys, before: str, patches=None, payloads=None):
+    sc = scenario(tmp_path, {"pkg/mod.py": before}, patches or [edit_patch()], payloads or {"v.diff": VERIFY_DIFF})
+    r = sc.apply(capsys)
+    return sc, r
+
+
+def test_applies_inside_the_function_wherever_it_moved_and_however_else_it_changed(tmp_path, capsys):
+    # Upstream moved the class down and edited the function in lines the hunk does not touch.
+    before = (
+        BASE.replace("import os\n", "import os\nimport sys\n\nX = 1\n")
+        .replace("        self.last = batch\n", "        self.last = list(batch)\n        self.seen = True\n")
+        .replace("            Args:\n", "            Arguments:\n")
+    )
+    sc, r = apply(tmp_path, capsys, before)
+    assert r.code == 0, r.err
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("APPLY", None)
+    assert "inside Worker.verify (lines 8-20)" in res["message"]
+    assert sc.text() == before.replace(
+        "        accept = self.accept(logits)\n", "        sync()\n        accept = self.accept(logits)\n"
+    )
+    again = sc.apply(capsys)
+    assert again.json["results"][0]["reason"] == "ALREADY_APPLIED"
+
+
+def test_a_hunk_that_does_not_match_inside_the_function_is_a_conflict_naming_it(tmp_path, capsys):
+    before = BASE.replace("        logits = self.draft(batch)\n", "        logits = self.draft(batch, k=2)\n")
+    sc, r = apply(tmp_path, capsys, before)
+    assert r.code == 1
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 11)
+    assert "hunk 1 of 1 (@@ -5,6 +5,7 @@) of ../patches/v.diff does not match inside Worker.verify" in res["message"]
+    assert (
+        "expected '        logits = self.draft(batch)', found '        logits = self.draft(batch, k=2)'"
+        in (res["message"])
+    )
+    assert sc.text() == before
+
+
+def test_the_same_lines_elsewhere_in_the_file_do_not_count(tmp_path, capsys):
+    # The hunk's lines exist, but in another method: edit-function never looks outside its function.
+    before = BASE.replace("        logits = self.draft(batch)\n", "        logits = self.draft(batch, k=2)\n")
+    before = before.replace(
+        "    def other(self):\n        return 1\n",
+        "    def other(self, batch):\n        logits = self.draft(batch)\n        accept = self.accept(logits)\n"
+        "        self.count += 1\n        self.total += len(batch)\n        return accept\n",
+    )
+    sc, r = apply(tmp_path, capsys, before)
+    assert r.json["results"][0]["reason"] == "CONFLICT"
+    assert sc.text() == before
+
+
+def test_a_missing_function_is_function_not_found_with_suggestions(tmp_path, capsys):
+    before = BASE.replace("def verify(", "def verify_batch(")
+    _sc, r = apply(tmp_path, capsys, before)
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("FAIL", "FUNCTION_NOT_FOUND")
+    assert "verify_batch" in res["message"]
+
+
+def test_two_edits_in_one_file_compose_and_keep_every_other_byte(tmp_path, capsys):
+    after = EDITED.replace("        return 1\n", "        value = 1\n        return value\n")
+    other = function_diff(EDITED, after, 20, 21)
+    patches = [edit_patch(), edit_patch("other", "Worker.other", "o.diff")]
+    sc, r = apply(tmp_path, capsys, BASE, patches, {"v.diff": VERIFY_DIFF, "o.diff": other})
+    assert r.code == 0, r.err
+    assert [x["status"] for x in r.json["results"]] == ["APPLY", "APPLY"]
+    assert sc.text() == after
+
+
+def test_an_insert_after_an_edit_in_the_same_file_sees_the_edited_lines(tmp_path, capsys):
+    patches = [
+        edit_patch(),
+        {
+            "id": "ins",
+            "op": "insert",
+            "file": "pkg/mod.py",
+            "function": "Worker.other",
+            "anchor": "return 1",
+            "position": "before",
+            "source": src("i.py"),
+            "body_of": "inserted",
+        },
+    ]
+    sc, r = apply(tmp_path, capsys, BASE, patches, {"v.diff": VERIFY_DIFF, "i.py": "def inserted():\n    log()\n"})
+    assert r.code == 0, r.err
+    assert sc.text() == EDITED.replace("        return 1\n", "        log()\n        return 1\n")
+
+
+def test_docstrings_and_crlf_keep_their_bytes(tmp_path, capsys):
+    before = BASE.replace("\n", "\r\n")
+    payload = function_diff(before, EDITED.replace("\n", "\r\n"), 5, 16)
+    sc, r = apply(tmp_path, capsys, before, payloads={"v.diff": payload})
+    assert r.code == 0, r.err
+    assert sc.file().read_bytes() == EDITED.replace("\n", "\r\n").encode()
+
+
+def test_revert_puts_the_function_back(tmp_path, capsys):
+    sc, r = apply(tmp_path, capsys, BASE)
+    assert r.code == 0
+    back = run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert back.code == 0, back.err
+    assert sc.text() == BASE
+    assert git(sc.repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ("--- a/other.py\n+++ b/other.py\n@@ -1,1 +1,2 @@\n x\n+y\n", "is a diff of 'other.py'"),
+        ("--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -0,0 +1,1 @@\n+y\n", "has no line of the function to anchor it"),
+        ("just text\n", "holds no hunks"),
+    ],
+)
+def test_bad_payloads_are_one_line_manifest_errors(tmp_path, capsys, payload, says):
+    _sc, r = apply(tmp_path, capsys, BASE, payloads={"v.diff": payload})
+    assert r.code == 2
+    assert says in r.err
+    assert "patch[1].source" in r.err
+    assert "Traceback" not in r.err
+
+
+def test_check_range_says_upstream_took_the_change_and_then_changed_it(tmp_path, capsys):
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "upstream base", {"pkg/mod.py": BASE})
+    builder.commit("other", "unrelated work", {"pkg/mod.py": BASE.replace("import os\n", "import os\nimport re\n")})
+    took = EDITED.replace("import os\n", "import os\nimport re\n")
+    builder.commit("took", "sync before accepting", {"pkg/mod.py": took})
+    builder.commit("changed", "sync(stream) before accepting", {"pkg/mod.py": took.replace("sync()", "sync(stream)")})
+    history = builder.build()
+    kit = Kit(tmp_path / "kit")
+    kit.write([edit_patch()], {"v.diff": VERIFY_DIFF})
+    r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+    assert r.code == 1
+    windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
+    assert windows == [("APPLY", None, 2), ("SKIP", "ALREADY_APPLIED", 1), ("FAIL", "CONFLICT", 1)]
+    [item] = r.json["upstreamed"]
+    took_sha, changed_sha = history["took"], history["changed"]
+    assert (item["patch"], item["taken"]["commit"], item["changed"]["commit"]) == ("verify", took_sha, changed_sha)
+    assert item["message"] == (
+        f"upstream took this change at {took_sha[:10]} (sync before accepting) and changed it at "
+        f"{changed_sha[:10]} (sync(stream) before accepting): drop the patch, or rebase it on {changed_sha[:10]}"
+    )
+    text = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main")
+    assert f"UPSTREAMED: upstream took this change at {took_sha[:10]}" in text.out.replace("\n", " ")
+
+
+def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, capsys):
+    from helpers import Kit
+
+    method = '    def m(self):\n        """Doc.\n\n        Args:\n            x: y\n        """\n        return 1\n'
+    kit = Kit(tmp_path / "kit")
+    patch = {"id": "m", "op": "add-methods", "file": "pkg/mod.py", "class": "A.B", "source": src("m.py")}
+    # Written one level too shallow for A.B (column 4, the target's is 8): the docstring's lines would change.
+    kit.write([patch | {"payload_class": "B"}], {"m.py": "class B:\n" + method})
+    r = run_cli(capsys, "validate", "-m", kit.manifest, "--json")
+    assert r.code == 0
+    [warning] = r.json["warnings"]
+    assert (warning["patch"], warning["line"]) == ("m", 3)
+    assert "the multi-line string in method m would change value on apply" in warning["message"]
+    assert "column 4, the target at column 8" in warning["message"]
+    text = run_cli(capsys, "validate", "-m", kit.manifest)
+    assert "warning: patch m:" in text.out
+    # At the target's column (inside both classes), no warning.
+    nested = "class A:\n    class B:\n" + "".join(
+        "    " + line if line.strip() else line for line in method.splitlines(True)
+    )
+    kit.write([patch | {"payload_class": "A.B"}], {"m.py": nested})
+    assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
+
+
+# -- remove-definitions (kept with the other scoped ops' tests) ------------------------------------
+
+
+def test_remove_definitions_removes_what_it_expects_and_refuses_what_upstream_changed(tmp_path, capsys):
+    from patchkit.operations.code import digest
+
+    base = "import os\n\n\ndef keep():\n    return 1\n\n\n# old helper\ndef old():\n    return 2\n\n\nX = 3\n"
+    expect = digest(__import__("ast").parse(base).body[2])
+    patch = {"id": "rm", "op": "remove-definitions", "file": "pkg/mod.py", "names": ["old"], "expect": [expect]}
+    sc, r = apply(tmp_path / "a", capsys, base, [patch], {})
+    assert r.code == 0, r.out
+    assert sc.text() == "import os\n\n\ndef keep():\n    return 1\n\n\nX = 3\n"
+    assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
+    changed = base.replace("return 2", "return 22")
+    sc, r = apply(tmp_path / "b", capsys, changed, [patch], {})
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 9)
+    assert "old (line 9) in the module changed upstream since its removal was written" in res["message"]
+    assert sc.text() == changed
+
+
+def test_edit_imports_applies_inside_the_block_wherever_upstream_grew_it(tmp_path, capsys):
+    before = '"""Doc."""\n\nimport os\nimport sys\nimport re\n\nX = 1\n'
+    payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,3 +1,2 @@\n import os\n-import sys\n import re\n"
+    patch = {"id": "imp", "op": "edit-imports", "file": "pkg/mod.py", "source": src("i.diff")}
+    grown = before.replace("import os\n", "import abc\nimport copy\nimport os\n")
+    sc, r = apply(tmp_path / "a", capsys, grown, [patch], {"i.diff": payload})
+    assert r.code == 0, r.out
+    assert "inside the import block (lines 3-7), offset +2 line(s) within it" in r.json["results"][0]["message"]
+    assert sc.text() == grown.replace("import sys\n", "")
+    assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
+    sc, r = apply(
+        tmp_path / "b", capsys, before.replace("import sys", "import sys as system"), [patch], {"i.diff": payload}
+    )
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("FAIL", "CONFLICT")
+    assert "expected 'import sys', found 'import sys as system'" in res["message"]
+    sc, r = apply(tmp_path / "c", capsys, "X = 1\n", [patch], {"i.diff": payload})
+    assert r.json["results"][0]["reason"] == "TARGET_NOT_FOUND"
+
+
+def test_edit_statement_follows_the_named_statement_and_names_what_does_not_match(tmp_path, capsys):
+    payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,4 +1,5 @@\n EXTS = [\n     'a',\n+    'x',\n     'b',\n ]\n"
+    patch = {"id": "ex", "op": "edit-statement", "file": "pkg/mod.py", "statement": "EXTS", "source": src("e.diff")}
+    before = "import os\n\nY = 2\n\nEXTS = [\n    'a',\n    'b',\n]\n"
+    sc, r = apply(tmp_path / "a", capsys, before, [patch], {"e.diff": payload})
+    assert r.code == 0, r.out
+    assert sc.text() == before.replace("    'a',\n", "    'a',\n    'x',\n")
+    assert sc.apply(capsys).json["results"][0]["reason"] == "ALREADY_APPLIED"
+    _sc, r = apply(tmp_path / "b", capsys, before.replace("'b'", "'c'"), [patch], {"e.diff": payload})
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "CONFLICT", 7)
+    assert "inside the statement that binds EXTS (lines 5-8) at line 7: expected \"    'b',\"" in res["message"]
+    _sc, r = apply(tmp_path / "c", capsys, "EXT = [1]\n", [patch], {"e.diff": payload})
+    res = r.json["results"][0]
+    assert res["reason"] == "TARGET_NOT_FOUND"
+    assert res["message"] == (
+        "pkg/mod.py has no module-level statement that binds EXTS; "
+        "closest module-level names in this file: EXT (line 1)"
+    )
