@@ -517,11 +517,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         click.echo(f"patchkit: error: {_usage_line(exc)}", err=True)
         return ExitCode.USAGE
-    except click.exceptions.Abort:
-        click.echo("patchkit: aborted", err=True)
-        return 130
-    except KeyboardInterrupt:
-        click.echo("patchkit: interrupted; nothing was left half-written", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns a Ctrl-C into Abort; either way, say what was and was not written.
+        click.echo(f"patchkit: {_interrupted(args)}", err=True)
         return 130
     except BrokenPipeError:
         if not _stdout_closed():
@@ -569,6 +567,21 @@ def _quiet_on_closed_stdout() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return EXIT_CLOSED_STDOUT
+
+
+def _interrupted(args: list[str]) -> str:
+    """What an interrupted command leaves: for the verbs that write the tree, nothing or the files its
+    finished (whole, recorded) writes changed; the others just stop (bench cleans up its own)."""
+    if not {"apply", "revert"} & set(args):
+        return "interrupted (Ctrl-C)"
+    written = sys.modules.get("patchkit.engine.transaction")
+    paths = list(dict.fromkeys(getattr(written, "WRITTEN", ()))) if written is not None else []
+    if not paths:
+        return "interrupted (Ctrl-C); nothing was written"
+    return (
+        f"interrupted (Ctrl-C) after writing {', '.join(paths)} (whole and recorded: `patchkit status` shows them); "
+        "nothing else was written"
+    )
 
 
 def _crash(exc: Exception, args: list[str]) -> int:

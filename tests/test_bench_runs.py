@@ -437,7 +437,7 @@ def test_bench_refuses_exactly_when_the_guard_does(capsys, history, manifest, st
     (run,) = result.json["runs"]
     assert run["outcome"] == "refused" and not marker.exists()  # nothing started
     assert run["reason"].startswith("the guard refused the patched tree (standin:clean;")
-    assert any(d.startswith("standin: [clean] 1 change(s) outside patchkit's edits: notes.txt (untracked)")
+    assert any(d.startswith("standin: [clean] 1 change outside patchkit's edits: notes.txt (untracked)")
                for d in run["details"])  # fmt: skip
     (stored,) = run["guard"]["reports"]
     monkeypatch.setenv("PYTHONPATH", str(tree / "python"))  # the server's, as [bench].pythonpath gives it

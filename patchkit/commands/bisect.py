@@ -59,6 +59,12 @@ def bisect(
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
         good_c, bad_c = git_repo.commit(good), git_repo.commit(bad)
+        if good_c.sha == bad_c.sha:
+            raise UsageError(
+                f"--good {good} and --bad {bad} are the same commit ({good_c.short}): there is nothing between "
+                "them to search",
+                hint="give --good an older commit where the metric was fine",
+            )
         session = Session.open(
             git_repo,
             loaded,

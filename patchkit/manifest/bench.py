@@ -183,12 +183,14 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         regexes = tuple(item.get("regex", ()))
         if source == "output-file":
             if "key" not in item:
-                raise fail([*path, "key"], 'missing required key for source "output-file"', "the JSON key to read")
+                raise fail(
+                    [*path, "key"], "missing required key 'key' for source \"output-file\"", "the JSON key to read"
+                )
             if regexes:
                 raise fail([*path, "regex"], 'source "output-file" reads `key`, not `regex`', "drop `regex`")
         else:
             if not regexes:
-                raise fail([*path, "regex"], f"missing required key for source {source!r}", "a list of regexes")
+                raise fail([*path, "regex"], f"missing required key 'regex' for source {source!r}", "a list of regexes")
             if "key" in item:
                 raise fail([*path, "key"], f"source {source!r} reads `regex`, not `key`", "drop `key`")
         for position, pattern in enumerate(regexes):
