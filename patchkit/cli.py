@@ -255,9 +255,16 @@ def guard_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@manifest_option
+@click.option("-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site.")
 @repo_option
 @guard_options
+@click.option(
+    "--site",
+    is_flag=True,
+    help="With --python: verify every distribution of PY's site directories against its RECORD; "
+    "list unowned .py/.pth/sitecustomize files and editable installs.",
+)
+@click.option("--no-cache", is_flag=True, help="With --site: hash every file (no stat cache).")
 @json_option
 def guard(**kwargs: Any) -> int:
     """Refuse to benchmark an untrusted tree: exit 0 only if every check holds.
@@ -267,6 +274,11 @@ def guard(**kwargs: Any) -> int:
     version of the manifest; no other change or untracked file; with --python
     and --import, the interpreter imports each PKG from this tree. Every
     failed check is listed, with what to do.
+
+    With --site (no manifest needed): every file of PY's site directories is
+    checked against the RECORD of its distribution; an edited or missing file,
+    a .py/.pth/sitecustomize owned by none, or an uncommitted change in an
+    editable install's checkout exits 1, naming each file.
     """
     from patchkit.commands.guard import guard as run_guard
 
@@ -279,6 +291,18 @@ def guard(**kwargs: Any) -> int:
 @click.option("--apply", "apply", is_flag=True, help="Apply the manifest at HEAD first; reverted when CMD exits.")
 @click.option("--keep", is_flag=True, help="With --apply: keep the edits after CMD exits.")
 @guard_options
+@click.option(
+    "--probe",
+    is_flag=True,
+    help="Run the probe in every Python process CMD starts; when CMD exits, account for every file "
+    "that ran (a STRAY exits 1).",
+)
+@click.option(
+    "--probe-dir", default=None, metavar="DIR", help="With --probe: keep the probe's per-process files in DIR."
+)
+@click.option(
+    "--allow-stray", multiple=True, metavar="GLOB", help="With --probe: a STRAY matching GLOB is accepted. Repeatable."
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def run(**kwargs: Any) -> int:
     """Guard the tree, then run CMD in it, passing its output and exit code through.

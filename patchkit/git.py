@@ -576,9 +576,20 @@ class Repo:
 
     def hash_blob(self, data: bytes) -> str:
         """The object id git would give ``data`` (no process, no write)."""
+        return blob_id(data, self.object_format)
 
-        algo = hashlib.sha256 if self.object_format == "sha256" else hashlib.sha1
-        return algo(b"blob %d\0" % len(data) + data).hexdigest()
+    def tree_blobs(self, commit: str) -> dict[str, str]:
+        """Every file of ``commit``'s tree -> its blob id (one ``ls-tree -r``; submodules and links left out)."""
+        out = self.git_bytes("ls-tree", "-r", "-z", "--full-tree", commit)
+        blobs: dict[str, str] = {}
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, path = record.split(b"\t", 1)
+            mode, kind, oid = meta.decode().split()
+            if kind == "blob" and mode != "120000":
+                blobs[path.decode("utf-8", "surrogateescape")] = oid
+        return blobs
 
     # -- trees and blobs ---------------------------------------------------
 
@@ -799,6 +810,12 @@ class WorktreeChange:
     old_mode: str
     new_mode: str
     renamed_to: str | None = None
+
+
+def blob_id(data: bytes, object_format: str = "sha1") -> str:
+    """The object id git gives ``data`` as a blob, computed here (no process)."""
+    algo = hashlib.sha256 if object_format == "sha256" else hashlib.sha1
+    return algo(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def parent_dirs(path: str) -> list[str]:

@@ -29,7 +29,7 @@ from patchkit.bench.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty", "launch", "series",
+    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof",
 }  # fmt: skip
 
 
@@ -281,7 +281,7 @@ def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     assert set(data) == {
         "version", "command", "threshold", "confidence", "a", "b", "launches", "no_data", "metrics", "provenance",
     }  # fmt: skip
-    assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host"}
+    assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host", "proof"}
     subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]
     assert subjects == ["docs: more notes", SLOW_SUBJECT]
     rows = {r["metric"]: r for r in data["metrics"]}
@@ -382,7 +382,7 @@ def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_
     phases = list(dict.fromkeys(p for p, _ in seen))
     assert phases == [
         "preparing worktree", "applying", "guard", "reading provenance", "starting server", "waiting for health",
-        "checking worker environments", "client", "stopping server",
+        "checking worker environments", "accounting for every file that ran", "client", "stopping server",
     ]  # fmt: skip
     assert [d for p, d in seen if p == "client"] == ["warmup 1/1", "run 1/2", "run 2/2"]
     assert all(d.endswith("of 20s") for p, d in seen if p == "waiting for health")

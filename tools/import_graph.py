@@ -37,6 +37,7 @@ UPWARD = {
 
 # (importing module or package, imported module or package, why the import waits): a prefix matches
 # itself and everything under it; "*" is any patchkit module.
+PROBE_WHY = "the probe runs in every server process at start-up: it imports only at the moment it needs a module"
 BOUNDARIES = (
     ("patchkit.cli", "*", "the CLI verbs: a verb's module (and what reports its errors) loads only when it runs"),
     ("patchkit.cli", "traceback", "the CLI's error path"),
@@ -74,6 +75,10 @@ BOUNDARIES = (
     ("patchkit.guard.pytest_plugin", "sys", "the pytest plugin: nothing at import time"),
     ("patchkit.guard.api", "patchkit.guard.probe", "the guard's interpreter probe: only with --python / --import"),
     ("patchkit.guard.api", "patchkit.engine.check", "the guard's bisect verdict: only under --bisect, on a failure"),
+    ("patchkit.proof.site.sitecustomize", "site", PROBE_WHY),
+    ("patchkit.proof.site.sitecustomize", "functools", PROBE_WHY),
+    ("patchkit.proof.site.sitecustomize", "atexit", PROBE_WHY),
+    ("patchkit.proof.site.sitecustomize", "importlib", PROBE_WHY),
 )
 
 

@@ -31,6 +31,7 @@ from patchkit.bench.record import Outcome, RunRecord, patch_state
 from patchkit.bench.verdict import Noise, Verdict, judge
 from patchkit.errors import UsageError
 from patchkit.git import Commit
+from patchkit.proof.compare import proof_changes
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,7 @@ class Comparison:
     launches_a: tuple[RunRecord, ...] = ()  # the launches of side A (A among them)
     launches_b: tuple[RunRecord, ...] = ()
     confidence: float = 0.99
+    proof: tuple[Difference, ...] = ()  # the probe's facts: effective env per rank, libraries, distributions, STRAYs
 
     @property
     def provenance(self) -> dict[str, tuple[Difference, ...] | tuple[PatchChange, ...]]:
@@ -145,6 +147,7 @@ class Comparison:
             "versions": self.versions,
             "gpus": self.gpus,
             "host": self.host,
+            "proof": self.proof,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -212,6 +215,7 @@ def compare(
         gpus=tuple(differences(list(a.gpus or []), list(b.gpus or []), "gpus")),
         host=tuple(differences(a.host, b.host, "host")),
         no_data=tuple(r for r in (a, b) if not r.has_data()),
+        proof=tuple(Difference(key, x, y) for key, x, y in proof_changes(a.proof, b.proof)),
     )
 
 

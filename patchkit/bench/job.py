@@ -57,6 +57,9 @@ from patchkit.bench.provenance import gpu_facts, host_facts, interpreter_facts, 
 from patchkit.bench.record import Outcome, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
+from patchkit.proof import probe_env
+from patchkit.proof.account import TreeFacts
+from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
 
 LOG_TAIL_LINES = 20
 
@@ -80,6 +83,7 @@ class JobSpec:
     guard_env: Mapping[str, str] = field(default_factory=dict)  # variables the guard adds
     expected_version: str | None = None  # what scm_version_file holds in this tree
     allow_dirty: bool = False  # recorded: the guard was told to allow changes outside patchkit's edits
+    proof_tree: TreeFacts | None = None  # the tree as the probe's accounting reads it ([bench].probe)
 
 
 class _Stop(Exception):
@@ -365,6 +369,9 @@ class _JobState:
     proc: subprocess.Popen[bytes] | None = None
     known: set[int] = field(default_factory=set)  # pids seen in the server's tree
     log_fh: IO[bytes] | None = None
+    probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
+    proof_healthy: Any = None  # patchkit.proof.runproof.Proof, read once healthy
+    proof: dict[str, Any] | None = None  # the record's "proof"
 
 
 def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mapping[str, str] | None = None) -> RunRecord:
@@ -394,6 +401,7 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
             _start(spec, state, say)
             _wait_healthy(spec, state, say)
             _verify(spec, state, say)
+            _prove_healthy(spec, state, say)
             _run_clients(spec, state, say)
         finally:
             leftovers = _stop(spec, state, say)
@@ -401,6 +409,7 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
         outcome, reason, details = stop.outcome, stop.reason, stop.details
     except KeyboardInterrupt:
         outcome, reason = Outcome.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM); the samples so far are kept"
+    outcome, reason, details = _prove_at_stop(spec, state, outcome, reason, details)
     if outcome is Outcome.OK and state.missing:
         names = sorted({m["metric"] for m in state.missing})
         outcome = Outcome.METRIC_MISSING
@@ -455,7 +464,7 @@ def _start(spec: JobSpec, state: _JobState, say: Progress) -> None:
         state.proc = subprocess.Popen(
             state.commands["server"],
             cwd=spec.tree,
-            env=state.env,
+            env=_server_env(spec, state),
             stdout=state.log_fh,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -518,6 +527,72 @@ def _verify(spec: JobSpec, state: _JobState, say: Progress) -> None:
             tuple(problems),
         )
     state.env_checked_pids = checked
+
+
+def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
+    """The server's environment: the job's, with the probe's directory first on PYTHONPATH ([bench].probe)."""
+    if not spec.config.probe:
+        return state.env
+    state.probe_dir = spec.run_dir / "probe"
+    state.probe_dir.mkdir(parents=True, exist_ok=True)
+    return probe_env(state.env, state.probe_dir, env_names=sorted(required_env(spec, state.env)))
+
+
+def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
+    assert state.probe_dir is not None
+    live = {}
+    if when == "healthy" and state.proc is not None:
+        for proc in _tree(state.proc.pid):
+            with contextlib.suppress(Exception):
+                live[proc.pid] = shlex.join(proc.cmdline())
+    return prove(
+        state.probe_dir,
+        live=live,
+        tree=spec.proof_tree,
+        allow_stray=spec.config.allow_stray,
+        expected=required_env(spec, state.env),
+        when=when,
+    )
+
+
+def _prove_healthy(spec: JobSpec, state: _JobState, say: Progress) -> None:
+    """Once healthy, before any client run: every file that ran is accounted for, every init env is right."""
+    if state.probe_dir is None:
+        return
+    say("accounting for every file that ran", "")
+    state.proof_healthy = proof = _prove(spec, state, "healthy")
+    if proof.reasons:
+        raise _Stop(
+            Outcome.REFUSED,
+            f"the probe found {len(proof.reasons)} problem(s) before measurement (STRAY files or an [bench].env "
+            "value a process lacked at init_process_group)",
+            tuple(proof.reasons),
+        )
+
+
+def _prove_at_stop(
+    spec: JobSpec, state: _JobState, outcome: Outcome, reason: str | None, details: tuple[str, ...]
+) -> tuple[Outcome, str | None, tuple[str, ...]]:
+    """Account again once the server is stopped (a file edited during the run is caught here); the record's proof."""
+    if state.probe_dir is None:
+        return outcome, reason, details
+    stop = _prove(spec, state, "stop")
+    state.proof = proof_json(state.proof_healthy, stop, server_log=state.server_log, probe_dir=state.probe_dir)
+    healthy_reasons = set(state.proof_healthy.reasons) if state.proof_healthy is not None else set()
+    new = [r for r in stop.reasons if r not in healthy_reasons]
+    if outcome is Outcome.OK and new:
+        return (
+            Outcome.REFUSED,
+            f"the probe found {len(new)} problem(s) when the server stopped: what ran is not what was accounted for",
+            (*details, *new),
+        )
+    return outcome, reason, details
+
+
+def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, Any]:
+    if not spec.config.probe:
+        return {"state": NOT_PROVEN, "reason": "[bench].probe = false"}
+    return state.proof or {"state": NOT_PROVEN, "reason": "no server process ran"}
 
 
 def _run_clients(spec: JobSpec, state: _JobState, say: Progress) -> None:
@@ -603,6 +678,7 @@ def _record(
         details=tuple(details),
         metrics=tuple(m.to_json() for m in spec.config.metrics),
         allow_dirty=spec.allow_dirty,
+        proof=_proof_record(spec, state),
     )
 
 

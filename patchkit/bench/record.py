@@ -143,6 +143,7 @@ class RunRecord:
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
+    proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -215,6 +216,7 @@ class RunRecord:
             "missing": [dict(m) for m in self.missing],
             "metrics": [dict(m) for m in self.metrics],
             "logs": dict(self.logs),
+            "proof": None if self.proof is None else dict(self.proof),
         }
 
     @classmethod
@@ -245,4 +247,5 @@ class RunRecord:
             allow_dirty=bool(data.get("allow_dirty", False)),
             launch=int(data.get("launch", 1)),
             series=data.get("series"),
+            proof=data.get("proof"),
         )

@@ -10,6 +10,8 @@ a server or client.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +31,7 @@ from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
+from patchkit.proof.account import TreeFacts
 
 
 def bench_config(manifests: Sequence[Manifest]) -> BenchConfig:
@@ -186,6 +189,7 @@ class Session:
                 guard_env=prepared.guard_env,
                 expected_version=prepared.version,
                 allow_dirty=self.allow_dirty,
+                proof_tree=proof_tree(prepared, self.config),
             )
             record = run_job(spec, say, base_env=dict(os.environ))
         record = replace(record, launch=launch, series=self.series)
@@ -198,6 +202,19 @@ class Session:
 def new_series() -> str:
     """The id of one invocation's launches: UTC time to the microsecond and the process id (unique per host)."""
     return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
+
+
+def proof_tree(prepared: Prepared, config: BenchConfig) -> TreeFacts | None:
+    """The worktree as the probe's accounting reads it: the commit's blobs, patchkit's apply records, and the
+    version file bench wrote (patchkit's own file, as the guard treats it)."""
+    if not config.probe or prepared.tree is None:
+        return None
+    extra = {}
+    if config.scm_version_file is not None:
+        path = prepared.tree / config.scm_version_file
+        with contextlib.suppress(OSError):
+            extra[config.scm_version_file] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return TreeFacts.of(Repo.discover(prepared.tree), prepared.tree, prepared.commit.sha, extra)
 
 
 def refused_record(

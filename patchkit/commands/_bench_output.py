@@ -280,6 +280,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
         ("version differences", result.versions),
         ("GPU differences", result.gpus),
         ("host differences", result.host),
+        ("proof differences (the probe: effective env, libraries, distributions, STRAYs)", result.proof),
     ):
         say(console, f"{title}: {len(items) or 'none'}", "bold")
         for d in items:

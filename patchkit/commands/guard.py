@@ -11,7 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from patchkit.errors import BisectAbortError, PatchkitError
+from patchkit.commands.guard_site import guard_site
+from patchkit.errors import BisectAbortError, PatchkitError, UsageError
 from patchkit.guard.api import evaluate_guard, require_python_for_imports
 from patchkit.guard.report import show
 from patchkit.render import print_json
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 def guard(
     *,
-    manifest: str,
+    manifest: str | None,
     repo: str,
     python: str | None,
     imports: Sequence[str],
@@ -31,7 +32,20 @@ def guard(
     bisect: bool,
     json_out: bool,
     console: Console,
+    site: bool = False,
+    no_cache: bool = False,
 ) -> int:
+    if site:
+        if manifest is not None or imports:
+            raise UsageError(
+                "--site checks the interpreter's site directories only",
+                hint="run `patchkit guard -m M` separately for the tree, or drop -m/--import",
+            )
+        return guard_site(python=python, no_cache=no_cache, json_out=json_out, console=console)
+    if manifest is None:
+        raise UsageError("Missing option '-m' / '--manifest'", hint="name the manifest, or use --python PY --site")
+    if no_cache:
+        raise UsageError("--no-cache needs --site", hint="add --site --python PY")
     with bisect_errors(bisect):
         require_python_for_imports(python, imports)
         report = evaluate_guard(

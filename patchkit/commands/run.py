@@ -24,9 +24,13 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -37,6 +41,11 @@ from patchkit.engine.apply import apply_worktree
 from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
+from patchkit.proof import probe_env
+from patchkit.proof.account import TreeFacts, account
+from patchkit.proof.digests import DigestCache
+from patchkit.proof.records import read_probe_dir
+from patchkit.proof.show import show_proof
 
 
 def run(
@@ -52,6 +61,9 @@ def run(
     bisect: bool,
     command: Sequence[str],
     console: Console,
+    probe: bool = False,
+    probe_dir: str | None = None,
+    allow_stray: Sequence[str] = (),
 ) -> int:
     with guard_cmd.bisect_errors(bisect):
         if not command:
@@ -71,10 +83,17 @@ def run(
             return _guard_and_run(
                 loaded, git_repo, command, console,
                 python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect,
+                probe=ProbeOptions(probe_dir, tuple(allow_stray)) if probe else None,
             )  # fmt: skip
         finally:
             if wrote and not keep:
                 revert_worktree(loaded.name, git_repo)
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    directory: str | None  # keep the probe's files here (default: a temporary directory, removed)
+    allow_stray: tuple[str, ...]
 
 
 def _guard_and_run(
@@ -88,6 +107,7 @@ def _guard_and_run(
     allow_dirty: bool,
     strict: bool,
     bisect: bool,
+    probe: ProbeOptions | None = None,
 ) -> int:
     report = evaluate_guard(
         git_repo, loaded, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect
@@ -110,7 +130,45 @@ def _guard_and_run(
             "PATCHKIT_GUARD": "ok",
         }
     )
-    return run_passthrough(command, env, cwd=None)
+    if probe is None:
+        return run_passthrough(command, env, cwd=None)
+    return _run_probed(command, env, console, git_repo=git_repo, commit=report.commit.sha, probe=probe, bisect=bisect)
+
+
+def _run_probed(
+    command: Sequence[str], env: dict[str, str], console: Console, *, git_repo: Any, commit: str,
+    probe: ProbeOptions, bisect: bool,
+) -> int:  # fmt: skip
+    """Run CMD with the probe in every Python process it starts; account for every file that ran after it exits.
+
+    A STRAY makes the exit code 1 (128 under --bisect: the setup is wrong),
+    whatever CMD's own; otherwise CMD's exit code passes through.
+    """
+    keep = probe.directory is not None
+    out = Path(probe.directory) if probe.directory is not None else Path(tempfile.mkdtemp(prefix="patchkit-probe-"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        code = run_passthrough(command, probe_env(env, out), cwd=None)
+        processes = read_probe_dir(out)
+        tree = TreeFacts.of(git_repo, git_repo.root, commit)
+        root = str(git_repo.root)
+        accounting = account(
+            processes, tree=tree, allow_stray=probe.allow_stray, cache=DigestCache.for_scope("run:" + root)
+        )
+    finally:
+        if not keep:
+            shutil.rmtree(out, ignore_errors=True)
+    show_proof(console, processes, accounting)
+    if not processes:
+        console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
+    if accounting.strays:
+        console.print(
+            f"patchkit run --probe: {len(accounting.strays)} STRAY file(s) ran; exit "
+            f"{128 if bisect else 1} (CMD exited {code})",
+            markup=False,
+        )
+        return int(ExitCode.BISECT_ABORT if bisect else ExitCode.REFUSED)
+    return code
 
 
 _SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel sent (a terminal's Ctrl-C), not kill(2)

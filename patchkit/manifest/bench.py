@@ -90,6 +90,8 @@ class BenchConfig:
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     vars: Mapping[str, str] = field(default_factory=dict)
     profiles: Mapping[str, Profile] = field(default_factory=dict)
+    probe: bool = True  # the probe in every Python process of the server (patchkit/proof)
+    allow_stray: tuple[str, ...] = ()  # fnmatch globs on absolute paths: STRAY files the user accepts
 
     def profile_names(self) -> list[str]:
         """Declared profiles in file order; one implicit ``default`` when there are none."""
@@ -138,6 +140,8 @@ class BenchConfig:
             "vars": dict(self.vars),
             "profiles": sorted(self.profiles),
             "metrics": [m.to_json() for m in self.metrics],
+            "probe": self.probe,
+            "allow_stray": list(self.allow_stray),
         }
 
 
@@ -291,4 +295,6 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         inherit=tuple(table.get("inherit", DEFAULT_INHERIT)),
         vars=base_vars,
         profiles=profiles,
+        probe=bool(table.get("probe", True)),
+        allow_stray=tuple(table.get("allow_stray", ())),
     )

@@ -19,6 +19,16 @@ and the number of starts before it (counted as lines of ``--noise-state
 FILE``), so a sequence of launches is reproducible; each /generate reply
 carries that factor times its own exp(N(0, SIGMA/4)) (within-launch noise),
 and the stand-in client multiplies its throughput by their mean.
+SGLang's process shape, for the probe (patchkit/proof): ``--main-env NAME=VALUE`` sets
+``os.environ`` in the main process before the workers start (as SGLang's
+``_set_envs_and_config`` does), then ``--spawn-workers N`` starts N
+``multiprocessing`` spawn children named ``scheduler_TP<rank>`` that import
+``torch`` (the stand-in under tests/standin/torch_standin on PYTHONPATH),
+set ``--worker-env RANK:NAME=VALUE`` themselves (``--tree-envs``: the tree's
+``sglang.srt.entrypoints.engine._set_envs_and_config()`` runs first, as SGLang's does), load ``--load-so PATH``
+through ctypes (as pynccl loads libnccl) and call
+``torch.distributed.init_process_group(--backend)``; /health is 200 only
+once every one of them has.
 """
 
 from __future__ import annotations
@@ -36,6 +46,26 @@ from pathlib import Path
 
 def worker() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(0.2)
+
+
+def spawn_worker(rank: int, world: int, backend: str, sets: list[str], load_so: str | None, ready) -> None:
+    """A scheduler process as SGLang spawns it: its own env edits, a ctypes-loaded library, then init."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    for item in sets:
+        where, _, assignment = item.partition(":")
+        name, _, value = assignment.partition("=")
+        if where in ("*", str(rank)):
+            os.environ[name] = value
+    if load_so:
+        import ctypes
+
+        ctypes.CDLL(load_so)
+    import torch.distributed as dist
+
+    dist.init_process_group(backend=backend, rank=rank, world_size=world)
+    ready.put(rank)
     while True:
         time.sleep(0.2)
 
@@ -119,6 +149,12 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.0, help="launch-to-launch sigma of the throughput factor")
     parser.add_argument("--noise-seed", default="0")
     parser.add_argument("--noise-state", default=None, help="file counting the starts (one line each)")
+    parser.add_argument("--spawn-workers", type=int, default=0, help="multiprocessing spawn children that init torch")
+    parser.add_argument("--backend", default="gloo")
+    parser.add_argument("--main-env", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--worker-env", action="append", default=[], metavar="RANK:NAME=VALUE")
+    parser.add_argument("--load-so", default=None)
+    parser.add_argument("--tree-envs", action="store_true", help="call the tree's _set_envs_and_config first")
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker()
@@ -153,6 +189,28 @@ def main() -> None:
             process.start()
             gpu_jobs.append(queue)
             workers.append(process)
+    spawned_ready = None
+    if args.spawn_workers:
+        import multiprocessing as mp
+
+        for assignment in args.main_env:
+            name, _, value = assignment.partition("=")
+            os.environ[name] = value
+        if args.tree_envs:  # as SGLang's engine does before it spawns the schedulers: per commit
+            from sglang.srt.entrypoints.engine import _set_envs_and_config  # type: ignore[import-not-found]
+
+            _set_envs_and_config()
+        ctx = mp.get_context("spawn")
+        spawned_ready = ctx.Queue()
+        for rank in range(args.spawn_workers):
+            process = ctx.Process(
+                target=spawn_worker,
+                args=(rank, args.spawn_workers, args.backend, args.worker_env, args.load_so, spawned_ready),
+                name=f"scheduler_TP{rank}",
+                daemon=True,
+            )
+            process.start()
+            workers.append(process)
     if args.pid_file:
         Path(args.pid_file).write_text("\n".join(str(p) for p in [os.getpid(), *(w.pid for w in workers)]) + "\n")
 
@@ -161,6 +219,9 @@ def main() -> None:
         print("RuntimeError: stand-in start-up failure (CUDA out of memory)", file=sys.stderr, flush=True)
         os._exit(args.exit_during_startup)
 
+    if spawned_ready is not None:
+        for _ in range(args.spawn_workers):
+            spawned_ready.get(timeout=120)
     ready_at = time.monotonic() + args.delay
     version = args.report_version or tree_version()
     verify_ms = args.verify_ms

@@ -1,0 +1,33 @@
+"""Proof from inside the benchmarked processes: the code that ran, its environment, the NCCL it loaded.
+
+* ``site/sitecustomize.py``: the probe, run by every Python process of the
+  server's tree (``probe_env`` puts it first on ``PYTHONPATH``);
+* ``records``: the probe's per-process files, read back as frozen values;
+* ``libs``: from outside (psutil), the shared libraries each process mapped;
+* ``nccllog``: NCCL's own ``NCCL_DEBUG=INFO`` lines, per pid;
+* ``dists`` and ``digests``: site directories, their distributions and RECORD
+  hashes, with a stat cache of file digests;
+* ``account``: every file that ran, put in one category (tree, dist,
+  editable, stdlib, probe) or called STRAY with why;
+* ``sitecheck``: the same verification of an interpreter's site directories
+  without a server (``patchkit guard --python PY --site``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+PROBE_SITE_DIR = Path(__file__).resolve().parent / "site"
+
+
+def probe_env(environ: Mapping[str, str], out_dir: Path, *, env_names: Sequence[str] = ()) -> dict[str, str]:
+    """``environ`` with the probe on: its directory first on PYTHONPATH, writing to ``out_dir``."""
+    env = dict(environ)
+    rest = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(PROBE_SITE_DIR) + (os.pathsep + rest if rest else "")
+    env["PATCHKIT_PROBE_DIR"] = str(out_dir)
+    if env_names:
+        env["PATCHKIT_PROBE_ENV"] = ",".join(env_names)
+    return env

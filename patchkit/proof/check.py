@@ -1,0 +1,40 @@
+"""What makes a probed run untrustworthy: a STRAY that ran, or an expected variable missing at init.
+
+Each reason is one line naming the pid, the process (title, multiprocessing
+name or argv), the file or the variable, and the expected and found values,
+so a refused run says exactly which worker saw what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from patchkit.proof.account import Accounting
+from patchkit.proof.records import ProcessFacts
+
+
+def stray_reasons(accounting: Accounting, processes: Sequence[ProcessFacts]) -> list[str]:
+    labels = {p.pid: p.label for p in processes}
+    out = []
+    for item in accounting.strays:
+        who = ", ".join(f"pid {pid} ({labels.get(pid, '?')})" for pid in item.pids)
+        owner = f" [{item.owner}]" if item.owner else ""
+        out.append(f"STRAY {item.path}{owner}: {item.why}; loaded by {who}")
+    return out
+
+
+def env_reasons(processes: Sequence[ProcessFacts], expected: Mapping[str, str]) -> list[str]:
+    """Every process that called init_process_group must have had each expected NAME=VALUE at the call."""
+    out = []
+    for proc in processes:
+        for call in proc.inits:
+            for name, value in expected.items():
+                found = call.env.get(name)
+                if found != value:
+                    start = proc.start_env.get(name)
+                    note = f" (it started with {start!r})" if start != found else ""
+                    out.append(
+                        f"pid {proc.pid} ({proc.label}, rank {call.rank}): {name} at init_process_group: "
+                        f"expected {value!r}, found {found!r}{note}"
+                    )
+    return out

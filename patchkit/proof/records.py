@@ -1,0 +1,202 @@
+"""The probe's per-process files (``probe-<pid>.jsonl``), read back as frozen values.
+
+Each file is a stream of JSON lines written by ``site/sitecustomize.py``:
+``process`` (identity, prefixes, site dirs, start environment), ``module`` /
+``pth`` / ``probe`` / ``chained`` (a file that ran, with size and mtime when it
+was found), ``init`` (``torch.distributed.init_process_group``: environment
+at the call, backend, rank, world size, torch and NCCL versions), ``error``
+(the probe's own failures) and ``exit``.  A torn last line (a process killed
+mid-write) is skipped.  Values are redacted again here, so a secret that
+reached a file by any route never reaches the store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")  # the probe's own list (it cannot import patchkit)
+REDACTED = "<redacted>"
+FILE_KINDS = ("module", "pth", "probe", "chained")
+
+
+def redact_env(env: Mapping[str, Any] | None) -> dict[str, str]:
+    if not env:
+        return {}
+    return {str(k): (REDACTED if any(w in str(k).upper() for w in SECRET_WORDS) else str(v)) for k, v in env.items()}
+
+
+@dataclass(frozen=True)
+class LoadedFile:
+    kind: str  # module | pth (a .pth with an import line) | probe | chained (the shadowed sitecustomize)
+    name: str
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class InitCall:
+    """One call of ``torch.distributed.init_process_group``."""
+
+    env: dict[str, str]
+    backend: str | None
+    rank: int | None
+    world_size: int | None
+    torch: str | None
+    nccl: str | None
+    raised: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "env": dict(self.env),
+            "backend": self.backend,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "torch": self.torch,
+            "nccl": self.nccl,
+            "raised": self.raised,
+        }
+
+
+@dataclass(frozen=True)
+class ProcessFacts:
+    pid: int
+    ppid: int | None
+    argv: tuple[str, ...]
+    executable: str | None
+    title: str | None  # setproctitle's, seen at init or exit
+    mp_name: str | None  # multiprocessing's process name (SGLang: none; the stand-in: scheduler_TP<n>)
+    prefix: str | None
+    base_prefix: str | None
+    stdlib: str | None
+    site_dirs: tuple[str, ...]
+    forked_from: int | None
+    start_env: dict[str, str] = field(repr=False)
+    files: tuple[LoadedFile, ...] = field(repr=False)
+    inits: tuple[InitCall, ...] = ()
+    errors: tuple[str, ...] = ()
+    exited: bool = False
+
+    @property
+    def label(self) -> str:
+        """How a person names this process: its title, else its multiprocessing name, else its argv."""
+        if self.title:
+            return self.title.split("::", 1)[-1] if "::" in self.title else self.title
+        if self.mp_name and self.mp_name != "MainProcess":
+            return self.mp_name
+        return " ".join(self.argv) or f"pid {self.pid}"
+
+    @property
+    def rank(self) -> int | None:
+        return self.inits[-1].rank if self.inits else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "pid": self.pid,
+            "ppid": self.ppid,
+            "label": self.label,
+            "argv": list(self.argv),
+            "executable": self.executable,
+            "title": self.title,
+            "mp_name": self.mp_name,
+            "prefix": self.prefix,
+            "site_dirs": list(self.site_dirs),
+            "forked_from": self.forked_from,
+            "start_env": dict(self.start_env),
+            "init": [i.to_json() for i in self.inits],
+            "files": len(self.files),
+            "errors": list(self.errors),
+            "exited": self.exited,
+        }
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return []
+    for line in text.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue  # a torn last line
+        if isinstance(item, dict):
+            out.append(item)
+    return out
+
+
+def read_process(path: Path) -> ProcessFacts | None:
+    items = _lines(path)
+    head = next((i for i in items if i.get("kind") == "process"), None)
+    if head is None:
+        return None
+    files: list[LoadedFile] = []
+    inits: list[InitCall] = []
+    errors: list[str] = []
+    title = mp_name = None
+    exited = False
+    for item in items:
+        kind = item.get("kind")
+        if kind in FILE_KINDS:
+            try:
+                name, where = str(item["name"]), str(item["path"])
+                files.append(LoadedFile(str(kind), name, where, int(item["size"]), int(item["mtime_ns"])))
+            except (KeyError, TypeError, ValueError):
+                continue
+        elif kind == "init":
+            inits.append(
+                InitCall(
+                    env=redact_env(item.get("env")),
+                    backend=item.get("backend"),
+                    rank=item.get("rank"),
+                    world_size=item.get("world_size"),
+                    torch=item.get("torch"),
+                    nccl=item.get("nccl"),
+                    raised=item.get("raised"),
+                )
+            )
+        elif kind == "error":
+            errors.append(str(item.get("message")))
+        if kind in ("init", "exit"):
+            title = item.get("title") or title
+            mp_name = item.get("mp_name") or mp_name
+            exited = exited or kind == "exit"
+    return ProcessFacts(
+        pid=int(head["pid"]),
+        ppid=head.get("ppid"),
+        argv=tuple(str(a) for a in head.get("argv") or ()),
+        executable=head.get("executable"),
+        title=title,
+        mp_name=mp_name,
+        prefix=head.get("prefix"),
+        base_prefix=head.get("base_prefix"),
+        stdlib=head.get("stdlib"),
+        site_dirs=tuple(str(d) for d in head.get("site_dirs") or ()),
+        forked_from=head.get("forked_from"),
+        start_env=redact_env(head.get("env")),
+        files=tuple(files),
+        inits=tuple(inits),
+        errors=tuple(errors),
+        exited=exited,
+    )
+
+
+def read_probe_dir(directory: Path) -> list[ProcessFacts]:
+    """Every process the probe saw, in pid order."""
+    found = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return []
+    for name in names:
+        if name.startswith("probe-") and name.endswith(".jsonl"):
+            facts = read_process(directory / name)
+            if facts is not None:
+                found.append(facts)
+    return sorted(found, key=lambda p: p.pid)

@@ -1,0 +1,63 @@
+"""The accounting and the per-process facts as a person reads them (``run --probe``, bench)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from patchkit.proof.account import Accounting
+from patchkit.proof.records import ProcessFacts
+from patchkit.render import Grid, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def accounting_line(accounting: Accounting) -> str:
+    counts = accounting.counts
+    parts = [f"{counts[c]} {c}" for c in ("tree", "dist", "editable", "stdlib", "probe") if counts[c]]
+    line = f"files that ran: {', '.join(parts) or 'none'}; {counts['stray']} STRAY"
+    if counts["allowed"]:
+        line += f" ({counts['allowed']} more allowed by allow_stray)"
+    return line
+
+
+def strays_table(accounting: Accounting, processes: Sequence[ProcessFacts]) -> Grid:
+    labels = {p.pid: p.label for p in processes}
+    table = Grid()
+    table.add_column("STRAY", whole=True)
+    table.add_column("file")
+    table.add_column("why")
+    table.add_column("loaded by")
+    for item in accounting.strays:
+        who = ", ".join(f"pid {pid} ({labels.get(pid, '?')})" for pid in item.pids)
+        table.add_row("STRAY", item.path, item.why or "", who)
+    return table
+
+
+def init_table(processes: Sequence[ProcessFacts], names: Sequence[str] = ()) -> Grid:
+    """Per process that called init_process_group: rank, backend, versions, and the environment at the call."""
+    table = Grid()
+    for column in ("pid", "process", "rank", "backend", "torch", "nccl"):
+        table.add_column(column, whole=True)
+    table.add_column("environment at init_process_group")
+    for proc in processes:
+        for call in proc.inits:
+            shown = {k: v for k, v in call.env.items() if not names or k in names or k.startswith("NCCL_")}
+            env = " ".join(f"{k}={v}" for k, v in sorted(shown.items()))
+            table.add_row(
+                str(proc.pid), proc.label, str(call.rank), call.backend or "?", call.torch or "?", call.nccl or "-", env
+            )
+    return table
+
+
+def show_proof(console: Console, processes: Sequence[ProcessFacts], accounting: Accounting) -> None:
+    console.print(f"probe: {len(processes)} Python process(es) seen", markup=False)
+    for proc in processes:
+        for error in proc.errors:
+            console.print(error, markup=False, style="yellow")
+    if any(p.inits for p in processes):
+        emit(console, init_table(processes))
+    console.print(accounting_line(accounting), markup=False)
+    if accounting.strays:
+        emit(console, strays_table(accounting, processes))

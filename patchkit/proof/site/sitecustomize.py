@@ -1,0 +1,488 @@
+"""patchkit's probe: what every Python process of a benchmarked server really ran with.
+
+This directory is put first on the server's ``PYTHONPATH``; Python's ``site``
+imports ``sitecustomize`` from it at start-up, in the server and in every
+process it starts (``multiprocessing`` spawn children are fresh interpreters
+and run ``site`` again).  It does nothing unless ``PATCHKIT_PROBE_DIR`` names
+the directory it writes to, and then:
+
+* writes ``probe-<pid>.jsonl`` there, one JSON object a line, appended with
+  one ``os.write`` per event, so the file is complete at every moment (no
+  buffer to flush, nothing lost when the process is killed);
+* records identity (pid, ppid, argv, executable, prefixes, site dirs), the
+  start environment, the modules already loaded (``.pth`` import lines run
+  before ``sitecustomize``), and then every module file as it is found, with
+  its size and mtime at that moment;
+* wraps ``torch.distributed.init_process_group`` when the program imports
+  ``torch.distributed`` (the probe never imports torch itself), and records
+  the environment at the moment of the call, with backend, rank, world size,
+  ``torch.__version__`` and ``torch.cuda.nccl.version()`` (only when the
+  program has loaded ``torch.cuda.nccl``: no CUDA initialisation);
+* then runs the ``sitecustomize`` it shadows (Debian's, or the user's own), so
+  that one still runs.
+
+Only names of the families below and of ``PATCHKIT_PROBE_ENV`` (a comma list:
+``[bench].env``) are recorded; the value of a name that looks like a secret is
+replaced by ``<redacted>`` before it is written.  The probe uses the standard
+library only (this file cannot import patchkit: the server's interpreter may
+not have it), and every error of its own is swallowed and reported as
+``probe failed in pid N: ...`` on stderr and in its file; an error raised by the
+shadowed ``sitecustomize`` propagates as it would without the probe.
+
+``PATCHKIT_PROBE_FAULT=start|import|init`` raises inside the probe at that
+point (the fault-injection test uses it to show the program is unaffected).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # typing is not imported: it is not loaded at start-up, and the probe must stay cheap
+if TYPE_CHECKING:
+    from typing import Any
+
+FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+REDACTED = "<redacted>"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class ProbeFault(Exception):
+    """Raised on purpose by PATCHKIT_PROBE_FAULT."""
+
+
+def _fault(point: str) -> None:
+    if os.environ.get("PATCHKIT_PROBE_FAULT") == point:
+        raise ProbeFault(f"injected fault at {point}")
+
+
+def redact(name: str, value: str) -> str:
+    upper = name.upper()
+    return REDACTED if any(word in upper for word in SECRET_WORDS) else value
+
+
+def wanted_env(environ: dict[str, str] | os._Environ[str], extra: frozenset[str]) -> dict[str, str]:
+    return {name: redact(name, value) for name, value in environ.items() if name in extra or name.startswith(FAMILIES)}
+
+
+class Probe:
+    """The per-process recorder; one instance, installed at the front of ``sys.meta_path``."""
+
+    def __init__(self, out: str) -> None:
+        self.out = out
+        self.fd = -1
+        self.pid = 0
+        self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
+        self.searching: set[str] = set()
+        self.fault = os.environ.get("PATCHKIT_PROBE_FAULT")
+        self.patched = False
+        self.mains_seen: set[str] = set()
+
+    # -- writing ------------------------------------------------------------------------------------
+    def open(self, forked_from: int | None = None) -> None:
+        self.pid = os.getpid()
+        path = os.path.join(self.out, f"probe-{self.pid}.jsonl")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(path, flags, 0o644)
+        self.emit(
+            {
+                "kind": "process",
+                "pid": self.pid,
+                "ppid": os.getppid(),
+                "argv": list(sys.argv),
+                "orig_argv": list(getattr(sys, "orig_argv", sys.argv)),
+                "executable": sys.executable,
+                "prefix": sys.prefix,
+                "base_prefix": sys.base_prefix,
+                "stdlib": os.path.dirname(os.__file__),
+                "site_dirs": self.site_dirs(),
+                "probe": os.path.abspath(__file__),
+                "forked_from": forked_from,
+                "env": wanted_env(os.environ, self.extra),
+            }
+        )
+
+    def emit(self, record: dict[str, object]) -> None:
+        if self.fd >= 0:
+            os.write(self.fd, (_dumps(record) + "\n").encode("ascii"))
+
+    def failed(self, exc: BaseException) -> None:
+        """Report one of the probe's own errors; never raises."""
+        try:
+            message = f"probe failed in pid {os.getpid()}: {type(exc).__name__}: {exc}"
+            sys.stderr.write(message + "\n")
+            sys.stderr.flush()
+            self.emit({"kind": "error", "message": message})
+        except Exception:
+            pass
+
+    @staticmethod
+    def site_dirs() -> list[str]:
+        import site
+
+        dirs = list(getattr(site, "getsitepackages", lambda: [])())
+        if getattr(site, "ENABLE_USER_SITE", False):
+            dirs.append(site.getusersitepackages())
+        return dirs
+
+    # -- modules ------------------------------------------------------------------------------------
+    def module(self, name: str, path: str | None, kind: str = "module") -> None:
+        if not path or not os.path.isabs(path):
+            return
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        if self.fd >= 0:  # the hot path (once per module): one f-string, one write
+            q = _quote
+            line = f'{{"kind": "{kind}", "name": {q(name)}, "path": {q(path)}, "size": {st.st_size}, '
+            os.write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+
+    def mains(self) -> None:
+        """The main script (``python FILE``) and, in a spawn child, the parent's main re-run as ``__mp_main__``:
+        neither is found through ``sys.meta_path``."""
+        for name in ("__main__", "__mp_main__"):
+            path = getattr(sys.modules.get(name), "__file__", None)
+            if isinstance(path, str) and path not in self.mains_seen:
+                self.mains_seen.add(path)
+                self.module(name, os.path.abspath(path))
+
+    def already_loaded(self) -> None:
+        script = sys.argv[0] if sys.argv else ""
+        if script not in ("", "-c", "-m") and os.path.isfile(script):
+            self.mains_seen.add(script)
+            self.module("__main__", os.path.abspath(script))
+        for name, mod in list(sys.modules.items()):
+            path = getattr(mod, "__file__", None)
+            if isinstance(path, str):
+                self.module(name, path)
+        for site_dir in self.site_dirs():
+            try:
+                names = sorted(os.listdir(site_dir))
+            except OSError:
+                continue
+            for entry in names:
+                if entry.endswith(".pth"):
+                    self.pth(os.path.join(site_dir, entry))
+
+    def pth(self, path: str) -> None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                runs = any(line.startswith(("import ", "import\t")) for line in f)
+        except OSError:
+            return
+        if runs:
+            self.module(os.path.basename(path), path, kind="pth")
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> object:
+        """Find the spec the other finders would find, record its file, and return it.
+
+        Returning the spec (rather than None) means no finder is asked twice.
+        A finder that asks the import system for the same name from inside its
+        own search meets ``searching`` and gets None from us (an ``import``
+        statement holds the module's lock while it searches, so two threads
+        never search one name through here at once).  This runs once per
+        module: it is kept to one stat, one f-string and one write.
+        """
+        searching = self.searching
+        if name in searching:
+            return None
+        searching.add(name)
+        try:
+            for finder in sys.meta_path:
+                if finder is self:  # type: ignore[comparison-overlap]
+                    continue
+                find = getattr(finder, "find_spec", None)
+                if find is not None:
+                    spec = find(name, path, target)
+                    if spec is not None:
+                        break
+            else:
+                return None
+        finally:
+            searching.discard(name)
+        try:
+            if self.fault == "import":
+                raise ProbeFault("injected fault at import")
+            origin = spec.origin
+            if spec.has_location and origin.__class__ is str and self.fd >= 0:
+                try:
+                    st = _stat(origin)
+                except OSError:  # inside a zip, or gone already: nothing on disk to vouch for
+                    return spec
+                line = f'{{"kind": "module", "name": {_quote(name)}, "path": {_quote(origin)}, "size": {st.st_size}, '
+                _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+            if not self.patched and name in ("torch.distributed", "torch.distributed.distributed_c10d"):
+                self.wrap_loader(spec)
+        except Exception as exc:
+            self.failed(exc)
+        return spec
+
+    # -- torch.distributed.init_process_group -------------------------------------------------------
+    def wrap_loader(self, spec: object) -> None:
+        loader = getattr(spec, "loader", None)
+        exec_module: Any = getattr(loader, "exec_module", None)
+        if exec_module is None:
+            return
+        probe = self
+
+        class Loader:
+            """Delegates to the real loader; after the module ran, patches it and puts the real loader back."""
+
+            def __getattr__(self, attr: str) -> object:
+                return getattr(loader, attr)
+
+            def create_module(self, spec: object) -> object:
+                return loader.create_module(spec)  # type: ignore[union-attr]
+
+            def exec_module(self, module: object) -> None:
+                try:
+                    exec_module(module)
+                finally:
+                    try:
+                        module.__loader__ = loader  # type: ignore[attr-defined]
+                        module_spec = getattr(module, "__spec__", None)
+                        if module_spec is not None:
+                            module_spec.loader = loader
+                    except Exception as exc:
+                        probe.failed(exc)
+                probe.patch_torch()
+
+        spec.loader = Loader()  # type: ignore[attr-defined]
+
+    def patch_torch(self) -> None:
+        try:
+            targets = [sys.modules.get("torch.distributed"), sys.modules.get("torch.distributed.distributed_c10d")]
+            for mod in targets:
+                original = getattr(mod, "init_process_group", None)
+                if original is None or getattr(original, "__patchkit_probe__", False):
+                    continue
+                mod.init_process_group = self.wrapped(original)  # type: ignore[union-attr]
+                self.patched = True
+        except Exception as exc:
+            self.failed(exc)
+
+    def wrapped(self, original: object) -> object:
+        import functools
+
+        probe = self
+
+        @functools.wraps(original)  # type: ignore[arg-type]
+        def init_process_group(*args: object, **kwargs: object) -> object:
+            try:
+                env = wanted_env(os.environ, probe.extra)
+            except Exception as exc:
+                probe.failed(exc)
+                env = None
+            raised = None
+            try:
+                return original(*args, **kwargs)  # type: ignore[operator]
+            except BaseException as exc:
+                raised = f"{type(exc).__name__}: {exc}"
+                raise
+            finally:
+                try:
+                    _fault("init")
+                    probe.init_record(env, args, kwargs, raised)
+                except Exception as exc:
+                    probe.failed(exc)
+
+        init_process_group.__patchkit_probe__ = True  # type: ignore[attr-defined]
+        return init_process_group
+
+    def init_record(self, env: object, args: tuple[object, ...], kwargs: dict[str, object], raised: object) -> None:
+        self.mains()
+        dist = sys.modules.get("torch.distributed")
+        backend = kwargs.get("backend", args[0] if args else None)
+        rank = kwargs.get("rank", os.environ.get("RANK"))
+        world_size = kwargs.get("world_size", os.environ.get("WORLD_SIZE"))
+        if raised is None and dist is not None:
+            for attr, slot in (("get_rank", "rank"), ("get_world_size", "world_size"), ("get_backend", "backend")):
+                try:
+                    value = getattr(dist, attr)()
+                except Exception:
+                    continue
+                if slot == "rank":
+                    rank = value
+                elif slot == "world_size":
+                    world_size = value
+                else:
+                    backend = value
+        torch = sys.modules.get("torch")
+        nccl_module = sys.modules.get("torch.cuda.nccl")
+        nccl = None
+        if nccl_module is not None:
+            try:
+                nccl = nccl_module.version()
+            except Exception as exc:
+                nccl = f"unknown ({type(exc).__name__}: {exc})"
+        if isinstance(nccl, tuple):
+            nccl = ".".join(str(part) for part in nccl)
+        self.emit(
+            {
+                "kind": "init",
+                "env": env,
+                "backend": None if backend is None else str(backend),
+                "rank": _int(rank),
+                "world_size": _int(world_size),
+                "torch": getattr(torch, "__version__", None),
+                "nccl": None if nccl is None else str(nccl),
+                "title": self.title(),
+                "mp_name": self.mp_name(),
+                "raised": raised,
+            }
+        )
+
+    # -- identity that appears later ------------------------------------------------------------------
+    @staticmethod
+    def title() -> str | None:
+        """The process title (setproctitle rewrites /proc/self/cmdline), when it is not the argv."""
+        try:
+            with open("/proc/self/cmdline", "rb") as f:
+                raw = f.read()
+        except OSError:
+            return None
+        parts = [p.decode("utf-8", "replace") for p in raw.split(b"\0") if p]
+        original = list(getattr(sys, "orig_argv", sys.argv))
+        if not parts or parts == original:
+            return None
+        return " ".join(parts).strip() or None
+
+    @staticmethod
+    def mp_name() -> str | None:
+        mp = sys.modules.get("multiprocessing.process")
+        if mp is None:
+            return None
+        try:
+            return str(mp.current_process().name)
+        except Exception:
+            return None
+
+    def at_exit(self) -> None:
+        try:
+            if self.pid != os.getpid():
+                return
+            self.mains()
+            self.emit({"kind": "exit", "title": self.title(), "mp_name": self.mp_name()})
+        except Exception as exc:
+            self.failed(exc)
+
+    def after_fork(self) -> None:
+        parent = self.pid
+        try:
+            if self.fd >= 0:
+                os.close(self.fd)
+            self.fd = -1
+            self.open(forked_from=parent)
+        except Exception as exc:
+            self.fd = -1
+            self.failed(exc)
+
+
+def _dumps(value: object) -> str:
+    """JSON for what the probe writes (dicts, lists, str, int, bool, None), without importing json (and re)."""
+    if isinstance(value, str):
+        return _quote(value)
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_quote(str(k))}: {_dumps(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_dumps(v) for v in value) + "]"
+    return _quote(repr(value))
+
+
+def _quote(text: str) -> str:
+    if text.isascii():
+        return _encode_string(text)
+    return _encode_string(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+
+
+def _int(value: object) -> int | None:
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+
+
+_stat = os.stat
+_write = os.write
+
+
+def _encode_plain(text: str) -> str:
+    return '"' + "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\u{ord(c):04x}" for c in text) + '"'
+
+
+try:
+    from _json import encode_basestring_ascii as _encode_string
+except ImportError:  # pragma: no cover - CPython always has _json
+    _encode_string = _encode_plain
+
+
+def _report(exc: BaseException) -> None:
+    probe = getattr(sys, "_patchkit_probe", None)
+    if isinstance(probe, Probe):
+        probe.failed(exc)
+        return
+    try:
+        sys.stderr.write(f"probe failed in pid {os.getpid()}: {type(exc).__name__}: {exc}\n")
+    except Exception:
+        pass
+
+
+def _start() -> None:
+    out = os.environ.get("PATCHKIT_PROBE_DIR")
+    if not out or getattr(sys, "_patchkit_probe", None) is not None:
+        return
+    probe = Probe(out)
+    try:
+        probe.open()
+        _fault("start")
+        probe.module("sitecustomize", os.path.abspath(__file__), kind="probe")
+        probe.already_loaded()
+        sys.meta_path.insert(0, probe)  # type: ignore[arg-type]
+        sys._patchkit_probe = probe  # type: ignore[attr-defined]
+        import atexit
+
+        atexit.register(probe.at_exit)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=probe.after_fork)
+    except Exception as exc:
+        probe.failed(exc)
+        if probe.fd < 0:
+            return
+        sys._patchkit_probe = probe  # type: ignore[attr-defined]
+
+
+def _chain() -> None:
+    """Run the ``sitecustomize`` this one shadows, as ``site`` would have run it."""
+    try:
+        import importlib.machinery
+        import importlib.util
+
+        here = os.path.normcase(HERE)
+        search = [p for p in sys.path if os.path.normcase(os.path.abspath(p or os.curdir)) != here]
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", search)
+        if spec is None or spec.loader is None:
+            return
+        probe = getattr(sys, "_patchkit_probe", None)
+        if probe is not None and spec.origin:
+            probe.module("sitecustomize", spec.origin, kind="chained")
+        module = importlib.util.module_from_spec(spec)
+    except Exception as exc:
+        _report(exc)
+        return
+    sys.modules["_patchkit_shadowed_sitecustomize"] = module
+    spec.loader.exec_module(module)  # the user's errors are the user's: site reports them as usual
+
+
+try:
+    _start()
+except Exception as _exc:  # pragma: no cover - _start swallows its own
+    _report(_exc)
+_chain()

@@ -1,0 +1,116 @@
+"""The probe in `patchkit bench`: a stand-in server spawning its schedulers (multiprocessing spawn) from a venv
+that holds the stand-in torch as a real wheel; refusals, the record's proof, and compare's proof differences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bench_helpers import MODEL, MODEL_TEXT, bench_table, write_bench_kit
+from helpers import run_cli
+from proof_env import TORCH_VERSION, make_venv, site_packages, wheels
+
+from patchkit.demo.history import HistoryBuilder
+
+ENGINE = "python/sglang/srt/entrypoints/engine.py"
+ENGINE_TEXT = 'import os\n\n\ndef _set_envs_and_config():\n    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "{n}"\n'
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(tmp_path_factory.mktemp("bench-venv") / "venv", wheels(tmp_path_factory.mktemp("wheels")))
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory):
+    b = HistoryBuilder(tmp_path_factory.mktemp("proof-bench") / "repo")
+    files = {
+        ".gitignore": "python/sglang/_version.py\n__pycache__/\n",
+        "python/sglang/__init__.py": "",
+        "python/sglang/srt/__init__.py": "",
+        "python/sglang/srt/entrypoints/__init__.py": "",
+        ENGINE: ENGINE_TEXT.format(n=4),
+        MODEL: MODEL_TEXT,
+        "perf/throughput.txt": "100\n",
+    }
+    b.commit("base", "Initial import", files)
+    b.tag("v0.5.8", "base")
+    b.commit("envs8", "engine: CUDA_DEVICE_MAX_CONNECTIONS=8", {ENGINE: ENGINE_TEXT.format(n=8)})
+    return b.build()
+
+
+def kit(root: Path, venv: Path, server_args: str, **over) -> Path:
+    table = bench_table(python=str(venv), ready_timeout=180, repeat=1, **over)
+    table["vars"] = {**table["vars"], "server_args": f"--workers 0 --spawn-workers 2 --tree-envs {server_args}"}
+    return write_bench_kit(root, bench=table, profiles={})
+
+
+def bench(capsys, history, manifest, store, *args):
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, *args)
+    assert "Traceback" not in result.err
+    return result
+
+
+def test_a_worker_that_sets_its_own_nccl_variable_is_refused(capsys, history, venv, tmp_path) -> None:
+    manifest = kit(tmp_path / "kit", venv, "--worker-env 1:NCCL_MIN_NCHANNELS=8")
+    store = tmp_path / "bench.sqlite"
+    result = bench(capsys, history, manifest, store, "--commit", history["base"])
+    assert result.code == 1, result.err
+    with capsys.disabled():
+        print(result.out)
+    [record] = json.loads(run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").out)["runs"]
+    assert record["outcome"] == "refused" and "before measurement" in record["reason"]
+    assert "scheduler_TP1, rank 1): NCCL_MIN_NCHANNELS at init_process_group: expected '4', found '8'" in result.out
+    assert "(it started with '4')" in result.out  # what psutil saw, and passed
+
+
+def test_an_edited_site_packages_file_refuses_the_run_naming_its_distribution(capsys, history, venv, tmp_path) -> None:
+    manifest = kit(tmp_path / "kit", venv, "")
+    store = tmp_path / "bench.sqlite"
+    nccl = site_packages(venv) / "torch" / "cuda" / "nccl.py"
+    original = nccl.read_text()
+    nccl.write_text(original.replace("(2, 27, 5)", "(2, 27, 3)"))
+    try:
+        result = bench(capsys, history, manifest, store, "--commit", history["base"])
+    finally:
+        nccl.write_text(original)
+    with capsys.disabled():
+        print(result.out)
+    assert result.code == 1
+    line = next(x for x in result.out.splitlines() if str(nccl) in x)
+    assert f"[torch {TORCH_VERSION}]" in line and "edited: its sha256 differs from the RECORD" in line
+    assert "loaded by pid" in line and "scheduler_TP" in line
+
+
+def test_probe_off_is_not_proven_and_compare_shows_the_effective_env_change(capsys, history, venv, tmp_path) -> None:
+    store = tmp_path / "bench.sqlite"
+    off = kit(tmp_path / "off", venv, "", probe=False)
+    result = bench(capsys, history, off, store, "--commit", history["base"], "--json")
+    assert result.code == 0, result.err
+    assert result.json["runs"][0]["proof"] == {"state": "not proven", "reason": "[bench].probe = false"}
+
+    manifest = kit(tmp_path / "on", venv, "")
+    result = bench(
+        capsys, history, manifest, store, "--commit", history["base"], "--commit", history["envs8"], "--json"
+    )
+    assert result.code == 0, result.err
+    a, b = result.json["runs"]
+    proof = a["proof"]
+    assert proof["state"] == "proven" and proof["reasons"] == []
+    counts = proof["accounting"]["healthy"]["counts"]
+    assert counts["tree"] >= 2 and counts["dist"] >= 5 and counts["probe"] == 1 and counts["stray"] == 0
+    assert counts["allowed"] >= 1  # the stand-in server, let through by allow_stray (and listed)
+    assert {d["name"]: d["version"] for d in proof["distributions"]}["torch"] == TORCH_VERSION
+    ranks = {p["label"]: p for p in proof["processes"] if p["init"]}
+    assert sorted(ranks) == ["scheduler_TP0", "scheduler_TP1"]
+    assert ranks["scheduler_TP0"]["init"][0]["env"]["CUDA_DEVICE_MAX_CONNECTIONS"] == "4"
+    assert ranks["scheduler_TP0"]["init"][0]["nccl"] == "2.27.5"
+    cmp = run_cli(capsys, "compare", str(a["run"]), str(b["run"]), "--repo", history.path, "--store", store, "--json")
+    assert cmp.code == 0, cmp.err
+    rows = {d["key"]: (d["a"], d["b"]) for d in cmp.json["provenance"]["proof"]}
+    assert rows == {"effective env CUDA_DEVICE_MAX_CONNECTIONS in scheduler_TP0..1": ("4", "8")}
+    people = run_cli(capsys, "compare", str(a["run"]), str(b["run"]), "--repo", history.path, "--store", store)
+    with capsys.disabled():
+        print(people.out)
+    assert "  effective env CUDA_DEVICE_MAX_CONNECTIONS in scheduler_TP0..1: '4' -> '8'" in people.out

@@ -1,0 +1,34 @@
+"""NCCL's own INFO lines, parsed per pid from a server log (fixture built from NCCL's documented line format)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchkit.proof.nccllog import parse_nccl_log
+
+FIXTURE = Path(__file__).parent / "fixtures" / "nccl" / "server_nccl_info.log"
+
+
+def test_the_fixture_gives_each_pid_its_variables_and_version() -> None:
+    found = parse_nccl_log(FIXTURE.read_text().splitlines())
+    assert sorted(found) == [2345678, 2345679]
+    rank0, rank1 = found[2345678], found[2345679]
+    assert rank0.host == "h200-node-07" and rank0.devices == ("0",)
+    assert rank0.version == "2.27.5+cuda12.9"
+    assert rank1.version is None  # only rank 0 printed its version line
+    # the first value NCCL printed wins (it reads each variable once per process)
+    assert rank0.env == {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_P2P_LEVEL": "NVL", "NCCL_MIN_NCHANNELS": "4"}
+    assert rank1.env["NCCL_MIN_NCHANNELS"] == "8"
+    assert rank1.to_json()["env"]["NCCL_P2P_LEVEL"] == "NVL"
+
+
+def test_lines_that_are_not_nccl_info_are_ignored() -> None:
+    lines = [
+        "h200:1:1 [0] NCCL WARN NCCL_P2P_LEVEL set by environment to SYS",
+        "[2025-11-20 TP0] NCCL_P2P_LEVEL set by environment to SYS",
+        "not even close",
+        "h200:12:13 [3] NCCL INFO NCCL_ALGO set by environment to Ring\r\n",
+    ]
+    found = parse_nccl_log(lines)
+    assert list(found) == [12]
+    assert found[12].env == {"NCCL_ALGO": "Ring"} and found[12].devices == ("3",)

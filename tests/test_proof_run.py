@@ -1,0 +1,79 @@
+"""`patchkit run --probe -m M -- CMD`: every file the command's Python processes ran, accounted for after it exits."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import make_repo, patchkit_script
+from histories import MODEL_V1, write_manifest
+from proof_env import make_venv, site_packages, wheels
+
+BENCH = """import multiprocessing as mp
+import sys
+
+import alpha.core
+import torch.distributed as dist
+
+sys.path.insert(0, ".")
+import pkg.model  # the tree's patched file
+
+
+def rank(r):
+    dist.init_process_group(backend="gloo", rank=r, world_size=1)
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    p = ctx.Process(target=rank, args=(0,), name="scheduler_TP0")
+    p.start()
+    p.join()
+    print("bench done", alpha.core.answer())
+"""
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(tmp_path_factory.mktemp("run-venv") / "venv", wheels(tmp_path_factory.mktemp("wheels")))
+
+
+def run_probe(repo: Path, manifest: Path, python: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [patchkit_script(), "run", "-m", str(manifest), "--apply", "--probe", *extra, "--", str(python), "bench.py"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_run_probe_accounts_for_tree_dist_and_stdlib_and_refuses_an_edited_dist_file(
+    venv: Path, tmp_path: Path
+) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "bench.py": BENCH},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    ok = run_probe(repo, manifest, venv)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.stdout == "bench done 42\n"
+    line = next(x for x in ok.stderr.splitlines() if x.startswith("files that ran:"))
+    assert "tree" in line and "dist" in line and "stdlib" in line and line.endswith("; 0 STRAY"), line
+    assert "scheduler_TP0" in ok.stderr  # its init_process_group, in the table
+
+    core = site_packages(venv) / "alpha" / "core.py"
+    original = core.read_text()
+    core.write_text(original.replace("41", "40"))
+    try:
+        refused = run_probe(repo, manifest, venv)
+        allowed = run_probe(repo, manifest, venv, "--allow-stray", "*/site-packages/alpha/*")
+    finally:
+        core.write_text(original)
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stdout == "bench done 41\n"  # CMD ran and its output passed through
+    stray = [x for x in refused.stderr.splitlines() if str(core) in x]
+    assert stray and "edited" in stray[0] and "alpha-dist 1.0" in refused.stderr
+    assert "patchkit run --probe: 1 STRAY file(s) ran; exit 1 (CMD exited 0)" in refused.stderr
+    assert allowed.returncode == 0 and "(1 more allowed by allow_stray)" in allowed.stderr

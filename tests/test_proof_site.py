@@ -1,0 +1,115 @@
+"""`patchkit guard --python PY --site` on real venvs: wheels built and installed by pip, then tampered with."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import git, make_repo, patchkit_script
+from proof_env import ALPHA_CORE, PYPROJECT, editable_install, make_venv, site_packages, wheels
+
+BETA_PYPROJECT = PYPROJECT.format(name="beta-src", version="0.3")
+
+
+def guard_site(python: Path, *extra: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    return subprocess.run(
+        [patchkit_script(), "guard", "--python", str(python), "--site", *extra],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A venv with alpha-dist and torch from wheels, and beta-src installed editable from a clean git checkout."""
+    base = tmp_path_factory.mktemp("site-venv")
+    python = make_venv(base / "venv", wheels(tmp_path_factory.mktemp("wheels")))
+    checkout = make_repo(
+        base / "beta",
+        {"pyproject.toml": BETA_PYPROJECT, "src/beta/__init__.py": "", "src/beta/core.py": "B = 1\n"},
+    )
+    (checkout / ".gitignore").write_text("*.egg-info/\n__pycache__/\nbuild/\n")
+    git(checkout, "add", ".gitignore")
+    git(checkout, "commit", "-q", "-m", "ignore build outputs")
+    editable_install(python, checkout)
+    return python, checkout
+
+
+def test_clean_then_tampered_venv(venv: tuple[Path, Path], tmp_path: Path) -> None:
+    python, checkout = venv
+    site = site_packages(python)
+    cache = tmp_path / "cache"
+    clean = guard_site(python, cache=cache)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "GUARD --site OK: every file is accounted for." in clean.stdout
+    head = git(checkout, "rev-parse", "HEAD").strip()
+    assert f"editable beta-src 0.3 from {checkout}: git checkout at {head[:12]}, clean" in clean.stdout
+    warm = json.loads(guard_site(python, "--json", cache=cache).stdout)
+    assert warm["ok"] and warm["hashed"] == 0 and warm["from_cache"] == warm["verified"] > 10
+    names = {(d["name"], d["version"]) for d in warm["distributions"]}
+    assert {("alpha-dist", "1.0"), ("torch", "2.9.1+standin"), ("beta-src", "0.3")} <= names
+
+    core = site / "alpha" / "core.py"
+    core.write_text(ALPHA_CORE.replace("41", "40"))  # same size, other bytes
+    (site / "sitecustomize.py").write_text("import os\nos.environ['NCCL_MIN_NCHANNELS'] = '8'\n")
+    (site / "zz_hook.pth").write_text("import os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '1')\n")
+    (checkout / "src" / "beta" / "core.py").write_text("B = 2\n")
+    (site / "torch" / "cuda" / "nccl.py").unlink()
+    tampered = guard_site(python, cache=cache)
+    assert tampered.returncode == 1, tampered.stdout + tampered.stderr
+    text = tampered.stdout
+    lines = {
+        line.split()[1]: line
+        for line in text.splitlines()
+        if line.split()[:1] in (["EDITED"], ["UNOWNED"], ["MISSING"], ["DIRTY"])
+    }
+    assert "alpha-dist 1.0" in lines[str(core)] and lines[str(core)].startswith("EDITED")
+    assert "owned by none" in lines[str(site / "sitecustomize.py")]
+    assert "owned by none" in lines[str(site / "zz_hook.pth")] and "import line" in lines[str(site / "zz_hook.pth")]
+    assert lines[str(site / "torch" / "cuda" / "nccl.py")].startswith("MISSING")
+    assert "torch 2.9.1+standin" in lines[str(site / "torch" / "cuda" / "nccl.py")]
+    assert lines[str(checkout / "src" / "beta" / "core.py")].startswith("DIRTY")
+    assert f"beta-src from {checkout}" in lines[str(checkout / "src" / "beta" / "core.py")]
+    assert "GUARD --site FAILED: 5 files not accounted for." in text
+    data = json.loads(guard_site(python, "--json", "--no-cache", cache=cache).stdout)
+    assert data["from_cache"] == 0 and data["hashed"] == data["verified"]
+    assert {(f["kind"], f["path"]) for f in data["findings"]} == {
+        ("edited", str(core)),
+        ("unowned", str(site / "sitecustomize.py")),
+        ("unowned", str(site / "zz_hook.pth")),
+        ("missing", str(site / "torch" / "cuda" / "nccl.py")),
+        ("editable-dirty", str(checkout / "src" / "beta" / "core.py")),
+    }
+
+
+def test_the_stat_cache_sees_an_edit_that_keeps_size_and_mtime(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    python = make_venv(tmp_path / "venv", wheels(tmp_path_factory.mktemp("wheels")))
+    core = site_packages(python) / "alpha" / "core.py"
+    cache = tmp_path / "cache"
+    assert guard_site(python, cache=cache).returncode == 0
+    st = core.stat()
+    with open(core, "r+b") as f:  # same inode, same size
+        f.write(b"#")
+    os.utime(core, ns=(st.st_atime_ns, st.st_mtime_ns))  # `touch -r`: the mtime as it was
+    assert core.stat().st_mtime_ns == st.st_mtime_ns and core.stat().st_size == st.st_size
+    again = guard_site(python, "--json", cache=cache)
+    assert again.returncode == 1
+    assert [f["path"] for f in json.loads(again.stdout)["findings"]] == [str(core)]
+
+
+def test_site_needs_python_and_refuses_a_manifest(tmp_path: Path) -> None:
+    proc = subprocess.run([patchkit_script(), "guard", "--site"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--site needs --python PY" in proc.stderr
+    proc = subprocess.run(
+        [patchkit_script(), "guard", "--site", "--python", str(tmp_path / "nope")], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "no such interpreter" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run([patchkit_script(), "guard"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Missing option '-m' / '--manifest'" in proc.stderr
