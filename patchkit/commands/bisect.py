@@ -35,6 +35,7 @@ from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.manifest.bench import Metric
 from patchkit.render import emit, print_json
+from patchkit.report.documents import save_latest_bisect
 
 
 def bisect(
@@ -183,6 +184,7 @@ def bisect(
             "maybe": outcome.get("maybe", []),
             "error": outcome.get("error"),
         }
+        save_latest_bisect(session.store.path, result_json)  # `runs --plot` and `report` mark its first bad commit
         if json_out:
             print_json(result_json)
         else:

@@ -9,39 +9,33 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from patchkit.bench.session import open_store
 from patchkit.commands.bench import OUTCOME_STYLE, fmt
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.render import emit, print_json
+from patchkit.report.documents import load_runs
 
 
 def runs(
-    *, repo: str, commits: Sequence[str], profiles: Sequence[str], store: str | None, json_out: bool, console: Console
+    *,
+    repo: str,
+    commits: Sequence[str],
+    profiles: Sequence[str],
+    store: str | None,
+    json_out: bool,
+    console: Console,
+    plot: str | None = None,
 ) -> int:
     with Repo.discover(Path(repo)) as git_repo:
         shas = git_repo.resolve_all(list(commits)) if commits else []
-        with open_store(git_repo, store) as opened:
-            records = opened.runs(commits=shas, profiles=profiles)
-            path = opened.path
+        stored = load_runs(git_repo, store, commits=shas, profiles=profiles)
+        records, path = stored.records, stored.path
+        if plot is not None:
+            from patchkit.report.terminal import plot_metric
+
+            return plot_metric(git_repo, stored, plot, console)
         if json_out:
-            print_json(
-                {
-                    "version": 1,
-                    "command": "runs",
-                    "store": str(path),
-                    "runs": [
-                        {
-                            **r.ident(),
-                            "reason": r.reason,
-                            "started_at": r.started_at,
-                            "host": r.host.get("hostname"),
-                            "stats": r.stats(),
-                        }
-                        for r in records
-                    ],
-                }
-            )
+            print_json(stored.document())
             return int(ExitCode.OK)
         if not records:
             console.print(f"no runs stored in {path}", markup=False)
