@@ -172,16 +172,22 @@ def test_the_network_probe_sees_a_request(browser, tmp_path):
     assert seen["console"]  # the failed load is a console error
 
 
-def test_page_loads_offline_with_no_console_error(browser, page):
-    seen = load(browser, page)
+@pytest.fixture(scope="module")
+def shown(browser, page) -> dict[str, Any]:
+    """The report, loaded once (plotly.js compiles in seconds on a busy machine); the tests below read it in turn."""
+    return load(browser, page)
+
+
+def test_page_loads_offline_with_no_console_error(browser, page, shown):
+    seen = shown
     assert seen["ready"] == "yes", browser.find_element("id", "summary").text
     assert seen["console"] == []
     assert fetched(seen["requests"]) == []
     assert seen["requests"][0] == page.as_uri()
 
 
-def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(browser, page, demo, tmp_path):
-    assert load(browser, page)["ready"] == "yes"
+def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(browser, shown, demo, tmp_path):
+    assert shown["ready"] == "yes"
     checks = [json.loads(check_json(demo, m)) for m in (demo.kimi, demo.timing)]
     rows = [f"{c['manifest']['name']} · {r['patch']}" for c in checks for r in c["commits"][0]["results"]]
     rows += [f"{c['manifest']['name']} · group {g['group']}" for c in checks for g in c["commits"][0]["groups"]]
@@ -237,19 +243,19 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
     assert shot.stat().st_size > 20_000
 
 
-def test_embedded_data_in_the_page_equals_check_and_runs_json(browser, page, demo):
-    assert load(browser, page)["ready"] == "yes"
+def test_embedded_data_in_the_page_equals_check_and_runs_json(browser, shown, demo):
+    assert shown["ready"] == "yes"
     data = json.loads(browser.execute_script("return JSON.stringify(window.patchkitReport)"))
     assert data["check"] == [json.loads(check_json(demo, demo.kimi)), json.loads(check_json(demo, demo.timing))]
     assert data["runs"] == json.loads(runs_json(demo))
     assert data["bisect"] == demo.bisect
 
 
-def test_hover_names_the_commit_and_click_copies_its_sha(browser, page, demo, tmp_path):
+def test_hover_names_the_commit_and_click_copies_its_sha(browser, shown, demo):
     from selenium.webdriver.common.action_chains import ActionChains
 
-    browser.set_window_size(1280, 1000)
-    assert load(browser, page)["ready"] == "yes"
+    assert shown["ready"] == "yes"
+    browser.execute_script("window.scrollTo(0, 0)")
     check = json.loads(check_json(demo, demo.kimi))
     drag = browser.find_element("css selector", "#bands .nsewdrag")
     ActionChains(browser).move_to_element(drag).perform()  # the middle of the commit axis
@@ -275,8 +281,8 @@ def test_hover_names_the_commit_and_click_copies_its_sha(browser, page, demo, tm
     assert f"copied {commit['commit']}" in browser.find_element("id", "toast").text
 
 
-def test_dark_theme_recolours_every_figure(browser, page, tmp_path):
-    assert load(browser, page)["ready"] == "yes"
+def test_dark_theme_recolours_every_figure(browser, shown, tmp_path):
+    assert shown["ready"] == "yes"
     button = browser.find_element("id", "theme")
     button.click()  # auto -> light
     button.click()  # light -> dark

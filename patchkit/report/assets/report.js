@@ -39,6 +39,7 @@
 
   async function startPlotly() {
     const code = await inflate("patchkit-plotly");
+    window.patchkitTimings.inflated = Math.round(performance.now());
     const url = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
     await new Promise((resolve, reject) => {
       const script = document.createElement("script");
@@ -422,8 +423,11 @@
   }
 
   async function main() {
+    const timings = (window.patchkitTimings = {});
+    const mark = (name) => { timings[name] = Math.round(performance.now()); };
     const index = JSON.parse($("patchkit-report").textContent);
     await startPlotly();
+    mark("plotly");
     const docs = index.documents;
     const check = [];
     for (const id of docs.check) check.push(JSON.parse(await inflate(id)));
@@ -434,8 +438,11 @@
       bisect: docs.bisect ? JSON.parse(await inflate(docs.bisect)) : null,
     };
     window.patchkitReport = data;
+    mark("documents");
     const view = render(data);
+    mark("render");
     await plotAll(view);
+    mark("plotted");
     setupTheme(view);
     document.body.dataset.ready = "yes";
   }
