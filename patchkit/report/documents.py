@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.job import RunRecord
+from patchkit.bench.record import RunRecord
 from patchkit.bench.session import open_store
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Repo
@@ -33,21 +33,7 @@ def json_text(document: Mapping[str, Any]) -> str:
 
 def runs_document(records: Sequence[RunRecord], store: Path) -> dict[str, Any]:
     """The ``runs --json`` object (docs/json.md "runs --json")."""
-    return {
-        "version": 1,
-        "command": "runs",
-        "store": str(store),
-        "runs": [
-            {
-                **r.ident(),
-                "reason": r.reason,
-                "started_at": r.started_at,
-                "host": r.host.get("hostname"),
-                "stats": r.stats(),
-            }
-            for r in records
-        ],
-    }
+    return {"version": 1, "command": "runs", "store": str(store), "runs": [r.summary_json() for r in records]}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from patchkit.bench.job import RunRecord
+from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import ExitCode, PatchkitError, UsageError
 from patchkit.git import Repo
 from patchkit.report.documents import StoredRuns
@@ -42,7 +42,7 @@ class Axis:
 
 def commit_axis(repo: Repo, records: Sequence[RunRecord]) -> Axis:
     """The runs' commits in topological order; commits git no longer has go last, by author date."""
-    wanted = {r.commit["sha"]: r.commit for r in records}
+    wanted = {r.commit.sha: r.commit for r in records}
     present = []
     for sha in wanted:
         try:
@@ -51,8 +51,8 @@ def commit_axis(repo: Repo, records: Sequence[RunRecord]) -> Axis:
             continue
         present.append(sha)
     order = [c.sha for c in repo.rev_list(present) if c.sha in wanted] if present else []
-    rest = sorted((sha for sha in wanted if sha not in order), key=lambda sha: wanted[sha].get("date", ""))
-    return Axis(tuple(order + rest), {sha: wanted[sha].get("subject", "") for sha in wanted})
+    rest = sorted((sha for sha in wanted if sha not in order), key=lambda sha: wanted[sha].date)
+    return Axis(tuple(order + rest), {sha: wanted[sha].subject for sha in wanted})
 
 
 def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width: int | None = None) -> str:
@@ -70,9 +70,9 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
         ys: list[float] = []
         medians: dict[int, list[float]] = {}
         for r in with_metric:
-            if r.profile != profile or r.outcome != "ok":
+            if r.profile != profile or r.outcome is not Outcome.OK:
                 continue
-            x = axis.position(r.commit["sha"])
+            x = axis.position(r.commit.sha)
             values = [v for v in r.samples[metric] if v is not None]
             xs += [x] * len(values)
             ys += values
@@ -101,8 +101,8 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
     for index, sha in enumerate(axis.shas, start=1):
         mark = "  <- first bad (latest bisect)" if sha == first_bad else ""
         lines.append(f"{index:>3}  {sha[:10]}  {axis.subjects.get(sha, '')}{mark}")
-    not_ok = [r for r in with_metric if r.outcome != "ok"] + [
-        r for r in stored.records if metric not in r.samples and r.outcome != "ok"
+    not_ok = [r for r in with_metric if r.outcome is not Outcome.OK] + [
+        r for r in stored.records if metric not in r.samples and r.outcome is not Outcome.OK
     ]
     for r in not_ok:
         lines.append(f"     run {r.run_id} {r.commit['sha'][:10]} {r.profile}: {r.outcome}: {r.reason or '-'}")
@@ -125,7 +125,7 @@ def plot_metric(repo: Repo, stored: StoredRuns, metric: str, console: Console) -
             if known
             else "no runs are stored yet: run `patchkit bench`",
         )
-    chosen = [r for r in stored.records if metric in r.samples or r.outcome != "ok"]
+    chosen = [r for r in stored.records if metric in r.samples or r.outcome is not Outcome.OK]
     axis = commit_axis(repo, chosen)
     color = bool(console.is_terminal) and not getattr(console, "no_color", False) and not os.environ.get("NO_COLOR")
     width = console.width if console.is_terminal else None

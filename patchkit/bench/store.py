@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.job import RunRecord
+from patchkit.bench.record import Outcome, RunRecord, redact_env
 from patchkit.errors import RepoError, UsageError
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -63,6 +63,17 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX manifests_run ON manifests (run_id);
     ALTER TABLE runs ADD COLUMN server_log TEXT;
+    """,
+    # 3: the outcomes as a table the runs must name (``interrupted`` is new), enforced by triggers;
+    #    the records already stored get their secret-looking env values redacted (see _backfill_3).
+    """
+    CREATE TABLE outcomes (name TEXT PRIMARY KEY);
+    CREATE TRIGGER runs_outcome_insert BEFORE INSERT ON runs
+        WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
+        BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
+    CREATE TRIGGER runs_outcome_update BEFORE UPDATE OF outcome ON runs
+        WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
+        BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -123,13 +134,16 @@ class Store:
                 db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
                 db.execute("INSERT INTO schema_version VALUES (0)")
             for target in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target - 1].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                for statement in _statements(MIGRATIONS[target - 1]):
+                    db.execute(statement)
                 if target == 2:
                     _backfill_2(db)
+                if target == 3:
+                    _backfill_3(db)
                 db.execute("UPDATE schema_version SET version = ?", (target,))
                 done.append(target)
+            # An outcome added to the enum later is known to the file as soon as this patchkit opens it.
+            db.executemany("INSERT OR IGNORE INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
         return done
 
     # -- writing ---------------------------------------------------------------
@@ -141,11 +155,11 @@ class Store:
                 "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
                 "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
                 (
-                    record.commit["sha"],
-                    record.commit["subject"],
-                    record.commit["date"],
+                    record.commit.sha,
+                    record.commit.subject,
+                    record.commit.date,
                     record.profile,
-                    record.outcome,
+                    record.outcome.value,
                     record.reason,
                     record.started_at,
                     record.finished_at,
@@ -207,6 +221,17 @@ class Store:
         return None if row is None else RunRecord.from_json(json.loads(row[0]))
 
 
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a migration, split at the semicolons that end one (not those inside a trigger)."""
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \n;"):
+                yield buffer.strip()
+            buffer = ""
+
+
 def _backfill_2(db: sqlite3.Connection) -> None:
     """Schema 2: fill the new manifests rows and server_log column from the records already stored."""
     for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
@@ -217,3 +242,15 @@ def _backfill_2(db: sqlite3.Connection) -> None:
                 "INSERT INTO manifests VALUES (?, ?, ?, ?)",
                 (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
             )
+
+
+def _backfill_3(db: sqlite3.Connection) -> None:
+    """Schema 3: the known outcomes, and no secret left in a stored record (older patchkit kept them)."""
+    db.executemany("INSERT INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
+    for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
+        data = json.loads(text)
+        env = data.get("env") or {}
+        redacted = redact_env(env)
+        if redacted != env:
+            data["env"] = redacted
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
