@@ -111,9 +111,11 @@ def demo_bench(root: Path) -> DemoBench:
 
 def embedded(html: str) -> tuple[dict[str, Any], dict[str, bytes]]:
     """The report's index and, per element id, the bytes of each embedded document (docs/json.md "report")."""
-    index = json.loads(re.search(r'<script type="application/json" id="patchkit-report">(.*?)</script>', html, re.S)[1])
-    blobs = {
-        m[1]: gzip.decompress(base64.b64decode(m[2]))
-        for m in re.finditer(r'<script type="text/plain" id="([^"]+)" data-encoding="gzip\+base64"[^>]*>(.*?)</script>', html, re.S)
-    }
+    found = re.search(r'<script type="application/json" id="patchkit-report">(.*?)</script>', html, re.S)
+    assert found is not None, "no index in the page"
+    index = json.loads(found[1])
+    pattern = re.compile(
+        r'<script type="text/plain" id="([^"]+)" data-encoding="gzip\+base64"[^>]*>(.*?)</script>', re.S
+    )
+    blobs = {m[1]: gzip.decompress(base64.b64decode(m[2])) for m in pattern.finditer(html)}
     return index, blobs

@@ -194,16 +194,18 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
     dom = browser.execute_script(
         """
         const name = (el) => el.__data__ && el.__data__[0] && el.__data__[0].trace.name;
-        const bands = [...document.querySelectorAll('#bands g.trace.bars')].map((g) => [name(g), g.querySelectorAll('g.point').length]);
+        const count = (g, sel) => g.querySelectorAll(sel).length;
+        const bands = [...document.querySelectorAll('#bands g.trace.bars')].map((g) => [name(g), count(g, 'g.point')]);
         const labels = [...document.querySelectorAll('#bands .ytick text')].map((t) => t.textContent);
         const panels = [...document.querySelectorAll('section.panel')].map((p) => ({
           metric: p.dataset.metric,
           svg: p.querySelectorAll('.main-svg').length,
-          traces: [...p.querySelectorAll('g.trace.scatter')].map((g) => [name(g), g.querySelectorAll('path.point').length]),
+          traces: [...p.querySelectorAll('g.trace.scatter')].map((g) => [name(g), count(g, 'path.point')]),
           title: p.querySelector('h2').textContent,
         }));
         const shapes = [...document.querySelectorAll('#bands .shapelayer path')].length;
-        return {bands, labels, panels, shapes, ticks: [...document.querySelectorAll('#bands .xtick text')].map((t) => t.textContent)};
+        const ticks = [...document.querySelectorAll('#bands .xtick text')].map((t) => t.textContent);
+        return {bands, labels, panels, shapes, ticks};
         """
     )
     # A band per patch and per group, each with one bar per window of `check`.

@@ -105,7 +105,7 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
         r for r in stored.records if metric not in r.samples and r.outcome is not Outcome.OK
     ]
     for r in not_ok:
-        lines.append(f"     run {r.run_id} {r.commit['sha'][:10]} {r.profile}: {r.outcome}: {r.reason or '-'}")
+        lines.append(f"     run {r.run_id} {r.commit.sha[:10]} {r.profile}: {r.outcome.value}: {r.reason or '-'}")
     return "\n".join(lines) + "\n"
 
 
