@@ -68,6 +68,15 @@ def test_embedded_documents_are_the_commands_json_byte_for_byte(demo, page):
     assert [blobs[e] for e in docs["check"]] == [check_json(demo, demo.kimi), check_json(demo, demo.timing)]
     assert blobs[docs["runs"]] == runs_json(demo)
     assert json.loads(blobs[docs["bisect"]]) == demo.bisect  # what `bisect --json` printed
+    verdicts = json.loads(blobs[docs["verdicts"]])
+    first_bad = demo.bisect["first_bad"]["commit"]
+    judged = [p for p in verdicts["pairs"] if p["verdict"] is not None]
+    assert {(p["metric"], p["profile"], p["commit"]) for p in judged} == {
+        ("output_tok_s", "eagle3", first_bad),
+        ("verify_ms", "eagle3", first_bad),
+    }
+    assert {p["verdict"]["verdict"] for p in judged} == {"different"}
+    assert {p["metric"]: p["verdict"]["direction"] for p in judged} == {"output_tok_s": "lower", "verify_ms": "higher"}
     records = json.loads(blobs[docs["records"]])["runs"]
     assert [r["run"] for r in records] == [r["run"] for r in json.loads(runs_json(demo))["runs"]]
     assert {r["outcome"] for r in records} == {"ok", "refused"}
@@ -236,6 +245,7 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
         ok = [r for r in runs if r["outcome"] == "ok" and panel["metric"] in r["stats"] and r["profile"] == "eagle3"]
         assert traces["eagle3 median (min–max)"] == len(ok)
         assert traces["eagle3 values"] == sum(r["stats"][panel["metric"]]["n"] for r in ok)
+        assert traces["different"] == 1  # the first bad commit against its parent, two launches each
     assert dict(dom["panels"][0]["traces"])["baseline values"] == 4  # 2 runs x 2 values; no verify_ms for baseline
     assert "baseline values" not in dict(dom["panels"][1]["traces"])
     shot = tmp_path / "report-light.png"

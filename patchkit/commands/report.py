@@ -25,6 +25,7 @@ from patchkit.manifest import load_manifest
 from patchkit.render import plural
 from patchkit.report.documents import StoredRuns, json_text, load_runs
 from patchkit.report.page import Document, build_page
+from patchkit.report.trends import verdicts_document
 
 
 def report(
@@ -53,6 +54,9 @@ def report(
         ]
         documents.append(Document("runs", "patchkit-doc-runs", [json_text(stored.document())]))
         documents.append(Document("records", "patchkit-doc-records", [_records_text(stored)]))
+        axis = list(dict.fromkeys(row.commit.sha for c in checks for row in c.commits))
+        verdicts = verdicts_document(stored.records, axis, chosen)
+        documents.append(Document("verdicts", "patchkit-doc-verdicts", [json_text(verdicts)]))
         if stored.bisect is not None:
             documents.append(Document("bisect", "patchkit-doc-bisect", [json_text(stored.bisect)]))
         index = {

@@ -72,7 +72,8 @@
   }
 
   function render(data) {
-    const { index, check, runs, records, bisect } = data;
+    const { index, check, runs, records, bisect, verdicts } = data;
+    const pairOf = new Map(verdicts.pairs.map((p) => [p.metric + "|" + p.profile + "|" + p.commit, p]));
     // The commit axis: the checked commits in check's order (oldest first), manifests merged.
     const axis = [];
     const pos = new Map();
@@ -268,8 +269,18 @@
       const c = axis[pos.get(r.commit.sha)];
       const lines = [commitHead(c), "<b>run " + r.run + "</b> " + esc(r.profile) + " · " + esc(r.outcome) + (r.reason ? ": " + esc(r.reason) : "")];
       if (s) lines.push(esc(metric) + ": median " + num(s.median) + " (min " + num(s.min) + ", max " + num(s.max) + ", n " + s.n + (s.missing ? ", missing " + s.missing : "") + ")");
+      const pair = pairOf.get(metric + "|" + r.profile + "|" + r.commit.sha);
+      if (pair) lines.push(verdictLine(pair));
       lines.push(...provenance(r), envDiff(r), ...statusLines(r.commit.sha), "<i>click to copy the sha</i>");
       return lines.join("<br>");
+    }
+    function verdictLine(pair) {
+      const head = "vs previous benchmarked commit " + esc(short(pair.previous)) + " (launches " + pair.runs_a.length + " vs " + pair.runs_b.length + "): ";
+      const v = pair.verdict;
+      if (!v) return head + "no verdict: one launch on a side (bench both commits again for an interval)";
+      const interval = v.ratio === null ? "" : "ratio " + num(v.ratio) + " [" + num(v.low) + ", " + num(v.high) + "] at " + Math.round(v.confidence * 100) + " %, ";
+      const more = v.verdict === "unknown" && v.launches_needed ? ", about " + v.launches_needed + " launches per side would decide" : "";
+      return head + interval + "<b>" + esc(v.verdict.toUpperCase()) + "</b>" + (v.direction ? " (" + esc(v.direction) + ")" : "") + more;
     }
 
     const metricsEl = $("metrics");
@@ -310,6 +321,23 @@
           line: { color, width: 1.5 }, marker: { color, size: 8, symbol: "line-ew-open", line: { width: 2, color } },
         });
       }
+      // `different` verdicts against the previous benchmarked commit: a star on the commit, green when better.
+      const different = verdicts.pairs.filter((p) => p.metric === metric && p.verdict && p.verdict.verdict === "different" && pos.has(p.commit));
+      if (different.length) {
+        const better = (p) => (spec.better === "lower") === (p.verdict.direction === "lower");
+        const level = (p) => {
+          const ys = onAxis.filter((r) => p.runs_b.includes(r.run)).map((r) => r.stats[metric].median).sort((x, y) => x - y);
+          return ys[Math.floor(ys.length / 2)];
+        };
+        traces.push({
+          type: "scatter", mode: "markers", name: "different", x: different.map((p) => pos.get(p.commit)), y: different.map(level),
+          customdata: different.map((p) => p.commit),
+          hovertext: different.map((p) => commitHead(axis[pos.get(p.commit)]) + "<br>" + esc(p.profile) + " " + esc(metric) + ": " + verdictLine(p)),
+          hovertemplate: "%{hovertext}<extra></extra>",
+          marker: { symbol: different.map((p) => (better(p) ? "star-triangle-up" : "star-triangle-down")), size: 16,
+            color: different.map((p) => (better(p) ? "#009E73" : "#D55E00")), line: { width: 1, color: "#000000" } },
+        });
+      }
       // Runs that measured nothing (refused, failed, interrupted): a mark at the bottom, with the reason.
       const notOk = onAxis.filter((r) => r.outcome !== "ok" && (!spec.profiles || !spec.profiles.length || spec.profiles.includes(r.profile)));
       for (const outcome of [...new Set(notOk.map((r) => r.outcome))]) {
@@ -326,7 +354,7 @@
       panel.dataset.metric = metric;
       const unit = spec.unit ? " (" + spec.unit + ")" : "";
       const better = spec.better ? ", " + spec.better + " is better" : "";
-      panel.innerHTML = "<h2>" + esc(metric + unit) + "</h2><p class=\"caption\">From <code>patchkit runs --json</code> and the run records: dots are the measured client runs, the line joins each run's median with its min–max range" + esc(better) + "; marks at the bottom are runs that measured nothing, with their reason on hover.</p>";
+      panel.innerHTML = "<h2>" + esc(metric + unit) + "</h2><p class=\"caption\">From <code>patchkit runs --json</code> and the run records: dots are the measured client runs, the line joins each run's median with its min–max range" + esc(better) + "; stars are <code>different</code> verdicts against the previous benchmarked commit (green: better); marks at the bottom are runs that measured nothing, with their reason on hover.</p>";
       const div = document.createElement("div");
       div.className = "figure";
       panel.appendChild(div);
@@ -348,7 +376,10 @@
       runs.runs.length + " stored runs" + (offAxis ? " (" + offAxis + " of commits outside this axis, not drawn)" : "") +
       (firstBad ? "; latest bisect (" + esc(bisect.metric) + "): first bad " + esc(short(firstBad.commit)) + " " + esc(firstBad.subject) : "") +
       ". Generated " + esc(index.generated_at) + " by patchkit " + esc(index.patchkit) + ", plotly.js " + esc(index.plotly) + ".";
-    $("notes").textContent = "Intervals are the min–max of each run's measured values (runs carry no confidence intervals or verdicts yet).";
+    const judged = verdicts.pairs.filter((p) => p.verdict).length;
+    $("notes").textContent = "Error bars: the min–max of each run's measured values. Verdicts: each benchmarked commit against the previous one " +
+      "(same profile and metric), every ok run one server launch, judged at a " + Math.round(verdicts.threshold * 100) + " % threshold; " +
+      judged + " of " + verdicts.pairs.length + " pairs had two launches a side or more, the others need the commits benched again.";
     return { figures, ticks, N };
   }
 
@@ -436,6 +467,7 @@
       runs: JSON.parse(await inflate(docs.runs)),
       records: JSON.parse(await inflate(docs.records)).runs,
       bisect: docs.bisect ? JSON.parse(await inflate(docs.bisect)) : null,
+      verdicts: JSON.parse(await inflate(docs.verdicts)),
     };
     window.patchkitReport = data;
     mark("documents");
