@@ -27,6 +27,7 @@ from patchkit.report.documents import StoredRuns
 
 HEIGHT = 22
 MAX_TICKS = 6
+MARKERS = ("•", "x", "+", "o", "*", "#")  # per profile: they tell the profiles apart without colour
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,10 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
     fig.theme("default" if color else "colorless")
     with_metric = [r for r in stored.records if metric in r.samples]
     profiles = list(dict.fromkeys(r.profile for r in with_metric))
-    for profile in profiles:
+    fig.legend(active=False)  # it would cover the oldest commits: the key is printed under the plot
+    key: list[str] = []
+    for number, profile in enumerate(profiles):
+        marker = MARKERS[number % len(MARKERS)]
         xs: list[int] = []
         ys: list[float] = []
         medians: dict[int, list[float]] = {}
@@ -79,12 +83,13 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
             median = r.stats()[metric]["median"]
             if median is not None:
                 medians.setdefault(x, []).append(median)
-        if xs:
-            fig.draw(fig.signal(xs, ys, marker="dot").label(f"{profile} values"))
         if medians:
             line_x = sorted(medians)
             line_y = [sum(medians[x]) / len(medians[x]) for x in line_x]
-            fig.draw(fig.signal(line_x, line_y, marker="braille").label(f"{profile} median").lines())
+            fig.draw(fig.signal(line_x, line_y, marker="braille").lines())
+        if xs:
+            fig.draw(fig.signal(xs, ys, marker=marker))
+            key.append(f"{marker} {profile}")
     first_bad = _first_bad(stored, axis)
     if first_bad is not None:
         fig.line(axis.position(first_bad), orientation="vertical")
@@ -97,6 +102,13 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
     fig.label("commit (oldest first)", axis="x")
     lines = [fig.build().string(colorless=not color).rstrip("\n")]
     lines = [line.replace("\x1b[0m", "") if not color else line for line in lines]
+    lines.append("  " + "  ".join(key) + ": measured values; the lines join each run's median" if key else "  no value")
+    if first_bad is not None:
+        bisect = stored.bisect or {}
+        lines.append(
+            f"  │ at {axis.position(first_bad)}: first bad commit of the latest bisect "
+            f"({bisect.get('metric')}, {bisect.get('profile')}): {first_bad[:10]}"
+        )
     lines.append("")
     for index, sha in enumerate(axis.shas, start=1):
         mark = "  <- first bad (latest bisect)" if sha == first_bad else ""
