@@ -164,7 +164,6 @@
       },
       shapes: badShapes.slice(),
     });
-    const config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d", "toImage"] };
 
     // --- the bands -------------------------------------------------------------------------
     const bandTraces = [];
@@ -204,9 +203,10 @@
       return lines.join("<br>");
     });
     bandTraces.push({
-      type: "scatter", mode: "markers", name: "commits", showlegend: false,
+      type: "scatter", name: "commits", showlegend: false,
       x: axis.map((_, i) => i), y: axis.map(() => rowNames[0]), customdata: axis.map((c) => c.commit),
-      marker: { opacity: 0, size: 6 }, hovertext: hoverText, hovertemplate: "%{hovertext}<extra></extra>",
+      // One invisible line, not 5,000 invisible markers: hover still finds every commit (hovermode "x").
+      mode: "lines", line: { width: 0, color: "rgba(0,0,0,0)" }, hovertext: hoverText, hovertemplate: "%{hovertext}<extra></extra>",
     });
     const bandsLayout = baseLayout(Math.max(160, 60 + rowNames.length * 26));
     bandsLayout.hovermode = "x";
@@ -412,8 +412,14 @@
   async function plotAll(view) {
     const theme = themeLayout();
     for (const f of view.figures) {
-      await Plotly.newPlot(f.el, f.traces, f.layout, { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d", "toImage"] });
-      await Plotly.relayout(f.el, theme);
+      const layout = structuredClone(f.layout);
+      for (const [path, value] of Object.entries(theme)) {
+        const keys = path.split(".");
+        let node = layout;
+        for (const k of keys.slice(0, -1)) node = node[k] = node[k] || {};
+        node[keys[keys.length - 1]] = value;
+      }
+      await Plotly.newPlot(f.el, f.traces, layout, { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d", "toImage"] });
     }
     let syncing = false;
     for (const f of view.figures) {
