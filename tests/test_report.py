@@ -293,6 +293,24 @@ def test_hover_names_the_commit_and_click_copies_its_sha(browser, shown, demo):
     assert f"copied {commit['commit']}" in browser.find_element("id", "toast").text
 
 
+def test_zooming_one_figure_moves_every_panel(browser, shown):
+    assert shown["ready"] == "yes"
+    browser.execute_script("Plotly.relayout(document.getElementById('bands'), {'xaxis.range': [5, 15]})")
+    deadline = time.monotonic() + 10
+    ranges: list[Any] = []
+    while time.monotonic() < deadline:
+        ranges = browser.execute_script(
+            "return [...document.querySelectorAll('.js-plotly-plot')].map((gd) => gd._fullLayout.xaxis.range)"
+        )
+        if all(r == [5, 15] for r in ranges):
+            break
+        time.sleep(0.1)
+    assert len(ranges) == 3 and all(r == [5, 15] for r in ranges), ranges
+    ticks = browser.execute_script("return [...document.querySelectorAll('#bands .xtick text')].length")
+    assert 2 <= ticks <= 12  # re-labelled for the visible commits
+    browser.execute_script("Plotly.relayout(document.getElementById('bands'), {'xaxis.autorange': true})")
+
+
 def test_dark_theme_recolours_every_figure(browser, shown, tmp_path):
     assert shown["ready"] == "yes"
     button = browser.find_element("id", "theme")

@@ -19,8 +19,9 @@ A Content-Security-Policy allows nothing to be fetched (``default-src
 'none'``): opened from a laptop after ``scp``, the page makes no request.
 
 The compressed plotly.js is cached under the git dir (``patchkit/report/``),
-keyed by the digest of the text the package ships: compressing it costs
-0.3 s, more than a warm check.
+keyed by the path, size and modification time of the file the plotly
+package ships: compressing it costs 0.3 s, more than a warm check, and
+importing plotly to find it another 0.4 s, so neither is done twice.
 """
 
 from __future__ import annotations
