@@ -5,8 +5,9 @@ of the bundled manifests with a stand-in ``[bench]`` table added to
 kimi-k25-eagle3 (the client is 35 % slower, the verify step 60 % longer, from
 "Fix PCG MoE Error" on, where ``pynccl.py`` gains ``outplace_all_reduce``),
 then fills a store with real runs: a bisect of that slowdown over ``main``,
-a second launch of the first bad commit and of its parent, baseline runs, and refused runs where the Kimi class does not exist
-(v0.5.8) or is renamed (``rename-kimi``).
+a second launch of the first bad commit and of its parent, baseline runs,
+and refused runs where the Kimi class does not exist (v0.5.8) or is renamed
+(``rename-kimi``).
 """
 
 from __future__ import annotations
