@@ -13,7 +13,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -94,7 +94,9 @@ class Session:
     repeat: int | None = None
     allow_dirty: bool = False
     progress: Callable[[Commit, str, str, str], None] | None = None
+    series: str = field(default_factory=lambda: new_series())  # noqa: PLW0108 (defined below)
     _prepared: dict[str, Prepared] = field(default_factory=dict)
+    _launched: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @classmethod
     def open(
@@ -148,6 +150,11 @@ class Session:
         return self._prepared[commit.sha]
 
     def run(self, commit: Commit, profile: str) -> RunRecord:
+        """One server launch of ``commit`` with ``profile``: the next launch number of this series for the pair.
+
+        The worktree is prepared at the first launch of a commit and reused by the next ones."""
+        launch = self._launched.get((commit.sha, profile), 0) + 1
+        self._launched[(commit.sha, profile)] = launch
         progress = self.progress
 
         def say(phase: str, detail: str) -> None:
@@ -178,10 +185,16 @@ class Session:
                 allow_dirty=self.allow_dirty,
             )
             record = run_job(spec, say, base_env=dict(os.environ))
+        record = replace(record, launch=launch, series=self.series)
         stored = record.with_run_id(self.store.add(record))
         if stored.outcome is Outcome.INTERRUPTED:
             raise Interrupted(stored)
         return stored
+
+
+def new_series() -> str:
+    """The id of one invocation's launches: UTC time to the microsecond and the process id (unique per host)."""
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
 
 
 def refused_record(

@@ -2,7 +2,10 @@
 
 For each commit: a worktree (reused), every ``-m`` manifest applied, the
 guard; a refused commit gets a ``refused`` record and nothing starts.  Then,
-per profile, one job (``patchkit.bench.job.run_job``).  The table has one row
+per profile, ``--launches N`` jobs (``patchkit.bench.job.run_job``): N server
+starts, each with its ``warmup + repeat`` client runs, interleaved round-robin
+across the commits unless ``--no-interleave`` (``launch_order``); the worktree
+is prepared once per commit.  The table has one row
 per commit, profile and metric: median, min-max, and the ratio of the median
 to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130.
@@ -18,7 +21,7 @@ from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.commands._bench_output import explain_lines, progress, results_table, run_line, say, table_rows
 from patchkit.errors import ExitCode
-from patchkit.git import Repo
+from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import emit, print_json
 
@@ -41,6 +44,8 @@ def bench(
     store: str | None,
     console: Console,
     allow_dirty: bool = False,
+    launches: int | None = None,
+    no_interleave: bool = False,
 ) -> int:
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
@@ -55,15 +60,16 @@ def bench(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
+        count = launches or session.config.launches
+        order = launch_order(targets, chosen, count, interleave=not no_interleave)
         records: list[RunRecord] = []
         with session.store, progress(console, "bench", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
             try:
-                for commit in targets:
-                    for profile in chosen:
-                        records.append(session.run(commit, profile))
-                        if not json_out:
-                            say(console, run_line(records[-1]))
+                for commit, profile in order:
+                    records.append(session.run(commit, profile))
+                    if not json_out:
+                        say(console, run_line(records[-1]))
             except Interrupted as stop:
                 records.append(stop.record)
         interrupted = bool(records) and records[-1].outcome is Outcome.INTERRUPTED
@@ -87,3 +93,18 @@ def bench(
         if interrupted:
             return INTERRUPTED
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in records) else ExitCode.REFUSED)
+
+
+def launch_order(
+    commits: Sequence[Commit], profiles: Sequence[str], launches: int, *, interleave: bool = True
+) -> list[tuple[Commit, str]]:
+    """The (commit, profile) of each server launch, in the order they run.
+
+    Interleaved (the default): round-robin, A1 B1 A2 B2 ..., so that drift of
+    the machine over the session (clocks, thermals, other tenants) falls on
+    every commit alike instead of on the last one.  Otherwise a commit's
+    launches run back to back."""
+    pairs = [(c, p) for c in commits for p in profiles]
+    if interleave:
+        return [pair for _ in range(launches) for pair in pairs]
+    return [pair for pair in pairs for _ in range(launches)]

@@ -55,7 +55,7 @@ def report(
         documents.append(Document("runs", "patchkit-doc-runs", [json_text(stored.document())]))
         documents.append(Document("records", "patchkit-doc-records", [_records_text(stored)]))
         axis = list(dict.fromkeys(row.commit.sha for c in checks for row in c.commits))
-        verdicts = verdicts_document(stored.records, axis, chosen)
+        verdicts = verdicts_document(stored.records, axis, chosen, noise=stored.noise)
         documents.append(Document("verdicts", "patchkit-doc-verdicts", [json_text(verdicts)]))
         if stored.bisect is not None:
             documents.append(Document("bisect", "patchkit-doc-bisect", [json_text(stored.bisect)]))

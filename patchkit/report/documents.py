@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,8 @@ class StoredRuns:
     path: Path
     records: tuple[RunRecord, ...]
     bisect: Mapping[str, Any] | None
+    # (host, profile, metric) -> {"sigma", "df", ...}: the launch-to-launch spread `patchkit noise` stored
+    noise: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         return runs_document(self.records, self.path)
@@ -51,11 +53,17 @@ class StoredRuns:
 def load_runs(
     repo: Repo, store: str | None, *, commits: Sequence[str] = (), profiles: Sequence[str] = ()
 ) -> StoredRuns:
-    """The runs of the bench store, filtered as ``runs --commit/--profile`` filters them."""
+    """The runs of the bench store, filtered as ``runs --commit/--profile`` filters them, and the noise priors of
+    their hosts, profiles and metrics."""
     with open_store(repo, store) as opened:
         records = tuple(opened.runs(commits=commits, profiles=profiles))
         path = opened.path
-    return StoredRuns(path, records, load_latest_bisect(path))
+        noise: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        for key in {(str(r.host.get("hostname", "")), r.profile, m) for r in records for m in r.samples}:
+            found = opened.noise(*key)
+            if found is not None:
+                noise[key] = found
+    return StoredRuns(path, records, load_latest_bisect(path), noise)
 
 
 def latest_bisect_path(store: Path) -> Path:

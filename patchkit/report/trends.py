@@ -7,15 +7,18 @@ commit with runs is judged against the previous benchmarked commit on the
 axis (same profile, same metric) with ``verdict.judge``, at its default
 confidence and the threshold given.
 
-Without a noise prior, a side with one launch cannot be judged (``judge``
+The noise prior ``patchkit noise`` stored for the host, profile and metric
+of the later commit's runs is used where there is one (``noise`` in the
+pair).  Without one, a side with one launch cannot be judged (``judge``
 documents the verdict as ``unknown`` with no estimate): such pairs are listed
-with ``verdict: null`` and the launches per side, so the page can say to run
-the commit again, and scipy is imported only when some pair can be judged.
+with ``verdict: null`` and the launches per side, so the page can say to
+launch the commits again (or to run ``patchkit noise``), and scipy is
+imported only when some pair can be judged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -25,14 +28,21 @@ THRESHOLD = 0.05
 
 
 def verdicts_document(
-    records: Sequence[RunRecord], axis: Sequence[str], metrics: Sequence[str], *, threshold: float = THRESHOLD
+    records: Sequence[RunRecord],
+    axis: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    noise: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
+    threshold: float = THRESHOLD,
 ) -> dict[str, Any]:
     """``{"version", "threshold", "basis", "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
     position = {sha: i for i, sha in enumerate(axis)}
     launches: dict[tuple[str, str], dict[str, list[tuple[int | None, float]]]] = {}
+    hosts: dict[tuple[str, str], str] = {}  # (profile, commit) -> the host of its latest launch
     for r in records:
         if r.outcome is not Outcome.OK or r.commit.sha not in position:
             continue
+        hosts[(r.profile, r.commit.sha)] = str(r.host.get("hostname", ""))
         for metric in metrics:
             value = r.median(metric)
             if value is not None and value > 0:
@@ -42,6 +52,7 @@ def verdicts_document(
         ordered = sorted(by_commit, key=position.__getitem__)
         for previous, commit in pairwise(ordered):
             a, b = by_commit[previous], by_commit[commit]
+            prior = (noise or {}).get((hosts[(profile, commit)], profile, metric))
             pairs.append(
                 {
                     "metric": metric,
@@ -50,17 +61,19 @@ def verdicts_document(
                     "commit": commit,
                     "runs_a": [run for run, _ in a],
                     "runs_b": [run for run, _ in b],
+                    "noise": None if prior is None else {"sigma": prior["sigma"], "df": prior["df"]},
                     "verdict": None,
                     "_values": ([v for _, v in a], [v for _, v in b]),
                 }
             )
-    judgeable = [p for p in pairs if min(len(p["_values"][0]), len(p["_values"][1])) >= 2]
+    judgeable = [p for p in pairs if p["noise"] is not None or min(map(len, p["_values"])) >= 2]
     if judgeable:
-        from patchkit.bench.verdict import judge  # scipy: only when a verdict can be reached
+        from patchkit.bench.verdict import Noise, judge  # scipy: only when a verdict can be reached
 
         for pair in judgeable:
             a_values, b_values = pair["_values"]
-            pair["verdict"] = judge(a_values, b_values, threshold=threshold).as_json()
+            spread = None if pair["noise"] is None else Noise(float(pair["noise"]["sigma"]), int(pair["noise"]["df"]))
+            pair["verdict"] = judge(a_values, b_values, threshold=threshold, noise=spread).as_json()
     for pair in pairs:
         del pair["_values"]
     return {

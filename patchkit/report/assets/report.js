@@ -277,10 +277,11 @@
     function verdictLine(pair) {
       const head = "vs previous benchmarked commit " + esc(short(pair.previous)) + " (launches " + pair.runs_a.length + " vs " + pair.runs_b.length + "): ";
       const v = pair.verdict;
-      if (!v) return head + "no verdict: one launch on a side (bench both commits again for an interval)";
+      if (!v) return head + "no verdict: one launch on a side and no noise prior (bench both commits again with --launches, or run patchkit noise)";
       const interval = v.ratio === null ? "" : "ratio " + num(v.ratio) + " [" + num(v.low) + ", " + num(v.high) + "] at " + Math.round(v.confidence * 100) + " %, ";
       const more = v.verdict === "unknown" && v.launches_needed ? ", about " + v.launches_needed + " launches per side would decide" : "";
-      return head + interval + "<b>" + esc(v.verdict.toUpperCase()) + "</b>" + (v.direction ? " (" + esc(v.direction) + ")" : "") + more;
+      const prior = v.prior_used ? " (noise prior " + num(pair.noise.sigma * 100) + " %)" : "";
+      return head + interval + "<b>" + esc(v.verdict.toUpperCase()) + "</b>" + (v.direction ? " (" + esc(v.direction) + ")" : "") + more + prior;
     }
 
     const metricsEl = $("metrics");
