@@ -9,6 +9,7 @@ both); where it cannot start they skip, saying why.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -19,6 +20,14 @@ from helpers import run_script
 from report_helpers import RANGES, DemoBench, demo_bench, embedded
 
 MAX_BYTES = 5_000_000
+
+
+def artifact(tmp_path: Path, name: str) -> Path:
+    """Where a screenshot is kept: the test's tmp dir, or ``$PATCHKIT_TEST_ARTIFACTS`` when set (pytest keeps
+    only its last three tmp dirs, and CI may want to collect them)."""
+    folder = Path(os.environ.get("PATCHKIT_TEST_ARTIFACTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / name
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +261,7 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
         assert traces["different"] == 1  # the first bad commit against its parent, two launches each
     assert dict(dom["panels"][0]["traces"])["baseline values"] == 4  # 2 runs x 2 values; no verify_ms for baseline
     assert "baseline values" not in dict(dom["panels"][1]["traces"])
-    shot = tmp_path / "report-light.png"
+    shot = artifact(tmp_path, "report-light.png")
     browser.set_window_size(1280, browser.execute_script("return document.documentElement.scrollHeight") + 40)
     browser.save_screenshot(str(shot))
     print(f"screenshot: {shot}")
@@ -325,7 +334,7 @@ def test_dark_theme_recolours_every_figure(browser, shown, tmp_path):
         "return [...document.querySelectorAll('.js-plotly-plot')].map((gd) => gd._fullLayout.paper_bgcolor)"
     )
     assert len(colours) == 3 and set(colours) == {"#141414"}
-    shot = tmp_path / "report-dark.png"
+    shot = artifact(tmp_path, "report-dark.png")
     browser.set_window_size(1280, browser.execute_script("return document.documentElement.scrollHeight") + 40)
     browser.save_screenshot(str(shot))
     print(f"screenshot: {shot}")
