@@ -121,7 +121,7 @@ def main() -> int:
     parser.add_argument("--noises", default="1,2,4", help="launch noise sigma, in percent")
     parser.add_argument("--runs", type=int, default=3, help="measured client runs per launch")
     parser.add_argument("--aa", type=int, default=10, help="launches of the simulated A/A run (the noise prior)")
-    parser.add_argument("--max-launches", type=int, default=20)
+    parser.add_argument("--max-launches", type=int, default=10, help="per commit, as bisect's default")
     parser.add_argument("--alpha", type=float, default=0.001)
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     args = parser.parse_args()

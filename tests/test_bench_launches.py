@@ -90,8 +90,9 @@ def test_launches_interleave_prepare_once_and_number_every_sample(capsys, histor
     kit = noisy_kit(tmp_path / "kit", tmp_path / "state", sigma=0.0, seed="x", launches=2)
     store = tmp_path / "bench.sqlite"
     a, b = history["restore-model"], history["docs-2"]
+    # No --launches: [bench].launches = 2.
     result = cli(capsys, "bench", "-m", kit, "--repo", history.path, "--store", store, "--commit", a, "--commit", b,
-                 "--json")  # fmt: skip  ([bench].launches = 2)
+                 "--json")  # fmt: skip
     assert result.code == 0, result.err
     order = [(r["commit"]["sha"], r["launch"]) for r in result.json["runs"]]
     assert order == [(a, 1), (b, 1), (a, 2), (b, 2)]

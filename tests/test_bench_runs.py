@@ -80,7 +80,8 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     ]
     assert set(data["runs"][0]) == RUN_KEYS
     assert set(data["table"][0]) == {
-        "run", "commit", "subject", "profile", "outcome", "metric", "median", "min", "max", "n", "missing", "ratio",
+        "run", "commit", "subject", "profile", "outcome", "launch", "metric", "median", "min", "max", "n", "missing",
+        "ratio",
     }  # fmt: skip
     rows = {(r["commit"], r["profile"], r["metric"]): r for r in data["table"]}
     assert rows[(history["tip"], "eagle3", "output_tok_s")]["ratio"] == pytest.approx(0.65)

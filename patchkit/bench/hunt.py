@@ -57,7 +57,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from patchkit.bench.verdict import Call, Noise, Verdict, judge, pooled_noise
 
@@ -148,6 +148,7 @@ def hunt(
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be between 0 and 0.5, got {alpha}")
     state = _State(size, noise)
+    state.label = label
     state.skipped.update(p for p in skipped if 0 < p < size - 1)
     for pos, values in (initial or {}).items():
         for value in values:
@@ -329,6 +330,7 @@ class _State:
         self.prior_ss = noise.df * noise.sigma**2 if noise is not None else 0.0
         self.prior_df = noise.df if noise is not None else 0
         self.sign = 0.0  # -1: BAD lower than GOOD, +1: higher; 0 until the endpoints are told apart
+        self.label: Callable[[int], str] = str  # how a position is named in the reasons
 
     def add(self, pos: int, value: float | None) -> None:
         if pos in self.skipped:
@@ -400,8 +402,8 @@ class _State:
             here = self.counts.get(again, 0) + pending.get(again, 0)
             if ref is not None and here > self.counts.get(ref, 0) + pending.get(ref, 0):
                 # The unclear commit already has more launches than a reference: interleave one there.
-                label = "GOOD" if ref == 0 else "BAD"
-                chosen.append((ref, f"reference: {label}, interleaved with the launches of unclear {again}"))
+                name = "GOOD" if ref == 0 else "BAD"
+                chosen.append((ref, f"reference: {name}, interleaved with the launches of {self.label(again)}"))
                 pending[ref] = pending.get(ref, 0) + 1
                 continue
             chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {self.counts[again]} launches"))
@@ -452,7 +454,8 @@ class _Posterior:
             # The step goes the way BAD differs from GOOD: the posterior of (BAD's mean - GOOD's) under this split,
             # a Student-t with 2 * power degrees of freedom, on that side of zero.
             scale = np.sqrt(total / (2 * power) * (1 / n_l + 1 / n_r))
-            logs = logs + stats.t.logcdf(state.sign * (s_r / n_r - s_l / n_l) / scale, 2 * power)
+            z = state.sign * (s_r / n_r - s_l / n_l) / scale
+            logs = logs + np.log(np.maximum(special.stdtr(2 * power, z), 1e-300))  # stdtr: the t CDF, a ufunc
         weights = np.exp(logs - logs.max())
         weights /= weights.sum()
         return cls(marks=tuple(marks), masses=tuple(weights.tolist()))
