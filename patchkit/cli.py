@@ -489,9 +489,51 @@ def noise(**kwargs: Any) -> int:
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
 @store_option
 @json_option
+@click.option(
+    "--plot",
+    default=None,
+    metavar="METRIC",
+    help="Draw METRIC over the runs' commits in the terminal instead, the latest bisect's first bad commit marked.",
+)
 def runs(**kwargs: Any) -> int:
-    """List the benchmark runs in the bench store."""
+    """List the benchmark runs in the bench store (or, with --plot, draw one metric)."""
     from patchkit.commands.runs import runs as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@click.option(
+    "-m",
+    "--manifest",
+    "manifests",
+    multiple=True,
+    required=True,
+    metavar="MANIFEST",
+    help=MANIFEST_HELP + " Repeatable: one band per patch and group of each.",
+)
+@repo_option
+@click.option(
+    "--range",
+    "ranges",
+    multiple=True,
+    metavar="A..B",
+    help="Commits as `git rev-list A..B` lists them, as `check` takes it (default: HEAD and its history). Repeatable.",
+)
+@click.option("--commit", "commits", multiple=True, metavar="REV", help="A single commit to add. Repeatable.")
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", help="A metric panel (default: every stored one).")
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@store_option
+@click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write (atomically).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N", help="As for `check`.")
+def report(**kwargs: Any) -> int:
+    """Write one self-contained HTML page: patch bands and benchmark trends on one commit axis.
+
+    It embeds `check --json` of every -m manifest over the range, `runs --json`
+    and the latest bisect, and draws them with plotly.js inlined: open it with
+    no network (copy it off a GPU host with scp).
+    """
+    from patchkit.commands.report import report as run
 
     return run(console=_console(), **kwargs)
 

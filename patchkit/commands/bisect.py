@@ -39,6 +39,7 @@ from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import print_json
+from patchkit.report.documents import save_latest_bisect
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
 
@@ -174,6 +175,7 @@ def bisect(
         "allow_dirty": allow_dirty,
         **report.to_json(),
     }
+    save_latest_bisect(session.store.path, result)  # `runs --plot` and `report` mark its first bad commit
     if json_out:
         print_json(result)
     else:
