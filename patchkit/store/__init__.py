@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,23 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX manifests_run ON manifests (run_id);
     ALTER TABLE runs ADD COLUMN server_log TEXT;
+    """,
+    # 3: launches handed to a scheduler (bench --executor slurm), written before the submitter waits,
+    #    so that a re-run of the same command (same batch) collects them instead of submitting again.
+    """
+    CREATE TABLE submissions (
+        batch TEXT NOT NULL,
+        key TEXT NOT NULL,
+        executor TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        folder TEXT NOT NULL,
+        label TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+        PRIMARY KEY (batch, key)
+    );
+    CREATE INDEX submissions_state ON submissions (state);
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -135,39 +153,92 @@ class Store:
     # -- writing ---------------------------------------------------------------
 
     def add(self, record: RunRecord) -> int:
-        data = record.to_json()
         with self._transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
-                "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
-                (
-                    record.commit["sha"],
-                    record.commit["subject"],
-                    record.commit["date"],
-                    record.profile,
-                    record.outcome,
-                    record.reason,
-                    record.started_at,
-                    record.finished_at,
-                    record.host.get("hostname", ""),
-                    record.logs.get("server"),
-                ),
-            )
-            run_id = int(cursor.lastrowid or 0)
-            data["run"] = run_id
-            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
-            missing = {(m["metric"], m["run"]): m["log"] for m in record.missing}
-            for metric, values in record.samples.items():
-                for index, value in enumerate(values, start=1):
-                    db.execute(
-                        "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
-                        (run_id, metric, index, value, missing.get((metric, index))),
-                    )
-            for manifest in record.manifests:
+            return self._insert(db, record)
+
+    def _insert(self, db: sqlite3.Connection, record: RunRecord) -> int:
+        data = record.to_json()
+        cursor = db.execute(
+            "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
+            "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
+            (
+                record.commit["sha"],
+                record.commit["subject"],
+                record.commit["date"],
+                record.profile,
+                record.outcome,
+                record.reason,
+                record.started_at,
+                record.finished_at,
+                record.host.get("hostname", ""),
+                record.logs.get("server"),
+            ),
+        )
+        run_id = int(cursor.lastrowid or 0)
+        data["run"] = run_id
+        db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
+        missing = {(m["metric"], m["run"]): m["log"] for m in record.missing}
+        for metric, values in record.samples.items():
+            for index, value in enumerate(values, start=1):
                 db.execute(
-                    "INSERT INTO manifests VALUES (?, ?, ?, ?)",
-                    (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
+                    "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
+                    (run_id, metric, index, value, missing.get((metric, index))),
                 )
+        for manifest in record.manifests:
+            db.execute(
+                "INSERT INTO manifests VALUES (?, ?, ?, ?)",
+                (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
+            )
+        return run_id
+
+    # -- submissions (bench --executor slurm) -------------------------------------
+
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Record what was just handed to the scheduler, in one transaction, before anyone waits on it."""
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._transaction() as db:
+            for row in rows:
+                db.execute(
+                    "INSERT INTO submissions (batch, key, executor, job_id, folder, label, submitted_at, state) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, 'submitted')",
+                    (
+                        batch,
+                        row["key"],
+                        row.get("executor", "slurm"),
+                        row["job_id"],
+                        row["folder"],
+                        json.dumps(row["label"], sort_keys=True),
+                        stamp,
+                    ),
+                )
+
+    def submissions(self, batch: str | None = None, *, pending: bool = False) -> list[dict[str, Any]]:
+        """The submissions of one batch (all batches when None); ``pending``: those not collected yet."""
+        query = "SELECT batch, key, executor, job_id, folder, label, submitted_at, state, run_id FROM submissions"
+        where, args = [], []
+        if batch is not None:
+            where.append("batch = ?")
+            args.append(batch)
+        if pending:
+            where.append("state != 'collected'")
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        rows = self.db.execute(query + " ORDER BY submitted_at, job_id", args).fetchall()
+        names = ("batch", "key", "executor", "job_id", "folder", "label", "submitted_at", "state", "run_id")
+        return [{**dict(zip(names, r, strict=True)), "label": json.loads(r[5])} for r in rows]
+
+    def set_submission_state(self, batch: str, key: str, state: str) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE submissions SET state = ? WHERE batch = ? AND key = ?", (state, batch, key))
+
+    def add_collected(self, record: RunRecord, batch: str, key: str) -> int:
+        """Store a scheduled launch's record and mark its submission collected, both or neither."""
+        with self._transaction() as db:
+            run_id = self._insert(db, record)
+            db.execute(
+                "UPDATE submissions SET state = 'collected', run_id = ? WHERE batch = ? AND key = ?",
+                (run_id, batch, key),
+            )
         return run_id
 
     # -- reading ---------------------------------------------------------------

@@ -1,0 +1,178 @@
+"""patchkit.bench.executor with trivial picklable functions: in-process, and on the real test Slurm.
+
+The Slurm tests use functions of the standard library (``subprocess.getoutput``,
+``time.sleep``) and ``executor.job_facts``, so what they prove is the
+executor's own work: one array per call, the ledger written before waiting,
+reattaching instead of resubmitting, a cancelled job finishing with its state.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from slurm_cluster import SlurmCluster
+
+from patchkit.bench.executor import (
+    LocalExecutor,
+    SlurmExecutor,
+    SlurmOptions,
+    Task,
+    check_shared_dir,
+    job_facts,
+    scancel,
+    slurm_states,
+)
+from patchkit.errors import UsageError
+from patchkit.store import Store
+
+
+def test_local_executor_runs_in_process_in_order() -> None:
+    seen: list[int] = []
+
+    def fn(x: int) -> int:
+        seen.append(os.getpid())
+        return x * 10
+
+    done = list(LocalExecutor().map(fn, [Task("a", 1), Task("b", 2)]))
+    assert [(f.key, f.value, f.state) for f in done] == [("a", 10, "LOCAL"), ("b", 20, "LOCAL")]
+    assert seen == [os.getpid(), os.getpid()]
+
+
+def test_shared_dir_must_be_a_writable_directory(tmp_path: Path) -> None:
+    assert check_shared_dir(tmp_path) == tmp_path
+    assert list(tmp_path.iterdir()) == []  # the probe is gone
+    with pytest.raises(UsageError, match="is not a directory"):
+        check_shared_dir(tmp_path / "nope")
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(UsageError, match="is not a directory"):
+        check_shared_dir(tmp_path / "file")
+
+
+def test_job_facts_reads_slurms_environment() -> None:
+    env = {"SLURM_JOB_ID": "12", "SLURM_ARRAY_JOB_ID": "10", "SLURM_ARRAY_TASK_ID": "2", "SLURMD_NODENAME": "n1"}
+    assert job_facts({**env, "SLURM_JOB_GPUS": "0,3"}) == {
+        "job_id": "12",
+        "array_job_id": "10",
+        "array_index": 2,
+        "node": "n1",
+        "gpu_ids": ["0", "3"],
+    }
+    assert job_facts({})["gpu_ids"] == []
+
+
+def test_slurm_array_writes_the_ledger_and_returns_each_result(slurm: SlurmCluster, tmp_path: Path) -> None:
+    executor = SlurmExecutor(SlurmOptions(shared_dir=tmp_path, slots=2, timeout_min=5), poll_s=0.5)
+    with Store(tmp_path / "bench.sqlite") as store:
+        tasks = [Task(f"k{i}", None, {"n": i}) for i in range(3)]
+        done = {f.key: f for f in executor.map(job_facts, tasks, batch="b1", ledger=store)}
+        rows = store.submissions("b1")
+    assert sorted(done) == ["k0", "k1", "k2"]
+    arrays = {row["job_id"].split("_")[0] for row in rows}
+    assert len(arrays) == 1 and len(rows) == 3  # one job array, every task in the ledger
+    for row in rows:
+        finished = done[row["key"]]
+        assert finished.state == "COMPLETED"
+        assert finished.value["node"] == slurm.node
+        assert f"{finished.value['array_job_id']}_{finished.value['array_index']}" == row["job_id"]
+        assert finished.slurm is not None and finished.slurm["job_id"] == row["job_id"]
+        assert Path(finished.slurm["logs"]["stdout"]).is_file()
+        assert finished.label == row["label"]
+
+
+def test_scancel_finishes_with_the_slurm_state_and_no_value(slurm: SlurmCluster, tmp_path: Path) -> None:
+    executor = SlurmExecutor(SlurmOptions(shared_dir=tmp_path, timeout_min=5), poll_s=0.5)
+    with Store(tmp_path / "bench.sqlite") as store:
+        results = executor.map(time.sleep, [Task("sleep", 300)], batch="b", ledger=store)
+        # The generator submits on the first next(); a second process cancels the job once it runs.
+        canceller = subprocess.Popen(
+            [sys.executable, "-c", CANCEL_WHEN_RUNNING, str(tmp_path / "bench.sqlite")], env=slurm.env()
+        )
+        finished = next(results)
+        canceller.wait(60)
+        job_id = store.submissions("b")[0]["job_id"]
+    assert canceller.returncode == 0
+    assert finished.value is None
+    assert finished.state == "CANCELLED"
+    assert finished.reason == f"the Slurm job {job_id} ended CANCELLED without a result"
+
+
+CANCEL_WHEN_RUNNING = """
+import sqlite3, subprocess, sys, time
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        row = sqlite3.connect(sys.argv[1]).execute("SELECT job_id FROM submissions").fetchone()
+    except sqlite3.Error:
+        row = None
+    if row:
+        state = subprocess.run(["squeue", "-h", "-j", row[0].split("_")[0], "-o", "%T"],
+                               capture_output=True, text=True).stdout.strip()
+        if state == "RUNNING":
+            subprocess.run(["scancel", row[0]], check=True)
+            sys.exit(0)
+    time.sleep(0.3)
+sys.exit(1)
+"""
+
+SUBMITTER = """
+import subprocess, sys
+from pathlib import Path
+from patchkit.bench.executor import SlurmExecutor, SlurmOptions, Task
+from patchkit.store import Store
+shared = Path(sys.argv[1])
+with Store(shared / "bench.sqlite") as store:
+    executor = SlurmExecutor(SlurmOptions(shared_dir=shared, slots=2, timeout_min=5), poll_s=0.5)
+    tasks = [Task(f"k{i}", f'sleep {sys.argv[2]}; echo "$SLURM_ARRAY_JOB_ID"_"$SLURM_ARRAY_TASK_ID"') for i in range(2)]
+    for done in executor.map(subprocess.getoutput, tasks, batch="resume", ledger=store):
+        print(done.key, done.slurm["job_id"], done.value, flush=True)
+"""
+
+
+def test_a_killed_submitter_rerun_collects_instead_of_resubmitting(slurm: SlurmCluster, tmp_path: Path) -> None:
+    first = subprocess.Popen([sys.executable, "-c", SUBMITTER, str(tmp_path), "6"], env=slurm.env())
+    db = tmp_path / "bench.sqlite"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _rows(db) and first.poll() is None:
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    submitted = _rows(db)
+    assert len(submitted) == 2
+    assert set(slurm_states([jid for _, jid in submitted])) == {jid for _, jid in submitted}
+    queued_before = _queue()
+    again = subprocess.run(
+        [sys.executable, "-c", SUBMITTER, str(tmp_path), "6"], env=slurm.env(), capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr
+    # Each job's own output names it: the results are those of the jobs the killed submitter left.
+    assert sorted(again.stdout.splitlines()) == sorted(f"{key} {jid} {jid}" for key, jid in submitted)
+    assert _rows(db) == submitted
+    assert _queue() == queued_before  # nothing new reached Slurm
+
+
+def _queue() -> set[str]:
+    return set(
+        subprocess.run(["squeue", "-h", "-t", "all", "-r", "-o", "%i"], capture_output=True, text=True).stdout.split()
+    )
+
+
+def _rows(db: Path) -> list[tuple[str, str]]:
+    import sqlite3
+
+    if not db.exists():
+        return []
+    try:
+        with sqlite3.connect(db) as conn:
+            return [(r[0], r[1]) for r in conn.execute("SELECT key, job_id FROM submissions ORDER BY key")]
+    except sqlite3.Error:
+        return []
+
+
+def test_scancel_helper_is_quiet_without_ids() -> None:
+    scancel([])
