@@ -68,6 +68,18 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class SlurmDefaults:
+    """``[bench.slurm]``: defaults for ``--executor slurm``; each is overridden by its command-line option."""
+
+    partition: str | None = None
+    gpus_per_job: int | None = None
+    timeout_min: int | None = None
+    slots: int | None = None
+    shared_dir: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)  # sbatch long options without the dashes
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     server: str
     health: str
@@ -88,6 +100,7 @@ class BenchConfig:
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     vars: Mapping[str, str] = field(default_factory=dict)
     profiles: Mapping[str, Profile] = field(default_factory=dict)
+    slurm: SlurmDefaults = field(default_factory=SlurmDefaults)
 
     def profile_names(self) -> list[str]:
         """Declared profiles in file order; one implicit ``default`` when there are none."""
@@ -286,4 +299,17 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         inherit=tuple(table.get("inherit", DEFAULT_INHERIT)),
         vars=base_vars,
         profiles=profiles,
+        slurm=_slurm_defaults(table.get("slurm", {})),
+    )
+
+
+def _slurm_defaults(table: Mapping[str, Any]) -> SlurmDefaults:
+    """The schema has checked every key and type of ``[bench.slurm]``."""
+    return SlurmDefaults(
+        partition=table.get("partition"),
+        gpus_per_job=table.get("gpus_per_job"),
+        timeout_min=table.get("timeout_min"),
+        slots=table.get("slots"),
+        shared_dir=table.get("shared_dir"),
+        extra=dict(table.get("extra", {})),
     )
