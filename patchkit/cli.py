@@ -349,10 +349,14 @@ Exit codes:
   2  bad input: usage, manifest, [bench] table, revision, --set
   3  internal error (a bug; the crash line names a log file with the
      traceback, versions and command line)
-  130 interrupted (Ctrl-C or SIGTERM): the server group was stopped
+  130 interrupted (Ctrl-C or SIGTERM): the server group was stopped and
+      the run stored as `interrupted`
 """
 
-STORE_HELP = "The bench store (SQLite). Default: <git-common-dir>/patchkit/bench.sqlite."
+STORE_HELP = (
+    "The bench store (SQLite). Default: <git-common-dir>/patchkit/bench.sqlite. "
+    "Run logs stay under <git-common-dir>/patchkit/bench-runs/ whatever the store."
+)
 
 
 def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -377,6 +381,11 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a [bench] variable. Repeatable."
+        ),
+        click.option(
+            "--allow-dirty",
+            is_flag=True,
+            help="Changes outside patchkit's edits in a worktree do not refuse the run (recorded in the run).",
         ),
         click.option(
             "--worktree-root",

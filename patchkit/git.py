@@ -520,6 +520,12 @@ class Repo:
         """Commits of a rev-list range, oldest first (topological: parents before children)."""
         return parse_log(self.spawn_rev_list(spec).text())
 
+    def commit_range(self, start: str, end: str) -> list[Commit]:
+        """The first-parent commits after ``start`` up to ``end`` (included), oldest first: the line that
+        ``bisect`` searches and ``compare`` lists between two runs (as asv's ``repo.py`` gives one range
+        function to every command).  Empty when ``end`` is ``start`` or an ancestor of it."""
+        return self.rev_list(["--first-parent", f"{self.resolve(start)}..{self.resolve(end)}"])
+
     def spawn_rev_list(self, spec: Sequence[str]) -> Pending:
         return self.spawn("log", "--topo-order", "--reverse", f"--format={_LOG_FORMAT}", *spec, "--", ahead=True)
 

@@ -11,7 +11,7 @@ from bench_helpers import bench_table, build_history, write_bench_kit
 from patchkit.bench.job import JobSpec, _version_problem
 from patchkit.bench.prepare import scm_version, write_scm_version_file
 from patchkit.demo.history import HistoryBuilder
-from patchkit.git import Repo
+from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 
 
@@ -50,7 +50,7 @@ def spec(tmp_path: Path, history, expected: str | None, **bench) -> JobSpec:
     manifest = load_manifest(write_bench_kit(tmp_path / "kit", bench=bench_table(**bench)))
     assert manifest.bench is not None
     return JobSpec(
-        commit={"sha": history["tip"], "subject": "s", "date": "d"},
+        commit=Commit(history["tip"], (), "a <a@x>", "d", "s"),
         tree=tmp_path,
         config=manifest.bench,
         profile="eagle3",

@@ -7,9 +7,9 @@ import sqlite3
 
 import pytest
 
-from patchkit.bench.job import RunRecord
+from patchkit.bench.record import RunRecord
+from patchkit.bench.store import MIGRATIONS, SCHEMA_VERSION, Store
 from patchkit.errors import RepoError, UsageError
-from patchkit.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 
 def record(**over) -> RunRecord:
@@ -68,6 +68,7 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     db.executescript(MIGRATIONS[0])
     old = record().to_json()
     old["run"] = 1
+    old["env"] = {"HF_TOKEN": "hf_planted_secret_1234", "NCCL_MIN_NCHANNELS": "4"}  # as an older patchkit kept it
     db.execute(
         "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, finished_at, "
         "host, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -75,15 +76,21 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     with Store(path) as store:
-        assert store.version() == 2
+        assert store.version() == 3
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
         assert store.db.execute("SELECT server_log FROM runs").fetchone() == ("/x/server.log",)
         new_id = store.add(record())
         assert new_id == 2
+        # Schema 3: the secret of the old record is redacted in place, and outcomes are enforced.
+        assert store.get(1).env == {"HF_TOKEN": "<redacted>", "NCCL_MIN_NCHANNELS": "4"}
+        with pytest.raises(sqlite3.IntegrityError, match="unknown run outcome"):
+            store.db.execute("UPDATE runs SET outcome = 'exploded' WHERE id = 1")
+        store.add(record(outcome="interrupted"))
+    assert b"hf_planted_secret_1234" not in path.read_bytes()
     with Store(path) as again:  # a second open migrates nothing
         assert again.migrate() == []
 
@@ -109,23 +116,19 @@ def test_refuses_a_newer_schema(tmp_path):
     ],
 )
 def test_significance_needs_threshold_and_separate_ranges(a, b, significant, direction):
-    from patchkit.commands.compare import metric_rows
+    from patchkit.bench.compare import metric_deltas
 
     ra = record(samples={"output_tok_s": a}, missing=[])
     rb = record(samples={"output_tok_s": b}, missing=[])
-    (row,) = metric_rows(ra, rb, 0.05, {"output_tok_s": "higher"})
-    assert (row["significant"], row["direction"]) == (significant, direction)
-    assert row["ratio"] == pytest.approx(b[1] / a[1])
+    (row,) = metric_deltas(ra, rb, 0.05, {"output_tok_s": "higher"})
+    assert (row.significant, row.direction) == (significant, direction)
+    assert row.ratio == pytest.approx(b[1] / a[1])
 
 
-def test_provenance_diff_names_gpu_env_and_version_changes(tmp_path):
-    from helpers import make_repo
+def test_provenance_diff_names_gpu_env_and_version_changes():
+    from patchkit.bench.compare import compare
 
-    from patchkit.commands.compare import compare_records
-    from patchkit.git import Repo
-
-    path = make_repo(tmp_path / "r", {"a.py": "x = 1\n"})
-    sha = Repo.discover(path).head()
+    sha = "c" * 40
     gpu = {"index": 0, "pstate": "P0", "pcie_width": 16, "sm_clock_mhz": 1980}
     a = record(commit={"sha": sha, "subject": "s", "date": "d"}, gpus=[gpu])
     b = record(
@@ -134,7 +137,7 @@ def test_provenance_diff_names_gpu_env_and_version_changes(tmp_path):
         env={"NCCL_MIN_NCHANNELS": "8"},
         torch={"torch": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91900, "nccl": "2.27.5"},
     )
-    prov = compare_records(Repo.discover(path), a, b, threshold=0.05)["provenance"]
+    prov = compare(a, b, threshold=0.05).to_json()["provenance"]
     assert prov["gpus"] == [
         {"key": "gpus[0].pstate", "a": "P0", "b": "P2"},
         {"key": "gpus[0].pcie_width", "a": 16, "b": 8},

@@ -28,8 +28,8 @@ from patchkit.bench.executor import (
     scancel,
     slurm_states,
 )
+from patchkit.bench.store import Store
 from patchkit.errors import UsageError
-from patchkit.store import Store
 
 
 def test_local_executor_runs_in_process_in_order() -> None:
@@ -124,7 +124,7 @@ SUBMITTER = """
 import subprocess, sys
 from pathlib import Path
 from patchkit.bench.executor import SlurmExecutor, SlurmOptions, Task
-from patchkit.store import Store
+from patchkit.bench.store import Store
 shared = Path(sys.argv[1])
 with Store(shared / "bench.sqlite") as store:
     executor = SlurmExecutor(SlurmOptions(shared_dir=shared, slots=2, timeout_min=5), poll_s=0.5)

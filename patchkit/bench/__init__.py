@@ -7,12 +7,19 @@
   with this environment, run the client, extract metrics, stop everything.
 * ``metrics``: reading numbers out of one run; ``provenance``: host,
   interpreter, torch and GPU facts.
+* ``record``: ``RunRecord`` and ``Outcome``, the values everything else
+  passes around; ``store``: the SQLite store of records.
+* ``compare`` and ``bisect``: pure functions over records and measurements.
+* ``session``: prepare + job + store, what ``bench`` and ``bisect`` drive.
 
-Records go to ``patchkit.store``; the verbs live in ``patchkit.commands``.
+Layers, bottom up: ``record`` (and ``metrics``) < ``store``, ``compare``,
+``bisect`` < ``provenance``, ``job`` < ``prepare`` < ``session``; nothing
+here imports ``patchkit.commands``.  The verbs live in ``patchkit.commands``.
 """
 
 from __future__ import annotations
 
-from patchkit.bench.job import JobSpec, RunRecord, run_job
+from patchkit.bench.job import JobSpec, run_job
+from patchkit.bench.record import Outcome, RunRecord
 
-__all__ = ["JobSpec", "RunRecord", "run_job"]
+__all__ = ["JobSpec", "Outcome", "RunRecord", "run_job"]

@@ -23,6 +23,12 @@ has a process:
    SIGKILL after ``stop_grace``, then confirm nothing is left and the port is
    free.  This happens whatever ends the job: an error, a refusal, Ctrl-C.
 
+``run_job`` is these steps as named functions (``_configure``,
+``_read_provenance``, ``_start``, ``_wait_healthy``, ``_verify``,
+``_run_clients``, ``_stop``) over one typed ``_JobState``; the record is made
+from that state however the job ended.  Ctrl-C and SIGTERM end it as
+``interrupted`` with what it had measured.
+
 Nothing here touches git or the store: a later scheduler can ship a JobSpec
 to another host and get a RunRecord back.
 """
@@ -43,15 +49,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from patchkit.bench import provenance
-from patchkit.bench.metrics import extract, summary
+from patchkit.bench.metrics import extract
+from patchkit.bench.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
+from patchkit.bench.record import Outcome, RunRecord, now
+from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 
-OUTCOMES = ("ok", "refused", "server-failed", "client-failed", "metric-missing")
 LOG_TAIL_LINES = 20
 
 Progress = Callable[[str, str], None]
@@ -61,7 +67,7 @@ Progress = Callable[[str, str], None]
 class JobSpec:
     """Everything one run needs; plain data (paths, strings, the frozen config)."""
 
-    commit: Mapping[str, str]  # {"sha", "subject", "date"}
+    commit: Commit
     tree: Path
     config: BenchConfig
     profile: str
@@ -73,109 +79,13 @@ class JobSpec:
     guard: Mapping[str, Any] = field(default_factory=dict)  # the guard report: recorded as given
     guard_env: Mapping[str, str] = field(default_factory=dict)  # variables the guard adds
     expected_version: str | None = None  # what scm_version_file holds in this tree
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    commit: Mapping[str, str]
-    profile: str
-    outcome: str  # one of OUTCOMES
-    reason: str | None
-    started_at: str
-    finished_at: str
-    vars: Mapping[str, str]
-    commands: Mapping[str, Any]
-    env: Mapping[str, str]
-    manifests: tuple[Mapping[str, Any], ...]
-    guard: Mapping[str, Any]
-    host: Mapping[str, Any]
-    interpreter: Mapping[str, Any] | None
-    torch: Mapping[str, Any] | None
-    gpus: tuple[Mapping[str, Any], ...] | None
-    server_info: Mapping[str, Any] | None
-    samples: Mapping[str, tuple[float | None, ...]]
-    missing: tuple[Mapping[str, Any], ...]  # {"metric", "run", "log"}
-    logs: Mapping[str, Any]
-    details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
-    metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
-    run_id: int | None = None
-
-    def ident(self) -> dict[str, Any]:
-        """What names a run in tables and JSON: run number, commit, subject, profile, outcome."""
-        return {
-            "run": self.run_id,
-            "commit": self.commit["sha"],
-            "subject": self.commit["subject"],
-            "profile": self.profile,
-            "outcome": self.outcome,
-        }
-
-    def stats(self) -> dict[str, dict[str, Any]]:
-        return {name: summary(values) for name, values in self.samples.items()}
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run": self.run_id,
-            "commit": dict(self.commit),
-            "profile": self.profile,
-            "outcome": self.outcome,
-            "reason": self.reason,
-            "details": list(self.details),
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "vars": dict(self.vars),
-            "commands": dict(self.commands),
-            "env": dict(self.env),
-            "manifests": [dict(m) for m in self.manifests],
-            "guard": dict(self.guard),
-            "host": dict(self.host),
-            "interpreter": None if self.interpreter is None else dict(self.interpreter),
-            "torch": None if self.torch is None else dict(self.torch),
-            "gpus": None if self.gpus is None else [dict(g) for g in self.gpus],
-            "server_info": None if self.server_info is None else dict(self.server_info),
-            "samples": {k: list(v) for k, v in self.samples.items()},
-            "stats": self.stats(),
-            "missing": [dict(m) for m in self.missing],
-            "metrics": [dict(m) for m in self.metrics],
-            "logs": dict(self.logs),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
-        return cls(
-            commit=data["commit"],
-            profile=data["profile"],
-            outcome=data["outcome"],
-            reason=data["reason"],
-            started_at=data["started_at"],
-            finished_at=data["finished_at"],
-            vars=data["vars"],
-            commands=data["commands"],
-            env=data["env"],
-            manifests=tuple(data["manifests"]),
-            guard=data["guard"],
-            host=data["host"],
-            interpreter=data["interpreter"],
-            torch=data["torch"],
-            gpus=None if data["gpus"] is None else tuple(data["gpus"]),
-            server_info=data["server_info"],
-            samples={k: tuple(v) for k, v in data["samples"].items()},
-            missing=tuple(data["missing"]),
-            logs=data["logs"],
-            details=tuple(data.get("details", ())),
-            metrics=tuple(data.get("metrics", ())),
-            run_id=data.get("run"),
-        )
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    allow_dirty: bool = False  # recorded: the guard was told to allow changes outside patchkit's edits
 
 
 class _Stop(Exception):
     """Ends a job early with an outcome (internal to run_job)."""
 
-    def __init__(self, outcome: str, reason: str, details: tuple[str, ...] = ()) -> None:
+    def __init__(self, outcome: Outcome, reason: str, details: tuple[str, ...] = ()) -> None:
         super().__init__(reason)
         self.outcome = outcome
         self.reason = reason
@@ -365,7 +275,7 @@ def _version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | Non
     if not isinstance(reported, str):
         return "server_info reports no version, so the server cannot prove it runs this tree"
     if spec.expected_version is not None:
-        sha = spec.commit["sha"]
+        sha = spec.commit.sha
         node = re.search(r"\+g([0-9a-f]+)", reported)
         if reported != spec.expected_version or (node and not sha.startswith(node.group(1))):
             where = f" (+g{node.group(1)}, another commit)" if node and not sha.startswith(node.group(1)) else ""
@@ -394,7 +304,7 @@ def _split(command: str, which: str) -> list[str]:
     try:
         return shlex.split(command)
     except ValueError as exc:
-        raise _Stop("refused", f"the {which} command does not split into words ({exc}): {command}") from None
+        raise _Stop(Outcome.REFUSED, f"the {which} command does not split into words ({exc}): {command}") from None
 
 
 def _read_from(path: Path, offset: int) -> tuple[str, int]:
@@ -407,203 +317,265 @@ def _read_from(path: Path, offset: int) -> tuple[str, int]:
     return data.decode("utf-8", "replace"), offset + len(data)
 
 
+@dataclass
+class _JobState:
+    """What a job has learnt so far; each step fills its part, and the record is made from it
+    whatever step the job ended in (an error, a refusal, Ctrl-C)."""
+
+    vars: dict[str, str]
+    server_log: Path
+    env: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)  # placeholders: vars, tree, python
+    commands: dict[str, Any] = field(default_factory=dict)
+    interpreter: dict[str, Any] | None = None
+    torch: dict[str, Any] | None = None
+    gpus: list[dict[str, Any]] | None = None
+    server_info: dict[str, Any] | None = None
+    samples: dict[str, list[float | None]] = field(default_factory=dict)
+    missing: list[dict[str, Any]] = field(default_factory=list)
+    clients: list[dict[str, str]] = field(default_factory=list)
+    env_checked_pids: list[int] = field(default_factory=list)
+    proc: subprocess.Popen[bytes] | None = None
+    known: set[int] = field(default_factory=set)  # pids seen in the server's tree
+    log_fh: IO[bytes] | None = None
+
+
 def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mapping[str, str] | None = None) -> RunRecord:
-    """Run one (commit, profile) benchmark on a prepared tree; always returns a record (Ctrl-C re-raises)."""
+    """Run one (commit, profile) benchmark on a prepared tree; always returns a record.
+
+    The steps, in order: ``_configure`` (interpreter, port, environment, commands), ``_read_provenance``,
+    ``_start``, ``_wait_healthy``, ``_verify`` (version and start environments), ``_run_clients``;
+    ``_stop`` runs whatever ended the job.  Ctrl-C or SIGTERM (as KeyboardInterrupt) ends it as
+    ``interrupted``, with the samples measured so far; the caller decides whether to go on.
+    """
     say = progress or (lambda phase, detail: None)
-    config = spec.config
     started = now()
     spec.run_dir.mkdir(parents=True, exist_ok=True)
-    server_log = spec.run_dir / "server.log"
-    state: dict[str, Any] = {
-        "interpreter": None,
-        "torch": None,
-        "gpus": None,
-        "server_info": None,
-        "commands": {},
-        "env": {},
-        "samples": {m.name: [] for m in config.metrics if m.applies_to(spec.profile)},
-        "missing": [],
-        "clients": [],
-    }
-    vars_ = dict(spec.vars)
-    proc: subprocess.Popen[bytes] | None = None
-    known: set[int] = set()
-    log_fh: IO[bytes] | None = None
-    outcome: str = "ok"
+    state = _JobState(
+        vars=dict(spec.vars),
+        server_log=spec.run_dir / "server.log",
+        samples={m.name: [] for m in spec.config.metrics if m.applies_to(spec.profile)},
+    )
+    outcome: Outcome = Outcome.OK
     reason: str | None = None
     details: tuple[str, ...] = ()
+    leftovers: list[str] = []
     try:
-        python = bench_python(config)
-        if python is None:
-            raise _Stop("refused", f"the interpreter {config.python!r} is not found on PATH")
-        if "port" in vars_:
-            if not vars_["port"].isdigit() or not 0 < int(vars_["port"]) < 65536:
-                raise _Stop("refused", f"port {vars_['port']!r} is not a TCP port number")
-            port = int(vars_["port"])
-            if not port_is_free(port):
-                raise _Stop("refused", f"port {port} on 127.0.0.1 is already in use; nothing was started")
-        else:
-            port = free_port()
-        vars_["port"] = str(port)
-        values = {**vars_, "tree": str(spec.tree), "python": python}
-        env = build_env(spec, values, base=os.environ if base_env is None else base_env)
-        state["env"] = env
-        server_cmd = render(config.server, values)
-        health = render(config.health, values)
-        info_url = render(config.server_info, values) if config.server_info else None
-        state["commands"] = {
-            "server": _split(server_cmd, "server"),
-            "health": health,
-            "server_info": info_url,
-            "client": [],
-            "cwd": str(spec.tree),
-        }
-
-        say("reading provenance", "")
-        state["interpreter"] = provenance.interpreter_facts(python, env, str(spec.tree))
-        state["torch"] = provenance.torch_facts(python, env, str(spec.tree))
-        state["gpus"] = provenance.gpu_facts()
-
-        say("starting server", server_cmd)
-        log_fh = server_log.open("wb")
         try:
-            proc = subprocess.Popen(
-                state["commands"]["server"],
-                cwd=spec.tree,
-                env=env,
-                stdout=log_fh,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise _Stop("server-failed", f"the server command could not start: {exc.strerror or exc}") from None
-
-        start = time.monotonic()
-        delay = 0.05
-        while True:
-            if proc.poll() is not None:
-                raise _Stop(
-                    "server-failed",
-                    f"the server exited with code {proc.returncode} before it was healthy (log: {server_log})",
-                    _tail(server_log),
-                )
-            elapsed = time.monotonic() - start
-            say("waiting for health", f"{elapsed:.0f}s of {config.ready_timeout:.0f}s")
-            status, _ = _http_get(health)
-            if status == 200:
-                break
-            if elapsed > config.ready_timeout:
-                raise _Stop(
-                    "server-failed",
-                    f"health {health} did not answer 200 within {config.ready_timeout:g}s (log: {server_log})",
-                    _tail(server_log),
-                )
-            time.sleep(delay)
-            delay = min(delay * 1.5, 1.0)
-
-        if info_url:
-            status, body = _http_get(info_url, timeout=10)
-            try:
-                info = json.loads(body) if status == 200 else None
-            except json.JSONDecodeError:
-                info = None
-            state["server_info"] = info if isinstance(info, dict) else None
-        problem = _version_problem(spec, state["server_info"])
-        if problem:
-            raise _Stop("refused", problem)
-
-        say("checking worker environments", "")
-        known.update(p.pid for p in _tree(proc.pid))
-        required = required_env(spec, env)
-        checked, problems = check_start_env(proc.pid, required)
-        if problems:
-            raise _Stop(
-                "refused",
-                f"{len(problems)} process(es) of the server's tree lack the environment of [bench].env "
-                "(start environment, read with psutil)",
-                tuple(problems),
-            )
-        state["env_checked_pids"] = checked
-
-        offset = server_log.stat().st_size if server_log.exists() else 0
-        total = spec.warmup + spec.repeat
-        for index in range(total):
-            measured = index >= spec.warmup
-            label = f"run {index - spec.warmup + 1}/{spec.repeat}" if measured else f"warmup {index + 1}/{spec.warmup}"
-            say("client", label)
-            output = spec.run_dir / f"output-{index + 1}.jsonl"
-            output.unlink(missing_ok=True)
-            client_cmd = _split(render(config.client, {**values, "output": str(output)}), "client")
-            state["commands"]["client"].append(client_cmd)
-            out_path = spec.run_dir / f"client-{index + 1}.out"
-            err_path = spec.run_dir / f"client-{index + 1}.err"
-            state["clients"].append({"stdout": str(out_path), "stderr": str(err_path), "output": str(output)})
-            _, offset = _read_from(server_log, offset)  # skip what the server wrote between runs
-            _run_client(client_cmd, spec, env, out_path, err_path, proc, server_log, label)
-            log_text, offset = _read_from(server_log, offset)
-            if not measured:
-                continue
-            stdout = out_path.read_text(encoding="utf-8", errors="replace")
-            for metric in config.metrics:
-                if not metric.applies_to(spec.profile):
-                    continue
-                value = extract(metric, stdout=stdout, output=output, server_log=log_text)
-                state["samples"][metric.name].append(value)
-                if value is None:
-                    log = {"stdout": out_path, "output-file": output, "server-log": server_log}[metric.source]
-                    state["missing"].append({"metric": metric.name, "run": index - spec.warmup + 1, "log": str(log)})
-        if state["missing"]:
-            names = sorted({m["metric"] for m in state["missing"]})
-            outcome = "metric-missing"
-            reason = f"no value for {', '.join(names)} in {len(state['missing'])} run(s); see the logs named in missing"
+            _configure(spec, state, base_env)
+            _read_provenance(state, say)
+            _start(spec, state, say)
+            _wait_healthy(spec, state, say)
+            _verify(spec, state, say)
+            _run_clients(spec, state, say)
+        finally:
+            leftovers = _stop(spec, state, say)
     except _Stop as stop:
         outcome, reason, details = stop.outcome, stop.reason, stop.details
-    finally:
-        leftovers: list[str] = []
-        if proc is not None:
+    except KeyboardInterrupt:
+        outcome, reason = Outcome.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM); the samples so far are kept"
+    if outcome is Outcome.OK and state.missing:
+        names = sorted({m["metric"] for m in state.missing})
+        outcome = Outcome.METRIC_MISSING
+        reason = f"no value for {', '.join(names)} in {len(state.missing)} run(s); see the logs named in missing"
+    if leftovers:
+        details = (*details, *leftovers)
+        if outcome is Outcome.OK:
+            outcome, reason = Outcome.SERVER_FAILED, "the server's processes could not all be stopped"
+    return _record(spec, state, started, outcome, reason, details)
+
+
+def _configure(spec: JobSpec, state: _JobState, base_env: Mapping[str, str] | None) -> None:
+    """The interpreter, the port (picked, or checked free), the exact environment and the commands."""
+    config = spec.config
+    python = bench_python(config)
+    if python is None:
+        raise _Stop(Outcome.REFUSED, f"the interpreter {config.python!r} is not found on PATH")
+    vars_ = state.vars
+    if "port" in vars_:
+        if not vars_["port"].isdigit() or not 0 < int(vars_["port"]) < 65536:
+            raise _Stop(Outcome.REFUSED, f"port {vars_['port']!r} is not a TCP port number")
+        port = int(vars_["port"])
+        if not port_is_free(port):
+            raise _Stop(Outcome.REFUSED, f"port {port} on 127.0.0.1 is already in use; nothing was started")
+    else:
+        port = free_port()
+    vars_["port"] = str(port)
+    state.values = {**vars_, "tree": str(spec.tree), "python": python}
+    state.env = build_env(spec, state.values, base=os.environ if base_env is None else base_env)
+    state.commands = {
+        "server": _split(render(config.server, state.values), "server"),
+        "health": render(config.health, state.values),
+        "server_info": render(config.server_info, state.values) if config.server_info else None,
+        "client": [],
+        "cwd": str(spec.tree),
+    }
+
+
+def _read_provenance(state: _JobState, say: Progress) -> None:
+    say("reading provenance", "")
+    python, cwd = state.values["python"], state.commands["cwd"]
+    state.interpreter = interpreter_facts(python, state.env, cwd)
+    state.torch = torch_facts(python, state.env, cwd)
+    state.gpus = gpu_facts()
+
+
+def _start(spec: JobSpec, state: _JobState, say: Progress) -> None:
+    """The server in its own process group, stdout and stderr to server.log."""
+    say("starting server", shlex.join(state.commands["server"]))
+    state.log_fh = state.server_log.open("wb")
+    try:
+        state.proc = subprocess.Popen(
+            state.commands["server"],
+            cwd=spec.tree,
+            env=state.env,
+            stdout=state.log_fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise _Stop(Outcome.SERVER_FAILED, f"the server command could not start: {exc.strerror or exc}") from None
+
+
+def _wait_healthy(spec: JobSpec, state: _JobState, say: Progress) -> None:
+    """Poll health until 200; a server that exits first, or ``ready_timeout``, ends the job."""
+    proc, config, health, log = state.proc, spec.config, state.commands["health"], state.server_log
+    assert proc is not None
+    start = time.monotonic()
+    delay = 0.05
+    while True:
+        if proc.poll() is not None:
+            raise _Stop(
+                Outcome.SERVER_FAILED,
+                f"the server exited with code {proc.returncode} before it was healthy (log: {log})",
+                _tail(log),
+            )
+        elapsed = time.monotonic() - start
+        say("waiting for health", f"{elapsed:.0f}s of {config.ready_timeout:.0f}s")
+        status, _ = _http_get(health)
+        if status == 200:
+            return
+        if elapsed > config.ready_timeout:
+            raise _Stop(
+                Outcome.SERVER_FAILED,
+                f"health {health} did not answer 200 within {config.ready_timeout:g}s (log: {log})",
+                _tail(log),
+            )
+        time.sleep(delay)
+        delay = min(delay * 1.5, 1.0)
+
+
+def _verify(spec: JobSpec, state: _JobState, say: Progress) -> None:
+    """The server runs this tree (the version it reports) with this environment (every process's start env)."""
+    assert state.proc is not None
+    info_url = state.commands["server_info"]
+    if info_url:
+        status, body = _http_get(info_url, timeout=10)
+        try:
+            info = json.loads(body) if status == 200 else None
+        except json.JSONDecodeError:
+            info = None
+        state.server_info = info if isinstance(info, dict) else None
+    problem = _version_problem(spec, state.server_info)
+    if problem:
+        raise _Stop(Outcome.REFUSED, problem)
+    say("checking worker environments", "")
+    state.known.update(p.pid for p in _tree(state.proc.pid))
+    checked, problems = check_start_env(state.proc.pid, required_env(spec, state.env))
+    if problems:
+        raise _Stop(
+            Outcome.REFUSED,
+            f"{len(problems)} process(es) of the server's tree lack the environment of [bench].env "
+            "(start environment, read with psutil)",
+            tuple(problems),
+        )
+    state.env_checked_pids = checked
+
+
+def _run_clients(spec: JobSpec, state: _JobState, say: Progress) -> None:
+    """``warmup + repeat`` client runs; every metric read from each measured one (missing is None, never 0)."""
+    assert state.proc is not None
+    config, log = spec.config, state.server_log
+    offset = log.stat().st_size if log.exists() else 0
+    for index in range(spec.warmup + spec.repeat):
+        measured = index >= spec.warmup
+        label = f"run {index - spec.warmup + 1}/{spec.repeat}" if measured else f"warmup {index + 1}/{spec.warmup}"
+        say("client", label)
+        output = spec.run_dir / f"output-{index + 1}.jsonl"
+        output.unlink(missing_ok=True)
+        client_cmd = _split(render(config.client, {**state.values, "output": str(output)}), "client")
+        state.commands["client"].append(client_cmd)
+        out_path = spec.run_dir / f"client-{index + 1}.out"
+        err_path = spec.run_dir / f"client-{index + 1}.err"
+        state.clients.append({"stdout": str(out_path), "stderr": str(err_path), "output": str(output)})
+        _, offset = _read_from(log, offset)  # skip what the server wrote between runs
+        _run_client(client_cmd, spec, state.env, out_path, err_path, state.proc, log, label)
+        log_text, offset = _read_from(log, offset)
+        if not measured:
+            continue
+        stdout = out_path.read_text(encoding="utf-8", errors="replace")
+        for metric in config.metrics:
+            if not metric.applies_to(spec.profile):
+                continue
+            value = extract(metric, stdout=stdout, output=output, server_log=log_text)
+            state.samples[metric.name].append(value)
+            if value is None:
+                where = {"stdout": out_path, "output-file": output, "server-log": log}[metric.source]
+                state.missing.append({"metric": metric.name, "run": index - spec.warmup + 1, "log": str(where)})
+
+
+def _stop(spec: JobSpec, state: _JobState, say: Progress) -> list[str]:
+    """Stop the server's group and confirm its port is free; what could not be stopped, as text."""
+    leftovers: list[str] = []
+    try:
+        if state.proc is not None:
             say("stopping server", "")
-            known.update(p.pid for p in _tree(proc.pid))
-            leftovers = stop_group(proc, known, config.stop_grace)
-            port = int(vars_.get("port", 0) or 0)
+            state.known.update(p.pid for p in _tree(state.proc.pid))
+            leftovers = stop_group(state.proc, state.known, spec.config.stop_grace)
+            port = int(state.vars.get("port", 0) or 0)
             deadline = time.monotonic() + 5
             while port and not port_is_free(port) and time.monotonic() < deadline:
                 time.sleep(0.1)
             if port and not port_is_free(port):
                 leftovers.append(f"port {port} is still in use after the server's group was stopped")
-        if log_fh is not None:
-            log_fh.close()
-    if leftovers:
-        details = (*details, *leftovers)
-        if outcome == "ok":
-            outcome, reason = "server-failed", "the server's processes could not all be stopped"
+    finally:
+        if state.log_fh is not None:
+            state.log_fh.close()
+    return leftovers
+
+
+def _record(
+    spec: JobSpec, state: _JobState, started: str, outcome: Outcome, reason: str | None, details: tuple[str, ...]
+) -> RunRecord:
     return RunRecord(
-        commit=dict(spec.commit),
+        commit=spec.commit,
         profile=spec.profile,
         outcome=outcome,
         reason=reason,
         started_at=started,
         finished_at=now(),
-        vars=vars_,
-        commands=state["commands"],
-        env=state["env"],
+        vars=state.vars,
+        commands=state.commands,
+        env=state.env,
         manifests=tuple(spec.manifests),
         guard=dict(spec.guard),
-        host=provenance.host_facts(),
-        interpreter=state["interpreter"],
-        torch=state["torch"],
-        gpus=None if state["gpus"] is None else tuple(state["gpus"]),
-        server_info=state["server_info"],
-        samples={k: tuple(v) for k, v in state["samples"].items()},
-        missing=tuple(state["missing"]),
+        host=host_facts(),
+        interpreter=state.interpreter,
+        torch=state.torch,
+        gpus=None if state.gpus is None else tuple(state.gpus),
+        server_info=state.server_info,
+        samples={k: tuple(v) for k, v in state.samples.items()},
+        missing=tuple(state.missing),
         logs={
             "run_dir": str(spec.run_dir),
-            "server": str(server_log),
-            "clients": state["clients"],
-            "env_checked_pids": state.get("env_checked_pids", []),
+            "server": str(state.server_log),
+            "clients": state.clients,
+            "env_checked_pids": state.env_checked_pids,
         },
         details=tuple(details),
-        metrics=tuple(m.to_json() for m in config.metrics),
+        metrics=tuple(m.to_json() for m in spec.config.metrics),
+        allow_dirty=spec.allow_dirty,
     )
 
 
@@ -629,20 +601,19 @@ def _run_client(
                 start_new_session=True,
             )
         except OSError as exc:
-            raise _Stop("client-failed", f"the client command could not start: {exc.strerror or exc}") from None
+            raise _Stop(Outcome.CLIENT_FAILED, f"the client command could not start: {exc.strerror or exc}") from None
         deadline = time.monotonic() + spec.config.client_timeout
         try:
             while client.poll() is None:
                 if server.poll() is not None:
                     raise _Stop(
-                        "server-failed",
+                        Outcome.SERVER_FAILED,
                         f"the server exited with code {server.returncode} during client {label} (log: {server_log})",
                         _tail(server_log),
                     )
                 if time.monotonic() > deadline:
-                    raise _Stop(
-                        "client-failed", f"client {label} ran past client_timeout ({spec.config.client_timeout:g}s)"
-                    )
+                    timeout = spec.config.client_timeout
+                    raise _Stop(Outcome.CLIENT_FAILED, f"client {label} ran past client_timeout ({timeout:g}s)")
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     client.wait(timeout=0.1)
         finally:
@@ -650,13 +621,13 @@ def _run_client(
                 stop_group(client, set(), 2.0)
     if server.poll() is not None:
         raise _Stop(
-            "server-failed",
+            Outcome.SERVER_FAILED,
             f"the server exited with code {server.returncode} during client {label} (log: {server_log})",
             _tail(server_log),
         )
     if client.returncode != 0:
         raise _Stop(
-            "client-failed",
+            Outcome.CLIENT_FAILED,
             f"client {label} exited with code {client.returncode} (stderr: {err_path})",
             _tail(err_path),
         )

@@ -92,8 +92,10 @@ def prepare_commit(
     *,
     sets: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
+    allow_dirty: bool = False,
 ) -> Prepared:
-    """``sets`` (``--set``) and ``base_env`` (patchkit's environment) make the import check's environment."""
+    """``sets`` (``--set``) and ``base_env`` (patchkit's environment) make the import check's environment;
+    ``allow_dirty`` is the guard's ``--allow-dirty``."""
     path = root / commit.sha[:12]
     root.mkdir(parents=True, exist_ok=True)
     reports: list[ApplyReport] = []
@@ -116,7 +118,9 @@ def prepare_commit(
             problem = f"the interpreter {config.python!r} of [bench].python is not found on PATH"
             return Prepared(commit, path, tuple(reports), True, (problem,), {}, {}, None)
         env = import_env(config, path, python, sets or {}, os.environ if base_env is None else base_env)
-        guard, problems = guard_tree(linked, manifests, config.import_check, python=python, env=env)
+        guard, problems = guard_tree(
+            linked, manifests, config.import_check, python=python, env=env, allow_dirty=allow_dirty
+        )
     finally:
         linked.close()
     if problems:
@@ -166,6 +170,7 @@ def guard_tree(
     *,
     python: str | None = None,
     env: Mapping[str, str] | None = None,
+    allow_dirty: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The guard step: (report to store, problems that refuse the run).
 
@@ -180,7 +185,15 @@ def guard_tree(
     for manifest in manifests:
         imports = tuple(import_check) if manifest.bench is not None else ()
         reports.append(
-            evaluate_guard(repo, manifest, python=python if imports else None, imports=imports, env=env, cwd=repo.root)
+            evaluate_guard(
+                repo,
+                manifest,
+                python=python if imports else None,
+                imports=imports,
+                env=env,
+                cwd=repo.root,
+                allow_dirty=allow_dirty,
+            )
         )
     problems = [f"{r.manifest.name}: [{c.check}] {c.message}" for r in reports for c in r.failed]
     return {"ok": not problems, "reports": [r.to_json() for r in reports]}, problems

@@ -17,16 +17,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
-from patchkit.bench import provenance
-from patchkit.bench.job import JobSpec, RunRecord, now, run_job
+from patchkit.bench.job import JobSpec, run_job
 from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
+from patchkit.bench.provenance import host_facts
+from patchkit.bench.record import Outcome, RunRecord, now
+from patchkit.bench.store import Store, default_path
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
-from patchkit.store import Store, default_path
 
 
 def bench_config(manifests: Sequence[Manifest]) -> BenchConfig:
@@ -57,10 +57,6 @@ def open_store(repo: Repo, path: str | None) -> Store:
     return Store(Path(path).resolve() if path else default_path(repo.common_dir))
 
 
-def commit_json(commit: Commit) -> dict[str, str]:
-    return {"sha": commit.sha, "subject": commit.subject, "date": commit.date}
-
-
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM to patchkit stops the server group like Ctrl-C does (main thread only)."""
@@ -79,6 +75,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM ended a run; the run is stored (``record``, outcome ``interrupted``)."""
+
+    def __init__(self, record: RunRecord) -> None:
+        super().__init__(record.reason)
+        self.record = record
+
+
 @dataclass
 class Session:
     repo: Repo
@@ -88,6 +92,7 @@ class Session:
     root: Path
     sets: Mapping[str, str] = field(default_factory=dict)
     repeat: int | None = None
+    allow_dirty: bool = False
     progress: Callable[[Commit, str, str, str], None] | None = None
     _prepared: dict[str, Prepared] = field(default_factory=dict)
 
@@ -101,12 +106,20 @@ class Session:
         worktree_root_dir: str | None,
         sets: Mapping[str, str],
         repeat: int | None,
+        allow_dirty: bool = False,
     ) -> Session:
         config = bench_config(manifests)
         for profile in config.profile_names():
             config.resolve_vars(profile, sets)  # a bad --set fails before anything starts
         return cls(
-            repo, manifests, config, open_store(repo, store), worktree_root(repo, worktree_root_dir), sets, repeat
+            repo,
+            manifests,
+            config,
+            open_store(repo, store),
+            worktree_root(repo, worktree_root_dir),
+            sets,
+            repeat,
+            allow_dirty,
         )
 
     def profiles(self, chosen: Sequence[str]) -> list[str]:
@@ -117,7 +130,15 @@ class Session:
     def prepare(self, commit: Commit) -> Prepared:
         if commit.sha not in self._prepared:
             try:
-                prepared = prepare_commit(self.repo, self.manifests, commit, self.root, self.config, sets=self.sets)
+                prepared = prepare_commit(
+                    self.repo,
+                    self.manifests,
+                    commit,
+                    self.root,
+                    self.config,
+                    sets=self.sets,
+                    allow_dirty=self.allow_dirty,
+                )
             except (RefusedError, RepoError) as exc:
                 # A worktree that cannot be reused (edited by hand, git refusing): this commit is
                 # refused, the others still run.
@@ -137,12 +158,12 @@ class Session:
         prepared = self.prepare(commit)
         values = self.config.resolve_vars(profile, self.sets)
         if prepared.refused:
-            record = refused_record(prepared, profile, values, self.config)
+            record = refused_record(prepared, profile, values, self.config, allow_dirty=self.allow_dirty)
         else:
             assert prepared.tree is not None
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
             spec = JobSpec(
-                commit=commit_json(commit),
+                commit=commit,
                 tree=prepared.tree,
                 config=self.config,
                 profile=profile,
@@ -154,38 +175,43 @@ class Session:
                 guard=prepared.guard,
                 guard_env=prepared.guard_env,
                 expected_version=prepared.version,
+                allow_dirty=self.allow_dirty,
             )
             record = run_job(spec, say, base_env=dict(os.environ))
-        run_id = self.store.add(record)
-        return RunRecord.from_json({**record.to_json(), "run": run_id})
+        stored = record.with_run_id(self.store.add(record))
+        if stored.outcome is Outcome.INTERRUPTED:
+            raise Interrupted(stored)
+        return stored
 
 
-def refused_record(prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig) -> RunRecord:
+def refused_record(
+    prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig, *, allow_dirty: bool = False
+) -> RunRecord:
     stamp = now()
-    record: dict[str, Any] = {
-        "commit": commit_json(prepared.commit),
-        "profile": profile,
-        "outcome": "refused",
-        "reason": refusal(prepared),
-        "details": list(prepared.reasons),
-        "started_at": stamp,
-        "finished_at": stamp,
-        "vars": dict(values),
-        "commands": {},
-        "env": {},
-        "manifests": prepared.manifests_json(),
-        "guard": prepared.guard,
-        "host": provenance.host_facts(),
-        "interpreter": None,
-        "torch": None,
-        "gpus": None,
-        "server_info": None,
-        "samples": {},
-        "missing": [],
-        "metrics": [m.to_json() for m in config.metrics],
-        "logs": {},
-    }
-    return RunRecord.from_json(record)
+    return RunRecord(
+        commit=prepared.commit,
+        profile=profile,
+        outcome=Outcome.REFUSED,
+        reason=refusal(prepared),
+        details=tuple(prepared.reasons),
+        started_at=stamp,
+        finished_at=stamp,
+        vars=dict(values),
+        commands={},
+        env={},
+        manifests=tuple(prepared.manifests_json()),
+        guard=prepared.guard,
+        host=host_facts(),
+        interpreter=None,
+        torch=None,
+        gpus=None,
+        server_info=None,
+        samples={},
+        missing=(),
+        metrics=tuple(m.to_json() for m in config.metrics),
+        logs={},
+        allow_dirty=allow_dirty,
+    )
 
 
 def refusal(prepared: Prepared) -> str:

@@ -1,16 +1,10 @@
-"""`patchkit bisect`: binary search over first-parent history for the first commit where a metric is bad.
+"""`patchkit bisect`: the first commit on the first-parent line from GOOD to BAD where a metric is bad.
 
-1. The first-parent commits after GOOD up to BAD are listed, and every
-   manifest is checked at all of them from the blobs (``check_range``, no
-   checkout).  Commits where a manifest cannot apply (a required FAIL) are
-   skipped: they are never prepared nor benchmarked.
-2. GOOD is benchmarked (``--ratio`` needs its median), then BAD; BAD must be
-   bad by the criterion, GOOD must not be.
-3. Binary search over the remaining commits.  A run that is not ``ok``
-   (server or client failed, metric missing) makes its commit skipped too.
-4. The first bad commit is reported with its subject; when skipped commits lie
-   right before it, the answer names them (the first bad one may be among
-   them).  Every run is stored.
+The verb lists the line (``Repo.commit_range``), checks every manifest at all
+of its commits from the blobs (``check_range``, no checkout: a commit where a
+required patch FAILs is skipped, never prepared nor benchmarked), and hands
+the search to ``patchkit.bench.bisect.bisect`` with a ``measure`` that
+benchmarks one commit in the session (every run is stored).
 
 Criteria: ``--min X`` (bad when the median is below X), ``--max X`` (bad when
 above X), ``--ratio R`` (bad when median / GOOD's median is below R for a
@@ -21,20 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal
 
-from rich.console import Console
-from rich.table import Table
-
-from patchkit.bench.job import RunRecord
-from patchkit.bench.session import Session, parse_sets, sigterm_as_interrupt
-from patchkit.commands.bench import fmt, live_progress
+from patchkit.bench.bisect import Measurement, Step, criterion
+from patchkit.bench.bisect import bisect as search
+from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
+from patchkit.commands._bench_output import progress, say, show_bisect, step_line
 from patchkit.engine.check import check_range
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
-from patchkit.manifest import load_manifest
-from patchkit.manifest.bench import Metric
-from patchkit.render import emit, print_json
+from patchkit.manifest import Manifest, load_manifest
+from patchkit.render import print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def bisect(
@@ -54,36 +48,36 @@ def bisect(
     store: str | None,
     json_out: bool,
     console: Console,
+    allow_dirty: bool = False,
 ) -> int:
-    given = [name for name, v in (("--min", min_value), ("--max", max_value), ("--ratio", ratio)) if v is not None]
+    given = [(k, v) for k, v in (("min", min_value), ("max", max_value), ("ratio", ratio)) if v is not None]
     if len(given) != 1:
         raise UsageError("give exactly one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
+    kind: Literal["min", "max", "ratio"] = given[0][0]  # type: ignore[assignment]
+    threshold = given[0][1]
+    assert threshold is not None
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
         good_c, bad_c = git_repo.commit(good), git_repo.commit(bad)
         session = Session.open(
-            git_repo, loaded, store=store, worktree_root_dir=worktree_root, sets=parse_sets(sets), repeat=repeat
+            git_repo,
+            loaded,
+            store=store,
+            worktree_root_dir=worktree_root,
+            sets=parse_sets(sets),
+            repeat=repeat,
+            allow_dirty=allow_dirty,
         )
         the_metric = session.config.metric(metric)
         chosen = profile or session.config.profile_names()[0]
         session.config.profile(chosen)
-
-        listed = git_repo.rev_list(["--first-parent", f"{good_c.sha}..{bad_c.sha}"])
+        listed = git_repo.commit_range(good_c.sha, bad_c.sha)
         if not listed or listed[-1].sha != bad_c.sha:
             raise UsageError(
                 f"{bad} is not a first-parent descendant of {good}",
                 hint="give --good an older commit on the first-parent line of --bad",
             )
-        shas = [good_c.sha, *(c.sha for c in listed)]
-        unpatchable: dict[str, str] = {}
-        for manifest in loaded:
-            report = check_range(manifest, git_repo, commits=shas, hints=False)
-            for row in report.commits:
-                if row.failed and row.commit.sha not in unpatchable:
-                    fails = [f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}" for r in row.results]
-                    unpatchable[row.commit.sha] = ", ".join(
-                        f for f, r in zip(fails, row.results, strict=True) if r.status.value == "FAIL"
-                    )
+        unpatchable = _unpatchable(loaded, git_repo, [good_c, *listed])
         for end, label in ((good_c, "--good"), (bad_c, "--bad")):
             if end.sha in unpatchable:
                 raise UsageError(
@@ -91,145 +85,68 @@ def bisect(
                     hint="pick an end point where `patchkit check` says every required patch applies",
                 )
 
-        steps: list[dict[str, Any]] = []
-        skipped: dict[str, str] = {c.sha: unpatchable[c.sha] for c in listed if c.sha in unpatchable}
-        good_median: float | None = None
-
-        def verdict(record: RunRecord) -> tuple[str, float | None]:
-            median = record.stats().get(the_metric.name, {}).get("median")
-            if record.outcome != "ok" or median is None:
-                return "skip", median
-            return ("bad" if _is_bad(the_metric, median, min_value, max_value, ratio, good_median) else "good"), median
-
-        def step(commit: Commit) -> str:
+        def measure(commit: Commit) -> Measurement:
             record = session.run(commit, chosen)
-            result, median = verdict(record)
-            steps.append(
-                {
-                    "commit": commit.sha,
-                    "subject": commit.subject,
-                    "run": record.run_id,
-                    "outcome": record.outcome,
-                    "median": median,
-                    "verdict": result,
-                }
-            )
+            return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
+
+        def on_step(step: Step) -> None:
             if not json_out:
-                console.print(
-                    f"  {commit.short} {commit.subject[:50]:<50} {the_metric.name}={fmt(median)}  {result}"
-                    + (f" ({record.outcome}: {record.reason})" if record.outcome != "ok" else ""),
-                    markup=False,
-                    highlight=False,
-                )
-            if result == "skip":
-                skipped[commit.sha] = f"{record.outcome}: {record.reason}"
-            return result
+                say(console, step_line(step, the_metric.name))
 
-        outcome: dict[str, Any] = {}
-        with session.store, live_progress(console, session, enabled=not json_out), sigterm_as_interrupt():
+        code = 0
+        with session.store, progress(console, "bisect", live=not json_out) as show, sigterm_as_interrupt():
+            session.progress = show
             if not json_out:
-                console.print(
-                    f"patchkit bisect  {the_metric.name} ({chosen}), {given[0]} "
-                    f"{min_value if min_value is not None else max_value if max_value is not None else ratio}; "
-                    f"{len(listed)} first-parent commits after {good_c.short}, {len(skipped)} cannot apply (skipped)",
-                    markup=False,
-                    highlight=False,
+                say(
+                    console,
+                    f"patchkit bisect  {the_metric.name} ({chosen}), --{kind} {threshold:g}; "
+                    f"{len(listed)} first-parent commits after {good_c.short}, {len(unpatchable)} cannot apply "
+                    "(skipped)",
                 )
-            first = step(good_c)
-            if first != "skip":
-                good_median = steps[-1]["median"]
-                first = (
-                    "good" if not _is_bad(the_metric, good_median, min_value, max_value, ratio, good_median) else "bad"
+            try:
+                report = search(
+                    [good_c, *listed],
+                    measure,
+                    criterion(kind, threshold, the_metric.better),
+                    skipped=unpatchable,
+                    on_step=on_step,
                 )
-                steps[-1]["verdict"] = first
-            if first != "good":
-                outcome = {"error": f"--good {good_c.short} is not good ({first}): cannot bisect"}
-            elif step(bad_c) != "bad":
-                outcome = {"error": f"--bad {bad_c.short} is not bad by the criterion ({steps[-1]['verdict']})"}
-            else:
-                line = [good_c] + [c for c in listed[:-1] if c.sha not in skipped] + [bad_c]
-                lo, hi = 0, len(line) - 1
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    result = step(line[mid])
-                    if result == "skip":
-                        line.pop(mid)
-                        hi -= 1
-                    elif result == "bad":
-                        hi = mid
-                    else:
-                        lo = mid
-                order = [c.sha for c in listed]
-                first_bad = line[hi]
-                last_good = line[lo]
-                start = order.index(last_good.sha) + 1 if last_good.sha in order else 0
-                maybe = [c for c in listed[start : order.index(first_bad.sha)] if c.sha in skipped]
-                outcome = {
-                    "first_bad": {"commit": first_bad.sha, "subject": first_bad.subject, "date": first_bad.date},
-                    "last_good": {"commit": last_good.sha, "subject": last_good.subject},
-                    "maybe": [{"commit": c.sha, "subject": c.subject, "why": skipped[c.sha]} for c in maybe],
-                }
-        result_json = {
-            "version": 1,
-            "command": "bisect",
-            "metric": the_metric.name,
-            "profile": chosen,
-            "criterion": {"min": min_value, "max": max_value, "ratio": ratio, "good_median": good_median},
-            "good": good_c.sha,
-            "bad": bad_c.sha,
-            "skipped": [{"commit": sha, "why": why} for sha, why in skipped.items()],
-            "steps": steps,
-            "first_bad": outcome.get("first_bad"),
-            "maybe": outcome.get("maybe", []),
-            "error": outcome.get("error"),
-        }
-        if json_out:
-            print_json(result_json)
-        else:
-            show(console, result_json, listed)
-        return int(ExitCode.OK if result_json["first_bad"] else ExitCode.REFUSED)
+            except Interrupted as stop:
+                say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")
+                code = 130
+        if code:
+            return code
+    result = {
+        "version": 1,
+        "command": "bisect",
+        "metric": the_metric.name,
+        "profile": chosen,
+        "criterion": {
+            "min": min_value,
+            "max": max_value,
+            "ratio": ratio,
+            "good_median": report.good_value,
+            "allow_dirty": allow_dirty,
+        },
+        **report.to_json(),
+    }
+    if json_out:
+        print_json(result)
+    else:
+        show_bisect(console, report, the_metric.name)
+    return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
 
 
-def _is_bad(
-    metric: Metric,
-    median: float | None,
-    min_value: float | None,
-    max_value: float | None,
-    ratio: float | None,
-    good_median: float | None,
-) -> bool:
-    if median is None:
-        return False
-    if min_value is not None:
-        return median < min_value
-    if max_value is not None:
-        return median > max_value
-    assert ratio is not None
-    if not good_median:
-        return False
-    value = median / good_median
-    return value < ratio if metric.better == "higher" else value > ratio
-
-
-def show(console: Console, result: dict[str, Any], listed: Sequence[Commit]) -> None:
-    if result["skipped"]:
-        subjects = {c.sha: c.subject for c in listed}
-        console.print("skipped (never benchmarked, or the run failed):", style="bold")
-        for item in result["skipped"]:
-            console.print(f"  {item['commit'][:10]} {subjects.get(item['commit'], '')}: {item['why']}", markup=False)
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for name in ("step", "run", "commit", result["metric"], "verdict"):
-        table.add_column(name, no_wrap=True)
-    for index, s in enumerate(result["steps"], start=1):
-        table.add_row(
-            str(index), str(s["run"]), f"{s['commit'][:10]} {s['subject'][:50]}", fmt(s["median"]), s["verdict"]
-        )
-    emit(console, table)
-    if result["error"]:
-        console.print(f"NO RESULT: {result['error']}", style="bold red", markup=False)
-        return
-    first = result["first_bad"]
-    console.print(f"FIRST BAD: {first['commit'][:10]} {first['subject']}", style="bold", markup=False)
-    if result["maybe"]:
-        names = ", ".join(f"{m['commit'][:10]} {m['subject']}" for m in result["maybe"])
-        console.print(f"  or one of the skipped commits just before it: {names}", markup=False)
+def _unpatchable(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:
+    """The commits where a manifest cannot apply (a required FAIL), with the failing patches."""
+    out: dict[str, str] = {}
+    for manifest in manifests:
+        report = check_range(manifest, repo, commits=[c.sha for c in commits], hints=False)
+        for row in report.commits:
+            if row.failed and row.commit.sha not in out:
+                out[row.commit.sha] = ", ".join(
+                    f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
+                    for r in row.results
+                    if r.status.value == "FAIL"
+                )
+    return out

@@ -1,19 +1,19 @@
-"""`patchkit runs`: list the runs in the bench store, oldest first."""
+"""`patchkit runs`: list the runs in the bench store, oldest first (interrupted runs included)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from patchkit.bench.session import open_store
-from patchkit.commands.bench import OUTCOME_STYLE, fmt
+from patchkit.commands._bench_output import runs_table, say
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.render import emit, print_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def runs(
@@ -24,40 +24,10 @@ def runs(
         with open_store(git_repo, store) as opened:
             records = opened.runs(commits=shas, profiles=profiles)
             path = opened.path
-        if json_out:
-            print_json(
-                {
-                    "version": 1,
-                    "command": "runs",
-                    "store": str(path),
-                    "runs": [
-                        {
-                            **r.ident(),
-                            "reason": r.reason,
-                            "started_at": r.started_at,
-                            "host": r.host.get("hostname"),
-                            "stats": r.stats(),
-                        }
-                        for r in records
-                    ],
-                }
-            )
-            return int(ExitCode.OK)
-        if not records:
-            console.print(f"no runs stored in {path}", markup=False)
-            return int(ExitCode.OK)
-        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-        for name in ("run", "started", "commit", "profile", "outcome", "medians"):
-            table.add_column(name, no_wrap=name != "medians")
-        for r in records:
-            medians = ", ".join(f"{k}={fmt(v['median'])}" for k, v in r.stats().items())
-            table.add_row(
-                str(r.run_id),
-                r.started_at[:19].replace("T", " "),
-                f"{r.commit['sha'][:10]} {r.commit['subject'][:40]}",
-                r.profile,
-                Text(r.outcome, style=OUTCOME_STYLE.get(r.outcome, "")),
-                medians or (r.reason or "-"),
-            )
-        emit(console, table)
-        return int(ExitCode.OK)
+    if json_out:
+        print_json({"version": 1, "command": "runs", "store": str(path), "runs": [r.summary_json() for r in records]})
+    elif not records:
+        say(console, f"no runs stored in {path}")
+    else:
+        emit(console, runs_table(records))
+    return int(ExitCode.OK)

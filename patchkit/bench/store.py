@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.job import RunRecord
+from patchkit.bench.record import Outcome, RunRecord, redact_env
 from patchkit.errors import RepoError, UsageError
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -65,7 +65,18 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX manifests_run ON manifests (run_id);
     ALTER TABLE runs ADD COLUMN server_log TEXT;
     """,
-    # 3: launches handed to a scheduler (bench --executor slurm), written before the submitter waits,
+    # 3: the outcomes as a table the runs must name (``interrupted`` is new), enforced by triggers;
+    #    the records already stored get their secret-looking env values redacted (see _backfill_3).
+    """
+    CREATE TABLE outcomes (name TEXT PRIMARY KEY);
+    CREATE TRIGGER runs_outcome_insert BEFORE INSERT ON runs
+        WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
+        BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
+    CREATE TRIGGER runs_outcome_update BEFORE UPDATE OF outcome ON runs
+        WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
+        BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
+    """,
+    # 4: launches handed to a scheduler (bench --executor slurm), written before the submitter waits,
     #    so that a re-run of the same command (same batch) collects them instead of submitting again.
     """
     CREATE TABLE submissions (
@@ -81,6 +92,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (batch, key)
     );
     CREATE INDEX submissions_state ON submissions (state);
+    CREATE TABLE batches (
+        batch TEXT PRIMARY KEY,
+        command TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -141,54 +158,61 @@ class Store:
                 db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
                 db.execute("INSERT INTO schema_version VALUES (0)")
             for target in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[target - 1].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
+                for statement in _statements(MIGRATIONS[target - 1]):
+                    db.execute(statement)
                 if target == 2:
                     _backfill_2(db)
+                if target == 3:
+                    _backfill_3(db)
                 db.execute("UPDATE schema_version SET version = ?", (target,))
                 done.append(target)
+            # An outcome added to the enum later is known to the file as soon as this patchkit opens it.
+            db.executemany("INSERT OR IGNORE INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
         return done
 
     # -- writing ---------------------------------------------------------------
 
-    def add(self, record: RunRecord) -> int:
-        with self._transaction() as db:
-            return self._insert(db, record)
-
-    def _insert(self, db: sqlite3.Connection, record: RunRecord) -> int:
+    def add(self, record: RunRecord, *, submission: tuple[str, str] | None = None) -> int:
+        """Store a record; ``submission`` (batch, key): the scheduled launch it came from, marked collected
+        in the same transaction, so a re-run never collects it twice."""
         data = record.to_json()
-        cursor = db.execute(
-            "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
-            "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
-            (
-                record.commit["sha"],
-                record.commit["subject"],
-                record.commit["date"],
-                record.profile,
-                record.outcome,
-                record.reason,
-                record.started_at,
-                record.finished_at,
-                record.host.get("hostname", ""),
-                record.logs.get("server"),
-            ),
-        )
-        run_id = int(cursor.lastrowid or 0)
-        data["run"] = run_id
-        db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
-        missing = {(m["metric"], m["run"]): m["log"] for m in record.missing}
-        for metric, values in record.samples.items():
-            for index, value in enumerate(values, start=1):
-                db.execute(
-                    "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
-                    (run_id, metric, index, value, missing.get((metric, index))),
-                )
-        for manifest in record.manifests:
-            db.execute(
-                "INSERT INTO manifests VALUES (?, ?, ?, ?)",
-                (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
+                "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
+                (
+                    record.commit.sha,
+                    record.commit.subject,
+                    record.commit.date,
+                    record.profile,
+                    record.outcome.value,
+                    record.reason,
+                    record.started_at,
+                    record.finished_at,
+                    record.host.get("hostname", ""),
+                    record.logs.get("server"),
+                ),
             )
+            run_id = int(cursor.lastrowid or 0)
+            data["run"] = run_id
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
+            missing = {(m["metric"], m["run"]): m["log"] for m in record.missing}
+            for metric, values in record.samples.items():
+                for index, value in enumerate(values, start=1):
+                    db.execute(
+                        "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
+                        (run_id, metric, index, value, missing.get((metric, index))),
+                    )
+            for manifest in record.manifests:
+                db.execute(
+                    "INSERT INTO manifests VALUES (?, ?, ?, ?)",
+                    (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
+                )
+            if submission is not None:
+                db.execute(
+                    "UPDATE submissions SET state = 'collected', run_id = ? WHERE batch = ? AND key = ?",
+                    (run_id, *submission),
+                )
         return run_id
 
     # -- submissions (bench --executor slurm) -------------------------------------
@@ -231,15 +255,25 @@ class Store:
         with self._transaction() as db:
             db.execute("UPDATE submissions SET state = ? WHERE batch = ? AND key = ?", (state, batch, key))
 
-    def add_collected(self, record: RunRecord, batch: str, key: str) -> int:
-        """Store a scheduled launch's record and mark its submission collected, both or neither."""
+    def open_batch(self, key: str, command: str) -> tuple[str, bool]:
+        """``(batch, resumed)``: the unfinished batch of this command's key (a re-run after the submitter
+        died), or a new one, ``KEY#N``, when every earlier batch of it finished."""
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
         with self._transaction() as db:
-            run_id = self._insert(db, record)
-            db.execute(
-                "UPDATE submissions SET state = 'collected', run_id = ? WHERE batch = ? AND key = ?",
-                (run_id, batch, key),
-            )
-        return run_id
+            rows = db.execute(
+                "SELECT batch, finished_at FROM batches WHERE batch LIKE ? ORDER BY started_at", (f"{key}#%",)
+            ).fetchall()
+            unfinished = [batch for batch, finished in rows if finished is None]
+            if unfinished:
+                return unfinished[-1], True
+            batch = f"{key}#{len(rows) + 1}"
+            db.execute("INSERT INTO batches VALUES (?, ?, ?, NULL)", (batch, command, stamp))
+        return batch, False
+
+    def finish_batch(self, batch: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        with self._transaction() as db:
+            db.execute("UPDATE batches SET finished_at = ? WHERE batch = ?", (stamp, batch))
 
     # -- reading ---------------------------------------------------------------
 
@@ -278,6 +312,17 @@ class Store:
         return None if row is None else RunRecord.from_json(json.loads(row[0]))
 
 
+def _statements(script: str) -> Iterator[str]:
+    """The statements of a migration, split at the semicolons that end one (not those inside a trigger)."""
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \n;"):
+                yield buffer.strip()
+            buffer = ""
+
+
 def _backfill_2(db: sqlite3.Connection) -> None:
     """Schema 2: fill the new manifests rows and server_log column from the records already stored."""
     for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
@@ -288,3 +333,15 @@ def _backfill_2(db: sqlite3.Connection) -> None:
                 "INSERT INTO manifests VALUES (?, ?, ?, ?)",
                 (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
             )
+
+
+def _backfill_3(db: sqlite3.Connection) -> None:
+    """Schema 3: the known outcomes, and no secret left in a stored record (older patchkit kept them)."""
+    db.executemany("INSERT INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
+    for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
+        data = json.loads(text)
+        env = data.get("env") or {}
+        redacted = redact_env(env)
+        if redacted != env:
+            data["env"] = redacted
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))

@@ -1,0 +1,282 @@
+"""Two runs side by side: ``compare(a, b, ...) -> Comparison``, a pure function over two records.
+
+A metric's change is *significant* when the medians differ by more than
+``threshold`` (relative) AND the min-max ranges of the two runs do not
+overlap.  The provenance diff is what an engineer hunting a regression
+assembles by hand: the upstream commits between the two (given by the
+caller, from ``Repo.commit_range``: this module runs no git), differences of
+patch *state* (applied, provided upstream, not applied, with the payload
+digest), and every difference in env, vars, versions, torch, GPU and host
+facts.  What apply happened to do in a reused worktree (APPLY the first
+time, SKIP ALREADY_APPLIED the next) is the same state and is no difference.
+
+``pick_pair`` chooses the runs for ``compare --commit A --commit B``: the
+latest ``ok`` run of each commit with a profile they share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from patchkit.bench.record import Outcome, RunRecord
+from patchkit.errors import UsageError
+from patchkit.git import Commit
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    metric: str
+    a: Mapping[str, Any] | None  # the stats of run A (median, min, max, n, missing); None when A lacks the metric
+    b: Mapping[str, Any] | None
+    ratio: float | None  # b median / a median
+    ranges_overlap: bool | None
+    significant: bool
+    direction: str | None  # better | worse | None (not significant, or no `better`)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "a": None if self.a is None else dict(self.a),
+            "b": None if self.b is None else dict(self.b),
+            "ratio": self.ratio,
+            "ranges_overlap": self.ranges_overlap,
+            "significant": self.significant,
+            "direction": self.direction,
+        }
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    a: Any
+    b: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "a": self.a, "b": self.b}
+
+
+@dataclass(frozen=True)
+class PatchChange:
+    manifest: str
+    patch: str
+    a: str | None  # its state in run A: "applied sha256:...", "provided upstream", "not applied ..."; None: absent
+    b: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"manifest": self.manifest, "patch": self.patch, "a": self.a, "b": self.b}
+
+
+@dataclass(frozen=True)
+class Between:
+    """The first-parent commits from A's commit to B's: forward (A..B), backward (B is older), diverged, same."""
+
+    direction: str
+    commits: tuple[Commit, ...] = ()  # newest first
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "direction": self.direction,
+            "commits": [{"commit": c.sha, "subject": c.subject, "date": c.date} for c in self.commits],
+        }
+
+
+def between(forward: Sequence[Commit], backward: Sequence[Commit], *, same: bool = False) -> Between:
+    """From ``commit_range(a, b)`` (``forward``) and ``commit_range(b, a)`` (``backward``), oldest first."""
+    if same:
+        return Between("same")
+    if forward and not backward:
+        return Between("forward", tuple(reversed(forward)))
+    if backward and not forward:
+        return Between("backward", tuple(reversed(backward)))
+    return Between("diverged", tuple(reversed(forward)))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: RunRecord
+    b: RunRecord
+    threshold: float
+    metrics: tuple[MetricDelta, ...]
+    between: Between
+    patches: tuple[PatchChange, ...]
+    env: tuple[Difference, ...]
+    vars: tuple[Difference, ...]
+    versions: tuple[Difference, ...]
+    gpus: tuple[Difference, ...]
+    host: tuple[Difference, ...]
+    no_data: tuple[RunRecord, ...] = field(default=())  # the runs (A, B or both) without a single measured value
+
+    @property
+    def provenance(self) -> dict[str, tuple[Difference, ...] | tuple[PatchChange, ...]]:
+        return {
+            "patches": self.patches,
+            "env": self.env,
+            "vars": self.vars,
+            "versions": self.versions,
+            "gpus": self.gpus,
+            "host": self.host,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "command": "compare",
+            "threshold": self.threshold,
+            "a": self.a.ident(),
+            "b": self.b.ident(),
+            "no_data": [r.run_id for r in self.no_data],
+            "metrics": [m.to_json() for m in self.metrics],
+            "provenance": {
+                "between": self.between.to_json(),
+                **{key: [d.to_json() for d in items] for key, items in self.provenance.items()},
+            },
+        }
+
+
+def compare(a: RunRecord, b: RunRecord, *, threshold: float, between: Between | None = None) -> Comparison:
+    """Compare two stored runs; ``between`` is the commit range (``Between("same")`` when not given and same sha)."""
+    if between is None:
+        between = Between("same") if a.commit.sha == b.commit.sha else Between("diverged")
+    better = {m["name"]: m["better"] for record in (a, b) for m in record.metrics}
+    return Comparison(
+        a=a,
+        b=b,
+        threshold=threshold,
+        metrics=tuple(metric_deltas(a, b, threshold, better)),
+        between=between,
+        patches=tuple(patch_changes(a, b)),
+        env=tuple(differences(_env_shape(a), _env_shape(b), "env")),
+        vars=tuple(
+            differences(
+                {k: v for k, v in a.vars.items() if k != "port"},
+                {k: v for k, v in b.vars.items() if k != "port"},
+                "vars",
+            )
+        ),
+        versions=tuple(
+            differences(
+                {"interpreter": a.interpreter, "torch": a.torch, "server_info": a.server_info},
+                {"interpreter": b.interpreter, "torch": b.torch, "server_info": b.server_info},
+                "",
+            )
+        ),
+        gpus=tuple(differences(list(a.gpus or []), list(b.gpus or []), "gpus")),
+        host=tuple(differences(a.host, b.host, "host")),
+        no_data=tuple(r for r in (a, b) if not r.has_data()),
+    )
+
+
+def metric_deltas(a: RunRecord, b: RunRecord, threshold: float, better: Mapping[str, str]) -> list[MetricDelta]:
+    sa, sb = a.stats(), b.stats()
+    rows = []
+    for name in dict.fromkeys([*sa, *sb]):
+        x, y = sa.get(name, {}), sb.get(name, {})
+        ma, mb = x.get("median"), y.get("median")
+        ratio = mb / ma if ma and mb is not None else None
+        overlap = None
+        if None not in (x.get("min"), x.get("max"), y.get("min"), y.get("max")):
+            overlap = not (x["max"] < y["min"] or y["max"] < x["min"])
+        significant = bool(ratio is not None and abs(ratio - 1) > threshold and overlap is False)
+        direction = None
+        if significant and ratio is not None and name in better:
+            up = ratio > 1
+            direction = "better" if up == (better[name] == "higher") else "worse"
+        rows.append(MetricDelta(name, x or None, y or None, ratio, overlap, significant, direction))
+    return rows
+
+
+def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _flat(f"{prefix}.{key}" if prefix else str(key), item, out)
+    elif isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) for v in value):
+        for index, item in enumerate(value):
+            _flat(f"{prefix}[{index}]", item, out)
+    else:
+        out[prefix] = value
+
+
+def differences(a: Any, b: Any, prefix: str) -> list[Difference]:
+    """Every leaf key (dotted, ``[i]`` for list items) whose value differs between ``a`` and ``b``."""
+    fa: dict[str, Any] = {}
+    fb: dict[str, Any] = {}
+    _flat(prefix, a, fa)
+    _flat(prefix, b, fb)
+    return [Difference(k, fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)]
+
+
+# What a patch's apply result says about the code in the tree when the job ran.
+_STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
+
+
+def patch_state(result: Mapping[str, Any]) -> str:
+    """A patch's state in a run: ``applied``, ``provided upstream`` or ``not applied (STATUS REASON)``,
+    with the payload digest when the record has one.  APPLY and SKIP ALREADY_APPLIED are both ``applied``."""
+    state = result.get("state")
+    if not isinstance(state, str):
+        status, why = result.get("status"), result.get("reason")
+        if status == "APPLY":
+            state = "applied"
+        elif status == "SKIP" and why in _STATE_OF_SKIP:
+            state = _STATE_OF_SKIP[why]
+        else:
+            state = f"not applied ({' '.join(str(p) for p in (status, why) if p)})"
+    payload = result.get("payload")
+    return f"{state} {payload}" if state == "applied" and payload else state
+
+
+def patch_changes(a: RunRecord, b: RunRecord) -> list[PatchChange]:
+    def table(record: RunRecord) -> dict[tuple[str, str], str]:
+        return {
+            (manifest["name"], r["patch"]): patch_state(r) for manifest in record.manifests for r in manifest["results"]
+        }
+
+    ta, tb = table(a), table(b)
+    return [
+        PatchChange(m, p, ta.get((m, p)), tb.get((m, p)))
+        for (m, p) in dict.fromkeys([*ta, *tb])
+        if ta.get((m, p)) != tb.get((m, p))
+    ]
+
+
+def _env_shape(record: RunRecord) -> dict[str, str]:
+    """The env with the per-commit parts (worktree path, commit) written as placeholders: they always differ."""
+    tree = record.env.get("PATCHKIT_BENCH_TREE")
+    out = {}
+    for key, value in record.env.items():
+        if key in ("PATCHKIT_BENCH_COMMIT", "PATCHKIT_BENCH_TREE"):
+            continue
+        out[key] = value.replace(tree, "{tree}") if tree else value
+    return out
+
+
+def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | None) -> tuple[RunRecord, RunRecord]:
+    """The latest ``ok`` run of each of two commits, of one profile (``profile``, else the one they share
+    whose latest run is newest).  ``found`` is (the revision as given, its runs oldest first) twice.
+    Interrupted, refused and failed runs are never picked; when no pair exists, a UsageError names the
+    runs that were found."""
+    (_, runs_a), (_, runs_b) = found
+    ok_a = [r for r in runs_a if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
+    ok_b = [r for r in runs_b if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
+    common = {r.profile for r in ok_a} & {r.profile for r in ok_b}
+    if not common:
+        where = f" of profile {profile!r}" if profile else " of a profile both have"
+        listed = "; ".join(f"{rev}: {_listing(runs)}" for rev, runs in found)
+        raise UsageError(
+            f"no ok runs{where} for both commits ({listed})",
+            hint="bench the commit that lacks one, or compare two run numbers from `patchkit runs`",
+        )
+
+    def latest(runs: Sequence[RunRecord], name: str) -> RunRecord:
+        return max((r for r in runs if r.profile == name), key=lambda r: r.run_id or 0)
+
+    chosen = max(sorted(common), key=lambda name: max(latest(ok_a, name).run_id or 0, latest(ok_b, name).run_id or 0))
+    return latest(ok_a, chosen), latest(ok_b, chosen)
+
+
+def _listing(runs: Sequence[RunRecord]) -> str:
+    if not runs:
+        return "no runs"
+    return ", ".join(f"run {r.run_id} {r.profile} {r.outcome.value}" for r in runs)

@@ -1,0 +1,207 @@
+"""What one benchmark run leaves behind: ``RunRecord`` and its ``Outcome``, plain frozen values.
+
+This module is the bottom of ``patchkit.bench``: the store, compare, bisect,
+the job and the verbs all build on it, and it imports none of them (no
+psutil, no subprocess, no git process: ``Commit`` is only the value type).
+A record is made once, by ``run_job`` or by the session for a refused
+commit, stored as JSON, and read back with ``from_json``; a record of an
+older patchkit (no ``author``/``parents`` in ``commit``, no ``allow_dirty``)
+reads the same.
+
+Secrets: an environment variable whose name looks like a secret (``TOKEN``,
+``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``) is kept with its name and
+the value ``<redacted>``; ``redact_env`` is applied when a record is made, so
+no store, JSON, log or comparison written from a record can hold the value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from patchkit.bench.metrics import summary
+from patchkit.git import Commit
+
+
+class Outcome(StrEnum):
+    """How a run ended.  Only ``ok`` runs have numbers that compare and bisect may use."""
+
+    OK = "ok"
+    REFUSED = "refused"  # nothing started: patches, guard, port, version or env check said no
+    SERVER_FAILED = "server-failed"
+    CLIENT_FAILED = "client-failed"
+    METRIC_MISSING = "metric-missing"
+    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM: what was measured so far, and the logs
+
+    @property
+    def usable(self) -> bool:
+        return self is Outcome.OK
+
+
+REDACTED = "<redacted>"
+_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+def is_secret(name: str) -> bool:
+    """Whether an environment variable's name looks like it holds a secret (HF_TOKEN, OPENAI_API_KEY ...)."""
+    return _SECRET_NAME.search(name) is not None
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the value of every secret-looking name replaced by ``<redacted>``."""
+    return {name: REDACTED if is_secret(name) else value for name, value in env.items()}
+
+
+def secret_values(env: Mapping[str, str]) -> list[str]:
+    """The values of the secret-looking names of ``env`` (what must appear in no file patchkit writes)."""
+    return [value for name, value in env.items() if is_secret(name) and value and value != REDACTED]
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def commit_to_json(commit: Commit) -> dict[str, Any]:
+    """A commit as records store it: ``sha``, ``subject``, ``date`` (as before), ``author``, ``parents``."""
+    return {
+        "sha": commit.sha,
+        "subject": commit.subject,
+        "date": commit.date,
+        "author": commit.author,
+        "parents": list(commit.parents),
+    }
+
+
+def commit_from_json(data: Mapping[str, Any]) -> Commit:
+    return Commit(
+        sha=data["sha"],
+        parents=tuple(data.get("parents", ())),
+        author=data.get("author", ""),
+        date=data.get("date", ""),
+        subject=data.get("subject", ""),
+    )
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    commit: Commit
+    profile: str
+    outcome: Outcome
+    reason: str | None
+    started_at: str
+    finished_at: str
+    vars: Mapping[str, str]
+    commands: Mapping[str, Any]
+    env: Mapping[str, str]  # redacted (see the module docstring)
+    manifests: tuple[Mapping[str, Any], ...]
+    guard: Mapping[str, Any]
+    host: Mapping[str, Any]
+    interpreter: Mapping[str, Any] | None
+    torch: Mapping[str, Any] | None
+    gpus: tuple[Mapping[str, Any], ...] | None
+    server_info: Mapping[str, Any] | None
+    samples: Mapping[str, tuple[float | None, ...]]
+    missing: tuple[Mapping[str, Any], ...]  # {"metric", "run", "log"}
+    logs: Mapping[str, Any]
+    details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
+    metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
+    run_id: int | None = None
+    allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "outcome", Outcome(self.outcome))
+        object.__setattr__(self, "env", redact_env(self.env))
+
+    def with_run_id(self, run_id: int) -> RunRecord:
+        return replace(self, run_id=run_id)
+
+    def ident(self) -> dict[str, Any]:
+        """What names a run in tables and JSON: run number, commit, subject, profile, outcome."""
+        return {
+            "run": self.run_id,
+            "commit": self.commit.sha,
+            "subject": self.commit.subject,
+            "profile": self.profile,
+            "outcome": self.outcome.value,
+        }
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        return {name: summary(values) for name, values in self.samples.items()}
+
+    def median(self, metric: str) -> float | None:
+        value = self.stats().get(metric, {}).get("median")
+        return None if value is None else float(value)
+
+    def has_data(self) -> bool:
+        """Whether any metric has a measured value (a refused or early-failed run has none)."""
+        return any(v is not None for values in self.samples.values() for v in values)
+
+    def summary_json(self) -> dict[str, Any]:
+        """The short form ``runs --json`` lists (and the report reads): ident, reason, when, where, stats."""
+        return {
+            **self.ident(),
+            "reason": self.reason,
+            "started_at": self.started_at,
+            "host": self.host.get("hostname"),
+            "stats": self.stats(),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "commit": commit_to_json(self.commit),
+            "profile": self.profile,
+            "outcome": self.outcome.value,
+            "reason": self.reason,
+            "details": list(self.details),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "allow_dirty": self.allow_dirty,
+            "vars": dict(self.vars),
+            "commands": dict(self.commands),
+            "env": dict(self.env),
+            "manifests": [dict(m) for m in self.manifests],
+            "guard": dict(self.guard),
+            "host": dict(self.host),
+            "interpreter": None if self.interpreter is None else dict(self.interpreter),
+            "torch": None if self.torch is None else dict(self.torch),
+            "gpus": None if self.gpus is None else [dict(g) for g in self.gpus],
+            "server_info": None if self.server_info is None else dict(self.server_info),
+            "samples": {k: list(v) for k, v in self.samples.items()},
+            "stats": self.stats(),
+            "missing": [dict(m) for m in self.missing],
+            "metrics": [dict(m) for m in self.metrics],
+            "logs": dict(self.logs),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        return cls(
+            commit=commit_from_json(data["commit"]),
+            profile=data["profile"],
+            outcome=Outcome(data["outcome"]),
+            reason=data["reason"],
+            started_at=data["started_at"],
+            finished_at=data["finished_at"],
+            vars=data["vars"],
+            commands=data["commands"],
+            env=data["env"],
+            manifests=tuple(data["manifests"]),
+            guard=data["guard"],
+            host=data["host"],
+            interpreter=data["interpreter"],
+            torch=data["torch"],
+            gpus=None if data["gpus"] is None else tuple(data["gpus"]),
+            server_info=data["server_info"],
+            samples={k: tuple(v) for k, v in data["samples"].items()},
+            missing=tuple(data["missing"]),
+            logs=data["logs"],
+            details=tuple(data.get("details", ())),
+            metrics=tuple(data.get("metrics", ())),
+            run_id=data.get("run"),
+            allow_dirty=bool(data.get("allow_dirty", False)),
+        )

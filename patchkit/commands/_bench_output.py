@@ -1,0 +1,307 @@
+"""What ``bench``, ``runs``, ``compare`` and ``bisect`` print: one module, so that the four agree.
+
+Every table is a ``patchkit.render.Grid``: on a terminal the text columns
+(subjects, profiles, metric names, reasons) wrap and the short codes (run
+numbers, commit ids, numbers, outcomes) stay whole; off a terminal nothing is
+cut or wrapped.  Every subject, path and message is printed as text, never as
+console markup (``[fix typo]: ...`` keeps its ``[fix typo]``).
+
+Progress: on a terminal a live status line; off one (nohup, a pipe, CI), one
+timestamped line per phase on stderr as it happens, the health wait at most
+once every ``HEALTH_EVERY`` seconds, so that stdout stays clean for ``--json``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+from patchkit.bench.record import Outcome, RunRecord
+from patchkit.render import Cell, Grid, Piece, emit
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from patchkit.bench.bisect import BisectReport, Step
+    from patchkit.bench.compare import Comparison
+    from patchkit.git import Commit
+
+OUTCOME_STYLE = {
+    Outcome.OK: "bold green",
+    Outcome.REFUSED: "bold red",
+    Outcome.SERVER_FAILED: "bold red",
+    Outcome.CLIENT_FAILED: "bold red",
+    Outcome.METRIC_MISSING: "bold yellow",
+    Outcome.INTERRUPTED: "bold yellow",
+}
+HEALTH_EVERY = 30.0  # seconds between two "waiting for health" lines off a terminal
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def outcome_piece(outcome: Outcome | str) -> Piece:
+    value = Outcome(outcome)
+    return (value.value, OUTCOME_STYLE[value])
+
+
+def say(console: Console, text: str, style: str = "") -> None:
+    """One line of text (never markup)."""
+    if style:
+        console.print(text, style=style, markup=False, highlight=False)
+    else:
+        console.print(text, markup=False, highlight=False)
+
+
+# -- bench ------------------------------------------------------------------------------
+
+
+def run_line(record: RunRecord) -> str:
+    return f"run {record.run_id}: {record.commit.short} {record.profile}: {record.outcome.value}"
+
+
+def explain_lines(record: RunRecord) -> list[str]:
+    """Why a run is not ok: its reason, details, and where each missing value should have been."""
+    if record.outcome is Outcome.OK:
+        return []
+    out = [f"{record.commit.short} {record.profile} {record.outcome.value}: {record.reason}"]
+    out.extend(f"  {line}" for line in record.details[:30])
+    for item in record.missing[:10]:
+        out.append(f"  missing {item['metric']} in run {item['run']}: see {item['log']}")
+    return out
+
+
+def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    """One row per commit, profile and metric; ratio = median / the first commit's median (the first that has one)."""
+    first: dict[tuple[str, str], float] = {}
+    rows: list[dict[str, Any]] = []
+    for record in records:
+        stats = record.stats()
+        if not any(s["n"] or s["missing"] for s in stats.values()):  # nothing measured: one row
+            rows.append(_row(record, None, {}, None))
+            continue
+        for metric, s in stats.items():
+            key = (record.profile, metric)
+            if s["median"] is not None:
+                first.setdefault(key, s["median"])
+            base = first.get(key)
+            ratio = s["median"] / base if base and s["median"] is not None else None
+            rows.append(_row(record, metric, s, ratio))
+    return rows
+
+
+def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float | None) -> dict[str, Any]:
+    return {
+        **record.ident(),
+        "metric": metric,
+        "median": s.get("median"),
+        "min": s.get("min"),
+        "max": s.get("max"),
+        "n": s.get("n", 0),
+        "missing": s.get("missing", 0),
+        "ratio": ratio,
+    }
+
+
+def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
+    table = Grid()
+    table.add_column("run", justify="right", whole=True)
+    table.add_column("commit", whole=True)
+    table.add_column("subject")
+    table.add_column("profile")
+    table.add_column("metric")
+    table.add_column("median", justify="right", whole=True)
+    table.add_column("min-max", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("ratio", justify="right", whole=True)
+    table.add_column("outcome", whole=True)
+    for row in rows:
+        n = f"{row['n']}" + (f" ({row['missing']} missing)" if row["missing"] else "")
+        table.add_row(
+            str(row["run"]),
+            row["commit"][:10],
+            row["subject"],
+            row["profile"],
+            row["metric"] or "-",
+            fmt(row["median"]),
+            _range(row["min"], row["max"]),
+            n,
+            fmt(row["ratio"], 3),
+            outcome_piece(row["outcome"]),
+        )
+    return table
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """A min-max range that wraps between its numbers, never inside one."""
+    return "-" if low is None and high is None else f"{fmt(low)} - {fmt(high)}"
+
+
+# -- runs -------------------------------------------------------------------------------
+
+
+def runs_table(records: Sequence[RunRecord]) -> Grid:
+    """One row per run and metric (a run without samples: one row with its reason)."""
+    table = Grid()
+    table.add_column("run", justify="right", whole=True)
+    table.add_column("started")
+    table.add_column("commit", whole=True)
+    table.add_column("subject")
+    table.add_column("profile")
+    table.add_column("outcome", whole=True)
+    table.add_column("metric")
+    table.add_column("median", justify="right", whole=True)
+    for r in records:
+        started = r.started_at[:19].replace("T", " ")
+        stats = r.stats()
+        head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.profile]
+        head.append(outcome_piece(r.outcome))
+        if not stats or not r.has_data():
+            table.add_row(*head, r.reason or "no samples", "-")
+            continue
+        for index, (metric, s) in enumerate(stats.items()):
+            cells = head if index == 0 else ["", "", "", "", "", ""]
+            table.add_row(*cells, metric, fmt(s["median"]))
+    return table
+
+
+# -- compare ----------------------------------------------------------------------------
+
+
+def show_comparison(console: Console, result: Comparison) -> None:
+    a, b = result.a, result.b
+    for label, r in (("A", a), ("B", b)):
+        say(console, f"{label} = run {r.run_id} {r.commit.short} {r.commit.subject} ({r.profile}, {r.outcome.value})")
+    if result.no_data:
+        for r in result.no_data:
+            say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
+    if len(result.no_data) < 2:
+        table = Grid()
+        table.add_column("metric")
+        for name in ("A median", "A min-max", "B median", "B min-max"):
+            table.add_column(name, justify="right", whole="median" in name)
+        table.add_column("B/A", justify="right", whole=True)
+        table.add_column("significant")
+        for row in result.metrics:
+            x, y = row.a or {}, row.b or {}
+            verdict = "-"
+            if row.significant:
+                verdict = f"yes ({row.direction or 'changed'})"
+            elif row.ratio is not None:
+                verdict = "no" + (" (ranges overlap)" if row.ranges_overlap else "")
+            table.add_row(
+                row.metric,
+                fmt(x.get("median")),
+                _range(x.get("min"), x.get("max")),
+                fmt(y.get("median")),
+                _range(y.get("min"), y.get("max")),
+                fmt(row.ratio, 3),
+                (verdict, "bold red" if row.direction == "worse" else ""),
+            )
+        emit(console, table)
+    between = result.between
+    word = {"forward": "A..B", "backward": "B..A (B is older)", "diverged": "A..B (diverged)", "same": "same commit"}
+    say(console, f"upstream commits {word[between.direction]}: {len(between.commits)}", "bold")
+    for c in between.commits:
+        say(console, f"  {c.short} {c.date[:10]} {c.subject}")
+    say(console, f"patch state changes: {len(result.patches) or 'none'}", "bold")
+    for item in result.patches:
+        say(console, f"  {item.manifest}:{item.patch}  {item.a or 'absent'} -> {item.b or 'absent'}")
+    for title, items in (
+        ("env differences", result.env),
+        ("vars differences", result.vars),
+        ("version differences", result.versions),
+        ("GPU differences", result.gpus),
+        ("host differences", result.host),
+    ):
+        say(console, f"{title}: {len(items) or 'none'}", "bold")
+        for d in items:
+            say(console, f"  {d.key}: {d.a!r} -> {d.b!r}")
+
+
+# -- bisect -----------------------------------------------------------------------------
+
+
+def step_line(step: Step, metric: str) -> str:
+    m = step.measurement
+    line = f"  {step.commit.short} {step.commit.subject}  {metric}={fmt(m.value)}  {step.verdict}"
+    return line + (f" ({m.outcome.value}: {m.why})" if m.outcome is not Outcome.OK else "")
+
+
+def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
+    if report.skipped:
+        say(console, "skipped (never benchmarked, or the run failed):", "bold")
+        for item in report.skipped:
+            say(console, f"  {item.commit.short} {item.commit.subject}: {item.why}")
+    table = Grid()
+    table.add_column("step", justify="right", whole=True)
+    table.add_column("run", justify="right", whole=True)
+    table.add_column("commit", whole=True)
+    table.add_column("subject")
+    table.add_column(metric, justify="right", whole=True)
+    table.add_column("verdict", whole=True)
+    for index, s in enumerate(report.steps, start=1):
+        table.add_row(
+            str(index),
+            str(s.measurement.run),
+            s.commit.short,
+            s.commit.subject,
+            fmt(s.measurement.value),
+            s.verdict,
+        )
+    emit(console, table)
+    if report.error or report.first_bad is None:
+        say(console, f"NO RESULT: {report.error}", "bold red")
+        return
+    say(console, f"FIRST BAD: {report.first_bad.short} {report.first_bad.subject}", "bold")
+    if report.maybe:
+        names = ", ".join(f"{m.commit.short} {m.commit.subject}" for m in report.maybe)
+        say(console, f"  or one of the skipped commits just before it: {names}")
+
+
+# -- progress ---------------------------------------------------------------------------
+
+Show = Callable[["Commit", str, str, str], None]
+
+
+class _Lines:
+    """Off a terminal: one timestamped line per phase on ``stream``; health at most every HEALTH_EVERY s."""
+
+    def __init__(self, verb: str, stream: IO[str]) -> None:
+        self.verb = verb
+        self.stream = stream
+        self.last_health: float | None = None
+
+    def __call__(self, commit: Commit, profile: str, phase: str, detail: str) -> None:
+        if phase == "waiting for health":
+            now = time.monotonic()
+            if self.last_health is not None and now - self.last_health < HEALTH_EVERY:
+                return
+            self.last_health = now
+        else:
+            self.last_health = None
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line = f"{stamp} {self.verb} {commit.short} {profile}: {phase}"
+        self.stream.write((f"{line} {detail}" if detail else line) + "\n")
+        self.stream.flush()
+
+
+@contextmanager
+def progress(console: Console, verb: str, *, live: bool) -> Iterator[Show]:
+    """The progress callback of a session: a live status line on a terminal (``live``), else lines on stderr."""
+    if not (live and console.is_terminal):
+        yield _Lines(verb, sys.stderr)
+        return
+    from rich.text import Text
+
+    with console.status("starting") as status:
+
+        def show(commit: Commit, profile: str, phase: str, detail: str) -> None:
+            status.update(Text(f"{commit.short} {profile}: {phase} {detail}".rstrip()))
+
+        yield show

@@ -1,0 +1,149 @@
+"""The bench library's pure parts, driven without servers: the bisect search, compare, records, secrets."""
+
+from __future__ import annotations
+
+import pytest
+
+from patchkit.bench.bisect import Measurement, bisect, criterion
+from patchkit.bench.compare import between, compare, pick_pair
+from patchkit.bench.record import Outcome, RunRecord, is_secret, redact_env
+from patchkit.errors import UsageError
+from patchkit.git import Commit
+
+
+def line(n: int) -> list[Commit]:
+    return [Commit(f"{i:040x}", (f"{i - 1:040x}",) if i else (), "a <a@x>", "2026-01-01", f"c{i}") for i in range(n)]
+
+
+def values(commits: list[Commit], first_bad: int, *, fail: set[int] = frozenset()) -> dict[str, Measurement]:
+    out = {}
+    for i, c in enumerate(commits):
+        if i in fail:
+            out[c.sha] = Measurement(None, Outcome.SERVER_FAILED, why="exited 1")
+        else:
+            out[c.sha] = Measurement(100.0 if i < first_bad else 60.0, run=i)
+    return out
+
+
+@pytest.mark.parametrize("first_bad", [1, 2, 7, 15])
+def test_bisect_finds_the_first_bad_commit_in_log_steps(first_bad):
+    commits = line(16)
+    measured = values(commits, first_bad)
+    seen: list[str] = []
+
+    def measure(c: Commit) -> Measurement:
+        seen.append(c.sha)
+        return measured[c.sha]
+
+    report = bisect(commits, measure, criterion("ratio", 0.9))
+    assert report.first_bad == commits[first_bad]
+    assert report.last_good == commits[first_bad - 1]
+    assert report.error is None
+    assert len(seen) <= 2 + 4  # GOOD, BAD, then log2(14) steps
+    assert len(set(seen)) == len(seen)  # nothing measured twice
+    assert [s.verdict for s in report.steps][:2] == ["good", "bad"]
+
+
+def test_bisect_skips_unpatchable_and_failed_commits_and_names_them_as_maybe():
+    commits = line(8)
+    measured = values(commits, 5, fail={4})
+
+    def measure(c: Commit) -> Measurement:
+        assert c != commits[3], "an unpatchable commit is never measured"
+        return measured[c.sha]
+
+    report = bisect(commits, measure, criterion("min", 80.0), skipped={commits[3].sha: "standin:hooks CLASS_NOT_FOUND"})
+    assert report.first_bad == commits[5]
+    assert [s.commit for s in report.maybe] == [commits[3], commits[4]]
+    assert [s.commit for s in report.skipped] == [commits[3], commits[4]]
+    assert report.skipped[1].why == "server-failed: exited 1"
+
+
+def test_bisect_without_an_answer_says_why():
+    commits = line(4)
+    all_good = {c.sha: Measurement(100.0) for c in commits}
+    report = bisect(commits, lambda c: all_good[c.sha], criterion("max", 200.0))
+    assert report.first_bad is None and report.error is not None and "not bad" in report.error
+    interrupted = bisect(commits, lambda c: Measurement(None, Outcome.INTERRUPTED), criterion("max", 1.0))
+    assert interrupted.error is not None and "is not good (skip)" in interrupted.error
+
+
+def test_lower_is_better_ratio():
+    is_bad = criterion("ratio", 1.2, "lower")
+    assert is_bad(13.0, 10.0) and not is_bad(11.0, 10.0)
+
+
+def record(run: int, sha: str = "a" * 40, **over) -> RunRecord:
+    data = {
+        "run": run,
+        "commit": {"sha": sha, "subject": "[fix typo]: funtion -> function", "date": "d"},
+        "profile": "eagle3",
+        "outcome": "ok",
+        "reason": None,
+        "started_at": "2026-11-30T10:00:00.000+00:00",
+        "finished_at": "2026-11-30T10:01:00.000+00:00",
+        "vars": {},
+        "commands": {},
+        "env": {"HF_TOKEN": "hf_secret", "NCCL_MIN_NCHANNELS": "4"},
+        "manifests": [
+            {"name": "kit", "digest": "sha256:0", "results": [{"patch": "hooks", "status": "APPLY", "reason": None}]}
+        ],
+        "guard": {},
+        "host": {},
+        "interpreter": None,
+        "torch": None,
+        "gpus": None,
+        "server_info": None,
+        "samples": {"tok_s": [94.0, 95.0]},
+        "missing": [],
+        "logs": {},
+    }
+    data.update(over)
+    return RunRecord.from_json(data)
+
+
+def test_a_reused_worktree_is_not_a_patch_change():
+    first = record(1)
+    again = record(
+        2,
+        manifests=[
+            {
+                "name": "kit",
+                "digest": "sha256:0",
+                "results": [{"patch": "hooks", "status": "SKIP", "reason": "ALREADY_APPLIED"}],
+            }
+        ],
+    )
+    result = compare(first, again, threshold=0.05, between=between((), (), same=True))
+    assert result.patches == ()
+    assert result.to_json()["provenance"]["between"] == {"direction": "same", "commits": []}
+    gone = record(3, manifests=[{"name": "kit", "digest": "sha256:0", "results": [{"patch": "hooks", "status": "FAIL",
+                                                                                     "reason": "CLASS_NOT_FOUND"}]}])  # fmt: skip
+    (change,) = compare(first, gone, threshold=0.05).patches
+    assert (change.a, change.b) == ("applied", "not applied (FAIL CLASS_NOT_FOUND)")
+
+
+def test_a_run_without_data_is_said_to_be_so():
+    refused = record(2, outcome="refused", reason="guard", samples={})
+    result = compare(record(1), refused, threshold=0.05)
+    assert result.no_data == (refused,)
+    assert result.to_json()["no_data"] == [2]
+
+
+def test_pick_pair_takes_the_latest_ok_runs_of_a_common_profile():
+    b = "b" * 40
+    runs_a = [record(1), record(3, outcome="refused", reason="x", samples={})]
+    runs_b = [record(2, b), record(4, b, profile="baseline"), record(5, b, outcome="interrupted", reason="^C")]
+    a, bb = pick_pair([("A", runs_a), ("B", runs_b)], None)
+    assert (a.run_id, bb.run_id) == (1, 2)
+    with pytest.raises(UsageError, match=r"A: run 1 eagle3 ok, run 3 eagle3 refused; B: run 4 baseline ok"):
+        pick_pair([("A", runs_a), ("B", [runs_b[1]])], None)
+
+
+def test_secrets_are_redacted_in_every_record():
+    assert is_secret("HF_TOKEN") and is_secret("openai_api_key") and is_secret("AWS_SECRET_ACCESS_KEY")
+    assert not is_secret("NCCL_MIN_NCHANNELS")
+    assert redact_env({"HF_TOKEN": "x", "A": "b"}) == {"HF_TOKEN": "<redacted>", "A": "b"}
+    r = record(1)
+    assert r.env["HF_TOKEN"] == "<redacted>"
+    assert "hf_secret" not in str(r.to_json())
