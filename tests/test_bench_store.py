@@ -76,9 +76,9 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     with Store(path) as store:
-        assert store.version() == 3
+        assert store.version() == 4
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
@@ -90,6 +90,7 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
         with pytest.raises(sqlite3.IntegrityError, match="unknown run outcome"):
             store.db.execute("UPDATE runs SET outcome = 'exploded' WHERE id = 1")
         store.add(record(outcome="interrupted"))
+        assert store.submissions(pending=True) == []  # schema 4: the scheduler's table, empty
     assert b"hf_planted_secret_1234" not in path.read_bytes()
     with Store(path) as again:  # a second open migrates nothing
         assert again.migrate() == []
