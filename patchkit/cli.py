@@ -401,8 +401,62 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def executor_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Where launches run: --executor local (in-process, the default) or slurm, and the Slurm options.
+
+    Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins."""
+    options: list[Callable[..., Any]] = [
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "slurm"]),
+            default="local",
+            show_default=True,
+            help="local: each launch in this process, one at a time. slurm: each launch one Slurm job (submitit).",
+        ),
+        click.option(
+            "--shared-dir",
+            default=None,
+            metavar="DIR",
+            help="slurm: a directory every node sees at the same path; worktrees, run dirs and submitit's "
+            "folder go there. Checked before anything is submitted.",
+        ),
+        click.option("--slurm-partition", default=None, metavar="NAME", help="slurm: the partition to submit to."),
+        click.option(
+            "--gpus-per-job",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="N",
+            help="slurm: GPUs per launch (default: the profile's `tp` variable when it has one; 0: none).",
+        ),
+        click.option(
+            "--timeout-min",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="MIN",
+            help="slurm: each job's time limit in minutes (default 60); a job past it is recorded interrupted.",
+        ),
+        click.option(
+            "--slots",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="K",
+            help="slurm: at most K launches at once (the job array's parallelism; default 1).",
+        ),
+        click.option(
+            "--slurm-extra",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="slurm: a site option passed to sbatch as --KEY=VALUE (account, qos, constraint). Repeatable.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options
 @click.option(
     "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
 )
@@ -418,6 +472,11 @@ def bench(**kwargs: Any) -> int:
 @repo_option
 @click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@click.option(
+    "--pending",
+    is_flag=True,
+    help="Instead: the launches submitted to Slurm and not collected yet, with their Slurm states now.",
+)
 @store_option
 @json_option
 def runs(**kwargs: Any) -> int:

@@ -60,6 +60,7 @@ class Task:
     key: str  # stable across re-runs of the same command: what "already submitted" is matched on
     arg: Any  # the function's one argument (picklable for Slurm)
     label: Mapping[str, Any] = field(default_factory=dict)  # JSON: what `runs --pending` and a lost job's record show
+    gpus: int | None = None  # GPUs this launch needs on its node (Slurm: --gpus-per-node)
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,13 @@ class LocalExecutor:
     slots = 1
 
     def map(
-        self, fn: Callable[[Any], Any], tasks: Sequence[Task], *, batch: str = "", ledger: Ledger | None = None
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Sequence[Task],
+        *,
+        batch: str = "",
+        ledger: Ledger | None = None,
+        note: Callable[[str], None] | None = None,
     ) -> Iterator[Finished]:
         for task in tasks:
             yield Finished(task.key, fn(task.arg), "LOCAL", label=task.label)
@@ -196,7 +203,7 @@ class SlurmExecutor:
         self.folder = options.shared_dir / "submitit"
         self.poll_s = poll_s
 
-    def _executor(self) -> Any:
+    def _executor(self, gpus: int | None) -> Any:
         import submitit
 
         executor = submitit.SlurmExecutor(folder=self.folder / "%A")
@@ -207,46 +214,64 @@ class SlurmExecutor:
         }
         if self.options.partition:
             params["partition"] = self.options.partition
-        if self.options.gpus_per_job:
-            params["gpus_per_node"] = self.options.gpus_per_job
+        if gpus:
+            params["gpus_per_node"] = gpus
         if self.options.extra:
             params["additional_parameters"] = dict(self.options.extra)
         executor.update_parameters(**params)
         return executor
 
-    def map(self, fn: Callable[[Any], Any], tasks: Sequence[Task], *, batch: str, ledger: Ledger) -> Iterator[Finished]:
-        """Submit what this batch has not submitted yet, reattach to the rest, yield each as it ends."""
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Sequence[Task],
+        *,
+        batch: str,
+        ledger: Ledger,
+        note: Callable[[str], None] | None = None,
+    ) -> Iterator[Finished]:
+        """Submit what this batch has not submitted yet (one array per GPU count), reattach to what it
+        has, and yield each task as its job ends.  Collected tasks of the batch are not yielded again."""
         import submitit
+        from submitit.core.utils import FailedJobError
 
+        say = note or (lambda line: None)
         known = {row["key"]: row for row in ledger.submissions(batch)}
-        fresh = [t for t in tasks if t.key not in known]
         watching: dict[str, tuple[Any, Mapping[str, Any]]] = {}
         for task in tasks:
             row = known.get(task.key)
             if row is not None and row["state"] != "collected":
-                watching[task.key] = (submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"]), task.label)
-        if fresh:
-            executor = self._executor()
-            jobs = executor.map_array(fn, [t.arg for t in fresh])
+                job: Any = submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"])
+                watching[task.key] = (job, row["label"])
+        if watching:
+            ids = ", ".join(str(job.job_id) for job, _ in watching.values())
+            say(f"collecting {len(watching)} job(s) submitted earlier: {ids}")
+        fresh = [t for t in tasks if t.key not in known]
+        for gpus in dict.fromkeys(t.gpus for t in fresh):
+            group = [t for t in fresh if t.gpus == gpus]
+            try:
+                jobs = self._executor(gpus).map_array(fn, [t.arg for t in group])
+            except (FailedJobError, OSError) as exc:  # sbatch said no: partition, account, GPUs it does not have
+                last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+                raise UsageError(
+                    f"Slurm refused the submission: {last[0]}",
+                    hint="check --slurm-partition, --gpus-per-job and --slurm-extra against `sinfo`",
+                ) from None
             ledger.add_submissions(
                 batch,
                 [
-                    {
-                        "key": t.key,
-                        "job_id": job.job_id,
-                        "folder": str(job.paths.folder),
-                        "label": dict(t.label),
-                    }
-                    for t, job in zip(fresh, jobs, strict=True)
+                    {"key": t.key, "job_id": job.job_id, "folder": str(job.paths.folder), "label": dict(t.label)}
+                    for t, job in zip(group, jobs, strict=True)
                 ],
             )
-            for t, job in zip(fresh, jobs, strict=True):
+            for t, job in zip(group, jobs, strict=True):
                 watching[t.key] = (job, t.label)
-        yield from self._wait(watching, batch, ledger)
+            array = jobs[0].job_id.split("_")[0] if jobs else "-"
+            where = f", {gpus} GPU(s) each" if gpus else ""
+            say(f"submitted {len(jobs)} job(s) as Slurm array {array} (at most {self.slots} at once{where})")
+        yield from self._wait(watching)
 
-    def _wait(
-        self, watching: dict[str, tuple[Any, Mapping[str, Any]]], batch: str, ledger: Ledger
-    ) -> Iterator[Finished]:
+    def _wait(self, watching: dict[str, tuple[Any, Mapping[str, Any]]]) -> Iterator[Finished]:
         completed_at: dict[str, float] = {}
         while watching:
             states = slurm_states([job.job_id for job, _ in watching.values()])

@@ -111,6 +111,7 @@ class RunRecord:
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
+    executor: Mapping[str, Any] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -176,6 +177,7 @@ class RunRecord:
             "missing": [dict(m) for m in self.missing],
             "metrics": [dict(m) for m in self.metrics],
             "logs": dict(self.logs),
+            "executor": None if self.executor is None else dict(self.executor),
         }
 
     @classmethod
@@ -204,4 +206,5 @@ class RunRecord:
             metrics=tuple(data.get("metrics", ())),
             run_id=data.get("run"),
             allow_dirty=bool(data.get("allow_dirty", False)),
+            executor=data.get("executor"),
         )

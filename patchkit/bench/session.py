@@ -94,6 +94,7 @@ class Session:
     repeat: int | None = None
     allow_dirty: bool = False
     progress: Callable[[Commit, str, str, str], None] | None = None
+    runs_dir: Path | None = None  # where run directories go (--shared-dir/bench-runs); default: next to the store
     _prepared: dict[str, Prepared] = field(default_factory=dict)
 
     @classmethod
@@ -147,6 +148,34 @@ class Session:
             self._prepared[commit.sha] = prepared
         return self._prepared[commit.sha]
 
+    def plan(self, commit: Commit, profile: str, say: Callable[[str, str], None] | None = None) -> JobSpec | RunRecord:
+        """The job for (commit, profile) on its prepared tree, or, for a refused commit, its ``refused``
+        record (not stored yet): what an executor gets is always a commit the guard let through."""
+        if say is not None:
+            say("preparing worktree", "")
+        prepared = self.prepare(commit)
+        values = self.config.resolve_vars(profile, self.sets)
+        if prepared.refused:
+            return refused_record(prepared, profile, values, self.config, allow_dirty=self.allow_dirty)
+        assert prepared.tree is not None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        runs_dir = self.runs_dir or self.store.path.parent / "bench-runs"
+        return JobSpec(
+            commit=commit,
+            tree=prepared.tree,
+            config=self.config,
+            profile=profile,
+            vars=values,
+            run_dir=runs_dir / f"{stamp}-{commit.sha[:10]}-{profile}",
+            warmup=self.config.warmup,
+            repeat=self.repeat or self.config.repeat,
+            manifests=tuple(prepared.manifests_json()),
+            guard=prepared.guard,
+            guard_env=prepared.guard_env,
+            expected_version=prepared.version,
+            allow_dirty=self.allow_dirty,
+        )
+
     def run(self, commit: Commit, profile: str) -> RunRecord:
         progress = self.progress
 
@@ -154,30 +183,8 @@ class Session:
             if progress is not None:
                 progress(commit, profile, phase, detail)
 
-        say("preparing worktree", "")
-        prepared = self.prepare(commit)
-        values = self.config.resolve_vars(profile, self.sets)
-        if prepared.refused:
-            record = refused_record(prepared, profile, values, self.config, allow_dirty=self.allow_dirty)
-        else:
-            assert prepared.tree is not None
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-            spec = JobSpec(
-                commit=commit,
-                tree=prepared.tree,
-                config=self.config,
-                profile=profile,
-                vars=values,
-                run_dir=self.store.path.parent / "bench-runs" / f"{stamp}-{commit.sha[:10]}-{profile}",
-                warmup=self.config.warmup,
-                repeat=self.repeat or self.config.repeat,
-                manifests=tuple(prepared.manifests_json()),
-                guard=prepared.guard,
-                guard_env=prepared.guard_env,
-                expected_version=prepared.version,
-                allow_dirty=self.allow_dirty,
-            )
-            record = run_job(spec, say, base_env=dict(os.environ))
+        planned = self.plan(commit, profile, say)
+        record = planned if isinstance(planned, RunRecord) else run_job(planned, say, base_env=dict(os.environ))
         stored = record.with_run_id(self.store.add(record))
         if stored.outcome is Outcome.INTERRUPTED:
             raise Interrupted(stored)

@@ -154,6 +154,9 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     table.add_column("subject")
     table.add_column("profile")
     table.add_column("outcome", whole=True)
+    scheduled = any(r.executor for r in records)  # a Slurm job id column only where some run has one
+    if scheduled:
+        table.add_column("job", whole=True)
     table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
     for r in records:
@@ -161,12 +164,37 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
         stats = r.stats()
         head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.profile]
         head.append(outcome_piece(r.outcome))
+        if scheduled:
+            head.append(str((r.executor or {}).get("job_id") or "-"))
         if not stats or not r.has_data():
             table.add_row(*head, r.reason or "no samples", "-")
             continue
         for index, (metric, s) in enumerate(stats.items()):
-            cells = head if index == 0 else ["", "", "", "", "", ""]
+            cells = head if index == 0 else [""] * len(head)
             table.add_row(*cells, metric, fmt(s["median"]))
+    return table
+
+
+def pending_table(rows: Sequence[dict[str, Any]]) -> Grid:
+    """``runs --pending``: one row per submitted launch not collected yet, with its Slurm state now."""
+    table = Grid()
+    table.add_column("job", whole=True)
+    table.add_column("state", whole=True)
+    table.add_column("node")
+    table.add_column("commit", whole=True)
+    table.add_column("subject")
+    table.add_column("profile")
+    table.add_column("submitted", whole=True)
+    for row in rows:
+        table.add_row(
+            row["job_id"],
+            row["slurm_state"],
+            row["node"] or "-",
+            (row["commit"] or "")[:10],
+            row["subject"] or "",
+            row["profile"] or "",
+            row["submitted_at"][:19].replace("T", " "),
+        )
     return table
 
 

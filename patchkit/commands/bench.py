@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchkit.bench.cluster import run_scheduled, slurm_options
+from patchkit.bench.executor import SlurmExecutor, SlurmOptions
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.commands._bench_output import explain_lines, progress, results_table, run_line, say, table_rows
 from patchkit.errors import ExitCode
-from patchkit.git import Repo
+from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import emit, print_json
 
@@ -41,6 +43,13 @@ def bench(
     store: str | None,
     console: Console,
     allow_dirty: bool = False,
+    executor: str = "local",
+    shared_dir: str | None = None,
+    slurm_partition: str | None = None,
+    gpus_per_job: int | None = None,
+    timeout_min: int | None = None,
+    slots: int | None = None,
+    slurm_extra: Sequence[str] = (),
 ) -> int:
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
@@ -55,18 +64,34 @@ def bench(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
+        options = slurm_options(
+            session.config,
+            executor=executor,
+            shared_dir=shared_dir,
+            partition=slurm_partition,
+            gpus_per_job=gpus_per_job,
+            timeout_min=timeout_min,
+            slots=slots,
+            extra=slurm_extra,
+        )
         records: list[RunRecord] = []
+        interrupted = False
         with session.store, progress(console, "bench", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
-            try:
-                for commit in targets:
-                    for profile in chosen:
-                        records.append(session.run(commit, profile))
-                        if not json_out:
-                            say(console, run_line(records[-1]))
-            except Interrupted as stop:
-                records.append(stop.record)
-        interrupted = bool(records) and records[-1].outcome is Outcome.INTERRUPTED
+            if options is not None:
+                if worktree_root is None:  # the jobs read the trees: they go on the shared directory
+                    session.root = options.shared_dir / "worktrees"
+                interrupted = _on_slurm(session, options, targets, chosen, records, console, quiet=json_out)
+            else:
+                try:
+                    for commit in targets:
+                        for profile in chosen:
+                            records.append(session.run(commit, profile))
+                            if not json_out:
+                                say(console, run_line(records[-1]))
+                except Interrupted as stop:
+                    records.append(stop.record)
+                interrupted = bool(records) and records[-1].outcome is Outcome.INTERRUPTED
         rows = table_rows(records)
         if json_out:
             print_json(
@@ -87,3 +112,44 @@ def bench(
         if interrupted:
             return INTERRUPTED
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in records) else ExitCode.REFUSED)
+
+
+def _on_slurm(
+    session: Session,
+    options: SlurmOptions,
+    targets: Sequence[Commit],
+    profiles: Sequence[str],
+    records: list[RunRecord],
+    console: Console,
+    *,
+    quiet: bool,
+) -> bool:
+    """Every launch as a Slurm job (bench.cluster); True when the submitter itself was interrupted.
+
+    Ctrl-C or SIGTERM here stops only the waiting: the jobs keep running on the cluster and the same
+    command, run again, collects them."""
+    session.runs_dir = options.shared_dir / "bench-runs"
+    executor = SlurmExecutor(options)
+
+    def show(record: RunRecord) -> None:
+        records.append(record)
+        if not quiet:
+            say(console, run_line(record) + _where(record))
+
+    def note(line: str) -> None:
+        if not quiet:
+            say(console, line, "dim")
+
+    pairs = [(commit, profile) for commit in targets for profile in profiles]
+    try:
+        ordered = run_scheduled(session, pairs, executor, command="bench", note=note, on_record=show)
+    except KeyboardInterrupt:
+        say(console, "interrupted: the submitted jobs keep running; run the same command again to collect them")
+        return True
+    records[:] = ordered
+    return False
+
+
+def _where(record: RunRecord) -> str:
+    job = record.executor or {}
+    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
