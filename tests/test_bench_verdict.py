@@ -1,0 +1,114 @@
+"""The three-way verdict on per-launch values (patchkit.bench.verdict), on simulated launches."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from scipy import stats
+
+from patchkit.bench.verdict import Call, Noise, judge, launches_needed, noise_of, pooled_noise
+
+
+def launches(rng: random.Random, n: int, mean: float, sigma: float) -> list[float]:
+    return [mean * math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+
+
+def test_a_clear_drop_is_different_lower_with_an_interval_around_the_true_ratio() -> None:
+    rng = random.Random(1)
+    v = judge(launches(rng, 6, 100, 0.01), launches(rng, 6, 80, 0.01), threshold=0.05)
+    assert v.call is Call.DIFFERENT and v.direction == "lower"
+    assert v.low is not None and v.high is not None and v.ratio is not None
+    assert v.low < 0.8 < v.high and v.high < 1 / 1.05
+    assert v.launches_needed is None and not v.prior_used
+    assert v.n_a == v.n_b == 6
+
+
+def test_the_welch_interval_is_scipys() -> None:
+    rng = random.Random(2)
+    a, b = launches(rng, 5, 100, 0.03), launches(rng, 7, 96, 0.05)
+    v = judge(a, b, threshold=0.0, confidence=0.95)
+    ci = stats.ttest_ind([math.log(x) for x in b], [math.log(x) for x in a], equal_var=False).confidence_interval(0.95)
+    assert v.low == pytest.approx(math.exp(ci.low)) and v.high == pytest.approx(math.exp(ci.high))
+
+
+def test_one_launch_per_side_without_a_prior_is_unknown_and_says_why() -> None:
+    v = judge([100.0], [70.0])
+    assert v.call is Call.UNKNOWN
+    assert v.ratio == pytest.approx(0.7) and v.low is None and v.launches_needed is None
+    assert "noise prior" in v.why
+
+
+def test_one_launch_per_side_with_a_prior_gives_an_interval_and_the_launches_needed() -> None:
+    noise = Noise(sigma=0.03, df=9)
+    big = judge([100.0], [60.0], noise=noise)
+    assert big.call is Call.DIFFERENT and big.prior_used
+    near = judge([100.0], [94.0], noise=noise, threshold=0.05)
+    assert near.call is Call.UNKNOWN
+    assert near.launches_needed is not None and near.launches_needed > 1
+    # More noise, more launches.
+    noisier = judge([100.0], [94.0], noise=Noise(sigma=0.06, df=9), threshold=0.05)
+    assert noisier.launches_needed is None or noisier.launches_needed > near.launches_needed
+
+
+def test_the_prior_is_left_out_once_both_sides_have_enough_launches() -> None:
+    rng = random.Random(3)
+    v = judge(launches(rng, 10, 100, 0.02), launches(rng, 10, 100, 0.02), noise=Noise(sigma=0.5, df=9))
+    assert not v.prior_used and v.call is Call.SAME
+
+
+def test_a_a_comparisons_are_never_different() -> None:
+    rng = random.Random(4)
+    calls = []
+    for _ in range(300):
+        n = rng.choice([2, 3, 5])
+        prior = noise_of(launches(rng, 10, 100, 0.03))
+        calls.append(judge(launches(rng, n, 100, 0.03), launches(rng, n, 100, 0.03), noise=prior).call)
+    assert Call.DIFFERENT not in calls
+    assert Call.SAME in calls  # and it can say so
+
+
+def test_the_interval_covers_the_true_ratio_at_its_confidence() -> None:
+    rng = random.Random(5)
+    inside = 0
+    trials = 400
+    for _ in range(trials):
+        v = judge(launches(rng, 4, 100, 0.04), launches(rng, 4, 90, 0.04), threshold=0.0, confidence=0.9)
+        assert v.low is not None and v.high is not None
+        inside += v.low <= 0.9 <= v.high
+    assert 0.85 * trials <= inside <= 0.95 * trials
+
+
+def test_threshold_zero_never_says_same() -> None:
+    v = judge([100.0, 100.1, 99.9], [100.0, 100.1, 99.9], threshold=0.0)
+    assert v.call is Call.UNKNOWN
+
+
+def test_values_that_have_no_ratio_are_unknown() -> None:
+    assert judge([100.0, 0.0], [90.0, 91.0]).call is Call.UNKNOWN
+    assert "positive" in judge([100.0, -1.0], [90.0, 91.0]).why
+    assert judge([], [90.0]).call is Call.UNKNOWN
+
+
+def test_noise_of_an_aa_run_and_pooled_noise() -> None:
+    rng = random.Random(6)
+    values = launches(rng, 200, 100, 0.02)
+    one = noise_of(values)
+    assert one is not None and one.df == 199 and one.sigma == pytest.approx(0.02, rel=0.15)
+    assert noise_of([100.0]) is None
+    pooled = pooled_noise([launches(rng, 50, 100, 0.02), launches(rng, 50, 50, 0.02), [70.0]])
+    assert pooled is not None and pooled.df == 98 and pooled.sigma == pytest.approx(0.02, rel=0.2)
+    with pytest.raises(ValueError):
+        Noise(sigma=-1.0, df=3)
+
+
+def test_launches_needed_is_enough_for_the_interval_to_clear_the_band() -> None:
+    n = launches_needed(math.log(0.9), 0.03, threshold=0.05, confidence=0.99)
+    assert n is not None
+    # At that n, with the estimate where it is, the interval just clears the band; one fewer does not.
+    half = stats.t.ppf(0.995, 2 * (n - 1)) * 0.03 * math.sqrt(2 / n)
+    assert abs(math.log(0.9)) - half > math.log1p(0.05)
+    half_less = stats.t.ppf(0.995, 2 * (n - 2)) * 0.03 * math.sqrt(2 / (n - 1))
+    assert abs(math.log(0.9)) - half_less <= math.log1p(0.05)
+    assert launches_needed(math.log1p(0.05), 0.03, threshold=0.05, confidence=0.99) is None
