@@ -176,3 +176,73 @@ def _rows(db: Path) -> list[tuple[str, str]]:
 
 def test_scancel_helper_is_quiet_without_ids() -> None:
     scancel([])
+
+
+# -- options: the command line over [bench.slurm]; no Slurm needed ------------------------------------
+
+
+def slurm_kit(tmp_path: Path, slurm: dict[str, object] | None) -> Path:
+    from bench_helpers import bench_table, write_bench_kit
+
+    return write_bench_kit(tmp_path / "kit", bench=bench_table(slurm=slurm))
+
+
+def test_bench_slurm_table_gives_defaults_and_the_command_line_wins(tmp_path: Path) -> None:
+    from patchkit.bench.cluster import gpus_for, slurm_options
+    from patchkit.manifest import load_manifest
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    table = {"shared_dir": str(shared), "partition": "gpu", "slots": 3, "extra": {"account": "perf", "qos": "low"}}
+    config = load_manifest(str(slurm_kit(tmp_path, table))).bench
+    assert config is not None
+    common = {"partition": None, "gpus_per_job": None, "timeout_min": None, "slots": None, "extra": ()}
+    options = slurm_options(config, executor="slurm", shared_dir=None, **common)  # type: ignore[arg-type]
+    assert options is not None
+    assert (options.shared_dir, options.partition, options.slots, options.timeout_min) == (shared, "gpu", 3, 60)
+    assert options.extra == {"account": "perf", "qos": "low"}
+    over = {**common, "slots": 2, "extra": ["qos=high", "--constraint=h100"], "gpus_per_job": 0}
+    options = slurm_options(config, executor="slurm", shared_dir=None, **over)  # type: ignore[arg-type]
+    assert options is not None
+    assert options.slots == 2 and options.extra == {"account": "perf", "qos": "high", "constraint": "h100"}
+    assert gpus_for(options, {"tp": "8"}) is None  # --gpus-per-job 0: none, whatever tp says
+    default = slurm_options(config, executor="slurm", shared_dir=None, **common)  # type: ignore[arg-type]
+    assert default is not None
+    assert gpus_for(default, {"tp": "8"}) == 8 and gpus_for(default, {"tp": "auto"}) is None
+    assert slurm_options(config, executor="local", shared_dir=None, **common) is None  # type: ignore[arg-type]
+
+
+def test_slurm_only_options_with_the_local_executor_are_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench_helpers import build_history
+    from helpers import run_cli
+
+    history = build_history(tmp_path / "repo")
+    kit = slurm_kit(tmp_path, None)
+    base = ["bench", "-m", kit, "--repo", history.path, "--store", tmp_path / "s.sqlite"]
+    local = run_cli(capsys, *base, "--shared-dir", tmp_path, "--slurm-partition", "gpu")
+    assert local.code == 2
+    assert "--shared-dir, --slurm-partition only apply with --executor slurm" in local.err
+    missing = run_cli(capsys, *base, "--executor", "slurm")
+    assert missing.code == 2 and "--executor slurm needs --shared-dir DIR" in missing.err
+    gone = run_cli(capsys, *base, "--executor", "slurm", "--shared-dir", tmp_path / "nowhere")
+    assert gone.code == 2 and f"--shared-dir {tmp_path / 'nowhere'} is not a directory" in gone.err
+    for result in (local, missing, gone):
+        assert "Traceback" not in result.err
+    assert list((history.path / ".git" / "patchkit").glob("worktrees/*")) == []  # stopped before any tree
+
+
+@pytest.mark.parametrize(
+    ("table", "key_path"),
+    [({"slots": 0}, "bench.slurm.slots"), ({"partiton": "gpu"}, "bench.slurm.partiton"),
+     ({"extra": {"account": 3}}, "bench.slurm.extra.account")],
+)  # fmt: skip
+def test_a_bad_bench_slurm_table_names_its_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], table: dict[str, object], key_path: str
+) -> None:
+    from helpers import run_cli
+
+    result = run_cli(capsys, "validate", "-m", slurm_kit(tmp_path, table))
+    assert result.code == 2
+    assert key_path in result.err and "Traceback" not in result.err
