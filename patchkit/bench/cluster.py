@@ -210,11 +210,13 @@ def run_scheduled(
     executor: SlurmExecutor,
     *,
     command: str,
+    batch: str | None = None,
     note: Callable[[str], None] = lambda line: None,
     on_record: Callable[[RunRecord], None] = lambda record: None,
 ) -> list[RunRecord]:
     """Every (commit, profile) launched on Slurm (refused ones stored without submitting); records in
-    the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one."""
+    the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one; with
+    ``batch`` (a round of a bisect), exactly that batch, finished or not."""
     store = session.store
     out: dict[int, RunRecord] = {}
     tasks: list[Task] = []
@@ -233,7 +235,10 @@ def run_scheduled(
         specs[key] = (index, planned)
         tasks.append(Task(key, planned, label(planned), gpus_for(executor.options, planned.vars)))
     if tasks:
-        batch, resumed = store.open_batch(batch_key(command, [t.key for t in tasks], executor.options), command)
+        if batch is None:
+            batch, resumed = store.open_batch(batch_key(command, [t.key for t in tasks], executor.options), command)
+        else:
+            resumed = store.use_batch(batch, command)
         rows = {row["key"]: row for row in store.submissions(batch)}
         if resumed:
             pending = sum(1 for row in rows.values() if row["state"] != "collected")
@@ -253,3 +258,47 @@ def run_scheduled(
             on_record(record)
         store.finish_batch(batch)
     return [out[i] for i in sorted(out)]
+
+
+class ScheduledMeasure:
+    """``measure(positions)`` for ``bench.hunt``: each round one batch of Slurm jobs, one per position.
+
+    The hunt is deterministic given its values, so a re-run of a killed bisect asks the same rounds
+    again: round ``i`` is the sub-batch ``<bisect batch>/round-i``, whose collected launches are read
+    back and whose submitted ones are reattached, so no launch is paid for twice.  A launch that is not
+    ``ok`` (refused, failed, interrupted) gives None: the hunt skips that commit."""
+
+    def __init__(
+        self,
+        session: Session,
+        line: Sequence[Commit],
+        profile: str,
+        metric: str,
+        executor: SlurmExecutor,
+        *,
+        command: str = "bisect",
+        note: Callable[[str], None] = lambda line: None,
+        on_record: Callable[[RunRecord], None] = lambda record: None,
+    ) -> None:
+        self.session, self.line, self.profile, self.metric = session, line, profile, metric
+        self.executor, self.command, self.note, self.on_record = executor, command, note, on_record
+        key = batch_key(command, [c.sha for c in line] + [profile, metric], executor.options)
+        self.batch, self.resumed = session.store.open_batch(key, command)
+        self.rounds: list[list[RunRecord]] = []  # each round's records, in the order asked
+
+    def __call__(self, positions: Sequence[int]) -> list[float | None]:
+        records = run_scheduled(
+            self.session,
+            [(self.line[p], self.profile) for p in positions],
+            self.executor,
+            command=self.command,
+            batch=f"{self.batch}/round-{len(self.rounds) + 1}",
+            note=self.note,
+            on_record=self.on_record,
+        )
+        self.rounds.append(records)
+        return [r.median(self.metric) if r.outcome is Outcome.OK else None for r in records]
+
+    def finish(self) -> None:
+        """The search is over: a later run of the same bisect starts afresh."""
+        self.session.store.finish_batch(self.batch)

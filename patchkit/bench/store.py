@@ -261,7 +261,9 @@ class Store:
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
         with self._transaction() as db:
             rows = db.execute(
-                "SELECT batch, finished_at FROM batches WHERE batch LIKE ? ORDER BY started_at", (f"{key}#%",)
+                "SELECT batch, finished_at FROM batches WHERE batch LIKE ? AND batch NOT LIKE '%/%' "
+                "ORDER BY started_at",
+                (f"{key}#%",),
             ).fetchall()
             unfinished = [batch for batch, finished in rows if finished is None]
             if unfinished:
@@ -269,6 +271,13 @@ class Store:
             batch = f"{key}#{len(rows) + 1}"
             db.execute("INSERT INTO batches VALUES (?, ?, ?, NULL)", (batch, command, stamp))
         return batch, False
+
+    def use_batch(self, batch: str, command: str) -> bool:
+        """A batch by its exact name (a round of a bisect), created if new; True when it existed."""
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        with self._transaction() as db:
+            cursor = db.execute("INSERT OR IGNORE INTO batches VALUES (?, ?, ?, NULL)", (batch, command, stamp))
+        return cursor.rowcount == 0
 
     def finish_batch(self, batch: str) -> None:
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
