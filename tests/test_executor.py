@@ -246,3 +246,14 @@ def test_a_bad_bench_slurm_table_names_its_key(
     result = run_cli(capsys, "validate", "-m", slurm_kit(tmp_path, table))
     assert result.code == 2
     assert key_path in result.err and "Traceback" not in result.err
+
+
+def test_a_job_slurm_has_forgotten_without_a_result_finishes_unknown(slurm: SlurmCluster, tmp_path: Path) -> None:
+    """A submission whose job Slurm no longer knows (purged after MinJobAge, no accounting) and that left
+    no result pickle: the wait ends with state UNKNOWN instead of hanging."""
+    executor = SlurmExecutor(SlurmOptions(shared_dir=tmp_path), poll_s=0.2, grace_s=1.0)
+    with Store(tmp_path / "bench.sqlite") as store:
+        store.add_submissions("b", [{"key": "k", "job_id": "987654_0", "folder": str(tmp_path), "label": {}}])
+        (finished,) = executor.map(job_facts, [Task("k", None)], batch="b", ledger=store)
+    assert (finished.value, finished.state) == (None, "UNKNOWN")
+    assert finished.reason == "the Slurm job 987654_0 is no longer known to Slurm and ended without a result"

@@ -151,35 +151,49 @@ def check_shared_dir(path: Path) -> Path:
     return where
 
 
-def slurm_states(job_ids: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]]:
-    """``{job_id: (state, node)}`` for the ids Slurm still knows ("123" or "123_4"); others are absent."""
+def slurm_states(job_ids: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]] | None:
+    """``{job_id: (state, node)}`` for the ids Slurm still knows ("123" or "123_4"); others are absent.
+
+    None when Slurm could not be asked at all (the controller down, a timeout): no news, which is not
+    the same as a job Slurm has forgotten."""
     if not job_ids:
         return {}
     out: dict[str, tuple[str, str]] = {}
     mains = sorted({jid.split("_")[0] for jid in job_ids})
-    queue = _slurm(["squeue", "-h", "-r", "-t", "all", "-o", "%i|%T|%N", "-j", ",".join(mains)], env)
-    for line in queue.splitlines():
+    fmt = ["-h", "-r", "-t", "all", "-o", "%i|%T|%N"]
+    queue = _slurm(["squeue", *fmt, "-j", ",".join(mains)], env)
+    if queue is None and len(mains) > 1:  # squeue refuses the whole list when one id is no longer known
+        answers = [_slurm(["squeue", *fmt, "-j", main], env) for main in mains]
+        queue = None if all(a is None for a in answers) else "".join(a or "" for a in answers)
+    if queue is None:
+        if not _controller_up(env):
+            return None
+        queue = ""  # the controller answers, and knows none of these jobs
+    for line in (queue or "").splitlines():
         parts = line.strip().split("|")
         if len(parts) == 3:
             out[parts[0]] = (parts[1].split()[0], parts[2])
-    unknown = [jid for jid in job_ids if jid not in out]
-    if unknown:
-        acct = _slurm(
-            ["sacct", "-n", "-P", "-X", "-o", "JobID,State,NodeList", "-j", ",".join(sorted(set(unknown)))], env
-        )
-        for line in acct.splitlines():
+    unknown = sorted({jid for jid in job_ids if jid not in out})
+    if unknown:  # gone from the controller's memory (MinJobAge): ask accounting, where there is one
+        acct = _slurm(["sacct", "-n", "-P", "-X", "-o", "JobID,State,NodeList", "-j", ",".join(unknown)], env)
+        for line in (acct or "").splitlines():
             parts = line.strip().split("|")
             if len(parts) == 3 and parts[0] in unknown:
                 out[parts[0]] = (parts[1].split()[0], parts[2])
     return out
 
 
-def _slurm(argv: list[str], env: Mapping[str, str] | None) -> str:
+def _controller_up(env: Mapping[str, str] | None) -> bool:
+    return _slurm(["squeue", "-h", "-o", "%i", "-t", "all"], env) is not None
+
+
+def _slurm(argv: list[str], env: Mapping[str, str] | None) -> str | None:
+    """The command's stdout, or None when it failed."""
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return done.stdout if done.returncode == 0 else ""
+        return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def scancel(job_ids: Sequence[str]) -> None:
@@ -190,7 +204,7 @@ def scancel(job_ids: Sequence[str]) -> None:
 class SlurmExecutor:
     name = "slurm"
 
-    def __init__(self, options: SlurmOptions, *, poll_s: float = 2.0) -> None:
+    def __init__(self, options: SlurmOptions, *, poll_s: float = 2.0, grace_s: float = RESULT_GRACE_S) -> None:
         import shutil
 
         if shutil.which("sbatch") is None:
@@ -202,6 +216,7 @@ class SlurmExecutor:
         self.slots = options.slots
         self.folder = options.shared_dir / "submitit"
         self.poll_s = poll_s
+        self.grace_s = grace_s
 
     def _executor(self, gpus: int | None) -> Any:
         import submitit
@@ -272,26 +287,27 @@ class SlurmExecutor:
         yield from self._wait(watching)
 
     def _wait(self, watching: dict[str, tuple[Any, Mapping[str, Any]]]) -> Iterator[Finished]:
-        completed_at: dict[str, float] = {}
+        since: dict[str, float] = {}  # when a job was first seen COMPLETED, or forgotten, without a result
         while watching:
-            states = slurm_states([job.job_id for job, _ in watching.values()])
+            asked = slurm_states([job.job_id for job, _ in watching.values()])
             for key, (job, label) in list(watching.items()):
-                state, node = states.get(job.job_id, ("UNKNOWN", ""))
+                state, node = (asked or {}).get(job.job_id, ("UNKNOWN", ""))
                 facts = self.facts(job, state, node)
                 if job.paths.result_pickle.exists():
                     del watching[key]
                     yield self._collect(key, job, label, facts)
                     continue
-                if state not in ENDED:
-                    continue
-                if state == "COMPLETED":
-                    first = completed_at.setdefault(key, time.monotonic())
-                    if time.monotonic() - first < RESULT_GRACE_S:
+                if asked is None or (state not in ENDED and state != "UNKNOWN"):
+                    continue  # running, pending, or Slurm not answering: keep waiting
+                # COMPLETED: the result pickle may lag on a shared filesystem.  UNKNOWN: Slurm has
+                # forgotten the job (no accounting, MinJobAge passed) and it left nothing.
+                if state in ("COMPLETED", "UNKNOWN"):
+                    first = since.setdefault(key, time.monotonic())
+                    if time.monotonic() - first < self.grace_s:
                         continue
                 del watching[key]
-                yield Finished(
-                    key, None, state, f"the Slurm job {job.job_id} ended {state} without a result", facts, label
-                )
+                ended = f"ended {state}" if state != "UNKNOWN" else "is no longer known to Slurm and ended"
+                yield Finished(key, None, state, f"the Slurm job {job.job_id} {ended} without a result", facts, label)
             if watching:
                 time.sleep(self.poll_s)
 

@@ -70,7 +70,7 @@ def _pending(
         for r in rows
         if (not shas or r["label"].get("commit") in shas) and (not profiles or r["label"].get("profile") in profiles)
     ]
-    states = slurm_states([r["job_id"] for r in rows])
+    states = slurm_states([r["job_id"] for r in rows]) or {}  # Slurm not answering: every state UNKNOWN
     listed = [
         {
             "job_id": r["job_id"],
