@@ -235,3 +235,36 @@ def test_a_hunt_with_2_slots_needs_fewer_rounds_than_with_1(
     assert found[1][0] == found[2][0] == slow
     assert found[2][1] < found[1][1]
     print(f"rounds: slots=1 -> {found[1][1]}, slots=2 -> {found[2][1]}")
+
+
+def test_gpus_the_cluster_does_not_have_are_one_line_exit_2(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    store = shared.parent / "bench.sqlite"
+    before = squeue_all()
+    result = run_cli(
+        capsys, *argv(history, manifest, store, shared, "--commit", history["base"], "--profile", "baseline",
+                      "--gpus-per-job", "1"),
+    )  # fmt: skip
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "patchkit: error: Slurm refused the submission: sbatch: error: Invalid generic resource (gres) specification; "
+        "check --slurm-partition, --gpus-per-job and --slurm-extra against `sinfo`"
+    ]
+    assert submissions(store) == [] and squeue_all() == before
+
+
+def test_sigterm_to_the_submitter_leaves_the_jobs_running_for_the_rerun(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    store = shared.parent / "bench.sqlite"
+    command = argv(history, manifest, store, shared, "--commit", history["tip"], "--profile", "eagle3")
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job_id = wait_for_running(store, first)
+    first.send_signal(signal.SIGTERM)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    assert "the submitted jobs keep running; run the same command again to collect them" in out
+    again = run_cli(capsys, *command, "--json")
+    assert again.code == 0, again.err
+    assert [r["executor"]["job_id"] for r in again.json["runs"]] == [job_id]

@@ -25,6 +25,8 @@ without either still works, a job's result pickle is the proof it finished.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import time
@@ -265,7 +267,9 @@ class SlurmExecutor:
         for gpus in dict.fromkeys(t.gpus for t in fresh):
             group = [t for t in fresh if t.gpus == gpus]
             try:
-                jobs = self._executor(gpus).map_array(fn, [t.arg for t in group])
+                # submitit echoes sbatch's stderr itself; the error below says it once, in one line.
+                with contextlib.redirect_stderr(io.StringIO()):
+                    jobs = self._executor(gpus).map_array(fn, [t.arg for t in group])
             except (FailedJobError, OSError) as exc:  # sbatch said no: partition, account, GPUs it does not have
                 last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
                 raise UsageError(
