@@ -28,8 +28,8 @@ from typing import Any
 
 from patchkit.bench.executor import Finished, SlurmExecutor, SlurmOptions, Task, check_shared_dir, job_facts
 from patchkit.bench.job import JobSpec, run_job
-from patchkit.bench.record import Outcome, RunRecord, now
-from patchkit.bench.session import Session
+from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.session import Session, unstarted_record
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
@@ -163,35 +163,24 @@ def record_of(finished: Finished, spec: JobSpec) -> RunRecord:
             "slurm_job_id": job.get("job_id"),
         }
         return RunRecord.from_json(data)
-    stamp = now()
     logs = slurm.get("logs", {})
-    return RunRecord(
-        commit=spec.commit,
-        profile=spec.profile,
-        outcome=Outcome.INTERRUPTED,
-        reason=finished.reason,
-        details=_tail(Path(logs["stderr"])) if logs.get("stderr") else (),
-        started_at=stamp,
-        finished_at=stamp,
-        vars=dict(spec.vars),
-        commands={},
-        env={},
-        manifests=spec.manifests,
-        guard=spec.guard,
+    return unstarted_record(
+        spec.commit,
+        spec.profile,
+        Outcome.INTERRUPTED,
+        finished.reason or f"the Slurm job {slurm.get('job_id')} ended without a result",
+        _tail(Path(logs["stderr"])) if logs.get("stderr") else (),
+        spec.vars,
+        spec.manifests,
+        spec.guard,
+        spec.config,
+        allow_dirty=spec.allow_dirty,
         host={"hostname": slurm.get("node") or ""},
-        interpreter=None,
-        torch=None,
-        gpus=None,
-        server_info=None,
-        samples={},
-        missing=(),
-        metrics=tuple(m.to_json() for m in spec.config.metrics),
         logs={
             "slurm_stdout": logs.get("stdout"),
             "slurm_stderr": logs.get("stderr"),
             "run_dir": finished.label.get("run_dir", str(spec.run_dir)),  # the job's, from its submission
         },
-        allow_dirty=spec.allow_dirty,
         executor={"name": "slurm", **slurm, "gpu_ids": []},
     )
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from patchkit.bench.job import JobSpec, run_job
 from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
@@ -194,21 +195,53 @@ class Session:
 def refused_record(
     prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig, *, allow_dirty: bool = False
 ) -> RunRecord:
+    return unstarted_record(
+        prepared.commit,
+        profile,
+        Outcome.REFUSED,
+        refusal(prepared),
+        tuple(prepared.reasons),
+        values,
+        tuple(prepared.manifests_json()),
+        prepared.guard,
+        config,
+        allow_dirty=allow_dirty,
+    )
+
+
+def unstarted_record(
+    commit: Commit,
+    profile: str,
+    outcome: Outcome,
+    reason: str,
+    details: tuple[str, ...],
+    values: Mapping[str, str],
+    manifests: tuple[Mapping[str, Any], ...],
+    guard: Mapping[str, Any],
+    config: BenchConfig,
+    *,
+    allow_dirty: bool = False,
+    host: Mapping[str, Any] | None = None,
+    logs: Mapping[str, Any] | None = None,
+    executor: Mapping[str, Any] | None = None,
+) -> RunRecord:
+    """A record of a launch that measured nothing here: refused before starting, or (Slurm) a job that
+    ended without sending its record back."""
     stamp = now()
     return RunRecord(
-        commit=prepared.commit,
+        commit=commit,
         profile=profile,
-        outcome=Outcome.REFUSED,
-        reason=refusal(prepared),
-        details=tuple(prepared.reasons),
+        outcome=outcome,
+        reason=reason,
+        details=details,
         started_at=stamp,
         finished_at=stamp,
         vars=dict(values),
         commands={},
         env={},
-        manifests=tuple(prepared.manifests_json()),
-        guard=prepared.guard,
-        host=host_facts(),
+        manifests=manifests,
+        guard=guard,
+        host=host_facts() if host is None else host,
         interpreter=None,
         torch=None,
         gpus=None,
@@ -216,8 +249,9 @@ def refused_record(
         samples={},
         missing=(),
         metrics=tuple(m.to_json() for m in config.metrics),
-        logs={},
+        logs=logs or {},
         allow_dirty=allow_dirty,
+        executor=executor,
     )
 
 

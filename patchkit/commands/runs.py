@@ -34,15 +34,18 @@ def runs(
             records = opened.runs(commits=shas, profiles=profiles)
             waiting = opened.submissions(pending=True) if pending else []
             path = opened.path
-    if pending:
-        return _pending(waiting, shas, profiles, path, json_out=json_out, console=console)
-    if json_out:
-        listed = [{**r.summary_json(), "executor": executor_json(r)} for r in records]
-        print_json({"version": 1, "command": "runs", "store": str(path), "runs": listed})
-    elif not records:
-        say(console, f"no runs stored in {path}")
+    if pending:  # the launches submitted and not collected, instead of the runs
+        key, listed = "pending", pending_rows(waiting, shas, profiles)
+        empty, table = f"no submitted jobs waiting to be collected in {path}", lambda: pending_table(listed)
     else:
-        emit(console, runs_table(records))
+        key, listed = "runs", [{**r.summary_json(), "executor": executor_json(r)} for r in records]
+        empty, table = f"no runs stored in {path}", lambda: runs_table(records)
+    if json_out:
+        print_json({"version": 1, "command": "runs", "store": str(path), key: listed})
+    elif not listed:
+        say(console, empty)
+    else:
+        emit(console, table())
     return int(ExitCode.OK)
 
 
@@ -55,23 +58,15 @@ def executor_json(record: RunRecord) -> dict[str, Any] | None:
     return {key: job.get(key) for key in keys}
 
 
-def _pending(
-    rows: Sequence[dict[str, Any]],
-    shas: Sequence[str],
-    profiles: Sequence[str],
-    path: Path,
-    *,
-    json_out: bool,
-    console: Console,
-) -> int:
-    """Submitted launches not collected yet, each with what Slurm says of it now."""
+def pending_rows(rows: Sequence[dict[str, Any]], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, Any]]:
+    """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now."""
     rows = [
         r
         for r in rows
         if (not shas or r["label"].get("commit") in shas) and (not profiles or r["label"].get("profile") in profiles)
     ]
     states = slurm_states([r["job_id"] for r in rows]) or {}  # Slurm not answering: every state UNKNOWN
-    listed = [
+    return [
         {
             "job_id": r["job_id"],
             "slurm_state": states.get(r["job_id"], ("UNKNOWN", ""))[0],
@@ -85,10 +80,3 @@ def _pending(
         }
         for r in rows
     ]
-    if json_out:
-        print_json({"version": 1, "command": "runs", "store": str(path), "pending": listed})
-    elif not listed:
-        say(console, f"no submitted jobs waiting to be collected in {path}")
-    else:
-        emit(console, pending_table(listed))
-    return int(ExitCode.OK)
