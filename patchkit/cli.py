@@ -350,7 +350,8 @@ Exit codes:
   3  internal error (a bug; the crash line names a log file with the
      traceback, versions and command line)
   130 interrupted (Ctrl-C or SIGTERM): the server group was stopped and
-      the run stored as `interrupted`
+      the run stored as `interrupted` (--executor slurm: the jobs keep
+      running; the same command, run again, collects them)
 """
 
 STORE_HELP = (

@@ -6,10 +6,15 @@ per profile, one job (``patchkit.bench.job.run_job``).  The table has one row
 per commit, profile and metric: median, min-max, and the ratio of the median
 to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130.
+
+``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
+submitted as one array after the refused commits are stored; the records come
+back in the same order, and Ctrl-C stops only the waiting.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,7 +149,11 @@ def _on_slurm(
     try:
         ordered = run_scheduled(session, pairs, executor, command="bench", note=note, on_record=show)
     except KeyboardInterrupt:
-        say(console, "interrupted: the submitted jobs keep running; run the same command again to collect them")
+        line = "interrupted: the submitted jobs keep running; run the same command again to collect them"
+        if quiet:  # stdout is the JSON document
+            print(line, file=sys.stderr)
+        else:
+            say(console, line)
         return True
     records[:] = ordered
     return False
