@@ -288,14 +288,20 @@ class SlurmExecutor:
             array = jobs[0].job_id.split("_")[0] if jobs else "-"
             where = f", {gpus} GPU(s) each" if gpus else ""
             say(f"submitted {len(jobs)} job(s) as Slurm array {array} (at most {self.slots} at once{where})")
-        yield from self._wait(watching)
+        yield from self._wait(watching, say)
 
-    def _wait(self, watching: dict[str, tuple[Any, Mapping[str, Any]]]) -> Iterator[Finished]:
+    def _wait(
+        self, watching: dict[str, tuple[Any, Mapping[str, Any]]], say: Callable[[str], None]
+    ) -> Iterator[Finished]:
         since: dict[str, float] = {}  # when a job was first seen COMPLETED, or forgotten, without a result
+        seen: dict[str, str] = {}  # the last state said of each job: one line per change, as it happens
         while watching:
             asked = slurm_states([job.job_id for job, _ in watching.values()])
             for key, (job, label) in list(watching.items()):
                 state, node = (asked or {}).get(job.job_id, ("UNKNOWN", ""))
+                if asked is not None and seen.get(key) != state and state not in ("UNKNOWN", "COMPLETED"):
+                    seen[key] = state
+                    say(f"Slurm job {job.job_id} {state}" + (f" on {node}" if node and state == "RUNNING" else ""))
                 facts = self.facts(job, state, node)
                 if job.paths.result_pickle.exists():
                     del watching[key]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -142,8 +143,12 @@ def _on_slurm(
             say(console, run_line(record) + _where(record))
 
     def note(line: str) -> None:
-        if not quiet:
+        """What the submitter does (submitted, collecting, a job's state changes): as progress goes."""
+        if console.is_terminal and not quiet:
             say(console, line, "dim")
+        else:  # off a terminal, or stdout is JSON: timestamped on stderr, like the phases of a local run
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{stamp} bench slurm: {line}", file=sys.stderr, flush=True)
 
     pairs = [(commit, profile) for commit in targets for profile in profiles]
     try:
