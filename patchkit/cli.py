@@ -462,9 +462,54 @@ def executor_options(f: Callable[..., Any]) -> Callable[..., Any]:
     "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
 )
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
+@click.option(
+    "--launches",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Server launches per commit and profile, each with its warmup + repeat client runs "
+    "(default: [bench].launches, else 1). Launches are the replicates compare uses.",
+)
+@click.option(
+    "--no-interleave",
+    is_flag=True,
+    help="Run a commit's launches back to back instead of round-robin across commits (A1 B1 A2 B2 ...).",
+)
 def bench(**kwargs: Any) -> int:
     """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
     from patchkit.commands.bench import bench as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=BENCH_EXIT_HELP)
+@bench_options
+@click.option("--commit", default="HEAD", show_default=True, metavar="REV", help="The commit run against itself.")
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
+@click.option(
+    "--launches",
+    type=click.IntRange(min=3),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="Server launches of the commit (the spread has N - 1 degrees of freedom).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.05,
+    show_default=True,
+    help="The band of the odd-against-even A/A check (0.05 = 5 %).",
+)
+def noise(**kwargs: Any) -> int:
+    """Measure this host's launch-to-launch spread: one commit against itself over N launches.
+
+    Per metric: each launch's median, the spread of their logs (0.03 is about
+    3 %), and an A/A check (odd launches against even ones, which must not
+    come out different). The spread is stored for the host and profile, and
+    compare and bisect use it as the prior where a side has few launches.
+    """
+    from patchkit.commands.noise import noise as run
 
     return run(console=_console(), **kwargs)
 
@@ -510,10 +555,16 @@ def runs(**kwargs: Any) -> int:
 def compare(**kwargs: Any) -> int:
     """Show two runs' metrics side by side, then what differs between them.
 
-    Significant: the medians differ by more than --threshold and the min-max
-    ranges do not overlap. Then the provenance diff: upstream commits between
-    the two (first parent, with subjects), patch status changes, env, version
-    and GPU differences.
+    Each side is a run's launches (the runs of its `bench --launches N`
+    invocation, commit and profile). Verdict per metric, over the launches:
+    the ratio B/A with its 99 % interval; `different` (better or worse) when
+    the interval lies outside ±--threshold, `same` when inside, `unknown`
+    when it straddles an edge (with the launches per side that would decide).
+    A host's `patchkit noise` spread is the prior for sides with few launches.
+    Kept beside it, significant: the medians differ by more than --threshold
+    and the min-max ranges do not overlap. Then the provenance diff: upstream
+    commits between the two (first parent, with subjects), patch status
+    changes, env, version and GPU differences.
     """
     from patchkit.commands.compare import compare as run
 
@@ -525,21 +576,64 @@ def compare(**kwargs: Any) -> int:
 @click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
 @click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")
-@click.option("--min", "min_value", type=float, default=None, metavar="X", help="Bad when the median is below X.")
-@click.option("--max", "max_value", type=float, default=None, metavar="X", help="Bad when the median is above X.")
+@click.option(
+    "--min",
+    "min_value",
+    type=float,
+    default=None,
+    metavar="X",
+    help="Optional: GOOD's first launch must be >= X, BAD's below X.",
+)
+@click.option(
+    "--max",
+    "max_value",
+    type=float,
+    default=None,
+    metavar="X",
+    help="Optional: GOOD's first launch must be <= X, BAD's above X.",
+)
 @click.option(
     "--ratio",
     type=float,
     default=None,
     metavar="R",
-    help="Bad when median / GOOD's median is below R (better = higher) or above R (better = lower).",
+    help="Optional: BAD's first launch / GOOD's must be below R (better = higher) or above R (better = lower).",
 )
 @click.option("--profile", default=None, metavar="P", help="The [bench] profile (default: the first).")
+@click.option(
+    "--max-launches",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="Server launches per commit at most; a commit still unclear at N is reported and the answer is a range.",
+)
+@click.option(
+    "--slots",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="K",
+    help="Launches per round (speculative probes) where the executor runs K jobs at once; the local executor has 1.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="The least change of BAD against GOOD worth hunting (0.05 = 5 %); 0: any change the launches show.",
+)
 def bisect(**kwargs: Any) -> int:
-    """Find the first commit where a metric goes bad: binary search over first-parent history.
+    """Find the first commit where a metric goes bad: a noise-aware search over first-parent history.
 
-    Commits where the manifests cannot apply are skipped without being
-    benchmarked. Every run is stored. Exit 0 when a first bad commit is found.
+    Each probed commit gets server launches, interleaved with GOOD's and
+    BAD's, until the data says which side it is on (up to --max-launches).
+    The answer is a first bad commit with the evidence (launches and interval
+    on both sides of it), or a range that could not be narrowed, with why:
+    never a single commit the data does not support. Commits where the
+    manifests cannot apply are skipped without being benchmarked. Every run
+    is stored. The host's `patchkit noise` spread is the prior. Exit 0 when a
+    first bad commit is found, 1 for a range or no answer.
     """
     from patchkit.commands.bisect import bisect as run
 

@@ -39,9 +39,13 @@ def test_bisect_finds_the_first_bad_commit_in_log_steps(first_bad):
     assert report.first_bad == commits[first_bad]
     assert report.last_good == commits[first_bad - 1]
     assert report.error is None
-    assert len(seen) <= 2 + 4  # GOOD, BAD, then log2(14) steps
-    assert len(set(seen)) == len(seen)  # nothing measured twice
+    # Without a noise prior one launch per side says nothing of the spread: GOOD and BAD get two launches each,
+    # then the noise-free probes decide at one launch each, in log2(14) steps.
+    assert len(seen) <= 2 * 2 + 4
+    probes = seen[4:]
+    assert len(set(probes)) == len(probes) and commits[0].sha not in probes  # no probe measured twice
     assert [s.verdict for s in report.steps][:2] == ["good", "bad"]
+    assert report.kind == "found" and report.evidence is not None and report.evidence.call.value == "different"
 
 
 def test_bisect_skips_unpatchable_and_failed_commits_and_names_them_as_maybe():

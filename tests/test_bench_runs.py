@@ -29,7 +29,7 @@ from patchkit.bench.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty", "executor",
+    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "executor",
 }  # fmt: skip
 
 
@@ -252,7 +252,9 @@ def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     cmp = run_cli(capsys, "compare", str(a), str(b), "--repo", history.path, "--store", store, "--json")
     assert cmp.code == 0, cmp.err
     data = cmp.json
-    assert set(data) == {"version", "command", "threshold", "a", "b", "no_data", "metrics", "provenance"}
+    assert set(data) == {
+        "version", "command", "threshold", "confidence", "a", "b", "launches", "no_data", "metrics", "provenance",
+    }  # fmt: skip
     assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host"}
     subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]
     assert subjects == ["docs: more notes", SLOW_SUBJECT]
@@ -286,7 +288,7 @@ def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, hi
     data = result.json
     assert set(data) == {
         "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
-        "last_good", "maybe", "error",
+        "last_good", "maybe", "error", "search",
     }  # fmt: skip
     assert data["first_bad"]["subject"] == SLOW_SUBJECT
     assert data["first_bad"]["commit"] == history["slow"]
@@ -318,8 +320,10 @@ def test_bench_usage_errors(capsys, history, manifest, store):
     assert "--set markr=...: 'markr' is not a variable" in cli("bench", "--set", "markr=1")
     assert "no profile 'eagle'; did you mean 'eagle3'?" in cli("bench", "--profile", "eagle")
     base, tip, broken = history["base"], history["tip"], history["break-model"]
-    err = cli("bisect", "--good", base, "--bad", tip, "--metric", "output_tok_s")
-    assert "exactly one of --min X, --max X, --ratio R" in err
+    err = cli("bisect", "--good", base, "--bad", tip, "--metric", "output_tok_s", "--min", "1", "--max", "2")
+    assert "at most one of --min X, --max X, --ratio R" in err
+    err = cli("bisect", "--good", base, "--bad", tip, "--metric", "output_tok_s", "--slots", "4")
+    assert "the local executor runs one launch at a time (1 slot)" in err
     err = cli("bisect", "--good", broken, "--bad", tip, "--metric", "output_tok_s", "--min", "1")
     assert "cannot apply at --good" in err and "CLASS_NOT_FOUND" in err
     err = cli("bisect", "--good", tip, "--bad", base, "--metric", "output_tok_s", "--min", "1")

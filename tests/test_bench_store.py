@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 
@@ -76,9 +77,9 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     with Store(path) as store:
-        assert store.version() == 4
+        assert store.version() == 5
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
@@ -90,7 +91,10 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
         with pytest.raises(sqlite3.IntegrityError, match="unknown run outcome"):
             store.db.execute("UPDATE runs SET outcome = 'exploded' WHERE id = 1")
         store.add(record(outcome="interrupted"))
-        assert store.submissions(pending=True) == []  # schema 4: the scheduler's table, empty
+        # Schema 4: a run stored before launches is launch 1 of a series of its own.
+        assert store.db.execute("SELECT launch, series FROM runs WHERE id = 1").fetchone() == (1, None)
+        assert store.launches(store.get(1)) == [store.get(1)]
+        assert store.submissions(pending=True) == []  # schema 5: the scheduler's table, empty
     assert b"hf_planted_secret_1234" not in path.read_bytes()
     with Store(path) as again:  # a second open migrates nothing
         assert again.migrate() == []
@@ -146,3 +150,26 @@ def test_provenance_diff_names_gpu_env_and_version_changes():
     assert prov["env"] == [{"key": "env.NCCL_MIN_NCHANNELS", "a": "4", "b": "8"}]
     assert prov["versions"] == [{"key": "torch.nccl", "a": "2.28.9", "b": "2.27.5"}]
     assert prov["between"] == {"direction": "same", "commits": []}
+
+
+def test_launches_of_a_series_and_their_sample_rows(tmp_path):
+    with Store(tmp_path / "s.sqlite") as store:
+        ids = [store.add(dataclasses.replace(record(), launch=n, series="s1")) for n in (1, 2, 3)]
+        other = store.add(dataclasses.replace(record(), launch=1, series="s2"))
+        assert [r.run_id for r in store.launches(store.get(ids[1]))] == ids
+        assert [r.launch for r in store.launches(store.get(ids[0]))] == [1, 2, 3]
+        assert [r.run_id for r in store.launches(store.get(other))] == [other]
+        rows = store.db.execute("SELECT DISTINCT run_id, launch FROM samples ORDER BY run_id").fetchall()
+        assert rows == [(ids[0], 1), (ids[1], 2), (ids[2], 3), (other, 1)]
+
+
+def test_noise_is_kept_per_host_profile_and_metric_latest_first(tmp_path):
+    with Store(tmp_path / "s.sqlite") as store:
+        assert store.noise("gpu-1", "eagle3", "tok_s") is None
+        store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.03, df=9, commit="a" * 40, series="x")
+        store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.02, df=5, commit="a" * 40, series="y")
+        store.add_noise(host="gpu-2", profile="eagle3", metric="tok_s", sigma=0.09, df=5, commit="a" * 40, series="z")
+        got = store.noise("gpu-1", "eagle3", "tok_s")
+        assert got is not None and (got["sigma"], got["df"], got["series"]) == (0.02, 5, "y")
+        with pytest.raises(sqlite3.IntegrityError):
+            store.add_noise(host="h", profile="p", metric="m", sigma=-1.0, df=3, commit="a", series="s")

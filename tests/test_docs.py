@@ -127,6 +127,7 @@ def test_json_md_documents_every_json_command():
         "runs",
         "compare",
         "bisect",
+        "noise",
     ):
         assert f"## `{command}" in text, command
 

@@ -1,35 +1,45 @@
 """The search of ``patchkit bisect``: ``bisect(line, measure, is_bad) -> BisectReport``, a pure function.
 
 ``line`` is the first-parent history from GOOD (first) to BAD (last);
-``measure(commit)`` benchmarks one commit (the verb passes a function that
-runs a server and stores the run; tests pass a plain function); ``is_bad(value,
-good_value)`` says whether a measured value is bad, given GOOD's.
+``measure(commit)`` starts one server launch of a commit and returns its
+value (the verb passes a function that runs a job and stores the run; tests
+pass a plain function); ``is_bad(value, good_value)``, when given, is the
+criterion the first launches of GOOD and BAD must meet (GOOD not bad, BAD bad).
 
-1. GOOD is measured first (a ratio criterion needs its value), then BAD; GOOD
-   must be good and BAD bad, else the report has an ``error`` and no answer.
-2. Binary search over the commits between them.  A commit listed in
-   ``skipped`` (its patches cannot apply, known before anything runs) is never
-   measured; a measurement that is not usable (not ``ok``, or no value) makes
-   its commit skipped too, and it leaves the search.
-3. The answer is the first bad commit of the searched line; the skipped
-   commits right before it are ``maybe`` (the first bad one may be among them).
+The search itself is ``patchkit.bench.hunt.hunt``, the one implementation:
+launches are the replicates, more are added where the data is unclear (up to
+``max_launches`` per commit), up to ``slots`` launches per round, and the
+answer is a first bad commit only with ``1 - alpha`` of the posterior behind
+it; otherwise a range of commits with why.
+
+1. GOOD and BAD are launched once each; a launch that is not usable (not
+   ``ok``, or no value) or a criterion they fail is an ``error``, no answer.
+2. ``hunt`` over the whole line.  A commit listed in ``skipped`` (its patches
+   cannot apply, known before anything runs) is never measured; a launch that
+   is not usable makes its commit skipped too.  Skipped commits stay
+   candidates: a first bad commit right after skipped ones is answered as
+   "this one, or one of the skipped just before it" (``maybe``), the only
+   way data can leave it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from patchkit.bench.hunt import HuntReport, Round, Side, hunt
 from patchkit.bench.record import Outcome
+from patchkit.bench.verdict import Noise, Verdict
 from patchkit.git import Commit
 
-Verdict = Literal["good", "bad", "skip"]
+StepVerdict = Literal["good", "bad", "unclear", "skip"]
+SURE = 0.99  # a step is called good / bad when its commit's posterior is this sure
 
 
 @dataclass(frozen=True)
 class Measurement:
-    """What one benchmark of a commit gave: the metric's median, and the run that holds it."""
+    """What one launch of a commit gave: the metric's value (the median of its runs), and the run that holds it."""
 
     value: float | None
     outcome: Outcome = Outcome.OK
@@ -43,9 +53,14 @@ class Measurement:
 
 @dataclass(frozen=True)
 class Step:
+    """One launch: its commit, what it measured, and what the data said of the commit after its round."""
+
     commit: Commit
     measurement: Measurement
-    verdict: Verdict
+    verdict: StepVerdict
+    launch: int = 1  # this commit's launch number
+    p_bad: float | None = None  # posterior that the commit is bad, after this launch's round
+    why: str = ""  # why the search asked for this launch
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +70,9 @@ class Step:
             "outcome": self.measurement.outcome.value,
             "median": self.measurement.value,
             "verdict": self.verdict,
+            "launch": self.launch,
+            "p_bad": self.p_bad,
+            "why": self.why,
         }
 
 
@@ -78,6 +96,17 @@ class BisectReport:
     maybe: tuple[Skip, ...]  # skipped commits right before first_bad
     error: str | None  # why there is no answer
     good_value: float | None
+    kind: str = "error"  # found | range | no-step | error
+    range: tuple[Commit, Commit] | None = None  # the first bad commit is one of these two and those between
+    why: str = ""  # the search's account of its answer
+    probability: float | None = None  # posterior mass of the answer
+    evidence: Verdict | None = None  # the launches after first_bad against those before it
+    adjacent: Verdict | None = None  # first_bad's launches against those of the commit before it
+    sides: tuple[tuple[Commit, Side], ...] = ()  # every measured commit: its launches and P(bad)
+    rounds: int = 0
+    slots: int = 1
+    max_launches: int = 1
+    unsure: tuple[tuple[Commit, Side], ...] = field(default=())  # measured commits left unclear (P(bad) in 1..99 %)
 
     def to_json(self) -> dict[str, Any]:
         first = self.first_bad
@@ -90,6 +119,19 @@ class BisectReport:
             "last_good": None if self.last_good is None else {"commit": self.last_good.sha},
             "maybe": [s.to_json() for s in self.maybe],
             "error": self.error,
+            "search": {
+                "answer": self.kind,
+                "range": None if self.range is None else {"first": self.range[0].sha, "last": self.range[1].sha},
+                "why": self.why,
+                "probability": self.probability,
+                "slots": self.slots,
+                "max_launches": self.max_launches,
+                "rounds": self.rounds,
+                "launches": len(self.steps),
+                "evidence": None if self.evidence is None else self.evidence.as_json(),
+                "adjacent": None if self.adjacent is None else self.adjacent.as_json(),
+                "commits": [{"commit": c.sha, "launches": list(s.launches), "p_bad": s.p_bad} for c, s in self.sides],
+            },
         }
 
 
@@ -116,59 +158,163 @@ def criterion(kind: Literal["min", "max", "ratio"], threshold: float, better: st
 def bisect(
     line: Sequence[Commit],
     measure: Callable[[Commit], Measurement],
-    is_bad: IsBad,
+    is_bad: IsBad | None = None,
     *,
     skipped: Mapping[str, str] | None = None,
     on_step: Callable[[Step], None] | None = None,
+    better: str = "higher",
+    slots: int = 1,
+    max_launches: int = 10,
+    noise: Noise | None = None,
+    threshold: float = 0.0,
+    alpha: float = 0.001,
+    measure_many: Callable[[Sequence[Commit]], Sequence[Measurement]] | None = None,
 ) -> BisectReport:
-    """Search ``line`` (GOOD first, BAD last) for the first bad commit; ``on_step`` sees each step as it ends."""
+    """Search ``line`` (GOOD first, BAD last) for the first bad commit; ``on_step`` sees each launch as it ends.
+
+    ``measure_many`` (an executor with ``slots``): the launches of one round
+    at once; without it, ``measure`` runs them one after the other."""
     if len(line) < 2:
         raise ValueError("bisect needs a line of at least GOOD and BAD")
     good, bad = line[0], line[-1]
-    skips: dict[str, Skip] = {c.sha: Skip(c, (skipped or {})[c.sha]) for c in line[1:-1] if c.sha in (skipped or {})}
+    known = skipped or {}
+    skips: dict[str, Skip] = {c.sha: Skip(c, known[c.sha]) for c in line[1:-1] if c.sha in known}
     steps: list[Step] = []
+    pending: list[Step] = []
+    launches: dict[str, int] = {}
     good_value: float | None = None
 
-    def step(commit: Commit) -> Verdict:
-        m = measure(commit)
-        verdict: Verdict
-        if not m.usable:
-            verdict = "skip"
-            skips[commit.sha] = Skip(commit, f"{m.outcome.value}: {m.why}")
-        else:
-            assert m.value is not None
-            verdict = "bad" if is_bad(m.value, m.value if good_value is None else good_value) else "good"
-        steps.append(Step(commit, m, verdict))
+    def launch(commits: Sequence[Commit], whys: Sequence[str]) -> list[float | None]:
+        got = list(measure_many(commits)) if measure_many is not None else [measure(c) for c in commits]
+        out: list[float | None] = []
+        for commit, m, why in zip(commits, got, whys, strict=True):
+            launches[commit.sha] = launches.get(commit.sha, 0) + 1
+            if not m.usable:
+                skips.setdefault(commit.sha, Skip(commit, f"{m.outcome.value}: {m.why}"))
+            pending.append(Step(commit, m, "skip" if not m.usable else "unclear", launches[commit.sha], None, why))
+            out.append(m.value if m.usable else None)
+        return out
+
+    def settle(sides: Sequence[Side], whys: Sequence[str] = ()) -> None:
+        """The verdicts of the steps of the round that just ended, from the posterior after it."""
+        p_bad = {line[s.position].sha: s.p_bad for s in sides}
+        for index, step in enumerate(pending):
+            p = p_bad.get(step.commit.sha)
+            verdict: StepVerdict = step.verdict
+            if verdict != "skip" and p is not None and p == p:  # not NaN
+                verdict = "bad" if p >= SURE else "good" if p <= 1 - SURE else "unclear"
+            why = whys[index] if index < len(whys) else step.why
+            done = Step(step.commit, step.measurement, verdict, step.launch, p, why)
+            steps.append(done)
+            if on_step is not None:
+                on_step(done)
+        pending.clear()
+
+    def failed(error: str) -> BisectReport:
+        settle([])
+        return BisectReport(good, bad, tuple(steps), _in_order(line, skips), None, None, (), error, good_value)
+
+    first = launch([good], ["GOOD"])[0]
+    if first is None:
+        return failed(f"--good {good.short} is not good (skip): cannot bisect")
+    if is_bad is not None and is_bad(first, first):
+        pending[-1] = _with(pending[-1], "bad")
+        return failed(f"--good {good.short} is not good (bad): cannot bisect")
+    good_value = first
+    last = launch([bad], ["BAD"])[0]
+    if last is None:
+        return failed(f"--bad {bad.short} is not bad by the criterion (skip)")
+    if is_bad is not None and not is_bad(last, good_value):
+        pending[-1] = _with(pending[-1], "good")
+        return failed(f"--bad {bad.short} is not bad by the criterion (good)")
+    ends: tuple[StepVerdict, StepVerdict] = ("good", "bad")
+    for step, verdict in zip(pending, ends, strict=True):
+        steps.append(_with(step, verdict))
         if on_step is not None:
             on_step(steps[-1])
-        return verdict
+    pending.clear()
 
-    def report(first_bad: Commit | None, last_good: Commit | None, error: str | None) -> BisectReport:
-        maybe: tuple[Skip, ...] = ()
-        if first_bad is not None and last_good is not None:
-            order = [c.sha for c in line]
-            window = line[order.index(last_good.sha) + 1 : order.index(first_bad.sha)]
-            maybe = tuple(skips[c.sha] for c in window if c.sha in skips)
-        in_order = tuple(skips[c.sha] for c in line if c.sha in skips)
-        return BisectReport(good, bad, tuple(steps), in_order, first_bad, last_good, maybe, error, good_value)
+    def on_round(done: Round, sides: Sequence[Side]) -> None:
+        settle(sides, done.why)
 
-    first = step(good)
-    if first != "good":
-        return report(None, None, f"--good {good.short} is not good ({first}): cannot bisect")
-    good_value = steps[-1].measurement.value
-    last = step(bad)
-    if last != "bad":
-        return report(None, None, f"--bad {bad.short} is not bad by the criterion ({last})")
-    searched = [good, *(c for c in line[1:-1] if c.sha not in skips), bad]
-    lo, hi = 0, len(searched) - 1
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        verdict = step(searched[mid])
-        if verdict == "skip":
-            searched.pop(mid)
-            hi -= 1
-        elif verdict == "bad":
-            hi = mid
-        else:
-            lo = mid
-    return report(searched[hi], searched[lo], None)
+    def measure_positions(positions: Sequence[int]) -> list[float | None]:
+        return launch([line[p] for p in positions], [""] * len(positions))
+
+    index = {c.sha: i for i, c in enumerate(line)}
+    report = hunt(
+        len(line),
+        measure_positions,
+        slots=slots,
+        max_launches=max_launches,
+        alpha=alpha,
+        noise=noise,
+        min_effect=threshold,
+        expect="lower" if better == "higher" else "higher",
+        on_round=on_round,
+        skipped=[index[sha] for sha in skips],
+        initial={0: [good_value], len(line) - 1: [last]},
+    )
+    settle(report.measured)
+    return _report(line, report, steps, skips, good_value, slots=slots, max_launches=max_launches, alpha=alpha)
+
+
+def _with(step: Step, verdict: StepVerdict) -> Step:
+    return Step(step.commit, step.measurement, verdict, step.launch, step.p_bad, step.why)
+
+
+def _in_order(line: Sequence[Commit], skips: Mapping[str, Skip]) -> tuple[Skip, ...]:
+    return tuple(skips[c.sha] for c in line if c.sha in skips)
+
+
+def _report(
+    line: Sequence[Commit],
+    report: HuntReport,
+    steps: Sequence[Step],
+    skips: Mapping[str, Skip],
+    good_value: float | None,
+    *,
+    slots: int,
+    max_launches: int,
+    alpha: float,
+) -> BisectReport:
+    sides = tuple((line[s.position], s) for s in report.measured)
+    unsure = tuple((c, s) for c, s in sides if 1 - SURE < s.p_bad < SURE)
+    common: dict[str, Any] = {
+        "why": report.why,
+        "probability": report.probability,
+        "evidence": report.evidence,
+        "adjacent": report.adjacent,
+        "sides": sides,
+        "rounds": len(report.rounds) + 2,  # GOOD's and BAD's first launches were a round each
+        "slots": slots,
+        "max_launches": max_launches,
+        "unsure": unsure,
+    }
+    skipped = _in_order(line, skips)
+    if report.kind == "found":
+        assert report.first_bad is not None
+        k = report.first_bad
+        return BisectReport(
+            line[0], line[-1], tuple(steps), skipped, line[k], line[k - 1], (), None, good_value,
+            kind="found", range=(line[k], line[k]), **common,
+        )  # fmt: skip
+    if report.kind == "range":
+        assert report.lo is not None and report.hi is not None
+        lo, hi = report.lo, report.hi
+        window = [line[p] for p in range(lo, hi)]
+        p_hi = next((s.p_bad for s in report.measured if s.position == hi), 0.0)
+        if window and all(c.sha in skips for c in window) and p_hi >= 1 - alpha:
+            # Everything the data leaves open is the commits it could not measure: the first bad commit is hi or
+            # one of the skipped ones just before it.
+            return BisectReport(
+                line[0], line[-1], tuple(steps), skipped, line[hi], line[lo - 1],
+                tuple(skips[c.sha] for c in window), None, good_value, kind="found", range=(line[lo], line[hi]),
+                **common,
+            )  # fmt: skip
+        return BisectReport(
+            line[0], line[-1], tuple(steps), skipped, None, None, (), None, good_value,
+            kind="range", range=(line[lo], line[hi]), **common,
+        )  # fmt: skip
+    return BisectReport(
+        line[0], line[-1], tuple(steps), skipped, None, None, (), report.why, good_value, kind="no-step", **common
+    )  # fmt: skip

@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -209,19 +210,18 @@ def run_scheduled(
     store = session.store
     out: dict[int, RunRecord] = {}
     tasks: list[Task] = []
-    specs: dict[str, tuple[int, JobSpec]] = {}
-    seen: dict[tuple[str, str], int] = {}
+    specs: dict[str, tuple[int, JobSpec, int]] = {}
     for index, (commit, profile) in enumerate(pairs):
+        launch = session.next_launch(commit, profile)  # launch numbers as a local series gives them
         planned = session.plan(commit, profile)
         if isinstance(planned, RunRecord):
-            record = planned.with_run_id(store.add(planned))
+            record = replace(planned, launch=launch, series=session.series)
+            record = record.with_run_id(store.add(record))
             out[index] = record
             on_record(record)
             continue
-        ordinal = seen.setdefault((commit.sha, profile), 0)
-        seen[(commit.sha, profile)] += 1
-        key = task_key(planned, ordinal)
-        specs[key] = (index, planned)
+        key = task_key(planned, launch - 1)
+        specs[key] = (index, planned, launch)
         tasks.append(Task(key, planned, label(planned), gpus_for(executor.options, planned.vars)))
     if tasks:
         if batch is None:
@@ -240,8 +240,8 @@ def run_scheduled(
                 on_record(record)
         todo = [t for t in tasks if specs[t.key][0] not in out]
         for finished in executor.map(ship, todo, batch=batch, ledger=store, note=note):
-            index, spec = specs[finished.key]
-            record = record_of(finished, spec)
+            index, spec, launch = specs[finished.key]
+            record = replace(record_of(finished, spec), launch=launch, series=session.series)
             record = record.with_run_id(store.add(record, submission=(batch, finished.key)))
             out[index] = record
             on_record(record)

@@ -1,9 +1,16 @@
 """Two runs side by side: ``compare(a, b, ...) -> Comparison``, a pure function over two records.
 
-A metric's change is *significant* when the medians differ by more than
-``threshold`` (relative) AND the min-max ranges of the two runs do not
-overlap.  The provenance diff is what an engineer hunting a regression
-assembles by hand: the upstream commits between the two (given by the
+Each side is the launches of one commit and profile from one series (one
+``bench --launches N`` invocation): a launch's value for a metric is the
+median of its measured client runs, and the launches are the replicates.
+Per metric, ``verdict.judge`` gives the ratio of B to A with its confidence
+interval and the three-way call (``different`` with a direction, ``same``
+within ``threshold``, ``unknown`` with the launches that would be needed),
+using the host's stored launch-to-launch spread (``patchkit noise``) as a
+prior where a side has few launches.  The older rule is kept beside it: a
+change is *significant* when the medians of all client runs differ by more
+than ``threshold`` AND their min-max ranges do not overlap.  The provenance
+diff is what an engineer hunting a regression assembles by hand: the upstream commits between the two (given by the
 caller, from ``Repo.commit_range``: this module runs no git), differences of
 patch *state* (applied, provided upstream, not applied, with the payload
 digest), and every difference in env, vars, versions, torch, GPU and host
@@ -17,10 +24,11 @@ latest ``ok`` run of each commit with a profile they share.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.verdict import Noise, Verdict, judge
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 
@@ -34,6 +42,21 @@ class MetricDelta:
     ranges_overlap: bool | None
     significant: bool
     direction: str | None  # better | worse | None (not significant, or no `better`)
+    verdict: Verdict | None = None  # over the launches: ratio, interval, different / same / unknown
+    launch_values: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())  # one value per usable launch, A and B
+    better: str | None = None  # the metric's `better`, to say whether a different is better or worse
+
+    @property
+    def call(self) -> str:
+        """``different (worse)`` / ``different (better)`` / ``same`` / ``unknown``."""
+        if self.verdict is None:
+            return "unknown"
+        if self.verdict.direction is not None:
+            if self.better is None:
+                return f"different ({self.verdict.direction})"
+            up = self.verdict.direction == "higher"
+            return f"different ({'better' if up == (self.better == 'higher') else 'worse'})"
+        return self.verdict.call.value
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +67,8 @@ class MetricDelta:
             "ranges_overlap": self.ranges_overlap,
             "significant": self.significant,
             "direction": self.direction,
+            "launches": {"a": list(self.launch_values[0]), "b": list(self.launch_values[1])},
+            "verdict": None if self.verdict is None else {**self.verdict.as_json(), "call": self.call},
         }
 
 
@@ -107,6 +132,9 @@ class Comparison:
     gpus: tuple[Difference, ...]
     host: tuple[Difference, ...]
     no_data: tuple[RunRecord, ...] = field(default=())  # the runs (A, B or both) without a single measured value
+    launches_a: tuple[RunRecord, ...] = ()  # the launches of side A (A among them)
+    launches_b: tuple[RunRecord, ...] = ()
+    confidence: float = 0.99
 
     @property
     def provenance(self) -> dict[str, tuple[Difference, ...] | tuple[PatchChange, ...]]:
@@ -124,8 +152,10 @@ class Comparison:
             "version": 1,
             "command": "compare",
             "threshold": self.threshold,
+            "confidence": self.confidence,
             "a": self.a.ident(),
             "b": self.b.ident(),
+            "launches": {"a": [r.run_id for r in self.launches_a], "b": [r.run_id for r in self.launches_b]},
             "no_data": [r.run_id for r in self.no_data],
             "metrics": [m.to_json() for m in self.metrics],
             "provenance": {
@@ -135,16 +165,33 @@ class Comparison:
         }
 
 
-def compare(a: RunRecord, b: RunRecord, *, threshold: float, between: Between | None = None) -> Comparison:
-    """Compare two stored runs; ``between`` is the commit range (``Between("same")`` when not given and same sha)."""
+def compare(
+    a: RunRecord,
+    b: RunRecord,
+    *,
+    threshold: float,
+    between: Between | None = None,
+    launches_a: Sequence[RunRecord] = (),
+    launches_b: Sequence[RunRecord] = (),
+    noise: Mapping[str, Noise] | None = None,
+    confidence: float = 0.99,
+) -> Comparison:
+    """Compare two sides; ``between`` is the commit range (``Between("same")`` when not given and same sha).
+
+    ``launches_a`` / ``launches_b``: the launches of each side (default: the run
+    alone); ``noise``: a prior spread per metric name."""
     if between is None:
         between = Between("same") if a.commit.sha == b.commit.sha else Between("diverged")
-    better = {m["name"]: m["better"] for record in (a, b) for m in record.metrics}
+    side_a, side_b = tuple(launches_a) or (a,), tuple(launches_b) or (b,)
+    better = {m["name"]: m["better"] for record in (*side_a, *side_b) for m in record.metrics}
     return Comparison(
         a=a,
         b=b,
         threshold=threshold,
-        metrics=tuple(metric_deltas(a, b, threshold, better)),
+        metrics=tuple(launch_deltas(side_a, side_b, threshold, better, noise=noise or {}, confidence=confidence)),
+        launches_a=side_a,
+        launches_b=side_b,
+        confidence=confidence,
         between=between,
         patches=tuple(patch_changes(a, b)),
         env=tuple(differences(_env_shape(a), _env_shape(b), "env")),
@@ -185,6 +232,49 @@ def metric_deltas(a: RunRecord, b: RunRecord, threshold: float, better: Mapping[
             direction = "better" if up == (better[name] == "higher") else "worse"
         rows.append(MetricDelta(name, x or None, y or None, ratio, overlap, significant, direction))
     return rows
+
+
+def launch_values(launches: Sequence[RunRecord], metric: str) -> tuple[float, ...]:
+    """One value per usable launch: the median of its measured client runs (the launch's aggregate)."""
+    out = []
+    for record in launches:
+        if record.outcome is not Outcome.OK:
+            continue
+        value = record.median(metric)
+        if value is not None:
+            out.append(value)
+    return tuple(out)
+
+
+def launch_deltas(
+    side_a: Sequence[RunRecord],
+    side_b: Sequence[RunRecord],
+    threshold: float,
+    better: Mapping[str, str],
+    *,
+    noise: Mapping[str, Noise],
+    confidence: float,
+) -> list[MetricDelta]:
+    """Per metric: the kept rule over the client runs of all launches, and the verdict over the launches."""
+    pooled_a, pooled_b = _pooled(side_a), _pooled(side_b)
+    rows = []
+    for delta in metric_deltas(pooled_a, pooled_b, threshold, better):
+        va, vb = launch_values(side_a, delta.metric), launch_values(side_b, delta.metric)
+        verdict = judge(va, vb, threshold=threshold, confidence=confidence, noise=noise.get(delta.metric))
+        rows.append(replace(delta, verdict=verdict, launch_values=(va, vb), better=better.get(delta.metric)))
+    return rows
+
+
+def _pooled(launches: Sequence[RunRecord]) -> RunRecord:
+    """One record whose samples are the client runs of every launch (for the kept min/median/max and rule)."""
+    usable = [r for r in launches if r.outcome is Outcome.OK] or list(launches)
+    if len(usable) == 1:
+        return usable[0]
+    samples: dict[str, list[float | None]] = {}
+    for record in usable:
+        for name, values in record.samples.items():
+            samples.setdefault(name, []).extend(values)
+    return replace(usable[-1], samples={k: tuple(v) for k, v in samples.items()})
 
 
 def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:

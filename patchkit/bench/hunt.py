@@ -52,12 +52,13 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchkit.bench.verdict import Call, Noise, Verdict, judge, pooled_noise
 
 Measure = Callable[[Sequence[int]], Sequence[float | None]]
+FLOOR = 1e-12  # the least squared log spread per launch the posterior assumes (a 0.0001 % launch spread)
 
 
 @dataclass(frozen=True)
@@ -120,12 +121,17 @@ def hunt(
     expect: str | None = None,
     max_rounds: int | None = None,
     on_round: Callable[[Round, Sequence[Side]], None] | None = None,
+    skipped: Collection[int] = (),
+    initial: Mapping[int, Sequence[float | None]] | None = None,
 ) -> HuntReport:
     """Search positions ``0..size-1`` (GOOD at 0, BAD at ``size - 1``) for the first bad one.
 
     ``expect`` (``"higher"`` / ``"lower"``): the direction BAD must differ from
     GOOD in; the other direction ends the hunt as ``no-step``.  ``on_round`` is
-    called after each round (progress output).
+    called after each round (progress output).  ``skipped``: positions known
+    not to be measurable (their patches cannot apply): never measured, still
+    candidates.  ``initial``: launches already measured per position (they
+    count in the posterior, not in ``starts``).
     """
     if size < 2:
         raise ValueError(f"a hunt needs GOOD and BAD: size {size} < 2")
@@ -136,6 +142,10 @@ def hunt(
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be between 0 and 0.5, got {alpha}")
     state = _State(size, noise)
+    state.skipped.update(p for p in skipped if 0 < p < size - 1)
+    for pos, values in (initial or {}).items():
+        for value in values:
+            state.add(pos, value)
     rounds: list[Round] = []
     bad = size - 1
 
@@ -243,7 +253,7 @@ def hunt(
         lo, hi = post.credible(alpha)
         if max_rounds is not None and len(rounds) >= max_rounds:
             return _range(report, state, post, lo, hi, ends, f"{max_rounds} rounds spent", max_launches)
-        picks = state.picks(slots, max_launches, alpha)
+        picks = state.picks(slots, max_launches, alpha, post=post)
         if not picks:
             return _range(report, state, post, lo, hi, ends, "no launch left could narrow it", max_launches)
         run([p for p, _ in picks], [w for _, w in picks])
@@ -343,13 +353,15 @@ class _State:
             for p in self.measured_positions()
         ]
 
-    def picks(self, slots: int, max_launches: int, alpha: float, *, speculative: bool = False) -> list[tuple[int, str]]:
+    def picks(
+        self, slots: int, max_launches: int, alpha: float, *, speculative: bool = False, post: _Posterior | None = None
+    ) -> list[tuple[int, str]]:
         """Up to ``slots`` positions for the next round, each with why."""
         if 0 not in self.counts or self.size - 1 not in self.counts:
             # No posterior before GOOD and BAD have a launch each: speculate on evenly spaced positions.
             spots = sorted({round(i * (self.size - 1) / (slots + 1)) for i in range(1, slots + 1)} - {0, self.size - 1})
             return [(p, "probe: evenly spaced, ahead of the endpoints") for p in spots if p not in self.skipped]
-        post = self.posterior()
+        post = post or self.posterior()
         pending: dict[int, int] = {}
         chosen: list[tuple[int, str]] = []
 
@@ -430,9 +442,11 @@ class _Posterior:
             n_r, s_r, q_r = n_all - n_l, s_all - s_l, q_all - q_l
             ss = max(q_l - s_l * s_l / n_l, 0.0) + max(q_r - s_r * s_r / n_r, 0.0)
             width = marks[j + 1] - p
-            total = state.prior_ss + ss
-            like = -0.5 * math.log(n_l * n_r) - (power * math.log(total) if total > 0 else 0.0)
-            if state.sign and total > 0 and power > 0:
+            # Launches that repeat to the last digit (a deterministic stand-in) leave no spread at all: a floor
+            # far below any real noise keeps the arithmetic finite and lets such data decide at once.
+            total = max(state.prior_ss + ss, FLOOR * n_all)
+            like = -0.5 * math.log(n_l * n_r) - power * math.log(total)
+            if state.sign and power > 0:
                 # The step goes the way BAD differs from GOOD: the posterior of (right mean - left mean) under
                 # this split, on that side of zero (normal approximation of its Student-t).
                 scale = math.sqrt(total / (2 * power) * (1 / n_l + 1 / n_r))
@@ -476,15 +490,28 @@ class _Posterior:
 
     def credible(self, alpha: float) -> tuple[int, int]:
         """The equal-tailed ``1 - alpha`` range of the first bad position."""
-        lo = hi = None
-        for pos in range(self.marks[0] + 1, self.marks[-1] + 1):
-            c = self.cdf(pos)
-            if lo is None and c > alpha / 2:
-                lo = pos
-            if c >= 1 - alpha / 2:
-                hi = pos
-                break
+        lo = self._first_reaching(alpha / 2, strictly=True)
+        hi = self._first_reaching(1 - alpha / 2, strictly=False)
         return (lo if lo is not None else self.marks[0] + 1), (hi if hi is not None else self.marks[-1])
+
+    def _first_reaching(self, q: float, *, strictly: bool) -> int | None:
+        """The first position whose cdf exceeds ``q`` (``strictly``) or reaches it."""
+        for j, mass in enumerate(self.masses):
+            a, b = self.marks[j], self.marks[j + 1]
+            top = self.cum[j] + mass
+            if (top > q) if strictly else (top >= q):
+                if mass <= 0:
+                    return b
+                # cdf(a + i) = cum + mass * i / w: the least i in 1..w past q.
+                i = (q - self.cum[j]) / mass * (b - a)
+                step = math.floor(i) + 1 if strictly else math.ceil(i - 1e-12)
+                pos = a + min(b - a, max(1, step))
+                while pos > a + 1 and ((self.cdf(pos - 1) > q) if strictly else (self.cdf(pos - 1) >= q)):
+                    pos -= 1
+                while pos < b and not ((self.cdf(pos) > q) if strictly else (self.cdf(pos) >= q)):
+                    pos += 1
+                return pos
+        return None
 
     def mass_between(self, lo: int, hi: int) -> float:
         return self.cdf(hi) - self.cdf(lo - 1)

@@ -112,6 +112,8 @@ class RunRecord:
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
     executor: Mapping[str, Any] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
+    launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
+    series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -162,6 +164,8 @@ class RunRecord:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "allow_dirty": self.allow_dirty,
+            "launch": self.launch,
+            "series": self.series,
             "vars": dict(self.vars),
             "commands": dict(self.commands),
             "env": dict(self.env),
@@ -207,4 +211,6 @@ class RunRecord:
             run_id=data.get("run"),
             allow_dirty=bool(data.get("allow_dirty", False)),
             executor=data.get("executor"),
+            launch=int(data.get("launch", 1)),
+            series=data.get("series"),
         )

@@ -13,7 +13,7 @@ import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -96,7 +96,9 @@ class Session:
     allow_dirty: bool = False
     progress: Callable[[Commit, str, str, str], None] | None = None
     runs_dir: Path | None = None  # where run directories go (--shared-dir/bench-runs); default: next to the store
+    series: str = field(default_factory=lambda: new_series())  # noqa: PLW0108 (defined below)
     _prepared: dict[str, Prepared] = field(default_factory=dict)
+    _launched: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @classmethod
     def open(
@@ -177,7 +179,17 @@ class Session:
             allow_dirty=self.allow_dirty,
         )
 
+    def next_launch(self, commit: Commit, profile: str) -> int:
+        """The launch number the next launch of (commit, profile) gets in this series (1 for the first)."""
+        launch = self._launched.get((commit.sha, profile), 0) + 1
+        self._launched[(commit.sha, profile)] = launch
+        return launch
+
     def run(self, commit: Commit, profile: str) -> RunRecord:
+        """One server launch of ``commit`` with ``profile``: the next launch number of this series for the pair.
+
+        The worktree is prepared at the first launch of a commit and reused by the next ones."""
+        launch = self.next_launch(commit, profile)
         progress = self.progress
 
         def say(phase: str, detail: str) -> None:
@@ -186,10 +198,16 @@ class Session:
 
         planned = self.plan(commit, profile, say)
         record = planned if isinstance(planned, RunRecord) else run_job(planned, say, base_env=dict(os.environ))
+        record = replace(record, launch=launch, series=self.series)
         stored = record.with_run_id(self.store.add(record))
         if stored.outcome is Outcome.INTERRUPTED:
             raise Interrupted(stored)
         return stored
+
+
+def new_series() -> str:
+    """The id of one invocation's launches: UTC time to the microsecond and the process id (unique per host)."""
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%f')}-{os.getpid()}"
 
 
 def refused_record(

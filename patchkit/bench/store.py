@@ -76,7 +76,28 @@ MIGRATIONS: tuple[str, ...] = (
         WHEN NEW.outcome NOT IN (SELECT name FROM outcomes)
         BEGIN SELECT RAISE(ABORT, 'unknown run outcome'); END;
     """,
-    # 4: launches handed to a scheduler (bench --executor slurm), written before the submitter waits,
+    # 4: server launches as the replicates: every run is one launch of its (commit, profile) in a series (one
+    #    bench / bisect / noise invocation), every sample keeps its launch number; the launch-to-launch spread
+    #    that `patchkit noise` measured, per host, profile and metric (the prior of compare and bisect).
+    """
+    ALTER TABLE runs ADD COLUMN launch INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN series TEXT;
+    ALTER TABLE samples ADD COLUMN launch INTEGER NOT NULL DEFAULT 1;
+    CREATE INDEX runs_series ON runs (series, commit_sha, profile);
+    CREATE TABLE noise (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        host TEXT NOT NULL,
+        profile TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        sigma REAL NOT NULL CHECK (sigma >= 0),
+        df INTEGER NOT NULL CHECK (df >= 1),
+        commit_sha TEXT NOT NULL,
+        series TEXT NOT NULL,
+        measured_at TEXT NOT NULL
+    );
+    CREATE INDEX noise_key ON noise (host, profile, metric);
+    """,
+    # 5: launches handed to a scheduler (bench --executor slurm), written before the submitter waits,
     #    so that a re-run of the same command (same batch) collects them instead of submitting again.
     """
     CREATE TABLE submissions (
@@ -179,7 +200,8 @@ class Store:
         with self._transaction() as db:
             cursor = db.execute(
                 "INSERT INTO runs (commit_sha, subject, author_date, profile, outcome, reason, started_at, "
-                "finished_at, host, record, server_log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?)",
+                "finished_at, host, record, server_log, launch, series) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?)",
                 (
                     record.commit.sha,
                     record.commit.subject,
@@ -191,6 +213,8 @@ class Store:
                     record.finished_at,
                     record.host.get("hostname", ""),
                     record.logs.get("server"),
+                    record.launch,
+                    record.series,
                 ),
             )
             run_id = int(cursor.lastrowid or 0)
@@ -200,8 +224,8 @@ class Store:
             for metric, values in record.samples.items():
                 for index, value in enumerate(values, start=1):
                     db.execute(
-                        "INSERT INTO samples VALUES (?, ?, ?, ?, ?)",
-                        (run_id, metric, index, value, missing.get((metric, index))),
+                        "INSERT INTO samples (run_id, metric, run, value, log, launch) VALUES (?, ?, ?, ?, ?, ?)",
+                        (run_id, metric, index, value, missing.get((metric, index)), record.launch),
                     )
             for manifest in record.manifests:
                 db.execute(
@@ -310,6 +334,40 @@ class Store:
             query += " WHERE " + " AND ".join(where)
         query += " ORDER BY id"
         return [RunRecord.from_json(json.loads(r[0])) for r in self.db.execute(query, args)]
+
+    def launches(self, of: RunRecord) -> list[RunRecord]:
+        """Every run of ``of``'s series, commit and profile (its launches, ``of`` among them), by launch number.
+
+        A run stored before launches existed (no series) is a series of one."""
+        if of.series is None:
+            return [of]
+        rows = self.db.execute(
+            "SELECT record FROM runs WHERE series = ? AND commit_sha = ? AND profile = ? ORDER BY launch, id",
+            (of.series, of.commit.sha, of.profile),
+        )
+        return [RunRecord.from_json(json.loads(r[0])) for r in rows]
+
+    def add_noise(
+        self, *, host: str, profile: str, metric: str, sigma: float, df: int, commit: str, series: str
+    ) -> None:
+        """Store the launch-to-launch spread that an A/A run measured (``patchkit noise``)."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                (host, profile, metric, sigma, df, commit, series),
+            )
+
+    def noise(self, host: str, profile: str, metric: str) -> dict[str, Any] | None:
+        """The latest spread measured for this host, profile and metric: sigma, df, commit, series, measured_at."""
+        row = self.db.execute(
+            "SELECT sigma, df, commit_sha, series, measured_at FROM noise "
+            "WHERE host = ? AND profile = ? AND metric = ? ORDER BY id DESC LIMIT 1",
+            (host, profile, metric),
+        ).fetchone()
+        if row is None:
+            return None
+        return {"sigma": row[0], "df": row[1], "commit": row[2], "series": row[3], "measured_at": row[4]}
 
     def latest(self, commit: str, profile: str | None = None) -> RunRecord | None:
         query = "SELECT record FROM runs WHERE commit_sha = ?"

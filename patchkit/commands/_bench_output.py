@@ -62,7 +62,8 @@ def say(console: Console, text: str, style: str = "") -> None:
 
 
 def run_line(record: RunRecord) -> str:
-    return f"run {record.run_id}: {record.commit.short} {record.profile}: {record.outcome.value}"
+    launch = f" launch {record.launch}" if record.launch > 1 else ""
+    return f"run {record.run_id}: {record.commit.short} {record.profile}{launch}: {record.outcome.value}"
 
 
 def explain_lines(record: RunRecord) -> list[str]:
@@ -98,6 +99,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
 def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float | None) -> dict[str, Any]:
     return {
         **record.ident(),
+        "launch": record.launch,
         "metric": metric,
         "median": s.get("median"),
         "min": s.get("min"),
@@ -110,7 +112,10 @@ def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float 
 
 def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
     table = Grid()
+    launches = any(row.get("launch", 1) > 1 for row in rows)
     table.add_column("run", justify="right", whole=True)
+    if launches:
+        table.add_column("launch", justify="right", whole=True)
     table.add_column("commit", whole=True)
     table.add_column("subject")
     table.add_column("profile")
@@ -124,6 +129,7 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
         n = f"{row['n']}" + (f" ({row['missing']} missing)" if row["missing"] else "")
         table.add_row(
             str(row["run"]),
+            *([str(row.get("launch", 1))] if launches else []),
             row["commit"][:10],
             row["subject"],
             row["profile"],
@@ -208,12 +214,24 @@ def show_comparison(console: Console, result: Comparison) -> None:
     if result.no_data:
         for r in result.no_data:
             say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
+    say(
+        console,
+        f"launches: A {len(result.launches_a)} (runs {_ids(result.launches_a)}), "
+        f"B {len(result.launches_b)} (runs {_ids(result.launches_b)}); "
+        f"verdict at {result.confidence:.0%} confidence, threshold ±{result.threshold:.1%}",
+    )
     if len(result.no_data) < 2:
         table = Grid()
         table.add_column("metric")
-        for name in ("A median", "A min-max", "B median", "B min-max"):
+        table.add_column("A n", justify="right", whole=True)
+        for name in ("A median", "A min-max"):
+            table.add_column(name, justify="right", whole="median" in name)
+        table.add_column("B n", justify="right", whole=True)
+        for name in ("B median", "B min-max"):
             table.add_column(name, justify="right", whole="median" in name)
         table.add_column("B/A", justify="right", whole=True)
+        table.add_column("interval", justify="right")
+        table.add_column("verdict")
         table.add_column("significant")
         for row in result.metrics:
             x, y = row.a or {}, row.b or {}
@@ -222,16 +240,30 @@ def show_comparison(console: Console, result: Comparison) -> None:
                 verdict = f"yes ({row.direction or 'changed'})"
             elif row.ratio is not None:
                 verdict = "no" + (" (ranges overlap)" if row.ranges_overlap else "")
+            v = row.verdict
+            ratio = v.ratio if v is not None and v.ratio is not None else row.ratio
+            interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"
+            call = row.call
+            if v is not None and v.call.value == "unknown":
+                call += f" (about {v.launches_needed} launches per side)" if v.launches_needed else f" ({v.why})"
+            worse = "worse" in call
             table.add_row(
                 row.metric,
+                str(len(row.launch_values[0])),
                 fmt(x.get("median")),
                 _range(x.get("min"), x.get("max")),
+                str(len(row.launch_values[1])),
                 fmt(y.get("median")),
                 _range(y.get("min"), y.get("max")),
-                fmt(row.ratio, 3),
+                fmt(ratio, 3),
+                interval,
+                (call, "bold red" if worse else ""),
                 (verdict, "bold red" if row.direction == "worse" else ""),
             )
         emit(console, table)
+        priors = [r.metric for r in result.metrics if r.verdict is not None and r.verdict.prior_used]
+        if priors:
+            say(console, f"noise prior (patchkit noise) used for: {', '.join(priors)}", "dim")
     between = result.between
     word = {"forward": "A..B", "backward": "B..A (B is older)", "diverged": "A..B (diverged)", "same": "same commit"}
     say(console, f"upstream commits {word[between.direction]}: {len(between.commits)}", "bold")
@@ -252,12 +284,21 @@ def show_comparison(console: Console, result: Comparison) -> None:
             say(console, f"  {d.key}: {d.a!r} -> {d.b!r}")
 
 
+def _ids(records: Sequence[RunRecord]) -> str:
+    return ", ".join(str(r.run_id) for r in records)
+
+
 # -- bisect -----------------------------------------------------------------------------
 
 
 def step_line(step: Step, metric: str) -> str:
     m = step.measurement
-    line = f"  {step.commit.short} {step.commit.subject}  {metric}={fmt(m.value)}  {step.verdict}"
+    p = "" if step.p_bad is None else f"  P(bad) {step.p_bad:.3f}"
+    why = f"  [{step.why}]" if step.why else ""
+    line = (
+        f"  run {m.run} {step.commit.short} launch {step.launch}  {metric}={fmt(m.value)}  {step.verdict}{p}"
+        f"{why}  {step.commit.subject}"
+    )
     return line + (f" ({m.outcome.value}: {m.why})" if m.outcome is not Outcome.OK else "")
 
 
@@ -270,23 +311,64 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
     table.add_column("step", justify="right", whole=True)
     table.add_column("run", justify="right", whole=True)
     table.add_column("commit", whole=True)
-    table.add_column("subject")
+    table.add_column("launch", justify="right", whole=True)
     table.add_column(metric, justify="right", whole=True)
+    table.add_column("P(bad)", justify="right", whole=True)
     table.add_column("verdict", whole=True)
+    table.add_column("why")
+    table.add_column("subject")
     for index, s in enumerate(report.steps, start=1):
         table.add_row(
             str(index),
             str(s.measurement.run),
             s.commit.short,
-            s.commit.subject,
+            str(s.launch),
             fmt(s.measurement.value),
+            "-" if s.p_bad is None else f"{s.p_bad:.3f}",
             s.verdict,
+            s.why,
+            s.commit.subject,
         )
     emit(console, table)
+    say(console, f"{len(report.steps)} launches in {report.rounds} rounds ({report.slots} slot(s))")
+    if report.kind == "range" and report.range is not None:
+        first, last = report.range
+        say(
+            console,
+            f"RANGE: the first bad commit is one of {first.short}..{last.short}, not narrowed: {report.why}",
+            "bold yellow",
+        )
+        for commit, side in report.unsure:
+            say(
+                console,
+                f"  unclear: {commit.short} P(bad) {side.p_bad:.3f} after {len(side.launches)} launches "
+                f"{commit.subject}",
+            )
+        return
     if report.error or report.first_bad is None:
         say(console, f"NO RESULT: {report.error}", "bold red")
         return
     say(console, f"FIRST BAD: {report.first_bad.short} {report.first_bad.subject}", "bold")
+    if report.probability is not None:
+        say(console, f"  posterior {report.probability:.4f}; {report.why}")
+    counts = {c.sha: len(s.launches) for c, s in report.sides}
+    if report.adjacent is not None and report.last_good is not None:
+        v = report.adjacent
+        interval = "" if v.low is None else f" [{v.low:.3f}, {v.high:.3f}] at {v.confidence:.0%}"
+        say(
+            console,
+            f"  {report.last_good.short} ({counts.get(report.last_good.sha, 0)} launches) -> "
+            f"{report.first_bad.short} ({counts.get(report.first_bad.sha, 0)} launches): "
+            f"ratio {fmt(v.ratio, 3)}{interval}",
+        )
+    if report.evidence is not None:
+        v = report.evidence
+        interval = "" if v.low is None else f" [{v.low:.3f}, {v.high:.3f}] at {v.confidence:.1%}"
+        say(
+            console,
+            f"  every launch from it on ({v.n_b}) against those before it ({v.n_a}): "
+            f"ratio {fmt(v.ratio, 3)}{interval}, {v.call.value}",
+        )
     if report.maybe:
         names = ", ".join(f"{m.commit.short} {m.commit.subject}" for m in report.maybe)
         say(console, f"  or one of the skipped commits just before it: {names}")

@@ -2,7 +2,10 @@
 
 For each commit: a worktree (reused), every ``-m`` manifest applied, the
 guard; a refused commit gets a ``refused`` record and nothing starts.  Then,
-per profile, one job (``patchkit.bench.job.run_job``).  The table has one row
+per profile, ``--launches N`` jobs (``patchkit.bench.job.run_job``): N server
+starts, each with its ``warmup + repeat`` client runs, interleaved round-robin
+across the commits unless ``--no-interleave`` (``launch_order``); the worktree
+is prepared once per commit.  The table has one row
 per commit, profile and metric: median, min-max, and the ratio of the median
 to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130.
@@ -56,6 +59,8 @@ def bench(
     timeout_min: int | None = None,
     slots: int | None = None,
     slurm_extra: Sequence[str] = (),
+    launches: int | None = None,
+    no_interleave: bool = False,
 ) -> int:
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
@@ -80,6 +85,8 @@ def bench(
             slots=slots,
             extra=slurm_extra,
         )
+        count = launches or session.config.launches
+        order = launch_order(targets, chosen, count, interleave=not no_interleave)
         records: list[RunRecord] = []
         interrupted = False
         with session.store, progress(console, "bench", live=not json_out) as show, sigterm_as_interrupt():
@@ -87,14 +94,13 @@ def bench(
             if options is not None:
                 if worktree_root is None:  # the jobs read the trees: they go on the shared directory
                     session.root = options.shared_dir / "worktrees"
-                interrupted = _on_slurm(session, options, targets, chosen, records, console, quiet=json_out)
+                interrupted = _on_slurm(session, options, order, records, console, quiet=json_out)
             else:
                 try:
-                    for commit in targets:
-                        for profile in chosen:
-                            records.append(session.run(commit, profile))
-                            if not json_out:
-                                say(console, run_line(records[-1]))
+                    for commit, profile in order:
+                        records.append(session.run(commit, profile))
+                        if not json_out:
+                            say(console, run_line(records[-1]))
                 except Interrupted as stop:
                     records.append(stop.record)
                 interrupted = bool(records) and records[-1].outcome is Outcome.INTERRUPTED
@@ -123,8 +129,7 @@ def bench(
 def _on_slurm(
     session: Session,
     options: SlurmOptions,
-    targets: Sequence[Commit],
-    profiles: Sequence[str],
+    pairs: Sequence[tuple[Commit, str]],
     records: list[RunRecord],
     console: Console,
     *,
@@ -150,7 +155,6 @@ def _on_slurm(
             stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             print(f"{stamp} bench slurm: {line}", file=sys.stderr, flush=True)
 
-    pairs = [(commit, profile) for commit in targets for profile in profiles]
     try:
         ordered = run_scheduled(session, pairs, executor, command="bench", note=note, on_record=show)
     except KeyboardInterrupt:
@@ -167,3 +171,18 @@ def _on_slurm(
 def _where(record: RunRecord) -> str:
     job = record.executor or {}
     return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
+
+
+def launch_order(
+    commits: Sequence[Commit], profiles: Sequence[str], launches: int, *, interleave: bool = True
+) -> list[tuple[Commit, str]]:
+    """The (commit, profile) of each server launch, in the order they run.
+
+    Interleaved (the default): round-robin, A1 B1 A2 B2 ..., so that drift of
+    the machine over the session (clocks, thermals, other tenants) falls on
+    every commit alike instead of on the last one.  Otherwise a commit's
+    launches run back to back."""
+    pairs = [(c, p) for c in commits for p in profiles]
+    if interleave:
+        return [pair for _ in range(launches) for pair in pairs]
+    return [pair for pair in pairs for _ in range(launches)]

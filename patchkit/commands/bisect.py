@@ -6,9 +6,20 @@ required patch FAILs is skipped, never prepared nor benchmarked), and hands
 the search to ``patchkit.bench.bisect.bisect`` with a ``measure`` that
 benchmarks one commit in the session (every run is stored).
 
-Criteria: ``--min X`` (bad when the median is below X), ``--max X`` (bad when
-above X), ``--ratio R`` (bad when median / GOOD's median is below R for a
-``better = "higher"`` metric, above R for ``better = "lower"``).
+The search is noise-aware (``patchkit.bench.hunt``): launches are the
+replicates, a probed commit gets more launches (interleaved with GOOD's and
+BAD's) while the data cannot tell which side it is on, up to
+``--max-launches``; the answer is a first bad commit with the evidence, or a
+range it could not narrow with why.  The host's ``patchkit noise`` spread for
+the profile and metric is the prior.  ``--slots K`` probes K commits per
+round where the executor can run K jobs at once; the local executor has one
+slot, so K > 1 is refused here (the cluster executor lends more).
+
+Optional criteria, checked on the first launches of GOOD and BAD: ``--min X``
+(bad when the median is below X), ``--max X`` (bad when above X), ``--ratio
+R`` (bad when median / GOOD's median is below R for a ``better = "higher"``
+metric, above R for ``better = "lower"``).  Without one, BAD must differ from
+GOOD in the worse direction by the verdict.
 """
 
 from __future__ import annotations
@@ -26,6 +37,8 @@ from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.render import print_json
+
+LOCAL_SLOTS = 1  # the local executor starts one server at a time
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -49,13 +62,20 @@ def bisect(
     json_out: bool,
     console: Console,
     allow_dirty: bool = False,
+    max_launches: int = 10,
+    slots: int = 1,
+    threshold: float = 0.0,
 ) -> int:
     given = [(k, v) for k, v in (("min", min_value), ("max", max_value), ("ratio", ratio)) if v is not None]
-    if len(given) != 1:
-        raise UsageError("give exactly one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
-    kind: Literal["min", "max", "ratio"] = given[0][0]  # type: ignore[assignment]
-    threshold = given[0][1]
-    assert threshold is not None
+    if len(given) > 1:
+        raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
+    if slots > LOCAL_SLOTS:
+        raise UsageError(
+            f"--slots {slots}: the local executor runs one launch at a time (1 slot)",
+            hint="drop --slots, or run the bisect through an executor with that many slots",
+        )
+    kind: Literal["min", "max", "ratio"] | None = given[0][0] if given else None  # type: ignore[assignment]
+    bound = given[0][1] if given else None
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
         good_c, bad_c = git_repo.commit(good), git_repo.commit(bad)
@@ -89,6 +109,12 @@ def bisect(
             record = session.run(commit, chosen)
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
 
+        from patchkit.bench.provenance import host_facts
+        from patchkit.bench.verdict import Noise
+
+        stored = session.store.noise(str(host_facts().get("hostname", "")), chosen, the_metric.name)
+        prior = None if stored is None else Noise(sigma=float(stored["sigma"]), df=int(stored["df"]))
+
         def on_step(step: Step) -> None:
             if not json_out:
                 say(console, step_line(step, the_metric.name))
@@ -97,19 +123,30 @@ def bisect(
         with session.store, progress(console, "bisect", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
             if not json_out:
+                rule = f"--{kind} {bound:g}" if kind is not None and bound is not None else "BAD worse than GOOD"
+                spread = (
+                    "no noise prior (run `patchkit noise`)"
+                    if prior is None
+                    else (f"noise prior {prior.sigma:.2%} ({prior.df} df)")
+                )
                 say(
                     console,
-                    f"patchkit bisect  {the_metric.name} ({chosen}), --{kind} {threshold:g}; "
+                    f"patchkit bisect  {the_metric.name} ({chosen}), {rule}; "
                     f"{len(listed)} first-parent commits after {good_c.short}, {len(unpatchable)} cannot apply "
-                    "(skipped)",
+                    f"(skipped); up to {max_launches} launches per commit, {slots} slot(s); {spread}",
                 )
             try:
                 report = search(
                     [good_c, *listed],
                     measure,
-                    criterion(kind, threshold, the_metric.better),
+                    None if kind is None or bound is None else criterion(kind, bound, the_metric.better),
                     skipped=unpatchable,
                     on_step=on_step,
+                    better=the_metric.better or "higher",
+                    slots=slots,
+                    max_launches=max_launches,
+                    noise=prior,
+                    threshold=threshold,
                 )
             except Interrupted as stop:
                 say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")
@@ -127,6 +164,8 @@ def bisect(
             "ratio": ratio,
             "good_median": report.good_value,
             "allow_dirty": allow_dirty,
+            "threshold": threshold,
+            "noise": None if prior is None else {"sigma": prior.sigma, "df": prior.df},
         },
         **report.to_json(),
     }

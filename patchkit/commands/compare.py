@@ -2,7 +2,8 @@
 
 The comparison itself is ``patchkit.bench.compare.compare`` (pure); this verb
 picks the two runs (``pick_pair``: the latest ``ok`` run of each commit with
-a common profile), lists the first-parent commits between them
+a common profile), takes each one's launches (the runs of its series, commit
+and profile), the noise priors stored for its host and profile, lists the first-parent commits between them
 (``Repo.commit_range``) and prints or emits the result.
 """
 
@@ -25,6 +26,8 @@ from patchkit.render import print_json
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from patchkit.bench.verdict import Noise
+
 
 def compare(
     *,
@@ -40,12 +43,35 @@ def compare(
     with Repo.discover(Path(repo)) as git_repo:
         with open_store(git_repo, store) as opened:
             a, b = _pick(opened, git_repo, runs, commits, profile)
-        result = compare_runs(a, b, threshold=threshold, between=_between(git_repo, a, b))
+            side_a, side_b = opened.launches(a), opened.launches(b)
+            noise = noise_priors(opened, a)
+        result = compare_runs(
+            a,
+            b,
+            threshold=threshold,
+            between=_between(git_repo, a, b),
+            launches_a=side_a,
+            launches_b=side_b,
+            noise=noise,
+        )
     if json_out:
         print_json(result.to_json())
     else:
         show_comparison(console, result)
     return int(ExitCode.OK)
+
+
+def noise_priors(store: Store, record: RunRecord) -> dict[str, Noise]:
+    """The launch-to-launch spread `patchkit noise` stored for this run's host and profile, per metric."""
+    from patchkit.bench.verdict import Noise
+
+    out = {}
+    host = str(record.host.get("hostname", ""))
+    for metric in record.samples:
+        found = store.noise(host, record.profile, metric)
+        if found is not None:
+            out[metric] = Noise(sigma=float(found["sigma"]), df=int(found["df"]))
+    return out
 
 
 def _between(repo: Repo, a: RunRecord, b: RunRecord) -> Between:

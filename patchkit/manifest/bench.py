@@ -96,6 +96,7 @@ class BenchConfig:
     stop_grace: float = 15.0
     warmup: int = 1
     repeat: int = 3
+    launches: int = 1  # server launches per (commit, profile): the replicates of a comparison
     env: Mapping[str, str] = field(default_factory=dict)
     inherit: tuple[str, ...] = DEFAULT_INHERIT
     vars: Mapping[str, str] = field(default_factory=dict)
@@ -144,6 +145,7 @@ class BenchConfig:
             "client": self.client,
             "warmup": self.warmup,
             "repeat": self.repeat,
+            "launches": self.launches,
             "env": dict(self.env),
             "vars": dict(self.vars),
             "profiles": sorted(self.profiles),
@@ -295,6 +297,7 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         stop_grace=float(table.get("stop_grace", 15)),
         warmup=int(table.get("warmup", 1)),
         repeat=int(table.get("repeat", 3)),
+        launches=int(table.get("launches", 1)),
         env=dict(table.get("env", {})),
         inherit=tuple(table.get("inherit", DEFAULT_INHERIT)),
         vars=base_vars,

@@ -5,7 +5,9 @@ Throughput is read from a file in the tree (``--throughput-file``, default
 PATH`` multiplies it by ``--slow-factor`` when PATH exists in the tree.  It
 prints the result block as bench_serving does (``--spelling`` picks the older
 ``(token/s)`` or the newer ``(tok/s)`` label) and appends one JSON line to
-``--output-file`` with ``output_throughput`` and ``accept_length``.
+``--output-file`` with ``output_throughput`` and ``accept_length``.  Against a server started with
+``--noise``, the throughput is multiplied by the mean of the factors its
+/generate replies carry.
 """
 
 from __future__ import annotations
@@ -37,9 +39,12 @@ def main() -> int:
     if args.marker:
         with open(args.marker, "a", encoding="utf-8") as fh:
             fh.write("client\n")
+    factors = []
     for _ in range(args.num_prompts):
         with urllib.request.urlopen(f"http://127.0.0.1:{args.port}/generate", timeout=10) as response:
-            response.read()
+            reply = json.loads(response.read() or b"{}")
+            if "factor" in reply:  # a server started with --noise
+                factors.append(float(reply["factor"]))
     if args.fail:
         print("Traceback: stand-in client failure", file=sys.stderr)
         return 1
@@ -54,6 +59,8 @@ def main() -> int:
         target = tree / path
         if target.is_file() and text in target.read_text(encoding="utf-8", errors="replace"):
             throughput *= args.slow_factor
+    if factors:
+        throughput *= sum(factors) / len(factors)
     print("============ Serving Benchmark Result ============")
     print(f"{'Backend:':<40} sglang")
     print(f"{'Successful requests:':<40} {args.num_prompts}")

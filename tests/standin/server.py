@@ -12,6 +12,13 @@ to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
 starts without NAME), ``--report-version V``, ``--ignore-sigterm``.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
+
+``--noise SIGMA``: launch-to-launch noise.  Each start draws a throughput
+factor exp(N(0, SIGMA)) from ``random.Random`` seeded with ``--noise-seed``
+and the number of starts before it (counted as lines of ``--noise-state
+FILE``), so a sequence of launches is reproducible; each /generate reply
+carries that factor times its own exp(N(0, SIGMA/4)) (within-launch noise),
+and the stand-in client multiplies its throughput by their mean.
 """
 
 from __future__ import annotations
@@ -106,6 +113,9 @@ def main() -> None:
     parser.add_argument("--slow-if-exists", default=None, help="tree-relative file: verify takes --slow-factor longer")
     parser.add_argument("--slow-factor", type=float, default=1.6)
     parser.add_argument("--slow-if-contains", default=None, help="PATH=TEXT: slow when the tree's PATH contains TEXT")
+    parser.add_argument("--noise", type=float, default=0.0, help="launch-to-launch sigma of the throughput factor")
+    parser.add_argument("--noise-seed", default="0")
+    parser.add_argument("--noise-state", default=None, help="file counting the starts (one line each)")
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker()
@@ -156,6 +166,21 @@ def main() -> None:
             verify_ms *= args.slow_factor
     timing = os.environ.get("PATCHKIT_EAGLE3_VERIFY_TIMING") == "1"
     served = {"generate": 0}
+    rng = None
+    factor = 1.0
+    if args.noise:
+        import math
+        import random
+
+        start = 0
+        if args.noise_state:
+            state = Path(args.noise_state)
+            start = len(state.read_text().splitlines()) if state.exists() else 0
+            with state.open("a", encoding="utf-8") as fh:
+                fh.write(f"{os.getpid()}\n")
+        rng = random.Random(f"{args.noise_seed}-{start}")
+        factor = math.exp(rng.gauss(0.0, args.noise))
+        print(f"stand-in server: launch {start + 1}, throughput factor {factor:.4f}", flush=True)
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *a: object) -> None:
@@ -188,7 +213,12 @@ def main() -> None:
                 elif timing:
                     for rank in range(max(1, len(workers))):
                         print(f"[patchkit] eagle3 verify_ms={verify_ms + rank * 0.1:.1f}", file=sys.stderr, flush=True)
-                self.reply(200, {"text": "ok"})
+                body: dict = {"text": "ok"}
+                if rng is not None:
+                    import math
+
+                    body["factor"] = factor * math.exp(rng.gauss(0.0, args.noise / 4))
+                self.reply(200, body)
             else:
                 self.reply(404, {})
 
