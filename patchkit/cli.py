@@ -402,10 +402,11 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def executor_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[..., Any]:
     """Where launches run: --executor local (in-process, the default) or slurm, and the Slurm options.
 
-    Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins."""
+    Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins.
+    ``slots``: add --slots here (bisect has its own, which is also the search's probes per round)."""
     options: list[Callable[..., Any]] = [
         click.option(
             "--executor",
@@ -437,19 +438,22 @@ def executor_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="slurm: each job's time limit in minutes (default 60); a job past it is recorded interrupted.",
         ),
         click.option(
-            "--slots",
-            type=click.IntRange(min=1),
-            default=None,
-            metavar="K",
-            help="slurm: at most K launches at once (the job array's parallelism; default 1).",
-        ),
-        click.option(
             "--slurm-extra",
             multiple=True,
             metavar="KEY=VALUE",
             help="slurm: a site option passed to sbatch as --KEY=VALUE (account, qos, constraint). Repeatable.",
         ),
     ]
+    if slots:
+        options.append(
+            click.option(
+                "--slots",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="K",
+                help="slurm: at most K launches at once (the job array's parallelism; default 1).",
+            )
+        )
     for option in reversed(options):
         f = option(f)
     return f
@@ -484,6 +488,7 @@ def bench(**kwargs: Any) -> int:
 
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options
 @click.option("--commit", default="HEAD", show_default=True, metavar="REV", help="The commit run against itself.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
 @click.option(
@@ -571,8 +576,13 @@ def compare(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
+    return executor_options(f, slots=False)
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options_without_slots
 @click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
 @click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")

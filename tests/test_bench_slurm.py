@@ -196,45 +196,34 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     assert not {r["executor"]["job_id"] for r in fresh.json["runs"]} & set(submitted)
 
 
-def test_a_hunt_with_2_slots_needs_fewer_rounds_than_with_1(
-    slurm: SlurmCluster, tmp_path: Path, history: History
+def test_a_bisect_with_2_slots_needs_fewer_rounds_than_with_1(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, history: History
 ) -> None:
-    """bench.hunt over base..tip (the unpatchable commit skipped), each round one Slurm array."""
+    """patchkit bisect --executor slurm over base..tip (the unpatchable commit skipped, never submitted):
+    each round of the noise-aware search is one Slurm array of up to --slots jobs."""
     from bench_helpers import bench_table
 
-    from patchkit.bench.cluster import ScheduledMeasure
-    from patchkit.bench.executor import SlurmExecutor, SlurmOptions
-    from patchkit.bench.hunt import hunt
-    from patchkit.bench.session import Session
-    from patchkit.git import Repo
-    from patchkit.manifest import load_manifest
-
     kit = write_bench_kit(tmp_path / "kit", bench=bench_table(warmup=0, repeat=1))
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    found: dict[int, tuple[int | None, int]] = {}
-    with Repo.discover(history.path) as repo:
-        line = [repo.commit(history["base"]), *repo.commit_range(history["base"], history["tip"])]
-        for slots in (1, 2):
-            session = Session.open(
-                repo, [load_manifest(str(kit))], store=str(tmp_path / f"k{slots}.sqlite"),
-                worktree_root_dir=str(shared / "worktrees"), sets={}, repeat=None,
-            )  # fmt: skip
-            session.runs_dir = shared / "bench-runs"
-            executor = SlurmExecutor(SlurmOptions(shared_dir=shared, slots=slots, timeout_min=5), poll_s=0.5)
-            with session.store:
-                measure = ScheduledMeasure(session, line, "baseline", "output_tok_s", executor)
-                report = hunt(len(line), measure, slots=slots, max_launches=4)
-                measure.finish()
-            assert len(measure.rounds) == len(report.rounds)
-            for records in measure.rounds:  # each round one Slurm array; the unpatchable commit never submitted
-                assert len({r.executor["array_job_id"] for r in records if r.executor}) <= 1
-                assert all((r.executor is None) == (r.outcome == "refused") for r in records)
-            found[slots] = (report.first_bad, len(report.rounds))
-    slow = next(i for i, c in enumerate(line) if c.sha == history["slow"])
-    assert found[1][0] == found[2][0] == slow
-    assert found[2][1] < found[1][1]
-    print(f"rounds: slots=1 -> {found[1][1]}, slots=2 -> {found[2][1]}")
+    found = {}
+    for slots in ("1", "2"):
+        shared = tmp_path / f"shared-{slots}"
+        shared.mkdir()
+        store = tmp_path / f"k{slots}.sqlite"
+        result = run_cli(
+            capsys, "bisect", "-m", kit, "--repo", history.path, "--store", store, "--good", history["base"],
+            "--bad", history["tip"], "--metric", "output_tok_s", "--profile", "baseline", "--max-launches", "4",
+            "--executor", "slurm", "--shared-dir", shared, "--timeout-min", "5", "--slots", slots, "--json",
+        )  # fmt: skip
+        assert result.code == 0, result.err
+        assert result.json["first_bad"]["commit"] == history["slow"]
+        found[slots] = result.json["search"]["rounds"]
+        with sqlite3.connect(store) as db:
+            rows = db.execute("SELECT batch, job_id, label FROM submissions").fetchall()
+            arrays = {(batch, job_id.split("_")[0]) for batch, job_id, _ in rows}
+        assert history["break-model"] not in {json.loads(label)["commit"] for _, _, label in rows}
+        assert len(arrays) == len({batch for batch, _ in arrays})  # one Slurm array per round
+    print(f"rounds: --slots 1 -> {found['1']}, --slots 2 -> {found['2']}")
+    assert found["2"] < found["1"]
 
 
 def test_gpus_the_cluster_does_not_have_are_one_line_exit_2(

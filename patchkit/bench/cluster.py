@@ -249,36 +249,34 @@ def run_scheduled(
     return [out[i] for i in sorted(out)]
 
 
-class ScheduledMeasure:
-    """``measure(positions)`` for ``bench.hunt``: each round one batch of Slurm jobs, one per position.
+class ScheduledRounds:
+    """A search's launches on Slurm, one round at a time: ``round(commits)`` is one batch (one array).
 
-    The hunt is deterministic given its values, so a re-run of a killed bisect asks the same rounds
-    again: round ``i`` is the sub-batch ``<bisect batch>/round-i``, whose collected launches are read
-    back and whose submitted ones are reattached, so no launch is paid for twice.  A launch that is not
-    ``ok`` (refused, failed, interrupted) gives None: the hunt skips that commit."""
+    A search is deterministic given its values, so a re-run of a killed bisect asks the same rounds
+    again: round ``i`` is the sub-batch ``<search batch>/round-i``, whose collected launches are read
+    back and whose submitted ones are reattached, so no launch is paid for twice."""
 
     def __init__(
         self,
         session: Session,
-        line: Sequence[Commit],
         profile: str,
-        metric: str,
         executor: SlurmExecutor,
         *,
-        command: str = "bisect",
+        command: str,
+        identity: Sequence[str],
         note: Callable[[str], None] = lambda line: None,
         on_record: Callable[[RunRecord], None] = lambda record: None,
     ) -> None:
-        self.session, self.line, self.profile, self.metric = session, line, profile, metric
-        self.executor, self.command, self.note, self.on_record = executor, command, note, on_record
-        key = batch_key(command, [c.sha for c in line] + [profile, metric], executor.options)
+        self.session, self.profile, self.executor = session, profile, executor
+        self.command, self.note, self.on_record = command, note, on_record
+        key = batch_key(command, [*identity, profile], executor.options)
         self.batch, self.resumed = session.store.open_batch(key, command)
         self.rounds: list[list[RunRecord]] = []  # each round's records, in the order asked
 
-    def __call__(self, positions: Sequence[int]) -> list[float | None]:
+    def round(self, commits: Sequence[Commit]) -> list[RunRecord]:
         records = run_scheduled(
             self.session,
-            [(self.line[p], self.profile) for p in positions],
+            [(commit, self.profile) for commit in commits],
             self.executor,
             command=self.command,
             batch=f"{self.batch}/round-{len(self.rounds) + 1}",
@@ -286,8 +284,40 @@ class ScheduledMeasure:
             on_record=self.on_record,
         )
         self.rounds.append(records)
-        return [r.median(self.metric) if r.outcome is Outcome.OK else None for r in records]
+        return records
 
     def finish(self) -> None:
-        """The search is over: a later run of the same bisect starts afresh."""
+        """The search is over: a later run of the same command starts afresh."""
         self.session.store.finish_batch(self.batch)
+
+
+def scheduled_executor(
+    session: Session,
+    *,
+    executor: str,
+    worktree_root: str | None,
+    shared_dir: str | None,
+    slurm_partition: str | None,
+    gpus_per_job: int | None,
+    timeout_min: int | None,
+    slots: int | None,
+    slurm_extra: Sequence[str],
+) -> SlurmExecutor | None:
+    """The verbs' one entry: the Slurm executor their options ask for (None: local), with the session's
+    worktrees and run directories moved onto the shared directory, which the jobs read."""
+    options = slurm_options(
+        session.config,
+        executor=executor,
+        shared_dir=shared_dir,
+        partition=slurm_partition,
+        gpus_per_job=gpus_per_job,
+        timeout_min=timeout_min,
+        slots=slots,
+        extra=slurm_extra,
+    )
+    if options is None:
+        return None
+    if worktree_root is None:
+        session.root = options.shared_dir / "worktrees"
+    session.runs_dir = options.shared_dir / "bench-runs"
+    return SlurmExecutor(options)

@@ -204,6 +204,46 @@ def pending_table(rows: Sequence[dict[str, Any]]) -> Grid:
     return table
 
 
+# -- Slurm (--executor slurm) ------------------------------------------------------------
+
+SUBMITTER_INTERRUPTED = "interrupted: the submitted jobs keep running; run the same command again to collect them"
+
+
+class _Note:
+    """What the submitter does (submitted, collecting, a job's state changes): as progress goes."""
+
+    def __init__(self, console: Console, verb: str, quiet: bool) -> None:
+        self.console, self.verb, self.quiet = console, verb, quiet
+
+    def __call__(self, line: str, *, always: bool = False) -> None:
+        if self.console.is_terminal and not self.quiet:
+            say(self.console, line, "dim")
+        elif always and not self.quiet:
+            say(self.console, line)
+        else:  # off a terminal, or stdout is JSON: timestamped on stderr, like the phases of a local run
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{stamp} {self.verb} slurm: {line}", file=sys.stderr, flush=True)
+
+
+def slurm_lines(
+    console: Console, records: list[RunRecord], *, verb: str, quiet: bool
+) -> tuple[Callable[[RunRecord], None], _Note]:
+    """``(show, note)`` for a verb on Slurm: each collected record appended to ``records`` and printed
+    with its job id and node; the submitter's notes as progress."""
+
+    def show(record: RunRecord) -> None:
+        records.append(record)
+        if not quiet:
+            say(console, run_line(record) + _where(record))
+
+    return show, _Note(console, verb, quiet)
+
+
+def _where(record: RunRecord) -> str:
+    job = record.executor or {}
+    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
+
+
 # -- compare ----------------------------------------------------------------------------
 
 

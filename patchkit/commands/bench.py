@@ -17,17 +17,24 @@ back in the same order, and Ctrl-C stops only the waiting.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.bench.cluster import run_scheduled, slurm_options
-from patchkit.bench.executor import SlurmExecutor, SlurmOptions
+from patchkit.bench.cluster import run_scheduled, scheduled_executor
+from patchkit.bench.executor import SlurmExecutor
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
-from patchkit.commands._bench_output import explain_lines, progress, results_table, run_line, say, table_rows
+from patchkit.commands._bench_output import (
+    SUBMITTER_INTERRUPTED,
+    explain_lines,
+    progress,
+    results_table,
+    run_line,
+    say,
+    slurm_lines,
+    table_rows,
+)
 from patchkit.errors import ExitCode
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
@@ -75,15 +82,16 @@ def bench(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
-        options = slurm_options(
-            session.config,
+        scheduled = scheduled_executor(
+            session,
             executor=executor,
+            worktree_root=worktree_root,
             shared_dir=shared_dir,
-            partition=slurm_partition,
+            slurm_partition=slurm_partition,
             gpus_per_job=gpus_per_job,
             timeout_min=timeout_min,
             slots=slots,
-            extra=slurm_extra,
+            slurm_extra=slurm_extra,
         )
         count = launches or session.config.launches
         order = launch_order(targets, chosen, count, interleave=not no_interleave)
@@ -91,10 +99,8 @@ def bench(
         interrupted = False
         with session.store, progress(console, "bench", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
-            if options is not None:
-                if worktree_root is None:  # the jobs read the trees: they go on the shared directory
-                    session.root = options.shared_dir / "worktrees"
-                interrupted = _on_slurm(session, options, order, records, console, quiet=json_out)
+            if scheduled is not None:
+                interrupted = _on_slurm(session, scheduled, order, records, console, quiet=json_out)
             else:
                 try:
                     for commit, profile in order:
@@ -128,7 +134,7 @@ def bench(
 
 def _on_slurm(
     session: Session,
-    options: SlurmOptions,
+    executor: SlurmExecutor,
     pairs: Sequence[tuple[Commit, str]],
     records: list[RunRecord],
     console: Console,
@@ -139,38 +145,15 @@ def _on_slurm(
 
     Ctrl-C or SIGTERM here stops only the waiting: the jobs keep running on the cluster and the same
     command, run again, collects them."""
-    session.runs_dir = options.shared_dir / "bench-runs"
-    executor = SlurmExecutor(options)
-
-    def show(record: RunRecord) -> None:
-        records.append(record)
-        if not quiet:
-            say(console, run_line(record) + _where(record))
-
-    def note(line: str) -> None:
-        """What the submitter does (submitted, collecting, a job's state changes): as progress goes."""
-        if console.is_terminal and not quiet:
-            say(console, line, "dim")
-        else:  # off a terminal, or stdout is JSON: timestamped on stderr, like the phases of a local run
-            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            print(f"{stamp} bench slurm: {line}", file=sys.stderr, flush=True)
+    show, note = slurm_lines(console, records, verb="bench", quiet=quiet)
 
     try:
         ordered = run_scheduled(session, pairs, executor, command="bench", note=note, on_record=show)
     except KeyboardInterrupt:
-        line = "interrupted: the submitted jobs keep running; run the same command again to collect them"
-        if quiet:  # stdout is the JSON document
-            print(line, file=sys.stderr)
-        else:
-            say(console, line)
+        note(SUBMITTER_INTERRUPTED, always=True)
         return True
     records[:] = ordered
     return False
-
-
-def _where(record: RunRecord) -> str:
-    job = record.executor or {}
-    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
 
 
 def launch_order(

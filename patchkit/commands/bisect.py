@@ -30,8 +30,10 @@ from typing import TYPE_CHECKING, Literal
 
 from patchkit.bench.bisect import Measurement, Step, criterion
 from patchkit.bench.bisect import bisect as search
+from patchkit.bench.cluster import ScheduledRounds, scheduled_executor
+from patchkit.bench.record import RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
-from patchkit.commands._bench_output import progress, say, show_bisect, step_line
+from patchkit.commands._bench_output import SUBMITTER_INTERRUPTED, progress, say, show_bisect, slurm_lines, step_line
 from patchkit.engine.check import check_range
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
@@ -65,14 +67,20 @@ def bisect(
     max_launches: int = 10,
     slots: int = 1,
     threshold: float = 0.0,
+    executor: str = "local",
+    shared_dir: str | None = None,
+    slurm_partition: str | None = None,
+    gpus_per_job: int | None = None,
+    timeout_min: int | None = None,
+    slurm_extra: Sequence[str] = (),
 ) -> int:
     given = [(k, v) for k, v in (("min", min_value), ("max", max_value), ("ratio", ratio)) if v is not None]
     if len(given) > 1:
         raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
-    if slots > LOCAL_SLOTS:
+    if slots > LOCAL_SLOTS and executor == "local":
         raise UsageError(
             f"--slots {slots}: the local executor runs one launch at a time (1 slot)",
-            hint="drop --slots, or run the bisect through an executor with that many slots",
+            hint="drop --slots, or add --executor slurm (each round one job array of up to K jobs)",
         )
     kind: Literal["min", "max", "ratio"] | None = given[0][0] if given else None  # type: ignore[assignment]
     bound = given[0][1] if given else None
@@ -106,8 +114,27 @@ def bisect(
                 )
 
         def measure(commit: Commit) -> Measurement:
-            record = session.run(commit, chosen)
+            return measured(session.run(commit, chosen))
+
+        def measured(record: RunRecord) -> Measurement:
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
+
+        cluster = scheduled_executor(
+            session,
+            executor=executor,
+            worktree_root=worktree_root,
+            shared_dir=shared_dir,
+            slurm_partition=slurm_partition,
+            gpus_per_job=gpus_per_job,
+            timeout_min=timeout_min,
+            slots=slots,
+            slurm_extra=slurm_extra,
+        )
+        rounds: ScheduledRounds | None = None
+        if cluster is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
+            _, note = slurm_lines(console, [], verb="bisect", quiet=json_out)
+            identity = [good_c.sha, bad_c.sha, the_metric.name, str(max_launches), str(threshold)]
+            rounds = ScheduledRounds(session, chosen, cluster, command="bisect", identity=identity, note=note)
 
         from patchkit.bench.provenance import host_facts
         from patchkit.bench.verdict import Noise
@@ -147,8 +174,15 @@ def bisect(
                     max_launches=max_launches,
                     noise=prior,
                     threshold=threshold,
+                    measure_many=None if rounds is None else (lambda cs: [measured(r) for r in rounds.round(cs)]),
                 )
-            except Interrupted as stop:
+                if rounds is not None:
+                    rounds.finish()
+            except KeyboardInterrupt as stop:
+                if not isinstance(stop, Interrupted):  # the submitter, waiting on Slurm: the jobs go on
+                    say(console, SUBMITTER_INTERRUPTED, "bold yellow")
+                    return 130
+
                 say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")
                 code = 130
         if code:
