@@ -97,7 +97,8 @@ def test_a_2x2_matrix_is_one_job_array_and_runs_shows_the_job_ids(
     medians = {(r["commit"]["sha"], r["profile"]): r["stats"]["output_tok_s"]["median"] for r in runs}
     assert medians[(history["slow"], "baseline")] < medians[(history["base"], "baseline")]
     listed = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json")
-    assert [r["executor"]["job_id"] for r in listed.json["runs"]] == [j["job_id"] for j in jobs]
+    by_run = {r["run"]: r["executor"]["job_id"] for r in listed.json["runs"]}  # stored as the jobs finished
+    assert by_run == {r["run"]: r["executor"]["job_id"] for r in runs}
     table = run_cli(capsys, "runs", "--repo", history.path, "--store", store)
     for job in jobs:
         assert job["job_id"] in table.out
@@ -224,6 +225,43 @@ def test_a_bisect_with_2_slots_needs_fewer_rounds_than_with_1(
         assert len(arrays) == len({batch for batch, _ in arrays})  # one Slurm array per round
     print(f"rounds: --slots 1 -> {found['1']}, --slots 2 -> {found['2']}")
     assert found["2"] < found["1"]
+
+
+def test_a_killed_bisect_rerun_reads_its_rounds_back(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, history: History
+) -> None:
+    from bench_helpers import bench_table
+
+    kit = write_bench_kit(tmp_path / "kit", bench=bench_table(warmup=0, repeat=1))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    store = tmp_path / "bench.sqlite"
+    command = [
+        "bisect", "-m", str(kit), "--repo", str(history.path), "--store", str(store), "--good", history["base"],
+        "--bad", history["tip"], "--metric", "output_tok_s", "--profile", "baseline", "--max-launches", "4",
+        "--executor", "slurm", "--shared-dir", str(shared), "--timeout-min", "5", "--slots", "2", "--json",
+    ]  # fmt: skip
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while len({r["job_id"].split("_")[0] for r in submissions(store)}) < 3 and time.monotonic() < deadline:
+        assert first.poll() is None, first.communicate()
+        time.sleep(0.3)
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    before = {r["job_id"] for r in submissions(store)}
+    again = run_cli(capsys, *command)
+    assert again.code == 0, again.err
+    assert again.json["first_bad"]["commit"] == history["slow"]
+    after = submissions(store)
+    assert before <= {r["job_id"] for r in after}  # the killed run's jobs were collected, none submitted again
+    with sqlite3.connect(store) as db:
+        twice = db.execute(
+            "SELECT json_extract(record, '$.executor.job_id') AS job, count(*) FROM runs "
+            "WHERE job IS NOT NULL GROUP BY job HAVING count(*) > 1"
+        )
+        assert twice.fetchall() == []  # no job's run stored twice
+        batches = [b for (b,) in db.execute("SELECT batch FROM batches WHERE batch NOT LIKE '%/%'")]
+    assert len(batches) == 1  # the re-run resumed the killed bisect's batch
 
 
 def test_gpus_the_cluster_does_not_have_are_one_line_exit_2(

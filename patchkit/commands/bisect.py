@@ -12,8 +12,8 @@ BAD's) while the data cannot tell which side it is on, up to
 ``--max-launches``; the answer is a first bad commit with the evidence, or a
 range it could not narrow with why.  The host's ``patchkit noise`` spread for
 the profile and metric is the prior.  ``--slots K`` probes K commits per
-round where the executor can run K jobs at once; the local executor has one
-slot, so K > 1 is refused here (the cluster executor lends more).
+round; the local executor has one slot, so K > 1 needs ``--executor slurm``
+(each round one job array, ``bench.cluster.ScheduledRounds``).
 
 Optional criteria, checked on the first launches of GOOD and BAD: ``--min X``
 (bad when the median is below X), ``--max X`` (bad when above X), ``--ratio
