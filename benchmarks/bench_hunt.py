@@ -132,11 +132,6 @@ def main() -> int:
         for s in map(float, args.noises.split(","))
     ]
     started = time.perf_counter()
-    if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(run_cell, cells, [args] * len(cells)))
-    else:
-        results = [run_cell(c, args) for c in cells]
     print(
         f"bench_hunt: {args.seeds} seeds per cell, {args.runs} client runs per launch (within-launch sigma/4), "
         f"noise prior from an A/A of {args.aa} launches, max {args.max_launches} launches per commit, "
@@ -148,8 +143,10 @@ def main() -> int:
         f"{'starts':>6} | {'rounds K=1':>10} {'K=4':>5} {'ratio':>5}  targets"
     )
     print(header)
-    print("-" * len(header))
+    print("-" * len(header), flush=True)
     failures = []
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
+    results = pool.map(run_cell, cells, [args] * len(cells)) if pool else (run_cell(c, args) for c in cells)
     for cell, r in zip(cells, results, strict=True):
         ratio = r["k1_starts"] / r["base_starts"]
         rounds = r["k4_rounds"] / r["k1_rounds"]
@@ -166,8 +163,11 @@ def main() -> int:
             f"{r['base_wrong']:>10.1%} {r['base_starts']:>6.1f} | "
             f"{r['k1_wrong']:>8.1%} {r['k1_unknown']:>7.1%} {r['k1_starts']:>6.1f} {ratio:>6.2f} | "
             f"{r['k4_wrong']:>9.1%} {r['k4_unknown']:>7.1%} {r['k4_starts']:>6.1f} | "
-            f"{r['k1_rounds']:>10.1f} {r['k4_rounds']:>5.1f} {rounds:>5.2f}  {' '.join(checks) or 'ok'}"
+            f"{r['k1_rounds']:>10.1f} {r['k4_rounds']:>5.1f} {rounds:>5.2f}  {' '.join(checks) or 'ok'}",
+            flush=True,
         )
+    if pool is not None:
+        pool.shutdown()
     print(f"({time.perf_counter() - started:.0f} s)  starts target applies where d >= 4 sigma")
     for line in failures:
         print("MISSED", line)

@@ -253,6 +253,7 @@ def bisect(
         on_round=on_round,
         skipped=[index[sha] for sha in skips],
         initial={0: [good_value], len(line) - 1: [last]},
+        label=lambda p: line[p].short,
     )
     settle(report.measured)
     return _report(line, report, steps, skips, good_value, slots=slots, max_launches=max_launches, alpha=alpha)

@@ -42,9 +42,10 @@ on, like a commit ``git bisect`` cannot test).
    bad commit, with why.  A single commit is never answered with less than
    ``1 - alpha`` posterior mass.
 
-Only the endpoint check and the evidence call ``judge`` (scipy); the posterior
-is closed-form arithmetic, which keeps ``benchmarks/bench_hunt.py`` fast while
-it drives this same code.
+Only the endpoint check and the evidence call ``judge``; the posterior is
+closed-form, every split at once in numpy (with scipy's Student-t for the
+direction of the step), which keeps ``benchmarks/bench_hunt.py`` fast while it
+drives this same code.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ import itertools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
 
 from patchkit.bench.verdict import Call, Noise, Verdict, judge, pooled_noise
 
@@ -123,6 +127,7 @@ def hunt(
     on_round: Callable[[Round, Sequence[Side]], None] | None = None,
     skipped: Collection[int] = (),
     initial: Mapping[int, Sequence[float | None]] | None = None,
+    label: Callable[[int], str] = str,
 ) -> HuntReport:
     """Search positions ``0..size-1`` (GOOD at 0, BAD at ``size - 1``) for the first bad one.
 
@@ -131,7 +136,8 @@ def hunt(
     called after each round (progress output).  ``skipped``: positions known
     not to be measurable (their patches cannot apply): never measured, still
     candidates.  ``initial``: launches already measured per position (they
-    count in the posterior, not in ``starts``).
+    count in the posterior, not in ``starts``).  ``label`` names a position in
+    the ``why`` of a range (the bisect passes the commit's short id).
     """
     if size < 2:
         raise ValueError(f"a hunt needs GOOD and BAD: size {size} < 2")
@@ -252,10 +258,10 @@ def hunt(
                 )
         lo, hi = post.credible(alpha)
         if max_rounds is not None and len(rounds) >= max_rounds:
-            return _range(report, state, post, lo, hi, ends, f"{max_rounds} rounds spent", max_launches)
+            return _range(report, state, post, lo, hi, ends, f"{max_rounds} rounds spent", max_launches, label)
         picks = state.picks(slots, max_launches, alpha, post=post)
         if not picks:
-            return _range(report, state, post, lo, hi, ends, "no launch left could narrow it", max_launches)
+            return _range(report, state, post, lo, hi, ends, "no launch left could narrow it", max_launches, label)
         run([p for p, _ in picks], [w for _, w in picks])
 
 
@@ -268,13 +274,14 @@ def _range(
     ends: Verdict | None,
     reason: str,
     max_launches: int,
+    label: Callable[[int], str],
 ) -> HuntReport:
     unclear = [
-        f"{p} (P(bad) {post.cdf(p):.3f}, {len(state.values(p))} launches)"
+        f"{label(p)} (P(bad) {post.cdf(p):.3f}, {len(state.values(p))} launches)"
         for p in state.measured_positions()
         if lo - 1 <= p <= hi and alpha_unclear(post.cdf(p)) and len(state.values(p)) >= max_launches
     ]
-    skipped = [str(p) for p in sorted(state.skipped) if lo <= p <= hi]
+    skipped = [label(p) for p in sorted(state.skipped) if lo <= p <= hi]
     parts = [reason]
     if unclear:
         parts.append(f"unclear at max launches: {', '.join(unclear)}")
@@ -368,11 +375,11 @@ class _State:
         def room(p: int) -> bool:
             return p not in self.skipped and self.counts.get(p, 0) + pending.get(p, 0) < max_launches
 
+        doubt = {p: min(c, 1 - c) for p, c in zip(post.marks, post.cum, strict=True)}  # cdf(marks[j]) = cum[j]
         unclear = sorted(
-            (p for p in self.counts if 0 < p < self.size - 1 or speculative),
-            key=lambda p: -min(post.cdf(p), 1 - post.cdf(p)),
+            (p for p in post.marks if (0 < p < self.size - 1 or speculative) and doubt[p] > alpha * 1e-3),
+            key=lambda p: -doubt[p],
         )
-        unclear = [p for p in unclear if min(post.cdf(p), 1 - post.cdf(p)) > alpha * 1e-3]
         for i in range(1, slots + 1):
             q = i / (slots + 1)
             c = post.quantile(q)
@@ -428,35 +435,27 @@ class _Posterior:
         marks = state.measured_positions()
         if len(marks) < 2 or marks[0] != 0 or marks[-1] != state.size - 1:
             raise ValueError("the posterior needs GOOD and BAD measured")
-        n_all = sum(state.counts[p] for p in marks)
-        s_all = sum(state.sums[p] for p in marks)
-        q_all = sum(state.squares[p] for p in marks)
+        n = np.array([state.counts[p] for p in marks], dtype=float)
+        s1 = np.array([state.sums[p] for p in marks])
+        s2 = np.array([state.squares[p] for p in marks])
+        n_all, s_all, q_all = n.sum(), s1.sum(), s2.sum()
         power = (state.prior_df + n_all - 2) / 2
-        logs: list[float] = []
-        n_l = s_l = q_l = 0.0
-        for j in range(len(marks) - 1):
-            p = marks[j]
-            n_l += state.counts[p]
-            s_l += state.sums[p]
-            q_l += state.squares[p]
-            n_r, s_r, q_r = n_all - n_l, s_all - s_l, q_all - q_l
-            ss = max(q_l - s_l * s_l / n_l, 0.0) + max(q_r - s_r * s_r / n_r, 0.0)
-            width = marks[j + 1] - p
-            # Launches that repeat to the last digit (a deterministic stand-in) leave no spread at all: a floor
-            # far below any real noise keeps the arithmetic finite and lets such data decide at once.
-            total = max(state.prior_ss + ss, FLOOR * n_all)
-            like = -0.5 * math.log(n_l * n_r) - power * math.log(total)
-            if state.sign and power > 0:
-                # The step goes the way BAD differs from GOOD: the posterior of (right mean - left mean) under
-                # this split, on that side of zero (normal approximation of its Student-t).
-                scale = math.sqrt(total / (2 * power) * (1 / n_l + 1 / n_r))
-                z = state.sign * (s_r / n_r - s_l / n_l) / scale
-                like += math.log(max(0.5 * math.erfc(-z / math.sqrt(2)), 1e-300))
-            logs.append(like + math.log(width))
-        top = max(logs)
-        weights = [math.exp(v - top) for v in logs]
-        norm = sum(weights)
-        return cls(marks=tuple(marks), masses=tuple(w / norm for w in weights))
+        # Split j: GOOD's side is marks[0..j], BAD's marks[j+1..]; every split at once.
+        n_l, s_l, q_l = np.cumsum(n)[:-1], np.cumsum(s1)[:-1], np.cumsum(s2)[:-1]
+        n_r, s_r, q_r = n_all - n_l, s_all - s_l, q_all - q_l
+        ss = np.maximum(q_l - s_l * s_l / n_l, 0.0) + np.maximum(q_r - s_r * s_r / n_r, 0.0)
+        # Launches that repeat to the last digit (a deterministic stand-in) leave no spread at all: a floor far
+        # below any real noise keeps the arithmetic finite and lets such data decide at once.
+        total = np.maximum(state.prior_ss + ss, FLOOR * n_all)
+        logs = -0.5 * np.log(n_l * n_r) - power * np.log(total) + np.log(np.diff(np.array(marks, dtype=float)))
+        if state.sign and power > 0:
+            # The step goes the way BAD differs from GOOD: the posterior of (BAD's mean - GOOD's) under this split,
+            # a Student-t with 2 * power degrees of freedom, on that side of zero.
+            scale = np.sqrt(total / (2 * power) * (1 / n_l + 1 / n_r))
+            logs = logs + stats.t.logcdf(state.sign * (s_r / n_r - s_l / n_l) / scale, 2 * power)
+        weights = np.exp(logs - logs.max())
+        weights /= weights.sum()
+        return cls(marks=tuple(marks), masses=tuple(weights.tolist()))
 
     def best_single(self) -> tuple[int, float] | None:
         """The single position with the most mass, among gaps one commit wide."""
