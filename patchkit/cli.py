@@ -481,9 +481,10 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
 )
 def bench(**kwargs: Any) -> int:
     """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bench import bench as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
 
 
 @cli.command(epilog=BENCH_EXIT_HELP)
@@ -514,9 +515,10 @@ def noise(**kwargs: Any) -> int:
     come out different). The spread is stored for the host and profile, and
     compare and bisect use it as the prior where a side has few launches.
     """
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.noise import noise as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
 
 
 @cli.command()
@@ -645,9 +647,10 @@ def bisect(**kwargs: Any) -> int:
     is stored. The host's `patchkit noise` spread is the prior. Exit 0 when a
     first bad commit is found, 1 for a range or no answer.
     """
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bisect import bisect as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs, keep=("slots",)), **kwargs)
 
 
 def _usage_line(exc: click.ClickException) -> str:

@@ -295,3 +295,19 @@ def test_sigterm_to_the_submitter_leaves_the_jobs_running_for_the_rerun(
     again = run_cli(capsys, *command, "--json")
     assert again.code == 0, again.err
     assert [r["executor"]["job_id"] for r in again.json["runs"]] == [job_id]
+
+
+def test_noise_on_slurm_runs_its_launches_as_one_array(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    store = shared.parent / "bench.sqlite"
+    result = run_cli(
+        capsys, "noise", "-m", manifest, "--repo", history.path, "--store", store, "--commit", history["base"],
+        "--profile", "baseline", "--launches", "3", "--executor", "slurm", "--shared-dir", shared, "--slots", "2",
+        "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    jobs = [r["job_id"] for r in submissions(store)]
+    assert len(jobs) == 3 and len({j.split("_")[0] for j in jobs}) == 1
+    (profile,) = result.json["profiles"]
+    assert {row["launches"] for row in profile["metrics"]} == {3}

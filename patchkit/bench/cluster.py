@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -291,29 +291,43 @@ class ScheduledRounds:
         self.session.store.finish_batch(self.batch)
 
 
-def scheduled_executor(
-    session: Session,
-    *,
-    executor: str,
-    worktree_root: str | None,
-    shared_dir: str | None,
-    slurm_partition: str | None,
-    gpus_per_job: int | None,
-    timeout_min: int | None,
-    slots: int | None,
-    slurm_extra: Sequence[str],
-) -> SlurmExecutor | None:
+@dataclass(frozen=True)
+class ClusterArgs:
+    """The Slurm options of a verb (``--executor`` and the rest), as the command line gave them."""
+
+    executor: str = "local"
+    shared_dir: str | None = None
+    slurm_partition: str | None = None
+    gpus_per_job: int | None = None
+    timeout_min: int | None = None
+    slots: int | None = None
+    slurm_extra: tuple[str, ...] = ()
+
+    @classmethod
+    def take(cls, kwargs: dict[str, Any], *, keep: Sequence[str] = ()) -> ClusterArgs:
+        """Pop these options out of a verb's keyword arguments (``keep``: also left there for the verb)."""
+        names = [f.name for f in fields(cls)]
+        values = {n: (kwargs[n] if n in keep else kwargs.pop(n)) for n in names if n in kwargs}
+        if "slurm_extra" in values:
+            values["slurm_extra"] = tuple(values["slurm_extra"])
+        return cls(**values)
+
+
+LOCAL = ClusterArgs()  # the default: in-process, one slot
+
+
+def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> SlurmExecutor | None:
     """The verbs' one entry: the Slurm executor their options ask for (None: local), with the session's
     worktrees and run directories moved onto the shared directory, which the jobs read."""
     options = slurm_options(
         session.config,
-        executor=executor,
-        shared_dir=shared_dir,
-        partition=slurm_partition,
-        gpus_per_job=gpus_per_job,
-        timeout_min=timeout_min,
-        slots=slots,
-        extra=slurm_extra,
+        executor=args.executor,
+        shared_dir=args.shared_dir,
+        partition=args.slurm_partition,
+        gpus_per_job=args.gpus_per_job,
+        timeout_min=args.timeout_min,
+        slots=args.slots,
+        extra=args.slurm_extra,
     )
     if options is None:
         return None

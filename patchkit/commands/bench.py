@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.bench.cluster import run_scheduled, scheduled_executor
+from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
 from patchkit.bench.executor import SlurmExecutor
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
@@ -59,13 +59,7 @@ def bench(
     store: str | None,
     console: Console,
     allow_dirty: bool = False,
-    executor: str = "local",
-    shared_dir: str | None = None,
-    slurm_partition: str | None = None,
-    gpus_per_job: int | None = None,
-    timeout_min: int | None = None,
-    slots: int | None = None,
-    slurm_extra: Sequence[str] = (),
+    cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
     launches: int | None = None,
     no_interleave: bool = False,
 ) -> int:
@@ -82,17 +76,7 @@ def bench(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
-        scheduled = scheduled_executor(
-            session,
-            executor=executor,
-            worktree_root=worktree_root,
-            shared_dir=shared_dir,
-            slurm_partition=slurm_partition,
-            gpus_per_job=gpus_per_job,
-            timeout_min=timeout_min,
-            slots=slots,
-            slurm_extra=slurm_extra,
-        )
+        scheduled = scheduled_executor(session, cluster, worktree_root=worktree_root)
         count = launches or session.config.launches
         order = launch_order(targets, chosen, count, interleave=not no_interleave)
         records: list[RunRecord] = []

@@ -25,12 +25,13 @@ GOOD in the worse direction by the verdict.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from patchkit.bench.bisect import Measurement, Step, criterion
 from patchkit.bench.bisect import bisect as search
-from patchkit.bench.cluster import ScheduledRounds, scheduled_executor
+from patchkit.bench.cluster import LOCAL, ClusterArgs, ScheduledRounds, scheduled_executor
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.commands._bench_output import SUBMITTER_INTERRUPTED, progress, say, show_bisect, slurm_lines, step_line
@@ -67,17 +68,12 @@ def bisect(
     max_launches: int = 10,
     slots: int = 1,
     threshold: float = 0.0,
-    executor: str = "local",
-    shared_dir: str | None = None,
-    slurm_partition: str | None = None,
-    gpus_per_job: int | None = None,
-    timeout_min: int | None = None,
-    slurm_extra: Sequence[str] = (),
+    cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
 ) -> int:
     given = [(k, v) for k, v in (("min", min_value), ("max", max_value), ("ratio", ratio)) if v is not None]
     if len(given) > 1:
         raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
-    if slots > LOCAL_SLOTS and executor == "local":
+    if slots > LOCAL_SLOTS and cluster.executor == "local":
         raise UsageError(
             f"--slots {slots}: the local executor runs one launch at a time (1 slot)",
             hint="drop --slots, or add --executor slurm (each round one job array of up to K jobs)",
@@ -119,22 +115,12 @@ def bisect(
         def measured(record: RunRecord) -> Measurement:
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
 
-        cluster = scheduled_executor(
-            session,
-            executor=executor,
-            worktree_root=worktree_root,
-            shared_dir=shared_dir,
-            slurm_partition=slurm_partition,
-            gpus_per_job=gpus_per_job,
-            timeout_min=timeout_min,
-            slots=slots,
-            slurm_extra=slurm_extra,
-        )
+        slurm = scheduled_executor(session, replace(cluster, slots=slots), worktree_root=worktree_root)
         rounds: ScheduledRounds | None = None
-        if cluster is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
+        if slurm is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
             _, note = slurm_lines(console, [], verb="bisect", quiet=json_out)
             identity = [good_c.sha, bad_c.sha, the_metric.name, str(max_launches), str(threshold)]
-            rounds = ScheduledRounds(session, chosen, cluster, command="bisect", identity=identity, note=note)
+            rounds = ScheduledRounds(session, chosen, slurm, command="bisect", identity=identity, note=note)
 
         from patchkit.bench.provenance import host_facts
         from patchkit.bench.verdict import Noise

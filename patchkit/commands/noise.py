@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.cluster import run_scheduled, scheduled_executor
+from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
 from patchkit.bench.compare import launch_values
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
@@ -54,13 +54,7 @@ def noise(
     store: str | None,
     console: Console,
     allow_dirty: bool = False,
-    executor: str = "local",
-    shared_dir: str | None = None,
-    slurm_partition: str | None = None,
-    gpus_per_job: int | None = None,
-    timeout_min: int | None = None,
-    slots: int | None = None,
-    slurm_extra: Sequence[str] = (),
+    cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
 ) -> int:
     if launches < 3:
         raise UsageError(f"--launches {launches}: an A/A run needs at least 3 launches", hint="e.g. --launches 10")
@@ -77,29 +71,17 @@ def noise(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
-        cluster = scheduled_executor(
-            session,
-            executor=executor,
-            worktree_root=worktree_root,
-            shared_dir=shared_dir,
-            slurm_partition=slurm_partition,
-            gpus_per_job=gpus_per_job,
-            timeout_min=timeout_min,
-            slots=slots,
-            slurm_extra=slurm_extra,
-        )
+        slurm = scheduled_executor(session, cluster, worktree_root=worktree_root)
         records: dict[str, list[RunRecord]] = {p: [] for p in chosen}
         interrupted = False
         with session.store, progress(console, "noise", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
             try:
-                if cluster is not None:  # every launch one Slurm job, up to --slots at once
+                if slurm is not None:  # every launch one Slurm job, up to --slots at once
                     done: list[RunRecord] = []
                     show_one, note = slurm_lines(console, done, verb="noise", quiet=json_out)
                     pairs = [(target, profile) for _ in range(launches) for profile in chosen]
-                    for record in run_scheduled(
-                        session, pairs, cluster, command="noise", note=note, on_record=show_one
-                    ):
+                    for record in run_scheduled(session, pairs, slurm, command="noise", note=note, on_record=show_one):
                         records[record.profile].append(record)
                 else:
                     for _ in range(launches):
