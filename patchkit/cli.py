@@ -374,7 +374,8 @@ Exit codes:
   3  internal error (a bug; the crash line names a log file with the
      traceback, versions and command line)
   130 interrupted (Ctrl-C or SIGTERM): the server group was stopped and
-      the run stored as `interrupted`
+      the run stored as `interrupted` (--executor slurm: the jobs keep
+      running; the same command, run again, collects them)
 """
 
 STORE_HELP = (
@@ -425,8 +426,66 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[..., Any]:
+    """Where launches run: --executor local (in-process, the default) or slurm, and the Slurm options.
+
+    Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins.
+    ``slots``: add --slots here (bisect has its own, which is also the search's probes per round)."""
+    options: list[Callable[..., Any]] = [
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "slurm"]),
+            default="local",
+            show_default=True,
+            help="local: each launch in this process, one at a time. slurm: each launch one Slurm job (submitit).",
+        ),
+        click.option(
+            "--shared-dir",
+            default=None,
+            metavar="DIR",
+            help="slurm: a directory every node sees at the same path; worktrees, run dirs and submitit's "
+            "folder go there. Checked before anything is submitted.",
+        ),
+        click.option("--slurm-partition", default=None, metavar="NAME", help="slurm: the partition to submit to."),
+        click.option(
+            "--gpus-per-job",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="N",
+            help="slurm: GPUs per launch (default: the profile's `tp` variable when it has one; 0: none).",
+        ),
+        click.option(
+            "--timeout-min",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="MIN",
+            help="slurm: each job's time limit in minutes (default 60); a job past it is recorded interrupted.",
+        ),
+        click.option(
+            "--slurm-extra",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="slurm: a site option passed to sbatch as --KEY=VALUE (account, qos, constraint). Repeatable.",
+        ),
+    ]
+    if slots:
+        options.append(
+            click.option(
+                "--slots",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="K",
+                help="slurm: at most K launches at once (the job array's parallelism; default 1).",
+            )
+        )
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options
 @click.option(
     "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
 )
@@ -446,13 +505,15 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
 )
 def bench(**kwargs: Any) -> int:
     """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bench import bench as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
 
 
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options
 @click.option("--commit", default="HEAD", show_default=True, metavar="REV", help="The commit run against itself.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
 @click.option(
@@ -478,15 +539,21 @@ def noise(**kwargs: Any) -> int:
     come out different). The spread is stored for the host and profile, and
     compare and bisect use it as the prior where a side has few launches.
     """
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.noise import noise as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
 
 
 @cli.command()
 @repo_option
 @click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@click.option(
+    "--pending",
+    is_flag=True,
+    help="Instead: the launches submitted to Slurm and not collected yet, with their Slurm states now.",
+)
 @store_option
 @json_option
 @click.option(
@@ -577,8 +644,13 @@ def compare(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
+    return executor_options(f, slots=False)
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options_without_slots
 @click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
 @click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")
@@ -641,9 +713,10 @@ def bisect(**kwargs: Any) -> int:
     is stored. The host's `patchkit noise` spread is the prior. Exit 0 when a
     first bad commit is found, 1 for a range or no answer.
     """
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bisect import bisect as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs, keep=("slots",)), **kwargs)
 
 
 def _usage_line(exc: click.ClickException) -> str:

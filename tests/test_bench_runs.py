@@ -29,7 +29,7 @@ from patchkit.bench.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof",
+    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof", "executor",
 }  # fmt: skip
 
 
@@ -79,6 +79,7 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
         (history["tip"], "baseline", "ok"),
     ]
     assert set(data["runs"][0]) == RUN_KEYS
+    assert data["runs"][0]["executor"] is None  # the local executor: in this process, as before
     assert set(data["table"][0]) == {
         "run", "commit", "subject", "profile", "outcome", "launch", "metric", "median", "min", "max", "n", "missing",
         "ratio",

@@ -49,6 +49,7 @@ BOUNDARIES = (
     ("*", "scipy", "scipy: only a comparison of bench runs"),
     ("*", "patchkit.bench.verdict", "the launch verdict loads scipy: only where a comparison is made"),
     ("*", "plotext", "plotext: only `runs --plot`"),
+    ("*", "submitit", "submitit: only `--executor slurm`"),
     ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),
     ("*", "jsonschema", "jsonschema: only when a manifest's schema verdict is not remembered"),
     ("*", "psutil", "psutil: only a bench run's process tree"),

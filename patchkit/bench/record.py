@@ -141,6 +141,7 @@ class RunRecord:
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
+    executor: Mapping[str, Any] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
     proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
@@ -186,7 +187,16 @@ class RunRecord:
             "started_at": self.started_at,
             "host": self.host.get("hostname"),
             "stats": self.stats(),
+            "executor": self.executor_summary(),
         }
+
+    def executor_summary(self) -> dict[str, Any] | None:
+        """Where a scheduled run ran (Slurm job id, array index, node, GPUs); None for an in-process run."""
+        job = self.executor
+        if not job:
+            return None
+        keys = ("name", "job_id", "array_index", "node", "gpu_ids", "state")
+        return {key: job.get(key) for key in keys}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -217,6 +227,7 @@ class RunRecord:
             "metrics": [dict(m) for m in self.metrics],
             "logs": dict(self.logs),
             "proof": None if self.proof is None else dict(self.proof),
+            "executor": None if self.executor is None else dict(self.executor),
         }
 
     @classmethod
@@ -245,6 +256,7 @@ class RunRecord:
             metrics=tuple(data.get("metrics", ())),
             run_id=data.get("run"),
             allow_dirty=bool(data.get("allow_dirty", False)),
+            executor=data.get("executor"),
             launch=int(data.get("launch", 1)),
             series=data.get("series"),
             proof=data.get("proof"),

@@ -189,6 +189,9 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     table.add_column("subject")
     table.add_column("profile")
     table.add_column("outcome", whole=True)
+    scheduled = any(r.executor for r in records)  # a Slurm job id column only where some run has one
+    if scheduled:
+        table.add_column("job", whole=True)
     table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
     for r in records:
@@ -196,13 +199,78 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
         stats = r.stats()
         head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.profile]
         head.append(outcome_piece(r.outcome))
+        if scheduled:
+            head.append(str((r.executor or {}).get("job_id") or "-"))
         if not stats or not r.has_data():
             table.add_row(*head, r.reason or "no samples", "-")
             continue
         for index, (metric, s) in enumerate(stats.items()):
-            cells = head if index == 0 else ["", "", "", "", "", ""]
+            cells = head if index == 0 else [""] * len(head)
             table.add_row(*cells, metric, fmt(s["median"]))
     return table
+
+
+def pending_table(rows: Sequence[dict[str, Any]]) -> Grid:
+    """``runs --pending``: one row per submitted launch not collected yet, with its Slurm state now."""
+    table = Grid()
+    table.add_column("job", whole=True)
+    table.add_column("state", whole=True)
+    table.add_column("node")
+    table.add_column("commit", whole=True)
+    table.add_column("subject")
+    table.add_column("profile")
+    table.add_column("submitted", whole=True)
+    for row in rows:
+        table.add_row(
+            row["job_id"],
+            row["slurm_state"],
+            row["node"] or "-",
+            (row["commit"] or "")[:10],
+            row["subject"] or "",
+            row["profile"] or "",
+            row["submitted_at"][:19].replace("T", " "),
+        )
+    return table
+
+
+# -- Slurm (--executor slurm) ------------------------------------------------------------
+
+SUBMITTER_INTERRUPTED = "interrupted: the submitted jobs keep running; run the same command again to collect them"
+
+
+class _Note:
+    """What the submitter does (submitted, collecting, a job's state changes): as progress goes."""
+
+    def __init__(self, console: Console, verb: str, quiet: bool) -> None:
+        self.console, self.verb, self.quiet = console, verb, quiet
+
+    def __call__(self, line: str, *, always: bool = False) -> None:
+        if self.console.is_terminal and not self.quiet:
+            say(self.console, line, "dim")
+        elif always and not self.quiet:
+            say(self.console, line)
+        else:  # off a terminal, or stdout is JSON: timestamped on stderr, like the phases of a local run
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{stamp} {self.verb} slurm: {line}", file=sys.stderr, flush=True)
+
+
+def slurm_lines(
+    console: Console, records: list[RunRecord], *, verb: str, quiet: bool
+) -> tuple[Callable[[RunRecord], None], _Note]:
+    """``(show, note)`` for a verb on Slurm: each collected record appended to ``records`` and printed
+    with its job id and node; the submitter's notes as progress."""
+
+    def show(record: RunRecord) -> None:
+        records.append(record)
+        if not quiet:
+            say(console, run_line(record) + _where(record))
+
+    return show, _Note(console, verb, quiet)
+
+
+def _where(record: RunRecord) -> str:
+    job = record.executor or {}
+    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
 
 
 # -- compare ----------------------------------------------------------------------------
