@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.record import Outcome, RunRecord
-from patchkit.render import Cell, Grid, Piece, cell_pieces, emit
+from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -406,7 +406,10 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
             s.commit.subject,
         )
     show_table(console, table)
-    say(console, f"{len(report.steps)} launches in {report.rounds} rounds ({report.slots} slot(s))")
+    launches = len(report.steps)
+    one_slot = f"; one slot would take {launches} rounds for the same launches" if report.slots > 1 else ""
+    slots = plural(report.slots, "slot")
+    say(console, f"{plural(launches, 'launch', 'launches')} in {plural(report.rounds, 'round')} ({slots}){one_slot}")
     if report.kind == "range" and report.range is not None:
         first, last = report.range
         say(
