@@ -186,7 +186,7 @@ def test_a_piped_bench_prints_timestamped_progress_on_stderr(kit):
     assert json.loads(result.stdout)["command"] == "bench"  # stdout stays JSON
     known = (
         "preparing worktree|applying|guard|reading provenance|starting server|waiting for health"
-        "|checking worker environments|client|stopping server"
+        "|checking worker environments|accounting for every file that ran|client|stopping server"
     )
     stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
     pattern = re.compile(rf"^{stamp} bench {head[:10]} baseline: (?P<phase>{known})\b")
