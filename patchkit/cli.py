@@ -374,7 +374,8 @@ Exit codes:
   3  internal error (a bug; the crash line names a log file with the
      traceback, versions and command line)
   130 interrupted (Ctrl-C or SIGTERM): the server group was stopped and
-      the run stored as `interrupted`
+      the run stored as `interrupted` (--executor slurm: the jobs keep
+      running; the same command, run again, collects them)
 """
 
 STORE_HELP = (
@@ -425,8 +426,66 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[..., Any]:
+    """Where launches run: --executor local (in-process, the default) or slurm, and the Slurm options.
+
+    Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins.
+    ``slots``: add --slots here (bisect has its own, which is also the search's probes per round)."""
+    options: list[Callable[..., Any]] = [
+        click.option(
+            "--executor",
+            type=click.Choice(["local", "slurm"]),
+            default="local",
+            show_default=True,
+            help="local: each launch in this process, one at a time. slurm: each launch one Slurm job (submitit).",
+        ),
+        click.option(
+            "--shared-dir",
+            default=None,
+            metavar="DIR",
+            help="slurm: a directory every node sees at the same path; worktrees, run dirs and submitit's "
+            "folder go there. Checked before anything is submitted.",
+        ),
+        click.option("--slurm-partition", default=None, metavar="NAME", help="slurm: the partition to submit to."),
+        click.option(
+            "--gpus-per-job",
+            type=click.IntRange(min=0),
+            default=None,
+            metavar="N",
+            help="slurm: GPUs per launch (default: the profile's `tp` variable when it has one; 0: none).",
+        ),
+        click.option(
+            "--timeout-min",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="MIN",
+            help="slurm: each job's time limit in minutes (default 60); a job past it is recorded interrupted.",
+        ),
+        click.option(
+            "--slurm-extra",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="slurm: a site option passed to sbatch as --KEY=VALUE (account, qos, constraint). Repeatable.",
+        ),
+    ]
+    if slots:
+        options.append(
+            click.option(
+                "--slots",
+                type=click.IntRange(min=1),
+                default=None,
+                metavar="K",
+                help="slurm: at most K launches at once (the job array's parallelism; default 1).",
+            )
+        )
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options
 @click.option(
     "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
 )
@@ -446,13 +505,15 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
 )
 def bench(**kwargs: Any) -> int:
     """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bench import bench as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
 
 
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options
 @click.option("--commit", default="HEAD", show_default=True, metavar="REV", help="The commit run against itself.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
 @click.option(
@@ -478,20 +539,68 @@ def noise(**kwargs: Any) -> int:
     come out different). The spread is stored for the host and profile, and
     compare and bisect use it as the prior where a side has few launches.
     """
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.noise import noise as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
 
 
 @cli.command()
 @repo_option
 @click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@click.option(
+    "--pending",
+    is_flag=True,
+    help="Instead: the launches submitted to Slurm and not collected yet, with their Slurm states now.",
+)
 @store_option
 @json_option
+@click.option(
+    "--plot",
+    default=None,
+    metavar="METRIC",
+    help="Draw METRIC over the runs' commits in the terminal instead, the latest bisect's first bad commit marked.",
+)
 def runs(**kwargs: Any) -> int:
-    """List the benchmark runs in the bench store."""
+    """List the benchmark runs in the bench store (or, with --plot, draw one metric)."""
     from patchkit.commands.runs import runs as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@click.option(
+    "-m",
+    "--manifest",
+    "manifests",
+    multiple=True,
+    required=True,
+    metavar="MANIFEST",
+    help=MANIFEST_HELP + " Repeatable: one band per patch and group of each.",
+)
+@repo_option
+@click.option(
+    "--range",
+    "ranges",
+    multiple=True,
+    metavar="A..B",
+    help="Commits as `git rev-list A..B` lists them, as `check` takes it (default: HEAD and its history). Repeatable.",
+)
+@click.option("--commit", "commits", multiple=True, metavar="REV", help="A single commit to add. Repeatable.")
+@click.option("--metric", "metrics", multiple=True, metavar="NAME", help="A metric panel (default: every stored one).")
+@click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
+@store_option
+@click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write (atomically).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N", help="As for `check`.")
+def report(**kwargs: Any) -> int:
+    """Write one self-contained HTML page: patch bands and benchmark trends on one commit axis.
+
+    It embeds `check --json` of every -m manifest over the range, `runs --json`
+    and the latest bisect, and draws them with plotly.js inlined: open it with
+    no network (copy it off a GPU host with scp).
+    """
+    from patchkit.commands.report import report as run
 
     return run(console=_console(), **kwargs)
 
@@ -535,8 +644,13 @@ def compare(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
+def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
+    return executor_options(f, slots=False)
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
+@executor_options_without_slots
 @click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
 @click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")
@@ -599,9 +713,10 @@ def bisect(**kwargs: Any) -> int:
     is stored. The host's `patchkit noise` spread is the prior. Exit 0 when a
     first bad commit is found, 1 for a range or no answer.
     """
+    from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bisect import bisect as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), cluster=ClusterArgs.take(kwargs, keep=("slots",)), **kwargs)
 
 
 def _usage_line(exc: click.ClickException) -> str:
@@ -616,10 +731,18 @@ def main(argv: list[str] | None = None) -> int:
     from patchkit.errors import ExitCode, PatchkitError, RefusedError
 
     args = list(sys.argv[1:] if argv is None else argv)
+    stdout = sys.stdout
     try:
         rv = cli.main(args=args, prog_name="patchkit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return exc.exit_code
+    except SystemExit as exc:
+        # click's and rich's answer to EPIPE on stdout is exit 1 (click swaps in a quiet stdout first;
+        # rich raises it while handling the BrokenPipeError): that code means a required patch FAILs.
+        if sys.stdout is stdout and not isinstance(exc.__context__, BrokenPipeError):
+            raise
+        sys.stdout = stdout
+        return _quiet_on_closed_stdout()
     except click.exceptions.NoArgsIsHelpError as exc:
         # `patchkit` alone: the help text is the answer, as click prints it.
         click.echo(exc.format_message(), err=True)
@@ -627,12 +750,14 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         click.echo(f"patchkit: error: {_usage_line(exc)}", err=True)
         return ExitCode.USAGE
-    except click.exceptions.Abort:
-        click.echo("patchkit: aborted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns a Ctrl-C into Abort; either way, say what was and was not written.
+        click.echo(f"patchkit: {_interrupted(args)}", err=True)
         return 130
-    except KeyboardInterrupt:
-        click.echo("patchkit: interrupted; nothing was left half-written", err=True)
-        return 130
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise
+        return _quiet_on_closed_stdout()
     except PatchkitError as exc:
         click.echo(f"patchkit: error: {exc.one_line()}", err=True)
         if isinstance(exc, RefusedError):
@@ -648,6 +773,48 @@ def main(argv: list[str] | None = None) -> int:
     if rv is None:
         return 0
     return int(rv)
+
+
+# What a shell reports for a command killed by SIGPIPE (128 + 13): `patchkit check ... | head -1`.
+EXIT_CLOSED_STDOUT = 141
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout's reader has gone (what a BrokenPipeError may be about: or a pipe of our own)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _quiet_on_closed_stdout() -> int:
+    """The reader of stdout left (``| head``): end quietly with 141, as a SIGPIPE'd tool does, never 1
+    (which means a required patch FAILs).  stdout is pointed at /dev/null so that the interpreter's
+    own flush at exit has nowhere to fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_CLOSED_STDOUT
+
+
+def _interrupted(args: list[str]) -> str:
+    """What an interrupted command leaves: for the verbs that write the tree, nothing or the files its
+    finished (whole, recorded) writes changed; the others just stop (bench cleans up its own)."""
+    if not {"apply", "revert"} & set(args):
+        return "interrupted (Ctrl-C)"
+    written = sys.modules.get("patchkit.engine.transaction")
+    paths = list(dict.fromkeys(getattr(written, "WRITTEN", ()))) if written is not None else []
+    if not paths:
+        return "interrupted (Ctrl-C); nothing was written"
+    return (
+        f"interrupted (Ctrl-C) after writing {', '.join(paths)} (whole and recorded: `patchkit status` shows them); "
+        "nothing else was written"
+    )
 
 
 def _crash(exc: Exception, args: list[str]) -> int:
@@ -696,6 +863,11 @@ def entry() -> None:
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()
+    except BrokenPipeError:
+        os._exit(_quiet_on_closed_stdout())
+    except (OSError, ValueError):
+        sys.exit(code)
+    try:
         sys.stderr.flush()
     except (OSError, ValueError):
         sys.exit(code)

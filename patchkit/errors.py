@@ -9,6 +9,7 @@ either way.
 
 from __future__ import annotations
 
+import errno
 from enum import IntEnum
 
 
@@ -90,20 +91,37 @@ class RefusedError(PatchkitError):
         self.items = items
 
 
+# What to do about each way a filesystem says no, by errno: the advice must fit the cause.
+_WRITE_ADVICE = {
+    errno.ENOSPC: "free some space on that filesystem, then run again",
+    errno.EDQUOT: "free some space within your disk quota (or ask for a larger one), then run again",
+    errno.EROFS: "the filesystem is mounted read-only: remount it read-write, or work in a clone on a writable one",
+    errno.EACCES: "make it writable (check the permissions of the file and its directory), then run again",
+    errno.EPERM: "make it writable (check the permissions, and the immutable flag `lsattr` shows), then run again",
+}
+WRITE_ERRNOS = frozenset(_WRITE_ADVICE)
+
+
 class UnwritableError(RefusedError):
     """A file patchkit has to write cannot be written (a read-only directory,
-    permissions, a full disk).  Raised before anything the user sees has
+    permissions, a full disk, a quota).  Raised before anything the user sees has
     changed, or after rolling back; ``apply`` reports it as a refusal with its
-    table, naming the path."""
+    table, naming the path.  ``from_os`` words the advice after the errno."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, *, code: int | None = None, also: str | None = None) -> None:
+        advice = _WRITE_ADVICE.get(code or errno.EACCES, "fix what the system reports there, then run again")
         super().__init__(
             f"cannot write {path}: {reason}; nothing was written",
-            items=(path,),
-            hint="make it writable (check the permissions of the file and its directory), then run again",
+            hint=advice if also is None else f"{advice} ({also})",
         )
         self.path = path
         self.reason = reason
+        self.code = code
+
+    @classmethod
+    def from_os(cls, path: object, exc: OSError, *, also: str | None = None) -> UnwritableError:
+        """The refusal for ``exc``, naming ``path`` (the file patchkit meant to write)."""
+        return cls(str(path), exc.strerror or type(exc).__name__, code=exc.errno, also=also)
 
 
 class BusyError(PatchkitError):

@@ -523,6 +523,27 @@ class Repo:
         by_sha = {c.sha: c for c in (_parse_commit(line) for line in out.splitlines() if line)}
         return [by_sha[r] for r in revs]
 
+    def topo_sorted(self, shas: Sequence[str]) -> list[str]:
+        """``shas`` oldest first in topological order (a parent before its children; else git's order).
+
+        One walk from the commits down to their common ancestor (all of history when they have none),
+        so commits given one by one (``check --commit``) are listed as a range would list them.
+        """
+        wanted = list(dict.fromkeys(shas))
+        if len(wanted) < 2:
+            return wanted
+        base = self.git("merge-base", "--octopus", *wanted, check=False).split()
+        stop = [f"^{base[0]}^@"] if base else []
+        out = self.git("rev-list", "--topo-order", "--reverse", *wanted, *stop).split()
+        order = {sha: i for i, sha in enumerate(out)}
+        return sorted(wanted, key=lambda sha: order.get(sha, len(order)))
+
+    def distance(self, older: str, newer: str) -> int | None:
+        """How many commits ``newer`` is after ``older`` when ``older`` is its ancestor; else None."""
+        if int(self.git("rev-list", "--count", f"{newer}..{older}").strip() or 0):
+            return None
+        return int(self.git("rev-list", "--count", f"{older}..{newer}").strip() or 0)
+
     def spawn(self, *args: str, ahead: bool = False) -> Pending:
         return Pending(args, self.root or self.git_dir, ahead=ahead)
 

@@ -44,6 +44,11 @@ def bench_store(common_dir: Path) -> Path:
     return shared(common_dir) / "bench.sqlite"
 
 
+def bench_runs(common_dir: Path) -> Path:
+    """The bench runs' logs and output files, one folder a run (wherever ``--store`` puts the store)."""
+    return shared(common_dir) / "bench-runs"
+
+
 def bench_worktrees(common_dir: Path) -> Path:
     """Where ``patchkit bench`` checks commits out, unless told another place."""
     return shared(common_dir) / "worktrees"

@@ -123,6 +123,18 @@ class PlainConsole:
         return getattr(self.rich, name)
 
 
+def print_indented(console: Console, text: str, *, indent: int, style: str = "") -> None:
+    """A message line under a heading: on a terminal, its wrapped lines keep the indent (and break
+    after a space, ``/`` or ``:``); off one, one line."""
+    if isinstance(console, PlainConsole) or not console.is_terminal:
+        console.print(" " * indent + text, markup=False)
+        return
+    from rich.padding import Padding
+
+    body = _breaking_text_class()(_clean(text), style=style)
+    console.print(Padding(body, (0, 0, 0, indent)))
+
+
 def write_pieces(console: Console, pieces: Sequence[Piece]) -> None:
     """One line of styled pieces (plain off a terminal)."""
     if isinstance(console, PlainConsole):
@@ -219,7 +231,9 @@ class Grid:
 def _rich_cell(cell: Cell) -> Text:
     """A cell as rich Text, never a str (a path or message with brackets is not markup),
     with tabs expanded and line ends trimmed before rich measures it, as ``plain_lines`` does
-    (rich measures tabs unexpanded and would cut such a cell short with "…")."""
+    (rich measures tabs unexpanded and would cut such a cell short with "…").  On a narrow
+    terminal it wraps after a space, ``/`` or ``:`` (``wrap_at_breaks``), so a path breaks
+    between its parts, not in the middle of a name."""
     from rich.text import Text
 
     text = Text.assemble(*((_clean(t), style) for t, style in _pieces(cell)))
@@ -227,7 +241,78 @@ def _rich_cell(cell: Cell) -> Text:
     lines = text.split("\n", allow_blank=True)
     for line in lines:
         line.rstrip()
-    return Text("\n").join(lines)
+    joined = Text("\n").join(lines)
+    wrapped = _breaking_text_class()(end="")
+    wrapped.append_text(joined)
+    return wrapped
+
+
+BREAK_AFTER = frozenset(" /:")
+
+
+def break_segments(line: str) -> list[str]:
+    """``line`` cut after every space, ``/`` and ``:``: the pieces a wrapped line may break between."""
+    out, start = [], 0
+    for index, char in enumerate(line):
+        if char in BREAK_AFTER:
+            out.append(line[start : index + 1])
+            start = index + 1
+    if start < len(line):
+        out.append(line[start:])
+    return out
+
+
+def wrap_offsets(line: str, width: int) -> list[int]:
+    """Where to cut ``line`` so no piece is wider than ``width``: after a space, ``/`` or ``:`` when
+    one fits, inside a name only when the name alone is wider than ``width``."""
+    cuts: list[int] = []
+    used = 0
+    at = 0
+    for segment in break_segments(line):
+        size = _width(segment.rstrip(" "))
+        if used and used + size > width:
+            cuts.append(at)
+            used = 0
+        while size > width:  # a name longer than the column: folded, as rich would
+            at += width
+            cuts.append(at)
+            size -= width
+            segment = segment[width:]
+        used += _width(segment)
+        at += len(segment)
+    return [c for c in cuts if 0 < c < len(line)]
+
+
+_BREAKING: list[type] = []
+
+
+def _breaking_text_class() -> type[Text]:
+    """A rich ``Text`` that wraps with ``wrap_offsets`` (made once, when rich is first needed)."""
+    if _BREAKING:
+        return cast("type[Text]", _BREAKING[0])
+    from rich.containers import Lines
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    class BreakingText(Text):
+        def wrap(self, console: Console, width: int, **kwargs: Any) -> Lines:
+            if kwargs.get("no_wrap") or all(_width(line) <= width for line in self.plain.split("\n")):
+                return super().wrap(console, width, **kwargs)
+            out = Lines()
+            for line in self.split("\n", allow_blank=True):
+                for piece in line.divide(wrap_offsets(line.plain, max(width, 1))):
+                    piece.rstrip()
+                    out.append(piece)
+            return out
+
+        def __rich_measure__(self, console: Console, options: Any) -> Measurement:
+            lines = self.plain.split("\n")
+            widest = max((_width(line) for line in lines), default=0)
+            pieces = [_width(p.rstrip(" ")) for line in lines for p in break_segments(line)]
+            return Measurement(max(pieces, default=widest), widest)
+
+    _BREAKING.append(BreakingText)
+    return BreakingText
 
 
 def _pieces(cell: Cell) -> list[Piece]:
@@ -236,6 +321,9 @@ def _pieces(cell: Cell) -> list[Piece]:
     if len(cell) == 2 and isinstance(cell[0], str) and isinstance(cell[1], str):
         return [cast("Piece", cell)]
     return list(cast("Sequence[Piece]", cell))
+
+
+cell_pieces = _pieces  # public: a cell as (text, style) pieces, for other layouts of a Grid's rows
 
 
 def _plain(cell: Cell) -> str:

@@ -26,13 +26,15 @@ PAYLOAD = "class Model:\n    def set_eagle3_layers_to_capture(self, layers):\n  
 SLOW_SUBJECT = "Fix PCG MoE Error (#17739)"
 
 
-def build_history(path: Path) -> History:
+def build_history(path: Path, *, ignore: bool = True) -> History:
+    """``ignore=False``: no .gitignore, so bench's own files (version file, bytecode) show as untracked."""
     b = HistoryBuilder(path)
+    ignored = {".gitignore": "python/sglang/_version.py\n__pycache__/\n"} if ignore else {}
     b.commit(
         "base",
         "Initial import",
         {
-            ".gitignore": "python/sglang/_version.py\n__pycache__/\n",
+            **ignored,
             "python/sglang/__init__.py": "",
             MODEL: MODEL_TEXT,
             "perf/throughput.txt": "100\n",

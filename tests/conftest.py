@@ -93,3 +93,26 @@ def codestate_checked_if_asked(request: pytest.FixtureRequest, monkeypatch: pyte
         from codestate_check import install
 
         install(monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real single-node Slurm (tests/slurm_cluster.py) for the session; skips, saying why, where it cannot start."""
+    from slurm_cluster import SlurmCluster, SlurmUnavailable
+
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except SlurmUnavailable as exc:
+        pytest.skip(f"no local Slurm: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def slurm(slurm_cluster: object, monkeypatch: pytest.MonkeyPatch) -> object:
+    """The session's Slurm, with SLURM_CONF set so sbatch, submitit and patchkit reach it."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))  # type: ignore[attr-defined]
+    return slurm_cluster

@@ -121,8 +121,8 @@ def test_a_reused_worktree_is_not_a_patch_change():
     result = compare(first, again, threshold=0.05, between=between((), (), same=True))
     assert result.patches == ()
     assert result.to_json()["provenance"]["between"] == {"direction": "same", "commits": []}
-    failed = {"patch": "hooks", "status": "FAIL", "reason": "CLASS_NOT_FOUND"}
-    gone = record(3, manifests=[{"name": "kit", "digest": "sha256:0", "results": [failed]}])
+    failed = [{"patch": "hooks", "status": "FAIL", "reason": "CLASS_NOT_FOUND"}]
+    gone = record(3, manifests=[{"name": "kit", "digest": "sha256:0", "results": failed}])
     (change,) = compare(first, gone, threshold=0.05).patches
     assert (change.a, change.b) == ("applied", "not applied (FAIL CLASS_NOT_FOUND)")
 
@@ -142,6 +142,12 @@ def test_pick_pair_takes_the_latest_ok_runs_of_a_common_profile():
     assert (a.run_id, bb.run_id) == (1, 2)
     with pytest.raises(UsageError, match=r"A: run 1 eagle3 ok, run 3 eagle3 refused; B: run 4 baseline ok"):
         pick_pair([("A", runs_a), ("B", [runs_b[1]])], None)
+    # One commit twice: its last two ok runs, oldest as A.
+    same = [record(1), record(2), record(3, outcome="interrupted", reason="^C")]
+    a, bb = pick_pair([("X", same), ("X", same)], None)
+    assert (a.run_id, bb.run_id) == (1, 2)
+    with pytest.raises(UsageError, match="only one ok run of X"):
+        pick_pair([("X", same[:1]), ("X", same[:1])], None)
 
 
 def test_secrets_are_redacted_in_every_record():
@@ -151,3 +157,50 @@ def test_secrets_are_redacted_in_every_record():
     r = record(1)
     assert r.env["HF_TOKEN"] == "<redacted>"
     assert "hf_secret" not in str(r.to_json())
+    quoted = record(
+        2,
+        vars={"api_key": "sk-live-123456", "model": "kimi"},
+        env={"HF_TOKEN": "hf_abcdefgh"},
+        commands={"server": ["serve", "--api-key", "sk-live-123456"], "client": []},
+        details=["pid 7 (serve) has HF_TOKEN='hf_abcdefgh', not 'x'"],
+    )
+    text = str(quoted.to_json())
+    assert "sk-live-123456" not in text and "hf_abcdefgh" not in text
+    assert quoted.commands["server"] == ["serve", "--api-key", "<redacted>"]
+    assert quoted.vars == {"api_key": "<redacted>", "model": "kimi"}
+
+
+def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):
+    import io
+
+    from patchkit.commands import _bench_output
+
+    clock = [100.0]
+    monkeypatch.setattr(_bench_output.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    show = _bench_output._Lines("bench", out)
+    commit = line(1)[0]
+    for elapsed in (0, 1, 29, 31, 45, 62):
+        clock[0] = 100.0 + elapsed
+        show(commit, "eagle3", "waiting for health", f"{elapsed}s of 600s")
+    show(commit, "eagle3", "client", "run 1/2")
+    said = [text.split(": ", 1)[1] for text in out.getvalue().splitlines()]
+    assert said == [
+        "waiting for health 0s of 600s",
+        "waiting for health 31s of 600s",
+        "waiting for health 62s of 600s",
+        "client run 1/2",
+    ]
+
+
+def test_reading_records_loads_no_process_machinery():
+    """The report (and a Slurm submitter) read runs through record and store: no job, no psutil."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, patchkit.bench.store, patchkit.bench.compare, patchkit.bench.bisect; "
+        "print(sorted(m for m in ('patchkit.bench.job', 'psutil', 'patchkit.bench.session') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

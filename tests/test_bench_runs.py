@@ -29,7 +29,7 @@ from patchkit.bench.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof",
+    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof", "executor",
 }  # fmt: skip
 
 
@@ -79,6 +79,7 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
         (history["tip"], "baseline", "ok"),
     ]
     assert set(data["runs"][0]) == RUN_KEYS
+    assert data["runs"][0]["executor"] is None  # the local executor: in this process, as before
     assert set(data["table"][0]) == {
         "run", "commit", "subject", "profile", "outcome", "launch", "metric", "median", "min", "max", "n", "missing",
         "ratio",
@@ -105,6 +106,8 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     assert report["checks"][-1]["details"]["in_tree"] == "python/sglang"  # via [bench].pythonpath
     assert run["interpreter"]["packages"].keys() >= {"sglang", "torch", "sgl-kernel", "transformers"}
     assert Path(run["logs"]["server"]).is_file()
+    # --store moves the store, not the logs: they stay in the git dir.
+    assert Path(run["logs"]["run_dir"]).parent == history.path / ".git" / "patchkit" / "bench-runs"
     assert marker.read_text().split() == (["server"] + ["client"] * 3) * 4
     # The table for people.
     people = run_cli(capsys, "runs", "--repo", history.path, "--store", store)
@@ -193,6 +196,20 @@ def test_worker_lacking_an_env_variable(capsys, history, manifest, store, tmp_pa
     assert_nothing_left(pids, run["vars"]["port"])
 
 
+def test_an_offending_pid_is_one_line_with_its_command_line_quoted(capsys, history, manifest, store, tmp_path):
+    server_args = "--drop-env NCCL_MIN_NCHANNELS --drop-env PATCHKIT_EAGLE3_VERIFY_TIMING --worker-title 'two\nlines'"
+    _result, run, pids = one(capsys, history, manifest, store, tmp_path, server_args)
+    assert run["outcome"] == "refused"
+    (detail,) = run["details"]  # one pid, one line, however many variables it lacks
+    assert "\n" not in detail and "--rank=1 $'two\\nlines')" in detail
+    assert detail.endswith("lacks PATCHKIT_EAGLE3_VERIFY_TIMING; lacks NCCL_MIN_NCHANNELS") or detail.endswith(
+        "lacks NCCL_MIN_NCHANNELS; lacks PATCHKIT_EAGLE3_VERIFY_TIMING"
+    )
+    people = run_cli(capsys, "runs", "--repo", history.path, "--store", store)
+    assert "two\nlines" not in people.out
+    assert_nothing_left(pids, run["vars"]["port"])
+
+
 @pytest.mark.parametrize(
     ("reported", "words"),
     [("0.5.9.dev3+gdeadbee", "(+gdeadbee, another commit)"), ("0.5.7", "reports version 0.5.7, not 0.5.9.dev6+g")],
@@ -218,30 +235,40 @@ def test_missing_metric_is_missing_not_zero(capsys, history, manifest, store, tm
     assert stored["stats"]["output_tok_s"]["median"] is None
 
 
-def test_ctrl_c_stops_the_server_group(history, manifest, tmp_path):
-    pid_file = tmp_path / "pids"
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_is_stored_with_what_it_measured(history, manifest, tmp_path, sig):
+    """Ctrl-C (or SIGTERM) in the second measured client run: the server group is stopped, the run is
+    stored as interrupted with the first run's samples and its logs; runs lists it, compare skips it."""
+    pid_file, marker, store = tmp_path / "pids", tmp_path / "marker", tmp_path / "s.sqlite"
     proc = subprocess.Popen(
-        [patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store",
-         str(tmp_path / "s.sqlite"), "--commit", history["tip"], "--profile", "eagle3",
-         "--set", f"server_args=--workers 2 --delay 60 --pid-file {pid_file}"],
+        [patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store", str(store),
+         "--commit", history["tip"], "--profile", "eagle3", "--set", f"marker={marker}",
+         "--set", f"server_args=--workers 2 --pid-file {pid_file}", "--set", "client_args=--hang-at 3"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 30
-    while not (pid_file.exists() and len(pid_file.read_text().split()) == 3) and time.monotonic() < deadline:
+    while not (marker.exists() and marker.read_text().split().count("client") == 3) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert pid_file.exists(), proc.communicate()
-    proc.send_signal(signal.SIGINT)
-    _out, err = proc.communicate(timeout=30)
+    time.sleep(0.3)
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert b"Traceback" not in err
     assert_nothing_left(pid_file)
-    # The interrupted run is stored, with its logs.
-    listed = subprocess.run(
-        [patchkit_script(), "runs", "--repo", str(history.path), "--store", str(tmp_path / "s.sqlite"), "--json"],
+    assert b"interrupted" in out  # the table shows the run
+    runs = subprocess.run(
+        [patchkit_script(), "runs", "--repo", str(history.path), "--store", str(store), "--json"],
         capture_output=True, check=True,
     ).stdout  # fmt: skip
-    (run,) = json.loads(listed)["runs"]
+    (run,) = json.loads(runs)["runs"]
     assert run["outcome"] == "interrupted"
+    assert run["stats"]["output_tok_s"]["n"] == 1  # the first measured run, kept
+    cmp = subprocess.run(
+        [patchkit_script(), "compare", "--commit", history["tip"], "--commit", history["tip"], "--repo",
+         str(history.path), "--store", str(store)],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert cmp.returncode == 2 and b"no ok runs" in cmp.stderr and b"interrupted" in cmp.stderr
 
 
 def test_compare_names_the_planted_commit(capsys, history, manifest, store):
@@ -288,7 +315,7 @@ def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, hi
     data = result.json
     assert set(data) == {
         "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
-        "last_good", "maybe", "error", "search",
+        "last_good", "maybe", "error", "allow_dirty", "search",
     }  # fmt: skip
     assert data["first_bad"]["subject"] == SLOW_SUBJECT
     assert data["first_bad"]["commit"] == history["slow"]
@@ -355,7 +382,7 @@ def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_
     assert record.outcome == "ok"
     phases = list(dict.fromkeys(p for p, _ in seen))
     assert phases == [
-        "preparing worktree", "reading provenance", "starting server", "waiting for health",
+        "preparing worktree", "applying", "guard", "reading provenance", "starting server", "waiting for health",
         "checking worker environments", "accounting for every file that ran", "client", "stopping server",
     ]  # fmt: skip
     assert [d for p, d in seen if p == "client"] == ["warmup 1/1", "run 1/2", "run 2/2"]
@@ -416,7 +443,7 @@ def test_bench_refuses_exactly_when_the_guard_does(capsys, history, manifest, st
     (run,) = result.json["runs"]
     assert run["outcome"] == "refused" and not marker.exists()  # nothing started
     assert run["reason"].startswith("the guard refused the patched tree (standin:clean;")
-    assert any(d.startswith("standin: [clean] 1 change(s) outside patchkit's edits: notes.txt (untracked)")
+    assert any(d.startswith("standin: [clean] 1 change outside patchkit's edits: notes.txt (untracked)")
                for d in run["details"])  # fmt: skip
     (stored,) = run["guard"]["reports"]
     monkeypatch.setenv("PYTHONPATH", str(tree / "python"))  # the server's, as [bench].pythonpath gives it

@@ -77,9 +77,9 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     with Store(path) as store:
-        assert store.version() == 4
+        assert store.version() == 5
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
@@ -94,6 +94,7 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
         # Schema 4: a run stored before launches is launch 1 of a series of its own.
         assert store.db.execute("SELECT launch, series FROM runs WHERE id = 1").fetchone() == (1, None)
         assert store.launches(store.get(1)) == [store.get(1)]
+        assert store.submissions(pending=True) == []  # schema 5: the scheduler's table, empty
     assert b"hf_planted_secret_1234" not in path.read_bytes()
     with Store(path) as again:  # a second open migrates nothing
         assert again.migrate() == []

@@ -120,6 +120,7 @@ APPLY_KEYS = {
     "moved_from",
     "worktree",
     "unwritable",
+    "unwritable_advice",
     "results",
     "groups",
 }
@@ -200,6 +201,8 @@ STATUS_KEYS = {
     "complete",
     "record",
     "edited_after_apply",
+    "layered_over",
+    "layered_under",
     "out_of_date",
     "interrupted",
     "results",

@@ -64,7 +64,7 @@ def test_unpatched_tree_fails_listing_the_patches(tree, capsys) -> None:
     assert r.code == 1
     assert "patches  FAIL    required patches not in place: typing (not applied), hook (not applied)" in r.out
     assert "run `patchkit apply -m hooks`" in r.out
-    assert "GUARD FAILED: 1 check(s) failed (patches)." in r.out
+    assert "GUARD FAILED: 1 check failed (patches)." in r.out
     data = guard(capsys, repo, manifest, "--json").json
     assert failed(data) == ["patches"]
     assert check_of(data, "patches")["details"]["required_not_in_place"] == ["typing", "hook"]
@@ -153,7 +153,7 @@ def test_dirty_tree_fails_then_passes_with_allow_dirty(tree, capsys) -> None:
     (repo / "notes.txt").write_text("scratch\n")
     r = guard(capsys, repo, manifest)
     assert r.code == 1
-    assert "1 change(s) outside patchkit's edits: notes.txt (untracked)" in r.out
+    assert "1 change outside patchkit's edits: notes.txt (untracked)" in r.out
     assert "or pass --allow-dirty" in r.out
     assert guard(capsys, repo, manifest, "--allow-dirty").code == 0
 
@@ -540,8 +540,8 @@ def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
     patches = check_of(data, "patches")
     assert patches["details"]["out_of_date"] == ["hook"]
     assert patches["message"] == (
-        "out of date: hook hold an older version of their payload that patchkit wrote; "
-        "run `patchkit apply -m hooks` to update them"
+        "out of date: hook holds an older version of its payload that patchkit wrote; "
+        "run `patchkit apply -m hooks` to update it"
     )
     assert check_of(data, "record")["message"].endswith("`patchkit apply -m hooks` updates it")  # not revert first
     assert guard(capsys, repo, manifest, "--bisect").code == 128

@@ -88,7 +88,7 @@ def test_failed_guard_never_starts_the_command(tree, tmp_path) -> None:
     proc = run(repo, manifest, "--", "touch", marker)  # not patched, no --apply
     assert proc.returncode == 1
     assert not marker.exists()
-    assert "GUARD FAILED: 1 check(s) failed (patches)." in proc.stderr
+    assert "GUARD FAILED: 1 check failed (patches)." in proc.stderr
     assert f"patchkit run: the command was not started: touch {marker}" in proc.stderr
     assert proc.stdout == ""
     # With --apply but a dirty tree: the guard fails, the command does not run, the apply is undone.

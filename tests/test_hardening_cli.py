@@ -418,7 +418,7 @@ def test_read_only_directory_is_a_refusal_with_the_table_and_the_path(tmp_path):
     assert r.err == ""
     lines = r.out.splitlines()
     assert any(line.startswith("1  extra") and " APPLY " in line for line in lines), r.out
-    assert lines[-1] == f"REFUSED: cannot write {TARGET}: {why}; nothing was written."
+    assert lines[-1].startswith(f"REFUSED: cannot write {TARGET}: {why}; nothing was written; ")
     assert js.code == 1 and js.json["refused"] is True and js.json["written"] == []
     assert js.json["unwritable"] == f"{TARGET}: {why}"
     assert (sc.repo / TARGET).read_bytes() == before

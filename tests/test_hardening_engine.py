@@ -261,13 +261,14 @@ def test_json_keys_of_status_revert_and_apply(tmp_path: Path, capsys) -> None:
     ap = run_cli(capsys, "apply", "-m", manifest, "--repo", repo, "--commit", history["add"], "--json").json
     assert set(ap) == {
         "version", "command", "manifest", "target", "commit", "subject", "dry_run", "strict", "refused",
-        "written", "would_write", "notes", "moved_from", "worktree", "unwritable", "results", "groups",
+        "written", "would_write", "notes", "moved_from", "worktree", "unwritable", "unwritable_advice",
+        "results", "groups",
     }  # fmt: skip
     assert ap["moved_from"] == {"commit": history["upstreamed"], "branch": "main"}
     st = run_cli(capsys, "status", "-m", manifest, "--repo", repo, "--json").json
     assert set(st) == {
         "version", "command", "manifest", "target", "commit", "subject", "complete", "record",
-        "edited_after_apply", "out_of_date", "interrupted", "results", "groups",
+        "edited_after_apply", "layered_over", "layered_under", "out_of_date", "interrupted", "results", "groups",
     }  # fmt: skip
     assert st["interrupted"] is None and st["out_of_date"] == []
     rv = run_cli(capsys, "revert", "-m", manifest, "--repo", repo, "--json").json

@@ -167,14 +167,14 @@ CASES = [
         "patch[2].class",
         11,
         patches=[imp(), good(**{"class": None})],
-        message=("missing required key for op 'add-methods'",),
+        message=("missing required key 'class' for op 'add-methods'",),
     ),
     Case(
         "missing-insert-key",
         "patch[1].body_of",
         5,
         patches=[ins(body_of=None)],
-        message=("missing required key for op 'insert'",),
+        message=("missing required key 'body_of' for op 'insert'",),
     ),
     Case(
         "missing-expect",
@@ -182,7 +182,7 @@ CASES = [
         5,
         patches=[rf(expect=None)],
         payloads={"rf.py": RF_PAYLOAD},
-        message=("missing required key for op 'replace-function'",),
+        message=("missing required key 'expect' for op 'replace-function'",),
     ),
     Case(
         "unknown-key",
@@ -461,7 +461,7 @@ def test_missing_key_next_to_a_typo_points_at_the_typo(tmp_path):
     repo = make_repo(tmp_path / "repo", {TARGET: "class Model:\n    pass\n"})
     result = run_script("validate", "-m", str(kit.manifest))
     assert result.code == 2
-    assert "patch[1].class: missing required key for op 'add-methods'" in result.err
+    assert "patch[1].class: missing required key 'class' for op 'add-methods'" in result.err
     assert "the table has 'clas': did you mean 'class'?" in result.err
     line = next(i for i, text in enumerate(kit.manifest.read_text().splitlines(), start=1) if text.startswith("clas"))
     assert f".toml:{line}: patch[1].class" in result.err

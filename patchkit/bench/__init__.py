@@ -15,11 +15,11 @@
 Layers, bottom up: ``record`` (and ``metrics``) < ``store``, ``compare``,
 ``bisect`` < ``provenance``, ``job`` < ``prepare`` < ``session``; nothing
 here imports ``patchkit.commands``.  The verbs live in ``patchkit.commands``.
+
+The package itself imports nothing, so that reading records (``record``,
+``store``, ``compare``) never loads the job's process machinery: import
+``RunRecord`` and ``Outcome`` from ``patchkit.bench.record``, ``JobSpec`` and
+``run_job`` from ``patchkit.bench.job``.
 """
 
 from __future__ import annotations
-
-from patchkit.bench.job import JobSpec, run_job
-from patchkit.bench.record import Outcome, RunRecord
-
-__all__ = ["JobSpec", "Outcome", "RunRecord", "run_job"]

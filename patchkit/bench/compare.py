@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.record import Outcome, RunRecord, patch_state
 from patchkit.bench.verdict import Noise, Verdict, judge
 from patchkit.errors import UsageError
 from patchkit.git import Commit
@@ -301,30 +301,22 @@ def differences(a: Any, b: Any, prefix: str) -> list[Difference]:
     return [Difference(k, fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)]
 
 
-# What a patch's apply result says about the code in the tree when the job ran.
-_STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
-
-
-def patch_state(result: Mapping[str, Any]) -> str:
-    """A patch's state in a run: ``applied``, ``provided upstream`` or ``not applied (STATUS REASON)``,
-    with the payload digest when the record has one.  APPLY and SKIP ALREADY_APPLIED are both ``applied``."""
+def state_of(result: Mapping[str, Any]) -> str:
+    """A patch's state in a run (``RunRecord.manifests`` results): its ``state`` (older records: derived
+    from status and reason), with the first 12 hex digits of its payload digest when applied."""
     state = result.get("state")
     if not isinstance(state, str):
-        status, why = result.get("status"), result.get("reason")
-        if status == "APPLY":
-            state = "applied"
-        elif status == "SKIP" and why in _STATE_OF_SKIP:
-            state = _STATE_OF_SKIP[why]
-        else:
-            state = f"not applied ({' '.join(str(p) for p in (status, why) if p)})"
+        state = patch_state(result.get("status"), result.get("reason"))
     payload = result.get("payload")
-    return f"{state} {payload}" if state == "applied" and payload else state
+    if state == "applied" and isinstance(payload, str):
+        return f"applied {payload[: len('sha256:') + 12]}"
+    return state
 
 
 def patch_changes(a: RunRecord, b: RunRecord) -> list[PatchChange]:
     def table(record: RunRecord) -> dict[tuple[str, str], str]:
         return {
-            (manifest["name"], r["patch"]): patch_state(r) for manifest in record.manifests for r in manifest["results"]
+            (manifest["name"], r["patch"]): state_of(r) for manifest in record.manifests for r in manifest["results"]
         }
 
     ta, tb = table(a), table(b)
@@ -348,9 +340,9 @@ def _env_shape(record: RunRecord) -> dict[str, str]:
 
 def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | None) -> tuple[RunRecord, RunRecord]:
     """The latest ``ok`` run of each of two commits, of one profile (``profile``, else the one they share
-    whose latest run is newest).  ``found`` is (the revision as given, its runs oldest first) twice.
-    Interrupted, refused and failed runs are never picked; when no pair exists, a UsageError names the
-    runs that were found."""
+    whose latest run is newest); the same commit twice gives its last two ``ok`` runs.  ``found`` is
+    (the revision as given, its runs oldest first) twice.  Interrupted, refused and failed runs are
+    never picked; when no pair exists, a UsageError names the runs that were found."""
     (_, runs_a), (_, runs_b) = found
     ok_a = [r for r in runs_a if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
     ok_b = [r for r in runs_b if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
@@ -367,7 +359,16 @@ def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | N
         return max((r for r in runs if r.profile == name), key=lambda r: r.run_id or 0)
 
     chosen = max(sorted(common), key=lambda name: max(latest(ok_a, name).run_id or 0, latest(ok_b, name).run_id or 0))
-    return latest(ok_a, chosen), latest(ok_b, chosen)
+    a, b = latest(ok_a, chosen), latest(ok_b, chosen)
+    if a.run_id == b.run_id:  # one commit twice: its last two ok runs
+        earlier = sorted((r for r in ok_a if r.profile == chosen), key=lambda r: r.run_id or 0)[:-1]
+        if not earlier:
+            raise UsageError(
+                f"only one ok run of {found[0][0]} with profile {chosen!r} (run {a.run_id})",
+                hint="bench it again, or compare two run numbers from `patchkit runs`",
+            )
+        a = earlier[-1]
+    return a, b
 
 
 def _listing(runs: Sequence[RunRecord]) -> str:

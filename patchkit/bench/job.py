@@ -47,7 +47,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -246,26 +246,53 @@ def _http_get(url: str, timeout: float = 2.0) -> tuple[int, bytes]:
 
 
 def check_start_env(pid: int, required: Mapping[str, str]) -> tuple[list[int], list[str]]:
-    """(pids checked, problems): every process of the tree must have every required value."""
+    """(pids checked, problems): every process of the tree must have every required value.
+
+    One problem per offending pid, on one line: its command line quoted word by word (a newline or
+    other control character in an argument is escaped), then every variable it lacks or has otherwise."""
     import psutil
 
     checked, problems = [], []
     for proc in _tree(pid):
         try:
             environ = proc.environ()
-            cmdline = " ".join(proc.cmdline())
+            cmdline = quote_command(proc.cmdline())
         except psutil.NoSuchProcess:
             continue
         except psutil.AccessDenied:
             problems.append(f"pid {proc.pid}: cannot read its environment (access denied)")
             continue
         checked.append(proc.pid)
+        wrong = []
         for name, value in required.items():
             if name not in environ:
-                problems.append(f"pid {proc.pid} ({cmdline}) lacks {name}")
+                wrong.append(f"lacks {name}")
             elif environ[name] != value:
-                problems.append(f"pid {proc.pid} ({cmdline}) has {name}={environ[name]!r}, not {value!r}")
+                wrong.append(f"has {name}={environ[name]!r}, not {value!r}")
+        if wrong:
+            problems.append(f"pid {proc.pid} ({cmdline}) {'; '.join(wrong)}")
     return checked, problems
+
+
+def quote_command(args: Sequence[str]) -> str:
+    """A command line as one line: shell-quoted words; a word with a newline or another control
+    character in bash's ``$'...'`` form, escaped."""
+    return " ".join(shlex.quote(a) if a.isprintable() else _ansi_c(a) for a in args)
+
+
+_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _ansi_c(word: str) -> str:
+    out = []
+    for ch in word:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+    return "$'" + "".join(out) + "'"
 
 
 # -- the job ------------------------------------------------------------------------

@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from patchkit import paths
 from patchkit.bench.job import bench_env, bench_python
+from patchkit.bench.record import patch_state
 from patchkit.engine.apply import ApplyReport, apply_worktree
+from patchkit.engine.check import check_range
 from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.record import load_record
 from patchkit.engine.revert import revert_worktree
@@ -57,17 +59,26 @@ class Prepared:
     version: str | None  # what scm_version_file holds
 
     def manifests_json(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "name": r.manifest.name,
-                "digest": r.manifest.digest,
-                "results": [
-                    {"patch": x.patch, "status": x.status.value, "reason": x.reason.value if x.reason else None}
-                    for x in r.results
-                ],
-            }
-            for r in self.reports
-        ]
+        """Per manifest, per patch: what apply did (status, reason) and the state that gives the tree
+        (``patch_state``), with the patch's payload digest (its operation's fingerprint: every input
+        of the code it writes), so that compare can tell which patched code ran."""
+        out = []
+        for report in self.reports:
+            fingerprints = {p.id: p.op.fingerprint for p in report.manifest.patches}
+            results = []
+            for x in report.results:
+                reason = x.reason.value if x.reason else None
+                results.append(
+                    {
+                        "patch": x.patch,
+                        "status": x.status.value,
+                        "reason": reason,
+                        "state": patch_state(x.status.value, reason),
+                        "payload": f"sha256:{fingerprints[x.patch]}" if x.patch in fingerprints else None,
+                    }
+                )
+            out.append({"name": report.manifest.name, "digest": report.manifest.digest, "results": results})
+        return out
 
 
 def worktree_root(repo: Repo, override: str | None) -> Path:
@@ -95,14 +106,17 @@ def prepare_commit(
     sets: Mapping[str, str] | None = None,
     base_env: Mapping[str, str] | None = None,
     allow_dirty: bool = False,
+    progress: Callable[[str, str], None] | None = None,
 ) -> Prepared:
     """``sets`` (``--set``) and ``base_env`` (patchkit's environment) make the import check's environment;
-    ``allow_dirty`` is the guard's ``--allow-dirty``."""
+    ``allow_dirty`` is the guard's ``--allow-dirty``; ``progress(phase, detail)`` hears each step begin."""
+    say = progress or (lambda phase, detail: None)
     path = root / commit.sha[:12]
     root.mkdir(parents=True, exist_ok=True)
     reports: list[ApplyReport] = []
     if path.exists() and path.resolve() in {p.resolve() for p in repo.worktrees()}:
         reapply_stale(path, manifests)
+    say("applying", manifests[0].name)
     first = apply_at_commit(manifests[0], repo, commit.sha, worktree=str(path))
     reports.append(first)
     if first.refused:
@@ -111,6 +125,7 @@ def prepare_commit(
     linked = Repo.discover(path)
     try:
         for manifest in manifests[1:]:
+            say("applying", manifest.name)
             report = apply_worktree(manifest, linked)
             reports.append(report)
             if report.refused:
@@ -120,8 +135,16 @@ def prepare_commit(
             problem = f"the interpreter {config.python!r} of [bench].python is not found on PATH"
             return Prepared(commit, path, tuple(reports), True, (problem,), {}, {}, None)
         env = import_env(config, path, python, sets or {}, os.environ if base_env is None else base_env)
+        generated = (config.scm_version_file,) if config.scm_version_file is not None else ()
+        say("guard", ", ".join(m.name for m in manifests))
         guard, problems = guard_tree(
-            linked, manifests, config.import_check, python=python, env=env, allow_dirty=allow_dirty
+            linked,
+            manifests,
+            config.import_check,
+            python=python,
+            env=env,
+            allow_dirty=allow_dirty,
+            generated=generated,
         )
     finally:
         linked.close()
@@ -173,13 +196,17 @@ def guard_tree(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     allow_dirty: bool = False,
+    generated: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[str]]:
     """The guard step: (report to store, problems that refuse the run).
 
     ``patchkit.guard.evaluate_guard`` per manifest, as ``patchkit guard -m M``
     would run it; the manifest with ``[bench]`` also checks that every
     ``import_check`` module resolves inside the tree for ``python`` run in
-    ``env`` from the tree's root, as the server is started.
+    ``env`` from the tree's root, as the server is started.  ``generated`` are the files bench
+    writes into the tree (the ``scm_version_file``): with the bytecode caches the server leaves,
+    they are patchkit's own, not changes that refuse the tree; any other change refuses as
+    ``patchkit guard`` would.
     """
 
     reports = []
@@ -194,6 +221,7 @@ def guard_tree(
                 env=env,
                 cwd=repo.root,
                 allow_dirty=allow_dirty,
+                generated=generated,
             )
         )
     problems = [f"{r.manifest.name}: [{c.check}] {c.message}" for r in reports for c in r.failed]
@@ -250,3 +278,20 @@ def write_scm_version_file(path: Path, version: str) -> None:
     )
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text.encode("utf-8"), 0o644)
+
+
+def unpatchable_commits(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:
+    """The commits where a manifest cannot apply (a required FAIL), with the failing patches: read
+    from the blobs (``check_range``, no checkout), so that bisect never prepares nor benchmarks them."""
+
+    out: dict[str, str] = {}
+    for manifest in manifests:
+        report = check_range(manifest, repo, commits=[c.sha for c in commits], hints=False)
+        for row in report.commits:
+            if row.failed and row.commit.sha not in out:
+                out[row.commit.sha] = ", ".join(
+                    f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
+                    for r in row.results
+                    if r.status is Status.FAIL
+                )
+    return out

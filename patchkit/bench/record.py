@@ -8,16 +8,18 @@ commit, stored as JSON, and read back with ``from_json``; a record of an
 older patchkit (no ``author``/``parents`` in ``commit``, no ``allow_dirty``)
 reads the same.
 
-Secrets: an environment variable whose name looks like a secret (``TOKEN``,
-``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``) is kept with its name and
-the value ``<redacted>``; ``redact_env`` is applied when a record is made, so
-no store, JSON, log or comparison written from a record can hold the value.
+Secrets: an environment variable (or ``[bench].vars`` entry) whose name looks
+like a secret (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``)
+is kept with its name and the value ``<redacted>``, and the value is replaced
+wherever else the record quotes it (a command line, a refusal); this happens
+when a record is made, so no store, JSON, log or comparison written from a
+record can hold the value.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -59,6 +61,34 @@ def redact_env(env: Mapping[str, str]) -> dict[str, str]:
 def secret_values(env: Mapping[str, str]) -> list[str]:
     """The values of the secret-looking names of ``env`` (what must appear in no file patchkit writes)."""
     return [value for name, value in env.items() if is_secret(name) and value and value != REDACTED]
+
+
+_STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
+
+
+def patch_state(status: str | None, reason: str | None) -> str:
+    """Which code of a patch was in the tree when a run ran, from what apply said: ``applied`` (APPLY,
+    or SKIP ALREADY_APPLIED in a reused worktree: the same code), ``provided upstream``, or
+    ``not applied (STATUS REASON)``."""
+    if status == "APPLY" or (status == "SKIP" and reason in _STATE_OF_SKIP):
+        return "applied" if status == "APPLY" else _STATE_OF_SKIP[str(reason)]
+    return f"not applied ({' '.join(str(p) for p in (status, reason) if p)})"
+
+
+MIN_SECRET = 6  # shorter values are not searched for in other fields (a "1" would be everywhere)
+
+
+def _scrub(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` with every occurrence of a secret in its strings replaced by ``<redacted>``."""
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {k: _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrub(v, secrets) for v in value)
+    return value
 
 
 def now() -> str:
@@ -111,13 +141,19 @@ class RunRecord:
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
+    executor: Mapping[str, Any] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
     proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
+        secrets = [v for v in {*secret_values(self.env), *secret_values(self.vars)} if len(v) >= MIN_SECRET]
         object.__setattr__(self, "env", redact_env(self.env))
+        object.__setattr__(self, "vars", redact_env(self.vars))
+        if secrets:  # a secret rendered into a command line or quoted in a refusal
+            for name in ("commands", "details", "reason", "logs", "guard", "server_info"):
+                object.__setattr__(self, name, _scrub(getattr(self, name), secrets))
 
     def with_run_id(self, run_id: int) -> RunRecord:
         return replace(self, run_id=run_id)
@@ -151,7 +187,16 @@ class RunRecord:
             "started_at": self.started_at,
             "host": self.host.get("hostname"),
             "stats": self.stats(),
+            "executor": self.executor_summary(),
         }
+
+    def executor_summary(self) -> dict[str, Any] | None:
+        """Where a scheduled run ran (Slurm job id, array index, node, GPUs); None for an in-process run."""
+        job = self.executor
+        if not job:
+            return None
+        keys = ("name", "job_id", "array_index", "node", "gpu_ids", "state")
+        return {key: job.get(key) for key in keys}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +227,7 @@ class RunRecord:
             "metrics": [dict(m) for m in self.metrics],
             "logs": dict(self.logs),
             "proof": None if self.proof is None else dict(self.proof),
+            "executor": None if self.executor is None else dict(self.executor),
         }
 
     @classmethod
@@ -210,6 +256,7 @@ class RunRecord:
             metrics=tuple(data.get("metrics", ())),
             run_id=data.get("run"),
             allow_dirty=bool(data.get("allow_dirty", False)),
+            executor=data.get("executor"),
             launch=int(data.get("launch", 1)),
             series=data.get("series"),
             proof=data.get("proof"),

@@ -2,7 +2,8 @@
 
 ``Session.run(commit, profile)`` prepares the commit's worktree once (apply
 every manifest, guard, version file), then builds a ``JobSpec`` and calls
-``run_job``; every record, refused ones included, goes to the store.  A commit
+``run_job``; every record, refused ones included, goes to the store.  The run's logs go to
+``<git-common-dir>/patchkit/bench-runs/``, wherever ``--store`` puts the store.  A commit
 refused by its patches gets a ``refused`` record per profile and never starts
 a server or client.
 """
@@ -19,7 +20,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
+from patchkit import paths
 from patchkit.bench.job import JobSpec, run_job
 from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
 from patchkit.bench.provenance import host_facts
@@ -97,6 +100,7 @@ class Session:
     repeat: int | None = None
     allow_dirty: bool = False
     progress: Callable[[Commit, str, str, str], None] | None = None
+    runs_dir: Path | None = None  # where run directories go (--shared-dir/bench-runs); default: next to the store
     series: str = field(default_factory=lambda: new_series())  # noqa: PLW0108 (defined below)
     _prepared: dict[str, Prepared] = field(default_factory=dict)
     _launched: dict[tuple[str, str], int] = field(default_factory=dict)
@@ -132,7 +136,7 @@ class Session:
             self.config.profile(name)
         return list(dict.fromkeys(chosen)) or self.config.profile_names()
 
-    def prepare(self, commit: Commit) -> Prepared:
+    def prepare(self, commit: Commit, progress: Callable[[str, str], None] | None = None) -> Prepared:
         if commit.sha not in self._prepared:
             try:
                 prepared = prepare_commit(
@@ -143,6 +147,7 @@ class Session:
                     self.config,
                     sets=self.sets,
                     allow_dirty=self.allow_dirty,
+                    progress=progress,
                 )
             except (RefusedError, RepoError) as exc:
                 # A worktree that cannot be reused (edited by hand, git refusing): this commit is
@@ -152,43 +157,54 @@ class Session:
             self._prepared[commit.sha] = prepared
         return self._prepared[commit.sha]
 
+    def plan(self, commit: Commit, profile: str, say: Callable[[str, str], None] | None = None) -> JobSpec | RunRecord:
+        """The job for (commit, profile) on its prepared tree, or, for a refused commit, its ``refused``
+        record (not stored yet): what an executor gets is always a commit the guard let through."""
+        if say is not None:
+            say("preparing worktree", "")
+        prepared = self.prepare(commit, say)
+        values = self.config.resolve_vars(profile, self.sets)
+        if prepared.refused:
+            return refused_record(prepared, profile, values, self.config, allow_dirty=self.allow_dirty)
+        assert prepared.tree is not None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        runs_dir = self.runs_dir or paths.bench_runs(self.repo.common_dir)
+        return JobSpec(
+            commit=commit,
+            tree=prepared.tree,
+            config=self.config,
+            profile=profile,
+            vars=values,
+            run_dir=runs_dir / f"{stamp}-{commit.sha[:10]}-{profile}",
+            warmup=self.config.warmup,
+            repeat=self.repeat or self.config.repeat,
+            manifests=tuple(prepared.manifests_json()),
+            guard=prepared.guard,
+            guard_env=prepared.guard_env,
+            expected_version=prepared.version,
+            allow_dirty=self.allow_dirty,
+            proof_tree=proof_tree(prepared, self.config),
+        )
+
+    def next_launch(self, commit: Commit, profile: str) -> int:
+        """The launch number the next launch of (commit, profile) gets in this series (1 for the first)."""
+        launch = self._launched.get((commit.sha, profile), 0) + 1
+        self._launched[(commit.sha, profile)] = launch
+        return launch
+
     def run(self, commit: Commit, profile: str) -> RunRecord:
         """One server launch of ``commit`` with ``profile``: the next launch number of this series for the pair.
 
         The worktree is prepared at the first launch of a commit and reused by the next ones."""
-        launch = self._launched.get((commit.sha, profile), 0) + 1
-        self._launched[(commit.sha, profile)] = launch
+        launch = self.next_launch(commit, profile)
         progress = self.progress
 
         def say(phase: str, detail: str) -> None:
             if progress is not None:
                 progress(commit, profile, phase, detail)
 
-        say("preparing worktree", "")
-        prepared = self.prepare(commit)
-        values = self.config.resolve_vars(profile, self.sets)
-        if prepared.refused:
-            record = refused_record(prepared, profile, values, self.config, allow_dirty=self.allow_dirty)
-        else:
-            assert prepared.tree is not None
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-            spec = JobSpec(
-                commit=commit,
-                tree=prepared.tree,
-                config=self.config,
-                profile=profile,
-                vars=values,
-                run_dir=self.store.path.parent / "bench-runs" / f"{stamp}-{commit.sha[:10]}-{profile}",
-                warmup=self.config.warmup,
-                repeat=self.repeat or self.config.repeat,
-                manifests=tuple(prepared.manifests_json()),
-                guard=prepared.guard,
-                guard_env=prepared.guard_env,
-                expected_version=prepared.version,
-                allow_dirty=self.allow_dirty,
-                proof_tree=proof_tree(prepared, self.config),
-            )
-            record = run_job(spec, say, base_env=dict(os.environ))
+        planned = self.plan(commit, profile, say)
+        record = planned if isinstance(planned, RunRecord) else run_job(planned, say, base_env=dict(os.environ))
         record = replace(record, launch=launch, series=self.series)
         stored = record.with_run_id(self.store.add(record))
         if stored.outcome is Outcome.INTERRUPTED:
@@ -217,21 +233,53 @@ def proof_tree(prepared: Prepared, config: BenchConfig) -> TreeFacts | None:
 def refused_record(
     prepared: Prepared, profile: str, values: Mapping[str, str], config: BenchConfig, *, allow_dirty: bool = False
 ) -> RunRecord:
+    return unstarted_record(
+        prepared.commit,
+        profile,
+        Outcome.REFUSED,
+        refusal(prepared),
+        tuple(prepared.reasons),
+        values,
+        tuple(prepared.manifests_json()),
+        prepared.guard,
+        config,
+        allow_dirty=allow_dirty,
+    )
+
+
+def unstarted_record(
+    commit: Commit,
+    profile: str,
+    outcome: Outcome,
+    reason: str,
+    details: tuple[str, ...],
+    values: Mapping[str, str],
+    manifests: tuple[Mapping[str, Any], ...],
+    guard: Mapping[str, Any],
+    config: BenchConfig,
+    *,
+    allow_dirty: bool = False,
+    host: Mapping[str, Any] | None = None,
+    logs: Mapping[str, Any] | None = None,
+    executor: Mapping[str, Any] | None = None,
+) -> RunRecord:
+    """A record of a launch that measured nothing here: refused before starting, or (Slurm) a job that
+    ended without sending its record back."""
     stamp = now()
     return RunRecord(
-        commit=prepared.commit,
+        commit=commit,
         profile=profile,
-        outcome=Outcome.REFUSED,
-        reason=refusal(prepared),
-        details=tuple(prepared.reasons),
+        outcome=outcome,
+        reason=reason,
+        details=details,
         started_at=stamp,
         finished_at=stamp,
         vars=dict(values),
         commands={},
         env={},
-        manifests=tuple(prepared.manifests_json()),
-        guard=prepared.guard,
-        host=host_facts(),
+        manifests=manifests,
+        guard=guard,
+        host=host_facts() if host is None else host,
         interpreter=None,
         torch=None,
         gpus=None,
@@ -239,8 +287,9 @@ def refused_record(
         samples={},
         missing=(),
         metrics=tuple(m.to_json() for m in config.metrics),
-        logs={},
+        logs=logs or {},
         allow_dirty=allow_dirty,
+        executor=executor,
     )
 
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from patchkit import paths
-from patchkit.bench.record import Outcome, RunRecord, redact_env
+from patchkit.bench.record import Outcome, RunRecord, secret_values
 from patchkit.errors import RepoError, UsageError
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -97,6 +98,29 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX noise_key ON noise (host, profile, metric);
     """,
+    # 5: launches handed to a scheduler (bench --executor slurm), written before the submitter waits,
+    #    so that a re-run of the same command (same batch) collects them instead of submitting again.
+    """
+    CREATE TABLE submissions (
+        batch TEXT NOT NULL,
+        key TEXT NOT NULL,
+        executor TEXT NOT NULL,
+        job_id TEXT NOT NULL,
+        folder TEXT NOT NULL,
+        label TEXT NOT NULL,
+        submitted_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        run_id INTEGER REFERENCES runs (id) ON DELETE SET NULL,
+        PRIMARY KEY (batch, key)
+    );
+    CREATE INDEX submissions_state ON submissions (state);
+    CREATE TABLE batches (
+        batch TEXT PRIMARY KEY,
+        command TEXT NOT NULL,
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -114,6 +138,8 @@ class Store:
         except sqlite3.Error as exc:
             raise RepoError(f"cannot open the bench store {path}: {exc}") from None
         self.db.execute("PRAGMA foreign_keys = ON")
+        # What a migration rewrote (a secret of an older record) is zeroed, not left in a free page.
+        self.db.execute("PRAGMA secure_delete = ON")
         self.migrate()
 
     def close(self) -> None:
@@ -170,7 +196,9 @@ class Store:
 
     # -- writing ---------------------------------------------------------------
 
-    def add(self, record: RunRecord) -> int:
+    def add(self, record: RunRecord, *, submission: tuple[str, str] | None = None) -> int:
+        """Store a record; ``submission`` (batch, key): the scheduled launch it came from, marked collected
+        in the same transaction, so a re-run never collects it twice."""
         data = record.to_json()
         with self._transaction() as db:
             cursor = db.execute(
@@ -207,7 +235,81 @@ class Store:
                     "INSERT INTO manifests VALUES (?, ?, ?, ?)",
                     (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
                 )
+            if submission is not None:
+                db.execute(
+                    "UPDATE submissions SET state = 'collected', run_id = ? WHERE batch = ? AND key = ?",
+                    (run_id, *submission),
+                )
         return run_id
+
+    # -- submissions (bench --executor slurm) -------------------------------------
+
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Record what was just handed to the scheduler, in one transaction, before anyone waits on it."""
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        with self._transaction() as db:
+            for row in rows:
+                db.execute(
+                    "INSERT INTO submissions (batch, key, executor, job_id, folder, label, submitted_at, state) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, 'submitted')",
+                    (
+                        batch,
+                        row["key"],
+                        row.get("executor", "slurm"),
+                        row["job_id"],
+                        row["folder"],
+                        json.dumps(row["label"], sort_keys=True),
+                        stamp,
+                    ),
+                )
+
+    def submissions(self, batch: str | None = None, *, pending: bool = False) -> list[dict[str, Any]]:
+        """The submissions of one batch (all batches when None); ``pending``: those not collected yet."""
+        query = "SELECT batch, key, executor, job_id, folder, label, submitted_at, state, run_id FROM submissions"
+        where, args = [], []
+        if batch is not None:
+            where.append("batch = ?")
+            args.append(batch)
+        if pending:
+            where.append("state != 'collected'")
+        if where:
+            query += " WHERE " + " AND ".join(where)
+        rows = self.db.execute(query + " ORDER BY submitted_at, job_id", args).fetchall()
+        names = ("batch", "key", "executor", "job_id", "folder", "label", "submitted_at", "state", "run_id")
+        return [{**dict(zip(names, r, strict=True)), "label": json.loads(r[5])} for r in rows]
+
+    def set_submission_state(self, batch: str, key: str, state: str) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE submissions SET state = ? WHERE batch = ? AND key = ?", (state, batch, key))
+
+    def open_batch(self, key: str, command: str) -> tuple[str, bool]:
+        """``(batch, resumed)``: the unfinished batch of this command's key (a re-run after the submitter
+        died), or a new one, ``KEY#N``, when every earlier batch of it finished."""
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT batch, finished_at FROM batches WHERE batch LIKE ? AND batch NOT LIKE '%/%' "
+                "ORDER BY started_at",
+                (f"{key}#%",),
+            ).fetchall()
+            unfinished = [batch for batch, finished in rows if finished is None]
+            if unfinished:
+                return unfinished[-1], True
+            batch = f"{key}#{len(rows) + 1}"
+            db.execute("INSERT INTO batches VALUES (?, ?, ?, NULL)", (batch, command, stamp))
+        return batch, False
+
+    def use_batch(self, batch: str, command: str) -> bool:
+        """A batch by its exact name (a round of a bisect), created if new; True when it existed."""
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        with self._transaction() as db:
+            cursor = db.execute("INSERT OR IGNORE INTO batches VALUES (?, ?, ?, NULL)", (batch, command, stamp))
+        return cursor.rowcount == 0
+
+    def finish_batch(self, batch: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        with self._transaction() as db:
+            db.execute("UPDATE batches SET finished_at = ? WHERE batch = ?", (stamp, batch))
 
     # -- reading ---------------------------------------------------------------
 
@@ -308,8 +410,7 @@ def _backfill_3(db: sqlite3.Connection) -> None:
     db.executemany("INSERT INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
     for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
         data = json.loads(text)
-        env = data.get("env") or {}
-        redacted = redact_env(env)
-        if redacted != env:
-            data["env"] = redacted
-            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(data, sort_keys=True), run_id))
+        if secret_values(data.get("env") or {}) or secret_values(data.get("vars") or {}):
+            # Made again as a record: the names redacted, and the values wherever the record quotes them.
+            scrubbed = {**RunRecord.from_json(data).to_json(), "run": run_id}
+            db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(scrubbed, sort_keys=True), run_id))

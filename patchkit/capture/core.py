@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,7 @@ from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
+from patchkit.render import plural
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
 
@@ -106,7 +108,7 @@ class _FileChange:
 # -- reading the change ----------------------------------------------------------------
 
 
-def _changed_files(repo: Repo, root: Path, base: Commit) -> list[_FileChange]:
+def _changed_files(repo: Repo, root: Path, base: Commit, verb: str = "capture") -> list[_FileChange]:
     problems: list[str] = []
     files: list[_FileChange] = []
     changes = repo.worktree_changes(base.sha)
@@ -144,10 +146,17 @@ def _changed_files(repo: Repo, root: Path, base: Commit) -> list[_FileChange]:
         files.append(_FileChange(path, before, after))
     if problems:
         raise RefusedError(
-            f"capture carries edits of existing text files only, and {len(problems)} change(s) are not that: "
+            f"{verb} carries edits of existing text files only, and {plural(len(problems), 'change')} "
+            + ("is" if len(problems) == 1 else "are")
+            + " not that: "
             + "; ".join(problems)
             + "; nothing was written",
-            hint="commit those changes to the base first, or undo them, then capture again",
+            hint=(
+                "commit those changes to the base first, or undo them, then capture again"
+                if verb == "capture"
+                else "leave those files' sections out of the patch (or commit them to the base first), "
+                f"then run {verb} again"
+            ),
         )
     return files
 
@@ -172,7 +181,9 @@ class _Planned:
 
 
 def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-._")
+    # Letters keep their base letter (`módulo` -> `modulo`), not a dash each.
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = re.sub(r"[^a-z0-9._-]+", "-", ascii_text.lower()).strip("-._")
     return slug or "x"
 
 
@@ -378,8 +389,12 @@ def capture(
     base: str | None = None,
     out: Path,
     force: bool = False,
+    verb: str = "capture",
 ) -> CaptureReport:
-    """Capture the repository's work tree against ``base`` (default HEAD) into ``out``."""
+    """Capture the repository's work tree against ``base`` (default HEAD) into ``out``.
+
+    ``verb`` is the command the user ran (``import-diff`` captures a temporary worktree), for advice.
+    """
     if not NAME_RE.match(name):
         raise UsageError(
             f"--name {name!r} must start with a lowercase letter or digit and use only a-z, 0-9 and '-'",
@@ -387,11 +402,20 @@ def capture(
         )
     root = repo.require_worktree("capture")
     commit = repo.commit(base or "HEAD")
-    changes = {c.path: c for c in _changed_files(repo, root, commit)}
+    changes = {c.path: c for c in _changed_files(repo, root, commit, verb)}
     out = out.resolve()
     ours = [out / "manifests" / f"{name}.toml", out / "patches" / name]
     untracked = tuple(p for p in repo.untracked_files() if not any(_inside(root / p, mine) for mine in ours))
     if not changes:
+        if untracked:
+            shown = ", ".join(untracked[:5]) + (f" and {len(untracked) - 5} more" if len(untracked) > 5 else "")
+            raise RefusedError(
+                f"the work tree has no changes to tracked files against {commit.short}, only "
+                f"{plural(len(untracked), 'untracked file')} ({shown}); nothing to capture",
+                items=untracked,
+                hint="capture carries edits of existing files: commit new files to the base first "
+                "(or put their code into an existing file), then capture again",
+            )
         raise RefusedError(
             f"the work tree has no changes against {commit.short}; nothing to capture",
             hint="edit files, or pass --base REV to capture against an older commit",

@@ -27,6 +27,7 @@ def import_diff(repo: Repo, patch: Path, *, name: str, base: str | None, out: Pa
     if not patch.is_file():
         raise UsageError(f"patch file {patch} does not exist", hint="give the path of a .patch or `git diff` output")
     data = patch.read_bytes()
+    _require_a_patch(patch, data)
     commit = repo.commit(base or "HEAD")
     scratch = Path(tempfile.mkdtemp(prefix="patchkit-import-diff-"))
     tree = scratch / "tree"
@@ -41,10 +42,36 @@ def import_diff(repo: Repo, patch: Path, *, name: str, base: str | None, out: Pa
                     "nothing was written",
                     hint="pass --base REV with the commit the patch was made against",
                 ) from None
-            return capture(work, name=name, base=commit.sha, out=out, force=force)
+            return capture(work, name=name, base=commit.sha, out=out, force=force, verb="import-diff")
     finally:
         repo.remove_worktree(tree)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+_HUNK_LINE = re.compile(rb"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@", re.M)
+_BINARY = re.compile(rb"^(GIT binary patch|Binary files .* differ)\r?$", re.M)
+# git's extended header lines: a section made of these alone (a rename, a mode change) has no hunks
+# and is still a patch, refused later by capture with the file named.
+_EXTENDED = re.compile(rb"^(rename from|rename to|copy from|new file mode|deleted file mode|old mode|new mode) ", re.M)
+
+
+def _require_a_patch(patch: Path, data: bytes) -> None:
+    """Refuse, as bad input, a file that is not a text patch with at least one hunk.
+
+    ``git apply`` says only "No valid patches in input" (or applies nothing at all, exit 0, for a
+    file of headers), so the file is named here with what it is not, before any worktree exists.
+    """
+    what: str | None = None
+    if not data.strip():
+        what = "is empty, not a patch"
+    elif _BINARY.search(data):
+        what = "is a binary patch; import-diff carries edits of text files only"
+    elif not _FILE_START.search(data):
+        what = "is not a patch: no 'diff --git' or '--- ' / '+++ ' header line"
+    elif not _HUNK_LINE.search(data) and not _EXTENDED.search(data):
+        what = "is a patch with no hunks ('@@ -a,b +c,d @@' lines), so there is nothing to import"
+    if what is not None:
+        raise UsageError(f"{patch} {what}", hint="give the output of `git diff` or `diff -u` against the base")
 
 
 def _sections(data: bytes) -> list[bytes]:
@@ -54,7 +81,7 @@ def _sections(data: bytes) -> list[bytes]:
         if data[start:].startswith(b"--- ") and index > 0 and data[starts[index - 1] :].startswith(b"diff --git "):
             continue  # the '---' line of a section already started by 'diff --git'
         out.append(start)
-    return [data[s:e] for s, e in zip(out, [*out[1:], len(data)], strict=True)]
+    return [data[s:e] for s, e in zip(out, [*out[1:], len(data)], strict=False)]
 
 
 def _why(repo: Repo, sha: str, data: bytes, exc: GitFailed) -> str:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.record import Outcome, RunRecord
-from patchkit.render import Cell, Grid, Piece, emit
+from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -39,6 +39,7 @@ OUTCOME_STYLE = {
     Outcome.INTERRUPTED: "bold yellow",
 }
 HEALTH_EVERY = 30.0  # seconds between two "waiting for health" lines off a terminal
+TEXT_MIN = 6  # the narrowest a wrapping text column may get before a table is shown as blocks
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -58,12 +59,45 @@ def say(console: Console, text: str, style: str = "") -> None:
         console.print(text, markup=False, highlight=False)
 
 
+def show_table(console: Console, table: Grid) -> None:
+    """A table that never cuts a short code: as a table where its whole columns fit the terminal
+    (text columns wrap), else one block of ``column: value`` lines per row; off a terminal, as is."""
+    if not console.is_terminal or _least_width(table) <= console.width:
+        emit(console, table)
+        return
+    from rich.text import Text
+
+    for row in table.rows:
+        for column, cell in zip(table.columns, row, strict=True):
+            pieces = cell_pieces(cell)
+            if "".join(t for t, _ in pieces).strip():
+                console.print(Text.assemble((f"{column.name}: ", "bold"), *pieces), overflow="fold")
+        console.print()
+
+
+def _least_width(table: Grid) -> int:
+    """The width under which rich would have to cut a whole column: whole columns at their widest,
+    text columns at TEXT_MIN, two spaces between columns."""
+    from rich.cells import cell_len
+
+    total = 2 * (len(table.columns) - 1)
+    for index, column in enumerate(table.columns):
+        if not column.whole:
+            total += TEXT_MIN
+            continue
+        texts = [column.name, *("".join(t for t, _ in cell_pieces(row[index])) for row in table.rows)]
+        total += max(cell_len(line) for text in texts for line in text.split("\n"))
+    return total
+
+
 # -- bench ------------------------------------------------------------------------------
 
 
 def run_line(record: RunRecord) -> str:
+    """One line as each run ends; it carries the subject, which the table leaves out to keep its numbers wide."""
+    commit = record.commit
     launch = f" launch {record.launch}" if record.launch > 1 else ""
-    return f"run {record.run_id}: {record.commit.short} {record.profile}{launch}: {record.outcome.value}"
+    return f"run {record.run_id}: {commit.short} {record.profile}{launch}: {record.outcome.value}  {commit.subject}"
 
 
 def explain_lines(record: RunRecord) -> list[str]:
@@ -117,12 +151,12 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
     if launches:
         table.add_column("launch", justify="right", whole=True)
     table.add_column("commit", whole=True)
-    table.add_column("subject")
     table.add_column("profile")
     table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
-    table.add_column("min-max", justify="right")
-    table.add_column("n", justify="right")
+    table.add_column("min", justify="right", whole=True)
+    table.add_column("max", justify="right", whole=True)
+    table.add_column("n", justify="right", whole=True)
     table.add_column("ratio", justify="right", whole=True)
     table.add_column("outcome", whole=True)
     for row in rows:
@@ -131,21 +165,16 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
             str(row["run"]),
             *([str(row.get("launch", 1))] if launches else []),
             row["commit"][:10],
-            row["subject"],
             row["profile"],
             row["metric"] or "-",
             fmt(row["median"]),
-            _range(row["min"], row["max"]),
+            fmt(row["min"]),
+            fmt(row["max"]),
             n,
             fmt(row["ratio"], 3),
             outcome_piece(row["outcome"]),
         )
     return table
-
-
-def _range(low: float | None, high: float | None) -> str:
-    """A min-max range that wraps between its numbers, never inside one."""
-    return "-" if low is None and high is None else f"{fmt(low)} - {fmt(high)}"
 
 
 # -- runs -------------------------------------------------------------------------------
@@ -160,6 +189,9 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     table.add_column("subject")
     table.add_column("profile")
     table.add_column("outcome", whole=True)
+    scheduled = any(r.executor for r in records)  # a Slurm job id column only where some run has one
+    if scheduled:
+        table.add_column("job", whole=True)
     table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
     for r in records:
@@ -167,13 +199,78 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
         stats = r.stats()
         head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.profile]
         head.append(outcome_piece(r.outcome))
+        if scheduled:
+            head.append(str((r.executor or {}).get("job_id") or "-"))
         if not stats or not r.has_data():
             table.add_row(*head, r.reason or "no samples", "-")
             continue
         for index, (metric, s) in enumerate(stats.items()):
-            cells = head if index == 0 else ["", "", "", "", "", ""]
+            cells = head if index == 0 else [""] * len(head)
             table.add_row(*cells, metric, fmt(s["median"]))
     return table
+
+
+def pending_table(rows: Sequence[dict[str, Any]]) -> Grid:
+    """``runs --pending``: one row per submitted launch not collected yet, with its Slurm state now."""
+    table = Grid()
+    table.add_column("job", whole=True)
+    table.add_column("state", whole=True)
+    table.add_column("node")
+    table.add_column("commit", whole=True)
+    table.add_column("subject")
+    table.add_column("profile")
+    table.add_column("submitted", whole=True)
+    for row in rows:
+        table.add_row(
+            row["job_id"],
+            row["slurm_state"],
+            row["node"] or "-",
+            (row["commit"] or "")[:10],
+            row["subject"] or "",
+            row["profile"] or "",
+            row["submitted_at"][:19].replace("T", " "),
+        )
+    return table
+
+
+# -- Slurm (--executor slurm) ------------------------------------------------------------
+
+SUBMITTER_INTERRUPTED = "interrupted: the submitted jobs keep running; run the same command again to collect them"
+
+
+class _Note:
+    """What the submitter does (submitted, collecting, a job's state changes): as progress goes."""
+
+    def __init__(self, console: Console, verb: str, quiet: bool) -> None:
+        self.console, self.verb, self.quiet = console, verb, quiet
+
+    def __call__(self, line: str, *, always: bool = False) -> None:
+        if self.console.is_terminal and not self.quiet:
+            say(self.console, line, "dim")
+        elif always and not self.quiet:
+            say(self.console, line)
+        else:  # off a terminal, or stdout is JSON: timestamped on stderr, like the phases of a local run
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            print(f"{stamp} {self.verb} slurm: {line}", file=sys.stderr, flush=True)
+
+
+def slurm_lines(
+    console: Console, records: list[RunRecord], *, verb: str, quiet: bool
+) -> tuple[Callable[[RunRecord], None], _Note]:
+    """``(show, note)`` for a verb on Slurm: each collected record appended to ``records`` and printed
+    with its job id and node; the submitter's notes as progress."""
+
+    def show(record: RunRecord) -> None:
+        records.append(record)
+        if not quiet:
+            say(console, run_line(record) + _where(record))
+
+    return show, _Note(console, verb, quiet)
+
+
+def _where(record: RunRecord) -> str:
+    job = record.executor or {}
+    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
 
 
 # -- compare ----------------------------------------------------------------------------
@@ -183,16 +280,17 @@ def show_comparison(console: Console, result: Comparison) -> None:
     a, b = result.a, result.b
     for label, r in (("A", a), ("B", b)):
         say(console, f"{label} = run {r.run_id} {r.commit.short} {r.commit.subject} ({r.profile}, {r.outcome.value})")
+    for r in result.no_data:
+        say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
     if result.no_data:
-        for r in result.no_data:
-            say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
-    say(
-        console,
-        f"launches: A {len(result.launches_a)} (runs {_ids(result.launches_a)}), "
-        f"B {len(result.launches_b)} (runs {_ids(result.launches_b)}); "
-        f"verdict at {result.confidence:.0%} confidence, threshold ±{result.threshold:.1%}",
-    )
-    if len(result.no_data) < 2:
+        say(console, "no metrics to compare; what differs between the runs:", "bold")
+    else:
+        say(
+            console,
+            f"launches: A {len(result.launches_a)} (runs {_ids(result.launches_a)}), "
+            f"B {len(result.launches_b)} (runs {_ids(result.launches_b)}); "
+            f"verdict at {result.confidence:.0%} confidence, threshold ±{result.threshold:.1%}",
+        )
         table = Grid()
         table.add_column("metric")
         table.add_column("A n", justify="right", whole=True)
@@ -232,7 +330,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
                 (call, "bold red" if worse else ""),
                 (verdict, "bold red" if row.direction == "worse" else ""),
             )
-        emit(console, table)
+        show_table(console, table)
         priors = [r.metric for r in result.metrics if r.verdict is not None and r.verdict.prior_used]
         if priors:
             say(console, f"noise prior (patchkit noise) used for: {', '.join(priors)}", "dim")
@@ -255,6 +353,11 @@ def show_comparison(console: Console, result: Comparison) -> None:
         say(console, f"{title}: {len(items) or 'none'}", "bold")
         for d in items:
             say(console, f"  {d.key}: {d.a!r} -> {d.b!r}")
+
+
+def _range(low: float | None, high: float | None) -> str:
+    """A min-max range that wraps between its numbers, never inside one."""
+    return "-" if low is None and high is None else f"{fmt(low)} - {fmt(high)}"
 
 
 def _ids(records: Sequence[RunRecord]) -> str:
@@ -302,8 +405,11 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
             s.why,
             s.commit.subject,
         )
-    emit(console, table)
-    say(console, f"{len(report.steps)} launches in {report.rounds} rounds ({report.slots} slot(s))")
+    show_table(console, table)
+    launches = len(report.steps)
+    one_slot = f"; one slot would take {launches} rounds for the same launches" if report.slots > 1 else ""
+    slots = plural(report.slots, "slot")
+    say(console, f"{plural(launches, 'launch', 'launches')} in {plural(report.rounds, 'round')} ({slots}){one_slot}")
     if report.kind == "range" and report.range is not None:
         first, last = report.range
         say(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import difflib
-
 from rich.console import Console
 
+from patchkit.capture.textdiff import unified_diff
 from patchkit.commands._common import open_inputs
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.commit_apply import apply_at_commit
@@ -71,16 +70,29 @@ def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
     if report.manifest.groups:
         emit(console, groups_table(group_results(report.manifest, report.results)))
     if diff:
-        for item in report.diffs:
-            lines = difflib.unified_diff(
-                item.before.decode("utf-8", "replace").splitlines(keepends=True),
-                item.after.decode("utf-8", "replace").splitlines(keepends=True),
-                fromfile=f"a/{item.path}",
-                tofile=f"b/{item.path}",
-            )
-            console.print("".join(lines), end="", markup=False, highlight=False)
+        write_bytes(console, b"".join(diff_bytes(item.path, item.before, item.after) for item in report.diffs))
     line, style = verdict(report)
     console.print(line, style=style, markup=False)
+
+
+def diff_bytes(path: str, before: bytes, after: bytes) -> bytes:
+    """The unified diff of one file, byte for byte what is written: every ``\\r`` kept (lines split at
+    ``\\n`` only), bytes that are not UTF-8 carried through, so ``git apply`` takes it as it is."""
+    old = before.decode("utf-8", "surrogateescape")
+    new = after.decode("utf-8", "surrogateescape")
+    return unified_diff(path, old, new).encode("utf-8", "surrogateescape")
+
+
+def write_bytes(console: Console, data: bytes) -> None:
+    """Raw bytes to the console's stream: rich (and the plain console, to match it) drop ``\\r``."""
+    stream = console.file
+    stream.flush()
+    buffer = getattr(stream, "buffer", None)
+    if buffer is not None:
+        buffer.write(data)
+        buffer.flush()
+    else:
+        stream.write(data.decode("utf-8", "surrogateescape"))
 
 
 def verdict(report: ApplyReport) -> tuple[str, str]:
@@ -88,7 +100,8 @@ def verdict(report: ApplyReport) -> tuple[str, str]:
     results = report.results
     warns = [r for r in results if r.status is Status.WARN]
     if report.refused and report.unwritable:
-        return f"REFUSED: cannot write {report.unwritable}; nothing was written.", "bold red"
+        advice = f"; {report.unwritable_advice}" if report.unwritable_advice else ""
+        return f"REFUSED: cannot write {report.unwritable}; nothing was written{advice}.", "bold red"
     if report.refused:
         blocking = [r for r in results if r.status is Status.FAIL or (report.strict and r.status is Status.WARN)]
         listed = ", ".join(f"{r.patch} {r.reason.value if r.reason else ''}".strip() for r in blocking)

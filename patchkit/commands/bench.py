@@ -9,6 +9,10 @@ is prepared once per commit.  The table has one row
 per commit, profile and metric: median, min-max, and the ratio of the median
 to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130.
+
+``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
+submitted as one array after the refused commits are stored; the records come
+back in the same order, and Ctrl-C stops only the waiting.
 """
 
 from __future__ import annotations
@@ -17,13 +21,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
+from patchkit.bench.executor import SlurmExecutor
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
-from patchkit.commands._bench_output import explain_lines, progress, results_table, run_line, say, table_rows
+from patchkit.commands._bench_output import (
+    SUBMITTER_INTERRUPTED,
+    explain_lines,
+    progress,
+    results_table,
+    run_line,
+    say,
+    show_table,
+    slurm_lines,
+    table_rows,
+)
 from patchkit.errors import ExitCode
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import emit, print_json
+from patchkit.render import print_json
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,6 +60,7 @@ def bench(
     store: str | None,
     console: Console,
     allow_dirty: bool = False,
+    cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
     launches: int | None = None,
     no_interleave: bool = False,
 ) -> int:
@@ -60,19 +77,24 @@ def bench(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
+        scheduled = scheduled_executor(session, cluster, worktree_root=worktree_root)
         count = launches or session.config.launches
         order = launch_order(targets, chosen, count, interleave=not no_interleave)
         records: list[RunRecord] = []
+        interrupted = False
         with session.store, progress(console, "bench", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
-            try:
-                for commit, profile in order:
-                    records.append(session.run(commit, profile))
-                    if not json_out:
-                        say(console, run_line(records[-1]))
-            except Interrupted as stop:
-                records.append(stop.record)
-        interrupted = bool(records) and records[-1].outcome is Outcome.INTERRUPTED
+            if scheduled is not None:
+                interrupted = _on_slurm(session, scheduled, order, records, console, quiet=json_out)
+            else:
+                try:
+                    for commit, profile in order:
+                        records.append(session.run(commit, profile))
+                        if not json_out:
+                            say(console, run_line(records[-1]))
+                except Interrupted as stop:
+                    records.append(stop.record)
+                interrupted = bool(records) and records[-1].outcome is Outcome.INTERRUPTED
         rows = table_rows(records)
         if json_out:
             print_json(
@@ -85,7 +107,7 @@ def bench(
                 }
             )
         else:
-            emit(console, results_table(rows))
+            show_table(console, results_table(rows))
             for record in records:
                 for line in explain_lines(record):
                     say(console, line)
@@ -93,6 +115,30 @@ def bench(
         if interrupted:
             return INTERRUPTED
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in records) else ExitCode.REFUSED)
+
+
+def _on_slurm(
+    session: Session,
+    executor: SlurmExecutor,
+    pairs: Sequence[tuple[Commit, str]],
+    records: list[RunRecord],
+    console: Console,
+    *,
+    quiet: bool,
+) -> bool:
+    """Every launch as a Slurm job (bench.cluster); True when the submitter itself was interrupted.
+
+    Ctrl-C or SIGTERM here stops only the waiting: the jobs keep running on the cluster and the same
+    command, run again, collects them."""
+    show, note = slurm_lines(console, records, verb="bench", quiet=quiet)
+
+    try:
+        ordered = run_scheduled(session, pairs, executor, command="bench", note=note, on_record=show)
+    except KeyboardInterrupt:
+        note(SUBMITTER_INTERRUPTED, always=True)
+        return True
+    records[:] = ordered
+    return False
 
 
 def launch_order(

@@ -12,8 +12,8 @@ BAD's) while the data cannot tell which side it is on, up to
 ``--max-launches``; the answer is a first bad commit with the evidence, or a
 range it could not narrow with why.  The host's ``patchkit noise`` spread for
 the profile and metric is the prior.  ``--slots K`` probes K commits per
-round where the executor can run K jobs at once; the local executor has one
-slot, so K > 1 is refused here (the cluster executor lends more).
+round; the local executor has one slot, so K > 1 needs ``--executor slurm``
+(each round one job array, ``bench.cluster.ScheduledRounds``).
 
 Optional criteria, checked on the first launches of GOOD and BAD: ``--min X``
 (bad when the median is below X), ``--max X`` (bad when above X), ``--ratio
@@ -25,21 +25,24 @@ GOOD in the worse direction by the verdict.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from patchkit.bench.bisect import Measurement, Step, criterion
 from patchkit.bench.bisect import bisect as search
+from patchkit.bench.cluster import LOCAL, ClusterArgs, ScheduledRounds, scheduled_executor
+from patchkit.bench.prepare import unpatchable_commits
 from patchkit.bench.provenance import host_facts
+from patchkit.bench.record import RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.verdict import Noise
-from patchkit.commands._bench_output import progress, say, show_bisect, step_line
-from patchkit.engine.check import check_range
+from patchkit.commands._bench_output import SUBMITTER_INTERRUPTED, progress, say, show_bisect, slurm_lines, step_line
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
-from patchkit.manifest import Manifest, load_manifest
+from patchkit.manifest import load_manifest
 from patchkit.render import print_json
-from patchkit.results import Status
+from patchkit.report.documents import save_latest_bisect
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
 
@@ -68,20 +71,27 @@ def bisect(
     max_launches: int = 10,
     slots: int = 1,
     threshold: float = 0.0,
+    cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
 ) -> int:
     given = [(k, v) for k, v in (("min", min_value), ("max", max_value), ("ratio", ratio)) if v is not None]
     if len(given) > 1:
         raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
-    if slots > LOCAL_SLOTS:
+    if slots > LOCAL_SLOTS and cluster.executor == "local":
         raise UsageError(
             f"--slots {slots}: the local executor runs one launch at a time (1 slot)",
-            hint="drop --slots, or run the bisect through an executor with that many slots",
+            hint="drop --slots, or add --executor slurm (each round one job array of up to K jobs)",
         )
     kind: Literal["min", "max", "ratio"] | None = given[0][0] if given else None  # type: ignore[assignment]
     bound = given[0][1] if given else None
     loaded = [load_manifest(m) for m in manifests]
     with Repo.discover(Path(repo)) as git_repo:
         good_c, bad_c = git_repo.commit(good), git_repo.commit(bad)
+        if good_c.sha == bad_c.sha:
+            raise UsageError(
+                f"--good {good} and --bad {bad} are the same commit ({good_c.short}): there is nothing between "
+                "them to search",
+                hint="give --good an older commit where the metric was fine",
+            )
         session = Session.open(
             git_repo,
             loaded,
@@ -100,7 +110,7 @@ def bisect(
                 f"{bad} is not a first-parent descendant of {good}",
                 hint="give --good an older commit on the first-parent line of --bad",
             )
-        unpatchable = _unpatchable(loaded, git_repo, [good_c, *listed])
+        unpatchable = unpatchable_commits(loaded, git_repo, [good_c, *listed])
         for end, label in ((good_c, "--good"), (bad_c, "--bad")):
             if end.sha in unpatchable:
                 raise UsageError(
@@ -109,8 +119,17 @@ def bisect(
                 )
 
         def measure(commit: Commit) -> Measurement:
-            record = session.run(commit, chosen)
+            return measured(session.run(commit, chosen))
+
+        def measured(record: RunRecord) -> Measurement:
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
+
+        slurm = scheduled_executor(session, replace(cluster, slots=slots), worktree_root=worktree_root)
+        rounds: ScheduledRounds | None = None
+        if slurm is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
+            _, note = slurm_lines(console, [], verb="bisect", quiet=json_out)
+            identity = [good_c.sha, bad_c.sha, the_metric.name, str(max_launches), str(threshold)]
+            rounds = ScheduledRounds(session, chosen, slurm, command="bisect", identity=identity, note=note)
 
         stored = session.store.noise(str(host_facts().get("hostname", "")), chosen, the_metric.name)
         prior = None if stored is None else Noise(sigma=float(stored["sigma"]), df=int(stored["df"]))
@@ -147,8 +166,15 @@ def bisect(
                     max_launches=max_launches,
                     noise=prior,
                     threshold=threshold,
+                    measure_many=None if rounds is None else (lambda cs: [measured(r) for r in rounds.round(cs)]),
                 )
-            except Interrupted as stop:
+                if rounds is not None:
+                    rounds.finish()
+            except KeyboardInterrupt as stop:
+                if not isinstance(stop, Interrupted):  # the submitter, waiting on Slurm: the jobs go on
+                    say(console, SUBMITTER_INTERRUPTED, "bold yellow")
+                    return 130
+
                 say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")
                 code = 130
         if code:
@@ -163,29 +189,15 @@ def bisect(
             "max": max_value,
             "ratio": ratio,
             "good_median": report.good_value,
-            "allow_dirty": allow_dirty,
             "threshold": threshold,
             "noise": None if prior is None else {"sigma": prior.sigma, "df": prior.df},
         },
+        "allow_dirty": allow_dirty,
         **report.to_json(),
     }
+    save_latest_bisect(session.store.path, result)  # `runs --plot` and `report` mark its first bad commit
     if json_out:
         print_json(result)
     else:
         show_bisect(console, report, the_metric.name)
     return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
-
-
-def _unpatchable(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:
-    """The commits where a manifest cannot apply (a required FAIL), with the failing patches."""
-    out: dict[str, str] = {}
-    for manifest in manifests:
-        report = check_range(manifest, repo, commits=[c.sha for c in commits], hints=False)
-        for row in report.commits:
-            if row.failed and row.commit.sha not in out:
-                out[row.commit.sha] = ", ".join(
-                    f"{manifest.name}:{r.patch} {r.reason.value if r.reason else ''}".rstrip()
-                    for r in row.results
-                    if r.status is Status.FAIL
-                )
-    return out

@@ -11,7 +11,7 @@ from patchkit.capture.core import CaptureReport, summarize
 from patchkit.capture.core import capture as run_capture
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.render import emit, print_json
+from patchkit.render import emit, plural, print_json
 
 
 def capture(
@@ -37,14 +37,17 @@ def show(report: CaptureReport, *, json_out: bool, console: Console, verb: str) 
     emit(console, table)
     files = len({p.file for p in report.patches})
     console.print(
-        f"CAPTURED: {len(report.patches)} patches on {files} files -> {report.manifest} "
+        f"CAPTURED: {plural(len(report.patches), 'patch', 'patches')} on {plural(files, 'file')} -> {report.manifest} "
         f"(payloads in {report.payload_dir})",
         markup=False,
     )
     if report.untracked:
-        shown = ", ".join(report.untracked[:5]) + (" …" if len(report.untracked) > 5 else "")
+        more = len(report.untracked) - 5
+        shown = ", ".join(report.untracked[:5]) + (f" and {more} more" if more > 0 else "")
         console.print(
-            f"note: {len(report.untracked)} untracked file(s) are not part of the capture: {shown} "
+            f"note: {plural(len(report.untracked), 'untracked file')} "
+            + ("is" if len(report.untracked) == 1 else "are")
+            + f" not part of the capture: {shown} "
             "(add them to the base commit if the patches need them)",
             markup=False,
         )

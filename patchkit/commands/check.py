@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.engine.range_check import RangeCheck
 from patchkit.errors import ExitCode
 from patchkit.git import Commit
-from patchkit.render import STATUS_STYLE, make_console, plural
+from patchkit.render import STATUS_STYLE, make_console, plural, print_indented
 from patchkit.results import Status
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
@@ -120,7 +120,10 @@ def window_line(
     window: Window | GroupWindow,
     previous: Window | GroupWindow | None,
     parent_result: PatchResult | GroupResult | None = None,
+    relation: tuple[bool, int | None] = (False, None),
 ) -> Text:
+    """``relation``: (known, distance) for a --commit commit: how many commits after the one listed
+    before it (distance None: not its descendant)."""
     from rich.text import Text
 
     line = Text("  ")
@@ -145,8 +148,20 @@ def window_line(
             said = "the same verdict: the change is older"
         else:
             said = f"{parent_result.status.value} {parent_result.reason.value if parent_result.reason else ''}".strip()
-        line.append(f"  (another line of history; its parent {parent[:10] if parent else '-'}: {said})", style="dim")
+        known, distance = relation
+        if known and distance is not None:
+            where = f"{distance:,} commits after {previous.last.short}"
+        elif known:
+            where = f"not a descendant of {previous.last.short}: another line of history"
+        else:
+            where = "another line of history"
+        line.append(f"  ({where}; its parent {parent[:10] if parent else '-'}: {said})", style="dim")
     return line
+
+
+def _related(report: CheckReport, window: Window | GroupWindow) -> tuple[bool, int | None]:
+    sha = window.first.sha
+    return (sha in report.relations, report.relations.get(sha))
 
 
 def show(report: CheckReport, console: Console, what: str) -> None:
@@ -173,12 +188,16 @@ def show(report: CheckReport, console: Console, what: str) -> None:
         for window in report.windows_of(patch.id):
             parent = window.first.parents[0] if window.first.parents else None
             parent_row = rows.get(parent) if parent else None
-            console.print(window_line(window, previous, parent_row.results[column] if parent_row else None))
+            console.print(
+                window_line(
+                    window, previous, parent_row.results[column] if parent_row else None, _related(report, window)
+                )
+            )
             previous = window
             if window.status is not Status.APPLY:
-                console.print(Text("        " + window.first_result.message, style="dim"))
+                print_indented(console, window.first_result.message, indent=8, style="dim")
                 if window.first_result.hint:
-                    console.print(Text("        hint: " + window.first_result.hint, style="dim"))
+                    print_indented(console, "hint: " + window.first_result.hint, indent=8, style="dim")
         for taken in (u for u in report.upstreamed if u.patch == patch.id):
             console.print(Text("  UPSTREAMED: " + taken.message, style="bold yellow"))
     for column, group in enumerate(report.manifest.groups):
@@ -193,12 +212,14 @@ def show(report: CheckReport, console: Console, what: str) -> None:
         for gw in report.group_windows_of(group.id):
             parent = gw.first.parents[0] if gw.first.parents else None
             parent_row = rows.get(parent) if parent else None
-            line = window_line(gw, previous_group, parent_row.groups[column] if parent_row else None)
+            line = window_line(
+                gw, previous_group, parent_row.groups[column] if parent_row else None, _related(report, gw)
+            )
             line.append(f"  covered by {', '.join(gw.covered_by)}" if gw.covered_by else "  covered by none")
             console.print(line)
             previous_group = gw
             if not gw.first_result.ok:
-                console.print(Text("        " + gw.first_result.message, style="dim"))
+                print_indented(console, gw.first_result.message, indent=8, style="dim")
     good = report.last_good
     if good is None:
         console.print("no checked commit has every required patch applying.", style="bold red")

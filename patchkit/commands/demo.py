@@ -62,6 +62,8 @@ def demo(*, keep: str | None, console: Console) -> int:
             f"patchkit runs --store {store}",
             f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
             f"patchkit runs --commit {bad} --store {store} --json",
+            f"patchkit report -m {manifest} --repo {repo} --store {store} --range {good}~1..{bad} "
+            f"-o {work / 'report.html'}",
             f"patchkit bisect -m {manifest} --repo {repo} --store {store} --good {good} --bad {bad} "
             "--metric output_tok_s --ratio 0.85",
             f"patchkit check -m eagle3-verify-timing --range {RANGE_START}..{MAIN} --repo {repo}",

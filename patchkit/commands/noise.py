@@ -22,11 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
 from patchkit.bench.compare import launch_values
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.verdict import Call, judge, noise_of
-from patchkit.commands._bench_output import explain_lines, progress, run_line, say
+from patchkit.commands._bench_output import SUBMITTER_INTERRUPTED, explain_lines, progress, run_line, say, slurm_lines
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
@@ -53,6 +54,7 @@ def noise(
     store: str | None,
     console: Console,
     allow_dirty: bool = False,
+    cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
 ) -> int:
     if launches < 3:
         raise UsageError(f"--launches {launches}: an A/A run needs at least 3 launches", hint="e.g. --launches 10")
@@ -69,19 +71,30 @@ def noise(
             allow_dirty=allow_dirty,
         )
         chosen = session.profiles(profiles)
+        slurm = scheduled_executor(session, cluster, worktree_root=worktree_root)
         records: dict[str, list[RunRecord]] = {p: [] for p in chosen}
         interrupted = False
         with session.store, progress(console, "noise", live=not json_out) as show, sigterm_as_interrupt():
             session.progress = show
             try:
-                for _ in range(launches):
-                    for profile in chosen:
-                        records[profile].append(session.run(target, profile))
-                        if not json_out:
-                            say(console, run_line(records[profile][-1]))
+                if slurm is not None:  # every launch one Slurm job, up to --slots at once
+                    done: list[RunRecord] = []
+                    show_one, note = slurm_lines(console, done, verb="noise", quiet=json_out)
+                    pairs = [(target, profile) for _ in range(launches) for profile in chosen]
+                    for record in run_scheduled(session, pairs, slurm, command="noise", note=note, on_record=show_one):
+                        records[record.profile].append(record)
+                else:
+                    for _ in range(launches):
+                        for profile in chosen:
+                            records[profile].append(session.run(target, profile))
+                            if not json_out:
+                                say(console, run_line(records[profile][-1]))
             except Interrupted as stop:
                 records[stop.record.profile].append(stop.record)
                 interrupted = True
+            except KeyboardInterrupt:  # the submitter, waiting on Slurm: the jobs go on
+                say(console, SUBMITTER_INTERRUPTED, "bold yellow")
+                return INTERRUPTED
             reports = []
             for profile in chosen:
                 report = aa_report(records[profile], threshold=threshold)

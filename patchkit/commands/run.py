@@ -31,7 +31,6 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -172,6 +171,9 @@ def _run_probed(
     return code
 
 
+_SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel sent (a terminal's Ctrl-C), not kill(2)
+
+
 def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None) -> int:
     """Run ``command`` on our stdin/stdout/stderr; its exit code (128+N if killed by signal N)."""
     try:
@@ -182,24 +184,30 @@ def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None
         raise UsageError(
             f"command not executable: {command[0]}", hint="chmod +x it, or run it via its interpreter"
         ) from None
+    # The signals are taken synchronously (blocked, then sigtimedwait) to see who sent each one: a
+    # Ctrl-C comes from the kernel (si_code SI_KERNEL) to the whole foreground group, so the command
+    # has it already; a SIGINT sent to patchkit's pid by a process (kill, a scheduler) reached only
+    # patchkit and is passed on.  SIGCHLD wakes the wait when the command ends.
+    watched = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     received: list[int] = []
-
-    def forward(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-        if proc.poll() is not None:
-            return
-        if signum != signal.SIGINT:
-            proc.send_signal(signum)
-        elif received.count(signal.SIGINT) > 1:
-            proc.terminate()  # a second Ctrl-C: the command ignored the first
-        # a first Ctrl-C already reached the command through the terminal's process group
-
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
+        while proc.poll() is None:
+            info = signal.sigtimedwait(watched, 0.5)
+            if info is None or info.si_signo == signal.SIGCHLD or proc.poll() is not None:
+                continue
+            received.append(info.si_signo)
+            if info.si_signo != signal.SIGINT:
+                proc.send_signal(info.si_signo)
+            elif info.si_code != _SI_KERNEL:
+                proc.send_signal(signal.SIGINT)  # sent to patchkit alone: the command has not seen it
+            elif received.count(signal.SIGINT) > 1:
+                proc.terminate()  # a second Ctrl-C: the command ignored the first
         code = proc.wait()
+        while signal.sigtimedwait(watched - {signal.SIGCHLD}, 0) is not None:
+            pass  # a signal that came as the command ended: it was for the command, now gone
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     if code < 0:
         return 128 - code
     return code

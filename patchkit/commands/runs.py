@@ -4,30 +4,79 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from patchkit.bench.executor import slurm_states
 from patchkit.bench.session import open_store
-from patchkit.commands._bench_output import runs_table, say
+from patchkit.commands._bench_output import pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.render import emit, print_json
+from patchkit.render import print_json
+from patchkit.report.documents import load_runs
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 
 def runs(
-    *, repo: str, commits: Sequence[str], profiles: Sequence[str], store: str | None, json_out: bool, console: Console
+    *,
+    repo: str,
+    commits: Sequence[str],
+    profiles: Sequence[str],
+    store: str | None,
+    json_out: bool,
+    console: Console,
+    plot: str | None = None,
+    pending: bool = False,
 ) -> int:
     with Repo.discover(Path(repo)) as git_repo:
         shas = git_repo.resolve_all(list(commits)) if commits else []
-        with open_store(git_repo, store) as opened:
-            records = opened.runs(commits=shas, profiles=profiles)
-            path = opened.path
+        if pending:  # the launches submitted and not collected, instead of the runs
+            with open_store(git_repo, store) as opened:
+                waiting = opened.submissions(pending=True)
+                where = opened.path
+            listed = pending_rows(waiting, shas, profiles)
+            if json_out:
+                print_json({"version": 1, "command": "runs", "store": str(where), "pending": listed})
+            elif not listed:
+                say(console, f"no submitted jobs waiting to be collected in {where}")
+            else:
+                show_table(console, pending_table(listed))
+            return int(ExitCode.OK)
+        stored = load_runs(git_repo, store, commits=shas, profiles=profiles)
+        if plot is not None:
+            from patchkit.report.terminal import plot_metric
+
+            return plot_metric(git_repo, stored, plot, console)
+    records, path = stored.records, stored.path
     if json_out:
-        print_json({"version": 1, "command": "runs", "store": str(path), "runs": [r.summary_json() for r in records]})
+        print_json(stored.document())
     elif not records:
         say(console, f"no runs stored in {path}")
     else:
-        emit(console, runs_table(records))
+        show_table(console, runs_table(records))
     return int(ExitCode.OK)
+
+
+def pending_rows(rows: Sequence[dict[str, Any]], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, Any]]:
+    """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now."""
+    rows = [
+        r
+        for r in rows
+        if (not shas or r["label"].get("commit") in shas) and (not profiles or r["label"].get("profile") in profiles)
+    ]
+    states = slurm_states([r["job_id"] for r in rows]) or {}  # Slurm not answering: every state UNKNOWN
+    return [
+        {
+            "job_id": r["job_id"],
+            "slurm_state": states.get(r["job_id"], ("UNKNOWN", ""))[0],
+            "node": states.get(r["job_id"], ("", ""))[1] or None,
+            "commit": r["label"].get("commit"),
+            "subject": r["label"].get("subject"),
+            "profile": r["label"].get("profile"),
+            "submitted_at": r["submitted_at"],
+            "batch": r["batch"],
+            "folder": r["folder"],
+        }
+        for r in rows
+    ]

@@ -8,6 +8,7 @@ from patchkit.commands._common import open_inputs
 from patchkit.engine.groups import group_results
 from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
+from patchkit.guard.checks import stale_phrase
 from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
@@ -36,14 +37,16 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             )
             if report.record.manifest_digest != loaded.digest:
                 console.print("note: the manifest changed since it was applied", style="yellow", markup=False)
+        for phrase in report.layering():
+            console.print(f"layered: {phrase}", markup=False)
         if report.edited:
             console.print(f"edited after patchkit wrote them: {', '.join(report.edited)}", style="yellow", markup=False)
         if report.interrupted is not None:
             console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
         elif report.out_of_date:
             console.print(
-                f"OUT OF DATE: {', '.join(report.out_of_date)} hold an older version of their payload that patchkit "
-                f"wrote; run `patchkit apply -m {loaded.name}` to update them.",
+                f"OUT OF DATE: {stale_phrase(report.out_of_date)}; run `patchkit apply -m {loaded.name}` to update "
+                + ("it." if len(report.out_of_date) == 1 else "them."),
                 style="bold red",
                 markup=False,
             )

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from patchkit.errors import ExitCode
 from patchkit.manifest import load_manifest
-from patchkit.render import emit, print_json
+from patchkit.render import emit, plural, print_json
 
 
 def validate(*, manifest: str, json_out: bool, console: Console) -> int:
@@ -58,6 +58,6 @@ def validate(*, manifest: str, json_out: bool, console: Console) -> int:
         console.print(f"group {g.id}{within}: variants {', '.join(g.members)}{optional}", markup=False)
     for pid, _line, message in warnings:
         console.print(f"warning: patch {pid}: {message}", style="yellow", markup=False)
-    groups = f", {len(loaded.groups)} groups" if loaded.groups else ""
-    console.print(f"VALID: {len(loaded.patches)} patches{groups}.", style="bold green")
+    groups = f", {plural(len(loaded.groups), 'group')}" if loaded.groups else ""
+    console.print(f"VALID: {plural(len(loaded.patches), 'patch', 'patches')}{groups}.", style="bold green")
     return int(ExitCode.OK)

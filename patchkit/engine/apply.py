@@ -10,10 +10,12 @@ door, in ``engine/revert.py`` and ``engine/status.py``, mirroring ``commands/``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from patchkit.engine import abandon
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
 from patchkit.engine.files import sha256
 from patchkit.engine.groups import group_results
@@ -35,7 +37,7 @@ from patchkit.errors import UnwritableError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Reason, Status
-from patchkit.sources import WorktreeSource
+from patchkit.sources import Source, WorktreeSource
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class ApplyReport:
     moved_from_branch: str | None = None
     worktree: str | None = None  # apply --commit --worktree: the linked worktree
     unwritable: str | None = None  # refused because this path could not be written ("path: reason")
+    unwritable_advice: str | None = None  # what fixes it, after the cause (space, quota, read-only, permissions)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +78,7 @@ class ApplyReport:
             else {"commit": self.moved_from.sha, "branch": self.moved_from_branch},
             "worktree": self.worktree,
             "unwritable": self.unwritable,
+            "unwritable_advice": self.unwritable_advice,
             "results": [r.to_json() for r in self.results],
             "groups": [g.to_json() for g in group_results(self.manifest, self.results)],
         }
@@ -137,11 +141,39 @@ def apply_locked(
     if computed is not None:
         evaluation, rendered = computed
     else:
-        evaluation = evaluate(manifest, source, previous=previous_code(load_record(repo, manifest.name)))
-        rendered = []
+        evaluation, rendered = evaluate_and_render(
+            manifest, source, root, previous=previous_code(load_record(repo, manifest.name)), strict=strict
+        )
+    return _write_applied(manifest, repo, root, txn, commit, evaluation, rendered, notes, dry_run, strict)
+
+
+def evaluate_and_render(
+    manifest: Manifest, source: Source, root: Path, *, previous: Mapping[str, str], strict: bool
+) -> tuple[Evaluation, list[Rendered]]:
+    """The verdicts and the new bytes; nothing is written.
+
+    Large targets (``engine/abandon.py``) are read and analysed in a child process that a Ctrl-C
+    abandons at once: libcst's parse of a multi-megabyte file would otherwise hold off an interrupt
+    for the whole parse.  Only the verdicts and the rendered bytes come back.
+    """
+
+    def work() -> tuple[Evaluation, list[Rendered]]:
+        evaluation = evaluate(manifest, source, previous=previous)
+        rendered: list[Rendered] = []
         if not evaluation.refused(strict):
             rendered, evaluation = render(evaluation)
-    return _write_applied(manifest, repo, root, txn, commit, evaluation, rendered, notes, dry_run, strict)
+        return evaluation, rendered
+
+    sizes = abandon.target_sizes(root, manifest.files())
+    if not abandon.large(sum(sizes.values())):
+        return work()
+
+    def light() -> tuple[tuple[PatchResult, ...], list[Rendered]]:
+        evaluation, rendered = work()
+        return evaluation.results, rendered
+
+    results, rendered = abandon.run(light, label=abandon.describe(sizes))
+    return Evaluation(manifest, source, results, {}), rendered
 
 
 def _write_applied(
@@ -175,15 +207,18 @@ def _write_applied(
         return report(evaluation, refused=False, would=paths, diffs=tuple(rendered))
     if rendered:
         # The files and the record land together, or neither does.
-        record = _new_record(repo, manifest, commit, rendered, evaluation)
         try:
+            # The record stores the pre-images under the git dir first: a full disk refuses there too.
+            record = _new_record(repo, manifest, commit, rendered, evaluation)
             txn.write(
                 [FileWrite(r.path, r.before, r.after, r.mode) for r in rendered],
                 {record_rel(manifest.name): record_bytes(record)},
             )
         except UnwritableError as exc:
             # The patches apply, the file system said no: a refusal with the table, not a crash.
-            return replace(report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}")
+            return replace(
+                report(evaluation, refused=True), unwritable=f"{exc.path}: {exc.reason}", unwritable_advice=exc.hint
+            )
     return report(evaluation, refused=False, written=paths, diffs=tuple(rendered))
 
 

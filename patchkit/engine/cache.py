@@ -16,13 +16,17 @@ absent and looked at for a symlinked parent directory, and what was found
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from patchkit import __version__
+from patchkit.errors import UnwritableError
 from patchkit.git import Entry
 from patchkit.manifest import Patch
 from patchkit.results import PatchResult
@@ -63,9 +67,11 @@ class VerdictCache:
                 self._db.execute("CREATE TABLE IF NOT EXISTS verdicts (key TEXT PRIMARY KEY, results TEXT NOT NULL)")
                 self._db.execute("CREATE TABLE IF NOT EXISTS hints (key TEXT PRIMARY KEY, hint TEXT)")
                 self._db.execute("CREATE TABLE IF NOT EXISTS parents (path TEXT PRIMARY KEY, facts TEXT NOT NULL)")
-            except (OSError, sqlite3.Error):
-                # A read-only git dir: check still works, just without persistence.
+            except (OSError, sqlite3.Error) as exc:
+                if self._db is not None:
+                    self._db.close()
                 self._db = None
+                raise _unwritable(path, exc) from None
 
     def peek(self, key: str) -> tuple[PatchResult, ...] | None:
         """Like ``get``, without counting a hit or a miss."""
@@ -79,7 +85,8 @@ class VerdictCache:
 
     def get(self, key: str) -> tuple[PatchResult, ...] | None:
         found = self.peek(key)
-        if found is None or key in self._prefilled:
+        if found is None or key in self._prefilled or self.path is None:
+            # Without a cache (--no-cache) every lookup is a miss, a reuse within this run included.
             self._prefilled.discard(key)
             self.misses += 1
         else:
@@ -129,7 +136,9 @@ class VerdictCache:
         return stored
 
     def close(self) -> None:
-        if self._db is None:
+        """Write the pending entries in one transaction.  Raises ``UnwritableError`` when the file system
+        says no (full, quota, read-only, permissions): nothing is half-written, sqlite rolls back."""
+        if self._db is None or self.path is None:
             return
         try:
             if self.pending or self.pending_hints or self.pending_parents:
@@ -143,11 +152,46 @@ class VerdictCache:
                     self._db.executemany(
                         "INSERT OR REPLACE INTO hints (key, hint) VALUES (?, ?)", self.pending_hints.items()
                     )
-        except sqlite3.Error:
-            pass  # losing cache entries costs time, never correctness
+        except sqlite3.Error as exc:
+            # The transaction rolled back: the file holds what it held.  The cache's path and the
+            # filesystem's cause are named, as for every write under the git dir.
+            raise _unwritable(self.path, exc) from None
         finally:
             self.pending.clear()
             self.pending_hints.clear()
             self.pending_parents.clear()
             self._db.close()
             self._db = None
+
+
+def _unwritable(path: Path, exc: BaseException) -> UnwritableError:
+    """The refusal for a cache that cannot be written, with the file system's real cause.
+
+    sqlite words a full disk as "database or disk is full" and a read-only mount as "attempt to write a
+    readonly database"; writing a page next to the file gives the errno itself, for the advice.
+    """
+    if isinstance(exc, OSError):
+        found: OSError | None = exc
+    else:
+        found = _probe(path.parent)
+    also = "or pass --no-cache to check without the cache"
+    if found is None:
+        return UnwritableError(str(path), str(exc), code=errno.EIO, also=also)
+    return UnwritableError.from_os(path, found, also=also)
+
+
+def _probe(folder: Path) -> OSError | None:
+    probe = folder / f".cache-probe.{os.getpid()}.patchkit-tmp"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\0" * 65536)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    return None

@@ -24,7 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from patchkit import paths
@@ -144,6 +145,9 @@ class CheckReport:
     stats: CheckStats
     group_windows: tuple[GroupWindow, ...] = ()
     upstreamed: tuple[Upstreamed, ...] = ()  # range verdicts: see engine/upstreamed.py
+    # A commit given with --commit whose parent is not the commit listed before it: how many commits
+    # after that one it is (None: not a descendant of it, another line of history).
+    relations: Mapping[str, int | None] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -280,7 +284,7 @@ def select_commits(
         listing.close()
     from_ranges = set(seen)
     extra = repo.resolve_all(list(commits)) if commits else []
-    fresh = [sha for sha in dict.fromkeys(extra) if sha not in seen]
+    fresh = repo.topo_sorted([sha for sha in dict.fromkeys(extra) if sha not in seen])
     for commit in repo.commits(fresh):
         seen.add(commit.sha)
         out.append(commit)
@@ -475,8 +479,22 @@ def check_range(
         repo.close_prefetched()
     windows = _windows(manifest, rows)
     stats = CheckStats(len(rows), len(distinct), cache.hits, cache.misses)
+    relations = _relations(repo, [row.commit for row in rows], from_ranges)
     taken = tuple(upstreamed([p.id for p in manifest.patches], windows))
-    return CheckReport(manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)), taken)
+    return CheckReport(
+        manifest, tuple(rows), tuple(windows), stats, tuple(_group_windows(manifest, rows)), taken, relations
+    )
+
+
+def _relations(repo: Repo, listed: Sequence[Commit], from_ranges: set[str]) -> dict[str, int | None]:
+    """For each --commit commit whose parent is not the commit listed before it: its distance from
+    that one (None: not a descendant).  Two small git calls each, for the few commits given by hand."""
+    out: dict[str, int | None] = {}
+    for before, commit in pairwise(listed):
+        if commit.sha in from_ranges or (commit.parents and commit.parents[0] == before.sha):
+            continue
+        out[commit.sha] = repo.distance(before.sha, commit.sha)
+    return out
 
 
 def _states(

@@ -46,6 +46,7 @@ from patchkit.engine.transaction import FileWrite, Transaction, crash_point
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest
+from patchkit.render import plural
 from patchkit.sources import CommitSource, FileState
 
 Computed = tuple[Evaluation, list[Rendered]]
@@ -174,7 +175,7 @@ def _move_and_apply(
     if foreign:
         raise RefusedError(
             f"the work tree {root} has uncommitted changes that are not patchkit's own; nothing was changed "
-            f"({len(foreign)} file(s))",
+            f"({plural(len(foreign), 'file')})",
             items=tuple(foreign),
             hint="commit them or move them aside yourself (patchkit never stashes)"
             + (

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from patchkit.engine.abandon import report_phase
 from patchkit.engine.groups import apply_groups, requirement_failure
 from patchkit.engine.hints import annotate
 from patchkit.errors import InternalError
@@ -259,6 +260,7 @@ def evaluate(
     if prefetch is not None:
         prefetch(manifest.files())
     reads = {path: source.read(path) for path in manifest.files()}
+    report_phase("analysing")
     if previous:
         evals = resolve_requires(
             manifest, reads, lambda read, patches, held: evaluate_file(read, patches, held, previous)
@@ -294,6 +296,7 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
     for path, fe in evaluation.files.items():
         if not fe.changes:
             continue
+        report_phase("rewriting (libcst) and verifying")
         after = _render_python(fe) if any(p.op.needs_python for p in fe.patches) else _render_text(fe)
         checked = after if isinstance(after, FileEval) else _checked(fe, after)
         if isinstance(checked, FileEval):

@@ -6,6 +6,7 @@ never leaves a stale lock behind.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import sys
@@ -15,14 +16,19 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from patchkit.errors import BusyError
+from patchkit.errors import WRITE_ERRNOS, BusyError, UnwritableError
 
 
 @contextmanager
 def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator[None]:
-    state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / "lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRNOS:
+            raise
+        raise UnwritableError.from_os(path, exc) from None
     try:
         deadline = time.monotonic() + wait
         while True:
@@ -32,19 +38,24 @@ def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = _holder(path)
+                    waited = f", still after waiting {wait:g} s" if wait > 0 else ""
                     raise BusyError(
-                        f"another patchkit is working on this repository ({holder})",
-                        hint="wait for it to finish, or pass --wait SECONDS",
+                        f"another patchkit is working on this repository ({holder}){waited}",
+                        hint="wait for it to finish, or pass a longer --wait SECONDS"
+                        if wait > 0
+                        else "wait for it to finish, or pass --wait SECONDS",
                     ) from None
                 time.sleep(0.05)
         command = what or " ".join(["patchkit", *sys.argv[1:]])
         info = f"pid {os.getpid()}, `{command}`, since {datetime.now(UTC):%H:%M:%S} UTC"
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info.encode(), 0)
+        with contextlib.suppress(OSError):  # who holds the lock is a courtesy: a full disk must not stop us
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info.encode(), 0)
         try:
             yield
         finally:
-            os.ftruncate(fd, 0)
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

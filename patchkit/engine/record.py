@@ -11,6 +11,7 @@ the user's.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,6 +70,89 @@ def edited_since(repo: Repo, record: Record) -> list[str]:
     """Files patchkit wrote that no longer hold what patchkit left."""
     root = repo.require_worktree("revert")
     return [f.path for f in record.files if written_content(root, f) is None]
+
+
+@dataclass(frozen=True)
+class Layers:
+    """How one manifest's files sit among other manifests' writes to the same files.
+
+    A later manifest that patches a file an earlier one wrote records, as its "before", exactly what
+    the earlier one left: the records chain.  ``over``: files this manifest wrote that later manifests
+    patched over, the file still holding the top one's write (path -> those manifests, lowest first):
+    intact, not edited.  ``under``: files this manifest patched over earlier manifests' intact writes
+    (path -> those manifests, lowest first), down to one that started from a clean file.  A file whose
+    chain breaks anywhere (an edit by none of them) is in neither.
+    """
+
+    over: dict[str, tuple[str, ...]]
+    under: dict[str, tuple[str, ...]]
+    bottom: dict[str, FileRecord]  # for each path in ``under``: the lowest manifest's entry (it saw the clean file)
+
+    def names(self) -> list[str]:
+        return sorted({name for chain in [*self.over.values(), *self.under.values()] for name in chain})
+
+
+def stacking(records: Sequence[Record], path: str) -> list[str]:
+    """The manifests whose records list ``path``, lowest layer first.
+
+    The order follows the records' own chain (each later write started from the earlier one's
+    result), whatever the file holds now; records the chain does not reach follow, oldest first.
+    """
+    entries = sorted(
+        ((r.applied_at, r.manifest_name, f) for r in records for f in r.files if f.path == path),
+        key=lambda item: (item[0], item[1]),
+    )
+    order: list[str] = []
+    current = next((item for item in entries if item[2].clean_before), entries[0] if entries else None)
+    while current is not None and current[1] not in order:
+        order.append(current[1])
+        after = current[2].after_sha256
+        current = next((item for item in entries if item[1] not in order and item[2].before_sha256 == after), None)
+    return order + [name for _at, name, _f in entries if name not in order]
+
+
+def layers(root: Path, record: Record, records: Sequence[Record]) -> Layers:
+    """The layering of ``record`` among ``records`` (all the tree's records; ``record`` may be among them)."""
+    others = [r for r in records if r.manifest_name != record.manifest_name]
+    over: dict[str, tuple[str, ...]] = {}
+    under: dict[str, tuple[str, ...]] = {}
+    bottom: dict[str, FileRecord] = {}
+    if not others:
+        return Layers(over, under, bottom)
+    for f in record.files:
+        entries = [(r.manifest_name, g) for r in others for g in r.files if g.path == f.path]
+        if not entries:
+            continue
+        if written_content(root, f) is None and outside_reason(root, f.path) is None:
+            try:
+                now: str | None = sha256((root / f.path).read_bytes())
+            except (FileNotFoundError, IsADirectoryError):
+                now = None
+            chain: list[str] = []
+            at = f.after_sha256
+            while now is not None:
+                step = next(((n, g) for n, g in entries if n not in chain and g.before_sha256 == at), None)
+                if step is None:
+                    break
+                chain.append(step[0])
+                at = step[1].after_sha256
+                if at == now:
+                    over[f.path] = tuple(chain)
+                    break
+        if not f.clean_before:
+            below: list[str] = []
+            at = f.before_sha256
+            while True:
+                down = next(((n, g) for n, g in entries if n not in below and g.after_sha256 == at), None)
+                if down is None:
+                    break
+                below.insert(0, down[0])
+                if down[1].clean_before:
+                    under[f.path] = tuple(below)
+                    bottom[f.path] = down[1]
+                    break
+                at = down[1].before_sha256
+    return Layers(over, under, bottom)
 
 
 @dataclass(frozen=True)

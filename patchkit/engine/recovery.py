@@ -27,7 +27,7 @@ from typing import Any
 from patchkit.engine.lock import is_held
 from patchkit.engine.record import Record, record_bytes, record_path, record_rel, state_dir
 from patchkit.engine.transaction import FileWrite, Transaction, atomic_write
-from patchkit.errors import RepoError
+from patchkit.errors import RepoError, UnwritableError
 from patchkit.git import GitFailed, Repo
 
 MOVE_JOURNAL = "move.json"
@@ -97,8 +97,11 @@ def start_move(
         "ours": {path: txn.objects.put(content) for path, content in ours.items()},
         "records": {rec.manifest_name: txn.objects.put(record_bytes(rec)) for rec in records},
     }
-    state_dir(repo).mkdir(parents=True, exist_ok=True)
-    atomic_write(_move_path(repo), json.dumps(data, indent=1).encode(), 0o644)
+    try:
+        state_dir(repo).mkdir(parents=True, exist_ok=True)
+        atomic_write(_move_path(repo), json.dumps(data, indent=1).encode(), 0o644)
+    except OSError as exc:  # before anything moved: a refusal naming the journal
+        raise UnwritableError.from_os(_move_path(repo), exc) from None
 
 
 def end_move(repo: Repo) -> None:

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.lock import repo_lock
-from patchkit.engine.record import all_records, edited_since, load_record, record_rel, state_dir
+from patchkit.engine.record import all_records, edited_since, layers, load_record, record_rel, state_dir
 from patchkit.engine.recovery import recover
 from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
+from patchkit.render import plural
 from patchkit.sources.safety import outside_reason
 
 
@@ -63,16 +64,31 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
             )
     edited = edited_since(repo, record)
     if edited and not force:
+        records = all_records(repo)
+        over = layers(root, record, records).over
         others = [
-            r.manifest_name
-            for r in all_records(repo)
-            if r.manifest_name != name and {f.path for f in r.files} & set(edited)
+            r.manifest_name for r in records if r.manifest_name != name and {f.path for f in r.files} & set(edited)
         ]
         hint = "review them; pass --force to restore them anyway (their edits are lost)"
+        if over and set(edited) <= set(over):
+            # Another manifest's intact write sits on top: reverting it first is the whole answer;
+            # --force here would throw that manifest's edits away.
+            tops = list(dict.fromkeys(n for path in edited for n in reversed(over[path])))
+            raise RefusedError(
+                f"manifest(s) {', '.join(tops)} patched over {plural(len(edited), 'file')} {name} wrote, "
+                f"and their edits are intact; nothing was reverted",
+                items=tuple(edited),
+                hint="revert from the top: " + " && ".join(f"patchkit revert -m {n}" for n in [*tops, name]),
+            )
         if others:
-            hint = f"manifest(s) {', '.join(others)} also patched them: revert those first, or pass --force"
+            hint = (
+                f"manifest(s) {', '.join(others)} also patched them, and the files hold an edit none of them made: "
+                f"revert those first (each with its own record), then this one; --force discards that edit"
+            )
         raise RefusedError(
-            f"{len(edited)} file(s) patchkit wrote for {name} were edited after patching; nothing was reverted",
+            f"{plural(len(edited), 'file')} patchkit wrote for {name} "
+            + ("was" if len(edited) == 1 else "were")
+            + " edited after patching; nothing was reverted",
             items=tuple(edited),
             hint=hint,
         )

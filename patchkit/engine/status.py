@@ -7,12 +7,13 @@ which recorded files were edited since, and what a killed run left.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from patchkit.engine import abandon
 from patchkit.engine.evaluate import evaluate
 from patchkit.engine.groups import group_results
-from patchkit.engine.record import Record, edited_since, load_record, previous_code
+from patchkit.engine.record import Layers, Record, all_records, edited_since, layers, load_record, previous_code
 from patchkit.engine.recovery import Interrupted, interrupted
 from patchkit.git import Commit, Pending, Repo, parse_head
 from patchkit.manifest import Manifest
@@ -34,8 +35,15 @@ class StatusReport:
     commit: Commit | None
     results: tuple[PatchResult, ...]
     record: Record | None
-    edited: tuple[str, ...]  # recorded files changed since patchkit wrote them
+    edited: tuple[str, ...]  # recorded files changed since patchkit wrote them (by none of the tree's manifests)
     interrupted: Interrupted | None = None  # a killed run's leftovers (the next apply/revert rolls them back)
+    layers: Layers = field(default_factory=lambda: Layers({}, {}, {}))  # shared files (see Layers)
+
+    def layering(self) -> list[str]:
+        """One phrase per file shared with other manifests, naming them (empty: none)."""
+        out = [f"{path} patched over since by {', '.join(names)} (intact)" for path, names in self.layers.over.items()]
+        out += [f"{path} patched over {', '.join(names)}'s edits" for path, names in self.layers.under.items()]
+        return out
 
     @property
     def out_of_date(self) -> tuple[str, ...]:
@@ -77,6 +85,8 @@ class StatusReport:
                 "files": [f.path for f in self.record.files],
             },
             "edited_after_apply": list(self.edited),
+            "layered_over": {path: list(names) for path, names in self.layers.over.items()},
+            "layered_under": {path: list(names) for path, names in self.layers.under.items()},
             "out_of_date": list(self.out_of_date),
             "interrupted": None if self.interrupted is None else self.interrupted.to_json(),
             "results": [dict(r.to_json(), state=self.state_of(r)) for r in self.results],
@@ -90,8 +100,16 @@ def status_worktree(manifest: Manifest, repo: Repo, *, head: Pending | None = No
     root = repo.require_worktree("status")
     source = WorktreeSource(repo, root)
     record = load_record(repo, manifest.name)
-    evaluation = evaluate(manifest, source, previous=previous_code(record))
-    edited = tuple(edited_since(repo, record)) if record else ()
+    previous = previous_code(record)
+    sizes = abandon.target_sizes(root, manifest.files())
+    if abandon.large(sum(sizes.values())):  # a Ctrl-C must not wait for the parse (engine/abandon.py)
+        results = abandon.run(
+            lambda: evaluate(manifest, source, previous=previous).results, label=abandon.describe(sizes)
+        )
+    else:
+        results = evaluate(manifest, source, previous=previous).results
+    found = layers(root, record, all_records(repo)) if record else Layers({}, {}, {})
+    edited = tuple(p for p in edited_since(repo, record) if p not in found.over) if record else ()
     left = interrupted(repo, root)
     commit = source.commit if head is None else parse_head(head)[0]
-    return StatusReport(manifest, str(root), commit, evaluation.results, record, edited, left)
+    return StatusReport(manifest, str(root), commit, results, record, edited, left, found)

@@ -47,6 +47,10 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         raise
 
 
+# Tree paths this process's transactions wrote, for the words of an interrupt (``cli.main``).
+WRITTEN: list[str] = []
+
+
 def _unlink(path: str | Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
@@ -67,11 +71,16 @@ class ObjectStore:
         self.root = root
 
     def put(self, data: bytes) -> str:
+        """Store ``data``; its digest.  A filesystem that says no is an ``UnwritableError`` naming the path
+        (a half-written copy never stays: ``atomic_write`` removes its temp file)."""
         digest = sha256(data)
         path = self.root / digest[:2] / digest[2:]
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, data, 0o644)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(path, data, 0o644)
+            except OSError as exc:
+                raise UnwritableError.from_os(path, exc) from None
         return digest
 
     def get(self, digest: str) -> bytes | None:
@@ -102,7 +111,7 @@ class Recovered:
         if self.state_files:
             parts.append(f"put back the record(s) {', '.join(self.state_files)}")
         if self.temps:
-            parts.append(f"removed {len(self.temps)} leftover temp file(s)")
+            parts.append(f"removed {len(self.temps)} leftover temp file" + ("" if len(self.temps) == 1 else "s"))
         return "; ".join(parts) or "nothing had been written yet"
 
 
@@ -232,7 +241,7 @@ class Transaction:
         try:
             states = self._journal(plan, state_files)
         except OSError as exc:  # the git dir cannot be written: nothing was touched yet
-            raise UnwritableError(str(self.state_dir), exc.strerror or type(exc).__name__) from None
+            raise UnwritableError.from_os(exc.filename or self.state_dir, exc) from None
         crash_point("txn:journal")
         renamed: list[tuple[FileWrite, Path, int]] = []
         replaced: list[tuple[Path, str | None]] = []
@@ -272,6 +281,7 @@ class Transaction:
                     replaced.append((full, old))
                 crash_point("txn:state")
                 settled = True
+                WRITTEN.extend(w.path for w in writes)
             except BaseException:
                 for w, full, old_mode in reversed(renamed):
                     atomic_write(full, w.before, old_mode)
@@ -291,7 +301,7 @@ class Transaction:
                 raise  # the rollback itself failed: the journal stays for the next run to finish it
             # Nothing was replaced, or every replacement was rolled back above.
             settled = True
-            raise UnwritableError(current, exc.strerror or type(exc).__name__) from None
+            raise UnwritableError.from_os(current, exc) from None
         finally:
             for _, _, temp, _, _ in plan:
                 _unlink(temp)
@@ -336,5 +346,8 @@ class Transaction:
                 for full, temp, data, old in states
             ],
         }
-        atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
+        try:
+            atomic_write(self.journal, json.dumps(journal, indent=1).encode(), 0o644)
+        except OSError as exc:
+            raise UnwritableError.from_os(self.journal, exc) from None
         return states

@@ -13,12 +13,12 @@ wrong setup (128).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit import paths
-from patchkit.engine.record import Record, all_records, edited_since, load_record
+from patchkit.engine.record import Record, all_records, edited_since, load_record, stacking
 from patchkit.engine.status import status_worktree
 from patchkit.errors import GuardError, PartialApplicationError, UsageError
 from patchkit.git import Pending, Repo, parse_head, parse_porcelain
@@ -82,12 +82,15 @@ def evaluate_guard(
     bisect: bool = False,
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
+    generated: Collection[str] | None = None,
 ) -> GuardReport:
     """Run every check and return the report; raises only for bad input
     (``PatchkitError``: no repository, bad manifest, an interpreter that does
     not start).  ``imports`` without ``python`` probes ``sys.executable``;
     ``env`` and ``cwd`` are what the probe runs with (None: patchkit's own;
-    ``patchkit bench`` gives the server's environment and the tree)."""
+    ``patchkit bench`` gives the server's environment and the tree).
+    ``generated``: the files ``patchkit bench`` writes into its worktrees, which
+    with bytecode caches are not changes outside patchkit's edits (``check_clean``)."""
     git_repo = _repo_of(repo, manifest)
     packages = tuple(dict.fromkeys(imports))
     run: ProbeRun | None = None
@@ -117,7 +120,15 @@ def evaluate_guard(
     checks: list[Check] = [
         check_commit(commit, branch),
         check_patches(status, strict=strict),
-        check_record(loaded, status.record, status.edited, status.interrupted, out_of_date=bool(status.out_of_date)),
+        check_record(
+            loaded,
+            status.record,
+            status.edited,
+            status.interrupted,
+            out_of_date=bool(status.out_of_date),
+            layered=status.layers,
+            sharing=_sharing(git_repo, status.record, status.edited),
+        ),
         check_clean(
             changes,
             status.record,
@@ -125,6 +136,8 @@ def evaluate_guard(
             head_digest_reader(git_repo, head),
             allow_dirty=allow_dirty,
             others=_other_records(git_repo, loaded.name, changes),
+            generated=generated,
+            layered=status.layers,
         ),
     ]
     if facts is not None:
@@ -158,6 +171,15 @@ def _other_records(repo: Repo, name: str, changes: Sequence[tuple[str, str]]) ->
         if record.manifest_name != name and changed & {f.path for f in record.files}:
             out.append((record, set(edited_since(repo, record))))
     return out
+
+
+def _sharing(repo: Repo, record: Record | None, edited: Sequence[str]) -> dict[str, list[str]]:
+    """For each edited file another manifest also patched: every manifest on it, lowest layer first."""
+    if record is None or not edited:
+        return {}
+    records = all_records(repo)
+    stacks = {path: stacking(records, path) for path in edited}
+    return {path: stack for path, stack in stacks.items() if len(stack) > 1}
 
 
 def require(

@@ -13,17 +13,20 @@ The checks read state other modules already compute: the per-patch table of
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Sequence
+import re
+import tomllib
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.files import sha256
-from patchkit.engine.record import Record
+from patchkit.engine.record import Layers, Record
 from patchkit.engine.recovery import Interrupted
 from patchkit.engine.status import StatusReport
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
+from patchkit.render import plural
 from patchkit.results import PatchResult, Status
 
 if TYPE_CHECKING:
@@ -109,8 +112,8 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
         also = f"; also not in place: {', '.join(_describe(status, r) for r in others)}" if others else ""
         return _failed(
             "patches",
-            f"out of date: {', '.join(status.out_of_date)} hold an older version of their payload that patchkit "
-            f"wrote{also}; run `patchkit apply -m {name}` to update them",
+            f"out of date: {stale_phrase(status.out_of_date)}{also}; run `patchkit apply -m {name}` to update "
+            + ("it" if len(status.out_of_date) == 1 else "them"),
             details,
         )
     blocking = missing + (optional if strict else [])
@@ -136,7 +139,17 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
             details,
             warning=True,
         )
-    return _passed("patches", f"all {total} patches of {name} are in place", details)
+    what = (
+        f"the {plural(total, 'patch', 'patches')} of {name} is" if total == 1 else f"all {total} patches of {name} are"
+    )
+    return _passed("patches", f"{what} in place", details)
+
+
+def stale_phrase(patches: Sequence[str]) -> str:
+    """``a holds an older version of its payload...`` / ``a, b hold ... of their payload...``."""
+    one = len(patches) == 1
+    verb, whose = ("holds", "its") if one else ("hold", "their")
+    return f"{', '.join(patches)} {verb} an older version of {whose} payload that patchkit wrote"
 
 
 # -- record ------------------------------------------------------------------------------------
@@ -149,10 +162,18 @@ def check_record(
     interrupted: Interrupted | None = None,
     *,
     out_of_date: bool = False,
+    layered: Layers | None = None,
+    sharing: Mapping[str, Sequence[str]] | None = None,
 ) -> Check:
     """The files patchkit wrote still hold what it wrote; the record is of this manifest version;
     no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done).
-    ``out_of_date``: a payload changed, so ``patchkit apply`` rewrites the record with this version."""
+    ``out_of_date``: a payload changed, so ``patchkit apply`` rewrites the record with this version.
+
+    ``layered``: a file a later manifest patched over holds that manifest's write, intact: it is not
+    edited (``edited`` already leaves it out), and the message names the other manifest.  ``sharing``:
+    path -> every manifest whose record lists it, this one included, lowest layer first.  The advice for an edited file
+    they share never says to ``--force`` one manifest's revert over another's edits: it reverts each
+    manifest with its own record, from the top."""
     name = manifest.name
     left = None if interrupted is None else interrupted.to_json()
     recover = (
@@ -182,10 +203,25 @@ def check_record(
         "interrupted": left,
     }
     problems = [recover] if recover is not None else []
-    if edited:
+    shared = sharing or {}
+    details["layered_over"] = {p: list(n) for p, n in (layered.over if layered else {}).items()}
+    details["layered_under"] = {p: list(n) for p, n in (layered.under if layered else {}).items()}
+    alone = [path for path in edited if not shared.get(path)]
+    together = [path for path in edited if shared.get(path)]
+    if alone:
         problems.append(
-            f"edited after patchkit wrote them: {', '.join(edited)} "
+            f"edited after patchkit wrote them: {', '.join(alone)} "
             f"(restore with `patchkit revert -m {name} --force`, then `patchkit apply -m {name}`)"
+        )
+    if together:
+        stack = list(dict.fromkeys(n for path in together for n in shared[path]))  # lowest first, this one too
+        others = [n for n in stack if n != name]
+        steps = " && ".join(f"patchkit revert -m {n} --force" for n in reversed(stack))
+        again = " && ".join(f"patchkit apply -m {n}" for n in stack)
+        problems.append(
+            f"edited after patchkit wrote them, by none of the manifests that patched them: {', '.join(together)} "
+            f"(also patched by {', '.join(others)}; see the edit with `git diff -- {together[0]}`; to start over, "
+            f"revert each manifest from the top, which discards only that edit: `{steps}`, then `{again}`)"
         )
     if record.manifest_digest != manifest.digest:
         problems.append(
@@ -199,10 +235,16 @@ def check_record(
         )
     if problems:
         return _failed("record", "; ".join(problems), details)
+    over = layered.over if layered else {}
+    under = layered.under if layered else {}
+    also = "".join(f"; {path} patched over since by {', '.join(n)}, intact" for path, n in over.items())
+    also += "".join(f"; {path} written over {', '.join(n)}'s intact edits" for path, n in under.items())
     return _passed(
         "record",
-        f"the {len(record.files)} file(s) patchkit wrote on {record.applied_at} are unchanged, "
-        "by this version of the manifest",
+        f"the {plural(len(record.files), 'file')} patchkit wrote on {record.applied_at} "
+        + ("is" if len(record.files) == 1 else "are")
+        + " unchanged, "
+        f"by this version of the manifest{also}",
         details,
     )
 
@@ -229,6 +271,8 @@ def check_clean(
     *,
     allow_dirty: bool,
     others: Sequence[tuple[Record, Collection[str]]] = (),
+    generated: Collection[str] | None = None,
+    layered: Layers | None = None,
 ) -> Check:
     """No change in the tree but patchkit's own recorded edits.
 
@@ -244,13 +288,29 @@ def check_clean(
     the files edited since that manifest wrote them.  Their intact files are
     patchkit's edits too (the check passes with a warning naming them, since
     the benchmark then also runs with those patches); edited ones are dirty.
+
+    ``generated`` (``patchkit bench``'s guard; None for ``patchkit guard``):
+    the paths that the caller itself writes into the tree (the
+    ``scm_version_file``); those, and the untracked bytecode caches an
+    interpreter leaves (``__pycache__/``, ``*.pyc``), are patchkit's own too:
+    listed in the details, never a change outside patchkit's edits.
+
+    ``layered``: this manifest's files that other manifests patched over (intact), and the files this
+    one patched over other manifests' intact writes.  Those are patchkit's edits too, named like
+    ``others``; for the second kind, the lowest manifest's entry says whether the file started from HEAD.
     """
     recorded = {f.path: f for f in record.files} if record else {}
+    written: list[str] = []  # generated files seen
+    over = layered.over if layered else {}
+    under = layered.under if layered else {}
     owners = {f.path: (other, f, f.path in edited) for other, edited in others for f in other.files}
     base = record.base_commit if record else None
     dirty: list[dict[str, str]] = []
     foreign: dict[str, list[str]] = {}
     for status, path in changes:
+        if generated is not None and _is_generated(status, path, generated):
+            written.append(path)
+            continue
         entry = recorded.get(path)
         if entry is None and path in owners:
             other, entry, edited = owners[path]
@@ -261,6 +321,10 @@ def check_clean(
             base = other.base_commit
         elif entry is not None:
             base = record.base_commit if record else None
+            for other_name in [*under.get(path, ()), *over.get(path, ())]:
+                foreign.setdefault(other_name, []).append(path)
+            if path in under and layered is not None:
+                entry = layered.bottom[path]  # the write at the bottom saw the file as it was
         if entry is not None:
             if not entry.clean_before:
                 dirty.append({"path": path, "change": "local edits patched over (had changes before patchkit wrote)"})
@@ -274,24 +338,37 @@ def check_clean(
         "patchkit_files": sorted(recorded),
         "other_manifests": {name: sorted(paths) for name, paths in sorted(foreign.items())},
     }
+    if generated is not None:
+        details["generated"] = written
     also = ""
     if foreign:
         listed = "; ".join(f"{name}: {', '.join(paths)}" for name, paths in sorted(foreign.items()))
         also = f"; also patched by other manifests ({listed})"
     if not dirty:
-        own = f" (only patchkit's {len(recorded)} recorded file(s) differ from HEAD)" if recorded else ""
+        differ = "differs" if len(recorded) == 1 else "differ"
+        own = f" (only patchkit's {plural(len(recorded), 'recorded file')} {differ} from HEAD)" if recorded else ""
         return _passed("clean", f"no changes outside patchkit's edits{own}{also}", details, warning=bool(foreign))
     listed = ", ".join(f"{d['path']} ({d['change']})" for d in dirty)
     if allow_dirty:
         return _passed(
-            "clean", f"{len(dirty)} change(s) outside patchkit's edits, allowed: {listed}{also}", details, warning=True
+            "clean",
+            f"{plural(len(dirty), 'change')} outside patchkit's edits, allowed: {listed}{also}",
+            details,
+            warning=True,
         )
     return _failed(
         "clean",
-        f"{len(dirty)} change(s) outside patchkit's edits: {listed}{also}; commit, remove or move them "
+        f"{plural(len(dirty), 'change')} outside patchkit's edits: {listed}{also}; commit, remove or move them "
         "(patchkit never stashes), or pass --allow-dirty",
         details,
     )
+
+
+def _is_generated(status: str, path: str, generated: Collection[str]) -> bool:
+    """A file the bench writes itself, or an untracked bytecode cache of the tree's own modules."""
+    if path in generated:
+        return True
+    return status == "??" and ("__pycache__" in path.split("/") or path.endswith((".pyc", ".pyo")))
 
 
 def head_digest_reader(repo: Repo, head: str | None) -> Callable[[str], str | None]:
@@ -361,18 +438,110 @@ def check_import(
         )
     rel = _inside(package.location, root)
     details["in_tree"] = rel
+    details["tree_version"] = None
     if rel is not None:
-        version = f", distribution version {package.version}" if package.version else ""
-        return _passed(name, f"{facts.python} imports {package.name} from this tree ({rel}){version}", details)
-    expected = expected_location(package.name, tracked())
+        found = tree_version(root, package.name, rel)
+        details["tree_version"] = None if found is None else {"version": found[0], "file": found[1]}
+        said = f"; this tree's version: {found[0]} (from {found[1]})" if found else ""
+        if package.version:
+            other = (
+                " (metadata of an installed copy, not read from this tree)"
+                if found is None or (found[0] != package.version)
+                else ""
+            )
+            said += f"; installed distribution: {package.version}{other}"
+        return _passed(name, f"{facts.python} imports {package.name} from this tree ({rel}){said}", details)
+    files = tracked()
+    expected = expected_location(package.name, files)
     details["expected"] = expected
     there = f"not from this tree ({expected})" if expected else "not from this tree (which has no such package)"
+    top = package.name.split(".")[0]
+    top_dir = expected_location(top, files)
+    if (
+        top_dir is not None
+        and f"{top_dir}/__init__.py" not in files
+        and any(path.startswith(f"{top_dir}/") for path in files)
+        and _regular_package_at(package.location, package.name)
+    ):
+        # A regular package anywhere on sys.path wins over namespace portions, whatever the order.
+        return _failed(
+            name,
+            f"{package.name} is shadowed: {facts.python} imports it from {package.location}, {there}; "
+            f"uninstall that copy (`{facts.python} -m pip uninstall {top}`) or take it off that interpreter's path: "
+            f"this tree's {top_dir} has no __init__.py, so it is a namespace package, and a regular package "
+            "anywhere on sys.path wins over it whatever PYTHONPATH says",
+            details,
+        )
     return _failed(
         name,
         f"{package.name} is shadowed: {facts.python} imports it from {package.location}, {there}; "
         f"uninstall that copy, or {_todo(package.name, expected, root)}",
         details,
     )
+
+
+def _regular_package_at(location: str | None, name: str) -> bool:
+    """Whether the top-level package that ``location`` (of ``name``) lies in has an ``__init__.py``."""
+    if location is None:
+        return False
+    path = Path(location)
+    for _ in range(name.count(".") + (0 if path.is_dir() else 1)):
+        path = path.parent
+    return (path / "__init__.py").is_file()
+
+
+# `__version__ = "0.5.9"`, `version: str = "0.5.9"`, and setuptools_scm's `__version__ = version = '0.5.9'`.
+_VERSION = re.compile(
+    r"""^\s*(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:(?:__version__|version)\s*=\s*)?["']([^"']+)["']""",
+    re.M,
+)
+
+
+def tree_version(root: Path, package: str, rel: str) -> tuple[str, str] | None:
+    """The version the tree itself states for ``package`` (imported from ``rel``): (version, file).
+
+    Looked up, in order: ``version.py``, ``_version.py`` and ``__init__.py`` of the top-level package;
+    then the ``pyproject.toml`` above it: its ``[tool.setuptools_scm]`` ``version_file`` (or
+    ``write_to``), generated at install time and often untracked, else a static ``[project] version``.
+    Never an installed distribution's metadata: that may be another copy's.
+    """
+    top = Path(rel)
+    for _ in range(package.count(".")):  # up from the module (or package) to the top-level package
+        top = top.parent
+    for name in ("version.py", "_version.py", "__init__.py"):
+        found = _version_in(root / top / name)
+        if found:
+            return found, (top / name).as_posix()
+    folder = top
+    while True:
+        project = root / folder / "pyproject.toml"
+        if project.is_file():
+            try:
+                data = tomllib.loads(project.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            scm = data.get("tool", {}).get("setuptools_scm", {})
+            target = scm.get("version_file") or scm.get("write_to")
+            if isinstance(target, str):
+                found = _version_in(root / folder / target)
+                if found:
+                    return found, (folder / target).as_posix()
+            static = data.get("project", {}).get("version")
+            if isinstance(static, str):
+                return static, (folder / "pyproject.toml").as_posix()
+            return None
+        if folder == Path(".") or folder == Path(""):
+            return None
+        folder = folder.parent
+
+
+def _version_in(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    match = _VERSION.search(text)
+    return match.group(1) if match else None
 
 
 def _todo(package: str, expected: str | None, root: Path) -> str:

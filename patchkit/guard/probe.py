@@ -213,7 +213,13 @@ class ProbeRun:
         try:
             data = json.loads(out.decode("utf-8", "replace"))
         except ValueError:
-            last = err.splitlines()[-1] if err else f"exit {self.proc.returncode}, no output"
+            printed = out.decode("utf-8", "replace").strip().splitlines()
+            if err:
+                last = err.splitlines()[-1]
+            elif printed:  # e.g. a wrapper or an old interpreter that prints "Python 2.7" and exits 0
+                last = f"exit {self.proc.returncode}, printed {printed[-1][:200]!r} instead of the probe's answer"
+            else:
+                last = f"exit {self.proc.returncode}, no output"
             raise UsageError(
                 f"--python {python}: the import probe failed ({last})",
                 hint="it must be a Python 3.8+ interpreter that starts in this environment",

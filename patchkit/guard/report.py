@@ -23,7 +23,7 @@ from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.guard.checks import Check
 from patchkit.manifest import Manifest
-from patchkit.render import Grid, emit, header, results_table
+from patchkit.render import Grid, emit, header, plural, results_table
 from patchkit.results import PatchResult, Status
 
 if TYPE_CHECKING:
@@ -159,11 +159,11 @@ def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None
 
 def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
     code = report.exit_code(bisect=bisect)
-    warned = f" ({len(report.warnings)} warning(s): {', '.join(c.check for c in report.warnings)})"
+    warned = f" ({plural(len(report.warnings), 'warning')}: {', '.join(c.check for c in report.warnings)})"
     if report.ok:
         return f"GUARD OK: this tree may be benchmarked{warned if report.warnings else ''}.", "bold green"
     names = ", ".join(c.check for c in report.failed)
-    line = f"GUARD FAILED: {len(report.failed)} check(s) failed ({names})"
+    line = f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names})"
     if code == 125:
         line += "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
     elif code == 128:

@@ -69,6 +69,18 @@ class Profile:
 
 
 @dataclass(frozen=True)
+class SlurmDefaults:
+    """``[bench.slurm]``: defaults for ``--executor slurm``; each is overridden by its command-line option."""
+
+    partition: str | None = None
+    gpus_per_job: int | None = None
+    timeout_min: int | None = None
+    slots: int | None = None
+    shared_dir: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)  # sbatch long options without the dashes
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     server: str
     health: str
@@ -92,6 +104,7 @@ class BenchConfig:
     profiles: Mapping[str, Profile] = field(default_factory=dict)
     probe: bool = True  # the probe in every Python process of the server (patchkit/proof)
     allow_stray: tuple[str, ...] = ()  # fnmatch globs on absolute paths: STRAY files the user accepts
+    slurm: SlurmDefaults = field(default_factory=SlurmDefaults)
 
     def profile_names(self) -> list[str]:
         """Declared profiles in file order; one implicit ``default`` when there are none."""
@@ -189,12 +202,14 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         regexes = tuple(item.get("regex", ()))
         if source == "output-file":
             if "key" not in item:
-                raise fail([*path, "key"], 'missing required key for source "output-file"', "the JSON key to read")
+                raise fail(
+                    [*path, "key"], "missing required key 'key' for source \"output-file\"", "the JSON key to read"
+                )
             if regexes:
                 raise fail([*path, "regex"], 'source "output-file" reads `key`, not `regex`', "drop `regex`")
         else:
             if not regexes:
-                raise fail([*path, "regex"], f"missing required key for source {source!r}", "a list of regexes")
+                raise fail([*path, "regex"], f"missing required key 'regex' for source {source!r}", "a list of regexes")
             if "key" in item:
                 raise fail([*path, "key"], f"source {source!r} reads `regex`, not `key`", "drop `key`")
         for position, pattern in enumerate(regexes):
@@ -295,4 +310,17 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         profiles=profiles,
         probe=bool(table.get("probe", True)),
         allow_stray=tuple(table.get("allow_stray", ())),
+        slurm=_slurm_defaults(table.get("slurm", {})),
+    )
+
+
+def _slurm_defaults(table: Mapping[str, Any]) -> SlurmDefaults:
+    """The schema has checked every key and type of ``[bench.slurm]``."""
+    return SlurmDefaults(
+        partition=table.get("partition"),
+        gpus_per_job=table.get("gpus_per_job"),
+        timeout_min=table.get("timeout_min"),
+        slots=table.get("slots"),
+        shared_dir=table.get("shared_dir"),
+        extra=dict(table.get("extra", {})),
     )

@@ -118,7 +118,7 @@ def _required(error: Any) -> Worded:
         typo = close_matches(name, [k for k in instance if k not in known])
         if typo:
             hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
-    return f"missing required key{what}", name, hint, typo[0] if typo else None
+    return f"missing required key {name!r}{what}", name, hint, typo[0] if typo else None
 
 
 def _unknown_key(error: Any) -> Worded:

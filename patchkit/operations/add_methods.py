@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, canon, digest, what_is_there
+from patchkit.operations.code import CodeState, canon, digest, not_found_class, self_attributes, what_is_there
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.results import Reason
 
@@ -107,12 +107,12 @@ class AddMethods(Operation):
     def analyze(self, state: CodeState) -> Outcome:
         target = state.find_class(self.class_name)
         if target is None:
-            classes = state.all_classes()
+            uses = self_attributes(m.node for m in self.methods) - {m.name for m in self.methods}
             return Outcome.fail(
                 Reason.CLASS_NOT_FOUND,
                 None,
                 f"class {self.class_name} is not defined in {state.path}"
-                + what_is_there("classes", self.class_name, classes),
+                + not_found_class(state, self.class_name, uses),
             )
 
         def member(name: str) -> ast.stmt | None:

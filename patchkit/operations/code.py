@@ -26,7 +26,7 @@ import ast
 import difflib
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, TypeVar, cast
@@ -700,6 +700,97 @@ def what_is_there(kind: str, name: str, candidates: Sequence[tuple[str, int]], s
     if len(ranked) <= SHOWN:
         return f"; {kind} {scope}: {', '.join(shown)}"
     return f"; the {len(ranked)} {kind} {scope}, most alike first: " + listed_with_more(shown, len(ranked))
+
+
+def self_attributes(nodes: Iterable[ast.AST]) -> set[str]:
+    """The ``self.X`` names the given methods read or call: what they need of the class they go into."""
+    out: set[str] = set()
+    for node in nodes:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
+                out.add(sub.attr)
+    return out
+
+
+def _members(cls: ast.ClassDef) -> set[str]:
+    """Methods, class attributes and ``self.X = ...`` attributes of a class."""
+    out: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(stmt.name)
+        out |= bound_names(stmt) if isinstance(stmt, (ast.Assign, ast.AnnAssign)) else set()
+    for sub in ast.walk(cls):
+        if not (isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store)):
+            continue
+        if isinstance(sub.value, ast.Name) and sub.value.id == "self":
+            out.add(sub.attr)
+    return out
+
+
+def _entry_classes(state: CodeState) -> set[str]:
+    """Names the module assigns to ``EntryClass`` (SGLang's model registry reads it)."""
+    out: set[str] = set()
+    for item in state.module_statements():
+        node = item.node
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            out |= {v.id for v in values if isinstance(v, ast.Name)}
+    return out
+
+
+def renamed_class(state: CodeState, name: str, uses: Collection[str] = ()) -> tuple[str, int, str] | None:
+    """The class ``name`` was most probably renamed to, by structure, not spelling: (name, line, why).
+
+    Signals: being the module's ``EntryClass``; having the members the patch uses (``uses``, the
+    ``self.X`` its code reads); the bases the others do not share; then the spelling, least.  A
+    candidate is named only when it clearly stands out (a score of 2 or more, 1 ahead of the next).
+    """
+    classes = [item.node for item in state.module_statements() if isinstance(item.node, ast.ClassDef)]
+    if len(classes) < 2:
+        return None  # one class or none: the listing that follows names it anyway
+    entry = _entry_classes(state)
+    wanted = set(uses)
+    base_counts: dict[str, int] = {}
+    for cls in classes:
+        for base in {ast.unparse(b) for b in cls.bases}:
+            base_counts[base] = base_counts.get(base, 0) + 1
+    scored: list[tuple[float, ast.ClassDef, list[str]]] = []
+    for cls in classes:
+        score, why = 0.0, []
+        if cls.name in entry:
+            score += 2
+            why.append("it is the file's EntryClass")
+        if wanted:
+            shared = sorted(wanted & _members(cls))
+            score += 2 * len(shared) / len(wanted)
+            if shared:
+                shown = ", ".join(shared[:4]) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
+                why.append(f"it has {shown}, which the patch uses")
+        bases = {ast.unparse(b) for b in cls.bases}
+        if bases and all(base_counts[b] == 1 for b in bases):
+            score += 0.25  # the only class on these bases (the vision blocks share theirs)
+        score += difflib.SequenceMatcher(None, name, cls.name).ratio() * 0.5
+        scored.append((score, cls, why))
+    scored.sort(key=lambda item: -item[0])
+    best = scored[0]
+    runner_up = scored[1][0] if len(scored) > 1 else 0.0
+    if best[0] < 2 or best[0] - runner_up < 1 or not best[2]:
+        return None
+    return best[1].name, best[1].lineno, " and ".join(best[2])
+
+
+def not_found_class(state: CodeState, name: str, uses: Collection[str] = ()) -> str:
+    """What follows "class X is not defined in F": a probable rename first when the structure says
+    so and the spelling does not already point at it, then the classes there (``what_is_there``)."""
+    classes = state.all_classes()
+    listing = what_is_there("classes", name, classes)
+    renamed = renamed_class(state, name, uses)
+    if renamed is None:
+        return listing
+    alike = closest(name, classes)
+    if alike and alike[0][0] == renamed[0]:
+        return listing  # the spelling already names it first
+    return f"; probably renamed to {renamed[0]} (line {renamed[1]}): {renamed[2]}" + listing
 
 
 def first_difference(a: str, b: str, context: int = 12) -> str:

@@ -21,6 +21,7 @@ from patchkit.operations.code import (
     canon,
     digest,
     digest_of_canon,
+    not_found_class,
     payload_canon,
     replace_statement,
     short_digest,
@@ -39,12 +40,11 @@ DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 def missing_function(state: CodeState, qualname: str, missing_class: str | None) -> Outcome:
     """The CLASS_NOT_FOUND / FUNCTION_NOT_FOUND outcome, with suggestions."""
     if missing_class is not None:
-        classes = state.all_classes()
         return Outcome.fail(
             Reason.CLASS_NOT_FOUND,
             None,
             f"class {missing_class} (for {qualname}) is not defined in {state.path}"
-            + what_is_there("classes", missing_class, classes),
+            + not_found_class(state, missing_class, {qualname.rsplit(".", 1)[-1]}),
         )
     *owners, name = qualname.split(".")
     owner = state.find_class(".".join(owners)) if owners else None

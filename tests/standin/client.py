@@ -5,8 +5,9 @@ Throughput is read from a file in the tree (``--throughput-file``, default
 PATH`` multiplies it by ``--slow-factor`` when PATH exists in the tree.  It
 prints the result block as bench_serving does (``--spelling`` picks the older
 ``(token/s)`` or the newer ``(tok/s)`` label) and appends one JSON line to
-``--output-file`` with ``output_throughput`` and ``accept_length``.  Against a server started with
-``--noise``, the throughput is multiplied by the mean of the factors its
+``--output-file`` with ``output_throughput`` and ``accept_length``.
+``--hang-at N`` makes the Nth client run (counted in ``--marker``) hang, for an interrupt to end it.
+Against a server started with ``--noise``, the throughput is multiplied by the mean of the factors its
 /generate replies carry.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -35,10 +37,13 @@ def main() -> int:
     parser.add_argument("--no-output", action="store_true", help="write no JSON line (a missing metric)")
     parser.add_argument("--fail", action="store_true")
     parser.add_argument("--marker", default=None, help="append 'client' to this file when starting")
+    parser.add_argument("--hang-at", type=int, default=None, help="the Nth client run (by --marker) hangs")
     args, _unknown = parser.parse_known_args()
     if args.marker:
         with open(args.marker, "a", encoding="utf-8") as fh:
             fh.write("client\n")
+        if args.hang_at is not None and Path(args.marker).read_text().split().count("client") >= args.hang_at:
+            time.sleep(600)  # until bench is interrupted
     factors = []
     for _ in range(args.num_prompts):
         with urllib.request.urlopen(f"http://127.0.0.1:{args.port}/generate", timeout=10) as response:

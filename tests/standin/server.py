@@ -10,7 +10,7 @@ verify_ms=...`` to stderr, as the eagle3-verify-timing patch does).
 It starts ``--workers`` child processes (so the environment check has a tree
 to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
-starts without NAME), ``--report-version V``, ``--ignore-sigterm``.
+starts without NAME; ``--worker-title T`` gives it one more argument), ``--report-version V``, ``--ignore-sigterm``.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
 
 ``--noise SIGMA``: launch-to-launch noise.  Each start draws a throughput
@@ -19,7 +19,6 @@ and the number of starts before it (counted as lines of ``--noise-state
 FILE``), so a sequence of launches is reproducible; each /generate reply
 carries that factor times its own exp(N(0, SIGMA/4)) (within-launch noise),
 and the stand-in client multiplies its throughput by their mean.
-
 SGLang's process shape, for the probe (patchkit/proof): ``--main-env NAME=VALUE`` sets
 ``os.environ`` in the main process before the workers start (as SGLang's
 ``_set_envs_and_config`` does), then ``--spawn-workers N`` starts N
@@ -133,7 +132,10 @@ def main() -> None:
     parser.add_argument("--exit-during-startup", type=int, default=None)
     parser.add_argument("--never-healthy", action="store_true")
     parser.add_argument("--die-after", type=int, default=None)
-    parser.add_argument("--drop-env", default=None)
+    parser.add_argument("--drop-env", action="append", default=[])
+    parser.add_argument(
+        "--worker-title", default=None, help="an extra argument of the last worker (may hold a newline)"
+    )
     parser.add_argument("--report-version", default=None)
     parser.add_argument("--ignore-sigterm", action="store_true")
     parser.add_argument("--pid-file", default=None)
@@ -167,9 +169,13 @@ def main() -> None:
     workers = []
     for index in range(args.workers):
         env = dict(os.environ)
-        if args.drop_env and index == args.workers - 1:
-            env.pop(args.drop_env, None)
-        workers.append(subprocess.Popen([sys.executable, __file__, "--worker", f"--rank={index}"], env=env))
+        if index == args.workers - 1:
+            for name in args.drop_env:
+                env.pop(name, None)
+        argv = [sys.executable, __file__, "--worker", f"--rank={index}"]
+        if args.worker_title and index == args.workers - 1:
+            argv.append(args.worker_title)
+        workers.append(subprocess.Popen(argv, env=env))
     gpu_jobs: list = []
     gpu_done = None
     if args.torch_workers:

@@ -1,0 +1,337 @@
+"""Bench launches on a Slurm cluster: the glue between the session (specs, records, store) and the executor.
+
+``run_scheduled(session, pairs, executor)`` plans every (commit, profile):
+a commit the guard refuses gets its ``refused`` record here and is never
+submitted.  The rest become ``Task`` values keyed by what makes two launches
+the same (commit, profile, variables, warmup, repeat, manifest digests, the
+launch's ordinal), and the whole call is one *batch*, keyed by the command,
+its tasks and the Slurm options.  The store resumes an unfinished batch of
+the same key: tasks already collected are read back, tasks submitted by a
+submitter that died are reattached, only the rest is submitted.
+
+``ship(spec)`` is what runs inside the Slurm job: ``run_job`` exactly as
+locally (probe, accounting, the start-environment check), plus the job's own
+Slurm facts; it returns plain JSON so that the submitter reads it back
+whatever pickling does with classes.  A job that ends without a result
+(``scancel``, its time limit, a node failure) is stored as ``interrupted``
+with the Slurm state and the job's log paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from patchkit.bench.executor import Finished, SlurmExecutor, SlurmOptions, Task, check_shared_dir, job_facts
+from patchkit.bench.job import JobSpec, run_job
+from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.session import Session, unstarted_record
+from patchkit.errors import UsageError
+from patchkit.git import Commit
+from patchkit.manifest.bench import BenchConfig
+
+EXECUTORS = ("local", "slurm")
+LOG_TAIL = 20
+
+
+def ship(spec: JobSpec) -> dict[str, Any]:
+    """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran."""
+    record = run_job(spec, None, base_env=dict(os.environ))
+    return {"record": record.to_json(), "job": job_facts()}
+
+
+def parse_extra(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip().lstrip("-")
+        if not eq or not key:
+            raise UsageError(f"--slurm-extra {item!r} is not KEY=VALUE", hint="e.g. --slurm-extra account=perf")
+        out[key] = value
+    return out
+
+
+def slurm_options(
+    config: BenchConfig,
+    *,
+    executor: str,
+    shared_dir: str | None,
+    partition: str | None,
+    gpus_per_job: int | None,
+    timeout_min: int | None,
+    slots: int | None,
+    extra: Sequence[str],
+) -> SlurmOptions | None:
+    """The Slurm options (the command line over ``[bench.slurm]``), None for the local executor.
+
+    With ``--executor local`` a Slurm-only option is an error rather than silently ignored;
+    the shared directory is checked here, before anything is prepared or submitted."""
+    given = {
+        "--shared-dir": shared_dir,
+        "--slurm-partition": partition,
+        "--gpus-per-job": gpus_per_job,
+        "--timeout-min": timeout_min,
+        "--slurm-extra": extra or None,
+    }
+    if executor == "local":
+        named = [name for name, value in given.items() if value is not None]
+        if named:
+            raise UsageError(
+                f"{', '.join(named)} only apply with --executor slurm",
+                hint="add --executor slurm, or drop them",
+            )
+        return None
+    table = config.slurm
+    where = shared_dir or table.shared_dir
+    if where is None:
+        raise UsageError(
+            "--executor slurm needs --shared-dir DIR (or shared_dir in [bench.slurm])",
+            hint="a directory the submitting host and every compute node see at the same path",
+        )
+    return SlurmOptions(
+        shared_dir=check_shared_dir(Path(where)),
+        partition=partition or table.partition,
+        gpus_per_job=gpus_per_job if gpus_per_job is not None else table.gpus_per_job,
+        timeout_min=timeout_min or table.timeout_min or 60,
+        slots=slots or table.slots or 1,
+        extra={**table.extra, **parse_extra(extra)},
+    )
+
+
+def gpus_for(options: SlurmOptions, values: Mapping[str, str]) -> int | None:
+    """``--gpus-per-job``, else the profile's ``tp`` variable when it is a whole number, else none."""
+    if options.gpus_per_job is not None:
+        return options.gpus_per_job or None
+    tp = values.get("tp", "")
+    return int(tp) if tp.isdigit() and int(tp) > 0 else None
+
+
+def task_key(spec: JobSpec, ordinal: int) -> str:
+    """What makes two launches the same launch: commit, profile, values, counts, manifests, ordinal."""
+    text = json.dumps(
+        {
+            "commit": spec.commit.sha,
+            "profile": spec.profile,
+            "vars": dict(spec.vars),
+            "warmup": spec.warmup,
+            "repeat": spec.repeat,
+            "manifests": [m.get("digest") for m in spec.manifests],
+            "allow_dirty": spec.allow_dirty,
+            "ordinal": ordinal,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def batch_key(command: str, keys: Sequence[str], options: SlurmOptions) -> str:
+    text = json.dumps({"command": command, "tasks": list(keys), "options": options.to_json()}, sort_keys=True)
+    return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def label(spec: JobSpec) -> dict[str, Any]:
+    """What a submission row keeps of its spec: enough for `runs --pending` and for a lost job's record."""
+    return {
+        "commit": spec.commit.sha,
+        "subject": spec.commit.subject,
+        "date": spec.commit.date,
+        "profile": spec.profile,
+        "vars": dict(spec.vars),
+        "run_dir": str(spec.run_dir),
+        "tree": str(spec.tree),
+        "warmup": spec.warmup,
+        "repeat": spec.repeat,
+    }
+
+
+def record_of(finished: Finished, spec: JobSpec) -> RunRecord:
+    """The stored record of a finished Slurm job: the job's own record with where it ran, or, when the
+    job ended without one, an ``interrupted`` record with the Slurm state and the job's logs."""
+    slurm = dict(finished.slurm or {})
+    if finished.value is not None:
+        data = dict(finished.value["record"])
+        job = finished.value.get("job", {})
+        data["executor"] = {
+            "name": "slurm",
+            **slurm,
+            "node": job.get("node") or slurm.get("node"),
+            "gpu_ids": job.get("gpu_ids", []),
+            "slurm_job_id": job.get("job_id"),
+        }
+        return RunRecord.from_json(data)
+    logs = slurm.get("logs", {})
+    return unstarted_record(
+        spec.commit,
+        spec.profile,
+        Outcome.INTERRUPTED,
+        finished.reason or f"the Slurm job {slurm.get('job_id')} ended without a result",
+        _tail(Path(logs["stderr"])) if logs.get("stderr") else (),
+        spec.vars,
+        spec.manifests,
+        spec.guard,
+        spec.config,
+        allow_dirty=spec.allow_dirty,
+        host={"hostname": slurm.get("node") or ""},
+        logs={
+            "slurm_stdout": logs.get("stdout"),
+            "slurm_stderr": logs.get("stderr"),
+            "run_dir": finished.label.get("run_dir", str(spec.run_dir)),  # the job's, from its submission
+        },
+        executor={"name": "slurm", **slurm, "gpu_ids": []},
+    )
+
+
+def _tail(path: Path) -> tuple[str, ...]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ()
+    return tuple(f"  | {line}" for line in lines[-LOG_TAIL:])
+
+
+def run_scheduled(
+    session: Session,
+    pairs: Sequence[tuple[Commit, str]],
+    executor: SlurmExecutor,
+    *,
+    command: str,
+    batch: str | None = None,
+    note: Callable[[str], None] = lambda line: None,
+    on_record: Callable[[RunRecord], None] = lambda record: None,
+) -> list[RunRecord]:
+    """Every (commit, profile) launched on Slurm (refused ones stored without submitting); records in
+    the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one; with
+    ``batch`` (a round of a bisect), exactly that batch, finished or not."""
+    store = session.store
+    out: dict[int, RunRecord] = {}
+    tasks: list[Task] = []
+    specs: dict[str, tuple[int, JobSpec, int]] = {}
+    for index, (commit, profile) in enumerate(pairs):
+        launch = session.next_launch(commit, profile)  # launch numbers as a local series gives them
+        planned = session.plan(commit, profile)
+        if isinstance(planned, RunRecord):
+            record = replace(planned, launch=launch, series=session.series)
+            record = record.with_run_id(store.add(record))
+            out[index] = record
+            on_record(record)
+            continue
+        key = task_key(planned, launch - 1)
+        specs[key] = (index, planned, launch)
+        tasks.append(Task(key, planned, label(planned), gpus_for(executor.options, planned.vars)))
+    if tasks:
+        if batch is None:
+            batch, resumed = store.open_batch(batch_key(command, [t.key for t in tasks], executor.options), command)
+        else:
+            resumed = store.use_batch(batch, command)
+        rows = {row["key"]: row for row in store.submissions(batch)}
+        if resumed:
+            pending = sum(1 for row in rows.values() if row["state"] != "collected")
+            note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
+        for task in tasks:
+            row = rows.get(task.key)
+            if row is not None and row["state"] == "collected" and row["run_id"] is not None:
+                record = store.get(int(row["run_id"]))
+                out[specs[task.key][0]] = record
+                on_record(record)
+        todo = [t for t in tasks if specs[t.key][0] not in out]
+        for finished in executor.map(ship, todo, batch=batch, ledger=store, note=note):
+            index, spec, launch = specs[finished.key]
+            record = replace(record_of(finished, spec), launch=launch, series=session.series)
+            record = record.with_run_id(store.add(record, submission=(batch, finished.key)))
+            out[index] = record
+            on_record(record)
+        store.finish_batch(batch)
+    return [out[i] for i in sorted(out)]
+
+
+class ScheduledRounds:
+    """A search's launches on Slurm, one round at a time: ``round(commits)`` is one batch (one array).
+
+    A search is deterministic given its values, so a re-run of a killed bisect asks the same rounds
+    again: round ``i`` is the sub-batch ``<search batch>/round-i``, whose collected launches are read
+    back and whose submitted ones are reattached, so no launch is paid for twice."""
+
+    def __init__(
+        self,
+        session: Session,
+        profile: str,
+        executor: SlurmExecutor,
+        *,
+        command: str,
+        identity: Sequence[str],
+        note: Callable[[str], None] = lambda line: None,
+        on_record: Callable[[RunRecord], None] = lambda record: None,
+    ) -> None:
+        self.session, self.profile, self.executor = session, profile, executor
+        self.command, self.note, self.on_record = command, note, on_record
+        key = batch_key(command, [*identity, profile], executor.options)
+        self.batch, self.resumed = session.store.open_batch(key, command)
+        self.rounds: list[list[RunRecord]] = []  # each round's records, in the order asked
+
+    def round(self, commits: Sequence[Commit]) -> list[RunRecord]:
+        records = run_scheduled(
+            self.session,
+            [(commit, self.profile) for commit in commits],
+            self.executor,
+            command=self.command,
+            batch=f"{self.batch}/round-{len(self.rounds) + 1}",
+            note=self.note,
+            on_record=self.on_record,
+        )
+        self.rounds.append(records)
+        return records
+
+    def finish(self) -> None:
+        """The search is over: a later run of the same command starts afresh."""
+        self.session.store.finish_batch(self.batch)
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """The Slurm options of a verb (``--executor`` and the rest), as the command line gave them."""
+
+    executor: str = "local"
+    shared_dir: str | None = None
+    slurm_partition: str | None = None
+    gpus_per_job: int | None = None
+    timeout_min: int | None = None
+    slots: int | None = None
+    slurm_extra: tuple[str, ...] = ()
+
+    @classmethod
+    def take(cls, kwargs: dict[str, Any], *, keep: Sequence[str] = ()) -> ClusterArgs:
+        """Pop these options out of a verb's keyword arguments (``keep``: also left there for the verb)."""
+        names = [f.name for f in fields(cls)]
+        values = {n: (kwargs[n] if n in keep else kwargs.pop(n)) for n in names if n in kwargs}
+        if "slurm_extra" in values:
+            values["slurm_extra"] = tuple(values["slurm_extra"])
+        return cls(**values)
+
+
+LOCAL = ClusterArgs()  # the default: in-process, one slot
+
+
+def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> SlurmExecutor | None:
+    """The verbs' one entry: the Slurm executor their options ask for (None: local), with the session's
+    worktrees and run directories moved onto the shared directory, which the jobs read."""
+    options = slurm_options(
+        session.config,
+        executor=args.executor,
+        shared_dir=args.shared_dir,
+        partition=args.slurm_partition,
+        gpus_per_job=args.gpus_per_job,
+        timeout_min=args.timeout_min,
+        slots=args.slots,
+        extra=args.slurm_extra,
+    )
+    if options is None:
+        return None
+    if worktree_root is None:
+        session.root = options.shared_dir / "worktrees"
+    session.runs_dir = options.shared_dir / "bench-runs"
+    return SlurmExecutor(options)

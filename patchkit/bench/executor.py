@@ -1,0 +1,359 @@
+"""Where launches run: in this process (``LocalExecutor``) or as Slurm jobs (``SlurmExecutor``, via submitit).
+
+An executor takes ``Task`` values (a stable ``key``, a picklable argument and a
+small JSON ``label``) and a function, and yields one ``Finished`` per task, in
+the order they finish.  The function is what a launch is: for bench it is
+``ship``, which calls ``run_job(spec)`` and returns the record with the Slurm
+facts of the host it ran on.
+
+``LocalExecutor`` is today's behaviour: one slot, in-process, no pickling.
+
+``SlurmExecutor`` makes each launch one Slurm job; the tasks a call does not
+already know go in as one job array (``slurm_array_parallelism = slots``).  It
+survives its own death: the submission (batch, key, job id, submitit folder,
+label) is written to the ledger (the bench store) *before* it waits, and a
+later call with the same batch reattaches to those jobs (``SlurmJob(folder,
+job_id)`` reads the result pickle submitit leaves in the shared folder)
+instead of submitting them again.  A job that ends without a result
+(``scancel``, time limit, node failure) finishes with its Slurm state and no
+value; the caller records it as ``interrupted``.
+
+Slurm's states come from ``squeue`` (finished jobs stay there for
+``MinJobAge``), then ``sacct`` where the cluster has accounting: a cluster
+without either still works, a job's result pickle is the proof it finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from patchkit.errors import UsageError
+
+# Slurm states after which a job produces nothing more; COMPLETED is the one that leaves a result.
+ENDED = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "REVOKED",
+        "SPECIAL_EXIT",
+        "TIMEOUT",
+    }
+)
+RESULT_GRACE_S = 30.0  # how long a COMPLETED job's result pickle may take to show on a shared filesystem
+
+
+@dataclass(frozen=True)
+class Task:
+    key: str  # stable across re-runs of the same command: what "already submitted" is matched on
+    arg: Any  # the function's one argument (picklable for Slurm)
+    label: Mapping[str, Any] = field(default_factory=dict)  # JSON: what `runs --pending` and a lost job's record show
+    gpus: int | None = None  # GPUs this launch needs on its node (Slurm: --gpus-per-node)
+
+
+@dataclass(frozen=True)
+class Finished:
+    key: str
+    value: Any  # the function's return; None when the job ended without one
+    state: str  # "COMPLETED", "CANCELLED", ... ("LOCAL" in-process)
+    reason: str | None = None  # why there is no value
+    slurm: Mapping[str, Any] | None = None  # job id, array index, logs, state (Slurm only)
+    label: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Ledger(Protocol):
+    """Where submissions are written before anyone waits for them (the bench store)."""
+
+    def submissions(self, batch: str) -> list[dict[str, Any]]: ...
+
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None: ...
+
+    def set_submission_state(self, batch: str, key: str, state: str) -> None: ...
+
+
+class LocalExecutor:
+    """In this process, one task at a time: exactly what bench did before executors existed."""
+
+    name = "local"
+    slots = 1
+
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Sequence[Task],
+        *,
+        batch: str = "",
+        ledger: Ledger | None = None,
+        note: Callable[[str], None] | None = None,
+    ) -> Iterator[Finished]:
+        for task in tasks:
+            yield Finished(task.key, fn(task.arg), "LOCAL", label=task.label)
+
+
+@dataclass(frozen=True)
+class SlurmOptions:
+    shared_dir: Path
+    partition: str | None = None
+    gpus_per_job: int | None = None
+    timeout_min: int = 60
+    slots: int = 1
+    extra: Mapping[str, str] = field(default_factory=dict)  # sbatch long options: account, qos, constraint, ...
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shared_dir": str(self.shared_dir),
+            "partition": self.partition,
+            "gpus_per_job": self.gpus_per_job,
+            "timeout_min": self.timeout_min,
+            "slots": self.slots,
+            "extra": dict(self.extra),
+        }
+
+
+def check_shared_dir(path: Path) -> Path:
+    """The shared directory exists, is a directory, and this host can write and read back a file in it.
+
+    Run before anything is submitted: the jobs' pickles, logs, worktrees and run
+    directories all live there, so a typo would otherwise surface as jobs that
+    fail on the compute node."""
+    where = path.expanduser()
+    if not where.is_absolute():
+        where = where.resolve()
+    if not where.is_dir():
+        raise UsageError(
+            f"--shared-dir {path} is not a directory",
+            hint="name a directory that the submitting host and every compute node mount at the same path",
+        )
+    probe = where / f".patchkit-probe-{uuid.uuid4().hex}"
+    try:
+        probe.write_text("reachable\n", encoding="utf-8")
+        ok = probe.read_text(encoding="utf-8") == "reachable\n"
+        probe.unlink()
+    except OSError as exc:
+        raise UsageError(
+            f"--shared-dir {path} is not writable from this host: {exc.strerror or exc}",
+            hint="the jobs' pickles, logs and worktrees go there; pick a directory you can write",
+        ) from None
+    if not ok:
+        raise UsageError(f"--shared-dir {path}: a file written there reads back differently")
+    return where
+
+
+def slurm_states(job_ids: Sequence[str], env: Mapping[str, str] | None = None) -> dict[str, tuple[str, str]] | None:
+    """``{job_id: (state, node)}`` for the ids Slurm still knows ("123" or "123_4"); others are absent.
+
+    None when Slurm could not be asked at all (the controller down, a timeout): no news, which is not
+    the same as a job Slurm has forgotten."""
+    if not job_ids:
+        return {}
+    out: dict[str, tuple[str, str]] = {}
+    mains = sorted({jid.split("_")[0] for jid in job_ids})
+    fmt = ["-h", "-r", "-t", "all", "-o", "%i|%T|%N"]
+    queue = _slurm(["squeue", *fmt, "-j", ",".join(mains)], env)
+    if queue is None and len(mains) > 1:  # squeue refuses the whole list when one id is no longer known
+        answers = [_slurm(["squeue", *fmt, "-j", main], env) for main in mains]
+        queue = None if all(a is None for a in answers) else "".join(a or "" for a in answers)
+    if queue is None:
+        if not _controller_up(env):
+            return None
+        queue = ""  # the controller answers, and knows none of these jobs
+    for line in (queue or "").splitlines():
+        parts = line.strip().split("|")
+        if len(parts) == 3:
+            out[parts[0]] = (parts[1].split()[0], parts[2])
+    unknown = sorted({jid for jid in job_ids if jid not in out})
+    if unknown:  # gone from the controller's memory (MinJobAge): ask accounting, where there is one
+        acct = _slurm(["sacct", "-n", "-P", "-X", "-o", "JobID,State,NodeList", "-j", ",".join(unknown)], env)
+        for line in (acct or "").splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 3 and parts[0] in unknown:
+                out[parts[0]] = (parts[1].split()[0], parts[2])
+    return out
+
+
+def _controller_up(env: Mapping[str, str] | None) -> bool:
+    return _slurm(["squeue", "-h", "-o", "%i", "-t", "all"], env) is not None
+
+
+def _slurm(argv: list[str], env: Mapping[str, str] | None) -> str | None:
+    """The command's stdout, or None when it failed."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def scancel(job_ids: Sequence[str]) -> None:
+    if job_ids:
+        subprocess.run(["scancel", *job_ids], capture_output=True, check=False, timeout=60)
+
+
+class SlurmExecutor:
+    name = "slurm"
+
+    def __init__(self, options: SlurmOptions, *, poll_s: float = 2.0, grace_s: float = RESULT_GRACE_S) -> None:
+        if shutil.which("sbatch") is None:
+            raise UsageError(
+                "--executor slurm: sbatch is not on PATH on this host",
+                hint="run from a Slurm login node, or use --executor local",
+            )
+        self.options = options
+        self.slots = options.slots
+        self.folder = options.shared_dir / "submitit"
+        self.poll_s = poll_s
+        self.grace_s = grace_s
+
+    def _executor(self, gpus: int | None) -> Any:
+        import submitit
+
+        executor = submitit.SlurmExecutor(folder=self.folder / "%A")
+        params: dict[str, Any] = {
+            "time": self.options.timeout_min,
+            "array_parallelism": self.options.slots,
+            "job_name": "patchkit-bench",
+        }
+        if self.options.partition:
+            params["partition"] = self.options.partition
+        if gpus:
+            params["gpus_per_node"] = gpus
+        if self.options.extra:
+            params["additional_parameters"] = dict(self.options.extra)
+        executor.update_parameters(**params)
+        return executor
+
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Sequence[Task],
+        *,
+        batch: str,
+        ledger: Ledger,
+        note: Callable[[str], None] | None = None,
+    ) -> Iterator[Finished]:
+        """Submit what this batch has not submitted yet (one array per GPU count), reattach to what it
+        has, and yield each task as its job ends.  Collected tasks of the batch are not yielded again."""
+        import submitit
+        from submitit.core.utils import FailedJobError
+
+        say = note or (lambda line: None)
+        known = {row["key"]: row for row in ledger.submissions(batch)}
+        watching: dict[str, tuple[Any, Mapping[str, Any]]] = {}
+        for task in tasks:
+            row = known.get(task.key)
+            if row is not None and row["state"] != "collected":
+                job: Any = submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"])
+                watching[task.key] = (job, row["label"])
+        if watching:
+            ids = ", ".join(str(job.job_id) for job, _ in watching.values())
+            say(f"collecting {len(watching)} job(s) submitted earlier: {ids}")
+        fresh = [t for t in tasks if t.key not in known]
+        for gpus in dict.fromkeys(t.gpus for t in fresh):
+            group = [t for t in fresh if t.gpus == gpus]
+            try:
+                # submitit echoes sbatch's stderr itself; the error below says it once, in one line.
+                with contextlib.redirect_stderr(io.StringIO()):
+                    jobs = self._executor(gpus).map_array(fn, [t.arg for t in group])
+            except (FailedJobError, OSError) as exc:  # sbatch said no: partition, account, GPUs it does not have
+                last = str(exc).strip().splitlines()[-1:] or [type(exc).__name__]
+                raise UsageError(
+                    f"Slurm refused the submission: {last[0]}",
+                    hint="check --slurm-partition, --gpus-per-job and --slurm-extra against `sinfo`",
+                ) from None
+            ledger.add_submissions(
+                batch,
+                [
+                    {"key": t.key, "job_id": job.job_id, "folder": str(job.paths.folder), "label": dict(t.label)}
+                    for t, job in zip(group, jobs, strict=True)
+                ],
+            )
+            for t, job in zip(group, jobs, strict=True):
+                watching[t.key] = (job, t.label)
+            array = jobs[0].job_id.split("_")[0] if jobs else "-"
+            where = f", {gpus} GPU(s) each" if gpus else ""
+            say(f"submitted {len(jobs)} job(s) as Slurm array {array} (at most {self.slots} at once{where})")
+        yield from self._wait(watching, say)
+
+    def _wait(
+        self, watching: dict[str, tuple[Any, Mapping[str, Any]]], say: Callable[[str], None]
+    ) -> Iterator[Finished]:
+        since: dict[str, float] = {}  # when a job was first seen COMPLETED, or forgotten, without a result
+        seen: dict[str, str] = {}  # the last state said of each job: one line per change, as it happens
+        while watching:
+            asked = slurm_states([job.job_id for job, _ in watching.values()])
+            for key, (job, label) in list(watching.items()):
+                state, node = (asked or {}).get(job.job_id, ("UNKNOWN", ""))
+                if asked is not None and seen.get(key) != state and state not in ("UNKNOWN", "COMPLETED"):
+                    seen[key] = state
+                    say(f"Slurm job {job.job_id} {state}" + (f" on {node}" if node and state == "RUNNING" else ""))
+                facts = self.facts(job, state, node)
+                if job.paths.result_pickle.exists():
+                    del watching[key]
+                    yield self._collect(key, job, label, facts)
+                    continue
+                if asked is None or (state not in ENDED and state != "UNKNOWN"):
+                    continue  # running, pending, or Slurm not answering: keep waiting
+                # COMPLETED: the result pickle may lag on a shared filesystem.  UNKNOWN: Slurm has
+                # forgotten the job (no accounting, MinJobAge passed) and it left nothing.
+                if state in ("COMPLETED", "UNKNOWN"):
+                    first = since.setdefault(key, time.monotonic())
+                    if time.monotonic() - first < self.grace_s:
+                        continue
+                del watching[key]
+                ended = f"ended {state}" if state != "UNKNOWN" else "is no longer known to Slurm and ended"
+                yield Finished(key, None, state, f"the Slurm job {job.job_id} {ended} without a result", facts, label)
+            if watching:
+                time.sleep(self.poll_s)
+
+    def _collect(self, key: str, job: Any, label: Mapping[str, Any], facts: dict[str, Any]) -> Finished:
+        from submitit.core.utils import FailedJobError, UncompletedJobError
+
+        try:
+            value = job.result()
+        except (FailedJobError, UncompletedJobError) as exc:
+            last = str(exc).strip().splitlines()[-1:] or [""]
+            return Finished(key, None, "FAILED", f"the Slurm job {job.job_id} raised: {last[0]}", facts, label)
+        # The result pickle is written as the function returns, while Slurm may still say RUNNING.
+        facts = {**facts, "state": "COMPLETED"}
+        return Finished(key, value, "COMPLETED", None, facts, label)
+
+    @staticmethod
+    def facts(job: Any, state: str, node: str) -> dict[str, Any]:
+        main, _, index = str(job.job_id).partition("_")
+        return {
+            "job_id": str(job.job_id),
+            "array_job_id": main,
+            "array_index": int(index) if index.isdigit() else None,
+            "state": state,
+            "node": node or None,
+            "logs": {"stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr)},
+        }
+
+
+def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Inside a Slurm job: its id, array index, node and GPUs, as Slurm's environment gives them."""
+    env = os.environ if environ is None else environ
+    gpus = env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS") or env.get("CUDA_VISIBLE_DEVICES") or ""
+    index = env.get("SLURM_ARRAY_TASK_ID")
+    return {
+        "job_id": env.get("SLURM_JOB_ID"),
+        "array_job_id": env.get("SLURM_ARRAY_JOB_ID"),
+        "array_index": int(index) if index and index.isdigit() else None,
+        "node": env.get("SLURMD_NODENAME"),
+        "gpu_ids": [g for g in gpus.split(",") if g],
+    }

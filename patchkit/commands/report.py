@@ -1,0 +1,108 @@
+"""`patchkit report`: one static HTML page with patch bands and benchmark trends on one commit axis.
+
+The page embeds what ``check --json`` prints for each ``-m`` manifest over the
+range, what ``runs --json [--profile P]`` prints, the run records behind it and
+the store's latest ``bisect --json`` (``patchkit/report/``, docs/json.md
+"report"); it draws them in the browser with plotly.js, inlined, so the file
+can be copied off a GPU host and opened with no network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from patchkit import __version__
+from patchkit.engine.check import check_range
+from patchkit.engine.pool import default_jobs
+from patchkit.engine.transaction import atomic_write
+from patchkit.errors import ExitCode, UnwritableError, UsageError
+from patchkit.git import Repo
+from patchkit.manifest import load_manifest
+from patchkit.render import plural
+from patchkit.report.documents import StoredRuns, json_text, load_runs
+from patchkit.report.page import Document, build_page
+from patchkit.report.trends import verdicts_document
+
+
+def report(
+    *,
+    manifests: Sequence[str],
+    repo: str,
+    ranges: Sequence[str],
+    commits: Sequence[str],
+    metrics: Sequence[str],
+    profiles: Sequence[str],
+    store: str | None,
+    output: str,
+    jobs: int | None,
+    console: Console,
+) -> int:
+    loaded = [load_manifest(m) for m in manifests]  # a bad manifest is reported before any git work
+    if not ranges and not commits:
+        ranges = ["HEAD"]
+    out = Path(output)
+    with Repo.discover(Path(repo)) as git_repo:
+        checks = [check_range(m, git_repo, ranges=ranges, commits=commits, jobs=jobs or default_jobs()) for m in loaded]
+        stored = load_runs(git_repo, store, profiles=profiles)
+        chosen = _metrics(stored, metrics)
+        documents = [
+            Document(f"check:{i}", f"patchkit-doc-check-{i}", [*c.json_chunks(), "\n"]) for i, c in enumerate(checks)
+        ]
+        documents.append(Document("runs", "patchkit-doc-runs", [json_text(stored.document())]))
+        documents.append(Document("records", "patchkit-doc-records", [_records_text(stored)]))
+        axis = list(dict.fromkeys(row.commit.sha for c in checks for row in c.commits))
+        verdicts = verdicts_document(stored.records, axis, chosen, noise=stored.noise)
+        documents.append(Document("verdicts", "patchkit-doc-verdicts", [json_text(verdicts)]))
+        if stored.bisect is not None:
+            documents.append(Document("bisect", "patchkit-doc-bisect", [json_text(stored.bisect)]))
+        index = {
+            "version": 1,
+            "command": "report",
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "patchkit": __version__,
+            "manifests": [m.name for m in loaded],
+            "ranges": list(ranges),
+            "commits": list(commits),
+            "profiles": list(profiles),
+            "metrics": chosen,
+            "store": str(stored.path),
+        }
+        title = f"patchkit report: {', '.join(m.name for m in loaded)} over {' '.join([*ranges, *commits])}"
+        page = build_page(title, index, documents, git_repo.common_dir / "patchkit" / "report")
+    try:
+        atomic_write(out, page, 0o644)
+    except OSError as exc:
+        raise UnwritableError(str(out), exc.strerror or str(exc)) from None
+    count = checks[0].stats.commits if checks else 0
+    console.print(
+        f"wrote {out} ({len(page) / 1e6:.1f} MB): {plural(count, 'commit')}, {plural(len(loaded), 'manifest')}, "
+        f"{plural(len(stored.records), 'stored run')}, metrics: {', '.join(chosen) or 'none'}",
+        markup=False,
+        highlight=False,
+    )
+    return int(ExitCode.OK)
+
+
+def _records_text(stored: StoredRuns) -> str:
+    return json_text({"version": 1, "runs": [r.to_json() for r in stored.records]})
+
+
+def _metrics(stored: StoredRuns, wanted: Sequence[str]) -> list[str]:
+    """The metric panels: those asked for, else every metric the stored runs have, in the order they define them."""
+    known = list(
+        dict.fromkeys(
+            [str(m["name"]) for r in stored.records for m in r.metrics]
+            + [name for r in stored.records for name in r.samples]
+        )
+    )
+    for name in wanted:
+        if name not in known:
+            raise UsageError(
+                f"--metric {name}: no stored run has this metric (store {stored.path})",
+                hint=f"metrics in the store: {', '.join(known)}" if known else "no runs are stored yet",
+            )
+    return list(dict.fromkeys(wanted)) or known

@@ -1,0 +1,85 @@
+"""Verdicts along the commit axis: each benchmarked commit against the previous one, per metric and profile.
+
+A server launch is the unit of variance (``patchkit/bench/verdict.py``): the
+launches of a commit are its ``ok`` runs, each one started server, and a
+launch's value is that run's median over its measured client runs.  Each
+commit with runs is judged against the previous benchmarked commit on the
+axis (same profile, same metric) with ``verdict.judge``, at its default
+confidence and the threshold given.
+
+The noise prior ``patchkit noise`` stored for the host, profile and metric
+of the later commit's runs is used where there is one (``noise`` in the
+pair).  Without one, a side with one launch cannot be judged (``judge``
+documents the verdict as ``unknown`` with no estimate): such pairs are listed
+with ``verdict: null`` and the launches per side, so the page can say to
+launch the commits again (or to run ``patchkit noise``), and scipy is
+imported only when some pair can be judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from typing import Any
+
+from patchkit.bench.record import Outcome, RunRecord
+
+THRESHOLD = 0.05
+
+
+def verdicts_document(
+    records: Sequence[RunRecord],
+    axis: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    noise: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
+    threshold: float = THRESHOLD,
+) -> dict[str, Any]:
+    """``{"version", "threshold", "basis", "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
+    position = {sha: i for i, sha in enumerate(axis)}
+    launches: dict[tuple[str, str], dict[str, list[tuple[int | None, float]]]] = {}
+    hosts: dict[tuple[str, str], str] = {}  # (profile, commit) -> the host of its latest launch
+    for r in records:
+        if r.outcome is not Outcome.OK or r.commit.sha not in position:
+            continue
+        hosts[(r.profile, r.commit.sha)] = str(r.host.get("hostname", ""))
+        for metric in metrics:
+            value = r.median(metric)
+            if value is not None and value > 0:
+                launches.setdefault((metric, r.profile), {}).setdefault(r.commit.sha, []).append((r.run_id, value))
+    pairs: list[dict[str, Any]] = []
+    for (metric, profile), by_commit in launches.items():
+        ordered = sorted(by_commit, key=position.__getitem__)
+        for previous, commit in pairwise(ordered):
+            a, b = by_commit[previous], by_commit[commit]
+            prior = (noise or {}).get((hosts[(profile, commit)], profile, metric))
+            pairs.append(
+                {
+                    "metric": metric,
+                    "profile": profile,
+                    "previous": previous,
+                    "commit": commit,
+                    "runs_a": [run for run, _ in a],
+                    "runs_b": [run for run, _ in b],
+                    "noise": None if prior is None else {"sigma": prior["sigma"], "df": prior["df"]},
+                    "verdict": None,
+                    "_values": ([v for _, v in a], [v for _, v in b]),
+                }
+            )
+    judgeable = [p for p in pairs if p["noise"] is not None or min(map(len, p["_values"])) >= 2]
+    if judgeable:
+        from patchkit.bench.verdict import Noise, judge  # scipy: only when a verdict can be reached
+
+        for pair in judgeable:
+            a_values, b_values = pair["_values"]
+            spread = None if pair["noise"] is None else Noise(float(pair["noise"]["sigma"]), int(pair["noise"]["df"]))
+            pair["verdict"] = judge(a_values, b_values, threshold=threshold, noise=spread).as_json()
+    for pair in pairs:
+        del pair["_values"]
+    return {
+        "version": 1,
+        "threshold": threshold,
+        "basis": "one value per server launch: the median of each ok run; B is a commit, A the previous "
+        "benchmarked commit on the axis (same profile and metric)",
+        "pairs": pairs,
+    }
