@@ -64,15 +64,17 @@ def test_apply_at_the_renamed_class_is_refused(kept):
     assert "REFUSED: 1 required patch cannot apply (eagle3-hooks CLASS_NOT_FOUND); nothing was written." in steps[2]
 
 
-def test_bench_interleaves_two_launches_each(kept):
+def test_bench_interleaves_three_launches_each(kept):
     _work, _out, steps = kept
-    lines = re.findall(r"^run (\d): ([0-9a-f]{10}) eagle3( launch 2)?: (\w+)$", steps[3], flags=re.M)
+    lines = re.findall(r"^run (\d): ([0-9a-f]{10}) eagle3( launch \d)?: (\w+)  ", steps[3], flags=re.M)
     good, bad = lines[0][1], lines[1][1]
     assert [(n, sha, launch, outcome) for n, sha, launch, outcome in lines] == [
         ("1", good, "", "ok"),
         ("2", bad, "", "ok"),
         ("3", good, " launch 2", "ok"),
         ("4", bad, " launch 2", "ok"),
+        ("5", good, " launch 3", "ok"),
+        ("6", bad, " launch 3", "ok"),
     ]
 
 
@@ -112,7 +114,7 @@ def test_the_kept_store_answers_runs(kept):
     )
     assert proc.returncode == 0, proc.stderr
     runs = json.loads(proc.stdout)["runs"]
-    assert len(runs) >= 4 and all(r["outcome"] == "ok" for r in runs)
+    assert len(runs) >= 6 and all(r["outcome"] == "ok" for r in runs)
 
 
 def test_the_server_reads_its_speed_from_the_tree(tmp_path):

@@ -124,10 +124,10 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
 
     manifest = write_bench_manifest(work, kimi)
     manifests, repo_dir, store_file = [str(manifest)], str(path), str(store)
-    _step(console, f"3. patchkit bench --commit {good[:10]} --commit {bad[:10]} --launches 2   (interleaved)")
+    _step(console, f"3. patchkit bench --commit {good[:10]} --commit {bad[:10]} --launches 3   (interleaved)")
     code = bench_cmd(
         commits=[good, bad], profiles=[], repeat=None, sets=[], json_out=False, worktree_root=None,
-        launches=2, manifests=manifests, repo=repo_dir, store=store_file, console=console,
+        launches=3, manifests=manifests, repo=repo_dir, store=store_file, console=console,
     )  # fmt: skip
     _expect(code == 0, f"bench exited {code}")
 
