@@ -58,7 +58,7 @@ def test_a_second_bench_of_one_commit_is_ok_and_only_foreign_changes_refuse(caps
     (run,) = refused.json["runs"]
     assert run["outcome"] == "refused" and run["allow_dirty"] is False
     (detail,) = [d for d in run["details"] if "[clean]" in d]
-    assert "1 change(s) outside patchkit's edits: notes.txt (untracked)" in detail and "--allow-dirty" in detail
+    assert "1 change outside patchkit's edits: notes.txt (untracked)" in detail and "--allow-dirty" in detail
     allowed = bench(capsys, history, manifest, root, "--allow-dirty")
     assert allowed.code == 0, allowed.err
     (run,) = allowed.json["runs"]
