@@ -30,7 +30,15 @@ from patchkit.commands.bench import bench as bench_cmd
 from patchkit.commands.bisect import bisect as bisect_cmd
 from patchkit.commands.compare import compare as compare_cmd
 from patchkit.commands.guard import guard as guard_cmd
-from patchkit.demo.hunt import BAD, GOOD, PLANTED, RANGE_START, condensed_windows, write_bench_manifest
+from patchkit.demo.hunt import (
+    BAD,
+    GOOD,
+    PLANTED,
+    RANGE_START,
+    condensed_windows,
+    standin_python,
+    write_bench_manifest,
+)
 from patchkit.demo.sglang import MAIN, RENAME_BRANCH, build_sglang_history
 from patchkit.engine.apply import apply_worktree
 from patchkit.engine.check import check_range
@@ -122,9 +130,22 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         _expect(repo.head() == head and not repo.changed_tracked_files(), "the refused apply changed the tree")
         console.print("Nothing was written: the tree is as it was.")
 
-    manifest = write_bench_manifest(work, kimi)
+    try:
+        python = standin_python(work)
+    except OSError as exc:
+        raise UsageError(
+            f"could not create a venv for the demo's stand-in server in {work / 'venv'}: {exc}",
+            hint="the demo needs Python's venv module (on Debian: apt-get install python3-venv)",
+        ) from exc
+    manifest = write_bench_manifest(work, kimi, python)
     manifests, repo_dir, store_file = [str(manifest)], str(path), str(store)
     _step(console, f"3. patchkit bench --commit {good[:10]} --commit {bad[:10]} --launches 3   (interleaved)")
+    console.print(
+        f"The stand-in server runs in a fresh venv ({work / 'venv'}): the probe refuses a run that loads any file "
+        "it cannot account for, and this keeps your own site-packages out of the demo. "
+        "`patchkit guard --python PY --site` checks a real server's.",
+        markup=False,
+    )
     code = bench_cmd(
         commits=[good, bad], profiles=[], repeat=None, sets=[], json_out=False, worktree_root=None,
         launches=3, manifests=manifests, repo=repo_dir, store=store_file, console=console,

@@ -3,11 +3,18 @@
 The bench manifest is the bundled kimi-k25-eagle3 manifest with its [bench]
 table replaced by the demo's (``data/bench/kimi-k25-eagle3-demo.toml``),
 which runs the demo's stand-in server and client (``patchkit/demo/standin``).
+
+The stand-ins run in a venv the demo creates (no pip, no site packages of
+its own; they need only the stdlib).  The probe accounts for every file a
+benchmarked process loads, and a ``.pth`` file or an edited package in the
+user's own interpreter is a STRAY that refuses the run, as it should for a
+real server.  The demo is about the hunt, not about the user's environment,
+so it benchmarks in one it knows is clean, and says so.
 """
 
 from __future__ import annotations
 
-import sys
+import venv
 from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
@@ -24,12 +31,20 @@ STANDIN = files("patchkit.demo") / "standin"
 BENCH_TABLE = files("patchkit.demo") / "data" / "bench" / "kimi-k25-eagle3-demo.toml"
 
 
-def write_bench_manifest(work: Path, kimi: Manifest) -> Path:
+def standin_python(work: Path) -> Path:
+    """A fresh venv at ``work/venv`` for the stand-ins; returns its interpreter.
+
+    ``OSError`` when it cannot be made (the demo turns that into one line)."""
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(work / "venv")
+    return work / "venv" / "bin" / "python"
+
+
+def write_bench_manifest(work: Path, kimi: Manifest, python: Path) -> Path:
     """``work/manifests/kimi-k25-eagle3.toml``: the bundled patches (payload copied beside), the demo's [bench]."""
     text = kimi.path.read_text(encoding="utf-8").split("\n[bench]\n", 1)[0]
     table = (
         BENCH_TABLE.read_text(encoding="utf-8")
-        .replace("@python@", sys.executable)
+        .replace("@python@", str(python))
         .replace("@standin@", str(STANDIN))
         .replace("@state@", str(work / "noise-state"))
     )
