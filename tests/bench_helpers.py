@@ -8,8 +8,12 @@ verify time grows), ``docs-2``, ``tip``.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
-import sys
+import shutil
+import tempfile
+import venv
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,21 @@ SLOW_MARKER = "python/sglang/srt/compilation/piecewise_context_manager.py"
 MODEL_TEXT = "class Model:\n    def forward(self, x):\n        return x\n"
 PAYLOAD = "class Model:\n    def set_eagle3_layers_to_capture(self, layers):\n        self.layers = layers\n"
 SLOW_SUBJECT = "Fix PCG MoE Error (#17739)"
+
+
+@functools.cache
+def standin_python() -> str:
+    """The interpreter of a fresh venv (no pip, no packages; made once per test process) for the stand-ins.
+
+    The stand-ins need only the stdlib.  Running them with this checkout's own
+    interpreter would make every probed run depend on what that interpreter's
+    site-packages hold: one ``.pth`` file owned by no distribution (CI's
+    machine has one) is a STRAY, and the probe rightly refuses the run.
+    """
+    root = Path(tempfile.mkdtemp(prefix="patchkit-standin-venv-"))
+    atexit.register(shutil.rmtree, root, True)
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(root / "venv")
+    return str(root / "venv" / "bin" / "python")
 
 
 def build_history(path: Path, *, ignore: bool = True) -> History:
@@ -57,7 +76,7 @@ def build_history(path: Path, *, ignore: bool = True) -> History:
 
 def bench_table(**over: Any) -> dict[str, Any]:
     table: dict[str, Any] = {
-        "python": sys.executable,
+        "python": standin_python(),
         "pythonpath": ["python"],
         "import_check": ["sglang"],
         "scm_version_file": "python/sglang/_version.py",

@@ -17,12 +17,11 @@ import gzip
 import json
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_helpers import STANDIN, _section
+from bench_helpers import STANDIN, _section, standin_python
 from helpers import run_script
 
 from patchkit.demo.history import History
@@ -64,7 +63,7 @@ def write_kit(root: Path) -> tuple[Path, Path]:
     shutil.copytree(REPO_ROOT / "patches", root / "patches")
     text = (root / "manifests" / "kimi-k25-eagle3.toml").read_text(encoding="utf-8")
     bench = {
-        "python": sys.executable,
+        "python": standin_python(),
         "pythonpath": ["python"],
         "import_check": ["sglang"],
         "server": "{python} {standin}/server.py --port {port} --tree {tree} {server_args}",
@@ -77,6 +76,8 @@ def write_kit(root: Path) -> tuple[Path, Path]:
         "repeat": 2,
         "stop_grace": 3,
         "env": {"PATCHKIT_EAGLE3_VERIFY_TIMING": "1", "NCCL_MIN_NCHANNELS": "4"},
+        # the probe's accounting: the stand-ins run from this checkout, not from the tree or an install
+        "allow_stray": [f"{STANDIN}/*"],
         "vars": {"standin": str(STANDIN), "server_args": "--workers 1", "client_args": ""},
     }
     lines = [text[: text.index("[bench]")].rstrip("\n"), "", *_section("bench", bench)]
