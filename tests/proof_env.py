@@ -9,6 +9,7 @@ distribution named ``torch``.  Built once per test session.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -82,6 +83,18 @@ def make_venv(path: Path, wheel_dir: Path) -> Path:
     python = path / "bin" / "python"
     pip("--python", python, "install", "--no-index", "--no-deps", *sorted(wheel_dir.glob("*.whl")))
     return python
+
+
+def write_source(path: Path, text: str) -> None:
+    """Rewrite an installed module and drop its bytecode, so the next process runs ``text``.
+
+    Python takes a ``.pyc`` as fresh while the source's size and its mtime in
+    whole seconds match what the ``.pyc`` recorded: an edit of the same size
+    (``41`` -> ``40``), or its undo, within the second a server wrote the
+    ``.pyc`` would run the old code.
+    """
+    path.write_text(text)
+    Path(importlib.util.cache_from_source(str(path))).unlink(missing_ok=True)
 
 
 def site_packages(python: Path) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from bench_helpers import MODEL, MODEL_TEXT, bench_table, write_bench_kit
 from helpers import run_cli
-from proof_env import TORCH_VERSION, make_venv, site_packages, wheels
+from proof_env import TORCH_VERSION, make_venv, site_packages, wheels, write_source
 
 from patchkit.demo.history import HistoryBuilder
 
@@ -70,11 +70,11 @@ def test_an_edited_site_packages_file_refuses_the_run_naming_its_distribution(ca
     store = tmp_path / "bench.sqlite"
     nccl = site_packages(venv) / "torch" / "cuda" / "nccl.py"
     original = nccl.read_text()
-    nccl.write_text(original.replace("(2, 27, 5)", "(2, 27, 3)"))
+    write_source(nccl, original.replace("(2, 27, 5)", "(2, 27, 3)"))
     try:
         result = bench(capsys, history, manifest, store, "--commit", history["base"])
     finally:
-        nccl.write_text(original)
+        write_source(nccl, original)
     with capsys.disabled():
         print(result.out)
     assert result.code == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from proof_env import SERVER, TORCH_VERSION, free_port, make_venv, site_packages, wait_healthy, wheels
+from proof_env import SERVER, TORCH_VERSION, free_port, make_venv, site_packages, wait_healthy, wheels, write_source
 
 from patchkit.proof import PROBE_SITE_DIR, probe_env
 from patchkit.proof.account import account
@@ -142,12 +142,12 @@ def test_an_edited_site_packages_file_is_a_stray_naming_its_distribution(venv: P
     out = tmp_path / "probe"
     out.mkdir()
     try:
-        core.write_text(original.replace("(2, 27, 5)", "(2, 21, 5)"))
+        write_source(core, original.replace("(2, 27, 5)", "(2, 21, 5)"))
         proc, _port = start_server(venv, out, "--spawn-workers=1")
         processes = read_probe_dir(out)
         stop(proc)
     finally:
-        core.write_text(original)
+        write_source(core, original)
     assert processes[-1].inits[0].nccl == "2.21.5"
     accounting = account(processes, tree=None, cache=DigestCache(None))
     edited = [v for v in accounting.strays if v.path == str(core)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from helpers import make_repo, patchkit_script
 from histories import MODEL_V1, write_manifest
-from proof_env import make_venv, site_packages, wheels
+from proof_env import make_venv, site_packages, wheels, write_source
 
 BENCH = """import multiprocessing as mp
 import sys
@@ -65,15 +65,15 @@ def test_run_probe_accounts_for_tree_dist_and_stdlib_and_refuses_an_edited_dist_
 
     core = site_packages(venv) / "alpha" / "core.py"
     original = core.read_text()
-    core.write_text(original.replace("41", "40"))
+    write_source(core, original.replace("41", "40"))
     try:
         refused = run_probe(repo, manifest, venv)
         allowed = run_probe(repo, manifest, venv, "--allow-stray", "*/site-packages/alpha/*")
     finally:
-        core.write_text(original)
+        write_source(core, original)
     assert refused.returncode == 1, refused.stderr
     assert refused.stdout == "bench done 41\n"  # CMD ran and its output passed through
     stray = [x for x in refused.stderr.splitlines() if str(core) in x]
     assert stray and "edited" in stray[0] and "alpha-dist 1.0" in refused.stderr
-    assert "patchkit run --probe: 1 STRAY file(s) ran; exit 1 (CMD exited 0)" in refused.stderr
+    assert "patchkit run --probe: 1 STRAY file ran; exit 1 (CMD exited 0)" in refused.stderr
     assert allowed.returncode == 0 and "(1 more allowed by allow_stray)" in allowed.stderr
