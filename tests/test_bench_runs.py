@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import time
+import venv
 from pathlib import Path
 
 import psutil
@@ -480,3 +481,28 @@ def test_a_reused_worktree_from_another_manifest_version_is_reapplied(capsys, hi
     assert run["outcome"] == "ok", run["details"]
     record = run["guard"]["reports"][0]["checks"][2]
     assert record["check"] == "record" and record["details"]["manifest_digest"] == run["manifests"][0]["digest"]
+
+
+def test_an_unowned_pth_in_the_servers_interpreter_refuses_and_bisect_names_it(capsys, history, tmp_path):
+    """A ``.pth`` file that runs code at every start, owned by no distribution (CI's machine has one in its
+    interpreter): the probe refuses the run before measurement, and bisect prints which file, not only why."""
+    env = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env)
+    [site] = (env / "lib").glob("python3.*/site-packages")
+    pth = site / "zz_unowned.pth"
+    pth.write_text("import os\n")
+    manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(python=str(env / "bin" / "python")))
+    store = tmp_path / "bench.sqlite"
+    refused = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--commit",
+                      history["base"], "--profile", "baseline")  # fmt: skip
+    assert refused.code == 1
+    assert "the probe found 1 problem before measurement" in refused.out
+    assert "accept one you know about with [bench].allow_stray = [GLOB]" in refused.out
+    assert f"STRAY {pth}: " in refused.out and "owned by none" in refused.out
+    found = run_cli(
+        capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["base"],
+        "--bad", history["tip"], "--metric", "output_tok_s", "--ratio", "0.9", "--profile", "baseline",
+    )  # fmt: skip
+    assert found.code == 1
+    assert "NO RESULT: --good" in found.out
+    assert [line for line in found.out.splitlines() if line.startswith(f"    STRAY {pth}: ")]

@@ -60,6 +60,7 @@ from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
+from patchkit.render import plural
 
 LOG_TAIL_LINES = 20
 
@@ -413,7 +414,8 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
     if outcome is Outcome.OK and state.missing:
         names = sorted({m["metric"] for m in state.missing})
         outcome = Outcome.METRIC_MISSING
-        reason = f"no value for {', '.join(names)} in {len(state.missing)} run(s); see the logs named in missing"
+        runs = plural(len(state.missing), "run")
+        reason = f"no value for {', '.join(names)} in {runs}; see the logs named in missing"
     if leftovers:
         details = (*details, *leftovers)
         if outcome is Outcome.OK:
@@ -564,8 +566,9 @@ def _prove_healthy(spec: JobSpec, state: _JobState, say: Progress) -> None:
     if proof.reasons:
         raise _Stop(
             Outcome.REFUSED,
-            f"the probe found {len(proof.reasons)} problem(s) before measurement (STRAY files or an [bench].env "
-            "value a process lacked at init_process_group)",
+            f"the probe found {plural(len(proof.reasons), 'problem')} before measurement (STRAY files or an "
+            "[bench].env value a process lacked at init_process_group): reinstall or remove a STRAY file, or "
+            "accept one you know about with [bench].allow_stray = [GLOB]",
             tuple(proof.reasons),
         )
 
@@ -583,7 +586,8 @@ def _prove_at_stop(
     if outcome is Outcome.OK and new:
         return (
             Outcome.REFUSED,
-            f"the probe found {len(new)} problem(s) when the server stopped: what ran is not what was accounted for",
+            f"the probe found {plural(len(new), 'problem')} when the server stopped: "
+            "what ran is not what was accounted for",
             (*details, *new),
         )
     return outcome, reason, details

@@ -41,7 +41,7 @@ from patchkit.commands._bench_output import SUBMITTER_INTERRUPTED, progress, say
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import print_json
+from patchkit.render import plural, print_json
 from patchkit.report.documents import save_latest_bisect
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
@@ -121,7 +121,11 @@ def bisect(
         def measure(commit: Commit) -> Measurement:
             return measured(session.run(commit, chosen))
 
+        details: dict[int | None, tuple[str, ...]] = {}  # a run that is not ok: what its step line cannot hold
+
         def measured(record: RunRecord) -> Measurement:
+            if record.details:
+                details[record.run_id] = record.details
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
 
         slurm = scheduled_executor(session, replace(cluster, slots=slots), worktree_root=worktree_root)
@@ -137,6 +141,8 @@ def bisect(
         def on_step(step: Step) -> None:
             if not json_out:
                 say(console, step_line(step, the_metric.name))
+                for line in details.pop(step.measurement.run, ())[:30]:  # e.g. each STRAY that refused the run
+                    say(console, f"    {line}")
 
         code = 0
         with session.store, progress(console, "bisect", live=not json_out) as show, sigterm_as_interrupt():
@@ -152,7 +158,8 @@ def bisect(
                     console,
                     f"patchkit bisect  {the_metric.name} ({chosen}), {rule}; "
                     f"{len(listed)} first-parent commits after {good_c.short}, {len(unpatchable)} cannot apply "
-                    f"(skipped); up to {max_launches} launches per commit, {slots} slot(s); {spread}",
+                    f"(skipped); up to {plural(max_launches, 'launch', 'launches')} per commit, "
+                    f"{plural(slots, 'slot')}; {spread}",
                 )
             try:
                 report = search(
