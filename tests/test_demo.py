@@ -99,7 +99,7 @@ def test_bisect_names_the_planted_commit(kept, tmp_path):
     history = build_sglang_history(tmp_path / "again")  # same ids on every build
     planted = history["fix-pcg-moe"][:10]
     assert f"FIRST BAD: {planted} Fix PCG MoE Error (#17739)" in steps[6]
-    assert re.search(r"-> " + planted + r" \(\d+ launches\): ratio 0\.6\d", steps[6])
+    assert re.search(r"-> " + planted + r" \(\d+ launch(es)?\): ratio 0\.6\d", steps[6])
     tail = out.strip().splitlines()[-7:]
     assert tail[0].startswith("The demo's repository, manifest and bench store are kept in")
     assert tail[1].strip() == f"patchkit runs --store {work / 'bench.sqlite'}"

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchkit.errors import UsageError
+from patchkit.render import plural
 
 # Slurm states after which a job produces nothing more; COMPLETED is the one that leaves a result.
 ENDED = frozenset(
@@ -261,7 +262,7 @@ class SlurmExecutor:
                 watching[task.key] = (job, row["label"])
         if watching:
             ids = ", ".join(str(job.job_id) for job, _ in watching.values())
-            say(f"collecting {len(watching)} job(s) submitted earlier: {ids}")
+            say(f"collecting {plural(len(watching), 'job')} submitted earlier: {ids}")
         fresh = [t for t in tasks if t.key not in known]
         for gpus in dict.fromkeys(t.gpus for t in fresh):
             group = [t for t in fresh if t.gpus == gpus]
@@ -285,8 +286,8 @@ class SlurmExecutor:
             for t, job in zip(group, jobs, strict=True):
                 watching[t.key] = (job, t.label)
             array = jobs[0].job_id.split("_")[0] if jobs else "-"
-            where = f", {gpus} GPU(s) each" if gpus else ""
-            say(f"submitted {len(jobs)} job(s) as Slurm array {array} (at most {self.slots} at once{where})")
+            where = f", {plural(gpus, 'GPU')} each" if gpus else ""
+            say(f"submitted {plural(len(jobs), 'job')} as Slurm array {array} (at most {self.slots} at once{where})")
         yield from self._wait(watching, say)
 
     def _wait(

@@ -420,8 +420,8 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
         for commit, side in report.unsure:
             say(
                 console,
-                f"  unclear: {commit.short} P(bad) {side.p_bad:.3f} after {len(side.launches)} launches "
-                f"{commit.subject}",
+                f"  unclear: {commit.short} P(bad) {side.p_bad:.3f} "
+                f"after {plural(len(side.launches), 'launch', 'launches')} {commit.subject}",
             )
         return
     if report.error or report.first_bad is None:
@@ -436,8 +436,8 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
         interval = "" if v.low is None else f" [{v.low:.3f}, {v.high:.3f}] at {v.confidence:.0%}"
         say(
             console,
-            f"  {report.last_good.short} ({counts.get(report.last_good.sha, 0)} launches) -> "
-            f"{report.first_bad.short} ({counts.get(report.first_bad.sha, 0)} launches): "
+            f"  {report.last_good.short} ({plural(counts.get(report.last_good.sha, 0), 'launch', 'launches')}) -> "
+            f"{report.first_bad.short} ({plural(counts.get(report.first_bad.sha, 0), 'launch', 'launches')}): "
             f"ratio {fmt(v.ratio, 3)}{interval}",
         )
     if report.evidence is not None:

@@ -46,6 +46,7 @@ from patchkit.proof.account import TreeFacts, account
 from patchkit.proof.digests import DigestCache
 from patchkit.proof.records import read_probe_dir
 from patchkit.proof.show import show_proof
+from patchkit.render import plural
 
 
 def run(
@@ -163,7 +164,7 @@ def _run_probed(
         console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
     if accounting.strays:
         console.print(
-            f"patchkit run --probe: {len(accounting.strays)} STRAY file(s) ran; exit "
+            f"patchkit run --probe: {plural(len(accounting.strays), 'STRAY file')} ran; exit "
             f"{128 if bisect else 1} (CMD exited {code})",
             markup=False,
         )
