@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import py_compile
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -77,3 +81,42 @@ def test_run_probe_accounts_for_tree_dist_and_stdlib_and_refuses_an_edited_dist_
     assert stray and "edited" in stray[0] and "alpha-dist 1.0" in refused.stderr
     assert "patchkit run --probe: 1 STRAY file ran; exit 1 (CMD exited 0)" in refused.stderr
     assert allowed.returncode == 0 and "(1 more allowed by allow_stray)" in allowed.stderr
+
+
+def _pyc_taken_for(core: Path, compiled_text: str, source_text: str) -> Path:
+    """``core``'s ``.pyc`` compiled from ``compiled_text``, then ``source_text`` (same size) written within the
+    same second: Python takes the ``.pyc`` as fresh (size and whole-second mtime match) and runs its code."""
+    assert len(compiled_text) == len(source_text)
+    second = int(time.time()) - 100
+    pyc = Path(importlib.util.cache_from_source(str(core)))
+    core.write_text(compiled_text)
+    os.utime(core, ns=(second * 10**9 + 10, second * 10**9 + 10))
+    py_compile.compile(str(core), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    os.utime(pyc, ns=(second * 10**9 + 20, second * 10**9 + 20))
+    core.write_text(source_text)
+    os.utime(core, ns=(second * 10**9 + 30, second * 10**9 + 30))
+    return pyc
+
+
+def test_a_stale_pyc_that_ran_in_place_of_a_clean_source_is_a_stray(venv: Path, tmp_path: Path) -> None:
+    """The source hashes equal to its RECORD, but Python ran bytecode of other code: the proof must say so."""
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "bench.py": BENCH},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    core = site_packages(venv) / "alpha" / "core.py"
+    original = core.read_text()
+    try:
+        pyc = _pyc_taken_for(core, original.replace("41", "40"), original)
+        stale = run_probe(repo, manifest, venv)
+        _pyc_taken_for(core, original, original)  # the same code: a touch, not a stale .pyc
+        touched = run_probe(repo, manifest, venv)
+    finally:
+        write_source(core, original)
+    assert stale.stdout == "bench done 41\n"  # the old bytecode ran, though the file says 41
+    assert stale.returncode == 1, stale.stderr
+    [line] = [x for x in stale.stderr.splitlines() if str(core) in x and "STRAY" in x]
+    assert f"stale bytecode: {pyc} holds other code than this file" in line
+    assert touched.stdout == "bench done 42\n"
+    assert touched.returncode == 0, touched.stderr

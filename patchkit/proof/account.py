@@ -4,7 +4,8 @@ The files are those the probe saw loaded (``records``), each with the size
 and mtime it had then.  A file is, in this order:
 
 * **STRAY** when it changed or vanished since it was loaded (what ran is no
-  longer on disk, so nothing on disk can vouch for it);
+  longer on disk, so nothing on disk can vouch for it), or when Python ran a
+  ``.pyc`` of other code in its place (``proof/bytecode.py``);
 * **probe**: patchkit's own ``sitecustomize``;
 * **tree**: under the benchmarked work tree, and equal to the commit's blob
   or to what patchkit's record says it wrote (else STRAY);
@@ -37,6 +38,7 @@ from patchkit.engine.record import all_records
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo, blob_id
 from patchkit.proof import PROBE_SITE_DIR
+from patchkit.proof.bytecode import BytecodeConfig, stale_bytecode
 from patchkit.proof.digests import DigestCache, hash_file, hex_of
 from patchkit.proof.dists import ALGO, DIGEST, Distribution, SiteIndex
 from patchkit.proof.records import LoadedFile, ProcessFacts
@@ -153,6 +155,7 @@ def account(
     loads: dict[str, list[tuple[int, LoadedFile]]] = {}
     site_dirs: list[str] = []
     stdlibs: set[str] = set()
+    bytecode = {proc.pid: proc.bytecode for proc in processes if proc.bytecode is not None}
     for proc in processes:
         for item in proc.files:
             loads.setdefault(item.path, []).append((proc.pid, item))
@@ -169,8 +172,9 @@ def account(
     for path in sorted(loads):
         seen = loads[path]
         pids = tuple(sorted({pid for pid, _ in seen}))
+        configs = dict.fromkeys(bytecode[pid] for pid in pids if pid in bytecode)
         category, owner, why = _classify(
-            path, real[path], seen, tree, tree_root, blobs, index, checkouts, stdlibs, probe_file, cache
+            path, real[path], seen, tree, tree_root, blobs, index, checkouts, stdlibs, probe_file, cache, configs
         )
         if category == "stray" and any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(real[path], g) for g in allow_stray):
             category = "allowed"
@@ -196,6 +200,7 @@ def _classify(
     stdlibs: Iterable[str],
     probe_file: str,
     cache: DigestCache,
+    bytecode: Iterable[BytecodeConfig] = (),
 ) -> tuple[str, str | None, str | None]:
     try:
         st = os.stat(path)
@@ -213,6 +218,9 @@ def _classify(
             )
     if real == probe_file:
         return "probe", "patchkit", None
+    stale = stale_bytecode(path, st, bytecode)
+    if stale is not None:  # whatever vouches for the source, other code ran
+        return "stray", None, stale
     if tree is not None and tree_root and _under(real, tree_root):
         rel = os.path.relpath(real, tree_root)
         digest = hex_of(cache.sha256(real, st))

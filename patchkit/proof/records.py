@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchkit.proof.bytecode import BytecodeConfig
+
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")  # the probe's own list (it cannot import patchkit)
 REDACTED = "<redacted>"
 FILE_KINDS = ("module", "pth", "probe", "chained")
@@ -81,6 +83,7 @@ class ProcessFacts:
     inits: tuple[InitCall, ...] = ()
     errors: tuple[str, ...] = ()
     exited: bool = False
+    bytecode: BytecodeConfig | None = None  # where its interpreter reads a .pyc (None: a probe that did not say)
 
     @property
     def label(self) -> str:
@@ -184,7 +187,15 @@ def read_process(path: Path) -> ProcessFacts | None:
         inits=tuple(inits),
         errors=tuple(errors),
         exited=exited,
+        bytecode=_bytecode(head.get("bytecode")),
     )
+
+
+def _bytecode(item: Any) -> BytecodeConfig | None:
+    if not isinstance(item, dict) or not isinstance(item.get("tag"), str):
+        return None  # cache_tag None: an interpreter that writes no bytecode
+    prefix = item.get("prefix")
+    return BytecodeConfig(item["tag"], int(item.get("optimize") or 0), prefix if isinstance(prefix, str) else None)
 
 
 def read_probe_dir(directory: Path) -> list[ProcessFacts]:

@@ -99,6 +99,12 @@ class Probe:
                 "site_dirs": self.site_dirs(),
                 "probe": os.path.abspath(__file__),
                 "forked_from": forked_from,
+                # where this interpreter reads a source's .pyc: the accounting judges the one that ran
+                "bytecode": {
+                    "tag": sys.implementation.cache_tag,
+                    "optimize": sys.flags.optimize,
+                    "prefix": sys.pycache_prefix,
+                },
                 "env": wanted_env(os.environ, self.extra),
             }
         )
