@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from patchkit.bench.bisect import Measurement, bisect, criterion
 from patchkit.bench.compare import between, compare, pick_pair
-from patchkit.bench.record import Outcome, RunRecord, is_secret, redact_env
+from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
+from patchkit.proof import PROBE_SITE_DIR
+from patchkit.redact import REDACTED, SECRET_WORDS, is_secret, redact_env
 
 
 def line(n: int) -> list[Commit]:
@@ -168,6 +172,23 @@ def test_secrets_are_redacted_in_every_record():
     assert "sk-live-123456" not in text and "hf_abcdefgh" not in text
     assert quoted.commands["server"] == ["serve", "--api-key", "<redacted>"]
     assert quoted.vars == {"api_key": "<redacted>", "model": "kimi"}
+    assert is_secret("SGLANG_DB_CREDENTIAL") and is_secret("db_passwd")
+    proven = record(3, env={"SGLANG_DB_CREDENTIAL": "cred-0123456789"}, proof={"argv": ["serve", "cred-0123456789"]})
+    assert proven.proof == {"argv": ["serve", "<redacted>"]}  # the probe quoted it: scrubbed there too
+
+
+def test_the_probe_redacts_the_same_names_as_patchkit():
+    """The probe cannot import patchkit (the server's interpreter may not have it): it keeps a copy of the words.
+    Read from its source: importing it would run the sitecustomize it chains to."""
+    module = ast.parse((PROBE_SITE_DIR / "sitecustomize.py").read_text(encoding="utf-8"))
+    constants = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in module.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()
+        and isinstance(node.value, (ast.Constant, ast.Tuple))
+    }  # fmt: skip
+    assert constants["SECRET_WORDS"] == SECRET_WORDS
+    assert constants["REDACTED"] == REDACTED
 
 
 def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):

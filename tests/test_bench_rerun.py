@@ -8,6 +8,7 @@ from bench_helpers import bench_table, build_history, write_bench_kit
 from helpers import run_cli
 
 PLANTED = "hf_planted_0123456789abcdefPLANTED"
+CREDENTIAL = "db-credential-PLANTED-9876543210"
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +18,7 @@ def history(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def manifest(tmp_path_factory):
-    table = bench_table(inherit=["PATH", "HOME", "HF_TOKEN"])
+    table = bench_table(inherit=["PATH", "HOME", "HF_TOKEN", "SGLANG_DB_CREDENTIAL"])
     return write_bench_kit(tmp_path_factory.mktemp("kit"), bench=table)
 
 
@@ -66,7 +67,9 @@ def test_a_second_bench_of_one_commit_is_ok_and_only_foreign_changes_refuse(caps
 
 
 def test_a_planted_token_is_in_no_file_under_the_git_dir(capsys, history, manifest, tmp_path, monkeypatch):
+    """HF_TOKEN, and a credential in a family the probe records (SGLANG_), are in no file bench writes."""
     monkeypatch.setenv("HF_TOKEN", PLANTED)
+    monkeypatch.setenv("SGLANG_DB_CREDENTIAL", CREDENTIAL)
     result = run_cli(
         capsys, "bench", "-m", manifest, "--repo", history.path, "--commit", history["tip"], "--profile", "eagle3",
         "--json",
@@ -74,13 +77,16 @@ def test_a_planted_token_is_in_no_file_under_the_git_dir(capsys, history, manife
     assert result.code == 0, result.err
     (run,) = result.json["runs"]
     assert run["env"]["HF_TOKEN"] == "<redacted>"  # named, so a reader knows it was passed
-    assert PLANTED not in result.out
+    assert run["env"]["SGLANG_DB_CREDENTIAL"] == "<redacted>"
+    server = next(p for p in run["proof"]["processes"] if p["start_env"].get("SGLANG_DB_CREDENTIAL"))
+    assert server["start_env"]["SGLANG_DB_CREDENTIAL"] == "<redacted>"  # the probe saw it, and redacted it
+    assert PLANTED not in result.out and CREDENTIAL not in result.out
     listed = run_cli(capsys, "runs", "--repo", history.path, "--json")
-    assert PLANTED not in listed.out
+    assert PLANTED not in listed.out and CREDENTIAL not in listed.out
     git_dir = history.path / ".git"
     files = [p for p in git_dir.rglob("*") if p.is_file()]
     assert any(p.name == "bench.sqlite" for p in files) and any(p.name == "server.log" for p in files)
-    holding = [str(p) for p in files if PLANTED.encode() in p.read_bytes()]
+    holding = [str(p) for p in files if PLANTED.encode() in p.read_bytes() or CREDENTIAL.encode() in p.read_bytes()]
     assert holding == []
 
 

@@ -9,16 +9,16 @@ older patchkit (no ``author``/``parents`` in ``commit``, no ``allow_dirty``)
 reads the same.
 
 Secrets: an environment variable (or ``[bench].vars`` entry) whose name looks
-like a secret (``TOKEN``, ``KEY``, ``SECRET``, ``PASSWORD``, ``CREDENTIAL``)
-is kept with its name and the value ``<redacted>``, and the value is replaced
-wherever else the record quotes it (a command line, a refusal); this happens
+like a secret (``patchkit.redact``: ``TOKEN``, ``KEY``, ``SECRET``,
+``PASSWORD``, ``PASSWD``, ``CREDENTIAL``) is kept with its name and the value
+``<redacted>``, and the value is replaced wherever else the record quotes it
+(a command line, a refusal, the probe's proof); this happens
 when a record is made, so no store, JSON, log or comparison written from a
 record can hold the value.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -27,6 +27,7 @@ from typing import Any
 
 from patchkit.bench.metrics import summary
 from patchkit.git import Commit
+from patchkit.redact import REDACTED, redact_env, secret_values
 
 
 class Outcome(StrEnum):
@@ -42,25 +43,6 @@ class Outcome(StrEnum):
     @property
     def usable(self) -> bool:
         return self is Outcome.OK
-
-
-REDACTED = "<redacted>"
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-
-
-def is_secret(name: str) -> bool:
-    """Whether an environment variable's name looks like it holds a secret (HF_TOKEN, OPENAI_API_KEY ...)."""
-    return _SECRET_NAME.search(name) is not None
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with the value of every secret-looking name replaced by ``<redacted>``."""
-    return {name: REDACTED if is_secret(name) else value for name, value in env.items()}
-
-
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """The values of the secret-looking names of ``env`` (what must appear in no file patchkit writes)."""
-    return [value for name, value in env.items() if is_secret(name) and value and value != REDACTED]
 
 
 _STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
@@ -152,7 +134,7 @@ class RunRecord:
         object.__setattr__(self, "env", redact_env(self.env))
         object.__setattr__(self, "vars", redact_env(self.vars))
         if secrets:  # a secret rendered into a command line or quoted in a refusal
-            for name in ("commands", "details", "reason", "logs", "guard", "server_info"):
+            for name in ("commands", "details", "reason", "logs", "guard", "server_info", "proof"):
                 object.__setattr__(self, name, _scrub(getattr(self, name), secrets))
 
     def with_run_id(self, run_id: int) -> RunRecord:

@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import paths
-from patchkit.bench.record import Outcome, RunRecord, secret_values
+from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import RepoError, UsageError
+from patchkit.redact import secret_values
 
 # Each entry upgrades the schema from version i to i + 1.
 MIGRATIONS: tuple[str, ...] = (

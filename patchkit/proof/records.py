@@ -14,22 +14,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from patchkit.proof.bytecode import BytecodeConfig
+from patchkit.redact import redact_env
 
-SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")  # the probe's own list (it cannot import patchkit)
-REDACTED = "<redacted>"
 FILE_KINDS = ("module", "pth", "probe", "chained")
-
-
-def redact_env(env: Mapping[str, Any] | None) -> dict[str, str]:
-    if not env:
-        return {}
-    return {str(k): (REDACTED if any(w in str(k).upper() for w in SECRET_WORDS) else str(v)) for k, v in env.items()}
 
 
 @dataclass(frozen=True)

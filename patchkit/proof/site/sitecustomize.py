@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")
-SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")  # patchkit.redact's (a test checks)
 REDACTED = "<redacted>"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
