@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 
 import pytest
@@ -102,7 +103,20 @@ def test_bisect_names_the_planted_commit(kept, tmp_path):
     assert re.search(r"-> " + planted + r" \(\d+ launch(es)?\): ratio 0\.6\d", steps[6])
     tail = out.strip().splitlines()[-7:]
     assert tail[0].startswith("The demo's repository, manifest and bench store are kept in")
-    assert tail[1].strip() == f"patchkit runs --store {work / 'bench.sqlite'}"
+    assert tail[1].strip() == f"patchkit runs --repo {work / 'sglang'} --store {work / 'bench.sqlite'}"
+
+
+def test_every_suggested_command_runs_as_printed_from_anywhere(kept, tmp_path):
+    """The closing lines are for copying: each one works from any directory, as printed."""
+    _work, out, _steps = kept
+    lines = out.strip().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("The demo's repository, manifest"))
+    commands = [shlex.split(line) for line in lines[start + 1 :]]
+    assert len(commands) == 6 and all(c[0] == "patchkit" for c in commands)
+    for command in commands:
+        proc = subprocess.run([patchkit_script(), *command[1:]], cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 0, (command, proc.stdout[-2000:] + proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr
 
 
 def test_the_kept_store_answers_runs(kept):

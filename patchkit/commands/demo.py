@@ -67,9 +67,9 @@ def demo(*, keep: str | None, console: Console) -> int:
         console.print()
         console.print(f"The demo's repository, manifest and bench store are kept in {work}. Try next:", markup=False)
         for line in (
-            f"patchkit runs --store {store}",
+            f"patchkit runs --repo {repo} --store {store}",
             f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
-            f"patchkit runs --commit {bad} --store {store} --json",
+            f"patchkit runs --commit {bad} --repo {repo} --store {store} --json",
             f"patchkit report -m {manifest} --repo {repo} --store {store} --range {good}~1..{bad} "
             f"-o {work / 'report.html'}",
             f"patchkit bisect -m {manifest} --repo {repo} --store {store} --good {good} --bad {bad} "
