@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,60 @@ def test_unknown_metric_and_bad_output_are_one_line_errors(demo, tmp_path):
     assert denied.code == 1 and "Traceback" not in denied.err, denied.err
     assert f"patchkit: error: cannot write {blocker / 'r.html'}: Not a directory; nothing was written" in denied.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir"]  # no temp file left
+
+
+TRACE_ORDER = """
+import json, sys
+import patchkit.manifest
+from patchkit.git import Repo
+from patchkit.cli import main
+
+events = []
+spawn_rev_list, load_manifest = Repo.spawn_rev_list, patchkit.manifest.load_manifest
+
+def traced_rev_list(self, *args, **kwargs):
+    events.append("git lists the range")
+    return spawn_rev_list(self, *args, **kwargs)
+
+def traced_load(spec, *args, **kwargs):
+    events.append("load " + ("with" if kwargs.get("valid_cache") else "without") + " the schema cache")
+    return load_manifest(spec, *args, **kwargs)
+
+Repo.spawn_rev_list, patchkit.manifest.load_manifest = traced_rev_list, traced_load
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "events": events}))
+"""
+
+
+def test_report_checks_each_manifest_as_check_does_and_caches_under_paths(demo, tmp_path):
+    # Through RangeCheck, per manifest: git lists the range before the manifests load, and the manifests'
+    # schema verdict is remembered (paths.schema_checked), as `check` does; plotly.js is cached where
+    # paths.report_cache says.
+    from patchkit import paths
+    from patchkit.git import Repo
+
+    argv = [
+        "report", "-m", str(demo.kimi), "-m", str(demo.timing), "--repo", str(demo.repo), "--range", RANGES[0],
+        "--store", str(demo.store), "-o", str(tmp_path / "r.html"),
+    ]  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", TRACE_ORDER, *argv], capture_output=True, text=True, check=True)
+    traced = json.loads(proc.stdout.splitlines()[-1])
+    assert traced["code"] == 0, proc.stderr
+    assert traced["events"] == ["git lists the range"] * 2 + ["load with the schema cache"] * 2
+    common = Repo.discover(demo.repo).common_dir
+    assert [p.name.split("-")[0] for p in paths.report_cache(common).iterdir()] == ["plotly"]
+
+
+def test_a_bad_second_manifest_is_reported_before_a_bad_repository(demo, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('schema = 1\nname = "bad"\n[[patch]]\nid = "x"\n', encoding="utf-8")
+    result = run_script(
+        "report", "-m", demo.kimi, "-m", bad, "--repo", tmp_path, "--range", RANGES[0], "-o", tmp_path / "r.html"
+    )
+    assert result.code == 2 and "Traceback" not in result.err, result.err
+    assert "bad.toml:3: patch[1].op: missing required key 'op'" in result.err, result.err
+    alone = run_script("report", "-m", demo.kimi, "--repo", tmp_path, "--range", RANGES[0], "-o", tmp_path / "r.html")
+    assert alone.code == 2 and "not a git repository" in alone.err, alone.err
 
 
 def test_a_report_over_an_empty_store_still_draws_the_bands(demo, tmp_path):
