@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -20,6 +21,8 @@ from typing import Any
 import pytest
 from helpers import run_script
 from report_helpers import RANGES, DemoBench, demo_bench, embedded
+
+from patchkit.bench.verdict import level
 
 MAX_BYTES = 5_000_000
 
@@ -92,6 +95,24 @@ def test_embedded_documents_are_the_commands_json_byte_for_byte(demo, page):
     assert different == [("output_tok_s", "eagle3", first_bad), ("verify_ms", "eagle3", first_bad)]
     unjudged = [p for p in verdicts["pairs"] if p["verdict"] is None]
     assert all(min(len(p["runs_a"]), len(p["runs_b"])) == 1 and p["noise"] is None for p in unjudged)
+    # Per benchmarked commit, metric and profile: its launches (each ok run's median, as `runs --json` has it),
+    # their median, and the interval of its level by the verdict's rule (none with one launch and no prior).
+    launches: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+    for run in json.loads(runs_json(demo))["runs"]:
+        for metric, stats in run["stats"].items() if run["outcome"] == "ok" else ():
+            launches.setdefault((metric, run["profile"], run["commit"]), []).append((run["run"], stats["median"]))
+    levels = {(lv["metric"], lv["profile"], lv["commit"]): lv for lv in verdicts["levels"]}
+    assert set(levels) == set(launches) and len(levels) == 12
+    for key, found in levels.items():
+        assert found["runs"] == [run for run, _ in launches[key]]
+        assert found["launches"] == [value for _, value in launches[key]]
+        assert found["median"] == statistics.median(found["launches"]) and found["noise"] is None
+        if len(found["launches"]) == 1:
+            assert found["interval"] is None
+        else:  # the stand-in is deterministic: its launches agree, so the interval is the one value
+            assert found["interval"] == level(found["launches"]).as_json()
+            assert found["interval"]["low"] == pytest.approx(found["median"]) == found["interval"]["high"]
+    assert sum(len(lv["launches"]) > 1 for lv in levels.values()) == 8
     records = json.loads(blobs[docs["records"]])["runs"]
     assert [r["run"] for r in records] == [r["run"] for r in json.loads(runs_json(demo))["runs"]]
     assert {r["outcome"] for r in records} == {"ok", "refused"}
@@ -312,11 +333,48 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
         assert panel["svg"] >= 1
         assert traces["refused"] == refused
         ok = [r for r in runs if r["outcome"] == "ok" and panel["metric"] in r["stats"] and r["profile"] == "eagle3"]
-        assert traces["eagle3 median (min–max)"] == len(ok)
-        assert traces["eagle3 values"] == sum(r["stats"][panel["metric"]]["n"] for r in ok)
+        # A point per launch; a median (with its interval) per benchmarked commit, not per run.
+        assert traces["eagle3 launches"] == len(ok) == 9
+        assert traces["eagle3 median (interval)"] == len({r["commit"] for r in ok}) == 5
         assert traces["different"] == 1  # the first bad commit against its parent, two launches each
-    assert dict(dom["panels"][0]["traces"])["baseline values"] == 4  # 2 runs x 2 values; no verify_ms for baseline
-    assert "baseline values" not in dict(dom["panels"][1]["traces"])
+    assert dict(dom["panels"][0]["traces"])["baseline launches"] == 2  # no verify_ms for baseline
+    assert "baseline launches" not in dict(dom["panels"][1]["traces"])
+    # What is drawn is the levels of the verdicts document: x at its commit, y its median, error bars to its
+    # interval (none where it has none); the different star sits on the later commit's median.
+    drawn = browser.execute_script(
+        """
+        const report = window.patchkitReport;
+        return [...document.querySelectorAll('section.panel')].map((p) => {
+          const gd = p.querySelector('.js-plotly-plot');
+          const sha = (x) => report.check[0].commits[x].commit;
+          return gd.data.filter((t) => / median \\(interval\\)$| launches$|^different$/.test(t.name)).map((t) => ({
+            name: t.name, commits: t.x.map((x) => sha(Math.round(x))), y: t.y,
+            up: t.error_y ? t.error_y.array.map((v) => (Number.isNaN(v) ? null : v)) : null,
+            down: t.error_y ? t.error_y.arrayminus.map((v) => (Number.isNaN(v) ? null : v)) : null,
+          }));
+        });
+        """
+    )
+    verdicts = data_of(browser)["verdicts"]
+    for panel, traces in zip(dom["panels"], drawn, strict=True):
+        for trace in traces:
+            profile = trace["name"].split(" ")[0]
+            ours = [lv for lv in verdicts["levels"] if lv["metric"] == panel["metric"] and lv["profile"] == profile]
+            if trace["name"].endswith("launches"):
+                assert trace["y"] == [v for lv in ours for v in lv["launches"]]
+                assert trace["commits"] == [lv["commit"] for lv in ours for _ in lv["launches"]]
+            elif trace["name"] == "different":
+                median = {lv["commit"]: lv["median"] for lv in verdicts["levels"] if lv["metric"] == panel["metric"]}
+                assert trace["y"] == [median[c] for c in trace["commits"]]
+            else:
+                assert trace["commits"] == [lv["commit"] for lv in ours]
+                assert trace["y"] == [lv["median"] for lv in ours]
+                for lv, up, down in zip(ours, trace["up"], trace["down"], strict=True):
+                    if lv["interval"] is None:
+                        assert up is None and down is None
+                    else:
+                        assert lv["median"] + up == pytest.approx(lv["interval"]["high"])
+                        assert lv["median"] - down == pytest.approx(lv["interval"]["low"])
     shot = artifact(tmp_path, "report-light.png")
     browser.set_window_size(1280, browser.execute_script("return document.documentElement.scrollHeight") + 40)
     browser.save_screenshot(str(shot))
@@ -324,9 +382,13 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
     assert shot.stat().st_size > 20_000
 
 
+def data_of(browser) -> dict[str, Any]:
+    return json.loads(browser.execute_script("return JSON.stringify(window.patchkitReport)"))
+
+
 def test_embedded_data_in_the_page_equals_check_and_runs_json(browser, shown, demo):
     assert shown["ready"] == "yes"
-    data = json.loads(browser.execute_script("return JSON.stringify(window.patchkitReport)"))
+    data = data_of(browser)
     assert data["check"] == [json.loads(check_json(demo, demo.kimi)), json.loads(check_json(demo, demo.timing))]
     assert data["runs"] == json.loads(runs_json(demo))
     assert data["bisect"] == demo.bisect
