@@ -3,7 +3,10 @@
 The store holds real runs of the stand-in server over the demo history
 (report_helpers.demo_bench).  The browser tests drive Debian's ``chromium``
 with selenium and ``chromedriver`` from ``chromium-driver`` (.ci/run installs
-both); where it cannot start they skip, saying why.
+both); where it cannot start they skip, saying why.  A second page, over a
+generated history of 5,000 commits with made-up runs
+(report_helpers.long_history), is loaded at 1,280 pixels: it must draw, keep
+its ticks few and apart, and zoom to commits one can point at.
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import statistics
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import run_script
-from report_helpers import RANGES, DemoBench, demo_bench, embedded
+from report_helpers import RANGES, DemoBench, LongHistory, demo_bench, embedded, long_history
 
 from patchkit.bench.verdict import level
 
@@ -456,3 +460,104 @@ def test_dark_theme_recolours_every_figure(browser, shown, tmp_path):
     browser.set_window_size(1280, browser.execute_script("return document.documentElement.scrollHeight") + 40)
     browser.save_screenshot(str(shot))
     print(f"screenshot: {shot}")
+
+
+# -- 5,000 commits on a 1,280-pixel screen ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory) -> tuple[LongHistory, Path]:
+    root = tmp_path_factory.mktemp("long")
+    long = long_history(root, 5000)
+    out = root / "long.html"
+    result = run_script("report", "-m", long.manifest, "--repo", long.repo, "--store", long.store, "-o", out)
+    assert result.code == 0, result.err
+    assert "5000 commits, 1 manifest" in result.out, result.out
+    return long, out
+
+
+LAYOUT = """
+const name = (el) => el.__data__ && el.__data__[0] && el.__data__[0].trace.name;
+const box = (t) => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.right]; };
+return {
+  width: document.documentElement.scrollWidth,
+  figures: [...document.querySelectorAll('.js-plotly-plot')].map((gd) => ({
+    ticks: [...gd.querySelectorAll('.xtick text')].map(box).sort((a, b) => a[1] - b[1]),
+    plot: gd._fullLayout.xaxis._length, range: gd._fullLayout.xaxis.range,
+  })),
+  bars: [...document.querySelectorAll('#bands g.trace.bars')].map(
+    (g) => [name(g), g.querySelectorAll('g.point').length]),
+  errors: [...document.querySelectorAll('section.panel g.trace.scatter')].map(
+    (g) => [name(g), g.querySelectorAll('g.errorbar path.yerror').length]),
+};
+"""
+
+
+def readable_ticks(figures: list[dict[str, Any]], shas: list[str]) -> list[str]:
+    """The x tick labels, the same on every figure: a few, each a commit of ``shas``, side by side."""
+    labels = [[text for text, _, _ in f["ticks"]] for f in figures]
+    assert all(found == labels[0] for found in labels), labels
+    assert 2 <= len(labels[0]) <= 12, labels[0]
+    for figure in figures:
+        boxes = figure["ticks"]
+        assert all(a[2] < b[1] for a, b in pairwise(boxes)), boxes  # none overlaps the next
+    assert all(any(sha.startswith(t) for sha in shas) for t in labels[0]), labels[0]
+    return labels[0]
+
+
+def test_5000_commits_stay_usable_on_a_1280_pixel_screen(browser, long_page, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    long, page = long_page
+    assert page.stat().st_size < MAX_BYTES
+    browser.set_window_size(1280, 1000)
+    started = time.monotonic()
+    seen = load(browser, page)
+    print(f"5,000 commits: drawn in {time.monotonic() - started:.1f} s, {page.stat().st_size:,} bytes")
+    assert seen["ready"] == "yes", browser.find_element("id", "summary").text
+    assert seen["console"] == [] and fetched(seen["requests"]) == []
+    data = data_of(browser)
+    seen_layout = browser.execute_script(LAYOUT)
+    # No horizontal scrolling; each figure has the width of the screen, minus the band labels.
+    assert seen_layout["width"] <= 1280
+    assert all(f["plot"] >= 900 for f in seen_layout["figures"]), [f["plot"] for f in seen_layout["figures"]]
+    readable_ticks(seen_layout["figures"], long.shas)
+    # Every window of `check` is a bar of its band, however narrow.
+    windows: dict[str, int] = {}
+    for w in data["check"][0]["windows"]:
+        windows[f"hooks · {w['patch']}"] = windows.get(f"hooks · {w['patch']}", 0) + 1
+    assert dict(seen_layout["bars"]) == windows and min(windows.values()) >= 15
+    # An error bar for each commit level with an interval (three launches, or one with the noise prior).
+    levels = data["verdicts"]["levels"]
+    for profile in ("eagle3", "baseline"):
+        with_interval = [lv for lv in levels if lv["profile"] == profile and lv["interval"]]
+        assert dict(seen_layout["errors"])[f"{profile} median (interval)"] == len(with_interval) >= 10
+    # Zoomed to 40 commits: every panel follows, and the ticks name the commits on screen.
+    lo, hi = 2480, 2520
+    browser.execute_script(f"Plotly.relayout(document.getElementById('bands'), {{'xaxis.range': [{lo}, {hi}]}})")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        zoomed = browser.execute_script(LAYOUT)
+        if all(f["range"] == [lo, hi] for f in zoomed["figures"]) and zoomed["figures"][0]["ticks"][0][0] in {
+            sha[:7] for sha in long.shas[lo : hi + 1]
+        }:
+            break
+        time.sleep(0.1)
+    assert all(f["range"] == [lo, hi] for f in zoomed["figures"]), [f["range"] for f in zoomed["figures"]]
+    labels = readable_ticks(zoomed["figures"], long.shas[lo : hi + 1])
+    assert all(f["plot"] / (hi - lo) >= 20 for f in zoomed["figures"])  # 20 pixels a commit and more
+    # Hovering the zoomed bands names one commit on screen.
+    browser.execute_script("window.scrollTo(0, 0)")
+    ActionChains(browser).move_to_element(browser.find_element("css selector", "#bands .nsewdrag")).perform()
+    deadline = time.monotonic() + 5
+    text = ""
+    while time.monotonic() < deadline and not text:
+        text = browser.execute_script(
+            "const h = document.querySelector('#bands .hoverlayer .hovertext'); return h ? h.textContent : ''"
+        )
+        time.sleep(0.1)
+    assert [sha for sha in long.shas[lo : hi + 1] if sha[:10] in text], (labels, text)
+    shot = artifact(tmp_path, "report-5000-zoomed.png")
+    browser.save_screenshot(str(shot))
+    print(f"screenshot: {shot}")
+    browser.execute_script("Plotly.relayout(document.getElementById('bands'), {'xaxis.autorange': true})")
