@@ -60,6 +60,11 @@ def worktree_lock(common_dir: Path, path: Path) -> Path:
     return shared(common_dir) / f"worktree-{key}"
 
 
+def report_cache(common_dir: Path) -> Path:
+    """``patchkit report``'s compressed plotly.js, kept between reports (``report/page.py``)."""
+    return shared(common_dir) / "report"
+
+
 def user_cache() -> Path:
     """The user's cache directory for patchkit (``$XDG_CACHE_HOME/patchkit``), where no repository is at hand."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

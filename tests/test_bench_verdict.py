@@ -1,4 +1,4 @@
-"""The three-way verdict on per-launch values (patchkit.bench.verdict), on simulated launches."""
+"""The three-way verdict on per-launch values (patchkit.bench.verdict), and one side's level, on simulated launches."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import pytest
 from scipy import stats
 
-from patchkit.bench.verdict import Call, Noise, judge, launches_needed, noise_of, pooled_noise
+from patchkit.bench.verdict import Call, Noise, judge, launches_needed, level, noise_of, pooled_noise
 
 
 def launches(rng: random.Random, n: int, mean: float, sigma: float) -> list[float]:
@@ -112,3 +112,35 @@ def test_launches_needed_is_enough_for_the_interval_to_clear_the_band() -> None:
     half_less = stats.t.ppf(0.995, 2 * (n - 2)) * 0.03 * math.sqrt(2 / (n - 1))
     assert abs(math.log(0.9)) - half_less <= math.log1p(0.05)
     assert launches_needed(math.log1p(0.05), 0.03, threshold=0.05, confidence=0.99) is None
+
+
+def test_a_commits_level_is_the_student_interval_of_its_launches_geometric_mean() -> None:
+    rng = random.Random(8)
+    values = launches(rng, 5, 94, 0.03)
+    got = level(values, confidence=0.95)
+    logs = [math.log(x) for x in values]
+    mean = sum(logs) / len(logs)
+    low, high = stats.t.interval(0.95, len(logs) - 1, loc=mean, scale=stats.sem(logs))
+    assert got.center == pytest.approx(math.exp(mean)) and got.n == 5 and got.df == 4 and not got.prior_used
+    assert got.low == pytest.approx(math.exp(low)) and got.high == pytest.approx(math.exp(high))
+    assert got.as_json()["launches"] == 5 and got.as_json()["confidence"] == 0.95
+
+
+def test_a_level_pools_the_noise_prior_as_judge_does_and_one_launch_alone_has_none() -> None:
+    alone = level([61.0])
+    assert alone.low is None and alone.high is None and alone.center == pytest.approx(61.0)
+    assert "noise prior" in alone.why and alone.as_json()["low"] is None
+    prior = Noise(sigma=0.02, df=9)
+    one = level([61.0], noise=prior)
+    half = stats.t.ppf(0.995, 9) * 0.02
+    assert one.prior_used and one.df == 9 and one.why.startswith("1 launch;")
+    assert one.low == pytest.approx(61.0 * math.exp(-half)) and one.high == pytest.approx(61.0 * math.exp(half))
+    # Two launches with the prior: its df plus theirs, its spread pooled with theirs, as judge pools a side.
+    two = level([60.0, 62.0], noise=prior)
+    ss = (math.log(60.0) - math.log(60.0 * 62.0) / 2) ** 2 * 2
+    sigma = math.sqrt((9 * 0.02**2 + ss) / 10)
+    assert two.df == 10 and two.sigma == pytest.approx(sigma)
+    assert math.log(two.high / two.low) / 2 == pytest.approx(stats.t.ppf(0.995, 10) * sigma / math.sqrt(2))
+    same = level([61.1, 61.1])
+    assert same.low == same.high == pytest.approx(61.1)
+    assert level([61.0, 0.0]).low is None and level([]).center is None

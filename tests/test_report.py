@@ -3,7 +3,10 @@
 The store holds real runs of the stand-in server over the demo history
 (report_helpers.demo_bench).  The browser tests drive Debian's ``chromium``
 with selenium and ``chromedriver`` from ``chromium-driver`` (.ci/run installs
-both); where it cannot start they skip, saying why.
+both); where it cannot start they skip, saying why.  A second page, over a
+generated history of 5,000 commits with made-up runs
+(report_helpers.long_history), is loaded at 1,280 pixels: it must draw, keep
+its ticks few and apart, and zoom to commits one can point at.
 """
 
 from __future__ import annotations
@@ -11,13 +14,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
+import subprocess
+import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers import run_script
-from report_helpers import RANGES, DemoBench, demo_bench, embedded
+from report_helpers import RANGES, DemoBench, LongHistory, demo_bench, embedded, long_history
+
+from patchkit.bench.verdict import level
 
 MAX_BYTES = 5_000_000
 
@@ -90,6 +99,24 @@ def test_embedded_documents_are_the_commands_json_byte_for_byte(demo, page):
     assert different == [("output_tok_s", "eagle3", first_bad), ("verify_ms", "eagle3", first_bad)]
     unjudged = [p for p in verdicts["pairs"] if p["verdict"] is None]
     assert all(min(len(p["runs_a"]), len(p["runs_b"])) == 1 and p["noise"] is None for p in unjudged)
+    # Per benchmarked commit, metric and profile: its launches (each ok run's median, as `runs --json` has it),
+    # their median, and the interval of its level by the verdict's rule (none with one launch and no prior).
+    launches: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+    for run in json.loads(runs_json(demo))["runs"]:
+        for metric, stats in run["stats"].items() if run["outcome"] == "ok" else ():
+            launches.setdefault((metric, run["profile"], run["commit"]), []).append((run["run"], stats["median"]))
+    levels = {(lv["metric"], lv["profile"], lv["commit"]): lv for lv in verdicts["levels"]}
+    assert set(levels) == set(launches) and len(levels) == 12
+    for key, found in levels.items():
+        assert found["runs"] == [run for run, _ in launches[key]]
+        assert found["launches"] == [value for _, value in launches[key]]
+        assert found["median"] == statistics.median(found["launches"]) and found["noise"] is None
+        if len(found["launches"]) == 1:
+            assert found["interval"] is None
+        else:  # the stand-in is deterministic: its launches agree, so the interval is the one value
+            assert found["interval"] == level(found["launches"]).as_json()
+            assert found["interval"]["low"] == pytest.approx(found["median"]) == found["interval"]["high"]
+    assert sum(len(lv["launches"]) > 1 for lv in levels.values()) == 8
     records = json.loads(blobs[docs["records"]])["runs"]
     assert [r["run"] for r in records] == [r["run"] for r in json.loads(runs_json(demo))["runs"]]
     assert {r["outcome"] for r in records} == {"ok", "refused"}
@@ -117,6 +144,60 @@ def test_unknown_metric_and_bad_output_are_one_line_errors(demo, tmp_path):
     assert denied.code == 1 and "Traceback" not in denied.err, denied.err
     assert f"patchkit: error: cannot write {blocker / 'r.html'}: Not a directory; nothing was written" in denied.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir"]  # no temp file left
+
+
+TRACE_ORDER = """
+import json, sys
+import patchkit.manifest
+from patchkit.git import Repo
+from patchkit.cli import main
+
+events = []
+spawn_rev_list, load_manifest = Repo.spawn_rev_list, patchkit.manifest.load_manifest
+
+def traced_rev_list(self, *args, **kwargs):
+    events.append("git lists the range")
+    return spawn_rev_list(self, *args, **kwargs)
+
+def traced_load(spec, *args, **kwargs):
+    events.append("load " + ("with" if kwargs.get("valid_cache") else "without") + " the schema cache")
+    return load_manifest(spec, *args, **kwargs)
+
+Repo.spawn_rev_list, patchkit.manifest.load_manifest = traced_rev_list, traced_load
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "events": events}))
+"""
+
+
+def test_report_checks_each_manifest_as_check_does_and_caches_under_paths(demo, tmp_path):
+    # Through RangeCheck, per manifest: git lists the range before the manifests load, and the manifests'
+    # schema verdict is remembered (paths.schema_checked), as `check` does; plotly.js is cached where
+    # paths.report_cache says.
+    from patchkit import paths
+    from patchkit.git import Repo
+
+    argv = [
+        "report", "-m", str(demo.kimi), "-m", str(demo.timing), "--repo", str(demo.repo), "--range", RANGES[0],
+        "--store", str(demo.store), "-o", str(tmp_path / "r.html"),
+    ]  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", TRACE_ORDER, *argv], capture_output=True, text=True, check=True)
+    traced = json.loads(proc.stdout.splitlines()[-1])
+    assert traced["code"] == 0, proc.stderr
+    assert traced["events"] == ["git lists the range"] * 2 + ["load with the schema cache"] * 2
+    common = Repo.discover(demo.repo).common_dir
+    assert [p.name.split("-")[0] for p in paths.report_cache(common).iterdir()] == ["plotly"]
+
+
+def test_a_bad_second_manifest_is_reported_before_a_bad_repository(demo, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('schema = 1\nname = "bad"\n[[patch]]\nid = "x"\n', encoding="utf-8")
+    result = run_script(
+        "report", "-m", demo.kimi, "-m", bad, "--repo", tmp_path, "--range", RANGES[0], "-o", tmp_path / "r.html"
+    )
+    assert result.code == 2 and "Traceback" not in result.err, result.err
+    assert "bad.toml:3: patch[1].op: missing required key 'op'" in result.err, result.err
+    alone = run_script("report", "-m", demo.kimi, "--repo", tmp_path, "--range", RANGES[0], "-o", tmp_path / "r.html")
+    assert alone.code == 2 and "not a git repository" in alone.err, alone.err
 
 
 def test_a_report_over_an_empty_store_still_draws_the_bands(demo, tmp_path):
@@ -256,11 +337,48 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
         assert panel["svg"] >= 1
         assert traces["refused"] == refused
         ok = [r for r in runs if r["outcome"] == "ok" and panel["metric"] in r["stats"] and r["profile"] == "eagle3"]
-        assert traces["eagle3 median (min–max)"] == len(ok)
-        assert traces["eagle3 values"] == sum(r["stats"][panel["metric"]]["n"] for r in ok)
+        # A point per launch; a median (with its interval) per benchmarked commit, not per run.
+        assert traces["eagle3 launches"] == len(ok) == 9
+        assert traces["eagle3 median (interval)"] == len({r["commit"] for r in ok}) == 5
         assert traces["different"] == 1  # the first bad commit against its parent, two launches each
-    assert dict(dom["panels"][0]["traces"])["baseline values"] == 4  # 2 runs x 2 values; no verify_ms for baseline
-    assert "baseline values" not in dict(dom["panels"][1]["traces"])
+    assert dict(dom["panels"][0]["traces"])["baseline launches"] == 2  # no verify_ms for baseline
+    assert "baseline launches" not in dict(dom["panels"][1]["traces"])
+    # What is drawn is the levels of the verdicts document: x at its commit, y its median, error bars to its
+    # interval (none where it has none); the different star sits on the later commit's median.
+    drawn = browser.execute_script(
+        """
+        const report = window.patchkitReport;
+        return [...document.querySelectorAll('section.panel')].map((p) => {
+          const gd = p.querySelector('.js-plotly-plot');
+          const sha = (x) => report.check[0].commits[x].commit;
+          return gd.data.filter((t) => / median \\(interval\\)$| launches$|^different$/.test(t.name)).map((t) => ({
+            name: t.name, commits: t.x.map((x) => sha(Math.round(x))), y: t.y,
+            up: t.error_y ? t.error_y.array.map((v) => (Number.isNaN(v) ? null : v)) : null,
+            down: t.error_y ? t.error_y.arrayminus.map((v) => (Number.isNaN(v) ? null : v)) : null,
+          }));
+        });
+        """
+    )
+    verdicts = data_of(browser)["verdicts"]
+    for panel, traces in zip(dom["panels"], drawn, strict=True):
+        for trace in traces:
+            profile = trace["name"].split(" ")[0]
+            ours = [lv for lv in verdicts["levels"] if lv["metric"] == panel["metric"] and lv["profile"] == profile]
+            if trace["name"].endswith("launches"):
+                assert trace["y"] == [v for lv in ours for v in lv["launches"]]
+                assert trace["commits"] == [lv["commit"] for lv in ours for _ in lv["launches"]]
+            elif trace["name"] == "different":
+                median = {lv["commit"]: lv["median"] for lv in verdicts["levels"] if lv["metric"] == panel["metric"]}
+                assert trace["y"] == [median[c] for c in trace["commits"]]
+            else:
+                assert trace["commits"] == [lv["commit"] for lv in ours]
+                assert trace["y"] == [lv["median"] for lv in ours]
+                for lv, up, down in zip(ours, trace["up"], trace["down"], strict=True):
+                    if lv["interval"] is None:
+                        assert up is None and down is None
+                    else:
+                        assert lv["median"] + up == pytest.approx(lv["interval"]["high"])
+                        assert lv["median"] - down == pytest.approx(lv["interval"]["low"])
     shot = artifact(tmp_path, "report-light.png")
     browser.set_window_size(1280, browser.execute_script("return document.documentElement.scrollHeight") + 40)
     browser.save_screenshot(str(shot))
@@ -268,9 +386,13 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
     assert shot.stat().st_size > 20_000
 
 
+def data_of(browser) -> dict[str, Any]:
+    return json.loads(browser.execute_script("return JSON.stringify(window.patchkitReport)"))
+
+
 def test_embedded_data_in_the_page_equals_check_and_runs_json(browser, shown, demo):
     assert shown["ready"] == "yes"
-    data = json.loads(browser.execute_script("return JSON.stringify(window.patchkitReport)"))
+    data = data_of(browser)
     assert data["check"] == [json.loads(check_json(demo, demo.kimi)), json.loads(check_json(demo, demo.timing))]
     assert data["runs"] == json.loads(runs_json(demo))
     assert data["bisect"] == demo.bisect
@@ -338,3 +460,104 @@ def test_dark_theme_recolours_every_figure(browser, shown, tmp_path):
     browser.set_window_size(1280, browser.execute_script("return document.documentElement.scrollHeight") + 40)
     browser.save_screenshot(str(shot))
     print(f"screenshot: {shot}")
+
+
+# -- 5,000 commits on a 1,280-pixel screen ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory) -> tuple[LongHistory, Path]:
+    root = tmp_path_factory.mktemp("long")
+    long = long_history(root, 5000)
+    out = root / "long.html"
+    result = run_script("report", "-m", long.manifest, "--repo", long.repo, "--store", long.store, "-o", out)
+    assert result.code == 0, result.err
+    assert "5000 commits, 1 manifest" in result.out, result.out
+    return long, out
+
+
+LAYOUT = """
+const name = (el) => el.__data__ && el.__data__[0] && el.__data__[0].trace.name;
+const box = (t) => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.right]; };
+return {
+  width: document.documentElement.scrollWidth,
+  figures: [...document.querySelectorAll('.js-plotly-plot')].map((gd) => ({
+    ticks: [...gd.querySelectorAll('.xtick text')].map(box).sort((a, b) => a[1] - b[1]),
+    plot: gd._fullLayout.xaxis._length, range: gd._fullLayout.xaxis.range,
+  })),
+  bars: [...document.querySelectorAll('#bands g.trace.bars')].map(
+    (g) => [name(g), g.querySelectorAll('g.point').length]),
+  errors: [...document.querySelectorAll('section.panel g.trace.scatter')].map(
+    (g) => [name(g), g.querySelectorAll('g.errorbar path.yerror').length]),
+};
+"""
+
+
+def readable_ticks(figures: list[dict[str, Any]], shas: list[str]) -> list[str]:
+    """The x tick labels, the same on every figure: a few, each a commit of ``shas``, side by side."""
+    labels = [[text for text, _, _ in f["ticks"]] for f in figures]
+    assert all(found == labels[0] for found in labels), labels
+    assert 2 <= len(labels[0]) <= 12, labels[0]
+    for figure in figures:
+        boxes = figure["ticks"]
+        assert all(a[2] < b[1] for a, b in pairwise(boxes)), boxes  # none overlaps the next
+    assert all(any(sha.startswith(t) for sha in shas) for t in labels[0]), labels[0]
+    return labels[0]
+
+
+def test_5000_commits_stay_usable_on_a_1280_pixel_screen(browser, long_page, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    long, page = long_page
+    assert page.stat().st_size < MAX_BYTES
+    browser.set_window_size(1280, 1000)
+    started = time.monotonic()
+    seen = load(browser, page)
+    print(f"5,000 commits: drawn in {time.monotonic() - started:.1f} s, {page.stat().st_size:,} bytes")
+    assert seen["ready"] == "yes", browser.find_element("id", "summary").text
+    assert seen["console"] == [] and fetched(seen["requests"]) == []
+    data = data_of(browser)
+    seen_layout = browser.execute_script(LAYOUT)
+    # No horizontal scrolling; each figure has the width of the screen, minus the band labels.
+    assert seen_layout["width"] <= 1280
+    assert all(f["plot"] >= 900 for f in seen_layout["figures"]), [f["plot"] for f in seen_layout["figures"]]
+    readable_ticks(seen_layout["figures"], long.shas)
+    # Every window of `check` is a bar of its band, however narrow.
+    windows: dict[str, int] = {}
+    for w in data["check"][0]["windows"]:
+        windows[f"hooks · {w['patch']}"] = windows.get(f"hooks · {w['patch']}", 0) + 1
+    assert dict(seen_layout["bars"]) == windows and min(windows.values()) >= 15
+    # An error bar for each commit level with an interval (three launches, or one with the noise prior).
+    levels = data["verdicts"]["levels"]
+    for profile in ("eagle3", "baseline"):
+        with_interval = [lv for lv in levels if lv["profile"] == profile and lv["interval"]]
+        assert dict(seen_layout["errors"])[f"{profile} median (interval)"] == len(with_interval) >= 10
+    # Zoomed to 40 commits: every panel follows, and the ticks name the commits on screen.
+    lo, hi = 2480, 2520
+    browser.execute_script(f"Plotly.relayout(document.getElementById('bands'), {{'xaxis.range': [{lo}, {hi}]}})")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        zoomed = browser.execute_script(LAYOUT)
+        if all(f["range"] == [lo, hi] for f in zoomed["figures"]) and zoomed["figures"][0]["ticks"][0][0] in {
+            sha[:7] for sha in long.shas[lo : hi + 1]
+        }:
+            break
+        time.sleep(0.1)
+    assert all(f["range"] == [lo, hi] for f in zoomed["figures"]), [f["range"] for f in zoomed["figures"]]
+    labels = readable_ticks(zoomed["figures"], long.shas[lo : hi + 1])
+    assert all(f["plot"] / (hi - lo) >= 20 for f in zoomed["figures"])  # 20 pixels a commit and more
+    # Hovering the zoomed bands names one commit on screen.
+    browser.execute_script("window.scrollTo(0, 0)")
+    ActionChains(browser).move_to_element(browser.find_element("css selector", "#bands .nsewdrag")).perform()
+    deadline = time.monotonic() + 5
+    text = ""
+    while time.monotonic() < deadline and not text:
+        text = browser.execute_script(
+            "const h = document.querySelector('#bands .hoverlayer .hovertext'); return h ? h.textContent : ''"
+        )
+        time.sleep(0.1)
+    assert [sha for sha in long.shas[lo : hi + 1] if sha[:10] in text], (labels, text)
+    shot = artifact(tmp_path, "report-5000-zoomed.png")
+    browser.save_screenshot(str(shot))
+    print(f"screenshot: {shot}")
+    browser.execute_script("Plotly.relayout(document.getElementById('bands'), {'xaxis.autorange': true})")

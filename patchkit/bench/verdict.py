@@ -36,6 +36,12 @@ With ``threshold = 0`` the band is the single ratio 1: ``same`` is impossible
 and ``different`` means the interval excludes 1 (used by the bisect for GOOD
 against BAD, where any confident change is the one being hunted).
 
+``level`` is one side alone: the geometric mean of one commit's launches
+with its interval, by the same spread rules (the prior pooled in below
+``PRIOR_UNTIL`` launches; else Student's t over the launches; one launch and
+no prior: unknown).  The report draws it per benchmarked commit, so the
+picture's intervals and ``compare``'s verdicts come from one rule.
+
 scipy is imported here and this module is imported only by the verbs that
 compare (``compare``, ``noise``, ``bisect``), so the other verbs start without it.
 """
@@ -49,6 +55,8 @@ from enum import Enum
 from functools import lru_cache
 
 from scipy import stats
+
+from patchkit.render import plural
 
 PRIOR_UNTIL = 8  # a noise prior is used while either side has fewer launches than this
 MAX_NEEDED = 1000  # launches_needed above this is reported as None (not worth planning)
@@ -195,9 +203,7 @@ def judge(
     use_prior = noise is not None and min(n_a, n_b) < PRIOR_UNTIL
     if use_prior:
         assert noise is not None
-        ss = _ss(la) + _ss(lb)
-        df = float(noise.df + (n_a - 1) + (n_b - 1))
-        sigma = math.sqrt((noise.df * noise.sigma**2 + ss) / df)
+        sigma, df = _with_prior(noise, la, lb)
         half = _t(confidence, df) * sigma * math.sqrt(1 / n_a + 1 / n_b)
         how = f"spread {sigma:.2%} from the noise prior ({noise.df} df) pooled with the launches"
     elif n_a >= 2 and n_b >= 2:
@@ -249,6 +255,71 @@ def judge(
     )
 
 
+@dataclass(frozen=True)
+class Level:
+    """One side alone (one commit's launches): their geometric mean and its confidence interval."""
+
+    n: int
+    center: float | None  # the geometric mean of the launches
+    low: float | None  # its confidence interval; None when the spread is unknown
+    high: float | None
+    confidence: float
+    sigma: float | None  # the launch-to-launch spread used (log scale)
+    df: float | None
+    prior_used: bool
+    why: str  # one line: how the interval was reached, or why it could not be
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "launches": self.n,
+            "center": self.center,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "sigma": self.sigma,
+            "df": self.df,
+            "prior_used": self.prior_used,
+            "why": self.why,
+        }
+
+
+def level(values: Sequence[float], *, confidence: float = 0.99, noise: Noise | None = None) -> Level:
+    """The level of one side, from one value per launch, with ``judge``'s spread rules."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
+    n = len(values)
+    logs = _logs(values)
+
+    def unknown(why: str, center: float | None = None) -> Level:
+        return Level(n, center, None, None, confidence, None, None, False, why)
+
+    if n == 0:
+        return unknown("no launch")
+    if logs is None:
+        return unknown("a value is zero, negative or not a number: levels need positive values")
+    mean = math.fsum(logs) / n
+    if noise is not None and n < PRIOR_UNTIL:
+        sigma, df = _with_prior(noise, logs)
+        how = f"spread {sigma:.2%} from the noise prior ({noise.df} df) pooled with the launches"
+    elif n >= 2:
+        sigma, df = _sd(logs), float(n - 1)
+        how = "Student interval over the launches"
+    else:
+        return unknown("1 launch and no noise prior: the launch-to-launch spread is unknown", math.exp(mean))
+    half = _t(confidence, df) * sigma / math.sqrt(n) if sigma > 0 else 0.0
+    return Level(
+        n=n,
+        center=math.exp(mean),
+        low=math.exp(mean - half),
+        high=math.exp(mean + half),
+        confidence=confidence,
+        sigma=sigma,
+        df=df,
+        prior_used=noise is not None and n < PRIOR_UNTIL,
+        why=f"{plural(n, 'launch', 'launches')}; {how}",
+    )
+
+
 def launches_needed(diff: float, sigma: float, *, threshold: float, confidence: float, prior_df: int = 0) -> int | None:
     """Launches per side for the interval to clear the band's nearer edge, at this estimate and spread.
 
@@ -266,6 +337,15 @@ def launches_needed(diff: float, sigma: float, *, threshold: float, confidence: 
         if _t(confidence, df) * sigma * math.sqrt(2 / n) < room:
             return n
     return None
+
+
+def _with_prior(noise: Noise, *sides: Sequence[float]) -> tuple[float, float]:
+    """(spread, its degrees of freedom): the prior pooled with each side's own spread of logs, weighted by df."""
+    ss = 0.0
+    for logs in sides:
+        ss += _ss(logs)
+    df = float(noise.df + sum(len(logs) - 1 for logs in sides))
+    return math.sqrt((noise.df * noise.sigma**2 + ss) / df), df
 
 
 def _prior_df(noise: Noise | None) -> int:

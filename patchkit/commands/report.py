@@ -15,13 +15,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from patchkit import __version__
-from patchkit.engine.check import check_range
-from patchkit.engine.pool import default_jobs
+from patchkit import __version__, paths
+from patchkit.engine.range_check import RangeCheck, load_all
 from patchkit.engine.transaction import atomic_write
 from patchkit.errors import ExitCode, UnwritableError, UsageError
-from patchkit.git import Repo
-from patchkit.manifest import load_manifest
 from patchkit.render import plural
 from patchkit.report.documents import StoredRuns, json_text, load_runs
 from patchkit.report.page import Document, build_page
@@ -41,12 +38,22 @@ def report(
     jobs: int | None,
     console: Console,
 ) -> int:
-    loaded = [load_manifest(m) for m in manifests]  # a bad manifest is reported before any git work
     if not ranges and not commits:
         ranges = ["HEAD"]
     out = Path(output)
-    with Repo.discover(Path(repo)) as git_repo:
-        checks = [check_range(m, git_repo, ranges=ranges, commits=commits, jobs=jobs or default_jobs()) for m in loaded]
+    # One RangeCheck per manifest, on one repository: git lists the range for each before any manifest is
+    # loaded (a bad one is still reported first), and each remembers its schema verdict, as `check` does.
+    started = [RangeCheck.start(repo, ranges)]
+    started += [RangeCheck.start(started[0].repo or repo, ranges) for _ in manifests[1:]]
+    loaded = load_all(started, manifests)
+    git_repo = started[0].repo
+    assert git_repo is not None  # every load succeeded, so the repository is open
+    with git_repo:
+        try:
+            checks = [c.run(commits=commits, jobs=jobs) for c in started]
+        finally:
+            for c in started:
+                c.close()
         stored = load_runs(git_repo, store, profiles=profiles)
         chosen = _metrics(stored, metrics)
         documents = [
@@ -72,7 +79,7 @@ def report(
             "store": str(stored.path),
         }
         title = f"patchkit report: {', '.join(m.name for m in loaded)} over {' '.join([*ranges, *commits])}"
-        page = build_page(title, index, documents, git_repo.common_dir / "patchkit" / "report")
+        page = build_page(title, index, documents, paths.report_cache(git_repo.common_dir))
     try:
         atomic_write(out, page, 0o644)
     except OSError as exc:

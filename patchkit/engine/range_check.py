@@ -16,11 +16,15 @@ behind them:
 So this module is a cold boundary: what ``load`` and ``run`` import is
 imported there, after git has started.  A failure to start waits for
 ``load``: a bad manifest is reported first, as by every command.
+
+Several manifests over one range (``report``) are one ``RangeCheck`` each,
+all started on one open repository before any is loaded (``load_all``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -45,10 +49,11 @@ class RangeCheck:
         self.manifest: Manifest | None = None
 
     @classmethod
-    def start(cls, repo: str | Path, ranges: Sequence[str]) -> RangeCheck:
-        """Open ``repo`` and start git listing ``ranges``."""
+    def start(cls, repo: str | Path | Repo, ranges: Sequence[str]) -> RangeCheck:
+        """Open ``repo`` (or take one already open: several checks of one repository) and start git listing
+        ``ranges``."""
         try:
-            git_repo = Repo.discover(Path(repo))
+            git_repo = repo if isinstance(repo, Repo) else Repo.discover(Path(repo))
         except PatchkitError as exc:
             return cls(ranges, None, None, exc)
         try:
@@ -78,6 +83,11 @@ class RangeCheck:
             raise
         return self.manifest
 
+    def close(self) -> None:
+        """Reap the git processes of a check that will not run (another step failed); a no-op once it ran."""
+        if self.listing is not None:
+            self.listing.close()
+
     def run(
         self,
         *,
@@ -104,3 +114,26 @@ class RangeCheck:
             listing=self.listing,
             jobs=jobs or default_jobs(),
         )
+
+
+def load_all(checks: Sequence[RangeCheck], specs: Sequence[str]) -> list[Manifest]:
+    """Load ``specs[i]`` into ``checks[i]``, in order, after every check has started.
+
+    A bad manifest is reported before a failure to start, whichever of them
+    it is, as when each is checked alone; on any failure no git process is
+    left running.
+    """
+    from patchkit.manifest import bad_manifest_first
+
+    try:
+        failed = next((c.failed for c in checks if c.failed is not None), None)
+        if failed is not None:
+            with ExitStack() as first:  # the outermost, the first manifest, reports its errors first
+                for spec in specs:
+                    first.enter_context(bad_manifest_first(spec))
+                raise failed
+        return [check.load(spec) for check, spec in zip(checks, specs, strict=True)]
+    except BaseException:
+        for check in checks:
+            check.close()
+        raise

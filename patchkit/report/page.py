@@ -18,7 +18,7 @@ Layout of the file (docs/json.md "report"):
 A Content-Security-Policy allows nothing to be fetched (``default-src
 'none'``): opened from a laptop after ``scp``, the page makes no request.
 
-The compressed plotly.js is cached under the git dir (``patchkit/report/``),
+The compressed plotly.js is cached under the git dir (``paths.report_cache``),
 keyed by the path, size and modification time of the file the plotly
 package ships: compressing it costs 0.3 s, more than a warm check, and
 importing plotly to find it another 0.4 s, so neither is done twice.

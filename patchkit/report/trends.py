@@ -1,11 +1,14 @@
-"""Verdicts along the commit axis: each benchmarked commit against the previous one, per metric and profile.
+"""Levels and verdicts along the commit axis, per metric and profile.
 
 A server launch is the unit of variance (``patchkit/bench/verdict.py``): the
 launches of a commit are its ``ok`` runs, each one started server, and a
 launch's value is that run's median over its measured client runs.  Each
-commit with runs is judged against the previous benchmarked commit on the
-axis (same profile, same metric) with ``verdict.judge``, at its default
-confidence and the threshold given.
+benchmarked commit gets its level: the median of its launch values, and the
+interval ``verdict.level`` gives over them (the rule ``compare``'s verdicts
+use, at the same confidence), so the page draws one point per launch and one
+median with its interval per commit.  Each commit with runs is judged against
+the previous benchmarked commit on the axis (same profile, same metric) with
+``verdict.judge``, at its default confidence and the threshold given.
 
 The noise prior ``patchkit noise`` stored for the host, profile and metric
 of the later commit's runs is used where there is one (``noise`` in the
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from statistics import median
 from typing import Any
 
 from patchkit.bench.record import Outcome, RunRecord
@@ -35,7 +39,7 @@ def verdicts_document(
     noise: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
     threshold: float = THRESHOLD,
 ) -> dict[str, Any]:
-    """``{"version", "threshold", "basis", "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
+    """``{"version", "threshold", "basis", "levels": [...], "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
     position = {sha: i for i, sha in enumerate(axis)}
     launches: dict[tuple[str, str], dict[str, list[tuple[int | None, float]]]] = {}
     hosts: dict[tuple[str, str], str] = {}  # (profile, commit) -> the host of its latest launch
@@ -47,12 +51,31 @@ def verdicts_document(
             value = r.median(metric)
             if value is not None and value > 0:
                 launches.setdefault((metric, r.profile), {}).setdefault(r.commit.sha, []).append((r.run_id, value))
+
+    def prior(metric: str, profile: str, commit: str) -> dict[str, Any] | None:
+        found = (noise or {}).get((hosts[(profile, commit)], profile, metric))
+        return None if found is None else {"sigma": found["sigma"], "df": found["df"]}
+
+    levels: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
     for (metric, profile), by_commit in launches.items():
         ordered = sorted(by_commit, key=position.__getitem__)
+        for commit in ordered:
+            values = [v for _, v in by_commit[commit]]
+            levels.append(
+                {
+                    "metric": metric,
+                    "profile": profile,
+                    "commit": commit,
+                    "runs": [run for run, _ in by_commit[commit]],
+                    "launches": values,
+                    "median": median(values),
+                    "noise": prior(metric, profile, commit),
+                    "interval": None,
+                }
+            )
         for previous, commit in pairwise(ordered):
             a, b = by_commit[previous], by_commit[commit]
-            prior = (noise or {}).get((hosts[(profile, commit)], profile, metric))
             pairs.append(
                 {
                     "metric": metric,
@@ -61,19 +84,24 @@ def verdicts_document(
                     "commit": commit,
                     "runs_a": [run for run, _ in a],
                     "runs_b": [run for run, _ in b],
-                    "noise": None if prior is None else {"sigma": prior["sigma"], "df": prior["df"]},
+                    "noise": prior(metric, profile, commit),
                     "verdict": None,
                     "_values": ([v for _, v in a], [v for _, v in b]),
                 }
             )
     judgeable = [p for p in pairs if p["noise"] is not None or min(map(len, p["_values"])) >= 2]
-    if judgeable:
-        from patchkit.bench.verdict import Noise, judge  # scipy: only when a verdict can be reached
+    measurable = [lv for lv in levels if lv["noise"] is not None or len(lv["launches"]) >= 2]
+    if judgeable or measurable:
+        from patchkit.bench.verdict import Noise, judge, level  # scipy: only when a verdict can be reached
+
+        def spread(found: Mapping[str, Any] | None) -> Noise | None:
+            return None if found is None else Noise(float(found["sigma"]), int(found["df"]))
 
         for pair in judgeable:
             a_values, b_values = pair["_values"]
-            spread = None if pair["noise"] is None else Noise(float(pair["noise"]["sigma"]), int(pair["noise"]["df"]))
-            pair["verdict"] = judge(a_values, b_values, threshold=threshold, noise=spread).as_json()
+            pair["verdict"] = judge(a_values, b_values, threshold=threshold, noise=spread(pair["noise"])).as_json()
+        for found in measurable:
+            found["interval"] = level(found["launches"], noise=spread(found["noise"])).as_json()
     for pair in pairs:
         del pair["_values"]
     return {
@@ -81,5 +109,6 @@ def verdicts_document(
         "threshold": threshold,
         "basis": "one value per server launch: the median of each ok run; B is a commit, A the previous "
         "benchmarked commit on the axis (same profile and metric)",
+        "levels": levels,
         "pairs": pairs,
     }

@@ -74,6 +74,11 @@
   function render(data) {
     const { index, check, runs, records, bisect, verdicts } = data;
     const pairOf = new Map(verdicts.pairs.map((p) => [p.metric + "|" + p.profile + "|" + p.commit, p]));
+    // Per benchmarked commit, metric and profile: its launch values, their median and the interval of its level.
+    const levels = verdicts.levels || [];
+    const levelOf = new Map(levels.map((l) => [l.metric + "|" + l.profile + "|" + l.commit, l]));
+    const withInterval = levels.find((l) => l.interval);
+    const confidence = withInterval ? Math.round(withInterval.interval.confidence * 100) + " %" : "";
     // The commit axis: the checked commits in check's order (oldest first), manifests merged.
     const axis = [];
     const pos = new Map();
@@ -274,6 +279,25 @@
       lines.push(...provenance(r), envDiff(r), ...statusLines(r.commit.sha), "<i>click to copy the sha</i>");
       return lines.join("<br>");
     }
+    function intervalLine(l) {
+      const iv = l.interval;
+      if (!iv) return "interval: unknown with one launch and no noise prior (bench the commit again with --launches, or run patchkit noise)";
+      const prior = iv.prior_used ? ", noise prior " + num(l.noise.sigma * 100) + " % pooled in" : "";
+      return Math.round(iv.confidence * 100) + " % interval of its level [" + num(iv.low) + ", " + num(iv.high) + "] (geometric mean " +
+        num(iv.center) + prior + ")";
+    }
+    function levelHover(l, metric) {
+      const c = axis[pos.get(l.commit)];
+      const n = l.launches.length;
+      const lines = [commitHead(c),
+        "<b>" + esc(l.profile) + " · " + esc(metric) + "</b>: median " + num(l.median) + " of " + n + (n === 1 ? " launch" : " launches") +
+          " (runs " + esc(l.runs.join(", ")) + ": " + esc(l.launches.map(num).join(", ")) + ")",
+        intervalLine(l)];
+      const pair = pairOf.get(metric + "|" + l.profile + "|" + l.commit);
+      if (pair) lines.push(verdictLine(pair));
+      lines.push(...statusLines(l.commit), "<i>click to copy the sha</i>");
+      return lines.join("<br>");
+    }
     function verdictLine(pair) {
       const head = "vs previous benchmarked commit " + esc(short(pair.previous)) + " (launches " + pair.runs_a.length + " vs " + pair.runs_b.length + "): ";
       const v = pair.verdict;
@@ -289,47 +313,45 @@
       const traces = [];
       const spec = records.flatMap((r) => r.metrics || []).find((m) => m.name === metric) || {};
       for (const profile of profiles) {
-        const ok = onAxis.filter((r) => r.profile === profile && r.outcome === "ok" && r.samples && metric in r.samples);
+        const here = levels.filter((l) => l.metric === metric && l.profile === profile && pos.has(l.commit));
+        if (!here.length) continue;
         const color = colorOf(profile);
+        // One point per server launch (its median over its measured client runs), spread a little around
+        // its commit when there are several.
         const px = [], py = [], ptext = [], psha = [];
-        for (const r of ok) {
-          const values = r.samples[metric];
-          values.forEach((v, i) => {
-            if (v === null) return;
-            px.push(pos.get(r.commit.sha) + (values.length > 1 ? (i / (values.length - 1) - 0.5) * 0.3 : 0));
+        for (const l of here) {
+          const k = l.launches.length;
+          l.launches.forEach((v, i) => {
+            const r = recordById.get(l.runs[i]);
+            px.push(pos.get(l.commit) + (k > 1 ? (i / (k - 1) - 0.5) * 0.3 : 0));
             py.push(v);
-            ptext.push(runHover(r, metric) + "<br>value of measured run " + (i + 1) + ": " + num(v));
-            psha.push(r.commit.sha);
+            ptext.push((r ? runHover(r, metric) : commitHead(axis[pos.get(l.commit)])) + "<br>launch value (the run's median): " + num(v));
+            psha.push(l.commit);
           });
         }
-        const withMedian = ok.filter((r) => r.stats[metric] && r.stats[metric].median !== null);
-        if (!px.length && !withMedian.length) continue;
         traces.push({
-          type: "scatter", mode: "markers", name: profile + " values", legendgroup: profile,
+          type: "scatter", mode: "markers", name: profile + " launches", legendgroup: profile,
           x: px, y: py, customdata: psha, hovertext: ptext, hovertemplate: "%{hovertext}<extra></extra>",
-          marker: { color, size: 5, opacity: 0.55 },
+          marker: { color, size: 6, opacity: 0.6 },
         });
+        // One point per benchmarked commit: the median of its launches, with the interval of its level
+        // (verdict.level: none with one launch and no noise prior).
+        const up = (l) => (l.interval ? Math.max(0, l.interval.high - l.median) : NaN);
+        const down = (l) => (l.interval ? Math.max(0, l.median - l.interval.low) : NaN);
         traces.push({
-          type: "scatter", mode: "lines+markers", name: profile + " median (min–max)", legendgroup: profile,
-          x: withMedian.map((r) => pos.get(r.commit.sha)), y: withMedian.map((r) => r.stats[metric].median),
-          customdata: withMedian.map((r) => r.commit.sha), hovertext: withMedian.map((r) => runHover(r, metric)),
+          type: "scatter", mode: "lines+markers", name: profile + " median (interval)", legendgroup: profile,
+          x: here.map((l) => pos.get(l.commit)), y: here.map((l) => l.median),
+          customdata: here.map((l) => l.commit), hovertext: here.map((l) => levelHover(l, metric)),
           hovertemplate: "%{hovertext}<extra></extra>",
-          error_y: {
-            type: "data", symmetric: false, color, thickness: 1.2, width: 4,
-            array: withMedian.map((r) => r.stats[metric].max - r.stats[metric].median),
-            arrayminus: withMedian.map((r) => r.stats[metric].median - r.stats[metric].min),
-          },
-          line: { color, width: 1.5 }, marker: { color, size: 8, symbol: "line-ew-open", line: { width: 2, color } },
+          error_y: { type: "data", symmetric: false, color, thickness: 1.5, width: 5, array: here.map(up), arrayminus: here.map(down) },
+          line: { color, width: 1.5 }, marker: { color, size: 10, symbol: "line-ew-open", line: { width: 2.5, color } },
         });
       }
       // `different` verdicts against the previous benchmarked commit: a star on the commit, green when better.
       const different = verdicts.pairs.filter((p) => p.metric === metric && p.verdict && p.verdict.verdict === "different" && pos.has(p.commit));
       if (different.length) {
         const better = (p) => (spec.better === "lower") === (p.verdict.direction === "lower");
-        const level = (p) => {
-          const ys = onAxis.filter((r) => p.runs_b.includes(r.run)).map((r) => r.stats[metric].median).sort((x, y) => x - y);
-          return ys[Math.floor(ys.length / 2)];
-        };
+        const level = (p) => levelOf.get(p.metric + "|" + p.profile + "|" + p.commit).median;
         traces.push({
           type: "scatter", mode: "markers", name: "different", x: different.map((p) => pos.get(p.commit)), y: different.map(level),
           customdata: different.map((p) => p.commit),
@@ -355,7 +377,7 @@
       panel.dataset.metric = metric;
       const unit = spec.unit ? " (" + spec.unit + ")" : "";
       const better = spec.better ? ", " + spec.better + " is better" : "";
-      panel.innerHTML = "<h2>" + esc(metric + unit) + "</h2><p class=\"caption\">From <code>patchkit runs --json</code> and the run records: dots are the measured client runs, the line joins each run's median with its min–max range" + esc(better) + "; stars are <code>different</code> verdicts against the previous benchmarked commit (green: better); marks at the bottom are runs that measured nothing, with their reason on hover.</p>";
+      panel.innerHTML = "<h2>" + esc(metric + unit) + "</h2><p class=\"caption\">From <code>patchkit runs --json</code> and the run records: dots are server launches (each run's median over its measured client runs); the line joins each benchmarked commit's median over its launches, with the " + esc(confidence || "confidence") + " interval of its level as error bars" + esc(better) + "; stars are <code>different</code> verdicts against the previous benchmarked commit (green: better); marks at the bottom are runs that measured nothing, with their reason on hover.</p>";
       const div = document.createElement("div");
       div.className = "figure";
       panel.appendChild(div);
@@ -378,9 +400,12 @@
       (firstBad ? "; latest bisect (" + esc(bisect.metric) + "): first bad " + esc(short(firstBad.commit)) + " " + esc(firstBad.subject) : "") +
       ". Generated " + esc(index.generated_at) + " by patchkit " + esc(index.patchkit) + ", plotly.js " + esc(index.plotly) + ".";
     const judged = verdicts.pairs.filter((p) => p.verdict).length;
-    $("notes").textContent = "Error bars: the min–max of each run's measured values. Verdicts: each benchmarked commit against the previous one " +
+    const measured = levels.filter((l) => l.interval).length;
+    $("notes").textContent = "Error bars: per benchmarked commit, the interval of its level from its launches (patchkit/bench/verdict.py, the rule compare uses: " +
+      "Student's t over the launches, with the noise prior of patchkit noise pooled in when a commit has few); " + measured + " of " + levels.length +
+      " commit levels have one, the others have one launch and no noise prior. Verdicts: each benchmarked commit against the previous one " +
       "(same profile and metric), every ok run one server launch, judged at a " + Math.round(verdicts.threshold * 100) + " % threshold; " +
-      judged + " of " + verdicts.pairs.length + " pairs had two launches a side or more, the others need the commits benched again.";
+      judged + " of " + verdicts.pairs.length + " pairs were judged (two launches a side or more, or a noise prior); the others need the commits benched again.";
     return { figures, ticks, N };
   }
 
