@@ -114,3 +114,47 @@ def test_probe_off_is_not_proven_and_compare_shows_the_effective_env_change(caps
     with capsys.disabled():
         print(people.out)
     assert "  effective env CUDA_DEVICE_MAX_CONNECTIONS in scheduler_TP0..1: '4' -> '8'" in people.out
+
+
+SECRET = "hf_bench_env_secret_5151"
+OTHER = "hf_other_value_6262"
+
+
+def _leaks(store: Path, run_dir: Path, *texts: str) -> list[str]:
+    """Where any of ``texts`` appears: the store's bytes, or any file of the run's directory (logs, probe files)."""
+    found = []
+    for path in [store, *(p for p in run_dir.rglob("*") if p.is_file())]:
+        data = path.read_bytes()
+        found += [f"{path}: {t}" for t in texts if t.encode() in data]
+    return found
+
+
+def test_a_secret_in_bench_env_is_checked_at_init_without_its_value_being_stored(
+    capsys, history, venv, tmp_path
+) -> None:
+    """HF_TOKEN in [bench].env: the probe compares it inside each process; equal passes, another value refuses,
+    and neither value reaches the terminal, the store, or the run's files."""
+    env = {"PATCHKIT_EAGLE3_VERIFY_TIMING": "1", "NCCL_MIN_NCHANNELS": "4", "HF_TOKEN": SECRET}
+    store = tmp_path / "bench.sqlite"
+    ok = bench(capsys, history, kit(tmp_path / "ok", venv, "", env=env), store, "--commit", history["base"], "--json")
+    assert ok.code == 0, ok.out + ok.err
+    [run] = ok.json["runs"]
+    assert run["outcome"] == "ok" and run["proof"]["state"] == "proven", run["proof"]["reasons"]
+    inits = [i for p in run["proof"]["processes"] for i in p["init"]]
+    assert len(inits) == 2 and all(i["secrets"] == {"HF_TOKEN": "equal"} for i in inits)
+    assert all(i["env"]["HF_TOKEN"] == "<redacted>" for i in inits)
+
+    changed = kit(tmp_path / "changed", venv, f"--worker-env 1:HF_TOKEN={OTHER}", env=env)
+    refused = bench(capsys, history, changed, store, "--commit", history["base"], "--json")
+    assert refused.code == 1, refused.out + refused.err
+    [bad] = refused.json["runs"]
+    reason = (
+        "(scheduler_TP1, rank 1): HF_TOKEN at init_process_group: expected the value it was given, "
+        "found another value (a secret: no value is shown)"
+    )
+    assert bad["outcome"] == "refused" and bad["proof"]["state"] == "refused"
+    assert len(bad["details"]) == 1 and reason in bad["details"][0]
+    for text in (ok.out, ok.err, refused.out, refused.err):
+        assert SECRET not in text
+    for record in (run, bad):
+        assert not _leaks(store, Path(record["logs"]["run_dir"]), SECRET), record["run"]

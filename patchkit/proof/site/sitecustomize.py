@@ -23,7 +23,10 @@ the directory it writes to, and then:
 
 Only names of the families below and of ``PATCHKIT_PROBE_ENV`` (a comma list:
 ``[bench].env``) are recorded; the value of a name that looks like a secret is
-replaced by ``<redacted>`` before it is written.  The probe uses the standard
+replaced by ``<redacted>`` before it is written.  Such a value is still checked
+at ``init_process_group``: ``PATCHKIT_PROBE_SECRETS`` (``SALT;NAME=HEX,...``,
+HEX the sha256 of SALT + the expected value) lets the probe compare it in the
+process and write only ``equal``, ``different`` or ``unset``.  The probe uses the standard
 library only (this file cannot import patchkit: the server's interpreter may
 not have it), and every error of its own is swallowed and reported as
 ``probe failed in pid N: ...`` on stderr and in its file; an error raised by the
@@ -74,6 +77,13 @@ class Probe:
         self.fd = -1
         self.pid = 0
         self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
+        salt, _, expected = os.environ.get("PATCHKIT_PROBE_SECRETS", "").partition(";")
+        self.salt = salt
+        self.secrets: dict[str, str] = {}
+        for item in expected.split(","):
+            name, _, digest = item.partition("=")
+            if name and digest:
+                self.secrets[name] = digest
         self.searching: set[str] = set()
         self.fault = os.environ.get("PATCHKIT_PROBE_FAULT")
         self.patched = False
@@ -278,9 +288,10 @@ class Probe:
         def init_process_group(*args: object, **kwargs: object) -> object:
             try:
                 env = wanted_env(os.environ, probe.extra)
+                secrets = probe.compare_secrets() if probe.secrets else {}
             except Exception as exc:
                 probe.failed(exc)
-                env = None
+                env, secrets = None, {}
             raised = None
             try:
                 return original(*args, **kwargs)  # type: ignore[operator]
@@ -290,14 +301,36 @@ class Probe:
             finally:
                 try:
                     _fault("init")
-                    probe.init_record(env, args, kwargs, raised)
+                    probe.init_record(env, args, kwargs, raised, secrets)
                 except Exception as exc:
                     probe.failed(exc)
 
         init_process_group.__patchkit_probe__ = True  # type: ignore[attr-defined]
         return init_process_group
 
-    def init_record(self, env: object, args: tuple[object, ...], kwargs: dict[str, object], raised: object) -> None:
+    def compare_secrets(self) -> dict[str, str]:
+        """Each secret-looking expected variable, compared here with its expected value's salted digest:
+        only ``equal``, ``different`` or ``unset`` leaves the process, never the value."""
+        import hashlib
+
+        out = {}
+        for name, digest in self.secrets.items():
+            value = os.environ.get(name)
+            if value is None:
+                out[name] = "unset"
+                continue
+            found = hashlib.sha256((self.salt + value).encode("utf-8", "surrogateescape")).hexdigest()
+            out[name] = "equal" if found == digest else "different"
+        return out
+
+    def init_record(
+        self,
+        env: object,
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        raised: object,
+        secrets: dict[str, str] | None = None,
+    ) -> None:
         self.mains()
         dist = sys.modules.get("torch.distributed")
         backend = kwargs.get("backend", args[0] if args else None)
@@ -337,6 +370,7 @@ class Probe:
                 "title": self.title(),
                 "mp_name": self.mp_name(),
                 "raised": raised,
+                "secrets": secrets or {},
             }
         )
 
