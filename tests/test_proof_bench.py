@@ -158,3 +158,23 @@ def test_a_secret_in_bench_env_is_checked_at_init_without_its_value_being_stored
         assert SECRET not in text
     for record in (run, bad):
         assert not _leaks(store, Path(record["logs"]["run_dir"]), SECRET), record["run"]
+
+
+@pytest.mark.parametrize("point", ["init", "import"])
+def test_a_probe_that_failed_leaves_the_run_not_proven_with_its_errors(capsys, history, venv, tmp_path, point) -> None:
+    """TP1 sets NCCL_MIN_NCHANNELS=8 itself, but the probe failed: what it did not see cannot pass as proven."""
+    env = {"PATCHKIT_EAGLE3_VERIFY_TIMING": "1", "NCCL_MIN_NCHANNELS": "4", "PATCHKIT_PROBE_FAULT": point}
+    manifest = kit(tmp_path / "kit", venv, "--worker-env 1:NCCL_MIN_NCHANNELS=8", env=env)
+    result = bench(capsys, history, manifest, tmp_path / "bench.sqlite", "--commit", history["base"], "--json")
+    assert result.code == 0, result.out + result.err
+    [run] = result.json["runs"]
+    proof = run["proof"]
+    assert run["outcome"] == "ok" and proof["state"] == "not proven", proof["reasons"]
+    failed = [p for p in proof["processes"] if p["errors"]]
+    assert proof["reason"] == f"the probe failed in {len(failed)} processes: what it saw is incomplete"
+    assert len(failed) >= 2 and len(proof["reasons"]) == len(failed)
+    for line in proof["reasons"]:
+        assert line.startswith("probe failed in pid ") and f"ProbeFault: injected fault at {point}" in line
+    if point == "init":  # both schedulers, once each
+        assert sorted(p["label"] for p in failed) == ["scheduler_TP0", "scheduler_TP1"]
+        assert all(not p["init"] for p in failed)

@@ -42,13 +42,16 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_venv(tmp_path_factory.mktemp("run-venv") / "venv", wheels(tmp_path_factory.mktemp("wheels")))
 
 
-def run_probe(repo: Path, manifest: Path, python: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_probe(
+    repo: Path, manifest: Path, python: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [patchkit_script(), "run", "-m", str(manifest), "--apply", "--probe", *extra, "--", str(python), "bench.py"],
         cwd=repo,
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -120,3 +123,18 @@ def test_a_stale_pyc_that_ran_in_place_of_a_clean_source_is_a_stray(venv: Path, 
     assert f"stale bytecode: {pyc} holds other code than this file" in line
     assert touched.stdout == "bench done 42\n"
     assert touched.returncode == 0, touched.stderr
+
+
+def test_run_probe_says_not_proven_when_the_probe_failed(venv: Path, tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "bench.py": BENCH},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    failed = run_probe(repo, manifest, venv, env={"PATCHKIT_PROBE_FAULT": "import"})
+    assert failed.returncode == 0 and failed.stdout == "bench done 42\n", failed.stderr
+    lines = failed.stderr.splitlines()
+    # one line per process (the first error and how many more), not one per module the probe failed on
+    shown = [x for x in lines if x.startswith("probe failed in pid ") and "more probe error" in x]
+    assert len(shown) == 3 and any("(scheduler_TP0; " in x for x in shown)  # bench.py, the resource tracker, TP0
+    assert "patchkit run --probe: not proven: the probe failed in 3 processes, so what it saw is incomplete" in lines

@@ -45,6 +45,7 @@ from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts, account
 from patchkit.proof.digests import DigestCache
 from patchkit.proof.records import read_probe_dir
+from patchkit.proof.runproof import doubts
 from patchkit.proof.show import show_proof
 from patchkit.render import plural
 
@@ -160,8 +161,15 @@ def _run_probed(
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
     show_proof(console, processes, accounting)
+    failed = doubts(processes)
     if not processes:
         console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
+    elif failed and not accounting.strays:
+        console.print(
+            f"patchkit run --probe: not proven: the probe failed in {plural(len(failed), 'process', 'processes')}, "
+            "so what it saw is incomplete",
+            markup=False,
+        )
     if accounting.strays:
         console.print(
             f"patchkit run --probe: {plural(len(accounting.strays), 'STRAY file')} ran; exit "

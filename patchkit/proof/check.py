@@ -39,10 +39,10 @@ def env_reasons(processes: Sequence[ProcessFacts], expected: Mapping[str, str]) 
                 if is_secret(name):
                     verdict = call.secrets.get(name) or ("equal" if name in call.env else "unset")
                     if verdict != "equal":
-                        found = "it unset" if verdict == "unset" else "another value"
+                        what = "it unset" if verdict == "unset" else "another value"
                         out.append(
                             f"pid {proc.pid} ({proc.label}, rank {call.rank}): {name} at init_process_group: "
-                            f"expected the value it was given, found {found} (a secret: no value is shown)"
+                            f"expected the value it was given, found {what} (a secret: no value is shown)"
                         )
                     continue
                 found = call.env.get(name)

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from patchkit.proof.account import Accounting
 from patchkit.proof.records import ProcessFacts
-from patchkit.render import Grid, emit
+from patchkit.proof.runproof import doubts
+from patchkit.render import Grid, emit, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,10 +53,9 @@ def init_table(processes: Sequence[ProcessFacts], names: Sequence[str] = ()) -> 
 
 
 def show_proof(console: Console, processes: Sequence[ProcessFacts], accounting: Accounting) -> None:
-    console.print(f"probe: {len(processes)} Python process(es) seen", markup=False)
-    for proc in processes:
-        for error in proc.errors:
-            console.print(error, markup=False, style="yellow")
+    console.print(f"probe: {plural(len(processes), 'Python process', 'Python processes')} seen", markup=False)
+    for line in doubts(processes):  # one line per process, not one per failed event
+        console.print(line, markup=False, style="yellow")
     if any(p.inits for p in processes):
         emit(console, init_table(processes))
     console.print(accounting_line(accounting), markup=False)
