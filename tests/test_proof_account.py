@@ -1,0 +1,72 @@
+"""The accounting over probe records: which category a file that ran falls in (account.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from patchkit.proof import probe_env
+from patchkit.proof.account import account
+from patchkit.proof.digests import DigestCache
+from patchkit.proof.records import LoadedFile, ProcessFacts, read_probe_dir
+
+
+def facts(stdlib: Path, site: Path, *paths: Path) -> ProcessFacts:
+    files = []
+    for path in paths:
+        st = os.stat(path)
+        files.append(LoadedFile("module", path.stem, str(path), st.st_size, st.st_mtime_ns))
+    return ProcessFacts(
+        pid=4242, ppid=1, argv=("x",), executable=sys.executable, title=None, mp_name=None, prefix=str(stdlib.parent),
+        base_prefix=str(stdlib.parent), stdlib=str(stdlib), site_dirs=(str(site),), forked_from=None, start_env={},
+        files=tuple(files),
+    )  # fmt: skip
+
+
+def test_a_stdlib_file_that_links_outside_the_stdlib_is_stdlib(tmp_path: Path) -> None:
+    """Debian's /usr/lib/python3.X/sitecustomize.py links to /etc/python3.X/: its real path is outside every root,
+    the path Python loaded it from is the stdlib's.  A link in a site directory stays what its target is."""
+    stdlib = tmp_path / "usr" / "lib" / "python3.11"
+    site = stdlib / "site-packages"
+    etc = tmp_path / "etc" / "python3.11"
+    for d in (site, etc):
+        d.mkdir(parents=True)
+    (etc / "sitecustomize.py").write_text("# Debian's apport hook\n")
+    (stdlib / "sitecustomize.py").symlink_to(etc / "sitecustomize.py")
+    (stdlib / "json.py").write_text("")
+    (etc / "hook.py").write_text("")
+    (site / "hook.py").symlink_to(etc / "hook.py")
+    proc = facts(stdlib, site, stdlib / "sitecustomize.py", stdlib / "json.py", site / "hook.py", etc / "hook.py")
+    verdicts = {v.path: v for v in account([proc], tree=None, cache=DigestCache(None)).verdicts}
+    assert verdicts[str(stdlib / "sitecustomize.py")].category == "stdlib"
+    assert verdicts[str(stdlib / "json.py")].category == "stdlib"
+    assert verdicts[str(site / "hook.py")].category == "stray"  # loaded from a site dir: owned by none there
+    assert "outside every known root" in (verdicts[str(etc / "hook.py")].why or "")
+
+
+DEBIAN = Path(f"/usr/lib/python3.{sys.version_info.minor}/sitecustomize.py")
+DEBIAN_PY = Path(f"/usr/bin/python3.{sys.version_info.minor}")
+
+
+@pytest.mark.skipif(
+    not (DEBIAN.is_symlink() and DEBIAN_PY.exists()), reason="needs Debian's python3 and its linked sitecustomize"
+)
+def test_a_venv_of_debians_python_runs_its_sitecustomize_and_is_not_refused(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    made = subprocess.run([str(DEBIAN_PY), "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True)
+    if made.returncode != 0:
+        pytest.skip(f"Debian's python cannot make a venv here: {made.stderr.strip()[-200:]}")
+    out = tmp_path / "probe"
+    out.mkdir()
+    env = probe_env({k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}, out)
+    ran = subprocess.run([str(venv / "bin" / "python"), "-c", "import json"], env=env, capture_output=True, text=True)
+    assert ran.returncode == 0 and "probe failed" not in ran.stderr, ran.stderr
+    processes = read_probe_dir(out)
+    assert [(f.kind, f.path) for p in processes for f in p.files if f.kind == "chained"] == [("chained", str(DEBIAN))]
+    accounting = account(processes, tree=None, cache=DigestCache(None))
+    assert not accounting.strays, accounting.strays
+    assert {v.path: v.category for v in accounting.verdicts}[str(DEBIAN)] == "stdlib"
