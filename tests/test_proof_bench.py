@@ -178,3 +178,34 @@ def test_a_probe_that_failed_leaves_the_run_not_proven_with_its_errors(capsys, h
     if point == "init":  # both schedulers, once each
         assert sorted(p["label"] for p in failed) == ["scheduler_TP0", "scheduler_TP1"]
         assert all(not p["init"] for p in failed)
+
+
+def test_a_run_that_is_not_proven_says_so_in_bench_runs_and_compare(capsys, history, venv, tmp_path) -> None:
+    """Probe off on A, on for B (whose engine sets CUDA_DEVICE_MAX_CONNECTIONS=8): compare must not say
+    "proof differences: none", and the text of bench and runs names the run that is not proven."""
+    store = tmp_path / "bench.sqlite"
+    off = bench(capsys, history, kit(tmp_path / "off", venv, "", probe=False), store, "--commit", history["base"])
+    assert off.code == 0, off.out + off.err
+    rows = [x for x in off.out.splitlines() if x.split()[:1] == ["1"]]
+    assert rows and all(x.split()[-3:] == ["ok,", "not", "proven"] for x in rows), off.out  # the outcome column
+    assert f"{history['base'][:10]} default not proven: [bench].probe = false" in off.out
+    on = bench(capsys, history, kit(tmp_path / "on", venv, ""), store, "--commit", history["envs8"], "--json")
+    assert on.code == 0 and on.json["runs"][0]["proof"]["state"] == "proven", on.out
+    assert on.json["table"][0]["proof"] == "proven"
+
+    args = ("--repo", history.path, "--store", store)
+    cmp = run_cli(capsys, "compare", "1", "2", *args, "--json")
+    assert cmp.code == 0, cmp.err
+    assert cmp.json["provenance"]["proof"] == [
+        {"key": "proof", "a": "not proven ([bench].probe = false)", "b": "proven"}
+    ]
+    people = run_cli(capsys, "compare", "1", "2", *args).out
+    assert "proof differences (the probe: effective env, libraries, distributions, STRAYs): 1" in people
+    assert "  proof: 'not proven ([bench].probe = false)' -> 'proven'" in people
+    listed = run_cli(capsys, "runs", *args)
+    lines = {x.split()[0]: x for x in listed.out.splitlines() if x.split()[:1] in (["1"], ["2"])}
+    assert "ok, not proven" in lines["1"] and "not proven" not in lines["2"], listed.out
+    assert [r["proof"] for r in json.loads(run_cli(capsys, "runs", *args, "--json").out)["runs"]] == [
+        "not proven",
+        "proven",
+    ]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets as _secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def probe_env(
     if env_names:
         env["PATCHKIT_PROBE_ENV"] = ",".join(env_names)
     if secrets:
-        salt = _secrets.token_hex(16)
+        salt = os.urandom(16).hex()
         digests = [
             f"{name}={hashlib.sha256((salt + value).encode('utf-8', 'surrogateescape')).hexdigest()}"
             for name, value in sorted(secrets.items())
