@@ -24,7 +24,7 @@ anything else in the log is ignored.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,3 +79,25 @@ def parse_nccl_log(lines: Iterable[str]) -> dict[int, NcclProcess]:
         if version is not None and entry["version"] is None:
             entry["version"] = version["version"]
     return {pid: NcclProcess(pid, e["host"], tuple(e["devices"]), e["version"], e["env"]) for pid, e in found.items()}
+
+
+class NcclLines:
+    """Collects NCCL's INFO lines from a command's output as it passes through (``patchkit run --probe``):
+    only lines that can be NCCL's are kept, so a long benchmark's output costs no memory here."""
+
+    MARK = b" NCCL INFO "
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, line: bytes) -> None:
+        if self.MARK in line:
+            self.lines.append(line.decode("utf-8", "replace"))
+
+    def parse(self) -> dict[int, NcclProcess]:
+        return parse_nccl_log(self.lines)
+
+
+def wants_nccl_lines(env: Mapping[str, str]) -> bool:
+    """Whether NCCL will print INFO lines (``NCCL_DEBUG`` INFO, or TRACE, which includes them)."""
+    return env.get("NCCL_DEBUG", "").strip().upper() in ("INFO", "TRACE")
