@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import make_repo
+from proof_env import PYPROJECT, editable_install, make_venv, site_packages, wheels
 
 from patchkit.proof import probe_env
 from patchkit.proof.account import account
@@ -70,3 +72,53 @@ def test_a_venv_of_debians_python_runs_its_sitecustomize_and_is_not_refused(tmp_
     accounting = account(processes, tree=None, cache=DigestCache(None))
     assert not accounting.strays, accounting.strays
     assert {v.path: v.category for v in accounting.verdicts}[str(DEBIAN)] == "stdlib"
+
+
+def test_the_probes_accounting_names_an_unowned_sitecustomize_a_pth_import_line_and_a_dirty_editable(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The three ways in that a guard resolving the tree's package never sees, through the probe's accounting
+    of a real process (not guard --site): each file that ran is a STRAY saying why, the clean ones are not."""
+    python = make_venv(tmp_path / "venv", wheels(tmp_path_factory.mktemp("wheels")))
+    checkout = make_repo(
+        tmp_path / "beta",
+        {
+            "pyproject.toml": PYPROJECT.format(name="beta-src", version="0.3"),
+            "src/beta/__init__.py": "",
+            "src/beta/core.py": "B = 1\n",
+            "src/beta/clean.py": "C = 1\n",
+            ".gitignore": "*.egg-info/\n__pycache__/\nbuild/\n",
+        },
+    )
+    editable_install(python, checkout)
+    site = site_packages(python)
+    (site / "sitecustomize.py").write_text("import os\nos.environ['NCCL_MIN_NCHANNELS'] = '8'\n")
+    (site / "zz_hook.pth").write_text("import os; os.environ.setdefault('CUDA_DEVICE_MAX_CONNECTIONS', '1')\n")
+    (checkout / "src" / "beta" / "core.py").write_text("B = 2\n")  # uncommitted
+    out = tmp_path / "probe"
+    out.mkdir()
+    program = (
+        "import os, alpha.core, beta.core, beta.clean\n"
+        "print(os.environ['NCCL_MIN_NCHANNELS'], os.environ['CUDA_DEVICE_MAX_CONNECTIONS'], beta.core.B)\n"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "NCCL_", "CUDA_"))}
+    ran = subprocess.run([str(python), "-c", program], env=probe_env(base, out), capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout == "8 1 2\n", ran.stderr  # all three ran
+    processes = read_probe_dir(out)
+    accounting = account(processes, tree=None, cache=DigestCache(None))
+    strays = {v.path: v for v in accounting.strays}
+    assert set(strays) == {
+        str(site / "sitecustomize.py"),
+        str(site / "zz_hook.pth"),
+        str(checkout / "src" / "beta" / "core.py"),
+    }, strays
+    assert strays[str(site / "sitecustomize.py")].why == f"in {site} but listed in no RECORD (owned by none)"
+    assert strays[str(site / "zz_hook.pth")].why == f"in {site} but listed in no RECORD (owned by none)"
+    dirty = strays[str(checkout / "src" / "beta" / "core.py")]
+    assert dirty.owner == f"beta-src from {checkout / 'src'}" or dirty.owner == f"beta-src from {checkout}"
+    assert (dirty.why or "").startswith(f"uncommitted change in the editable checkout {checkout} (src/beta/core.py)")
+    verdicts = {v.path: v for v in accounting.verdicts}
+    assert verdicts[str(checkout / "src" / "beta" / "clean.py")].category == "editable"
+    assert verdicts[str(site / "alpha" / "core.py")].category == "dist"
+    kinds = {f.path: f.kind for p in processes for f in p.files}
+    assert kinds[str(site / "sitecustomize.py")] == "chained" and kinds[str(site / "zz_hook.pth")] == "pth"
