@@ -294,8 +294,10 @@ def guard(**kwargs: Any) -> int:
 @click.option(
     "--probe",
     is_flag=True,
-    help="Run the probe in every Python process CMD starts; when CMD exits, account for every file "
-    "that ran (a STRAY exits 1).",
+    help="Run the probe in every Python process CMD starts and sample the NCCL/CUDA libraries they map; "
+    "when CMD exits, account for every file that ran and check the manifest's [bench].env at "
+    "init_process_group (a STRAY or a wrong value exits 1); with NCCL_DEBUG=INFO, CMD's output passes "
+    "through patchkit and NCCL's own lines are read.",
 )
 @click.option(
     "--probe-dir", default=None, metavar="DIR", help="With --probe: keep the probe's per-process files in DIR."

@@ -16,9 +16,16 @@ def test_the_fixture_gives_each_pid_its_variables_and_version() -> None:
     assert rank0.host == "h200-node-07" and rank0.devices == ("0",)
     assert rank0.version == "2.27.5+cuda12.9"
     assert rank1.version is None  # only rank 0 printed its version line
-    # the first value NCCL printed wins (it reads each variable once per process)
-    assert rank0.env == {"NCCL_SOCKET_IFNAME": "eth0", "NCCL_P2P_LEVEL": "NVL", "NCCL_MIN_NCHANNELS": "4"}
+    # the first value NCCL printed wins (it reads each variable once per process); an integer parameter's
+    # trailing period (ncclLoadParam's "%lld.") is not part of its value
+    assert rank0.env == {
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_CUMEM_ENABLE": "0",
+        "NCCL_P2P_LEVEL": "NVL",
+        "NCCL_MIN_NCHANNELS": "4",
+    }
     assert rank1.env["NCCL_MIN_NCHANNELS"] == "8"
+    assert rank1.env["NCCL_CUMEM_ENABLE"] == "0"  # from the line with NCCL's timestamp prefix
     assert rank1.to_json()["env"]["NCCL_P2P_LEVEL"] == "NVL"
 
 
@@ -32,3 +39,18 @@ def test_lines_that_are_not_nccl_info_are_ignored() -> None:
     found = parse_nccl_log(lines)
     assert list(found) == [12]
     assert found[12].env == {"NCCL_ALGO": "Ring"} and found[12].devices == ("3",)
+
+
+def test_only_an_integers_trailing_period_is_dropped() -> None:
+    lines = [
+        "h:7:7 [0] NCCL INFO NCCL_MIN_NCHANNELS set by environment to -1.",
+        "h:7:7 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1",  # ncclGetLevel's "%d": no period
+        "h:7:7 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to =eth0.",  # a string: as printed
+        "[2025-11-20 10:00:05.123] h:7:7 [0] NCCL INFO NCCL_BUFFSIZE set by environment to 4194304.",
+    ]
+    assert parse_nccl_log(lines)[7].env == {
+        "NCCL_MIN_NCHANNELS": "-1",
+        "NCCL_P2P_DISABLE": "1",
+        "NCCL_SOCKET_IFNAME": "=eth0.",
+        "NCCL_BUFFSIZE": "4194304",
+    }

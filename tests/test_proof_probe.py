@@ -254,3 +254,35 @@ def test_a_forked_child_writes_its_own_file(tmp_path: Path) -> None:
     assert facts[child].forked_from == parent and facts[parent].forked_from is None
     assert any(f.name == "email.parser" for f in facts[child].files)
     assert not any(f.name == "email.parser" for f in facts[parent].files)
+
+
+def test_files_run_through_spec_from_file_location_and_run_path_are_recorded(venv: Path, tmp_path: Path) -> None:
+    """Generated and plug-in code loaded outside the import statement is a file that ran, and is accounted for;
+    the probe wraps the two functions only once the program imported their modules (it imports neither)."""
+    (tmp_path / "plug.py").write_text("VALUE = 'plug'\n")
+    (tmp_path / "script.py").write_text("RESULT = 'script'\n")
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__main__.py").write_text("RESULT = 'app'\n")
+    program = (
+        "import sys\n"
+        "print('importlib.util' in sys.modules, 'runpy' in sys.modules)\n"
+        "import importlib.util, runpy\n"
+        f"spec = importlib.util.spec_from_file_location('plug', {str(tmp_path / 'plug.py')!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        f"print(module.VALUE, runpy.run_path({str(tmp_path / 'script.py')!r})['RESULT'],"
+        f" runpy.run_path({str(tmp_path / 'app')!r})['RESULT'])\n"
+        "print(importlib.util.spec_from_file_location.__name__, runpy.run_path.__name__)\n"
+    )
+    out = tmp_path / "probe"
+    out.mkdir()
+    plain = subprocess.run([str(venv), "-c", program], capture_output=True, text=True)
+    probed = subprocess.run([str(venv), "-c", program], env=probe_env(os.environ, out), capture_output=True, text=True)
+    assert probed.returncode == plain.returncode == 0, probed.stderr
+    assert probed.stdout == plain.stdout == "False False\nplug script app\nspec_from_file_location run_path\n"
+    assert "probe failed" not in probed.stderr
+    [facts] = read_probe_dir(out)
+    ran = {f.path for f in facts.files}
+    expected = {str(tmp_path / "plug.py"), str(tmp_path / "script.py"), str(tmp_path / "app" / "__main__.py")}
+    assert expected <= ran
+    accounting = account([facts], tree=None, cache=DigestCache(None))
+    assert {v.path for v in accounting.strays} == expected  # outside every known root: each named

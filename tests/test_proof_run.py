@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import py_compile
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -42,13 +44,16 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_venv(tmp_path_factory.mktemp("run-venv") / "venv", wheels(tmp_path_factory.mktemp("wheels")))
 
 
-def run_probe(repo: Path, manifest: Path, python: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_probe(
+    repo: Path, manifest: Path, python: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [patchkit_script(), "run", "-m", str(manifest), "--apply", "--probe", *extra, "--", str(python), "bench.py"],
         cwd=repo,
         capture_output=True,
         text=True,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -120,3 +125,106 @@ def test_a_stale_pyc_that_ran_in_place_of_a_clean_source_is_a_stray(venv: Path, 
     assert f"stale bytecode: {pyc} holds other code than this file" in line
     assert touched.stdout == "bench done 42\n"
     assert touched.returncode == 0, touched.stderr
+
+
+def test_run_probe_says_not_proven_when_the_probe_failed(venv: Path, tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "bench.py": BENCH},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    failed = run_probe(repo, manifest, venv, env={"PATCHKIT_PROBE_FAULT": "import"})
+    assert failed.returncode == 0 and failed.stdout == "bench done 42\n", failed.stderr
+    lines = failed.stderr.splitlines()
+    # one line per process (the first error and how many more), not one per module the probe failed on
+    shown = [x for x in lines if x.startswith("probe failed in pid ") and "more probe error" in x]
+    assert len(shown) == 3 and any("(scheduler_TP0; " in x for x in shown)  # bench.py, the resource tracker, TP0
+    assert "patchkit run --probe: not proven: the probe failed in 3 processes, so what it saw is incomplete" in lines
+
+
+RANKS = """import ctypes
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import torch.distributed as dist
+
+
+def rank(r, lib):
+    if r == 1:
+        os.environ["NCCL_MIN_NCHANNELS"] = "8"  # after start-up: the start environment says 4
+    ctypes.CDLL(lib)  # as pynccl loads its libnccl
+    dist.init_process_group(backend="nccl", rank=r, world_size=2)
+    time.sleep(1.5)  # alive long enough for a sample of its mapped libraries
+
+
+if __name__ == "__main__":
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=rank, args=(r, sys.argv[1]), name=f"scheduler_TP{r}") for r in (0, 1)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    print("ranks done")
+"""
+
+BENCH_TABLE = """
+[bench]
+python = "python3"
+server = "python3 -c pass"
+health = "http://127.0.0.1:9/health"
+client = "python3 -c pass"
+env = {NCCL_MIN_NCHANNELS = "4", HF_TOKEN = "{token}", SERVER_PORT = "{port}"}
+vars = {token = "hf_run_secret_7171"}
+
+[[bench.metric]]
+name = "x"
+source = "stdout"
+regex = ["x=([0-9.]+)"]
+better = "higher"
+"""
+
+
+def test_run_probe_checks_bench_env_at_init_lists_mapped_libraries_and_reads_nccls_lines(
+    venv: Path, tmp_path: Path
+) -> None:
+    """The manifest's [bench].env at init_process_group, the libnccl each process mapped, NCCL's own lines from
+    CMD's output (which passes through unchanged), for a user's own command."""
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "ranks.py": RANKS},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    manifest.write_text(manifest.read_text() + BENCH_TABLE)
+    lib = tmp_path / "nccl" / "libnccl.so.2"
+    lib.parent.mkdir()
+    shutil.copy(next(p for p in ("/lib/x86_64-linux-gnu/libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1")
+                     if os.path.exists(p)), lib)  # fmt: skip
+    env = {"NCCL_DEBUG": "INFO", "NCCL_MIN_NCHANNELS": "4", "HF_TOKEN": "hf_run_secret_7171"}
+    proc = subprocess.run(
+        [patchkit_script(), "run", "-m", str(manifest), "--apply", "--probe", "--", str(venv), "ranks.py", str(lib)],
+        cwd=repo, capture_output=True, stdin=subprocess.DEVNULL, env={**os.environ, **env},
+    )  # fmt: skip
+    out, err = proc.stdout.decode(), proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert out == "ranks done\n"  # CMD's stdout, unchanged
+    nccl = [x for x in err.splitlines() if " NCCL INFO " in x]
+    assert len([x for x in nccl if x.endswith("NCCL INFO NCCL_MIN_NCHANNELS set by environment to 8.")]) == 1
+    assert len([x for x in nccl if x.endswith("NCCL INFO NCCL_MIN_NCHANNELS set by environment to 4.")]) == 1
+    lines = err.splitlines()
+    tp1 = next(x for x in lines if "(scheduler_TP1, rank 1): NCCL_MIN_NCHANNELS at init_process_group" in x)
+    assert tp1.endswith("expected '4', found '8' (it started with '4')")
+    assert not any("scheduler_TP0, rank 0)" in x for x in lines)  # HF_TOKEN equal in both, NCCL_MIN 4 in TP0
+    assert "[bench].env SERVER_PORT is not checked: its value needs a placeholder only bench sets" in lines
+    assert "patchkit run --probe: 1 process without [bench].env's value at init_process_group; exit 1" in err
+    digest = hashlib.sha256(lib.read_bytes()).hexdigest()[:16]
+    mapped = [x for x in lines if str(lib) in x and digest in x]
+    assert {x.split()[1] for x in mapped} == {"scheduler_TP0", "scheduler_TP1"}, err
+    versions = [
+        x
+        for x in lines
+        if x.split()[1:3] in (["scheduler_TP0", "2.27.5+cuda12.9"], ["scheduler_TP1", "2.27.5+cuda12.9"])
+    ]
+    assert len(versions) == 2 and any("NCCL_MIN_NCHANNELS=8" in x for x in versions), err
+    assert "hf_run_secret_7171" not in err

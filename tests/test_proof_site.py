@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import py_compile
 import subprocess
+import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +117,63 @@ def test_site_needs_python_and_refuses_a_manifest(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "no such interpreter" in proc.stderr and "Traceback" not in proc.stderr
     proc = subprocess.run([patchkit_script(), "guard"], capture_output=True, text=True)
     assert proc.returncode == 2 and "Missing option '-m' / '--manifest'" in proc.stderr
+
+
+def test_unowned_sourceless_bytecode_and_extension_modules_and_stale_bytecode(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """What imports without a .py: a .pyc outside __pycache__ and extension modules, owned by no RECORD; and a
+    __pycache__ .pyc of other code that Python takes as fresh for a clean RECORD-listed source."""
+    python = make_venv(tmp_path / "venv", wheels(tmp_path_factory.mktemp("wheels")))
+    site = site_packages(python)
+    cache = tmp_path / "cache"
+    assert guard_site(python, cache=cache).returncode == 0
+    hook = tmp_path / "evil.py"
+    hook.write_text("import os\nos.environ['NCCL_MIN_NCHANNELS'] = '8'\n")
+    py_compile.compile(str(hook), cfile=str(site / "evil.pyc"))
+    ran = subprocess.run([str(python), "-c", "import evil, os; print(os.environ['NCCL_MIN_NCHANNELS'])"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert ran.stdout == "8\n", ran.stderr  # it imports: Python runs it
+    tagged = site / f"fast{sysconfig.get_config_var('EXT_SUFFIX')}"
+    for ext in (tagged, site / "alpha" / "plain.so", site / "stable.abi3.so"):
+        ext.write_bytes(b"\x7fELF not really")
+    # alpha/core.py's own bytes (as its RECORD says), but its .pyc compiled from VALUE = 40 within the same second
+    core = site / "alpha" / "core.py"
+    original = core.read_text()
+    second = int(time.time()) - 100
+    pyc = Path(importlib.util.cache_from_source(str(core)))
+    core.write_text(original.replace("41", "40"))
+    os.utime(core, ns=(second * 10**9 + 10,) * 2)
+    py_compile.compile(str(core), cfile=str(pyc), invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    os.utime(pyc, ns=(second * 10**9 + 20,) * 2)
+    core.write_text(original)
+    os.utime(core, ns=(second * 10**9 + 30,) * 2)
+    ran = subprocess.run(
+        [str(python), "-c", "import alpha.core as c; print(c.answer())"], capture_output=True, text=True
+    )
+    assert ran.stdout == "41\n", ran.stderr  # the stale bytecode ran, though the file says 41
+
+    for extra in ((), ("--no-cache",)):
+        found = guard_site(python, "--json", *extra, cache=cache)
+        assert found.returncode == 1, found.stdout + found.stderr
+        data = json.loads(found.stdout)
+        kinds = {f["path"]: (f["kind"], f["owner"], f["detail"]) for f in data["findings"]}
+        assert kinds.pop(str(site / "evil.pyc")) == (
+            "unowned",
+            None,
+            "sourceless bytecode: imports as a module; listed in no RECORD",
+        )
+        for ext in (tagged, site / "alpha" / "plain.so", site / "stable.abi3.so"):
+            assert kinds.pop(str(ext)) == (
+                "unowned",
+                None,
+                "extension module: imports as a module; listed in no RECORD",
+            )
+        kind, owner, detail = kinds.pop(str(pyc))
+        assert (kind, owner) == ("stale-bytecode", "alpha-dist 1.0") and detail.startswith("stale bytecode: ")
+        assert not kinds and data["bytecode"] >= 1
+    text = guard_site(python, cache=cache).stdout
+    assert any(line.startswith("STALE") and str(pyc) in line and "alpha-dist 1.0" in line for line in text.splitlines())
+    assert any(
+        line.startswith("UNOWNED") and str(tagged) in line and "owned by none" in line for line in text.splitlines()
+    )

@@ -83,6 +83,7 @@ BOUNDARIES = (
     ("patchkit.proof.site.sitecustomize", "functools", PROBE_WHY),
     ("patchkit.proof.site.sitecustomize", "atexit", PROBE_WHY),
     ("patchkit.proof.site.sitecustomize", "importlib", PROBE_WHY),
+    ("patchkit.proof.site.sitecustomize", "hashlib", PROBE_WHY),
 )
 
 

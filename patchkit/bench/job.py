@@ -60,6 +60,7 @@ from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
+from patchkit.redact import is_secret
 from patchkit.render import plural
 
 LOG_TAIL_LINES = 20
@@ -269,7 +270,11 @@ def check_start_env(pid: int, required: Mapping[str, str]) -> tuple[list[int], l
             if name not in environ:
                 wrong.append(f"lacks {name}")
             elif environ[name] != value:
-                wrong.append(f"has {name}={environ[name]!r}, not {value!r}")
+                wrong.append(
+                    f"has {name} set to another value (a secret: no value is shown)"
+                    if is_secret(name)
+                    else f"has {name}={environ[name]!r}, not {value!r}"
+                )
         if wrong:
             problems.append(f"pid {proc.pid} ({cmdline}) {'; '.join(wrong)}")
     return checked, problems
@@ -537,7 +542,9 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
         return state.env
     state.probe_dir = spec.run_dir / "probe"
     state.probe_dir.mkdir(parents=True, exist_ok=True)
-    return probe_env(state.env, state.probe_dir, env_names=sorted(required_env(spec, state.env)))
+    required = required_env(spec, state.env)
+    secrets = {name: value for name, value in required.items() if is_secret(name)}
+    return probe_env(state.env, state.probe_dir, env_names=sorted(required), secrets=secrets)
 
 
 def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:

@@ -150,6 +150,12 @@ class RunRecord:
             "outcome": self.outcome.value,
         }
 
+    @property
+    def proof_state(self) -> str | None:  # NOT_PROVEN, "proven", "refused"
+        """The probe's verdict: proven | refused | not proven; None when no server was started."""
+        state = (self.proof or {}).get("state")
+        return str(state) if state is not None else None
+
     def stats(self) -> dict[str, dict[str, Any]]:
         return {name: summary(values) for name, values in self.samples.items()}
 
@@ -170,6 +176,7 @@ class RunRecord:
             "host": self.host.get("hostname"),
             "stats": self.stats(),
             "executor": self.executor_summary(),
+            "proof": self.proof_state,
         }
 
     def executor_summary(self) -> dict[str, Any] | None:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from patchkit.bench.compare import Comparison
     from patchkit.git import Commit
 
+NOT_PROVEN = "not proven"  # a run's proof state (patchkit.proof.runproof.NOT_PROVEN)
 OUTCOME_STYLE = {
     Outcome.OK: "bold green",
     Outcome.REFUSED: "bold red",
@@ -49,6 +50,13 @@ def fmt(value: float | None, digits: int = 2) -> str:
 def outcome_piece(outcome: Outcome | str) -> Piece:
     value = Outcome(outcome)
     return (value.value, OUTCOME_STYLE[value])
+
+
+def outcome_cell(outcome: Outcome | str, proof: str | None) -> Cell:
+    """The outcome, and "not proven" after it where the probe could not vouch for the run (probe off or failed)."""
+    if proof != NOT_PROVEN:
+        return outcome_piece(outcome)
+    return [outcome_piece(outcome), (", not proven", "yellow")]
 
 
 def say(console: Console, text: str, style: str = "") -> None:
@@ -101,9 +109,14 @@ def run_line(record: RunRecord) -> str:
 
 
 def explain_lines(record: RunRecord) -> list[str]:
-    """Why a run is not ok: its reason, details, and where each missing value should have been."""
+    """Why a run is not ok: its reason, details, and where each missing value should have been; for an ok run
+    the probe could not vouch for (probe off, or it failed in a process), why it is not proven."""
     if record.outcome is Outcome.OK:
-        return []
+        if record.proof_state != NOT_PROVEN:
+            return []
+        proof = record.proof or {}
+        out = [f"{record.commit.short} {record.profile} not proven: {proof.get('reason')}"]
+        return out + [f"  {line}" for line in list(proof.get("reasons") or [])[:30]]
     out = [f"{record.commit.short} {record.profile} {record.outcome.value}: {record.reason}"]
     out.extend(f"  {line}" for line in record.details[:30])
     for item in record.missing[:10]:
@@ -141,6 +154,7 @@ def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float 
         "n": s.get("n", 0),
         "missing": s.get("missing", 0),
         "ratio": ratio,
+        "proof": record.proof_state,
     }
 
 
@@ -172,7 +186,7 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
             fmt(row["max"]),
             n,
             fmt(row["ratio"], 3),
-            outcome_piece(row["outcome"]),
+            outcome_cell(row["outcome"], row.get("proof")),
         )
     return table
 
@@ -198,7 +212,7 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
         started = r.started_at[:19].replace("T", " ")
         stats = r.stats()
         head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.profile]
-        head.append(outcome_piece(r.outcome))
+        head.append(outcome_cell(r.outcome, r.proof_state))
         if scheduled:
             head.append(str((r.executor or {}).get("job_id") or "-"))
         if not stats or not r.has_data():

@@ -2,7 +2,7 @@
 
 The report: the interpreter and its site directories, how many files were
 verified (from the stat cache / hashed), every finding (edited, missing,
-owned by none, uncommitted in an editable checkout) with its distribution or
+owned by none, uncommitted in an editable checkout, stale bytecode) with its distribution or
 "owned by none", the owned ``.pth`` files that run code, and every editable
 install with its checkout's state.  Exit 0 when there is no finding, else 1.
 """
@@ -24,6 +24,7 @@ _KIND = {
     "missing": ("MISSING", "bold red"),
     "unowned": ("UNOWNED", "bold red"),
     "editable-dirty": ("DIRTY", "bold red"),
+    "stale-bytecode": ("STALE", "bold red"),
     "pth": ("RUNS CODE", "yellow"),
 }
 

@@ -14,6 +14,17 @@ gave an exit code.  ``--keep`` leaves the edits.  If this run's apply wrote
 nothing (the tree was already patched), nothing is reverted; if it wrote, the
 manifest's whole record is reverted (``revert_worktree``).
 
+With ``--probe`` (items 1-3 of the proof, for a command of the user's own):
+the probe runs in every Python process ``CMD`` starts; while it runs, the
+``libnccl``/``libcudart``/``libcuda`` each of its processes maps are sampled
+(psutil); with ``NCCL_DEBUG=INFO`` (or TRACE) in its environment its stdout
+and stderr pass through patchkit, byte for byte, so that NCCL's own
+``set by environment`` and version lines can be read (they are then pipes,
+not the terminal); after it exits, every file that ran is accounted for, and
+when the manifest has a ``[bench].env``, each process that called
+``init_process_group`` must have had those values then.  A STRAY or such a
+variable makes the exit code 1 (128 under ``--bisect``) whatever ``CMD``'s.
+
 With ``--bisect``: a refused apply or a guard that finds a required FAIL at
 this commit exits 125 (``git bisect`` skips the commit); any other guard
 failure or patchkit error exits 128 (the bisect stops); otherwise ``CMD``'s
@@ -28,10 +39,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rich.console import Console
 
@@ -41,12 +53,18 @@ from patchkit.engine.apply import apply_worktree
 from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
+from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts, account
+from patchkit.proof.check import env_reasons
 from patchkit.proof.digests import DigestCache
+from patchkit.proof.libs import LibrarySampler
+from patchkit.proof.nccllog import NcclLines, wants_nccl_lines
 from patchkit.proof.records import read_probe_dir
-from patchkit.proof.show import show_proof
-from patchkit.render import plural
+from patchkit.proof.runproof import doubts
+from patchkit.proof.show import libraries_table, nccl_table, show_proof
+from patchkit.redact import is_secret
+from patchkit.render import emit, plural
 
 
 def run(
@@ -133,39 +151,85 @@ def _guard_and_run(
     )
     if probe is None:
         return run_passthrough(command, env, cwd=None)
-    return _run_probed(command, env, console, git_repo=git_repo, commit=report.commit.sha, probe=probe, bisect=bisect)
+    return _run_probed(
+        command, env, console, git_repo=git_repo, commit=report.commit.sha, probe=probe, bisect=bisect,
+        bench=getattr(loaded, "bench", None),
+    )  # fmt: skip
+
+
+def expected_env(bench: BenchConfig | None, tree: Path) -> tuple[dict[str, str], list[str]]:
+    """``[bench].env`` rendered with ``[bench].vars``, ``{tree}`` and ``{python}``; and the names whose value
+    needs a placeholder only ``bench`` knows (``{port}``, a profile's vars), which are not checked."""
+    if bench is None:
+        return {}, []
+    values = {**bench.vars, "tree": str(tree), "python": bench.python}
+    expected, skipped = {}, []
+    for name, template in bench.env.items():
+        try:
+            expected[name] = render(template, values)
+        except (KeyError, IndexError, ValueError):
+            skipped.append(name)
+    return expected, skipped
 
 
 def _run_probed(
     command: Sequence[str], env: dict[str, str], console: Console, *, git_repo: Any, commit: str,
-    probe: ProbeOptions, bisect: bool,
+    probe: ProbeOptions, bisect: bool, bench: BenchConfig | None = None,
 ) -> int:  # fmt: skip
     """Run CMD with the probe in every Python process it starts; account for every file that ran after it exits.
 
-    A STRAY makes the exit code 1 (128 under --bisect: the setup is wrong),
-    whatever CMD's own; otherwise CMD's exit code passes through.
+    A STRAY, or a ``[bench].env`` value a process lacked at ``init_process_group``, makes the exit code 1
+    (128 under --bisect: the setup is wrong), whatever CMD's own; otherwise CMD's exit code passes through.
     """
+    expected, skipped = expected_env(bench, git_repo.root)
+    secrets = {name: value for name, value in expected.items() if is_secret(name)}
+    nccl = NcclLines() if wants_nccl_lines(env) else None
+    sampler = LibrarySampler()
     keep = probe.directory is not None
     out = Path(probe.directory) if probe.directory is not None else Path(tempfile.mkdtemp(prefix="patchkit-probe-"))
+    root = str(git_repo.root)
+    cache = DigestCache.for_scope("run:" + root)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        code = run_passthrough(command, probe_env(env, out), cwd=None)
+        probed = probe_env(env, out, env_names=sorted(expected), secrets=secrets)
+        code = run_passthrough(command, probed, cwd=None, lines=nccl, sampler=sampler)
         processes = read_probe_dir(out)
         tree = TreeFacts.of(git_repo, git_repo.root, commit)
-        root = str(git_repo.root)
-        accounting = account(
-            processes, tree=tree, allow_stray=probe.allow_stray, cache=DigestCache.for_scope("run:" + root)
-        )
+        accounting = account(processes, tree=tree, allow_stray=probe.allow_stray, cache=cache)
+        libraries = sampler.libraries(cache)
+        cache.save()
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
     show_proof(console, processes, accounting)
+    if libraries:
+        emit(console, libraries_table(libraries, processes))
+    if nccl is not None:
+        found = nccl.parse()
+        if found:
+            emit(console, nccl_table(found, processes))
+        else:
+            console.print("NCCL: no 'NCCL INFO' line in CMD's output", markup=False)
+    for name in skipped:
+        console.print(f"[bench].env {name} is not checked: its value needs a placeholder only bench sets", markup=False)
+    reasons = env_reasons(processes, expected)
+    for line in reasons:
+        console.print(line, markup=False, style="bold red")
+    failed = doubts(processes)
     if not processes:
         console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
-    if accounting.strays:
+    elif failed and not accounting.strays and not reasons:
         console.print(
-            f"patchkit run --probe: {plural(len(accounting.strays), 'STRAY file')} ran; exit "
-            f"{128 if bisect else 1} (CMD exited {code})",
+            f"patchkit run --probe: not proven: the probe failed in {plural(len(failed), 'process', 'processes')}, "
+            "so what it saw is incomplete",
+            markup=False,
+        )
+    if accounting.strays or reasons:
+        what = [plural(len(accounting.strays), "STRAY file") + " ran"] if accounting.strays else []
+        if reasons:
+            what.append(f"{plural(len(reasons), 'process')} without [bench].env's value at init_process_group")
+        console.print(
+            f"patchkit run --probe: {' and '.join(what)}; exit {128 if bisect else 1} (CMD exited {code})",
             markup=False,
         )
         return int(ExitCode.BISECT_ABORT if bisect else ExitCode.REFUSED)
@@ -175,10 +239,22 @@ def _run_probed(
 _SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel sent (a terminal's Ctrl-C), not kill(2)
 
 
-def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None) -> int:
-    """Run ``command`` on our stdin/stdout/stderr; its exit code (128+N if killed by signal N)."""
+def run_passthrough(
+    command: Sequence[str],
+    env: dict[str, str],
+    cwd: str | None,
+    *,
+    lines: Callable[[bytes], None] | None = None,
+    sampler: LibrarySampler | None = None,
+) -> int:
+    """Run ``command`` on our stdin/stdout/stderr; its exit code (128+N if killed by signal N).
+
+    ``lines``: its stdout and stderr go through pipes, copied to ours as they come, byte for byte, and each
+    line is given to ``lines`` too.  ``sampler``: started on its pid while it runs.
+    """
+    pipe = subprocess.PIPE if lines is not None else None
     try:
-        proc = subprocess.Popen(list(command), env=env, cwd=cwd)
+        proc = subprocess.Popen(list(command), env=env, cwd=cwd, stdout=pipe, stderr=pipe)
     except FileNotFoundError:
         raise UsageError(f"command not found: {command[0]}", hint="give a path or a command on PATH after --") from None
     except PermissionError:
@@ -192,7 +268,13 @@ def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None
     watched = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD}
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
     received: list[int] = []
-    try:
+    pumps: list[threading.Thread] = []
+    try:  # threads started here inherit the blocked mask: every signal comes to sigtimedwait below
+        if lines is not None:
+            assert proc.stdout is not None and proc.stderr is not None
+            pumps = [_pump(proc.stdout, 1, lines), _pump(proc.stderr, 2, lines)]
+        if sampler is not None:
+            sampler.start(proc.pid)
         while proc.poll() is None:
             info = signal.sigtimedwait(watched, 0.5)
             if info is None or info.si_signo == signal.SIGCHLD or proc.poll() is not None:
@@ -205,10 +287,48 @@ def run_passthrough(command: Sequence[str], env: dict[str, str], cwd: str | None
             elif received.count(signal.SIGINT) > 1:
                 proc.terminate()  # a second Ctrl-C: the command ignored the first
         code = proc.wait()
+        for pump in pumps:  # a process CMD left behind may hold the pipes open: do not wait for it forever
+            pump.join(timeout=5)
         while signal.sigtimedwait(watched - {signal.SIGCHLD}, 0) is not None:
             pass  # a signal that came as the command ended: it was for the command, now gone
     finally:
+        if sampler is not None:
+            sampler.stop()
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
     if code < 0:
         return 128 - code
     return code
+
+
+def _pump(source: IO[bytes], fd: int, lines: Callable[[bytes], None]) -> threading.Thread:
+    """Copy ``source`` to our ``fd`` as it comes, unchanged, and give each line to ``lines``."""
+
+    def copy() -> None:
+        pending = b""
+        writing = True
+        raw = source.fileno()
+        while True:
+            try:
+                chunk = os.read(raw, 1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if writing:
+                try:
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                except OSError:
+                    writing = False  # our side is closed: keep draining, so the command is never blocked
+            pending += chunk
+            if b"\n" in pending:
+                *complete, pending = pending.split(b"\n")
+                for line in complete:
+                    lines(line)
+        if pending:
+            lines(pending)
+
+    thread = threading.Thread(target=copy, name=f"patchkit-pump-{fd}", daemon=True)
+    thread.start()
+    return thread

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,12 +23,33 @@ from pathlib import Path
 PROBE_SITE_DIR = Path(__file__).resolve().parent / "site"
 
 
-def probe_env(environ: Mapping[str, str], out_dir: Path, *, env_names: Sequence[str] = ()) -> dict[str, str]:
-    """``environ`` with the probe on: its directory first on PYTHONPATH, writing to ``out_dir``."""
+def probe_env(
+    environ: Mapping[str, str],
+    out_dir: Path,
+    *,
+    env_names: Sequence[str] = (),
+    secrets: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """``environ`` with the probe on: its directory first on PYTHONPATH, writing to ``out_dir``.
+
+    ``secrets``: expected values of secret-looking names (``patchkit.redact``).
+    The probe never writes such a value, so it cannot be compared afterwards;
+    instead each is passed as the sha256 of a fresh random salt and the value
+    (``PATCHKIT_PROBE_SECRETS``), and the probe compares in the process at
+    ``init_process_group`` and writes only ``equal``, ``different`` or ``unset``.
+    """
     env = dict(environ)
     rest = env.get("PYTHONPATH", "")
     env["PYTHONPATH"] = str(PROBE_SITE_DIR) + (os.pathsep + rest if rest else "")
     env["PATCHKIT_PROBE_DIR"] = str(out_dir)
     if env_names:
         env["PATCHKIT_PROBE_ENV"] = ",".join(env_names)
+    if secrets:
+        salt = os.urandom(16).hex()
+        digests = [
+            f"{name}={hashlib.sha256((salt + value).encode('utf-8', 'surrogateescape')).hexdigest()}"
+            for name, value in sorted(secrets.items())
+            if "," not in name and "=" not in name
+        ]
+        env["PATCHKIT_PROBE_SECRETS"] = salt + ";" + ",".join(digests)
     return env

@@ -17,7 +17,10 @@ and mtime it had then.  A file is, in this order:
 * STRAY, "owned by none", for any other file under a site directory (a
   hand-written ``sitecustomize.py``, a file left by hand);
 * **stdlib**: under the interpreter's own library directory (recorded, not
-  verified);
+  verified), by its real path or by the path it was loaded from: Debian's
+  ``/usr/lib/python3.X/sitecustomize.py`` is a symlink into ``/etc``, and is
+  the distribution's own file wherever it points (a file loaded from a site
+  directory is never stdlib, whatever it links to);
 * STRAY for anything else ("outside every known root").
 
 ``allow_stray`` globs (``fnmatch`` on the absolute path; ``*`` crosses
@@ -161,7 +164,7 @@ def account(
             loads.setdefault(item.path, []).append((proc.pid, item))
         site_dirs += [d for d in proc.site_dirs if d not in site_dirs]
         if proc.stdlib:
-            stdlibs.add(os.path.realpath(proc.stdlib))
+            stdlibs.update((os.path.realpath(proc.stdlib), os.path.normpath(proc.stdlib)))
     index = SiteIndex(site_dirs, cache)
     checkouts = Checkouts()
     probe_file = os.path.realpath(PROBE_SITE_DIR / "sitecustomize.py")
@@ -273,7 +276,10 @@ def _classify(
     site_dir = index.site_dir_of(real)
     if site_dir is not None:
         return "stray", None, f"in {site_dir} but listed in no RECORD (owned by none)"
+    loaded = os.path.normpath(path)
     for stdlib in stdlibs:
         if _under(real, stdlib):
             return "stdlib", None, None
+        if _under(loaded, stdlib) and index.site_dir_of(loaded) is None and not index.under_raw_site_dir(loaded):
+            return "stdlib", None, None  # loaded from the stdlib directory: a link it holds (Debian's sitecustomize)
     return "stray", None, "outside every known root (tree, site directories, editable checkouts, stdlib)"

@@ -80,40 +80,69 @@ def _judge(source: str, st: os.stat_result, pyc: str, optimize: int) -> str | No
     try:
         with open(pyc, "rb") as f:
             header = f.read(HEADER)
-            if len(header) < HEADER:
-                return None
             pyc_mtime_ns = os.fstat(f.fileno()).st_mtime_ns
-            same_magic = header[:4] == importlib.util.MAGIC_NUMBER
-            flags = int.from_bytes(header[4:8], "little")
-            if flags == 0:
-                recorded_mtime = int.from_bytes(header[8:12], "little")
-                recorded_size = int.from_bytes(header[12:16], "little")
-                taken = recorded_mtime == (int(st.st_mtime) & 0xFFFFFFFF) and recorded_size == (st.st_size & 0xFFFFFFFF)
-                if not taken or pyc_mtime_ns >= st.st_mtime_ns:
-                    return None
-                if not same_magic:
-                    return (
-                        f"unverifiable bytecode: {pyc} was written before this file's last change, which kept its "
-                        "size and its second, so Python ran it in place of the file; another Python wrote it, so "
-                        "patchkit cannot compare its code: remove it (it is recompiled)"
-                    )
-                if _same_code(source, f.read(), optimize):
-                    return None
+    except OSError:
+        return None  # no .pyc: the source ran
+    return judge_header(source, st, pyc, header, pyc_mtime_ns, optimize)
+
+
+def judge_header(
+    source: str, st: os.stat_result, pyc: str, header: bytes, pyc_mtime_ns: int, optimize: int
+) -> str | None:
+    """Why ``pyc`` (its first ``HEADER`` bytes and its mtime given) is other code that Python runs in place
+    of ``source``, or None; the rest of ``pyc``, or ``source``, is read only when the header makes it a suspect."""
+    try:
+        if len(header) < HEADER:
+            return None
+        same_magic = header[:4] == importlib.util.MAGIC_NUMBER
+        flags = int.from_bytes(header[4:8], "little")
+        if flags == 0:
+            recorded_mtime = int.from_bytes(header[8:12], "little")
+            recorded_size = int.from_bytes(header[12:16], "little")
+            taken = recorded_mtime == (int(st.st_mtime) & 0xFFFFFFFF) and recorded_size == (st.st_size & 0xFFFFFFFF)
+            if not taken or pyc_mtime_ns >= st.st_mtime_ns:
+                return None
+            if not same_magic:
                 return (
-                    f"stale bytecode: {pyc} holds other code than this file, and was written before the file's last "
-                    "change, which kept its size and its second: Python ran it in place of the file; remove it "
-                    "(it is recompiled)"
+                    f"unverifiable bytecode: {pyc} was written before this file's last change, which kept its "
+                    "size and its second, so Python ran it in place of the file; another Python wrote it, so "
+                    "patchkit cannot compare its code: remove it (it is recompiled)"
                 )
-            if flags == _UNCHECKED_HASH and same_magic:
-                with open(source, "rb") as src:
-                    if importlib.util.source_hash(src.read()) != header[8:16]:
-                        return (
-                            f"stale bytecode: {pyc} is unchecked-hash bytecode of other source: Python runs it "
-                            "without reading this file; remove it, or compile with --invalidation-mode checked-hash"
-                        )
-            return None  # checked-hash: Python compares it with the source itself
+            with open(pyc, "rb") as f:
+                body = f.read()[HEADER:]
+            if _same_code(source, body, optimize):
+                return None
+            return (
+                f"stale bytecode: {pyc} holds other code than this file, and was written before the file's last "
+                "change, which kept its size and its second: Python ran it in place of the file; remove it "
+                "(it is recompiled)"
+            )
+        if flags == _UNCHECKED_HASH and same_magic:
+            with open(source, "rb") as src:
+                if importlib.util.source_hash(src.read()) != header[8:16]:
+                    return (
+                        f"stale bytecode: {pyc} is unchecked-hash bytecode of other source: Python runs it "
+                        "without reading this file; remove it, or compile with --invalidation-mode checked-hash"
+                    )
+        return None  # checked-hash: Python compares it with the source itself
     except (OSError, ValueError, EOFError, TypeError, SyntaxError):
-        return None  # no .pyc (or none this can read): the source ran
+        return None  # a .pyc (or source) this cannot read
+
+
+def source_of(pyc: str, tag: str) -> tuple[str, int] | None:
+    """``pkg/__pycache__/mod.TAG[.opt-N].pyc`` -> (``pkg/mod.py``, N), for this interpreter's ``tag``; else None."""
+    head, name = os.path.split(pyc)
+    if os.path.basename(head) != "__pycache__" or not name.endswith(".pyc"):
+        return None
+    stem = name[:-4]
+    optimize = 0
+    base, dot, last = stem.rpartition(".")
+    if dot and last.startswith("opt-") and last[4:].isdigit():
+        optimize, stem = int(last[4:]), base
+    module, dot, found = stem.rpartition(".")
+    if not dot or found != tag:
+        return None
+    return os.path.join(os.path.dirname(head), module + ".py"), optimize
 
 
 def _same_code(source: str, body: bytes, optimize: int) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from patchkit.proof.account import Accounting
 from patchkit.proof.records import ProcessFacts
+from patchkit.redact import is_secret
 
 
 def stray_reasons(accounting: Accounting, processes: Sequence[ProcessFacts]) -> list[str]:
@@ -24,11 +25,26 @@ def stray_reasons(accounting: Accounting, processes: Sequence[ProcessFacts]) -> 
 
 
 def env_reasons(processes: Sequence[ProcessFacts], expected: Mapping[str, str]) -> list[str]:
-    """Every process that called init_process_group must have had each expected NAME=VALUE at the call."""
+    """Every process that called init_process_group must have had each expected NAME=VALUE at the call.
+
+    A secret-looking name (``patchkit.redact``) is never written by the probe:
+    it compared the value in the process (``probe_env``'s ``secrets``) and
+    wrote ``equal``, ``different`` or ``unset``; a probe that was given no
+    digest is held to the variable being set.  Its reason names no value.
+    """
     out = []
     for proc in processes:
         for call in proc.inits:
             for name, value in expected.items():
+                if is_secret(name):
+                    verdict = call.secrets.get(name) or ("equal" if name in call.env else "unset")
+                    if verdict != "equal":
+                        what = "it unset" if verdict == "unset" else "another value"
+                        out.append(
+                            f"pid {proc.pid} ({proc.label}, rank {call.rank}): {name} at init_process_group: "
+                            f"expected the value it was given, found {what} (a secret: no value is shown)"
+                        )
+                    continue
                 found = call.env.get(name)
                 if found != value:
                     start = proc.start_env.get(name)

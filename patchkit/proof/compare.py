@@ -11,7 +11,10 @@ names the processes it holds for, with numbered runs written as a range
   (path and digest);
 * ``distribution NAME``: its version in the site directories;
 * ``new STRAY PATH``: a file STRAY in B (let through by ``allow_stray``, or the
-  run was refused) that A did not have.
+  run was refused) that A did not have;
+* ``proof``: first, whenever a side is not proven (the probe off, or failed
+  in a process) or refused, its state and why: "no differences" between a
+  side the probe vouched for and one it did not would hide what changed.
 """
 
 from __future__ import annotations
@@ -58,10 +61,27 @@ def _grouped(rows: Mapping[tuple[str, Any, Any], list[str]], what: str) -> list[
     return [(f"{what.format(key=key)} in {ranges(labels)}", a, b) for (key, a, b), labels in rows.items()]
 
 
+def state_of(proof: Mapping[str, Any] | None) -> str:
+    """``proven``, or ``not proven (why)`` / ``refused (N reasons)``, as compare's ``proof`` row shows a side."""
+    if not proof:
+        return "not proven (no server was started)"
+    state = str(proof.get("state"))
+    if state == "refused":
+        count = len(proof.get("reasons") or [])
+        return f"refused ({count} {'reason' if count == 1 else 'reasons'})"
+    reason = proof.get("reason")
+    return f"{state} ({reason})" if reason and state != "proven" else state
+
+
 def proof_changes(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[tuple[str, Any, Any]]:
-    """(key, value in A, value in B) for every difference; empty when either run has no proof."""
+    """(key, value in A, value in B) for every difference; the ``proof`` row first when a side is not proven;
+    only that row when a side has no processes to compare."""
+    out: list[tuple[str, Any, Any]] = []
+    sa, sb = state_of(a), state_of(b)
+    if sa != "proven" or sb != "proven":
+        out.append(("proof", sa, sb))
     if not a or not b or "processes" not in a or "processes" not in b:
-        return []
+        return out
     pa, pb = _by_label(a), _by_label(b)
     env_rows: dict[tuple[str, Any, Any], list[str]] = {}
     version_rows: dict[tuple[str, Any, Any], list[str]] = {}
@@ -84,14 +104,14 @@ def proof_changes(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> l
             xa, xb = _lib(la.get(name)), _lib(lb.get(name))
             if xa != xb:
                 lib_rows.setdefault((name, xa, xb), []).append(label)
-    out = _grouped(env_rows, "effective env {key}")
+    out += _grouped(env_rows, "effective env {key}")
     out += _grouped(version_rows, "{key}")
     out += _grouped(lib_rows, "library {key}")
     da = {d["name"]: d["version"] for d in a.get("distributions", [])}
     db = {d["name"]: d["version"] for d in b.get("distributions", [])}
     out += [(f"distribution {n}", da.get(n), db.get(n)) for n in sorted(set(da) | set(db)) if da.get(n) != db.get(n)]
-    sa, sb = _strays(a), _strays(b)
-    out += [(f"new STRAY {path}", None, why) for path, why in sorted(sb.items()) if path not in sa]
+    stray_a, stray_b = _strays(a), _strays(b)
+    out += [(f"new STRAY {path}", None, why) for path, why in sorted(stray_b.items()) if path not in stray_a]
     return out
 
 

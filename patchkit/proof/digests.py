@@ -32,7 +32,7 @@ from typing import Any
 
 from patchkit.paths import user_cache
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 _CHUNK = 1 << 20
 
 
@@ -58,6 +58,7 @@ class DigestCache:
         self.file = file
         self.entries: dict[str, tuple[int, int, int, int, str]] = {}
         self.records: dict[str, tuple[tuple[int, int, int, int], tuple[Any, ...]]] = {}
+        self.headers: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}  # .pyc files: their first bytes
         self.dirty = False
         self.hits = 0
         self.hashed = 0
@@ -66,8 +67,8 @@ class DigestCache:
                 data = marshal.loads(file.read_bytes())
             except (OSError, EOFError, ValueError, TypeError):
                 data = None
-            if isinstance(data, tuple) and len(data) == 3 and data[0] == CACHE_VERSION:
-                self.entries, self.records = data[1], data[2]
+            if isinstance(data, tuple) and len(data) == 4 and data[0] == CACHE_VERSION:
+                self.entries, self.records, self.headers = data[1], data[2], data[3]
 
     @classmethod
     def for_scope(cls, scope: str, *, enabled: bool = True) -> DigestCache:
@@ -107,6 +108,19 @@ class DigestCache:
             self.records[path] = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino), entries)
             self.dirty = True
 
+    def header(self, path: str, st: os.stat_result, size: int) -> bytes:
+        """``path``'s first ``size`` bytes (a ``.pyc``'s header), from the cache when its stat is unchanged."""
+        key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        found = self.headers.get(path)
+        if found is not None and found[0] == key:
+            return found[1]
+        with open(path, "rb") as f:
+            data = f.read(size)
+        if self.file is not None:
+            self.headers[path] = (key, data)
+            self.dirty = True
+        return data
+
     def save(self) -> None:
         """Write the cache atomically; a cache that cannot be written is skipped (it is only a cache)."""
         if self.file is None or not self.dirty:
@@ -116,7 +130,7 @@ class DigestCache:
             fd, tmp = tempfile.mkstemp(dir=self.file.parent, prefix=".digests-")
             try:
                 with os.fdopen(fd, "wb") as f:
-                    marshal.dump((CACHE_VERSION, self.entries, self.records), f)
+                    marshal.dump((CACHE_VERSION, self.entries, self.records, self.headers), f)
                 os.replace(tmp, self.file)
             except BaseException:
                 os.unlink(tmp)

@@ -167,6 +167,7 @@ class SiteIndex:
 
     def __init__(self, site_dirs: Sequence[str], cache: RecordCache | None = None) -> None:
         self.site_dirs = [os.path.realpath(d) for d in site_dirs]
+        self.raw_site_dirs = [os.path.normpath(d) for d in site_dirs]  # as the interpreter named them
         self.dists = read_distributions(self.site_dirs, cache)
         self.owner: dict[str, tuple[Distribution, Entry]] = {}
         for dist in reversed(self.dists):  # the first distribution that lists a path owns it
@@ -180,6 +181,10 @@ class SiteIndex:
             if path.startswith(site_dir + os.sep):
                 return site_dir
         return None
+
+    def under_raw_site_dir(self, path: str) -> bool:
+        """Whether ``path`` (not resolved) is under a site directory as the interpreter named it."""
+        return any(path.startswith(d + os.sep) for d in self.raw_site_dirs)
 
     def editable_of(self, path: str) -> Distribution | None:
         for dist in self.editables:

@@ -6,11 +6,20 @@ SGLang's pynccl loads its own ``libnccl`` next to torch's.  Every mapped
 ``lib*.so*`` is listed by path; ``libnccl*``, ``libcudart*`` and ``libcuda*``
 also get size and sha256 (through the digest cache: a 300 MB libnccl is
 hashed once).  A process that is gone or not ours gives an empty list.
+
+``LibrarySampler`` does the same for a command's whole process tree while it
+runs (``patchkit run --probe``): its processes are gone by the time the
+command exits, so the tree is read every ``interval`` seconds (growing from
+0.2 s to 2 s, to keep its own cost small beside a benchmark), and the NCCL and
+CUDA libraries each process ever had mapped are kept.  A process that lived
+less than one interval may be missed.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,3 +61,66 @@ def mapped_libraries(pid: int, cache: DigestCache) -> tuple[MappedLibrary, ...]:
                 pass
         out.append(lib)
     return tuple(out)
+
+
+class LibrarySampler:
+    """The ``libnccl*``/``libcudart*``/``libcuda*`` each process of a tree mapped, sampled while it runs."""
+
+    def __init__(self, *, first: float = 0.2, most: float = 2.0) -> None:
+        self.first, self.most = first, most
+        self.seen: dict[int, set[str]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._root: psutil.Process | None = None
+
+    def start(self, pid: int) -> None:
+        try:
+            self._root = psutil.Process(pid)
+        except psutil.Error:
+            return
+        self._thread = threading.Thread(target=self._loop, name="patchkit-library-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _loop(self) -> None:
+        delay = self.first
+        while True:
+            self.sample()
+            if self._stop.wait(delay):
+                return
+            delay = min(delay * 1.5, self.most)
+
+    def sample(self) -> None:
+        root = self._root
+        if root is None:
+            return
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return
+        for proc in procs:
+            try:
+                maps = proc.memory_maps(grouped=True)
+            except (psutil.Error, OSError):
+                continue
+            found = {m.path for m in maps if os.path.basename(m.path).startswith(NOTABLE) and os.path.isabs(m.path)}
+            if found:
+                self.seen.setdefault(proc.pid, set()).update(found)
+
+    def libraries(self, cache: DigestCache) -> Mapping[int, tuple[MappedLibrary, ...]]:
+        """pid -> its notable libraries, with size and sha256 (of the file as it is now)."""
+        out = {}
+        for pid, paths in sorted(self.seen.items()):
+            libs = []
+            for path in sorted(paths):
+                try:
+                    st = os.stat(path)
+                    libs.append(MappedLibrary(path, st.st_size, hex_of(cache.sha256(path, st))))
+                except OSError:
+                    libs.append(MappedLibrary(path))
+            out[pid] = tuple(libs)
+        return out

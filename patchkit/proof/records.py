@@ -44,6 +44,8 @@ class InitCall:
     torch: str | None
     nccl: str | None
     raised: str | None
+    # secret-looking expected names (HF_TOKEN), compared inside the process: equal | different | unset
+    secrets: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +56,7 @@ class InitCall:
             "torch": self.torch,
             "nccl": self.nccl,
             "raised": self.raised,
+            "secrets": dict(self.secrets),
         }
 
 
@@ -154,6 +157,7 @@ def read_process(path: Path) -> ProcessFacts | None:
                     torch=item.get("torch"),
                     nccl=item.get("nccl"),
                     raised=item.get("raised"),
+                    secrets=_verdicts(item.get("secrets")),
                 )
             )
         elif kind == "error":
@@ -181,6 +185,12 @@ def read_process(path: Path) -> ProcessFacts | None:
         exited=exited,
         bytecode=_bytecode(head.get("bytecode")),
     )
+
+
+def _verdicts(item: Any) -> dict[str, str]:
+    if not isinstance(item, dict):
+        return {}
+    return {str(k): str(v) for k, v in item.items() if v in ("equal", "different", "unset")}
 
 
 def _bytecode(item: Any) -> BytecodeConfig | None:

@@ -6,6 +6,15 @@ no probe (not Python, or started with ``-S``/``-I``), accounts for every file
 that ran, and checks every ``init_process_group`` environment against the
 expected ``[bench].env`` values.  Its ``reasons`` are what refuse the run.
 ``proof_json`` is what the run record keeps (docs/json.md, ``proof``).
+
+A process in which the probe failed (``probe failed in pid N: ...``) saw
+only part of what ran there: a module it did not record is not accounted
+for, an ``init_process_group`` it did not record is not checked.  Such a run
+is measured, like a run with ``[bench].probe = false``, but its proof is
+``not proven`` with those errors as its ``reasons`` (``doubts``), and bench,
+runs and compare say so.  It is not refused: the failure is patchkit's, not
+the server's, and refusing would leave a probe bug no way round but turning
+the probe off, which gives the same "not proven".  A refusal still wins.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from patchkit.proof.digests import DigestCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
 from patchkit.proof.records import ProcessFacts, read_probe_dir
+from patchkit.render import plural
 
 NOT_PROVEN = "not proven"
 
@@ -33,6 +43,7 @@ class Proof:
     unprobed: tuple[str, ...]  # "pid N (cmdline)" of the server's tree without a probe file
     accounting: Accounting
     reasons: tuple[str, ...]
+    doubts: tuple[str, ...] = ()  # the probe's own failures, one line per process: what makes it "not proven"
 
 
 def prove(
@@ -52,7 +63,18 @@ def prove(
     unprobed = tuple(f"pid {pid} ({cmd})" for pid, cmd in sorted(live.items()) if pid not in probed)
     accounting = account(processes, tree=tree, allow_stray=allow_stray, cache=cache)
     reasons = [*stray_reasons(accounting, processes), *env_reasons(processes, expected)]
-    return Proof(when, processes, libraries, unprobed, accounting, tuple(reasons))
+    return Proof(when, processes, libraries, unprobed, accounting, tuple(reasons), tuple(doubts(processes)))
+
+
+def doubts(processes: Iterable[ProcessFacts]) -> list[str]:
+    """One line per process in which the probe failed: its first error, its label, how many more."""
+    out = []
+    for proc in processes:
+        if proc.errors:
+            more = len(proc.errors) - 1
+            tail = f"; {plural(more, 'more probe error')} there" if more else ""
+            out.append(f"{proc.errors[0]} ({proc.label}{tail})")
+    return out
 
 
 def nccl_json(server_log: Path) -> dict[str, Any]:
@@ -86,6 +108,16 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
         *(r for r in (stop.reasons if stop else ()) if not healthy or r not in healthy.reasons),
     ]
     every = sorted({lib.path for libs in libraries.values() for lib in libs})
+    doubted = list(last.doubts)
+    if reasons:
+        state, why = "refused", None
+    elif not last.processes:
+        state, why = NOT_PROVEN, "no process of the server ran the probe"
+    elif doubted:
+        state = NOT_PROVEN
+        why = f"the probe failed in {plural(len(doubted), 'process', 'processes')}: what it saw is incomplete"
+    else:
+        state, why = "proven", None
 
     def summary(proof: Proof | None) -> dict[str, Any] | None:
         if proof is None:
@@ -95,10 +127,10 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
         return data
 
     return {
-        "state": "refused" if reasons else ("proven" if last.processes else NOT_PROVEN),
-        "reason": None if last.processes else "no process of the server ran the probe",
+        "state": state,
+        "reason": why,
         "probe_dir": str(probe_dir),
-        "reasons": reasons,
+        "reasons": [*reasons, *doubted],
         "processes": _processes_json(last.processes, libraries),
         "unprobed": list(healthy.unprobed if healthy else ()),
         "libraries": every,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from patchkit.proof.account import Accounting
+from patchkit.proof.libs import MappedLibrary
+from patchkit.proof.nccllog import NcclProcess
 from patchkit.proof.records import ProcessFacts
-from patchkit.render import Grid, emit
+from patchkit.proof.runproof import doubts
+from patchkit.render import Grid, emit, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -52,12 +55,41 @@ def init_table(processes: Sequence[ProcessFacts], names: Sequence[str] = ()) -> 
 
 
 def show_proof(console: Console, processes: Sequence[ProcessFacts], accounting: Accounting) -> None:
-    console.print(f"probe: {len(processes)} Python process(es) seen", markup=False)
-    for proc in processes:
-        for error in proc.errors:
-            console.print(error, markup=False, style="yellow")
+    console.print(f"probe: {plural(len(processes), 'Python process', 'Python processes')} seen", markup=False)
+    for line in doubts(processes):  # one line per process, not one per failed event
+        console.print(line, markup=False, style="yellow")
     if any(p.inits for p in processes):
         emit(console, init_table(processes))
     console.print(accounting_line(accounting), markup=False)
     if accounting.strays:
         emit(console, strays_table(accounting, processes))
+
+
+def libraries_table(libraries: Mapping[int, Sequence[MappedLibrary]], processes: Sequence[ProcessFacts]) -> Grid:
+    """Per process, the libnccl/libcudart/libcuda it mapped while it ran: path, size, sha256."""
+    labels = {p.pid: p.label for p in processes}
+    table = Grid()
+    table.add_column("pid", whole=True)
+    table.add_column("process")
+    table.add_column("library mapped")
+    table.add_column("size", justify="right", whole=True)
+    table.add_column("sha256", whole=True)
+    for pid, libs in sorted(libraries.items()):
+        for lib in libs:
+            size = "-" if lib.size is None else str(lib.size)
+            table.add_row(str(pid), labels.get(pid, "-"), lib.path, size, (lib.sha256 or "-")[:16])
+    return table
+
+
+def nccl_table(found: Mapping[int, NcclProcess], processes: Sequence[ProcessFacts]) -> Grid:
+    """NCCL's own word per process (NCCL_DEBUG=INFO): its version, and each variable it read."""
+    labels = {p.pid: p.label for p in processes}
+    table = Grid()
+    table.add_column("pid", whole=True)
+    table.add_column("process")
+    table.add_column("NCCL version", whole=True)
+    table.add_column("NCCL: set by environment")
+    for pid, item in sorted(found.items()):
+        env = " ".join(f"{k}={v}" for k, v in sorted(item.env.items()))
+        table.add_row(str(pid), labels.get(pid, "-"), item.version or "-", env or "-")
+    return table

@@ -6,10 +6,19 @@ start.  Then, without importing anything from them:
 
 * every file listed with a hash in a distribution's RECORD must exist, have
   the recorded size and sha256 ("edited", "missing");
-* every ``.py`` and ``.pth`` file, and every ``sitecustomize`` /
-  ``usercustomize``, under a site directory must be listed in some RECORD
-  ("owned by none"); ``__pycache__`` is not checked (pip lists ``.pyc`` files
-  without hashes);
+* every file under a site directory that Python can import or run must be
+  listed in some RECORD ("owned by none"): ``.py`` and ``.pth`` files,
+  ``sitecustomize`` / ``usercustomize``, sourceless bytecode (a ``.pyc``
+  outside ``__pycache__`` imports as a module), and extension modules (PY's
+  own ``importlib.machinery.EXTENSION_SUFFIXES``: ``.so``, ABI-tagged names
+  such as ``.cpython-311-x86_64-linux-gnu.so``, ``.pyd``);
+* the ``__pycache__`` bytecode PY would run (its cache tag, any ``-O``
+  level) is judged against its source as the probe's accounting judges it
+  (``proof/bytecode.py``): a ``.pyc`` of other code that Python takes as
+  fresh is "stale bytecode".  pip lists ``.pyc`` files without hashes, so
+  they are not otherwise verified; their headers are kept in the stat cache,
+  so a warm run opens none.  With ``sys.pycache_prefix`` set for PY the
+  bytecode lies outside the site directories and is looked up per source;
 * ``.pth`` files with an ``import`` line run code at every start-up: owned
   ones are listed as notes, unowned ones are findings;
 * editable installs (PEP 610) are listed with their checkout's commit, and
@@ -31,22 +40,26 @@ from typing import Any
 
 from patchkit.errors import UsageError
 from patchkit.proof.account import Checkouts
+from patchkit.proof.bytecode import HEADER, BytecodeConfig, judge_header, source_of
 from patchkit.proof.digests import DigestCache, hash_file
 from patchkit.proof.dists import Distribution, SiteIndex
 
 SITE_SCRIPT = (
-    "import json, os, site, sys\n"
+    "import importlib.machinery, json, os, site, sys\n"
     "dirs = list(site.getsitepackages())\n"
     "if site.ENABLE_USER_SITE: dirs.append(site.getusersitepackages())\n"
     "print(json.dumps({'executable': sys.executable, 'version': sys.version.split()[0], 'prefix': sys.prefix,"
-    " 'stdlib': os.path.dirname(os.__file__), 'site_dirs': dirs}))\n"
+    " 'stdlib': os.path.dirname(os.__file__), 'site_dirs': dirs,"
+    " 'extension_suffixes': importlib.machinery.EXTENSION_SUFFIXES,"
+    " 'cache_tag': sys.implementation.cache_tag, 'pycache_prefix': sys.pycache_prefix}))\n"
 )
+EXTENSIONS = (".so", ".pyd")  # when PY does not say (its EXTENSION_SUFFIXES all end with one of these)
 CUSTOMIZE = ("sitecustomize.py", "usercustomize.py")
 
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # edited | missing | unowned | editable-dirty
+    kind: str  # edited | missing | unowned | editable-dirty | stale-bytecode
     path: str
     owner: str | None  # "NAME VERSION", "NAME from DIR", or None: owned by none
     detail: str
@@ -80,13 +93,14 @@ class SiteReport:
     version: str
     site_dirs: tuple[str, ...]
     distributions: tuple[Distribution, ...]
-    files: int  # files walked under the site directories
+    files: int  # files walked under the site directories (__pycache__ apart)
     verified: int  # RECORD entries whose digest was checked
     from_cache: int
     hashed: int
     findings: tuple[Finding, ...]
     notes: tuple[Finding, ...]  # owned .pth files that run code
     editables: tuple[Editable, ...]
+    bytecode: int = 0  # .pyc files of PY's cache tag judged against their source
 
     @property
     def ok(self) -> bool:
@@ -103,6 +117,7 @@ class SiteReport:
             "verified": self.verified,
             "from_cache": self.from_cache,
             "hashed": self.hashed,
+            "bytecode": self.bytecode,
             "distributions": [
                 {"name": d.name, "version": d.version, "site_dir": d.site_dir} for d in self.distributions
             ],
@@ -135,12 +150,13 @@ def interpreter_sites(python: str) -> dict[str, Any]:
     return dict(data)
 
 
-def walk(root: str) -> dict[str, os.stat_result]:
-    """Every regular file under ``root`` (symlinked directories are not followed), with its stat."""
+def walk(root: str, pycache: dict[str, os.stat_result] | None = None) -> dict[str, os.stat_result]:
+    """Every regular file under ``root`` (symlinked directories are not followed), with its stat;
+    the files of ``__pycache__`` directories go to ``pycache`` when it is given, else are skipped."""
     out: dict[str, os.stat_result] = {}
-    stack = [root]
+    stack = [(root, out)]
     while stack:
-        top = stack.pop()
+        top, into = stack.pop()
         try:
             it = os.scandir(top)
         except OSError:
@@ -149,10 +165,12 @@ def walk(root: str) -> dict[str, os.stat_result]:
             for entry in it:
                 if entry.is_dir(follow_symlinks=False):
                     if entry.name != "__pycache__":
-                        stack.append(entry.path)
+                        stack.append((entry.path, into))
+                    elif pycache is not None:
+                        stack.append((entry.path, pycache))
                 elif entry.is_file(follow_symlinks=False):
                     try:
-                        out[entry.path] = entry.stat(follow_symlinks=False)
+                        into[entry.path] = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
     return out
@@ -169,23 +187,36 @@ def _runs_code(path: str) -> bool:
 def check_site(python: str, *, use_cache: bool = True) -> SiteReport:
     facts = interpreter_sites(python)
     site_dirs = [os.path.realpath(d) for d in facts.get("site_dirs", []) if os.path.isdir(d)]
+    suffixes = facts.get("extension_suffixes")
+    tag, prefix = facts.get("cache_tag"), facts.get("pycache_prefix")
     return check_site_dirs(
         site_dirs,
         python=python,
         executable=str(facts.get("executable")),
         version=str(facts.get("version")),
         use_cache=use_cache,
+        extension_suffixes=tuple(str(x) for x in suffixes) if isinstance(suffixes, list) else EXTENSIONS,
+        bytecode=BytecodeConfig(tag, 0, prefix if isinstance(prefix, str) else None) if isinstance(tag, str) else None,
     )
 
 
 def check_site_dirs(
-    site_dirs: Sequence[str], *, python: str, executable: str, version: str, use_cache: bool = True
+    site_dirs: Sequence[str],
+    *,
+    python: str,
+    executable: str,
+    version: str,
+    use_cache: bool = True,
+    extension_suffixes: Sequence[str] = EXTENSIONS,
+    bytecode: BytecodeConfig | None = None,
 ) -> SiteReport:
+    """``bytecode``: PY's cache tag and ``pycache_prefix`` (None: bytecode is not judged)."""
     site_dirs = list(dict.fromkeys(site_dirs))
     cache = DigestCache.for_scope("site:" + os.pathsep.join(site_dirs), enabled=use_cache)
     files: dict[str, os.stat_result] = {}
+    pycache: dict[str, os.stat_result] | None = {} if bytecode is not None and bytecode.prefix is None else None
     for site_dir in site_dirs:
-        files.update(walk(site_dir))
+        files.update(walk(site_dir, pycache))
     index = SiteIndex(site_dirs, cache)
     findings: list[Finding] = []
     notes: list[Finding] = []
@@ -215,8 +246,9 @@ def check_site_dirs(
                 findings.append(Finding("edited", path, label, f"{algo} {found}, RECORD says {digest}"))
     owner = index.owner
     top = set(site_dirs)
+    importable = (".py", ".pth", ".pyc", *extension_suffixes)
     for path in files:
-        if not path.endswith((".py", ".pth")) or path in owner:
+        if not path.endswith(importable) or path in owner:
             if path.endswith(".pth") and path in owner and os.path.dirname(path) in top and _runs_code(path):
                 pth = ".pth with an import line: runs code at every start-up"
                 notes.append(Finding("pth", path, owner[path][0].label, pth))
@@ -229,9 +261,16 @@ def check_site_dirs(
                 what = ".pth listed in no RECORD"
         elif name in CUSTOMIZE:
             what = "runs at every start-up"
+        elif name.endswith(".pyc"):
+            what = "sourceless bytecode: imports as a module; listed in no RECORD"
+        elif not name.endswith(".py"):
+            what = "extension module: imports as a module; listed in no RECORD"
         else:
             what = "listed in no RECORD"
         findings.append(Finding("unowned", path, None, what))
+    judged = 0
+    if bytecode is not None:
+        judged = _stale_bytecode(files, pycache, bytecode, index, cache, findings)
     findings.sort(key=lambda f: (f.kind != "edited", f.path))
     notes.sort(key=lambda f: f.path)
     editables = _editables(index, findings)
@@ -249,7 +288,46 @@ def check_site_dirs(
         findings=tuple(findings),
         notes=tuple(notes),
         editables=editables,
+        bytecode=judged,
     )
+
+
+def _stale_bytecode(
+    files: dict[str, os.stat_result],
+    pycache: dict[str, os.stat_result] | None,
+    config: BytecodeConfig,
+    index: SiteIndex,
+    cache: DigestCache,
+    findings: list[Finding],
+) -> int:
+    """Judge each ``.pyc`` of PY's cache tag that has its source here; how many were judged."""
+    pairs: list[tuple[str, os.stat_result, int, str]] = []  # (pyc, its stat, -O level, its source)
+    if pycache is not None:
+        for pyc, st in pycache.items():
+            found = source_of(pyc, config.tag)
+            if found is not None and found[0] in files:
+                pairs.append((pyc, st, found[1], found[0]))
+    else:  # sys.pycache_prefix: the bytecode is elsewhere, one lookup per source and -O level
+        for path in files:
+            if path.endswith(".py"):
+                for level in (0, 1, 2):
+                    pyc = BytecodeConfig(config.tag, level, config.prefix).cached(path)
+                    try:
+                        pairs.append((pyc, os.stat(pyc), level, path))
+                    except OSError:
+                        continue
+    judged = 0
+    for pyc, st, level, path in pairs:
+        try:
+            header = cache.header(pyc, st, HEADER)
+        except OSError:
+            continue
+        judged += 1
+        why = judge_header(path, files[path], pyc, header, st.st_mtime_ns, level)
+        if why is not None:
+            owned = index.owner.get(path)
+            findings.append(Finding("stale-bytecode", pyc, owned[0].label if owned else None, why))
+    return judged
 
 
 def _editables(index: SiteIndex, findings: list[Finding]) -> tuple[Editable, ...]:

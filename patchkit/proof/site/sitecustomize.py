@@ -13,6 +13,12 @@ the directory it writes to, and then:
   start environment, the modules already loaded (``.pth`` import lines run
   before ``sitecustomize``), and then every module file as it is found, with
   its size and mtime at that moment;
+* records the files a program runs outside the import statement, through
+  ``importlib.util.spec_from_file_location`` (then ``exec_module``: how
+  generated and plug-in code is loaded) and ``runpy.run_path``: both are
+  wrapped when the program imports ``importlib.util`` or ``runpy`` (the probe
+  imports neither), and the file is recorded when the spec is made or the
+  path is run;
 * wraps ``torch.distributed.init_process_group`` when the program imports
   ``torch.distributed`` (the probe never imports torch itself), and records
   the environment at the moment of the call, with backend, rank, world size,
@@ -23,7 +29,10 @@ the directory it writes to, and then:
 
 Only names of the families below and of ``PATCHKIT_PROBE_ENV`` (a comma list:
 ``[bench].env``) are recorded; the value of a name that looks like a secret is
-replaced by ``<redacted>`` before it is written.  The probe uses the standard
+replaced by ``<redacted>`` before it is written.  Such a value is still checked
+at ``init_process_group``: ``PATCHKIT_PROBE_SECRETS`` (``SALT;NAME=HEX,...``,
+HEX the sha256 of SALT + the expected value) lets the probe compare it in the
+process and write only ``equal``, ``different`` or ``unset``.  The probe uses the standard
 library only (this file cannot import patchkit: the server's interpreter may
 not have it), and every error of its own is swallowed and reported as
 ``probe failed in pid N: ...`` on stderr and in its file; an error raised by the
@@ -74,9 +83,23 @@ class Probe:
         self.fd = -1
         self.pid = 0
         self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
+        salt, _, expected = os.environ.get("PATCHKIT_PROBE_SECRETS", "").partition(";")
+        self.salt = salt
+        self.secrets: dict[str, str] = {}
+        for item in expected.split(","):
+            name, _, digest = item.partition("=")
+            if name and digest:
+                self.secrets[name] = digest
         self.searching: set[str] = set()
         self.fault = os.environ.get("PATCHKIT_PROBE_FAULT")
         self.patched = False
+        # modules whose functions the probe wraps once the program has imported them (never before)
+        self.watch: dict[str, Any] = {
+            "torch.distributed": self.patch_torch,
+            "torch.distributed.distributed_c10d": self.patch_torch,
+            "importlib.util": self.patch_importlib,
+            "runpy": self.patch_runpy,
+        }
         self.mains_seen: set[str] = set()
 
     # -- writing ------------------------------------------------------------------------------------
@@ -163,6 +186,9 @@ class Probe:
             path = getattr(mod, "__file__", None)
             if isinstance(path, str):
                 self.module(name, path)
+        for name in ("importlib.util", "runpy"):  # a .pth line imported it before the probe started
+            if name in sys.modules:
+                self.watch[name]()
         for site_dir in self.site_dirs():
             try:
                 names = sorted(os.listdir(site_dir))
@@ -219,14 +245,14 @@ class Probe:
                     return spec
                 line = f'{{"kind": "module", "name": {_quote(name)}, "path": {_quote(origin)}, "size": {st.st_size}, '
                 _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
-            if not self.patched and name in ("torch.distributed", "torch.distributed.distributed_c10d"):
-                self.wrap_loader(spec)
+            if name in self.watch:
+                self.wrap_loader(spec, self.watch[name])
         except Exception as exc:
             self.failed(exc)
         return spec
 
     # -- torch.distributed.init_process_group -------------------------------------------------------
-    def wrap_loader(self, spec: object) -> None:
+    def wrap_loader(self, spec: object, then: Any) -> None:
         loader = getattr(spec, "loader", None)
         exec_module: Any = getattr(loader, "exec_module", None)
         if exec_module is None:
@@ -253,7 +279,7 @@ class Probe:
                             module_spec.loader = loader
                     except Exception as exc:
                         probe.failed(exc)
-                probe.patch_torch()
+                then()
 
         spec.loader = Loader()  # type: ignore[attr-defined]
 
@@ -266,6 +292,60 @@ class Probe:
                     continue
                 mod.init_process_group = self.wrapped(original)  # type: ignore[union-attr]
                 self.patched = True
+            if self.patched:
+                self.watch.pop("torch.distributed", None)
+                self.watch.pop("torch.distributed.distributed_c10d", None)
+        except Exception as exc:
+            self.failed(exc)
+
+    # -- files run outside the import statement ------------------------------------------------------
+    def patch_importlib(self) -> None:
+        """``importlib.util.spec_from_file_location``: the file of each spec it makes (the import system's
+        own finders call ``_bootstrap_external``'s, so ordinary imports never come through here)."""
+        try:
+            util = sys.modules.get("importlib.util")
+            original = getattr(util, "spec_from_file_location", None)
+            if original is None or getattr(original, "__patchkit_probe__", False):
+                return
+            probe = self
+
+            def spec_from_file_location(*args: Any, **kwargs: Any) -> Any:
+                spec = original(*args, **kwargs)
+                try:
+                    origin = getattr(spec, "origin", None)
+                    if origin.__class__ is str:
+                        probe.module(str(getattr(spec, "name", "?")), os.path.abspath(origin))
+                except Exception as exc:
+                    probe.failed(exc)
+                return spec
+
+            util.spec_from_file_location = _like(spec_from_file_location, original)  # type: ignore[union-attr]
+            self.watch.pop("importlib.util", None)
+        except Exception as exc:
+            self.failed(exc)
+
+    def patch_runpy(self) -> None:
+        """``runpy.run_path``: the file it runs (a directory's or a zip's ``__main__.py``: the directory's)."""
+        try:
+            runpy = sys.modules.get("runpy")
+            original = getattr(runpy, "run_path", None)
+            if original is None or getattr(original, "__patchkit_probe__", False):
+                return
+            probe = self
+
+            def run_path(path_name: Any, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    path = os.path.abspath(os.fspath(path_name))
+                    if os.path.isdir(path):
+                        path = os.path.join(path, "__main__.py")
+                    run_name = kwargs.get("run_name") or (args[1] if len(args) > 1 else None)
+                    probe.module(str(run_name or "<run_path>"), path)
+                except Exception as exc:
+                    probe.failed(exc)
+                return original(path_name, *args, **kwargs)
+
+            runpy.run_path = _like(run_path, original)  # type: ignore[union-attr]
+            self.watch.pop("runpy", None)
         except Exception as exc:
             self.failed(exc)
 
@@ -278,9 +358,10 @@ class Probe:
         def init_process_group(*args: object, **kwargs: object) -> object:
             try:
                 env = wanted_env(os.environ, probe.extra)
+                secrets = probe.compare_secrets() if probe.secrets else {}
             except Exception as exc:
                 probe.failed(exc)
-                env = None
+                env, secrets = None, {}
             raised = None
             try:
                 return original(*args, **kwargs)  # type: ignore[operator]
@@ -290,14 +371,36 @@ class Probe:
             finally:
                 try:
                     _fault("init")
-                    probe.init_record(env, args, kwargs, raised)
+                    probe.init_record(env, args, kwargs, raised, secrets)
                 except Exception as exc:
                     probe.failed(exc)
 
         init_process_group.__patchkit_probe__ = True  # type: ignore[attr-defined]
         return init_process_group
 
-    def init_record(self, env: object, args: tuple[object, ...], kwargs: dict[str, object], raised: object) -> None:
+    def compare_secrets(self) -> dict[str, str]:
+        """Each secret-looking expected variable, compared here with its expected value's salted digest:
+        only ``equal``, ``different`` or ``unset`` leaves the process, never the value."""
+        import hashlib
+
+        out = {}
+        for name, digest in self.secrets.items():
+            value = os.environ.get(name)
+            if value is None:
+                out[name] = "unset"
+                continue
+            found = hashlib.sha256((self.salt + value).encode("utf-8", "surrogateescape")).hexdigest()
+            out[name] = "equal" if found == digest else "different"
+        return out
+
+    def init_record(
+        self,
+        env: object,
+        args: tuple[object, ...],
+        kwargs: dict[str, object],
+        raised: object,
+        secrets: dict[str, str] | None = None,
+    ) -> None:
         self.mains()
         dist = sys.modules.get("torch.distributed")
         backend = kwargs.get("backend", args[0] if args else None)
@@ -337,6 +440,7 @@ class Probe:
                 "title": self.title(),
                 "mp_name": self.mp_name(),
                 "raised": raised,
+                "secrets": secrets or {},
             }
         )
 
@@ -409,6 +513,18 @@ def _quote(text: str) -> str:
     return _encode_string(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
+def _like(wrapper: Any, original: Any) -> Any:
+    """``wrapper`` named and documented as ``original`` (functools.wraps, without importing functools)."""
+    for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, attr, getattr(original, attr))
+        except AttributeError:
+            pass
+    wrapper.__wrapped__ = original
+    wrapper.__patchkit_probe__ = True
+    return wrapper
+
+
 def _int(value: object) -> int | None:
     try:
         return int(value)  # type: ignore[call-overload]
@@ -468,18 +584,19 @@ def _start() -> None:
 def _chain() -> None:
     """Run the ``sitecustomize`` this one shadows, as ``site`` would have run it."""
     try:
-        import importlib.machinery
-        import importlib.util
-
+        # the import system's own modules (importlib.machinery's PathFinder, importlib.util's module_from_spec):
+        # importing importlib.util here would load a module the program may never import
+        bootstrap = sys.modules["_frozen_importlib"]
+        external = sys.modules["_frozen_importlib_external"]
         here = os.path.normcase(HERE)
         search = [p for p in sys.path if os.path.normcase(os.path.abspath(p or os.curdir)) != here]
-        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", search)
+        spec = external.PathFinder.find_spec("sitecustomize", search)
         if spec is None or spec.loader is None:
             return
         probe = getattr(sys, "_patchkit_probe", None)
         if probe is not None and spec.origin:
             probe.module("sitecustomize", spec.origin, kind="chained")
-        module = importlib.util.module_from_spec(spec)
+        module = bootstrap.module_from_spec(spec)
     except Exception as exc:
         _report(exc)
         return

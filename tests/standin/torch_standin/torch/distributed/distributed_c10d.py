@@ -3,7 +3,9 @@
 With backend ``nccl`` and ``NCCL_DEBUG=INFO`` it prints what real NCCL prints on
 its first communicator, in NCCL's own line format
 (``<host>:<pid>:<tid> [<dev>] NCCL INFO ...``): the version line, and one
-``<NAME> set by environment to <VALUE>`` line per NCCL_ variable it reads.
+``<NAME> set by environment to <VALUE>`` line per NCCL_ variable it reads,
+an integer as NCCL's ``ncclLoadParam`` prints it (the number it parsed, and a
+period: ``4.``), anything else as it is (tests/fixtures/nccl/README.md).
 """
 
 import os
@@ -29,12 +31,19 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         prefix = f"{socket.gethostname()}:{os.getpid()}:{threading.get_native_id()} [{rank}] NCCL INFO"
         lines = [f"{prefix} NCCL version {NCCL_VERSION}"]
         lines += [
-            f"{prefix} {name} set by environment to {value}"
+            f"{prefix} {name} set by environment to {_as_nccl_prints(value)}"
             for name, value in sorted(os.environ.items())
             if name.startswith("NCCL_") and name not in ("NCCL_DEBUG", "NCCL_DEBUG_SUBSYS")
         ]
         sys.stderr.write("".join(line + "\n" for line in lines))
         sys.stderr.flush()
+
+
+def _as_nccl_prints(value):
+    try:
+        return f"{int(value, 0)}."
+    except ValueError:
+        return value
 
 
 def is_initialized():
