@@ -16,6 +16,8 @@ from helpers import make_repo, patchkit_script
 from histories import MODEL_V1, write_manifest
 from proof_env import make_venv, site_packages, wheels, write_source
 
+from patchkit.proof.jitcache import jit_caches
+
 BENCH = """import multiprocessing as mp
 import sys
 
@@ -228,3 +230,70 @@ def test_run_probe_checks_bench_env_at_init_lists_mapped_libraries_and_reads_ncc
     ]
     assert len(versions) == 2 and any("NCCL_MIN_NCHANNELS=8" in x for x in versions), err
     assert "hf_run_secret_7171" not in err
+
+
+JIT = """import hashlib
+import importlib.util
+import os
+import sys
+
+sys.path.insert(0, ".")
+import pkg.model  # the tree's patched file
+
+# As Triton builds a launcher: source hashed into the cache directory, then loaded back by path.
+source = "def launch():\\n    return 'launched'\\n"
+root = os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.environ["HOME"], ".triton", "cache")
+where = os.path.join(root, hashlib.sha256(source.encode()).hexdigest()[:16])
+os.makedirs(where, exist_ok=True)
+path = os.path.join(where, "launcher.py")
+with open(path, "w") as f:
+    f.write(source)
+spec = importlib.util.spec_from_file_location("launcher", path)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.launch())
+"""
+
+
+@pytest.mark.parametrize("where", ["TRITON_CACHE_DIR", "HOME"])
+def test_code_a_jit_compiler_generates_and_loads_by_path_is_generated_not_stray(
+    venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """Triton loads its compiled launchers from its cache with spec_from_file_location: the probe records them,
+    and they are outside every root, so each real run would be refused unless they are known as generated."""
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "bench.py": JIT},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    if where == "TRITON_CACHE_DIR":
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    else:  # Triton's default: ~/.triton/cache
+        monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+        monkeypatch.delenv("TRITON_HOME", raising=False)
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    proc = run_probe(repo, manifest, venv)
+    assert proc.stdout == "launched\n"
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("files that ran:"))
+    assert "1 generated" in line and line.endswith("; 0 STRAY"), line
+
+
+def test_jit_cache_directories_follow_the_servers_environment(tmp_path: Path) -> None:
+    home, tmp = str(tmp_path / "h"), str(tmp_path / "t")
+    found = {c.name: c.root for c in jit_caches({"HOME": home, "USER": "kimi", "TMPDIR": tmp})}
+    assert found == {
+        "Triton": f"{home}/.triton/cache",
+        "TorchInductor": f"{tmp}/torchinductor_kimi",
+        "torch extensions": f"{home}/.cache/torch_extensions",
+        "FlashInfer": f"{home}/.cache/flashinfer",
+    }
+    named = {
+        "HOME": home, "USER": "kimi", "TRITON_HOME": "/scratch/t", "TORCHINDUCTOR_CACHE_DIR": "/scratch/i",
+        "XDG_CACHE_HOME": "/scratch/xdg", "FLASHINFER_WORKSPACE_BASE": "/scratch/f",
+    }  # fmt: skip
+    found = {c.name: c.root for c in jit_caches(named)}
+    assert found["Triton"] == "/scratch/t/.triton/cache" and found["TorchInductor"] == "/scratch/i"
+    assert found["torch extensions"] == "/scratch/xdg/torch_extensions"
+    assert found["FlashInfer"] == "/scratch/f/.cache/flashinfer"
+    assert {c.name: c.root for c in jit_caches({**named, "TRITON_CACHE_DIR": "/x/tc"})}["Triton"] == "/x/tc"

@@ -59,6 +59,7 @@ from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
+from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
 from patchkit.redact import is_secret
 from patchkit.render import plural
@@ -561,6 +562,7 @@ def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
         allow_stray=spec.config.allow_stray,
         expected=required_env(spec, state.env),
         when=when,
+        generated=jit_caches(state.env),
     )
 
 

@@ -58,6 +58,7 @@ from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts, account
 from patchkit.proof.check import env_reasons
 from patchkit.proof.digests import DigestCache
+from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.libs import LibrarySampler
 from patchkit.proof.nccllog import NcclLines, wants_nccl_lines
 from patchkit.proof.records import read_probe_dir
@@ -195,7 +196,9 @@ def _run_probed(
         code = run_passthrough(command, probed, cwd=None, lines=nccl, sampler=sampler)
         processes = read_probe_dir(out)
         tree = TreeFacts.of(git_repo, git_repo.root, commit)
-        accounting = account(processes, tree=tree, allow_stray=probe.allow_stray, cache=cache)
+        accounting = account(
+            processes, tree=tree, allow_stray=probe.allow_stray, cache=cache, generated=jit_caches(env)
+        )
         libraries = sampler.libraries(cache)
         cache.save()
     finally:

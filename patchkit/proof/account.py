@@ -1,4 +1,4 @@
-"""Every file that ran, accounted for: tree, dist, editable, stdlib, probe, or STRAY with why.
+"""Every file that ran, accounted for: tree, dist, editable, stdlib, generated, probe, or STRAY with why.
 
 The files are those the probe saw loaded (``records``), each with the size
 and mtime it had then.  A file is, in this order:
@@ -21,6 +21,9 @@ and mtime it had then.  A file is, in this order:
   ``/usr/lib/python3.X/sitecustomize.py`` is a symlink into ``/etc``, and is
   the distribution's own file wherever it points (a file loaded from a site
   directory is never stdlib, whatever it links to);
+* **generated**: under a JIT compiler's cache (Triton's launchers, torch
+  extension builds: ``proof/jitcache.py``), recorded with the cache's name,
+  not verified: derived from verified code, named by its hash;
 * STRAY for anything else ("outside every known root").
 
 ``allow_stray`` globs (``fnmatch`` on the absolute path; ``*`` crosses
@@ -44,9 +47,10 @@ from patchkit.proof import PROBE_SITE_DIR
 from patchkit.proof.bytecode import BytecodeConfig, stale_bytecode
 from patchkit.proof.digests import DigestCache, hash_file, hex_of
 from patchkit.proof.dists import ALGO, DIGEST, Distribution, SiteIndex
+from patchkit.proof.jitcache import JitCache
 from patchkit.proof.records import LoadedFile, ProcessFacts
 
-CATEGORIES = ("tree", "dist", "editable", "stdlib", "probe", "stray", "allowed")
+CATEGORIES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "stray", "allowed")
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,7 @@ def account(
     tree: TreeFacts | None,
     allow_stray: Sequence[str] = (),
     cache: DigestCache,
+    generated: Sequence[JitCache] = (),
 ) -> Accounting:
     loads: dict[str, list[tuple[int, LoadedFile]]] = {}
     site_dirs: list[str] = []
@@ -177,7 +182,19 @@ def account(
         pids = tuple(sorted({pid for pid, _ in seen}))
         configs = dict.fromkeys(bytecode[pid] for pid in pids if pid in bytecode)
         category, owner, why = _classify(
-            path, real[path], seen, tree, tree_root, blobs, index, checkouts, stdlibs, probe_file, cache, configs
+            path,
+            real[path],
+            seen,
+            tree,
+            tree_root,
+            blobs,
+            index,
+            checkouts,
+            stdlibs,
+            probe_file,
+            cache,
+            configs,
+            generated,
         )
         if category == "stray" and any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(real[path], g) for g in allow_stray):
             category = "allowed"
@@ -204,6 +221,7 @@ def _classify(
     probe_file: str,
     cache: DigestCache,
     bytecode: Iterable[BytecodeConfig] = (),
+    generated: Iterable[JitCache] = (),
 ) -> tuple[str, str | None, str | None]:
     try:
         st = os.stat(path)
@@ -282,4 +300,7 @@ def _classify(
             return "stdlib", None, None
         if _under(loaded, stdlib) and index.site_dir_of(loaded) is None and not index.under_raw_site_dir(loaded):
             return "stdlib", None, None  # loaded from the stdlib directory: a link it holds (Debian's sitecustomize)
-    return "stray", None, "outside every known root (tree, site directories, editable checkouts, stdlib)"
+    for jit in generated:
+        if _under(path, jit.root) or _under(real, jit.root):
+            return "generated", f"{jit.name} cache {jit.root}", None
+    return "stray", None, "outside every known root (tree, site directories, editable checkouts, stdlib, JIT caches)"

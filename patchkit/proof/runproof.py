@@ -27,6 +27,7 @@ from typing import Any
 from patchkit.proof.account import Accounting, TreeFacts, account
 from patchkit.proof.check import env_reasons, stray_reasons
 from patchkit.proof.digests import DigestCache
+from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
 from patchkit.proof.records import ProcessFacts, read_probe_dir
@@ -54,6 +55,7 @@ def prove(
     allow_stray: Sequence[str],
     expected: Mapping[str, str],
     when: str,
+    generated: Sequence[JitCache] = (),
 ) -> Proof:
     """``live``: pid -> command line of the server's processes now (empty at stop: they are gone)."""
     cache = DigestCache.for_scope("bench:" + (str(tree.root) if tree is not None else str(probe_dir)))
@@ -61,7 +63,7 @@ def prove(
     probed = {p.pid for p in processes}
     libraries = {pid: mapped_libraries(pid, cache) for pid in live if pid in probed}
     unprobed = tuple(f"pid {pid} ({cmd})" for pid, cmd in sorted(live.items()) if pid not in probed)
-    accounting = account(processes, tree=tree, allow_stray=allow_stray, cache=cache)
+    accounting = account(processes, tree=tree, allow_stray=allow_stray, cache=cache, generated=generated)
     reasons = [*stray_reasons(accounting, processes), *env_reasons(processes, expected)]
     return Proof(when, processes, libraries, unprobed, accounting, tuple(reasons), tuple(doubts(processes)))
 
