@@ -10,7 +10,7 @@ words; a test keeps the two equal.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
@@ -30,6 +30,26 @@ def redact_env(env: Mapping[str, Any] | None) -> dict[str, str]:
     return {str(name): REDACTED if is_secret(str(name)) else str(value) for name, value in env.items()}
 
 
-def secret_values(env: Mapping[str, str]) -> list[str]:
-    """The values of the secret-looking names of ``env`` (what must appear in no file patchkit writes)."""
-    return [value for name, value in env.items() if is_secret(name) and value and value != REDACTED]
+MIN_SECRET = 6  # shorter values are not searched for elsewhere (a "1" would be everywhere)
+
+
+def secret_values(*envs: Mapping[str, str]) -> list[str]:
+    """The values of the secret-looking names of ``envs`` (what must appear in no file patchkit writes),
+    each once, those shorter than ``MIN_SECRET`` left out."""
+    found = {value for env in envs for name, value in env.items() if is_secret(name) and value != REDACTED}
+    return sorted((v for v in found if len(v) >= MIN_SECRET), key=lambda v: (-len(v), v))
+
+
+def scrub(value: Any, secrets: Sequence[str]) -> Any:
+    """``value`` (a string, or mappings and sequences of them) with every occurrence of a secret replaced."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(scrub(v, secrets) for v in value)
+    return value

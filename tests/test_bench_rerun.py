@@ -101,3 +101,20 @@ def test_a_second_bisect_over_reused_worktrees_still_answers(capsys, history, ma
         assert result.code == 0, result.err
         assert result.json["first_bad"]["commit"] == history["slow"]
         assert result.json["allow_dirty"] is False
+
+
+def test_a_secret_rendered_into_the_server_command_is_not_in_the_progress_lines(capsys, history, tmp_path):
+    """An API key passed on the server's command line ({api_key}): the 'starting server' line on stderr,
+    which nohup and CI logs keep, shows the command with the key redacted, as the record does."""
+    key = "sk-live-PLANTED-0123456789"
+    base = bench_table()
+    table = bench_table(server=base["server"] + " --api-key {api_key}", vars={**base["vars"], "api_key": "unset"})
+    manifest = write_bench_kit(tmp_path / "kit", bench=table)
+    result = run_cli(
+        capsys, "bench", "-m", manifest, "--repo", history.path, "--commit", history["docs"], "--profile",
+        "baseline", "--worktree-root", tmp_path / "wts", "--set", f"api_key={key}", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    starting = [line for line in result.err.splitlines() if "starting server" in line]
+    assert starting and all("--api-key '<redacted>'" in line or "--api-key <redacted>" in line for line in starting)
+    assert key not in result.err and key not in result.out

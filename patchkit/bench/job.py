@@ -61,7 +61,7 @@ from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
-from patchkit.redact import is_secret
+from patchkit.redact import is_secret, scrub, secret_values
 from patchkit.render import plural
 
 LOG_TAIL_LINES = 20
@@ -389,7 +389,6 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
     ``_stop`` runs whatever ended the job.  Ctrl-C or SIGTERM (as KeyboardInterrupt) ends it as
     ``interrupted``, with the samples measured so far; the caller decides whether to go on.
     """
-    say = progress or (lambda phase, detail: None)
     started = now()
     spec.run_dir.mkdir(parents=True, exist_ok=True)
     state = _JobState(
@@ -397,6 +396,12 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
         server_log=spec.run_dir / "server.log",
         samples={m.name: [] for m in spec.config.metrics if m.applies_to(spec.profile)},
     )
+
+    def say(phase: str, detail: str) -> None:
+        """Progress, with any secret value (a token rendered into the server's command) redacted."""
+        if progress is not None:
+            progress(phase, scrub(detail, secret_values(state.env, state.vars)))
+
     outcome: Outcome = Outcome.OK
     reason: str | None = None
     details: tuple[str, ...] = ()

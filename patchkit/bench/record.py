@@ -19,7 +19,7 @@ record can hold the value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -27,7 +27,7 @@ from typing import Any
 
 from patchkit.bench.metrics import summary
 from patchkit.git import Commit
-from patchkit.redact import REDACTED, redact_env, secret_values
+from patchkit.redact import redact_env, scrub, secret_values
 
 
 class Outcome(StrEnum):
@@ -55,22 +55,6 @@ def patch_state(status: str | None, reason: str | None) -> str:
     if status == "APPLY" or (status == "SKIP" and reason in _STATE_OF_SKIP):
         return "applied" if status == "APPLY" else _STATE_OF_SKIP[str(reason)]
     return f"not applied ({' '.join(str(p) for p in (status, reason) if p)})"
-
-
-MIN_SECRET = 6  # shorter values are not searched for in other fields (a "1" would be everywhere)
-
-
-def _scrub(value: Any, secrets: Sequence[str]) -> Any:
-    """``value`` with every occurrence of a secret in its strings replaced by ``<redacted>``."""
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
-    if isinstance(value, Mapping):
-        return {k: _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_scrub(v, secrets) for v in value)
-    return value
 
 
 def now() -> str:
@@ -130,12 +114,12 @@ class RunRecord:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
-        secrets = [v for v in {*secret_values(self.env), *secret_values(self.vars)} if len(v) >= MIN_SECRET]
+        secrets = secret_values(self.env, self.vars)
         object.__setattr__(self, "env", redact_env(self.env))
         object.__setattr__(self, "vars", redact_env(self.vars))
         if secrets:  # a secret rendered into a command line or quoted in a refusal
             for name in ("commands", "details", "reason", "logs", "guard", "server_info", "proof"):
-                object.__setattr__(self, name, _scrub(getattr(self, name), secrets))
+                object.__setattr__(self, name, scrub(getattr(self, name), secrets))
 
     def with_run_id(self, run_id: int) -> RunRecord:
         return replace(self, run_id=run_id)

@@ -26,7 +26,7 @@ from typing import Any
 from patchkit import paths
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import RepoError, UsageError
-from patchkit.redact import secret_values
+from patchkit.redact import redact_env
 
 # Each entry upgrades the schema from version i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -411,7 +411,9 @@ def _backfill_3(db: sqlite3.Connection) -> None:
     db.executemany("INSERT INTO outcomes VALUES (?)", [(o.value,) for o in Outcome])
     for run_id, text in db.execute("SELECT id, record FROM runs").fetchall():
         data = json.loads(text)
-        if secret_values(data.get("env") or {}) or secret_values(data.get("vars") or {}):
+        if redact_env(data.get("env")) != (data.get("env") or {}) or redact_env(data.get("vars")) != (
+            data.get("vars") or {}
+        ):
             # Made again as a record: the names redacted, and the values wherever the record quotes them.
             scrubbed = {**RunRecord.from_json(data).to_json(), "run": run_id}
             db.execute("UPDATE runs SET record = ? WHERE id = ?", (json.dumps(scrubbed, sort_keys=True), run_id))
