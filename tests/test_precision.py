@@ -460,24 +460,44 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-@pytest.mark.parametrize("group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-pid"])
-def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, group):
-    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)  # ~0.5 MB: a long libcst parse
-    before = sc.file().read_bytes()
+def _forked(pid: int) -> list[int]:
+    """The children of ``pid`` that are forks of it (its own command line), not git processes it runs."""
+    try:
+        own = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    out = []
+    for child in _children(pid):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{child}/cmdline").read_bytes() == own:
+                out.append(child)
+    return out
+
+
+def _interrupt_in_child(argv: list[str], *, group: bool = True) -> tuple[int, float, str]:
+    """Run patchkit, SIGINT it a second into the work its forked child does; (exit, latency, stderr)."""
     env = {**os.environ, "PATCHKIT_ABANDON_BYTES": "100000"}
     proc = subprocess.Popen(
-        [patchkit_script(), "apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)],
+        [patchkit_script(), *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while not _children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    assert _children(proc.pid), "the work never went to a child process"
+    worker: set[int] = set()
+    while not worker and time.monotonic() < deadline and proc.poll() is None:
+        # A fork that lasts (a subprocess's fork is another copy of patchkit only until it execs).
+        seen = set(_forked(proc.pid))
+        time.sleep(0.2)
+        worker = seen & set(_forked(proc.pid))
+    if not worker:
+        proc.kill()
+        _out, err = proc.communicate()
+        pytest.fail(f"the work never went to a child process (exit {proc.returncode}): {err.decode()}")
     time.sleep(1.0)  # well inside the parse (seconds long)
     assert proc.poll() is None, "the parse ended before the interrupt: make the target larger"
+    assert worker & set(_forked(proc.pid)), "the child ended before the interrupt: make the target larger"
     sent = time.monotonic()
     if group:
         os.killpg(proc.pid, signal.SIGINT)
@@ -485,13 +505,63 @@ def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_noth
         os.kill(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     latency = time.monotonic() - sent
-    assert proc.returncode == 130, err
+    time.sleep(0.2)
+    assert not any(Path(f"/proc/{c}").exists() for c in _forked(proc.pid))
+    return proc.returncode, latency, err.decode()
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-pid"])
+def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, group):
+    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)  # ~0.5 MB: a long libcst parse
+    before = sc.file().read_bytes()
+    code, latency, err = _interrupt_in_child(["apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)], group=group)
+    assert code == 130, err
     assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
-    assert err.decode().strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert err.strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
     assert sc.file().read_bytes() == before and porcelain(sc.repo) == []
     assert not (sc.repo / ".git" / "patchkit" / "applied").exists()
-    time.sleep(0.2)
-    assert not any(Path(f"/proc/{c}").exists() for c in _children(proc.pid))
+
+
+@pytest.mark.parametrize("worktree", [False, True], ids=["move-this-tree", "new-worktree"])
+def test_an_interrupt_of_apply_commit_inside_a_large_parse_stops_within_a_second_and_moves_nothing(tmp_path, worktree):
+    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)
+    old = git(sc.repo, "rev-parse", "HEAD").strip()
+    (sc.repo / "README").write_text("upstream moved on\n")
+    git(sc.repo, "add", "README")
+    git(sc.repo, "commit", "-qm", "upstream: readme")
+    head = git(sc.repo, "rev-parse", "HEAD").strip()
+    argv = ["apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo), "--commit", old]
+    if worktree:
+        argv += ["--worktree", str(tmp_path / "linked")]
+    code, latency, err = _interrupt_in_child(argv)
+    assert code == 130, err
+    assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
+    assert err.strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert git(sc.repo, "rev-parse", "HEAD").strip() == head and porcelain(sc.repo) == []
+    assert git(sc.repo, "symbolic-ref", "-q", "HEAD").strip(), "the tree left its branch"
+    assert not (tmp_path / "linked").exists()
+    assert not (sc.repo / ".git" / "patchkit" / "applied").exists()
+    assert not (sc.repo / ".git" / "patchkit" / "journal.json").exists()
+
+
+@pytest.mark.parametrize("verb", ["capture", "import-diff"])
+def test_an_interrupt_of_capture_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, verb):
+    repo = make_repo(tmp_path / "repo", {"pkg/mod.py": big_model(5000)})
+    target = repo / "pkg" / "mod.py"
+    target.write_text(target.read_text().replace("        return x\n", "        x = x + 1\n        return x\n", 1))
+    out = tmp_path / "kit"
+    argv = ["--repo", str(repo), "--name", "big", "--out", str(out)]
+    if verb == "import-diff":
+        patch = tmp_path / "big.patch"
+        patch.write_text(git(repo, "diff"))
+        git(repo, "checkout", "--", ".")
+        argv = [str(patch), *argv]
+    code, latency, err = _interrupt_in_child([verb, *argv])
+    assert code == 130, err
+    assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
+    assert err.strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert not out.exists(), list(out.rglob("*"))
+    assert "patchkit-import-diff" not in git(repo, "worktree", "list")
 
 
 # -- 5. the guard's import check: namespace packages, the tree's own version -------------------
