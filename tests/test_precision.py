@@ -30,7 +30,11 @@ from helpers import (
     src,
     temp_leftovers,
 )
+from test_bench_store import record
 from test_guard import make_venv
+
+from patchkit.bench.store import Store
+from patchkit.errors import UnwritableError
 
 # -- 1. import-diff on something that is not a text patch -------------------------------------
 
@@ -285,6 +289,101 @@ def test_check_no_cache_reports_no_cache_hits(tmp_path, capsys):
     assert warm["cache_hits"] > 0
     bare = run_cli(capsys, *argv, "--no-cache").json["stats"]
     assert bare["cache_hits"] == 0 and bare["cache_misses"] > 0
+
+
+# The bench store (`.git/patchkit/bench.sqlite`): opening it migrates it, a write; `bench` adds runs.
+
+
+def _store_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+
+
+def _one_line_refusal(r, path: Path, cause: str, advice: str) -> str:
+    assert r.code == 1, r.err + r.out
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in r.err, r.err
+    assert f"cannot write {path}: {cause}" in lines[0] and advice in lines[0], lines[0]
+    return lines[0]
+
+
+def test_runs_on_a_full_git_dir_refuses_naming_the_store_and_the_cause(tmp_path):
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    with mounted_tmpfs(state):
+        _fill(state, 0)
+        r = run_script("runs", "--repo", repo)
+        left = sorted(p.name for p in state.iterdir())
+    line = _one_line_refusal(r, state / "bench.sqlite", "No space left on device", "free some space")
+    assert "permissions" not in line and "read-only" not in line
+    assert left == ["filler"], left  # no store, journal or probe half-made
+
+
+def test_runs_on_a_read_only_git_dir_refuses_naming_the_read_only_filesystem(tmp_path):
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, read_only=True):
+        r = run_script("runs", "--repo", repo)
+    line = _one_line_refusal(r, state / "bench.sqlite", "Read-only file system", "mounted read-only")
+    assert "permissions" not in line and "free some space" not in line
+
+
+def test_an_existing_store_on_a_filesystem_made_read_only_refuses_and_keeps_its_runs(tmp_path):
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, size="1m"):
+        with Store(state / "bench.sqlite") as store:
+            store.add(record())
+        before = (state / "bench.sqlite").read_bytes()
+        assert _sh("mount", "-o", "remount,ro", str(state)).returncode == 0
+        r = run_script("runs", "--repo", repo)
+        after = (state / "bench.sqlite").read_bytes()
+    _one_line_refusal(r, state / "bench.sqlite", "Read-only file system", "mounted read-only")
+    assert after == before
+
+
+def test_a_store_write_on_a_full_disk_refuses_and_the_store_keeps_what_it_held(tmp_path):
+    state = tmp_path / "state"
+    with mounted_tmpfs(state, size="256k"):
+        path = state / "bench.sqlite"
+        with Store(path) as store:
+            first = store.add(record())
+            _fill(state, 0)
+            big = record(samples={"output_tok_s": [float(i) for i in range(20000)]})
+            with pytest.raises(UnwritableError) as raised:
+                store.add(big)
+            assert [r.run_id for r in store.runs()] == [first]  # the failed add rolled back whole
+        (state / "filler").unlink()
+        with Store(path) as store:
+            assert [r.run_id for r in store.runs()] == [first]
+        leftovers = temp_leftovers(state)
+    assert raised.value.exit_code == 1 and raised.value.path == str(path)
+    assert "No space left on device" in raised.value.one_line() and "free some space" in raised.value.one_line()
+    assert leftovers == []
+
+
+def test_a_store_directory_the_user_may_not_write_is_a_refusal_naming_permissions(tmp_path):
+    """EACCES needs a process the permission bits apply to: patchkit runs as root without CAP_DAC_OVERRIDE."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    state.mkdir()
+    state.chmod(0o555)
+    drop = "-dac_override,-dac_read_search"
+    try:
+        proc = subprocess.run(
+            ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", "--", patchkit_script(), "runs"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        state.chmod(0o755)
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    line = proc.stderr.strip()
+    assert f"cannot write {state / 'bench.sqlite'}: Permission denied" in line, line
+    assert "check the permissions" in line and "\n" not in line
+    assert list(state.iterdir()) == []
 
 
 # -- 3. manifests layered on one file -----------------------------------------------------------
