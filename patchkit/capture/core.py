@@ -41,7 +41,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from patchkit.capture.python import Proposal, Unfit, propose
+from patchkit.capture.python import Proposal, Unfit, propose, visible
 from patchkit.capture.textdiff import count_changes, unified_diff
 from patchkit.engine import abandon
 from patchkit.engine.abandon import report_phase
@@ -198,7 +198,10 @@ def _diff_plan(change: _FileChange, why: str) -> _Planned:
     diff = unified_diff(change.path, change.before_text, change.after_text)
     hunks, added, removed = count_changes(diff)
     noun = "hunk" if hunks == 1 else "hunks"
-    proposal = Proposal("diff", change.path, "diff", (), None, f"{hunks} {noun}, +{added} -{removed} lines", why)
+    # One line in the summary whatever the reason quotes (code with its newlines, say).
+    proposal = Proposal(
+        "diff", change.path, "diff", (), None, f"{hunks} {noun}, +{added} -{removed} lines", visible(why)
+    )
     return _Planned(proposal, diff)
 
 
@@ -294,7 +297,11 @@ def _verify(
         found = re.search(r"patch\[(\d+)\]", exc.key_path or "")
         if found is None:
             raise InternalError(f"capture wrote a manifest that does not load: {exc.one_line()}") from None
-        return {patches[int(found.group(1)) - 1].file: f"the manifest would not load ({exc.message})"}
+        # The loader names the staged manifest, a temporary file gone by the time this is read: say
+        # which patch of the user's file it was, and the loader's own words.
+        file = patches[int(found.group(1)) - 1].file
+        words = exc.message.split(f": {exc.key_path}: ", 1)[-1]
+        return {file: f"the manifest would not load (the patch for {file}, {exc.key_path}: {words})"}
     evaluation = evaluate(manifest, CommitSource(repo, base), hints=False)
     bad: dict[str, str] = {}
     for result in evaluation.results:
