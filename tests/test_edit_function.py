@@ -283,6 +283,43 @@ def test_check_range_says_nothing_while_the_change_is_still_upstream_at_the_end(
     assert r.code == 0 and r.json["upstreamed"] == []
 
 
+@pytest.mark.parametrize("op", ["edit-function", "replace-function"])
+def test_a_cached_verdict_names_this_manifests_payload_not_anothers(tmp_path, capsys, op):
+    """The same commit captured under two names: same patch id and payload bytes, another payload path.
+    The second check's verdicts come from the cache, and must still name its own payload."""
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "upstream base", {"pkg/mod.py": BASE})
+    builder.commit("other", "unrelated work", {"pkg/mod.py": BASE.replace("import os\n", "import os\nimport re\n")})
+    history = builder.build()
+    if op == "edit-function":
+        payload, patch = VERIFY_DIFF, edit_patch()
+    else:
+        method = "".join(EDITED.splitlines(True)[4:16])
+        payload = "class Worker:\n" + method
+        patch = {
+            "id": "verify",
+            "op": "replace-function",
+            "file": "pkg/mod.py",
+            "function": "Worker.verify",
+            "expect": ["sha256:" + "0" * 64],  # not upstream's: DRIFT, whose message names the payload
+        }
+    messages, hits = {}, {}
+    for name in ("first", "second", "second"):
+        kit = Kit(tmp_path / "kit", name=name)
+        written = f"{name}/v{'.diff' if op == 'edit-function' else '.py'}"
+        kit.write([patch | {"source": src(written)}], {written: payload})
+        r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+        messages[name] = [w["message"] for w in r.json["windows"]]
+        hits[name] = r.json["stats"]["cache_hits"]
+    assert hits["second"] > 0  # its second check read its verdicts from the cache
+    assert all("../patches/first/v" in m for m in messages["first"]), messages
+    assert all("../patches/second/v" in m and "first" not in m for m in messages["second"]), messages
+
+
 def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, capsys):
     from helpers import Kit
 
