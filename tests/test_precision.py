@@ -6,7 +6,9 @@ Each test here fails without its fix; real git repositories, real files, the rea
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -444,15 +446,57 @@ def test_an_edit_by_none_of_the_layers_fails_and_never_advises_forcing_over_anot
         assert run_cli(capsys, "apply", "-m", m, "--repo", repo).code == 0
     with open(repo / "pkg/mod.py", "a") as handle:
         handle.write("STRAY = 1\n")
-    for i, m in enumerate(manifests):
+    for m in manifests:
         checks = _guard(capsys, repo, m)
         assert checks["_code"] == 1
         record = checks["record"]
         assert not record["ok"] and "pkg/mod.py" in record["message"]
         # The advice reverts each manifest with its own revert, from the top (the newest) down.
-        expected = " && ".join(f"patchkit revert -m layer-{j} --force" for j in reversed(range(count)))
+        # Each manifest as `-m` takes it: these were loaded by path, so by their paths.
+        expected = " && ".join(f"patchkit revert -m {manifests[j]} --force" for j in reversed(range(count)))
         assert expected in record["message"], record["message"]
-        assert f"`patchkit revert -m layer-{i} --force`, then" not in record["message"]
+        assert f"`patchkit revert -m {m} --force`, then" not in record["message"]
+
+
+def _pasted(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` as a user pastes it into a shell in ``cwd`` (this checkout's patchkit first on PATH)."""
+    env = {**os.environ, "PATH": f"{Path(patchkit_script()).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute"])
+def test_layered_advice_for_manifests_loaded_by_path_runs_as_printed(tmp_path, where):
+    """The steps the record check prints, pasted as they are: each names its manifest as `-m` takes it."""
+    repo, manifests = _layer_kits(tmp_path, 2)
+    given = [os.path.relpath(m, repo) if where == "relative" else str(m) for m in manifests]
+    for m in given:
+        assert run_script("apply", "-m", m, cwd=repo).code == 0
+    with open(repo / "pkg/mod.py", "a") as handle:
+        handle.write("STRAY = 1\n")
+    guard = run_script("guard", "-m", given[0], "--json", cwd=repo)
+    message = next(c["message"] for c in json.loads(guard.out)["checks"] if c["check"] == "record")
+    found = re.search(r"`(patchkit revert [^`]+)`, then `(patchkit apply [^`]+)`", message)
+    assert found is not None, message
+    assert "layer-0 " not in found.group(0) and "layer-1 " not in found.group(0), found.group(0)  # not by name
+    for step in found.groups():
+        done = _pasted(step, repo)
+        assert done.returncode == 0, f"{step}: {done.stderr}"
+    assert (repo / "pkg/mod.py").read_text().count("STRAY") == 0
+    for m in given:
+        assert run_script("guard", "-m", m, cwd=repo).code == 0
+
+
+def test_advice_names_a_bundled_or_project_manifest_by_name_and_any_other_by_path(tmp_path):
+    from patchkit.manifest import manifest_arg, resolve_manifest
+
+    bundled = resolve_manifest("kimi-k25-eagle3")
+    assert manifest_arg("kimi-k25-eagle3", bundled, cwd=tmp_path) == "kimi-k25-eagle3"
+    copy = tmp_path / "work" / "my kit" / "kimi-k25-eagle3.toml"  # the same name, another file
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(bundled.read_bytes())
+    assert manifest_arg("kimi-k25-eagle3", copy, cwd=tmp_path / "work") == "'my kit/kimi-k25-eagle3.toml'"
+    assert manifest_arg("kimi-k25-eagle3", copy, cwd=tmp_path / "elsewhere") == f"'{copy}'"
+    assert manifest_arg("kimi-k25-eagle3", tmp_path / "gone.toml", cwd=tmp_path) == "kimi-k25-eagle3"
 
 
 @pytest.mark.parametrize("count", [2, 3])
@@ -463,7 +507,7 @@ def test_layered_reverts_in_the_wrong_order_refuse_and_in_the_right_order_restor
     patched = (repo / "pkg/mod.py").read_bytes()
     for m in manifests[:-1]:  # every lower layer refuses while one sits on top, without offering --force
         r = run_cli(capsys, "revert", "-m", m, "--repo", repo)
-        assert r.code == 1 and "--force" not in r.err and f"patchkit revert -m layer-{count - 1}" in r.err, r.err
+        assert r.code == 1 and "--force" not in r.err and f"patchkit revert -m {manifests[-1]}" in r.err, r.err
         assert (repo / "pkg/mod.py").read_bytes() == patched
     for i, m in reversed(list(enumerate(manifests))):
         assert run_cli(capsys, "revert", "-m", m, "--repo", repo).code == 0

@@ -46,7 +46,7 @@ from patchkit.engine.recovery import end_move, recover, start_move
 from patchkit.engine.transaction import FileWrite, Transaction, crash_point
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
-from patchkit.manifest import Manifest
+from patchkit.manifest import Manifest, manifest_arg
 from patchkit.render import plural
 from patchkit.results import PatchResult
 from patchkit.sources import CommitSource, FileRead, FileState
@@ -250,10 +250,11 @@ def _move_and_apply(
     for path in ours:
         entry = repo.ls_tree(head, [path]).get(path) if head else None
         if entry is None:
-            name = ours[path][0].manifest_name
+            owner = ours[path][0]
             raise RepoError(
                 f"{path} is recorded as patched but is not in HEAD; cannot move safely",
-                hint=f"inspect it, then `patchkit revert -m {name} --force`",
+                hint=f"inspect it, then `patchkit revert -m {manifest_arg(owner.manifest_name, owner.manifest_path)} "
+                "--force`",
             )
         writes.append(FileWrite(path, ours[path][1], repo.read_blob(entry.oid), None))
     repo.close()
