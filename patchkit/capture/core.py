@@ -504,7 +504,14 @@ def _abandonable(repo: Repo, changes: Mapping[str, _FileChange], work: Callable[
     if not abandon.large(sum(sizes.values())):
         return work()
     repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
-    return abandon.run(work, label=abandon.describe(sizes))
+
+    def child() -> T:
+        try:
+            return work()
+        finally:
+            repo.close()  # the child's reader, reaped before the child leaves
+
+    return abandon.run(child, label=abandon.describe(sizes))
 
 
 def _inside(path: Path, mine: Path) -> bool:

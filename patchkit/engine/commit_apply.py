@@ -99,7 +99,10 @@ def _evaluate_at(
         return work()
 
     def light() -> tuple[tuple[PatchResult, ...], dict[str, FileRead], list[Rendered], bool]:
-        evaluation, rendered, refused = work()
+        try:
+            evaluation, rendered, refused = work()
+        finally:
+            repo.close()  # the child's own blob reader, reaped before the child leaves
         return evaluation.results, {p: fe.read for p, fe in evaluation.files.items()}, rendered, refused
 
     repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
