@@ -17,8 +17,11 @@ On a real history (a clone the caller fetched; nothing is downloaded here):
    ``git apply --cached --check`` forward and reverse, and the bytes of a
    real ``git apply --cached``.
 
-It prints the cell classes, the op mix, the share of Python file changes
-carried by structured ops, the causes of ``diff`` fallbacks, and every cell
+It prints how many selected commits ``import-diff`` refused (each with its
+words), the cell classes, the op mix, the share of Python file changes
+carried by structured ops (a refused commit's files count in the denominator:
+they are changes patchkit did not carry), a table of the causes of the rest
+(``diff`` fallbacks by cause, and the refused commits' files), and every cell
 where git applies and patchkit refuses (with patchkit's reason) so each can
 be judged.  Run it against another checkout of patchkit with ``PYTHONPATH``
 (e.g. main's code, for a before/after): the first line names the patchkit
@@ -49,6 +52,7 @@ from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
+from patchkit.render import plural
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
 
@@ -103,6 +107,7 @@ class Cell:
 class Report:
     commits: list[str] = field(default_factory=list)
     capture_failed: dict[str, str] = field(default_factory=dict)
+    capture_failed_files: int = 0  # the Python file changes of the refused commits (not carried at all)
     ops: Counter[str] = field(default_factory=Counter)
     py_files: int = 0
     py_files_structured: int = 0
@@ -192,6 +197,7 @@ def replay_one(
         captured = import_diff(repo, patch, name=f"c-{short}", base=parent, out=out, force=True)
     except PatchkitError as exc:
         report.capture_failed[short] = exc.one_line()
+        report.capture_failed_files += sum(path.endswith(".py") for path in files)
         return
     by_file: dict[str, list[str]] = defaultdict(list)
     for p in captured.patches:
@@ -268,11 +274,27 @@ def classify(c: Cell) -> str:
     return "both refuse"
 
 
+REFUSED = "commit refused by import-diff"
+
+
+def causes_table(report: Report) -> list[tuple[str, int]]:
+    """(cause, Python file changes) of every change not carried by structured ops alone, most first:
+    each ``diff`` fallback by ``cause``, and the files of the commits ``import-diff`` refused."""
+    counts = Counter(cause(why) for _short, _path, why in report.fallbacks)
+    if report.capture_failed_files:
+        counts[REFUSED] = report.capture_failed_files
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def show(report: Report) -> None:
     print(f"patchkit from {Path(patchkit.__file__).parent}")
-    print(f"{len(report.commits)} commits captured at their parent ({len(report.capture_failed)} capture refused)")
+    captured = len(report.commits) - len(report.capture_failed)
+    print(
+        f"{len(report.commits)} commits selected: {captured} captured at their parent, "
+        f"{len(report.capture_failed)} refused by import-diff"
+    )
     for short, why in report.capture_failed.items():
-        print(f"  capture refused {short}: {why}")
+        print(f"  import-diff refused {short}: {why}")
     print()
     print("cell classes (one cell = one commit's captured manifest at one other commit)")
     classes = Counter(c.klass for c in report.cells)
@@ -294,20 +316,34 @@ def show(report: Report) -> None:
     print("op mix (patches captured)")
     for op, n in sorted(report.ops.items(), key=lambda kv: -kv[1]):
         print(f"  {n:>5}  {op}")
-    share = report.py_files_structured / report.py_files if report.py_files else 0.0
+    total = report.py_files + report.capture_failed_files
+    share = report.py_files_structured / total if total else 0.0
+    refused = (
+        f", counting the {plural(report.capture_failed_files, 'file change')} of the "
+        f"{plural(len(report.capture_failed), 'commit')} import-diff refused"
+        if report.capture_failed
+        else ""
+    )
     print(
-        f"Python file changes carried by structured ops only: {report.py_files_structured} of {report.py_files} "
+        f"Python file changes carried by structured ops only: {report.py_files_structured} of {total}{refused} "
         f"({share:.0%})"
     )
     print()
-    print(f"diff fallbacks of Python files, by cause ({len(report.fallbacks)})")
+    table = causes_table(report)
+    print(f"Python file changes not carried by structured ops alone, by cause ({sum(n for _, n in table)})")
+    width = max([len("cause"), *(len(c) for c, _ in table)])
+    print(f"  {'cause':<{width}}  count")
+    for bucket, n in table:
+        print(f"  {bucket:<{width}}  {n:>5}")
+    print()
+    print("each diff fallback")
     causes: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for item in report.fallbacks:
         causes[cause(item[2])].append(item)
-    for bucket, items in sorted(causes.items(), key=lambda kv: -len(kv[1])):
-        print(f"  {len(items):>5}  {bucket}")
+    for bucket, items in sorted(causes.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        print(f"  {bucket}")
         for short, path, why in items:
-            print(f"           {short} {path}: {why[:260]}")
+            print(f"    {short} {path}: {why[:260]}")
 
 
 def _reason_kind(reason: str) -> str:
@@ -332,6 +368,7 @@ def main() -> None:
                     "cells": [c.__dict__ for c in report.cells],
                     "summaries": report.summaries,
                     "capture_failed": report.capture_failed,
+                    "causes": dict(causes_table(report)),
                 },
                 indent=1,
             )

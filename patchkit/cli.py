@@ -806,7 +806,14 @@ def _quiet_on_closed_stdout() -> int:
 
 def _interrupted(args: list[str]) -> str:
     """What an interrupted command leaves: for the verbs that write the tree, nothing or the files its
-    finished (whole, recorded) writes changed; the others just stop (bench cleans up its own)."""
+    finished (whole, recorded) writes changed; for capture and import-diff, nothing or the capture they
+    published (whole); the others just stop (bench cleans up its own)."""
+    if {"capture", "import-diff"} & set(args) and not {"apply", "revert"} & set(args):
+        captured = sys.modules.get("patchkit.capture.core")
+        published = list(getattr(captured, "PUBLISHED", ())) if captured is not None else []
+        if not published:
+            return "interrupted (Ctrl-C); nothing was written"
+        return f"interrupted (Ctrl-C) after writing {' and '.join(published)} (whole); nothing else was written"
     if not {"apply", "revert"} & set(args):
         return "interrupted (Ctrl-C)"
     written = sys.modules.get("patchkit.engine.transaction")

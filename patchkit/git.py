@@ -608,6 +608,24 @@ class Repo:
             entries[name] = TreeEntry(name, mode, oid)
         return entries
 
+    def blob_sizes(self, commit: str, paths: Iterable[str]) -> dict[str, int]:
+        """Bytes of each path's blob at ``commit`` (0 for a symlink, submodule or missing path): how
+        large the work on those files is, read from the tree without reading the blobs."""
+        paths = list(paths)
+        sizes = dict.fromkeys(paths, 0)
+        if not paths:
+            return sizes
+        out = self.git_bytes("ls-tree", "-z", "-l", "--full-tree", commit, "--", *paths)
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, path = record.split(b"\t", 1)
+            mode, kind, _oid, size = meta.decode().split()
+            name = path.decode("utf-8", "surrogateescape")
+            if kind == "blob" and mode != "120000" and size.isdigit() and name in sizes:
+                sizes[name] = int(size)
+        return sizes
+
     def list_files(self, commit: str | None) -> list[str]:
         """Tracked files at a commit, or in the index/work tree when ``commit`` is None.
 

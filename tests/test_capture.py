@@ -382,6 +382,62 @@ def test_a_changed_statement_that_reads_the_same_says_what_differs_never_x_into_
     assert " into " not in message
 
 
+def test_a_changed_multi_line_statement_shows_its_newlines_on_one_line(tmp_path, capsys):
+    """The "changes `try:`" fallback quoted the code with its raw newlines, breaking the summary table."""
+    base = {"pkg/m.py": "import warnings\n\ntry:\n    from fla import f\nexcept:\n    warnings.warn('no fla')\n"}
+    edit = {"pkg/m.py": base["pkg/m.py"].replace("except:", "except ImportError:")}
+    report = round_trip(capsys, tmp_path, base, edit)
+    [patch] = report["patches"]
+    assert patch["op"] == "diff"
+    assert "\n" not in patch["why"], patch["why"]
+    assert patch["why"] == (
+        "no structured op fits: changes `try:` (line 3): they first differ at character 34: "
+        "it had `…ort f⏎except:⏎    warnings.warn('no …`, it has `…ort f⏎except ImportError:⏎    warnin…`"
+    )
+    text = capture(capsys, make_repo(tmp_path / "again", base), tmp_path / "kit2")  # nothing to capture there
+    assert text.code == 1
+    write_tree(tmp_path / "again", edit)
+    text = capture(capsys, tmp_path / "again", tmp_path / "kit2")
+    row = next(line for line in text.out.splitlines() if line.startswith("pkg/m.py"))
+    assert row.rstrip().endswith("it has `…ort f⏎except ImportError:⏎    warnin…`"), text.out
+
+
+def test_visible_marks_whitespace_and_keeps_other_text():
+    from patchkit.capture.python import visible
+
+    assert visible("a\n\tb\r\n c\x0c é…") == "a⏎␉b␍⏎ c\\x0c é…"
+    assert visible(visible("x\ny")) == "x⏎y"
+
+
+def test_a_star_import_is_carried_as_the_import_block_and_never_names_a_staging_path(tmp_path, capsys):
+    base = {"pkg/m.py": "import os\n\nX = 1\n"}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": "import os\nfrom os.path import *\n\nX = 1\n"})
+    [patch] = report["patches"]
+    assert patch["op"] == "edit-imports", patch
+    assert "adds `from os.path import *` (line 2), a star import: ensure-import adds named imports only" in patch["why"]
+    assert ".patchkit-capture" not in patch["why"] and "would not load" not in patch["why"]
+
+
+def test_a_proposal_the_loader_refuses_names_the_users_file_not_the_staged_manifest(tmp_path):
+    """The loader's words reach the summary with the edited file, never the temporary manifest's path."""
+    from patchkit.capture.core import CapturedPatch, _verify
+    from patchkit.git import Repo
+
+    repo = make_repo(tmp_path / "repo", {"pkg/m.py": "import os\n"})
+    staged = tmp_path / "kit" / ".patchkit-capture-x" / "manifests" / "c.toml"
+    staged.parent.mkdir(parents=True)
+    staged.write_text(
+        'schema = 1\nname = "c"\n\n[[patch]]\nid = "m-import-x"\nop = "ensure-import"\nfile = "pkg/m.py"\n'
+        'import = "from os.path import *"\n'
+    )
+    patches = [CapturedPatch("m-import-x", "ensure-import", "pkg/m.py", "added", "why")]
+    with Repo.discover(repo) as opened:
+        bad = _verify(opened, opened.commit("HEAD"), staged, {}, patches)
+    assert list(bad) == ["pkg/m.py"]
+    assert bad["pkg/m.py"].startswith("the manifest would not load (the patch for pkg/m.py, patch[1].import: star")
+    assert ".patchkit-capture" not in bad["pkg/m.py"] and str(staged.parent) not in bad["pkg/m.py"]
+
+
 def test_deleted_definitions_are_remove_definitions_and_a_deleted_import_is_a_diff_that_says_why(tmp_path, capsys):
     base = {
         "pkg/m.py": "import os\n\n\ndef keep():\n    return 1\n\n\ndef old():\n    return 2\n\n\n"

@@ -200,12 +200,124 @@ def test_check_range_says_upstream_took_the_change_and_then_changed_it(tmp_path,
     [item] = r.json["upstreamed"]
     took_sha, changed_sha = history["took"], history["changed"]
     assert (item["patch"], item["taken"]["commit"], item["changed"]["commit"]) == ("verify", took_sha, changed_sha)
+    assert item["removed"] is None
     assert item["message"] == (
         f"upstream took this change at {took_sha[:10]} (sync before accepting) and changed it at "
         f"{changed_sha[:10]} (sync(stream) before accepting): drop the patch, or rebase it on {changed_sha[:10]}"
     )
     text = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main")
     assert f"UPSTREAMED: upstream took this change at {took_sha[:10]}" in text.out.replace("\n", " ")
+
+
+def _took_then_reverted(tmp_path, then_edit: bool):
+    """base -> takes the change -> reverts it -> (edits a context line of the change)."""
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "upstream base", {"pkg/mod.py": BASE})
+    builder.commit("took", "sync before accepting", {"pkg/mod.py": EDITED})
+    builder.commit("reverted", 'Revert "sync before accepting"', {"pkg/mod.py": BASE})
+    if then_edit:
+        drafted = BASE.replace("self.draft(batch)", "self.draft(batch, k=2)")
+        builder.commit("edited", "draft with k=2", {"pkg/mod.py": drafted})
+    history = builder.build()
+    kit = Kit(tmp_path / "kit")
+    kit.write([edit_patch()], {"v.diff": VERIFY_DIFF})
+    return history, kit
+
+
+def test_check_range_after_upstream_reverted_the_change_and_edited_it_says_rebase_not_drop(tmp_path, capsys):
+    history, kit = _took_then_reverted(tmp_path, then_edit=True)
+    r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+    assert r.code == 1
+    windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
+    assert windows == [("APPLY", None, 1), ("SKIP", "ALREADY_APPLIED", 1), ("APPLY", None, 1), ("FAIL", "CONFLICT", 1)]
+    [item] = r.json["upstreamed"]
+    took, reverted, edited = history["took"], history["reverted"], history["edited"]
+    assert (item["taken"]["commit"], item["removed"]["commit"], item["changed"]["commit"], item["reason"]) == (
+        took,
+        reverted,
+        edited,
+        "CONFLICT",
+    )
+    assert item["message"] == (
+        f"upstream had this change from {took[:10]} (sync before accepting), until {reverted[:10]} "
+        '(Revert "sync before accepting"), where it is gone and the patch applies again; from '
+        f"{edited[:10]} (draft with k=2) the patch reads CONFLICT: upstream does not have the change there, "
+        f"so rebase the patch on {edited[:10]} rather than drop it"
+    )
+    assert "took this change" not in item["message"] and "drop the patch" not in item["message"]
+    text = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main")
+    assert f"UPSTREAMED, THEN REMOVED: upstream had this change from {took[:10]}" in text.out.replace("\n", " ")
+    assert "drop the patch," not in text.out
+
+
+def test_check_range_after_upstream_reverted_the_change_says_keep_the_patch(tmp_path, capsys):
+    history, kit = _took_then_reverted(tmp_path, then_edit=False)
+    r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+    assert r.code == 0
+    [item] = r.json["upstreamed"]
+    assert (item["removed"]["commit"], item["changed"], item["reason"]) == (history["reverted"], None, None)
+    assert item["message"].endswith(
+        "where it is gone and the patch applies again: upstream does not have the change at the range's end, "
+        "so keep the patch"
+    )
+
+
+def test_check_range_says_nothing_while_the_change_is_still_upstream_at_the_end(tmp_path, capsys):
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "upstream base", {"pkg/mod.py": BASE})
+    builder.commit("took", "sync before accepting", {"pkg/mod.py": EDITED})
+    builder.commit("reverted", 'Revert "sync before accepting"', {"pkg/mod.py": BASE})
+    builder.commit("again", "sync before accepting, again", {"pkg/mod.py": EDITED})
+    history = builder.build()
+    kit = Kit(tmp_path / "kit")
+    kit.write([edit_patch()], {"v.diff": VERIFY_DIFF})
+    r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+    assert r.code == 0 and r.json["upstreamed"] == []
+
+
+@pytest.mark.parametrize("op", ["edit-function", "replace-function"])
+def test_a_cached_verdict_names_this_manifests_payload_not_anothers(tmp_path, capsys, op):
+    """The same commit captured under two names: same patch id and payload bytes, another payload path.
+    The second check's verdicts come from the cache, and must still name its own payload."""
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "upstream base", {"pkg/mod.py": BASE})
+    builder.commit("other", "unrelated work", {"pkg/mod.py": BASE.replace("import os\n", "import os\nimport re\n")})
+    history = builder.build()
+    if op == "edit-function":
+        payload, patch = VERIFY_DIFF, edit_patch()
+    else:
+        method = "".join(EDITED.splitlines(True)[4:16])
+        payload = "class Worker:\n" + method
+        patch = {
+            "id": "verify",
+            "op": "replace-function",
+            "file": "pkg/mod.py",
+            "function": "Worker.verify",
+            "expect": ["sha256:" + "0" * 64],  # not upstream's: DRIFT, whose message names the payload
+        }
+    messages, hits = {}, {}
+    for name in ("first", "second", "second"):
+        kit = Kit(tmp_path / "kit", name=name)
+        written = f"{name}/v{'.diff' if op == 'edit-function' else '.py'}"
+        kit.write([patch | {"source": src(written)}], {written: payload})
+        r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
+        messages[name] = [w["message"] for w in r.json["windows"]]
+        hits[name] = r.json["stats"]["cache_hits"]
+    assert hits["second"] > 0  # its second check read its verdicts from the cache
+    assert all("../patches/first/v" in m for m in messages["first"]), messages
+    assert all("../patches/second/v" in m and "first" not in m for m in messages["second"]), messages
 
 
 def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, capsys):

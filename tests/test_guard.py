@@ -63,7 +63,7 @@ def test_unpatched_tree_fails_listing_the_patches(tree, capsys) -> None:
     r = guard(capsys, repo, manifest)
     assert r.code == 1
     assert "patches  FAIL    required patches not in place: typing (not applied), hook (not applied)" in r.out
-    assert "run `patchkit apply -m hooks`" in r.out
+    assert f"run `patchkit apply -m {manifest}`" in r.out
     assert "GUARD FAILED: 1 check failed (patches)." in r.out
     data = guard(capsys, repo, manifest, "--json").json
     assert failed(data) == ["patches"]
@@ -120,7 +120,7 @@ def test_patched_file_edited_afterwards_fails(tree, capsys) -> None:
     record = check_of(data, "record")
     assert record["details"]["edited"] == ["pkg/model.py"]
     assert "edited after patchkit wrote them: pkg/model.py" in record["message"]
-    assert "patchkit revert -m hooks --force" in record["message"]
+    assert f"patchkit revert -m {manifest} --force" in record["message"]
 
 
 def test_manifest_changed_after_apply_fails(tree, capsys) -> None:
@@ -131,7 +131,7 @@ def test_manifest_changed_after_apply_fails(tree, capsys) -> None:
     assert data["exit_code"] == 1 and failed(data) == ["record"]
     message = check_of(data, "record")["message"]
     assert "the tree was patched on" in message and "by another version of manifest hooks" in message
-    assert message.endswith("re-apply: `patchkit revert -m hooks && patchkit apply -m hooks`")
+    assert message.endswith(f"re-apply: `patchkit revert -m {manifest} && patchkit apply -m {manifest}`")
     # Re-applying as told makes it pass.
     assert run_cli(capsys, "revert", "-m", manifest, "--repo", repo).code == 0
     apply(capsys, repo, manifest)
@@ -508,7 +508,7 @@ def test_interrupted_run_fails_saying_how_to_recover(tree, capsys) -> None:
     record = check_of(data, "record")
     assert record["details"]["interrupted"]["files"] == ["pkg/model.py"]
     assert "a patchkit run was killed while writing pkg/model.py" in record["message"]
-    assert record["message"].endswith("run `patchkit apply -m hooks` to recover, then guard again")
+    assert record["message"].endswith(f"run `patchkit apply -m {manifest}` to recover, then guard again")
     assert guard(capsys, repo, manifest, "--bisect").code == 128  # the setup, not the commit
     # Recovering as told makes the guard pass.
     assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo).code == 0
@@ -528,7 +528,9 @@ def test_interrupted_move_fails_naming_the_way_back(tmp_path, capsys) -> None:
     assert failed(data) == ["record"] and data["exit_code"] == 128
     moved = check_of(data, "record")
     assert moved["details"]["interrupted"]["moved_from"] == {"commit": history["add"], "branch": "work"}
-    assert "`git checkout work`" in moved["message"] and "`patchkit apply -m hooks` to recover" in moved["message"]
+    assert (
+        "`git checkout work`" in moved["message"] and f"`patchkit apply -m {manifest}` to recover" in moved["message"]
+    )
 
 
 def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
@@ -541,9 +543,11 @@ def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
     assert patches["details"]["out_of_date"] == ["hook"]
     assert patches["message"] == (
         "out of date: hook holds an older version of its payload that patchkit wrote; "
-        "run `patchkit apply -m hooks` to update it"
+        f"run `patchkit apply -m {manifest}` to update it"
     )
-    assert check_of(data, "record")["message"].endswith("`patchkit apply -m hooks` updates it")  # not revert first
+    assert check_of(data, "record")["message"].endswith(
+        f"`patchkit apply -m {manifest}` updates it"
+    )  # not revert first
     assert guard(capsys, repo, manifest, "--bisect").code == 128
     apply(capsys, repo, manifest)
     assert guard(capsys, repo, manifest).code == 0

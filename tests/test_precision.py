@@ -6,7 +6,9 @@ Each test here fails without its fix; real git repositories, real files, the rea
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -30,7 +32,11 @@ from helpers import (
     src,
     temp_leftovers,
 )
+from test_bench_store import record
 from test_guard import make_venv
+
+from patchkit.bench.store import Store
+from patchkit.errors import UnwritableError
 
 # -- 1. import-diff on something that is not a text patch -------------------------------------
 
@@ -287,6 +293,101 @@ def test_check_no_cache_reports_no_cache_hits(tmp_path, capsys):
     assert bare["cache_hits"] == 0 and bare["cache_misses"] > 0
 
 
+# The bench store (`.git/patchkit/bench.sqlite`): opening it migrates it, a write; `bench` adds runs.
+
+
+def _store_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo", {"a.txt": "a\n"})
+
+
+def _one_line_refusal(r, path: Path, cause: str, advice: str) -> str:
+    assert r.code == 1, r.err + r.out
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and "internal error" not in r.err, r.err
+    assert f"cannot write {path}: {cause}" in lines[0] and advice in lines[0], lines[0]
+    return lines[0]
+
+
+def test_runs_on_a_full_git_dir_refuses_naming_the_store_and_the_cause(tmp_path):
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    with mounted_tmpfs(state):
+        _fill(state, 0)
+        r = run_script("runs", "--repo", repo)
+        left = sorted(p.name for p in state.iterdir())
+    line = _one_line_refusal(r, state / "bench.sqlite", "No space left on device", "free some space")
+    assert "permissions" not in line and "read-only" not in line
+    assert left == ["filler"], left  # no store, journal or probe half-made
+
+
+def test_runs_on_a_read_only_git_dir_refuses_naming_the_read_only_filesystem(tmp_path):
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, read_only=True):
+        r = run_script("runs", "--repo", repo)
+    line = _one_line_refusal(r, state / "bench.sqlite", "Read-only file system", "mounted read-only")
+    assert "permissions" not in line and "free some space" not in line
+
+
+def test_an_existing_store_on_a_filesystem_made_read_only_refuses_and_keeps_its_runs(tmp_path):
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    with mounted_tmpfs(state, size="1m"):
+        with Store(state / "bench.sqlite") as store:
+            store.add(record())
+        before = (state / "bench.sqlite").read_bytes()
+        assert _sh("mount", "-o", "remount,ro", str(state)).returncode == 0
+        r = run_script("runs", "--repo", repo)
+        after = (state / "bench.sqlite").read_bytes()
+    _one_line_refusal(r, state / "bench.sqlite", "Read-only file system", "mounted read-only")
+    assert after == before
+
+
+def test_a_store_write_on_a_full_disk_refuses_and_the_store_keeps_what_it_held(tmp_path):
+    state = tmp_path / "state"
+    with mounted_tmpfs(state, size="256k"):
+        path = state / "bench.sqlite"
+        with Store(path) as store:
+            first = store.add(record())
+            _fill(state, 0)
+            big = record(samples={"output_tok_s": [float(i) for i in range(20000)]})
+            with pytest.raises(UnwritableError) as raised:
+                store.add(big)
+            assert [r.run_id for r in store.runs()] == [first]  # the failed add rolled back whole
+        (state / "filler").unlink()
+        with Store(path) as store:
+            assert [r.run_id for r in store.runs()] == [first]
+        leftovers = temp_leftovers(state)
+    assert raised.value.exit_code == 1 and raised.value.path == str(path)
+    assert "No space left on device" in raised.value.one_line() and "free some space" in raised.value.one_line()
+    assert leftovers == []
+
+
+def test_a_store_directory_the_user_may_not_write_is_a_refusal_naming_permissions(tmp_path):
+    """EACCES needs a process the permission bits apply to: patchkit runs as root without CAP_DAC_OVERRIDE."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("dropping CAP_DAC_OVERRIDE needs root and setpriv")
+    repo = _store_repo(tmp_path)
+    state = repo / ".git" / "patchkit"
+    state.mkdir()
+    state.chmod(0o555)
+    drop = "-dac_override,-dac_read_search"
+    try:
+        proc = subprocess.run(
+            ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", "--", patchkit_script(), "runs"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        )
+    finally:
+        state.chmod(0o755)
+    assert proc.returncode == 1, proc.stderr + proc.stdout
+    line = proc.stderr.strip()
+    assert f"cannot write {state / 'bench.sqlite'}: Permission denied" in line, line
+    assert "check the permissions" in line and "\n" not in line
+    assert list(state.iterdir()) == []
+
+
 # -- 3. manifests layered on one file -----------------------------------------------------------
 
 LAYER_MODEL = "import torch\n\n\nclass Model:\n    def forward(self, x):\n        return x\n"
@@ -345,15 +446,57 @@ def test_an_edit_by_none_of_the_layers_fails_and_never_advises_forcing_over_anot
         assert run_cli(capsys, "apply", "-m", m, "--repo", repo).code == 0
     with open(repo / "pkg/mod.py", "a") as handle:
         handle.write("STRAY = 1\n")
-    for i, m in enumerate(manifests):
+    for m in manifests:
         checks = _guard(capsys, repo, m)
         assert checks["_code"] == 1
         record = checks["record"]
         assert not record["ok"] and "pkg/mod.py" in record["message"]
         # The advice reverts each manifest with its own revert, from the top (the newest) down.
-        expected = " && ".join(f"patchkit revert -m layer-{j} --force" for j in reversed(range(count)))
+        # Each manifest as `-m` takes it: these were loaded by path, so by their paths.
+        expected = " && ".join(f"patchkit revert -m {manifests[j]} --force" for j in reversed(range(count)))
         assert expected in record["message"], record["message"]
-        assert f"`patchkit revert -m layer-{i} --force`, then" not in record["message"]
+        assert f"`patchkit revert -m {m} --force`, then" not in record["message"]
+
+
+def _pasted(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` as a user pastes it into a shell in ``cwd`` (this checkout's patchkit first on PATH)."""
+    env = {**os.environ, "PATH": f"{Path(patchkit_script()).parent}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute"])
+def test_layered_advice_for_manifests_loaded_by_path_runs_as_printed(tmp_path, where):
+    """The steps the record check prints, pasted as they are: each names its manifest as `-m` takes it."""
+    repo, manifests = _layer_kits(tmp_path, 2)
+    given = [os.path.relpath(m, repo) if where == "relative" else str(m) for m in manifests]
+    for m in given:
+        assert run_script("apply", "-m", m, cwd=repo).code == 0
+    with open(repo / "pkg/mod.py", "a") as handle:
+        handle.write("STRAY = 1\n")
+    guard = run_script("guard", "-m", given[0], "--json", cwd=repo)
+    message = next(c["message"] for c in json.loads(guard.out)["checks"] if c["check"] == "record")
+    found = re.search(r"`(patchkit revert [^`]+)`, then `(patchkit apply [^`]+)`", message)
+    assert found is not None, message
+    assert "layer-0 " not in found.group(0) and "layer-1 " not in found.group(0), found.group(0)  # not by name
+    for step in found.groups():
+        done = _pasted(step, repo)
+        assert done.returncode == 0, f"{step}: {done.stderr}"
+    assert (repo / "pkg/mod.py").read_text().count("STRAY") == 0
+    for m in given:
+        assert run_script("guard", "-m", m, cwd=repo).code == 0
+
+
+def test_advice_names_a_bundled_or_project_manifest_by_name_and_any_other_by_path(tmp_path):
+    from patchkit.manifest import manifest_arg, resolve_manifest
+
+    bundled = resolve_manifest("kimi-k25-eagle3")
+    assert manifest_arg("kimi-k25-eagle3", bundled, cwd=tmp_path) == "kimi-k25-eagle3"
+    copy = tmp_path / "work" / "my kit" / "kimi-k25-eagle3.toml"  # the same name, another file
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes(bundled.read_bytes())
+    assert manifest_arg("kimi-k25-eagle3", copy, cwd=tmp_path / "work") == "'my kit/kimi-k25-eagle3.toml'"
+    assert manifest_arg("kimi-k25-eagle3", copy, cwd=tmp_path / "elsewhere") == f"'{copy}'"
+    assert manifest_arg("kimi-k25-eagle3", tmp_path / "gone.toml", cwd=tmp_path) == "kimi-k25-eagle3"
 
 
 @pytest.mark.parametrize("count", [2, 3])
@@ -364,7 +507,7 @@ def test_layered_reverts_in_the_wrong_order_refuse_and_in_the_right_order_restor
     patched = (repo / "pkg/mod.py").read_bytes()
     for m in manifests[:-1]:  # every lower layer refuses while one sits on top, without offering --force
         r = run_cli(capsys, "revert", "-m", m, "--repo", repo)
-        assert r.code == 1 and "--force" not in r.err and f"patchkit revert -m layer-{count - 1}" in r.err, r.err
+        assert r.code == 1 and "--force" not in r.err and f"patchkit revert -m {manifests[-1]}" in r.err, r.err
         assert (repo / "pkg/mod.py").read_bytes() == patched
     for i, m in reversed(list(enumerate(manifests))):
         assert run_cli(capsys, "revert", "-m", m, "--repo", repo).code == 0
@@ -460,24 +603,44 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-@pytest.mark.parametrize("group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-pid"])
-def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, group):
-    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)  # ~0.5 MB: a long libcst parse
-    before = sc.file().read_bytes()
+def _forked(pid: int) -> list[int]:
+    """The children of ``pid`` that are forks of it (its own command line), not git processes it runs."""
+    try:
+        own = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return []
+    out = []
+    for child in _children(pid):
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{child}/cmdline").read_bytes() == own:
+                out.append(child)
+    return out
+
+
+def _interrupt_in_child(argv: list[str], *, group: bool = True) -> tuple[int, float, str]:
+    """Run patchkit, SIGINT it a second into the work its forked child does; (exit, latency, stderr)."""
     env = {**os.environ, "PATCHKIT_ABANDON_BYTES": "100000"}
     proc = subprocess.Popen(
-        [patchkit_script(), "apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)],
+        [patchkit_script(), *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
         start_new_session=True,
     )
     deadline = time.monotonic() + 60
-    while not _children(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.02)
-    assert _children(proc.pid), "the work never went to a child process"
+    worker: set[int] = set()
+    while not worker and time.monotonic() < deadline and proc.poll() is None:
+        # A fork that lasts (a subprocess's fork is another copy of patchkit only until it execs).
+        seen = set(_forked(proc.pid))
+        time.sleep(0.2)
+        worker = seen & set(_forked(proc.pid))
+    if not worker:
+        proc.kill()
+        _out, err = proc.communicate()
+        pytest.fail(f"the work never went to a child process (exit {proc.returncode}): {err.decode()}")
     time.sleep(1.0)  # well inside the parse (seconds long)
     assert proc.poll() is None, "the parse ended before the interrupt: make the target larger"
+    assert worker & set(_forked(proc.pid)), "the child ended before the interrupt: make the target larger"
     sent = time.monotonic()
     if group:
         os.killpg(proc.pid, signal.SIGINT)
@@ -485,13 +648,63 @@ def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_noth
         os.kill(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     latency = time.monotonic() - sent
-    assert proc.returncode == 130, err
+    time.sleep(0.2)
+    assert not any(Path(f"/proc/{c}").exists() for c in _forked(proc.pid))
+    return proc.returncode, latency, err.decode()
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-pid"])
+def test_an_interrupt_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, group):
+    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)  # ~0.5 MB: a long libcst parse
+    before = sc.file().read_bytes()
+    code, latency, err = _interrupt_in_child(["apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo)], group=group)
+    assert code == 130, err
     assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
-    assert err.decode().strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert err.strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
     assert sc.file().read_bytes() == before and porcelain(sc.repo) == []
     assert not (sc.repo / ".git" / "patchkit" / "applied").exists()
-    time.sleep(0.2)
-    assert not any(Path(f"/proc/{c}").exists() for c in _children(proc.pid))
+
+
+@pytest.mark.parametrize("worktree", [False, True], ids=["move-this-tree", "new-worktree"])
+def test_an_interrupt_of_apply_commit_inside_a_large_parse_stops_within_a_second_and_moves_nothing(tmp_path, worktree):
+    sc = scenario(tmp_path, {"pkg/mod.py": big_model(5000)}, ADD_EXTRA, EXTRA)
+    old = git(sc.repo, "rev-parse", "HEAD").strip()
+    (sc.repo / "README").write_text("upstream moved on\n")
+    git(sc.repo, "add", "README")
+    git(sc.repo, "commit", "-qm", "upstream: readme")
+    head = git(sc.repo, "rev-parse", "HEAD").strip()
+    argv = ["apply", "-m", str(sc.kit.manifest), "--repo", str(sc.repo), "--commit", old]
+    if worktree:
+        argv += ["--worktree", str(tmp_path / "linked")]
+    code, latency, err = _interrupt_in_child(argv)
+    assert code == 130, err
+    assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
+    assert err.strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert git(sc.repo, "rev-parse", "HEAD").strip() == head and porcelain(sc.repo) == []
+    assert git(sc.repo, "symbolic-ref", "-q", "HEAD").strip(), "the tree left its branch"
+    assert not (tmp_path / "linked").exists()
+    assert not (sc.repo / ".git" / "patchkit" / "applied").exists()
+    assert not (sc.repo / ".git" / "patchkit" / "journal.json").exists()
+
+
+@pytest.mark.parametrize("verb", ["capture", "import-diff"])
+def test_an_interrupt_of_capture_inside_a_large_parse_stops_within_a_second_and_writes_nothing(tmp_path, verb):
+    repo = make_repo(tmp_path / "repo", {"pkg/mod.py": big_model(5000)})
+    target = repo / "pkg" / "mod.py"
+    target.write_text(target.read_text().replace("        return x\n", "        x = x + 1\n        return x\n", 1))
+    out = tmp_path / "kit"
+    argv = ["--repo", str(repo), "--name", "big", "--out", str(out)]
+    if verb == "import-diff":
+        patch = tmp_path / "big.patch"
+        patch.write_text(git(repo, "diff"))
+        git(repo, "checkout", "--", ".")
+        argv = [str(patch), *argv]
+    code, latency, err = _interrupt_in_child([verb, *argv])
+    assert code == 130, err
+    assert latency < 1.0, f"stopped {latency:.2f} s after the interrupt"
+    assert err.strip().splitlines()[-1] == "patchkit: interrupted (Ctrl-C); nothing was written", err
+    assert not out.exists(), list(out.rglob("*"))
+    assert "patchkit-import-diff" not in git(repo, "worktree", "list")
 
 
 # -- 5. the guard's import check: namespace packages, the tree's own version -------------------

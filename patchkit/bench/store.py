@@ -15,7 +15,10 @@ one row per manifest applied for the run with its digest and per-patch statuses.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -25,7 +28,7 @@ from typing import Any
 
 from patchkit import paths
 from patchkit.bench.record import Outcome, RunRecord
-from patchkit.errors import RepoError, UsageError
+from patchkit.errors import WRITE_ERRNOS, RepoError, UnwritableError, UsageError
 from patchkit.redact import redact_env
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -131,17 +134,38 @@ def default_path(common_dir: Path) -> Path:
 
 
 class Store:
+    """Opening migrates the file (a write); a filesystem that refuses a write (full, quota, read-only,
+    permissions) is an ``UnwritableError`` naming the store, its real cause and what fixes it, and a
+    store this open created is removed again, so nothing is left half-made (``_unwritable``)."""
+
     def __init__(self, path: Path) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if exc.errno not in WRITE_ERRNOS:
+                raise
+            raise UnwritableError.from_os(path, exc) from None
+        created = not path.exists()
         try:
             self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         except sqlite3.Error as exc:
-            raise RepoError(f"cannot open the bench store {path}: {exc}") from None
-        self.db.execute("PRAGMA foreign_keys = ON")
-        # What a migration rewrote (a secret of an older record) is zeroed, not left in a free page.
-        self.db.execute("PRAGMA secure_delete = ON")
-        self.migrate()
+            problem = _unwritable(path, exc)
+            if problem is None:
+                raise RepoError(f"cannot open the bench store {path}: {exc}") from None
+            raise problem from None
+        try:
+            self.db.execute("PRAGMA foreign_keys = ON")
+            # What a migration rewrote (a secret of an older record) is zeroed, not left in a free page.
+            self.db.execute("PRAGMA secure_delete = ON")
+            self.migrate()
+        except BaseException:
+            self.db.close()
+            if created:  # nothing of this open stays behind (an empty file, a journal)
+                for leftover in (path, path.with_name(path.name + "-journal")):
+                    with contextlib.suppress(OSError):
+                        leftover.unlink()
+            raise
 
     def close(self) -> None:
         self.db.close()
@@ -154,13 +178,28 @@ class Store:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
+        """One transaction, rolled back whole on any error; a write the filesystem refuses is an
+        ``UnwritableError`` (the store keeps what it held)."""
         try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                self._rollback()
+                raise
+            self.db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            self._rollback()
+            problem = _unwritable(self.path, exc)
+            if problem is None:
+                raise
+            raise problem from None
+
+    def _rollback(self) -> None:
+        # sqlite may have rolled back already (a full disk ends the transaction): then there is nothing to undo.
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
 
     def version(self) -> int:
         exists = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'")
@@ -381,6 +420,52 @@ class Store:
             args.append(profile)
         row = self.db.execute(query + " ORDER BY id DESC LIMIT 1", args).fetchone()
         return None if row is None else RunRecord.from_json(json.loads(row[0]))
+
+
+# sqlite's words for a write the filesystem refused: a full disk or quota, a read-only file or mount, a file it
+# cannot create, an I/O error (a quota is reported as either of the first and the last, by sqlite version).
+_WRITE_FAILURES = frozenset({"SQLITE_FULL", "SQLITE_READONLY", "SQLITE_CANTOPEN", "SQLITE_PERM"})
+
+
+def _unwritable(path: Path, exc: sqlite3.Error) -> UnwritableError | None:
+    """The refusal for a store the filesystem will not let sqlite write, with the real cause; None for any
+    other sqlite error (a locked or corrupt file says so itself).
+
+    sqlite words a full disk as "database or disk is full" and a read-only mount as "attempt to write a
+    readonly database", without the errno; writing a page next to the store, or checking the store file
+    itself, gives the errno the advice is chosen by (space, quota, read-only, permissions).
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name not in _WRITE_FAILURES and not name.startswith("SQLITE_IOERR"):
+        return None
+    found = _probe(path.parent)
+    if found is None and path.exists() and not os.access(path, os.W_OK):
+        found = OSError(errno.EACCES, os.strerror(errno.EACCES))
+    if found is not None:
+        return UnwritableError.from_os(path, found)
+    if name == "SQLITE_FULL":  # the space came back since: the cause is still the one sqlite met
+        return UnwritableError.from_os(path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
+    if name == "SQLITE_READONLY" or name.startswith("SQLITE_IOERR"):
+        return UnwritableError(str(path), str(exc), code=errno.EIO)
+    return None  # it cannot open a file the filesystem would let it write (a directory there, ...)
+
+
+def _probe(folder: Path) -> OSError | None:
+    """Why a file cannot be written in ``folder`` (None if one can): a page written and removed."""
+    probe = folder / f".store-probe.{os.getpid()}.patchkit-tmp"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\0" * 65536)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    return None
 
 
 def _statements(script: str) -> Iterator[str]:

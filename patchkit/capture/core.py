@@ -13,7 +13,8 @@
    op instead (the summary says why).  The final manifest is verified the
    same way, so the round trip (capture, reset to base, apply) is exact by
    construction, and ``patchkit check`` at the base says APPLY for every
-   patch.
+   patch.  On large files, proposing and verifying (the parses) run in a
+   child process that a Ctrl-C abandons at once (``engine/abandon.py``).
 4. Move the staged files into ``OUT/manifests/NAME.toml`` and
    ``OUT/patches/NAME/`` (renames; an existing capture is replaced only with
    ``force``).
@@ -27,19 +28,23 @@ this machine.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
 import re
 import shutil
 import tempfile
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from patchkit.capture.python import Proposal, Unfit, propose
+from patchkit.capture.python import Proposal, Unfit, propose, visible
 from patchkit.capture.textdiff import count_changes, unified_diff
+from patchkit.engine import abandon
+from patchkit.engine.abandon import report_phase
 from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
@@ -47,6 +52,8 @@ from patchkit.manifest import load_manifest
 from patchkit.render import plural
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
+
+T = TypeVar("T")
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 PY_SUFFIXES = (".py", ".pyi")
@@ -191,7 +198,10 @@ def _diff_plan(change: _FileChange, why: str) -> _Planned:
     diff = unified_diff(change.path, change.before_text, change.after_text)
     hunks, added, removed = count_changes(diff)
     noun = "hunk" if hunks == 1 else "hunks"
-    proposal = Proposal("diff", change.path, "diff", (), None, f"{hunks} {noun}, +{added} -{removed} lines", why)
+    # One line in the summary whatever the reason quotes (code with its newlines, say).
+    proposal = Proposal(
+        "diff", change.path, "diff", (), None, f"{hunks} {noun}, +{added} -{removed} lines", visible(why)
+    )
     return _Planned(proposal, diff)
 
 
@@ -287,7 +297,11 @@ def _verify(
         found = re.search(r"patch\[(\d+)\]", exc.key_path or "")
         if found is None:
             raise InternalError(f"capture wrote a manifest that does not load: {exc.one_line()}") from None
-        return {patches[int(found.group(1)) - 1].file: f"the manifest would not load ({exc.message})"}
+        # The loader names the staged manifest, a temporary file gone by the time this is read: say
+        # which patch of the user's file it was, and the loader's own words.
+        file = patches[int(found.group(1)) - 1].file
+        words = exc.message.split(f": {exc.key_path}: ", 1)[-1]
+        return {file: f"the manifest would not load (the patch for {file}, {exc.key_path}: {words})"}
     evaluation = evaluate(manifest, CommitSource(repo, base), hints=False)
     bad: dict[str, str] = {}
     for result in evaluation.results:
@@ -420,29 +434,84 @@ def capture(
             f"the work tree has no changes against {commit.short}; nothing to capture",
             hint="edit files, or pass --base REV to capture against an older commit",
         )
-    plans = {path: _plan_file(change) for path, change in changes.items()}
+    plans = _abandonable(repo, changes, partial(_plan_files, changes))
+    created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".patchkit-capture-", dir=out))
     except OSError as exc:
         raise UsageError(f"cannot write to --out {out}: {exc.strerror}", hint="choose a writable directory") from None
+    published = False
     try:
         for _attempt in range(2 * len(plans) + 2):
             text, payloads, patches = _render(name, commit, plans)
             manifest = _stage(staging, name, text, payloads)
-            bad = _verify(repo, commit, manifest, changes, patches)
+            bad, plans = _abandonable(
+                repo, changes, partial(_verify_and_replan, repo, commit, manifest, changes, patches, plans)
+            )
             if not bad:
                 break
-            for path, why in bad.items():
-                if plans[path][0].proposal.op == "diff":
-                    raise InternalError(f"the captured diff of {path} does not reproduce it: {why}")
-                plans[path] = _replan(changes[path], plans[path], why)
         else:
             raise InternalError(f"capture could not verify {', '.join(sorted(bad))}: {'; '.join(bad.values())}")
         manifest_path, payload_dir = _publish(staging, out, name, force)
+        published = True
+        PUBLISHED.extend([str(manifest_path), str(payload_dir)])
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        if created and not published:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # made for this capture, which wrote nothing: not left behind (empty)
     return CaptureReport(name, commit, manifest_path, payload_dir, tuple(patches), untracked)
+
+
+# What this process's captures published, for the words of an interrupt (``cli.main``).
+PUBLISHED: list[str] = []
+
+
+def _plan_files(changes: Mapping[str, _FileChange]) -> dict[str, list[_Planned]]:
+    report_phase("comparing the base with the edit of")
+    return {path: _plan_file(change) for path, change in changes.items()}
+
+
+def _verify_and_replan(
+    repo: Repo,
+    base: Commit,
+    manifest_path: Path,
+    changes: Mapping[str, _FileChange],
+    patches: Sequence[CapturedPatch],
+    plans: Mapping[str, list[_Planned]],
+) -> tuple[dict[str, str], dict[str, list[_Planned]]]:
+    """The files the staged capture does not reproduce (``_verify``), and the plans to stage next."""
+    bad = _verify(repo, base, manifest_path, changes, patches)
+    again = dict(plans)
+    for path, why in bad.items():
+        if again[path][0].proposal.op == "diff":
+            raise InternalError(f"the captured diff of {path} does not reproduce it: {why}")
+        report_phase("proposing again for")
+        again[path] = _replan(changes[path], again[path], why)
+    return bad, again
+
+
+def _abandonable(repo: Repo, changes: Mapping[str, _FileChange], work: Callable[[], T]) -> T:
+    """``work()``, in a child process a Ctrl-C abandons at once when the edited files are large.
+
+    Proposing parses the base and the edit, and verifying parses and renders with the engine: on a
+    multi-megabyte file libcst's and ``ast``'s native parsers would hold off a Ctrl-C for the whole
+    parse (``engine/abandon.py``).  The child only reads (the staged capture, the base's blobs) and
+    returns the plans or the verdicts; the parent stages, publishes and cleans up.
+    """
+    sizes = {path: max(len(c.before), len(c.after)) for path, c in changes.items()}
+    if not abandon.large(sum(sizes.values())):
+        return work()
+    repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
+
+    def child() -> T:
+        try:
+            return work()
+        finally:
+            repo.close()  # the child's reader, reaped before the child leaves
+
+    return abandon.run(child, label=abandon.describe(sizes))
 
 
 def _inside(path: Path, mine: Path) -> bool:

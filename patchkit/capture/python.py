@@ -107,8 +107,21 @@ def _changes(old: ast.stmt, new: ast.stmt) -> str:
     moved = f", now at line {new.lineno}" if new.lineno != old.lineno else ""
     if a == b:
         return f"changes only the formatting of {before}{moved}"
-    return f"changes {before}{moved}: " + first_difference(a, b).replace("the anchor has", "it had").replace(
-        "the statement has", "it has"
+    return f"changes {before}{moved}: " + visible(
+        first_difference(a, b).replace("the anchor has", "it had").replace("the statement has", "it has")
+    )
+
+
+# How a summary line shows whitespace that would otherwise break it or hide (Unicode's control pictures).
+_MARKS = {"\n": "⏎", "\r": "␍", "\t": "␉"}
+
+
+def visible(text: str) -> str:
+    """``text`` on one line with its whitespace made visible: a newline as ⏎, a carriage return as ␍, a
+    tab as ␉, any other unprintable character as its Python escape; every other character as it is."""
+    return "".join(
+        _MARKS.get(ch) or (ch if ch.isprintable() else repr(ch)[1:-1])  # repr gives \x0c, \u2028, ...
+        for ch in text
     )
 
 
@@ -336,6 +349,11 @@ class _File:
             )
         for stmt in stmts:
             code = self.source(stmt, stmt, comments=False).strip()
+            if any(alias.name == "*" for alias in stmt.names):  # type: ignore[attr-defined]
+                raise Unfit(
+                    f"adds {_describe(stmt)}, a star import: ensure-import adds named imports only "
+                    "(import each name it needs)"
+                )
             first = items_of(stmt)[0]  # type: ignore[arg-type]
             self.add(
                 "ensure-import",

@@ -10,6 +10,7 @@ from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode, UsageError
+from patchkit.manifest import manifest_arg
 from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
@@ -63,7 +64,8 @@ def show(report: ApplyReport, console: Console, *, diff: bool = False) -> None:
         back = report.moved_from_branch or report.moved_from.sha
         console.print(
             f"moved: the tree was on {origin} and is now at {report.commit.short} (detached HEAD); "
-            f"to go back: `patchkit revert -m {report.manifest.name}`, then `git checkout {back}`",
+            f"to go back: `patchkit revert -m {manifest_arg(report.manifest.name, report.manifest.path)}`, "
+            f"then `git checkout {back}`",
             markup=False,
         )
     emit(console, results_table(report.results))

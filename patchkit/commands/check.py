@@ -199,7 +199,7 @@ def show(report: CheckReport, console: Console, what: str) -> None:
                 if window.first_result.hint:
                     print_indented(console, "hint: " + window.first_result.hint, indent=8, style="dim")
         for taken in (u for u in report.upstreamed if u.patch == patch.id):
-            console.print(Text("  UPSTREAMED: " + taken.message, style="bold yellow"))
+            console.print(Text(f"  {taken.label}: " + taken.message, style="bold yellow"))
     for column, group in enumerate(report.manifest.groups):
         within = f"  a variant in {group.parent}" if group.parent else ""
         console.print(

@@ -9,6 +9,7 @@ from patchkit.engine.groups import group_results
 from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.guard.checks import stale_phrase
+from patchkit.manifest import manifest_arg
 from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
 
@@ -45,7 +46,8 @@ def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int
             console.print(f"INTERRUPTED: {report.interrupted.message}.", style="bold red", markup=False)
         elif report.out_of_date:
             console.print(
-                f"OUT OF DATE: {stale_phrase(report.out_of_date)}; run `patchkit apply -m {loaded.name}` to update "
+                f"OUT OF DATE: {stale_phrase(report.out_of_date)}; run "
+                f"`patchkit apply -m {manifest_arg(loaded.name, loaded.path)}` to update "
                 + ("it." if len(report.out_of_date) == 1 else "them."),
                 style="bold red",
                 markup=False,

@@ -2,7 +2,10 @@
 
 Key: the target file's path and git tree entry (mode + blob id), and the
 fingerprints of the patches on that file (op, options, payload code, id,
-``required``, and which are held back by ``requires``).  Value: their results.
+``required``, and which are held back by ``requires``), with what their
+messages quote as the manifest wrote it (``_quoted``: a payload's path, an
+anchor's spelling), since a cached result's message is reused word for word.
+Value: their results.
 A blob is thus analysed once, ever, for a given set of patches, and a warm
 check reads no blob at all.
 
@@ -23,15 +26,18 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 
 from patchkit import __version__
 from patchkit.errors import UnwritableError
 from patchkit.git import Entry
 from patchkit.manifest import Patch
+from patchkit.operations.base import Operation
+from patchkit.operations.payload import Payload
 from patchkit.results import PatchResult
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the key holds what the messages quote (_quoted)
 
 
 def file_key(path: str, entry: Entry, patches: Sequence[Patch], held: Mapping[str, str]) -> str:
@@ -41,12 +47,30 @@ def file_key(path: str, entry: Entry, patches: Sequence[Patch], held: Mapping[st
             __version__,
             path,
             entry,
-            [[p.id, p.required, p.op.fingerprint] for p in patches],
+            [[p.id, p.required, p.op.fingerprint, _quoted(p.op)] for p in patches],
             sorted(held.items()),
         ],
         separators=(",", ":"),
     )
     return hashlib.sha256(material.encode()).hexdigest()
+
+
+def _quoted(op: Operation) -> list[list[str]]:
+    """What an op's messages may quote as the manifest wrote it, beyond its fingerprint (which keys the code):
+    each of its text fields, and each payload's path as written.
+
+    Two patches with the same id and code can differ only there: the same commit captured under two
+    names (``patches/a/x.diff`` and ``patches/b/x.diff``), a payload file renamed, an anchor spelled
+    otherwise.  A cached message names one of them; without these in the key it was served to the other.
+    """
+    values = {f.name: getattr(op, f.name) for f in fields(op)} if is_dataclass(op) else dict(vars(op))
+    out = []
+    for name, value in values.items():
+        if isinstance(value, str):
+            out.append([name, value])
+        elif isinstance(value, Payload):
+            out.append([name, value.display])
+    return out
 
 
 class VerdictCache:

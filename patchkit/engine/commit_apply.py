@@ -28,8 +28,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from patchkit import paths
+from patchkit.engine import abandon
 from patchkit.engine.apply import ApplyReport, apply_locked
-from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
+from patchkit.engine.evaluate import Evaluation, FileEval, Rendered, evaluate, render
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import (
     FileRecord,
@@ -45,9 +46,10 @@ from patchkit.engine.recovery import end_move, recover, start_move
 from patchkit.engine.transaction import FileWrite, Transaction, crash_point
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
-from patchkit.manifest import Manifest
+from patchkit.manifest import Manifest, manifest_arg
 from patchkit.render import plural
-from patchkit.sources import CommitSource, FileState
+from patchkit.results import PatchResult
+from patchkit.sources import CommitSource, FileRead, FileState
 
 Computed = tuple[Evaluation, list[Rendered]]
 
@@ -57,13 +59,7 @@ def _report_at(
 ) -> tuple[ApplyReport | None, Computed | None]:
     """The report at ``target`` computed from its blobs, None if it would apply (and not dry-run);
     and the evaluation and rendered files it was computed from."""
-    evaluation = evaluate(manifest, CommitSource(repo, target))
-    refused = evaluation.refused(strict)
-    if not refused:
-        rendered, evaluation = render(evaluation)
-        refused = evaluation.refused(strict)
-    else:
-        rendered = []
+    evaluation, rendered, refused = _evaluate_at(manifest, repo, target, strict=strict)
     if refused or dry_run:
         repo.close()
         paths = () if refused else tuple(r.path for r in rendered)
@@ -76,6 +72,44 @@ def _report_at(
         ), None
     repo.close()
     return None, (evaluation, rendered)
+
+
+def _evaluate_at(
+    manifest: Manifest, repo: Repo, target: Commit, *, strict: bool
+) -> tuple[Evaluation, list[Rendered], bool]:
+    """The verdicts and rendered files at ``target``, and whether they refuse.
+
+    Large targets (sizes from the commit's tree, ``engine/abandon.py``) are read, parsed and
+    rendered in a child process that a Ctrl-C abandons at once, as a plain ``apply`` does: only the
+    verdicts, the rendered bytes and each file as read come back.  The reads are what
+    ``still_valid`` compares the checkout with; the parsed state stays in the child.
+    """
+
+    def work() -> tuple[Evaluation, list[Rendered], bool]:
+        evaluation = evaluate(manifest, CommitSource(repo, target))
+        refused = evaluation.refused(strict)
+        rendered: list[Rendered] = []
+        if not refused:
+            rendered, evaluation = render(evaluation)
+            refused = evaluation.refused(strict)
+        return evaluation, rendered, refused
+
+    sizes = repo.blob_sizes(target.sha, manifest.files())
+    if not abandon.large(sum(sizes.values())):
+        return work()
+
+    def light() -> tuple[tuple[PatchResult, ...], dict[str, FileRead], list[Rendered], bool]:
+        try:
+            evaluation, rendered, refused = work()
+        finally:
+            repo.close()  # the child's own blob reader, reaped before the child leaves
+        return evaluation.results, {p: fe.read for p, fe in evaluation.files.items()}, rendered, refused
+
+    repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
+    results, reads, rendered, refused = abandon.run(light, label=abandon.describe(sizes))
+    # Only the reads come back with each file (what still_valid needs); nothing renders from these.
+    files = {path: FileEval(path, read, (), (), ()) for path, read in reads.items()}
+    return Evaluation(manifest, CommitSource(repo, target), results, files), rendered, refused
 
 
 def still_valid(computed: Computed | None, manifest: Manifest, repo: Repo, root: Path) -> Computed | None:
@@ -219,10 +253,11 @@ def _move_and_apply(
     for path in ours:
         entry = repo.ls_tree(head, [path]).get(path) if head else None
         if entry is None:
-            name = ours[path][0].manifest_name
+            owner = ours[path][0]
             raise RepoError(
                 f"{path} is recorded as patched but is not in HEAD; cannot move safely",
-                hint=f"inspect it, then `patchkit revert -m {name} --force`",
+                hint=f"inspect it, then `patchkit revert -m {manifest_arg(owner.manifest_name, owner.manifest_path)} "
+                "--force`",
             )
         writes.append(FileWrite(path, ours[path][1], repo.read_blob(entry.oid), None))
     repo.close()

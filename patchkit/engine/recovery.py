@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.lock import is_held
-from patchkit.engine.record import Record, record_bytes, record_path, record_rel, state_dir
+from patchkit.engine.record import Record, load_record, record_bytes, record_path, record_rel, state_dir
 from patchkit.engine.transaction import FileWrite, Transaction, atomic_write
 from patchkit.errors import RepoError, UnwritableError
 from patchkit.git import GitFailed, Repo
+from patchkit.manifest import manifest_arg
 
 MOVE_JOURNAL = "move.json"
 
@@ -49,6 +50,12 @@ class Interrupted:
             "moving_to": self.moving_to,
             "message": self.message,
         }
+
+
+def _arg(repo: Repo, name: str) -> str:
+    """The manifest as ``-m`` takes it here: its record names the file it was loaded from."""
+    record = load_record(repo, name)
+    return manifest_arg(name, record.manifest_path if record is not None else None)
 
 
 def _where(origin: dict[str, Any]) -> str:
@@ -130,7 +137,8 @@ def _recover_move(repo: Repo, root: Path, txn: Transaction, move: dict[str, Any]
         if repo.changed_tracked_files():
             return (
                 f"an interrupted `apply --commit` moved this tree from {_where(origin)} to {(head or '?')[:10]} "
-                f"and patched it there, where it stays; to go back: `patchkit revert -m {move['manifest']}`, "
+                "and patched it there, where it stays; to go back: "
+                f"`patchkit revert -m {_arg(repo, move['manifest'])}`, "
                 f"then `{_go_back(origin)}`"
             )
         try:

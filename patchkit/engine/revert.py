@@ -17,6 +17,7 @@ from patchkit.engine.recovery import recover
 from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
+from patchkit.manifest import manifest_arg
 from patchkit.render import plural
 from patchkit.sources.safety import outside_reason
 
@@ -60,7 +61,8 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
         if outside is not None:
             raise RefusedError(
                 f"{outside}; the record of {name} lists it, and patchkit will not write there; nothing was reverted",
-                hint=f"check where that link points; `patchkit status -m {name}` shows the rest",
+                hint=f"check where that link points; `patchkit status -m {manifest_arg(name, record.manifest_path)}` "
+                "shows the rest",
             )
     edited = edited_since(repo, record)
     if edited and not force:
@@ -74,11 +76,13 @@ def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertR
             # Another manifest's intact write sits on top: reverting it first is the whole answer;
             # --force here would throw that manifest's edits away.
             tops = list(dict.fromkeys(n for path in edited for n in reversed(over[path])))
+            files = {r.manifest_name: r.manifest_path for r in records} | {name: record.manifest_path}
             raise RefusedError(
                 f"manifest(s) {', '.join(tops)} patched over {plural(len(edited), 'file')} {name} wrote, "
                 f"and their edits are intact; nothing was reverted",
                 items=tuple(edited),
-                hint="revert from the top: " + " && ".join(f"patchkit revert -m {n}" for n in [*tops, name]),
+                hint="revert from the top: "
+                + " && ".join(f"patchkit revert -m {manifest_arg(n, files.get(n))}" for n in [*tops, name]),
             )
         if others:
             hint = (

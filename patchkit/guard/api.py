@@ -128,6 +128,7 @@ def evaluate_guard(
             out_of_date=bool(status.out_of_date),
             layered=status.layers,
             sharing=_sharing(git_repo, status.record, status.edited),
+            paths={r.manifest_name: r.manifest_path for r in all_records(git_repo)} if status.edited else None,
         ),
         check_clean(
             changes,

@@ -25,7 +25,7 @@ from patchkit.engine.record import Layers, Record
 from patchkit.engine.recovery import Interrupted
 from patchkit.engine.status import StatusReport
 from patchkit.git import Commit, Repo
-from patchkit.manifest import Manifest
+from patchkit.manifest import Manifest, manifest_arg
 from patchkit.render import plural
 from patchkit.results import PatchResult, Status
 
@@ -99,6 +99,9 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
     required or not) fails: the tree runs code the manifest no longer holds.
     """
     name = status.manifest.name
+    arg = manifest_arg(
+        name, status.manifest.path
+    )  # what `-m` takes from here (the path, for a manifest loaded by path)
     missing = [r for r in status.results if r.required and r.status is not Status.SKIP]
     optional = [r for r in status.results if not r.required and r.status is not Status.SKIP]
     details = {
@@ -112,7 +115,7 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
         also = f"; also not in place: {', '.join(_describe(status, r) for r in others)}" if others else ""
         return _failed(
             "patches",
-            f"out of date: {stale_phrase(status.out_of_date)}{also}; run `patchkit apply -m {name}` to update "
+            f"out of date: {stale_phrase(status.out_of_date)}{also}; run `patchkit apply -m {arg}` to update "
             + ("it" if len(status.out_of_date) == 1 else "them"),
             details,
         )
@@ -120,13 +123,13 @@ def check_patches(status: StatusReport, *, strict: bool) -> Check:
     if blocking:
         listed = ", ".join(_describe(status, r) for r in blocking)
         cannot = any(r.status in (Status.FAIL, Status.WARN) for r in blocking)
-        todo = f"run `patchkit apply -m {name}`"
+        todo = f"run `patchkit apply -m {arg}`"
         if cannot:
             todo = (
-                f"`patchkit explain -m {name} PATCH` says why; this commit cannot be patched as the manifest stands"
+                f"`patchkit explain -m {arg} PATCH` says why; this commit cannot be patched as the manifest stands"
                 if all(r.status is not Status.APPLY for r in blocking)
-                else f"run `patchkit apply -m {name}` once the failing patches are fixed "
-                f"(`patchkit explain -m {name} PATCH`)"
+                else f"run `patchkit apply -m {arg}` once the failing patches are fixed "
+                f"(`patchkit explain -m {arg} PATCH`)"
             )
         what = "patches" if strict and optional else "required patches"
         return _failed("patches", f"{what} not in place: {listed}; {todo}", details)
@@ -164,6 +167,7 @@ def check_record(
     out_of_date: bool = False,
     layered: Layers | None = None,
     sharing: Mapping[str, Sequence[str]] | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> Check:
     """The files patchkit wrote still hold what it wrote; the record is of this manifest version;
     no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done).
@@ -173,11 +177,15 @@ def check_record(
     edited (``edited`` already leaves it out), and the message names the other manifest.  ``sharing``:
     path -> every manifest whose record lists it, this one included, lowest layer first.  The advice for an edited file
     they share never says to ``--force`` one manifest's revert over another's edits: it reverts each
-    manifest with its own record, from the top."""
+    manifest with its own record, from the top.  ``paths``: manifest name -> the file its record says it was
+    loaded from; every command in the advice names a manifest as ``-m`` takes it from here (``manifest_arg``)."""
     name = manifest.name
+    arg = manifest_arg(name, manifest.path)
+    where = dict(paths or {})
+    where[name] = str(manifest.path)
     left = None if interrupted is None else interrupted.to_json()
     recover = (
-        f"interrupted: {interrupted.message}: run `patchkit apply -m {name}` to recover, then guard again"
+        f"interrupted: {interrupted.message}: run `patchkit apply -m {arg}` to recover, then guard again"
         if interrupted is not None
         else None
     )
@@ -211,13 +219,13 @@ def check_record(
     if alone:
         problems.append(
             f"edited after patchkit wrote them: {', '.join(alone)} "
-            f"(restore with `patchkit revert -m {name} --force`, then `patchkit apply -m {name}`)"
+            f"(restore with `patchkit revert -m {arg} --force`, then `patchkit apply -m {arg}`)"
         )
     if together:
         stack = list(dict.fromkeys(n for path in together for n in shared[path]))  # lowest first, this one too
         others = [n for n in stack if n != name]
-        steps = " && ".join(f"patchkit revert -m {n} --force" for n in reversed(stack))
-        again = " && ".join(f"patchkit apply -m {n}" for n in stack)
+        steps = " && ".join(f"patchkit revert -m {manifest_arg(n, where.get(n))} --force" for n in reversed(stack))
+        again = " && ".join(f"patchkit apply -m {manifest_arg(n, where.get(n))}" for n in stack)
         problems.append(
             f"edited after patchkit wrote them, by none of the manifests that patched them: {', '.join(together)} "
             f"(also patched by {', '.join(others)}; see the edit with `git diff -- {together[0]}`; to start over, "
@@ -228,9 +236,9 @@ def check_record(
             f"the tree was patched on {record.applied_at} by another version of manifest {name} "
             f"({record.manifest_digest[:19]}…, now {manifest.digest[:19]}…); "
             + (
-                f"`patchkit apply -m {name}` updates it"
+                f"`patchkit apply -m {arg}` updates it"
                 if out_of_date
-                else f"re-apply: `patchkit revert -m {name} && patchkit apply -m {name}`"
+                else f"re-apply: `patchkit revert -m {arg} && patchkit apply -m {arg}`"
             )
         )
     if problems:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,3 +63,31 @@ def display_path(path: Path) -> str:
         return os.path.relpath(path)
     except ValueError:  # another drive (Windows); keep the absolute path
         return str(path)
+
+
+def manifest_arg(name: str, path: str | Path | None, cwd: Path | None = None) -> str:
+    """What printed advice puts after ``-m`` so that the command runs as pasted, here.
+
+    The name where ``-m NAME`` finds this very file from the working directory (a bundled or
+    project manifest, or ``./manifests/NAME.toml``); else the file's path, relative when it lies
+    below the working directory and absolute otherwise, shell-quoted.  A manifest loaded by path
+    is not found by its name (``patchkit apply -m NAME`` exits 2), so advice naming it by name
+    could not be followed.  A file that is gone keeps its name: ``revert`` finds the record by it.
+    """
+    if path is None:
+        return name
+    cwd = cwd or Path.cwd()
+    file = Path(path)
+    try:
+        if resolve_manifest(name, cwd) == file.resolve():
+            return name
+    except UsageError:
+        pass
+    if not file.is_file():
+        return name
+    shown = os.path.relpath(file.resolve(), cwd.resolve())
+    if shown == os.pardir or shown.startswith(os.pardir + os.sep):
+        shown = str(file.resolve())
+    elif os.sep not in shown and not shown.endswith(".toml"):
+        shown = os.path.join(os.curdir, shown)  # read as a path, not a name
+    return shlex.quote(shown)
