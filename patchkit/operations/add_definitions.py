@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, canon, digest, what_is_there
+from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:

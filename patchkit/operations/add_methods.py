@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, canon, digest, not_found_class, self_attributes, what_is_there
+from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
+from patchkit.operations.lookup import DEF_KINDS, not_found_class, self_attributes
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -199,7 +201,7 @@ def member_index(body: list[ast.stmt], name: str) -> int | None:
     """Index of the last statement of a class body that binds ``name`` (def, class, assignment)."""
     found: int | None = None
     for index, stmt in enumerate(body):
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+        if isinstance(stmt, DEF_KINDS) and stmt.name == name:
             found = index
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

@@ -165,7 +165,7 @@ class Operation(ABC):
 
     def verdict(self, state: CodeState) -> Outcome:
         """``analyze``, with a target bound in several if / try branches reported, not guessed."""
-        from patchkit.operations.code import AmbiguousTarget
+        from patchkit.operations.lookup import AmbiguousTarget
 
         try:
             return self.analyze(state)
@@ -216,7 +216,7 @@ class Operation(ABC):
 
     def span(self, state: CodeState) -> tuple[int, int] | None:
         """``target_span``, or None when the target is ambiguous."""
-        from patchkit.operations.code import AmbiguousTarget
+        from patchkit.operations.lookup import AmbiguousTarget
 
         try:
             return self.target_span(state)

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, is_docstring, what_is_there
+from patchkit.operations.code import CodeState
 from patchkit.operations.edit_function import Plan, Region, ScopedHunks
+from patchkit.operations.lookup import bound_names, is_docstring
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 DOC, MAIN = "__doc__", "__main__"

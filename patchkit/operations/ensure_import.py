@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, is_docstring, one_line, parse_statement
+from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
+from patchkit.operations.wording import one_line
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -315,7 +317,7 @@ def _describe(stmt: ast.stmt) -> str:
         return f"`{ast.unparse(stmt)}`"
     if isinstance(stmt, ast.ClassDef):
         return f"class {stmt.name}"
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(stmt, FunctionNode):
         return f"def {stmt.name}"
     return "an assignment"
 

@@ -14,30 +14,25 @@ import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import (
+from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.lookup import FunctionNode, StatementMatch, walk_statements
+from patchkit.operations.memo import Memo
+from patchkit.operations.replace_function import missing_function
+from patchkit.operations.wording import (
     SHOWN,
     UNLIMITED,
-    CodeState,
-    FunctionNode,
-    StatementMatch,
     alike_first,
-    canon,
     first_difference,
     listed_with_more,
     one_line,
-    parse_statement,
     unparse_short,
-    walk_statements,
 )
-from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
-
-T = TypeVar("T")
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -118,7 +113,7 @@ class Insert(Operation):
         # the expensive ones to canonicalise.
         kind = self.anchor_canon.partition("(")[0]
         text = state.def_text(fn, self.function)
-        if text is not None and (self.anchor_canon, text) in _NO_MATCH:
+        if text is not None and (self.anchor_canon, text) in NO_MATCH:
             return fn, []
         matches = [
             m
@@ -126,7 +121,7 @@ class Insert(Operation):
             if type(m.node).__name__ == kind and state.remembered("canon", m.node, canon) == self.anchor_canon
         ]
         if not matches and text is not None:
-            _remember(_NO_MATCH, (self.anchor_canon, text), True)
+            NO_MATCH[(self.anchor_canon, text)] = True
         return fn, matches
 
     def analyze(self, state: CodeState) -> Outcome:
@@ -205,11 +200,11 @@ class Insert(Operation):
         """
         text = state.def_text(fn, self.function)
         key = (self.anchor, text) if text is not None else None
-        render = _CLOSEST.get(key) if key is not None else None
+        render = CLOSEST.get(key) if key is not None else None
         if render is None:
             render = self._closest_from_def(fn, state)
             if key is not None:
-                _remember(_CLOSEST, key, render)
+                CLOSEST[key] = render
         return render(fn.lineno)
 
     def _closest_from_def(self, fn: FunctionNode, state: CodeState) -> Callable[[int], str]:
@@ -277,19 +272,11 @@ class Insert(Operation):
 # text comparisons (difflib, the bulk of an ANCHOR_NOT_FOUND) are memoised on
 # the texts alone, so shifted line numbers still hit.
 
-
-# What depends on a function's body alone, per text of the def (``CodeState.def_text``):
-# (anchor canon, def text) for a body with no statement matching that anchor, and
-# (anchor, def text) -> the closest statements, as a function of the def's line.
-_NO_MATCH: dict[tuple[str, str], bool] = {}
-_CLOSEST: dict[tuple[str, str], Callable[[int], str]] = {}
-_DEF_MEMO_MAX = 4096
-
-
-def _remember(memo: dict[tuple[str, str], T], key: tuple[str, str], value: T) -> None:
-    if len(memo) >= _DEF_MEMO_MAX:
-        memo.clear()
-    memo[key] = value
+NO_MATCH: Memo[tuple[str, str], bool] = Memo("insert: (anchor canon, def text) with no statement matching", 4096)
+"""What depends on a function's body alone, per text of the def (``CodeState.def_text``): the
+(anchor canon, def text) of a body with no statement matching that anchor."""
+CLOSEST: Memo[tuple[str, str], Callable[[int], str]] = Memo("insert: (anchor, def text) -> closest statements", 4096)
+"""(anchor, def text) -> the closest statements, as a function of the def's line."""
 
 
 def _full_text(node: ast.AST) -> str:

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names
+from patchkit.operations.code import CodeState
+from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason
 
 if TYPE_CHECKING:

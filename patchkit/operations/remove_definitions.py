@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations.add_methods import member_index
 from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, bound_names, digest, short_digest, what_is_there
+from patchkit.operations.code import CodeState, digest, short_digest
+from patchkit.operations.lookup import bound_names
 from patchkit.operations.replace_function import DIGEST_RE
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:

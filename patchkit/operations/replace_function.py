@@ -15,18 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import (
-    CodeState,
-    FunctionNode,
-    canon,
-    digest,
-    digest_of_canon,
-    not_found_class,
-    payload_canon,
-    replace_statement,
-    short_digest,
-    what_is_there,
-)
+from patchkit.operations.code import CodeState, canon, digest, digest_of_canon, payload_canon, short_digest
+from patchkit.operations.lookup import FunctionNode, not_found_class, replace_statement
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
