@@ -27,3 +27,15 @@ def test_loading_a_manifest_imports_only_the_ops_it_uses() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_every_op_implements_one_whole_contract() -> None:
+    """An op is a PythonOperation or a TextOperation, never both, with every step of its contract
+    (the diff op used to carry a libcst ``transform`` that raised, and a ``needs_python`` flag)."""
+    from patchkit.operations.base import PythonOperation, TextOperation
+
+    for name, cls in registry().items():
+        assert issubclass(cls, PythonOperation) != issubclass(cls, TextOperation), name
+        assert not cls.__abstractmethods__, (name, cls.__abstractmethods__)
+        assert not hasattr(cls, "needs_python"), name
+    assert issubclass(registry()["diff"], TextOperation) and not hasattr(registry()["diff"], "transform")

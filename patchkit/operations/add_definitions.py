@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
+from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation
 from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.operations.wording import what_is_there
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AddDefinitions(Operation):
+class AddDefinitions(PythonOperation):
     op_name = "add-definitions"
     payload: Payload
     definitions: tuple[NamedDef, ...]

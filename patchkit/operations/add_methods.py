@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
+from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.operations.lookup import DEF_KINDS, not_found_class, self_attributes
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AddMethods(Operation):
+class AddMethods(PythonOperation):
     op_name = "add-methods"
     class_name: str
     payload: Payload

@@ -229,7 +229,7 @@ class CodeState:
     def changed(self, *, in_place: bool = True, names: Iterable[str] = ()) -> None:
         """The tree was edited (a simulated APPLY): forget what ``remembered`` computed.
 
-        ``in_place``: the op may have edited statements that were there (``Operation.edits_in_place``);
+        ``in_place``: the op may have edited statements that were there (``PythonOperation.edits_in_place``);
         False when it only spliced new ones in.  ``names``: whose code it changed (``Operation.edits``)."""
         self._memo.clear()
         self._edited = True

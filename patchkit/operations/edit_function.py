@@ -38,12 +38,13 @@ on one file (one per edited function) compose.
 from __future__ import annotations
 
 import ast
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
+from patchkit.operations.base import LoadContext, Operation, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState
 from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, read_diff_payload, splice_hunks, split_lines
 from patchkit.operations.replace_function import missing_function
@@ -102,14 +103,14 @@ class Region:
 
 
 @dataclass(frozen=True)
-class ScopedHunks(Operation):
+class ScopedHunks(PythonOperation):
     """Hunks of a unified diff applied inside one region of the file (shared by the scoped ops).
 
     A subclass says where its region is (``region``) and how the ast takes the
     edited region's statements (``graft``); matching, verdicts, messages and the
     text edit are the same for all."""
 
-    edits_in_place = True  # the region's own statements change (see Operation)
+    edits_in_place = True  # the region's own statements change (see PythonOperation)
     source: str  # as written in the manifest
     sha256: str
     hunks: tuple[Hunk, ...]
@@ -126,12 +127,13 @@ class ScopedHunks(Operation):
                 )
         return written, sha, hunks
 
+    @abstractmethod
     def region(self, state: CodeState) -> Region | Outcome:
-        raise NotImplementedError
+        """The lines the hunks apply to, or the FAIL that says the region is not there."""
 
+    @abstractmethod
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
         """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
-        raise NotImplementedError
 
     def _text_ok(self, state: CodeState, line: int) -> Outcome | None:
         if state.text.count("\r") != state.text.count("\r\n"):

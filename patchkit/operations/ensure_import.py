@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation
 from patchkit.operations.code import CodeState, canon, parse_statement
 from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
 from patchkit.operations.wording import one_line
@@ -94,7 +94,7 @@ def render_items(items: list[ImportItem]) -> str:
 
 
 @dataclass(frozen=True)
-class EnsureImport(Operation):
+class EnsureImport(PythonOperation):
     op_name = "ensure-import"
     code: str
     items: tuple[ImportItem, ...]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation
 from patchkit.operations.code import CodeState, canon
 from patchkit.operations.wording import one_line, what_is_there
 from patchkit.results import Reason
@@ -24,9 +24,9 @@ _SINGLE = (ast.Name, ast.Attribute)
 
 
 @dataclass(frozen=True)
-class EnsureListItem(Operation):
+class EnsureListItem(PythonOperation):
     op_name = "ensure-list-item"
-    edits_in_place = True  # simulate() edits an existing statement (see Operation)
+    edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     target: str
     item: str
     item_node: ast.expr

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState, canon, parse_statement
 from patchkit.operations.lookup import FunctionNode, StatementMatch, walk_statements
 from patchkit.operations.memo import Memo
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Insert(Operation):
+class Insert(PythonOperation):
     op_name = "insert"
     function: str
     anchor: str

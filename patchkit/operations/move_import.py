@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation
 from patchkit.operations.code import CodeState
 from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason
@@ -51,9 +51,9 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class MoveImport(Operation):
+class MoveImport(PythonOperation):
     op_name = "move-import"
-    edits_in_place = True  # simulate() edits an existing statement (see Operation)
+    edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     name: str
     source: str  # `from`
     dest: str  # `to`

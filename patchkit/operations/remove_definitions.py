@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations.add_methods import member_index
-from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState, digest, short_digest
 from patchkit.operations.lookup import bound_names
 from patchkit.operations.replace_function import DIGEST_RE
@@ -39,9 +39,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RemoveDefinitions(Operation):
+class RemoveDefinitions(PythonOperation):
     op_name = "remove-definitions"
-    edits_in_place = True  # statements that were there go away (see Operation)
+    edits_in_place = True  # statements that were there go away (see PythonOperation)
     names: tuple[str, ...]
     expect: tuple[str, ...]
     class_name: str | None = None

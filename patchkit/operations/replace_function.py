@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState, canon, digest, digest_of_canon, payload_canon, short_digest
 from patchkit.operations.lookup import FunctionNode, not_found_class, replace_statement
 from patchkit.operations.wording import what_is_there
@@ -52,7 +52,7 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
 
 
 @dataclass(frozen=True)
-class ReplaceFunction(Operation):
+class ReplaceFunction(PythonOperation):
     op_name = "replace-function"
     function: str
     payload: Payload
