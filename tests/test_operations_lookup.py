@@ -39,3 +39,16 @@ def test_every_op_implements_one_whole_contract() -> None:
         assert not cls.__abstractmethods__, (name, cls.__abstractmethods__)
         assert not hasattr(cls, "needs_python"), name
     assert issubclass(registry()["diff"], TextOperation) and not hasattr(registry()["diff"], "transform")
+
+
+def test_an_outcome_carries_its_ops_plan_and_says_when_it_has_none() -> None:
+    """``Outcome`` is generic in the op's plan (mypy checks each op's use of it); a step that needs
+    the plan of an outcome made without one is patchkit's bug, said as such, not an AttributeError."""
+    import pytest
+
+    from patchkit.errors import InternalError
+    from patchkit.operations.base import Outcome
+
+    assert Outcome.__parameters__ and Outcome.apply(3, "adds x", plan=("x",)).planned == ("x",)
+    with pytest.raises(InternalError, match="without a plan"):
+        _ = Outcome.apply(3, "adds x").planned

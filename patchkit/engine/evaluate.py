@@ -37,7 +37,7 @@ class FileEval:
     read: FileRead
     patches: tuple[Patch, ...]
     results: tuple[PatchResult, ...]
-    outcomes: tuple[Outcome | None, ...]  # None where the patch was not analysed
+    outcomes: tuple[Outcome[Any] | None, ...]  # None where the patch was not analysed
 
     @property
     def changes(self) -> bool:
@@ -129,7 +129,7 @@ def _evaluate_file(
     held = held or {}
     text, problem = decode(read)
     results: list[PatchResult] = []
-    outcomes: list[Outcome | None] = []
+    outcomes: list[Outcome[Any] | None] = []
     state: CodeState | TextState | None = None  # the contract's state: text ops never parse Python
     if problem is None and patches and all(isinstance(p.op, TextOperation) for p in patches):
         state = TextState(read.path, text or "")
@@ -316,7 +316,7 @@ def _checked(fe: FileEval, after: bytes) -> Rendered | FileEval:
     return Rendered(fe.path, fe.read.data, after, fe.read.mode)
 
 
-def _applied(fe: FileEval) -> Iterator[tuple[Operation[Any], Outcome]]:
+def _applied(fe: FileEval) -> Iterator[tuple[Operation[Any, Any], Outcome[Any]]]:
     """(op, outcome) of each patch of ``fe`` that APPLYs, in order.  The loader keeps the ops of a
     file to one contract (``Operation.same_form``), and ``render`` picked the writer by it."""
     for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AddMethods(PythonOperation):
+class AddMethods(PythonOperation[DefPlan]):
     op_name = "add-methods"
     class_name: str
     payload: Payload
@@ -106,7 +106,7 @@ class AddMethods(PythonOperation):
     def edits(self) -> set[str]:
         return {self.class_name}
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[DefPlan]:
         target = state.find_class(self.class_name)
         if target is None:
             uses = self_attributes(m.node for m in self.methods) - {m.name for m in self.methods}
@@ -149,7 +149,7 @@ class AddMethods(PythonOperation):
         node = state.find_class(self.class_name)
         return (node.lineno, node.end_lineno or node.lineno) if node else None
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[DefPlan], patch_id: str) -> None:
         target = state.find_class(self.class_name)
         assert target is not None
         end = target.end_lineno or target.lineno
@@ -162,15 +162,15 @@ class AddMethods(PythonOperation):
             end = (near.end_lineno or near.lineno) if self.place[0] == "after" else near.lineno
         splice_defs(
             target.body,
-            outcome.plan,
+            outcome.planned,
             insert_at=at,
             insert_line=end,
             splice=lambda nodes, line: state.splice(nodes, line=line, patch_id=patch_id),
         )
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[DefPlan]) -> cst.Module:
         edit = edit_lazy()
-        plan: DefPlan = outcome.plan
+        plan = outcome.planned
         payload_class = edit.find_definition(
             self.payload.cst_module(), self.payload_class, edit.cst.ClassDef, scoped=False
         )

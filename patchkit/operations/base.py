@@ -44,13 +44,13 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar
 
-from patchkit.errors import ManifestError
+from patchkit.errors import InternalError, ManifestError
 from patchkit.operations.code import CodeState
 from patchkit.operations.lookup import AmbiguousTarget
 from patchkit.results import Reason
@@ -80,25 +80,38 @@ class OnConflict(str, Enum):
     REPLACE = "replace"
 
 
+Plan = TypeVar("Plan")
+
+
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Generic[Plan]):
+    """An op's verdict on a file; an APPLY's ``plan`` is what its simulate and its write act on
+    (its type is the op's: ``PythonOperation[DefPlan]`` plans with a ``DefPlan``)."""
+
     kind: Kind
     reason: Reason | None
     line: int | None
     message: str
-    plan: Any = None  # op-specific: what simulate/transform must do
+    plan: Plan | None = None
 
     @classmethod
-    def apply(cls, line: int | None, message: str, plan: Any = None) -> Outcome:
+    def apply(cls, line: int | None, message: str, plan: Plan | None = None) -> Outcome[Plan]:
         return cls(Kind.APPLY, None, line, message, plan)
 
     @classmethod
-    def skip(cls, reason: Reason, line: int | None, message: str) -> Outcome:
+    def skip(cls, reason: Reason, line: int | None, message: str) -> Outcome[Plan]:
         return cls(Kind.SKIP, reason, line, message)
 
     @classmethod
-    def fail(cls, reason: Reason, line: int | None, message: str) -> Outcome:
+    def fail(cls, reason: Reason, line: int | None, message: str) -> Outcome[Plan]:
         return cls(Kind.FAIL, reason, line, message)
+
+    @property
+    def planned(self) -> Plan:
+        """The plan of an APPLY made with one (an op's simulate and write read it)."""
+        if self.plan is None:
+            raise InternalError(f"an outcome without a plan reached a step that needs one: {self.message}")
+        return self.plan
 
 
 @dataclass(frozen=True)
@@ -108,7 +121,7 @@ class LoadContext:
     manifest_path: Path
     display: str  # the manifest path as shown to the user
     key: str  # e.g. "patch[2]"
-    line_of: Any  # callable(key_name | None) -> int | None
+    line_of: Callable[[str | None], int | None]  # a key of this table (None: the table) -> its TOML line
     payloads: PayloadCache
 
     def error(self, key: str | None, message: str, hint: str | None = None) -> NoReturn:
@@ -169,33 +182,34 @@ class TextState:
 State = TypeVar("State", CodeState, TextState)
 
 
-class Operation(ABC, Generic[State]):
-    """What every op is, whatever it reads: ``State`` is ``CodeState`` or ``TextState``."""
+class Operation(ABC, Generic[State, Plan]):
+    """What every op is, whatever it reads: ``State`` is ``CodeState`` or ``TextState``; ``Plan`` is
+    what an APPLY ``Outcome`` of this op carries to its simulate and its write."""
 
     op_name: ClassVar[str]
 
     @classmethod
     @abstractmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation[State]:
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation[State, Plan]:
         """Build from a schema-valid table; raise ManifestError via ``ctx.error``."""
 
     @abstractmethod
-    def analyze(self, state: State) -> Outcome:
+    def analyze(self, state: State) -> Outcome[Plan]:
         """The verdict on the file as ``state`` holds it (never raises for a target that does not fit)."""
 
-    def verdict(self, state: State) -> Outcome:
+    def verdict(self, state: State) -> Outcome[Plan]:
         """``analyze``, as the engine asks for it."""
         return self.analyze(state)
 
     @abstractmethod
-    def simulate(self, state: State, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: State, outcome: Outcome[Plan], patch_id: str) -> None:
         """Make an APPLY's change on ``state`` (the op's own step; the engine calls ``compose``)."""
 
-    def compose(self, state: State, outcome: Outcome, patch_id: str) -> None:
+    def compose(self, state: State, outcome: Outcome[Plan], patch_id: str) -> None:
         """After an APPLY: change ``state`` so that the next patch on the file sees the file as it will be."""
         self.simulate(state, outcome, patch_id)
 
-    def same_form(self, other: Operation[Any]) -> bool:
+    def same_form(self, other: Operation[Any, Any]) -> bool:
         """Whether ``other`` edits the file in the same form (Python or text): patches on one file must."""
         return isinstance(other, PythonOperation) is isinstance(self, PythonOperation)
 
@@ -223,7 +237,7 @@ class Operation(ABC, Generic[State]):
         """(payload line, message) for what `validate` should warn about (no verdict depends on it)."""
         return []
 
-    def same_spot(self, other: Operation[Any]) -> bool:
+    def same_spot(self, other: Operation[Any, Any]) -> bool:
         """Whether ``other`` inserts at exactly the place this op does (the order would matter)."""
         return False
 
@@ -242,7 +256,7 @@ class Operation(ABC, Generic[State]):
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-class PythonOperation(Operation[CodeState]):
+class PythonOperation(Operation[CodeState, Plan]):
     """An op on a Python file: analysed on a ``CodeState``, written with libcst (``transform``)."""
 
     # True when simulate() edits statements that were already in the tree (not only splices new
@@ -251,20 +265,20 @@ class PythonOperation(Operation[CodeState]):
     # simulated APPLY (tests/test_codestate_invariant.py, or pytest --check-codestate).
     edits_in_place: ClassVar[bool] = False
 
-    def verdict(self, state: CodeState) -> Outcome:
+    def verdict(self, state: CodeState) -> Outcome[Plan]:
         """``analyze``, with a target bound in several if / try branches reported, not guessed."""
         try:
             return self.analyze(state)
         except AmbiguousTarget as exc:
             return Outcome.fail(Reason.UNSUPPORTED_TARGET, exc.line, str(exc))
 
-    def compose(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def compose(self, state: CodeState, outcome: Outcome[Plan], patch_id: str) -> None:
         """``simulate``, then tell ``state`` what changed, so it forgets what no longer holds."""
         self.simulate(state, outcome, patch_id)
         state.changed(in_place=self.edits_in_place, names=self.edits())
 
     @abstractmethod
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         """Make an APPLY's change on the libcst module of the file (the write)."""
 
     def span(self, state: CodeState) -> tuple[int, int] | None:
@@ -275,9 +289,9 @@ class PythonOperation(Operation[CodeState]):
             return None
 
 
-class TextOperation(Operation[TextState]):
+class TextOperation(Operation[TextState, Plan]):
     """An op on a text file: analysed on a ``TextState``, written on the text (``transform_text``)."""
 
     @abstractmethod
-    def transform_text(self, text: str, outcome: Outcome) -> str:
+    def transform_text(self, text: str, outcome: Outcome[Plan]) -> str:
         """Make an APPLY's change on the file's text (the write)."""

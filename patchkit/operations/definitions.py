@@ -104,7 +104,7 @@ def outcome_for(
     where_line: int,
     payload: str,
     kind: str,
-) -> Outcome:
+) -> Outcome[DefPlan]:
     """Word the verdict.  ``where`` is e.g. "class Foo (line 12)" or "the module"."""
     if plan.conflicts:
         first = plan.conflicts[0][1]

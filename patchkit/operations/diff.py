@@ -267,7 +267,7 @@ def _shown(line: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Diff(TextOperation):
+class Diff(TextOperation[str]):
     op_name = "diff"
     source: str  # as written in the manifest
     sha256: str
@@ -286,7 +286,7 @@ class Diff(TextOperation):
         verdict, forward, backward = hunk_verdict(lines, self.hunks)
         return verdict, lines, forward, backward
 
-    def analyze(self, state: TextState) -> Outcome:
+    def analyze(self, state: TextState) -> Outcome[str]:
         text = state.text
         if "\0" in text:
             return Outcome.fail(
@@ -329,10 +329,10 @@ class Diff(TextOperation):
         last = self.hunks[-1]
         return (max(first.old_start, 1), last.old_start + max(len(last.old), 1) - 1)
 
-    def simulate(self, state: TextState, outcome: Outcome, patch_id: str) -> None:
-        state.text = outcome.plan
+    def simulate(self, state: TextState, outcome: Outcome[str], patch_id: str) -> None:
+        state.text = outcome.planned
 
-    def transform_text(self, text: str, outcome: Outcome) -> str:
+    def transform_text(self, text: str, outcome: Outcome[str]) -> str:
         verdict, lines, forward, _backward = self._verdict(text)
         if verdict != "apply" or not isinstance(forward, list):
             raise InternalError(f"{self.source} no longer applies to the text the analysis saw")

@@ -103,7 +103,7 @@ class Region:
 
 
 @dataclass(frozen=True)
-class ScopedHunks(PythonOperation):
+class ScopedHunks(PythonOperation[Plan]):
     """Hunks of a unified diff applied inside one region of the file (shared by the scoped ops).
 
     A subclass says where its region is (``region``) and how the ast takes the
@@ -128,14 +128,14 @@ class ScopedHunks(PythonOperation):
         return written, sha, hunks
 
     @abstractmethod
-    def region(self, state: CodeState) -> Region | Outcome:
+    def region(self, state: CodeState) -> Region | Outcome[Any]:
         """The lines the hunks apply to, or the FAIL that says the region is not there."""
 
     @abstractmethod
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
         """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
 
-    def _text_ok(self, state: CodeState, line: int) -> Outcome | None:
+    def _text_ok(self, state: CodeState, line: int) -> Outcome[Any] | None:
         if state.text.count("\r") != state.text.count("\r\n"):
             return Outcome.fail(
                 Reason.UNSUPPORTED_TARGET,
@@ -144,7 +144,7 @@ class ScopedHunks(PythonOperation):
             )
         return None
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[Plan]:
         region = self.region(state)
         if isinstance(region, Outcome):
             return region
@@ -187,8 +187,8 @@ class ScopedHunks(PythonOperation):
         region = self.region(state)
         return None if isinstance(region, Outcome) else (region.first, region.last)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
-        plan: Plan = outcome.plan
+    def simulate(self, state: CodeState, outcome: Outcome[Plan], patch_id: str) -> None:
+        plan = outcome.planned
         lines = split_lines(state.text)
         delta = len(plan.new_lines) - (plan.last - plan.first + 1)
         _new, inside = self.graft(state, plan)
@@ -203,7 +203,7 @@ class ScopedHunks(PythonOperation):
         state.text = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
         state._lines = None
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         import libcst
 
         text = module.code
@@ -211,7 +211,7 @@ class ScopedHunks(PythonOperation):
         again = self.analyze(state)
         if again.plan is None:
             raise InternalError(f"{self.source} no longer applies to {self.op_name}'s region as the analysis saw it")
-        plan: Plan = again.plan
+        plan = again.planned
         lines = split_lines(text)
         new = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
         return libcst.parse_module(new.encode(module.encoding))
@@ -239,7 +239,7 @@ class EditFunction(ScopedHunks):
     def same_spot(self, other: Operation) -> bool:
         return isinstance(other, EditFunction) and other.function == self.function
 
-    def region(self, state: CodeState) -> Region | Outcome:
+    def region(self, state: CodeState) -> Region | Outcome[Any]:
         fn, _owner, missing_class = state.find_function(self.function)
         if fn is None:
             return missing_function(state, self.function, missing_class)

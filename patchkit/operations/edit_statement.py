@@ -92,7 +92,7 @@ class EditStatement(ScopedHunks):
             return 'the `if __name__ == "__main__":` block'
         return f"the statement that binds {self.statement}"
 
-    def region(self, state: CodeState) -> Region | Outcome:
+    def region(self, state: CodeState) -> Region | Outcome[Any]:
         body = state.tree.body
         index = statement_index(body, self.statement)
         if index is None:

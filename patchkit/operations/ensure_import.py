@@ -94,7 +94,7 @@ def render_items(items: list[ImportItem]) -> str:
 
 
 @dataclass(frozen=True)
-class EnsureImport(PythonOperation):
+class EnsureImport(PythonOperation[str]):
     op_name = "ensure-import"
     code: str
     items: tuple[ImportItem, ...]
@@ -156,7 +156,7 @@ class EnsureImport(PythonOperation):
             return start
         return None
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[str]:
         existing = state.top_level_imports()
         imported = state.derived("ensure-import:imported", _imported)
         present: list[tuple[ImportItem, int]] = []
@@ -234,8 +234,8 @@ class EnsureImport(PythonOperation):
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return (1, state.import_insert_line())
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
-        node = ast.parse(outcome.plan).body
+    def simulate(self, state: CodeState, outcome: Outcome[str], patch_id: str) -> None:
+        node = ast.parse(outcome.planned).body
         before = self._before_index(state) if self.before is not None or self.position is not None else None
         if self.after is not None:
             after = self._after_index(state)
@@ -247,10 +247,10 @@ class EnsureImport(PythonOperation):
             index = state.import_block_end()
         state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[str]) -> cst.Module:
         import libcst
 
-        stmt = libcst.parse_statement(outcome.plan + "\n")
+        stmt = libcst.parse_statement(outcome.planned + "\n")
         body = list(module.body)
         if self.after is not None:
             from patchkit.operations.edit import statement_canons

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Insert(PythonOperation):
+class Insert(PythonOperation[int]):
     op_name = "insert"
     function: str
     anchor: str
@@ -124,7 +124,7 @@ class Insert(PythonOperation):
             NO_MATCH[(self.anchor_canon, text)] = True
         return fn, matches
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[int]:
         fn, matches = self._matches(state)
         if isinstance(fn, Outcome):
             return fn
@@ -242,7 +242,7 @@ class Insert(PythonOperation):
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[int], patch_id: str) -> None:
         _fn, matches = self._matches(state)
         match = matches[0]
         old = outcome.plan or 0  # statements of an older version to replace
@@ -252,7 +252,7 @@ class Insert(PythonOperation):
             start, end = match.at + 1, match.at + 1 + old
         match.body[start:end] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[int]) -> cst.Module:
         edit = edit_lazy()
         source_fn = edit.find_definition(self.payload.cst_module(), self.body_of, edit.cst.FunctionDef, scoped=False)
         stmts = list(edit.block_body(source_fn))

@@ -51,7 +51,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class MoveImport(PythonOperation):
+class MoveImport(PythonOperation[Plan]):
     op_name = "move-import"
     edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     name: str
@@ -121,7 +121,7 @@ class MoveImport(PythonOperation):
                 new_i, new_a = index, alias
         return old_i, old_a, new_i, new_a
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[Plan]:
         body = state.tree.body
         old_i, old_a, new_i, new_a = self._find(body)
         binds = {self.name}
@@ -196,8 +196,8 @@ class MoveImport(PythonOperation):
         level, module = _split_module(self.dest)
         return ast.ImportFrom(module=module, names=[ast.alias(self.name, asname)], level=level)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
-        plan: Plan = outcome.plan
+    def simulate(self, state: CodeState, outcome: Outcome[Plan], patch_id: str) -> None:
+        plan = outcome.planned
         body = state.tree.body
         assert plan.old_index is not None
         old = body[plan.old_index]
@@ -218,10 +218,10 @@ class MoveImport(PythonOperation):
             return int(index) + 1
         return old_index if self.position == "before" else old_index + 1
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         import libcst
 
-        plan: Plan = outcome.plan
+        plan = outcome.planned
         body = list(module.body)
         index = _cst_index(body, self.source, self.name)
         line = body[index]

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RemoveDefinitions(PythonOperation):
+class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
     op_name = "remove-definitions"
     edits_in_place = True  # statements that were there go away (see PythonOperation)
     names: tuple[str, ...]
@@ -69,7 +69,7 @@ class RemoveDefinitions(PythonOperation):
     def edits(self) -> set[str]:
         return {self.class_name} if self.class_name else {*self.names}
 
-    def _where(self, state: CodeState) -> tuple[list[ast.stmt], str] | Outcome:
+    def _where(self, state: CodeState) -> tuple[list[ast.stmt], str] | Outcome[Any]:
         if self.class_name is None:
             return state.tree.body, "the module"
         target = state.find_class(self.class_name)
@@ -91,7 +91,7 @@ class RemoveDefinitions(PythonOperation):
                 found = index
         return found
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[tuple[str, ...]]:
         where = self._where(state)
         if isinstance(where, Outcome):
             return where
@@ -143,23 +143,23 @@ class RemoveDefinitions(PythonOperation):
         lines = [(s.lineno, s.end_lineno or s.lineno) for s in found]
         return (min(a for a, _ in lines), max(b for _, b in lines)) if lines else None
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[tuple[str, ...]], patch_id: str) -> None:
         where = self._where(state)
         assert not isinstance(where, Outcome)
         body, _label = where
-        for name in outcome.plan:
+        for name in outcome.planned:
             index = self._index(body, name)
             assert index is not None
             del body[index]
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[tuple[str, ...]]) -> cst.Module:
         from patchkit.operations import edit_lazy
 
         edit = edit_lazy()
 
         def without(body: list[Any]) -> list[Any]:
             out = list(body)
-            for name in outcome.plan:
+            for name in outcome.planned:
                 index = max(i for i, stmt in enumerate(out) if edit.binds(name)(stmt))
                 del out[index]
             return out
