@@ -273,3 +273,14 @@ def test_explain_shows_the_hunks_of_a_text_file_that_touch_the_diff(tmp_path, ca
     (introduced,) = r.json["introduced_by"]
     assert introduced["commit"] == history["break"]
     assert "+  steps: 2" in introduced["diff"] and "tail: 2" not in introduced["diff"]
+
+
+def test_a_payload_named_like_the_out_of_date_wording_is_not_out_of_date(tmp_path, capsys):
+    """status used to find "out of date" by searching each APPLY's message for "replaces the previous
+    version of"; a diff's message names its payload, so a payload file with those words in its name made
+    a patch never applied read as out of date.  The op now says it in the outcome itself."""
+    name = "replaces the previous version of serve.diff"
+    sc = scenario(tmp_path, {YAML: YAML_BEFORE}, [diff_patch(payload=name)], {name: YAML_DIFF}, path=YAML)
+    st = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert "replaces the previous version of" in st.json["results"][0]["message"]
+    assert st.json["out_of_date"] == [] and st.json["results"][0]["state"] == "not applied"

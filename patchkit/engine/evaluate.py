@@ -44,7 +44,15 @@ class FileEval:
         return any(r.status is Status.APPLY for r in self.results)
 
 
-def _result(patch: Patch, status: Status, reason: Reason | None, line: int | None, message: str) -> PatchResult:
+def _result(
+    patch: Patch,
+    status: Status,
+    reason: Reason | None,
+    line: int | None,
+    message: str,
+    *,
+    replaces_previous: bool = False,
+) -> PatchResult:
     return PatchResult(
         patch=patch.id,
         op=patch.op_name,
@@ -54,6 +62,7 @@ def _result(patch: Patch, status: Status, reason: Reason | None, line: int | Non
         file=patch.file,
         line=line,
         message=message,
+        replaces_previous=replaces_previous,
     )
 
 
@@ -181,7 +190,16 @@ def _evaluate_file(
             status = Status.SKIP
         else:
             status = failed(required=patch.required)
-        results.append(_result(patch, status, outcome.reason, outcome.line, outcome.message))
+        results.append(
+            _result(
+                patch,
+                status,
+                outcome.reason,
+                outcome.line,
+                outcome.message,
+                replaces_previous=outcome.replaces_previous,
+            )
+        )
         outcomes.append(outcome)
     return FileEval(read.path, read, tuple(patches), tuple(results), tuple(outcomes))
 

@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     from patchkit.operations.payload import Payload, PayloadCache
 
 
-# How every op words an APPLY that replaces an older version of patchkit's own code
-# (status reads it to say "out of date").
+# How every op words an APPLY that replaces an older version of patchkit's own code (one such
+# outcome also says so in ``Outcome.replaces_previous``, which status reads to say "out of date").
 REPLACES_PREVIOUS = "replaces the previous version of"
 
 
@@ -93,10 +93,15 @@ class Outcome(Generic[Plan]):
     line: int | None
     message: str
     plan: Plan | None = None
+    # An APPLY that replaces an older version of patchkit's own code, which the record says patchkit
+    # wrote (``CodeState.previous``): the patch is in place, out of date.
+    replaces_previous: bool = False
 
     @classmethod
-    def apply(cls, line: int | None, message: str, plan: Plan | None = None) -> Outcome[Plan]:
-        return cls(Kind.APPLY, None, line, message, plan)
+    def apply(
+        cls, line: int | None, message: str, plan: Plan | None = None, *, replaces_previous: bool = False
+    ) -> Outcome[Plan]:
+        return cls(Kind.APPLY, None, line, message, plan, replaces_previous)
 
     @classmethod
     def skip(cls, reason: Reason, line: int | None, message: str) -> Outcome[Plan]:

@@ -146,7 +146,7 @@ def outcome_for(
         message += f" (patchkit wrote that version {when}; the new code is from {payload})"
     # The line of the first change: where additions go, or the replaced definition.
     line = where_line if plan.add else plan.replace[0][1].lineno
-    return Outcome.apply(line, message, plan=plan)
+    return Outcome.apply(line, message, plan=plan, replaces_previous=bool(updated))
 
 
 def splice_defs(

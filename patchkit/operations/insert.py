@@ -179,6 +179,7 @@ class Insert(PythonOperation[int]):
                     f"line {line} in {self.function}, which patchkit wrote {when}, with the {count} {noun} "
                     f"now in {self.payload.display}",
                     plan=old,
+                    replaces_previous=True,
                 )
         return Outcome.apply(
             line,

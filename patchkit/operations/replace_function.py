@@ -127,6 +127,7 @@ class ReplaceFunction(PythonOperation[None]):
                 current.lineno,
                 f"{REPLACES_PREVIOUS} {self.function} (line {current.lineno}), which patchkit wrote "
                 f"{state.previous[found]}, with the new code from {self.payload.display}",
+                replaces_previous=True,
             )
         if found in self.expect:
             return Outcome.apply(
