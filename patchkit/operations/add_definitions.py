@@ -132,9 +132,7 @@ class AddDefinitions(PythonOperation[DefPlan]):
         if self.before is not None:
             insert_at: int | None = edit.top_index(body, edit.binds(self.before), self.before)
         elif self.position == "after-imports":
-            from patchkit.operations.ensure_import import cst_import_block_end
-
-            insert_at = cst_import_block_end(body)
+            insert_at = edit.import_block_end(body)
         else:
             insert_at = None
         new_body = edit.place_definitions(

@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
+from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState
+from patchkit.operations.code import CodeState, canon, parse_statement
 from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason
 
@@ -70,8 +71,6 @@ class MoveImport(PythonOperation[Plan]):
         after = table.get("after")
         after_canon = None
         if after is not None:
-            from patchkit.operations.code import canon, parse_statement
-
             try:
                 stmt = parse_statement(after)
             except ValueError as exc:
@@ -95,8 +94,6 @@ class MoveImport(PythonOperation[Plan]):
         return out
 
     def _after_index(self, body: list[ast.stmt]) -> int | None:
-        from patchkit.operations.code import canon
-
         found = None
         for index, stmt in enumerate(body):
             if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
@@ -255,28 +252,22 @@ class MoveImport(PythonOperation[Plan]):
         return module.with_changes(body=body)
 
     def _cst_after_index(self, body: list[Any]) -> int | None:
-        import libcst
-
-        from patchkit.operations.edit import statement_canons
-
+        edit = edit_lazy()
         found = None
         for index, stmt in enumerate(body):
-            if isinstance(stmt, libcst.SimpleStatementLine) and statement_canons(stmt) == [self.after_canon]:
+            if isinstance(stmt, edit.cst.SimpleStatementLine) and edit.statement_canons(stmt) == [self.after_canon]:
                 found = index
         return found
 
 
 def _alias_name(alias: Any) -> str:
-    from patchkit.operations.edit import code_of
-
-    return code_of(alias.name).strip()
+    return edit_lazy().code_of(alias.name).strip()
 
 
 def _cst_index(body: list[Any], spec: str, name: str) -> int:
     import libcst
 
-    from patchkit.operations.edit import code_of
-
+    code_of = edit_lazy().code_of
     level, module = _split_module(spec)
     found = None
     for index, stmt in enumerate(body):

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.operations import edit_lazy
 from patchkit.operations.add_methods import member_index
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState, digest, short_digest
@@ -153,8 +154,6 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
             del body[index]
 
     def transform(self, module: cst.Module, outcome: Outcome[tuple[str, ...]]) -> cst.Module:
-        from patchkit.operations import edit_lazy
-
         edit = edit_lazy()
 
         def without(body: list[Any]) -> list[Any]:
