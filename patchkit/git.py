@@ -116,7 +116,7 @@ def run_git(
 
 # The pipe of a git process started well before it is read (``Pending(..., ahead=True)``).
 # A range check starts its two git logs, then loads the manifest and the engine
-# for tens of milliseconds before it reads them; with the default 64 KiB pipe,
+# before it reads them; with the default 64 KiB pipe,
 # git's walk (about 40 bytes a commit) stops after some 1,500 commits and waits
 # for the reader.  Linux lets any process grow a pipe to ``fs.pipe-max-size``
 # (1 MiB unless lowered); the pages are taken only as git fills them.

@@ -128,8 +128,8 @@ class ScopedStatement(NamedTuple):
         """None at the top; else e.g. "under `if _is_cuda:` at line 3".
 
         Worded only when asked (a message needs it): every lookup walks the
-        module's statements, and unparsing each ``if`` test on every walk was
-        a tenth of a range check's analysis time."""
+        module's statements, and few of those walks end in a message, so
+        unparsing each ``if`` test on every walk would be work thrown away."""
         return self.describe() if self.describe is not None else None
 
 
