@@ -124,7 +124,7 @@ def test_close_matches_are_difflibs_own() -> None:
     import difflib
     import random
 
-    from patchkit.operations.insert import _close_matches
+    from patchkit.operations.wording import close_matches
 
     rng = random.Random(12)
     words = ["self.model", " = get_model(", "x", "verify(", "torch.cuda.synchronize()", "spec_info", "batch", ")"]
@@ -135,10 +135,10 @@ def test_close_matches_are_difflibs_own() -> None:
     for _ in range(2000):
         wanted = text()
         texts = tuple(dict.fromkeys(text() for _ in range(rng.randint(0, 12))))
-        assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+        assert close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
     # A tie at the second place, where the later candidate's bound equals the score to beat:
     # "abdcx" (ratio 2/3, quick_ratio 8/9) is scored first, and "cd" (2/3, 2/3) wins the tie.
-    assert _close_matches("abcd", ("abcd", "abdcx", "cd")) == ["abcd", "cd"]
+    assert close_matches("abcd", ("abcd", "abdcx", "cd")) == ["abcd", "cd"]
     # Many near ties (one word changed), where stopping early must still keep difflib's pick.
     for _ in range(500):
         base = [rng.choice(words) for _ in range(4)]
@@ -146,7 +146,7 @@ def test_close_matches_are_difflibs_own() -> None:
         texts = tuple(
             dict.fromkeys("".join(w if rng.random() < 0.7 else rng.choice(words) for w in base) for _ in range(20))
         )
-        assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+        assert close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
 
 
 def test_after_a_splice_only_simple_statements_are_shared() -> None:
@@ -185,7 +185,7 @@ def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, a
     analysis says (lines moved with the def), and no statement was compared again."""
     from helpers import Kit, src
 
-    from patchkit.operations import insert
+    from patchkit.operations import insert, wording
 
     kit = Kit(tmp_path)
     path = kit.write(
@@ -207,9 +207,9 @@ def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, a
     insert.NO_MATCH.clear()
     first = message(WORKER_TEXT)
     lower = "import os\nimport sys\n\n\n" + WORKER_TEXT
-    compared = insert._close_ratio.cache_info().misses
+    compared = wording.close_ratio.cache_info().misses
     remembered = message(lower)
-    assert insert._close_ratio.cache_info().misses == compared  # nothing compared again
+    assert wording.close_ratio.cache_info().misses == compared  # nothing compared again
     assert len(insert.CLOSEST) == 1 and len(insert.NO_MATCH) == 1
     insert.CLOSEST.clear()
     insert.NO_MATCH.clear()

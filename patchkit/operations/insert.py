@@ -8,9 +8,7 @@ No match and more than one match are both errors: an insert never guesses.
 from __future__ import annotations
 
 import ast
-import difflib
 import hashlib
-import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -27,9 +25,11 @@ from patchkit.operations.wording import (
     SHOWN,
     UNLIMITED,
     alike_first,
+    close_matches,
     first_difference,
     listed_with_more,
     one_line,
+    similarities,
     unparse_short,
 )
 from patchkit.results import Reason
@@ -218,7 +218,7 @@ class Insert(PythonOperation[int]):
             candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno - fn.lineno)
         if not candidates:
             return lambda _at: "; the function has no simple statements"
-        best = _close_matches(wanted, tuple(candidates))
+        best = close_matches(wanted, tuple(candidates))
         if best:
             top, difference = best[0], first_difference(wanted, best[0])
             second = best[1] if len(best) > 1 else None
@@ -230,7 +230,7 @@ class Insert(PythonOperation[int]):
                 return shown
 
             return closest
-        ranked = alike_first(wanted, list(candidates.items()), ratios=_ratios(wanted, tuple(candidates)))
+        ranked = alike_first(wanted, list(candidates.items()), ratios=similarities(wanted, tuple(candidates)))
 
         def nothing_close(at: int) -> str:
             listed = [f"line {at + line}: `{one_line(text, 80)}`" for text, line in ranked[:SHOWN]]
@@ -287,50 +287,6 @@ def _full_text(node: ast.AST) -> str:
 @lru_cache(maxsize=64)
 def _anchor_text(anchor: str) -> str:
     return unparse_short(parse_statement(anchor), UNLIMITED)
-
-
-def _close_matches(wanted: str, texts: tuple[str, ...]) -> list[str]:
-    """``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, exactly, for less.
-
-    Each statement's scores are remembered (the versions of a function a
-    range check reads differ in a statement or two), and ``ratio()``, the
-    costly score, is computed in falling order of ``quick_ratio()``, its upper
-    bound, until no statement left can reach the second best: the code near
-    an anchor holds a statement or two much like it, and dozens that only
-    share its letters.  Ties are broken as ``heapq.nlargest`` breaks them.
-    """
-    bounds = sorted(((b, text) for text in texts if (b := _close_bound(wanted, text)) is not None), reverse=True)
-    scored: list[tuple[float, str]] = []
-    for bound, text in bounds:
-        if len(scored) >= 2 and bound < heapq.nlargest(2, scored)[1][0]:
-            break  # ratio() <= quick_ratio(): neither this one nor any after it can enter the top two
-        score = _close_ratio(wanted, text)
-        if score >= 0.5:
-            scored.append((score, text))
-    return [text for _score, text in heapq.nlargest(2, scored)]
-
-
-@lru_cache(maxsize=65536)
-def _close_bound(wanted: str, text: str) -> float | None:
-    """``quick_ratio()`` as get_close_matches computes it, if ``text`` passes its cheap cutoffs (else None)."""
-    matcher = difflib.SequenceMatcher(None, text, wanted)
-    if matcher.real_quick_ratio() >= 0.5 and (bound := matcher.quick_ratio()) >= 0.5:
-        return bound
-    return None
-
-
-@lru_cache(maxsize=65536)
-def _close_ratio(wanted: str, text: str) -> float:
-    return difflib.SequenceMatcher(None, text, wanted).ratio()
-
-
-def _ratios(wanted: str, texts: tuple[str, ...]) -> dict[str, float]:
-    return {text: _ratio(wanted, text) for text in texts}
-
-
-@lru_cache(maxsize=65536)
-def _ratio(wanted: str, text: str) -> float:
-    return difflib.SequenceMatcher(None, wanted, text).ratio()
 
 
 MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import difflib
+import heapq
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 
 
 def one_line(code: str, limit: int = 80) -> str:
@@ -105,3 +107,49 @@ def first_difference(a: str, b: str, context: int = 12) -> str:
         return f"`{lead}{rest}{tail}`"
 
     return f"they first differ at character {index + 1}: the anchor has {piece(a)}, the statement has {piece(b)}"
+
+
+def close_matches(wanted: str, texts: tuple[str, ...]) -> list[str]:
+    """``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, exactly, for less.
+
+    Each statement's scores are remembered (the versions of a function a
+    range check reads differ in a statement or two), and ``ratio()``, the
+    costly score, is computed in falling order of ``quick_ratio()``, its upper
+    bound, until no statement left can reach the second best: the code near
+    an anchor holds a statement or two much like it, and dozens that only
+    share its letters.  Ties are broken as ``heapq.nlargest`` breaks them.
+    """
+    bounds = sorted(((b, text) for text in texts if (b := _close_bound(wanted, text)) is not None), reverse=True)
+    scored: list[tuple[float, str]] = []
+    for bound, text in bounds:
+        if len(scored) >= 2 and bound < heapq.nlargest(2, scored)[1][0]:
+            break  # ratio() <= quick_ratio(): neither this one nor any after it can enter the top two
+        score = close_ratio(wanted, text)
+        if score >= 0.5:
+            scored.append((score, text))
+    return [text for _score, text in heapq.nlargest(2, scored)]
+
+
+@lru_cache(maxsize=65536)
+def _close_bound(wanted: str, text: str) -> float | None:
+    """``quick_ratio()`` as get_close_matches computes it, if ``text`` passes its cheap cutoffs (else None)."""
+    matcher = difflib.SequenceMatcher(None, text, wanted)
+    if matcher.real_quick_ratio() >= 0.5 and (bound := matcher.quick_ratio()) >= 0.5:
+        return bound
+    return None
+
+
+@lru_cache(maxsize=65536)
+def close_ratio(wanted: str, text: str) -> float:
+    """The ``ratio()`` get_close_matches scores ``text`` with (remembered: a range check asks again)."""
+    return difflib.SequenceMatcher(None, text, wanted).ratio()
+
+
+def similarities(wanted: str, texts: tuple[str, ...]) -> dict[str, float]:
+    """Each text's ``SequenceMatcher`` ratio to ``wanted`` (what ``alike_first`` ranks by), remembered."""
+    return {text: _ratio(wanted, text) for text in texts}
+
+
+@lru_cache(maxsize=65536)
+def _ratio(wanted: str, text: str) -> float:
+    return difflib.SequenceMatcher(None, wanted, text).ratio()
