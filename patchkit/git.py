@@ -311,6 +311,16 @@ _CHANGE_LOG = (
 )
 
 
+def _tree_records(out: bytes) -> Iterator[tuple[str, str, str, str]]:
+    """(path, mode, object type, object id) of each record ``git ls-tree -z`` printed."""
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, path = record.split(b"\t", 1)
+        mode, kind, oid = meta.decode().split()
+        yield path.decode("utf-8", "surrogateescape"), mode, kind, oid
+
+
 def _split_names(out: bytes) -> list[str]:
     return [p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p]
 
@@ -581,15 +591,7 @@ class Repo:
     def tree_blobs(self, commit: str) -> dict[str, str]:
         """Every file of ``commit``'s tree -> its blob id (one ``ls-tree -r``; submodules and links left out)."""
         out = self.git_bytes("ls-tree", "-r", "-z", "--full-tree", commit)
-        blobs: dict[str, str] = {}
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, path = record.split(b"\t", 1)
-            mode, kind, oid = meta.decode().split()
-            if kind == "blob" and mode != "120000":
-                blobs[path.decode("utf-8", "surrogateescape")] = oid
-        return blobs
+        return {path: oid for path, mode, kind, oid in _tree_records(out) if kind == "blob" and mode != "120000"}
 
     # -- trees and blobs ---------------------------------------------------
 
@@ -598,15 +600,7 @@ class Repo:
         if not paths:
             return {}
         out = self.git_bytes("ls-tree", "-z", "--full-tree", commit, "--", *paths)
-        entries: dict[str, TreeEntry] = {}
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, path = record.split(b"\t", 1)
-            mode, _kind, oid = meta.decode().split()
-            name = path.decode("utf-8", "surrogateescape")
-            entries[name] = TreeEntry(name, mode, oid)
-        return entries
+        return {path: TreeEntry(path, mode, oid) for path, mode, _kind, oid in _tree_records(out)}
 
     def list_files(self, commit: str | None) -> list[str]:
         """Tracked files at a commit, or in the index/work tree when ``commit`` is None.
