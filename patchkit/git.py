@@ -116,7 +116,7 @@ def run_git(
 
 # The pipe of a git process started well before it is read (``Pending(..., ahead=True)``).
 # A range check starts its two git logs, then loads the manifest and the engine
-# for tens of milliseconds before it reads them; with the default 64 KiB pipe,
+# before it reads them; with the default 64 KiB pipe,
 # git's walk (about 40 bytes a commit) stops after some 1,500 commits and waits
 # for the reader.  Linux lets any process grow a pipe to ``fs.pipe-max-size``
 # (1 MiB unless lowered); the pages are taken only as git fills them.
@@ -309,6 +309,16 @@ _CHANGE_LOG = (
     "--no-renames",
     "--format=%x1e%H",
 )
+
+
+def _tree_records(out: bytes) -> Iterator[tuple[str, str, str, str]]:
+    """(path, mode, object type, object id) of each record ``git ls-tree -z`` printed."""
+    for record in out.split(b"\0"):
+        if not record:
+            continue
+        meta, path = record.split(b"\t", 1)
+        mode, kind, oid = meta.decode().split()
+        yield path.decode("utf-8", "surrogateescape"), mode, kind, oid
 
 
 def _split_names(out: bytes) -> list[str]:
@@ -581,15 +591,7 @@ class Repo:
     def tree_blobs(self, commit: str) -> dict[str, str]:
         """Every file of ``commit``'s tree -> its blob id (one ``ls-tree -r``; submodules and links left out)."""
         out = self.git_bytes("ls-tree", "-r", "-z", "--full-tree", commit)
-        blobs: dict[str, str] = {}
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, path = record.split(b"\t", 1)
-            mode, kind, oid = meta.decode().split()
-            if kind == "blob" and mode != "120000":
-                blobs[path.decode("utf-8", "surrogateescape")] = oid
-        return blobs
+        return {path: oid for path, mode, kind, oid in _tree_records(out) if kind == "blob" and mode != "120000"}
 
     # -- trees and blobs ---------------------------------------------------
 
@@ -598,15 +600,7 @@ class Repo:
         if not paths:
             return {}
         out = self.git_bytes("ls-tree", "-z", "--full-tree", commit, "--", *paths)
-        entries: dict[str, TreeEntry] = {}
-        for record in out.split(b"\0"):
-            if not record:
-                continue
-            meta, path = record.split(b"\t", 1)
-            mode, _kind, oid = meta.decode().split()
-            name = path.decode("utf-8", "surrogateescape")
-            entries[name] = TreeEntry(name, mode, oid)
-        return entries
+        return {path: TreeEntry(path, mode, oid) for path, mode, _kind, oid in _tree_records(out)}
 
     def blob_sizes(self, commit: str, paths: Iterable[str]) -> dict[str, int]:
         """Bytes of each path's blob at ``commit`` (0 for a symlink, submodule or missing path): how

@@ -87,6 +87,12 @@ class PatchResult:
     missing class or file went); it is kept apart from ``message`` because the
     message depends only on the file's content, which lets range checks cache
     it per blob.
+
+    ``replaces_previous``: an APPLY that replaces an older version of the
+    patch's code which the work tree's record says patchkit wrote (the patch
+    is "out of date").  Only a work tree has a record, so a range check (and
+    its cache) never sees one; the JSON says it in status's ``out_of_date``
+    and each result's ``state``, not in the result itself.
     """
 
     patch: str
@@ -98,6 +104,7 @@ class PatchResult:
     line: int | None
     message: str
     hint: str | None = None
+    replaces_previous: bool = False
 
     @property
     def ok(self) -> bool:

@@ -3,7 +3,7 @@
 Two checks, wrapped around ``CodeState``'s public methods:
 
 * at every simulated APPLY, an op that says it only splices new statements in
-  (``Operation.edits_in_place`` False) must have left every simple statement of
+  (``PythonOperation.edits_in_place`` False) must have left every simple statement of
   the tree as it was before it ran: ``CodeState`` keeps sharing what was
   computed from their source text;
 * wherever ``CodeState.def_text`` gives a text, the def must be, node for node,
@@ -23,6 +23,7 @@ from collections.abc import Iterable
 import pytest
 
 from patchkit.operations.code import CodeState, canon
+from patchkit.operations.lookup import DEF_KINDS
 
 # Statements that hold blocks (defs and compound statements): what a splice may extend.
 # Derived from the grammar, not copied: a simple statement has neither a body nor match cases.
@@ -54,11 +55,9 @@ def install(monkeypatch: pytest.MonkeyPatch) -> None:
     def checked_def_text(self: CodeState, node: ast.AST, name: str) -> str | None:
         text = def_text(self, node, name)
         if text is not None:
-            kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
             where = (getattr(node, "lineno", None), getattr(node, "col_offset", None))
-            parsed = [
-                n for n in ast.walk(ast.parse(self.text)) if isinstance(n, kinds) and (n.lineno, n.col_offset) == where
-            ]
+            tree = ast.parse(self.text)
+            parsed = [n for n in ast.walk(tree) if isinstance(n, DEF_KINDS) and (n.lineno, n.col_offset) == where]
             assert len(parsed) == 1 and ast.dump(parsed[0]) == ast.dump(node), (
                 f"def_text of {name} in {self.path} is stale"
             )

@@ -26,9 +26,9 @@ from patchkit.sources.base import FileRead, FileState
 
 @pytest.fixture(autouse=True)
 def empty_memo():
-    code._SPAN_MEMO.clear()
+    code.SPAN_MEMO.clear()
     yield
-    code._SPAN_MEMO.clear()
+    code.SPAN_MEMO.clear()
 
 
 def counting(calls: list[ast.AST]):
@@ -124,7 +124,7 @@ def test_close_matches_are_difflibs_own() -> None:
     import difflib
     import random
 
-    from patchkit.operations.insert import _close_matches
+    from patchkit.operations.wording import close_matches
 
     rng = random.Random(12)
     words = ["self.model", " = get_model(", "x", "verify(", "torch.cuda.synchronize()", "spec_info", "batch", ")"]
@@ -135,10 +135,10 @@ def test_close_matches_are_difflibs_own() -> None:
     for _ in range(2000):
         wanted = text()
         texts = tuple(dict.fromkeys(text() for _ in range(rng.randint(0, 12))))
-        assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+        assert close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
     # A tie at the second place, where the later candidate's bound equals the score to beat:
     # "abdcx" (ratio 2/3, quick_ratio 8/9) is scored first, and "cd" (2/3, 2/3) wins the tie.
-    assert _close_matches("abcd", ("abcd", "abdcx", "cd")) == ["abcd", "cd"]
+    assert close_matches("abcd", ("abcd", "abdcx", "cd")) == ["abcd", "cd"]
     # Many near ties (one word changed), where stopping early must still keep difflib's pick.
     for _ in range(500):
         base = [rng.choice(words) for _ in range(4)]
@@ -146,7 +146,7 @@ def test_close_matches_are_difflibs_own() -> None:
         texts = tuple(
             dict.fromkeys("".join(w if rng.random() < 0.7 else rng.choice(words) for w in base) for _ in range(20))
         )
-        assert _close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
+        assert close_matches(wanted, texts) == difflib.get_close_matches(wanted, list(texts), n=2, cutoff=0.5)
 
 
 def test_after_a_splice_only_simple_statements_are_shared() -> None:
@@ -185,7 +185,7 @@ def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, a
     analysis says (lines moved with the def), and no statement was compared again."""
     from helpers import Kit, src
 
-    from patchkit.operations import insert
+    from patchkit.operations import insert, wording
 
     kit = Kit(tmp_path)
     path = kit.write(
@@ -203,17 +203,17 @@ def test_a_missing_anchor_is_explained_once_per_text_of_the_function(tmp_path, a
         assert result.reason is not None and result.reason.value == "ANCHOR_NOT_FOUND"
         return result.message
 
-    insert._CLOSEST.clear()
-    insert._NO_MATCH.clear()
+    insert.CLOSEST.clear()
+    insert.NO_MATCH.clear()
     first = message(WORKER_TEXT)
     lower = "import os\nimport sys\n\n\n" + WORKER_TEXT
-    compared = insert._close_ratio.cache_info().misses
+    compared = wording.close_ratio.cache_info().misses
     remembered = message(lower)
-    assert insert._close_ratio.cache_info().misses == compared  # nothing compared again
-    assert len(insert._CLOSEST) == 1 and len(insert._NO_MATCH) == 1
-    insert._CLOSEST.clear()
-    insert._NO_MATCH.clear()
-    code._SPAN_MEMO.clear()
+    assert wording.close_ratio.cache_info().misses == compared  # nothing compared again
+    assert len(insert.CLOSEST) == 1 and len(insert.NO_MATCH) == 1
+    insert.CLOSEST.clear()
+    insert.NO_MATCH.clear()
+    code.SPAN_MEMO.clear()
     assert remembered == message(lower)  # what a fresh analysis says
     import re
 
@@ -263,6 +263,39 @@ def test_an_existing_def_is_canonicalised_once_per_text_and_decorators_count(tmp
     # The payload's def once, the upstream def once per text: same (moved reuses it), other.
     assert len(walked) == 3
     assert [r[:2] for r in results] == [("SKIP", "ALREADY_APPLIED"), ("SKIP", "ALREADY_APPLIED"), ("FAIL", "CONFLICT")]
-    code._SPAN_MEMO.clear()
-    code._PAYLOAD_CANON.clear()
+    code.SPAN_MEMO.clear()
+    code.PAYLOAD_CANON.clear()
     assert hook_results(tmp_path / "b", [other]) == results[2:]
+
+
+def test_a_memo_keeps_at_most_its_bound_and_the_newer_half_when_full() -> None:
+    from patchkit.operations.memo import Memo
+
+    memo: Memo[int, str] = Memo("test", 10)
+    for key in range(10):
+        memo[key] = str(key)
+    assert memo.get(0) == "0"  # a read keeps no order: 0 is still the oldest
+    memo[3] = "three"  # replacing a value is not adding: nothing goes
+    assert len(memo) == 10
+    memo[10] = "10"
+    assert sorted(memo) == [5, 6, 7, 8, 9, 10] and memo[10] == "10"
+    for key in range(11, 1000):
+        memo[key] = str(key)
+        assert len(memo) <= 10
+    memo.clear()
+    assert not memo
+
+
+def test_every_process_wide_analysis_memo_is_bounded() -> None:
+    """A payload's canonical forms were kept for every payload node a process ever compared (a
+    long pytest session with the guard's plugin loads many manifests): now at most the bound."""
+    from patchkit.operations import insert
+
+    nodes = [ast.parse(f"x = {i}").body[0] for i in range(code.PAYLOAD_CANON.bound + 10)]
+    for node in nodes:
+        code.payload_canon(node)
+    assert len(code.PAYLOAD_CANON) <= code.PAYLOAD_CANON.bound
+    assert code.payload_canon(nodes[-1]) == canon(nodes[-1]) and code.payload_canon(nodes[0]) == canon(nodes[0])
+    for memo in (code.SPAN_MEMO, code.PAYLOAD_CANON, insert.NO_MATCH, insert.CLOSEST):
+        assert 2 <= memo.bound <= 200_000
+    code.PAYLOAD_CANON.clear()

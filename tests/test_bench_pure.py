@@ -193,13 +193,14 @@ def test_the_probe_redacts_the_same_names_as_patchkit():
 
 def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):
     import io
+    import time
 
-    from patchkit.commands import _bench_output
+    from patchkit.commands._bench_output import ProgressLines
 
     clock = [100.0]
-    monkeypatch.setattr(_bench_output.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
     out = io.StringIO()
-    show = _bench_output._Lines("bench", out)
+    show = ProgressLines("bench", out)
     commit = line(1)[0]
     for elapsed in (0, 1, 29, 31, 45, 62):
         clock[0] = 100.0 + elapsed

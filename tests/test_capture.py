@@ -354,18 +354,18 @@ def test_formatting_inside_a_function_is_edit_function_and_outside_is_a_diff_tha
 
 
 def test_a_byte_difference_shows_whitespace_and_says_what_differs():
-    from patchkit.capture.core import _first_difference
+    from patchkit.capture.core import first_line_difference
 
     got = b"class A:\n    def f(self):\n        '''Doc.\n\n    Args:\n'''\n"
     want = b"class A:\n    def f(self):\n        '''Doc.\n\n        Args:\n'''\n"
-    assert _first_difference(got, want) == (
+    assert first_line_difference(got, want) == (
         "line 5: the edit has '        Args:', the ops would write '    Args:' "
         "(the same text, indented 8 columns in the edit and 4 by the ops)"
     )
-    assert _first_difference(b"x = 1\r\n", b"x = 1\n").endswith("(the same text with another line ending)")
-    assert _first_difference(b"x = 1 \n", b"x = 1\n").endswith("(the same text with other trailing whitespace)")
-    assert _first_difference(b"a\n", b"a\nb\n") == "line 2: the edit has 'b', the ops would write ''"
-    assert _first_difference(b"a\n", b"a\n\n") == "line 3: the files differ in length (the edit has more lines)"
+    assert first_line_difference(b"x = 1\r\n", b"x = 1\n").endswith("(the same text with another line ending)")
+    assert first_line_difference(b"x = 1 \n", b"x = 1\n").endswith("(the same text with other trailing whitespace)")
+    assert first_line_difference(b"a\n", b"a\nb\n") == "line 2: the edit has 'b', the ops would write ''"
+    assert first_line_difference(b"a\n", b"a\n\n") == "line 3: the files differ in length (the edit has more lines)"
 
 
 def test_a_changed_statement_that_reads_the_same_says_what_differs_never_x_into_x():

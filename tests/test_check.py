@@ -315,3 +315,26 @@ def test_symlink_and_non_utf8_targets_at_a_commit(tmp_path: Path, open_repo) -> 
         rows["latin1"].reason is Reason.UNSUPPORTED_FILE
         and "not UTF-8 (byte 0xe9 at line 13)" in rows["latin1"].message
     )
+
+
+def test_one_ls_tree_parser_serves_the_entries_and_the_blob_list(tmp_path: Path) -> None:
+    """``Repo.ls_tree`` (paths a check reads) and ``Repo.tree_blobs`` (the proof's file list) read the same
+    ``ls-tree -z`` records: a name with a space and a non-ASCII letter, an executable and a link."""
+    from patchkit.demo.history import Executable
+
+    odd = "pkg/odd name é.py"
+    builder = HistoryBuilder(tmp_path / "repo")
+    files = {"pkg/a.py": "a = 1\n", odd: "b = 2\n", "run.sh": Executable("echo\n"), "link.py": Symlink("pkg/a.py")}
+    builder.commit("base", "base", files)
+    sha = builder.build()["base"]
+    with Repo.discover(tmp_path / "repo") as repo:
+        entries = repo.ls_tree(sha, list(files))
+        blobs = repo.tree_blobs(sha)
+    assert sorted(entries) == sorted(files)
+    assert {p: e.mode for p, e in entries.items()} == {
+        "pkg/a.py": "100644",
+        odd: "100644",
+        "run.sh": "100755",
+        "link.py": "120000",
+    }
+    assert blobs == {p: e.oid for p, e in entries.items() if e.mode != "120000"}

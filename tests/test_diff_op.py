@@ -250,3 +250,37 @@ def test_a_deletion_applied_at_an_offset_is_applied_even_where_the_file_holds_it
     assert sc.text() == "# top\n" * 6 + block.replace("    'x',\n", "") + "\n" + block
     again = sc.apply(capsys)
     assert verdicts(again.json) == [("yaml", "SKIP", "ALREADY_APPLIED")]
+
+
+def test_explain_shows_the_hunks_of_a_text_file_that_touch_the_diff(tmp_path, capsys):
+    """A diff's file is text to it: explain picks the upstream hunks near the diff's own, also in a file
+    that does not parse as Python (a YAML file), and leaves out an edit far away in the same commit."""
+    from helpers import Kit
+
+    from patchkit.demo.history import HistoryBuilder
+
+    filler = "".join(f"# note {i}\n" for i in range(40))
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "base", {YAML: YAML_BEFORE + filler + "tail: 1\n"})
+    builder.commit(
+        "break", "spec steps and tail", {YAML: YAML_BEFORE.replace("steps: 1", "steps: 2") + filler + "tail: 2\n"}
+    )
+    history = builder.build()
+    kit = Kit(tmp_path / "kit")
+    kit.write([diff_patch()], {"y.diff": YAML_DIFF})
+    r = run_cli(capsys, "explain", "-m", kit.manifest, "yaml", "--repo", tmp_path / "repo", "--json")
+    assert r.code == 0, r.err
+    (introduced,) = r.json["introduced_by"]
+    assert introduced["commit"] == history["break"]
+    assert "+  steps: 2" in introduced["diff"] and "tail: 2" not in introduced["diff"]
+
+
+def test_a_payload_named_like_the_out_of_date_wording_is_not_out_of_date(tmp_path, capsys):
+    """status used to find "out of date" by searching each APPLY's message for "replaces the previous
+    version of"; a diff's message names its payload, so a payload file with those words in its name made
+    a patch never applied read as out of date.  The op now says it in the outcome itself."""
+    name = "replaces the previous version of serve.diff"
+    sc = scenario(tmp_path, {YAML: YAML_BEFORE}, [diff_patch(payload=name)], {name: YAML_DIFF}, path=YAML)
+    st = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert "replaces the previous version of" in st.json["results"][0]["message"]
+    assert st.json["out_of_date"] == [] and st.json["results"][0]["state"] == "not applied"

@@ -9,7 +9,7 @@ exactly (or the verdict is the one named).
 from __future__ import annotations
 
 import pytest
-from helpers import d, git, run_cli, scenario, src
+from helpers import d, git, result_of, run_cli, scenario, src
 
 from patchkit.capture.textdiff import unified_diff
 
@@ -404,3 +404,33 @@ def test_edit_statement_follows_the_named_statement_and_names_what_does_not_matc
         "pkg/mod.py has no module-level statement that binds EXTS; "
         "closest module-level names in this file: EXT (line 1)"
     )
+
+
+def test_a_region_an_earlier_patch_rewrote_is_refused_naming_the_order_to_use(tmp_path, capsys):
+    """edit-function and edit-statement need the file's own lines: after an earlier patch spliced code
+    into the function (an insert) or the statement (a list item), each says to put itself first."""
+    insert = {
+        "id": "ins", "op": "insert", "file": "pkg/mod.py", "function": "Worker.verify",
+        "anchor": "return accept", "position": "before", "source": src("i.py"), "body_of": "inserted",
+    }  # fmt: skip
+    _sc, r = apply(tmp_path / "a", capsys, BASE, [insert, edit_patch()], {"v.diff": VERIFY_DIFF, "i.py": INSERTED})
+    res = result_of(r.json, "verify")
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "UNSUPPORTED_TARGET", 5)
+    assert res["message"] == (
+        "Worker.verify (line 5) was rewritten by an earlier patch of this manifest; "
+        "edit-function needs the function's own lines: put this patch before that one"
+    )
+    item = {"id": "item", "op": "ensure-list-item", "file": "pkg/mod.py", "target": "EXTS", "item": "'z'"}
+    payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,3 +1,4 @@\n EXTS = [\n     'a',\n+    'x',\n     'b',\n"
+    patch = {"id": "ex", "op": "edit-statement", "file": "pkg/mod.py", "statement": "EXTS", "source": src("e.diff")}
+    before = "import os\n\nEXTS = [\n    'a',\n    'b',\n]\n"
+    _sc, r = apply(tmp_path / "b", capsys, before, [item, patch], {"e.diff": payload})
+    res = result_of(r.json, "ex")
+    assert (res["status"], res["reason"], res["line"]) == ("FAIL", "UNSUPPORTED_TARGET", 3)
+    assert res["message"] == (
+        "the statement that binds EXTS (line 3) was rewritten by an earlier patch of this manifest; "
+        "edit-statement needs its own lines: put this patch before that one"
+    )
+
+
+INSERTED = "def inserted():\n    log()\n"

@@ -36,14 +36,25 @@ UPWARD = {
 """package -> the packages above it, which it must not import."""
 
 # (importing module or package, imported module or package, why the import waits): a prefix matches
-# itself and everything under it; "*" is any patchkit module.
+# itself and everything under it; "*" is any patchkit module; "PACKAGE.__init__" names that package's
+# own module only (not its submodules).
 PROBE_WHY = "the probe runs in every server process at start-up: it imports only at the moment it needs a module"
 BOUNDARIES = (
     ("patchkit.cli", "*", "the CLI verbs: a verb's module (and what reports its errors) loads only when it runs"),
     ("patchkit.cli", "traceback", "the CLI's error path"),
     ("patchkit.cli", "atexit", "the CLI's entry point"),
     ("patchkit.cli", "os", "the CLI's entry point"),
-    ("*", "patchkit.operations", "the operations registry: a manifest loads only the ops it uses"),
+    (
+        "patchkit.operations.__init__",
+        "patchkit.operations",
+        "the operations registry: a manifest loads only the ops it uses, an analysis never the libcst helpers",
+    ),
+    (
+        "patchkit.manifest.loader",
+        "patchkit.operations",
+        "the operations, once the tables are known good and their target files handed on: git lists those "
+        "files' changes meanwhile (engine/range_check.py)",
+    ),
     ("*", "libcst", "libcst: only what edits a file parses with it; an analysis never does"),
     ("*", "rich", "rich: only what prints a table for a person"),
     ("*", "scipy", "scipy: only a comparison of bench runs"),
@@ -123,11 +134,18 @@ def under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def importer_is(importer: str, who: str) -> bool:
+    """Whether a rule's importer ``who`` names module ``importer`` ("patchkit" is patchkit/__init__.py only)."""
+    if who == "*":
+        return True
+    if who.endswith(".__init__"):
+        return importer == who.removesuffix(".__init__")
+    return importer == who or (who != "patchkit" and under(importer, who))
+
+
 def boundary(importer: str, name: str) -> str | None:
     for who, what, why in BOUNDARIES:
-        # An importer rule for a package names that module only ("patchkit" is patchkit/__init__.py),
-        # unless it names a module with submodules of its own.
-        if (importer == who or (who != "patchkit" and under(importer, who)) or who == "*") and under(name, what):
+        if importer_is(importer, who) and under(name, what):
             return why
     return None
 

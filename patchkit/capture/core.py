@@ -320,13 +320,12 @@ def _verify(
     for path, change in changes.items():
         got = out.get(path, change.before)
         if got != change.after:
-            bad[path] = (
-                "the structured ops would not reproduce it byte for byte (" + _first_difference(got, change.after) + ")"
-            )
+            difference = first_line_difference(got, change.after)
+            bad[path] = f"the structured ops would not reproduce it byte for byte ({difference})"
     return bad
 
 
-def _first_difference(got: bytes, want: bytes) -> str:
+def first_line_difference(got: bytes, want: bytes) -> str:
     """Where the rendered file first differs from the edit, with whitespace made visible (``repr``).
 
     When the two lines hold the same text, it says what differs (the

@@ -35,20 +35,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.capture.textdiff import unified_diff
-from patchkit.operations.code import (
-    bound_names,
-    canon,
-    definition_name,
-    digest,
-    first_difference,
-    is_docstring,
-    walk_statements,
-)
+from patchkit.operations.code import canon, digest
 from patchkit.operations.diff import split_lines
 from patchkit.operations.edit_function import function_lines
 from patchkit.operations.edit_imports import block_lines
 from patchkit.operations.edit_statement import is_main_block, statement_lines
 from patchkit.operations.ensure_import import items_of
+from patchkit.operations.lookup import (
+    DEF_KINDS,
+    FunctionNode,
+    bound_names,
+    definition_name,
+    is_docstring,
+    walk_statements,
+)
+from patchkit.operations.wording import first_difference
 
 
 class Unfit(Exception):
@@ -72,7 +73,7 @@ class Proposal:
 def _key(stmt: ast.stmt) -> tuple[str, str]:
     if isinstance(stmt, (ast.Import, ast.ImportFrom)):
         return ("import", canon(stmt))
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if isinstance(stmt, DEF_KINDS):
         return ("def", stmt.name)
     name = definition_name(stmt)
     if name is not None:
@@ -83,7 +84,7 @@ def _key(stmt: ast.stmt) -> tuple[str, str]:
 def _describe(stmt: ast.stmt) -> str:
     if isinstance(stmt, ast.ClassDef):
         return f"class {stmt.name} (line {stmt.lineno})"
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(stmt, FunctionNode):
         return f"def {stmt.name} (line {stmt.lineno})"
     text = ast.unparse(stmt).splitlines()[0]
     if len(text) > 60:
@@ -427,13 +428,13 @@ class _File:
         if canon(old) == canon(new):
             # The same code; only formatting or comments may differ.  Inside a function that is
             # an edit-function (its hunks carry any text); in a class, look at its members.
-            if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.text_differs(old, new):
+            if isinstance(old, FunctionNode) and self.text_differs(old, new):
                 self.formatting(qual, old, new)
             elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef) and self.text_differs(old, new):
                 for a, b in zip(old.body, new.body, strict=True):
                     self.changed(a, b, qual + ".")
             return
-        if isinstance(old, (ast.FunctionDef, ast.AsyncFunctionDef)) and type(old) is type(new):
+        if isinstance(old, FunctionNode) and type(old) is type(new):
             self.function(qual, old, new)  # type: ignore[arg-type]
         elif isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef):
             self.klass(qual, old, new)
@@ -575,8 +576,8 @@ class _File:
         """Methods added to class ``qual`` before index ``at`` of its base body: ``add-methods``,
         at the end, or ``after`` the member above them (``before`` the one below, when the
         member above binds no single name)."""
-        if not all(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) for s in added):
-            bad = next(s for s in added if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        if not all(isinstance(s, FunctionNode) for s in added):
+            bad = next(s for s in added if not isinstance(s, FunctionNode))
             raise Unfit(f"adds {_describe(bad)} to class {qual}, which is not a method")
         names = [s.name for s in added]  # type: ignore[attr-defined]
         keys: dict[str, Any] = {"class": qual, "methods": names}
@@ -626,7 +627,7 @@ class _File:
 
 def _member_name(stmt: ast.stmt) -> str | None:
     """The one name a class-body statement binds (a def, a class, a single-name assignment)."""
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if isinstance(stmt, DEF_KINDS):
         return stmt.name
     return definition_name(stmt)
 
@@ -661,7 +662,7 @@ def _insertions(old: list[ast.stmt], new: list[ast.stmt]) -> list[tuple[ast.stmt
     if len(differing) != 1:
         return None
     a, b = old[differing[0]], new[differing[0]]
-    if type(a) is not type(b) or isinstance(a, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    if type(a) is not type(b) or isinstance(a, DEF_KINDS):
         return None
     for field in ("body", "orelse", "finalbody"):
         sub_a, sub_b = getattr(a, field, None), getattr(b, field, None)

@@ -472,7 +472,7 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
 Show = Callable[["Commit", str, str, str], None]
 
 
-class _Lines:
+class ProgressLines:
     """Off a terminal: one timestamped line per phase on ``stream``; health at most every HEALTH_EVERY s."""
 
     def __init__(self, verb: str, stream: IO[str]) -> None:
@@ -498,7 +498,7 @@ class _Lines:
 def progress(console: Console, verb: str, *, live: bool) -> Iterator[Show]:
     """The progress callback of a session: a live status line on a terminal (``live``), else lines on stderr."""
     if not (live and console.is_terminal):
-        yield _Lines(verb, sys.stderr)
+        yield ProgressLines(verb, sys.stderr)
         return
     from rich.text import Text
 

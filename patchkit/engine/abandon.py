@@ -2,7 +2,8 @@
 
 libcst's native parser (and ``ast.parse``) do not return to Python until they
 are done, and hold the GIL throughout: a Ctrl-C is only seen when the parse
-ends, about 50 s for a 6 MB file.  A thread cannot help (the GIL is held), so
+ends, which for a generated file of megabytes is far longer than anyone waits
+for a Ctrl-C.  A thread cannot help (the GIL is held), so
 work on large targets runs in a child made with ``fork``.  The child inherits
 everything loaded (the manifest, its payloads, the parsed schema), computes,
 and sends its small result (verdicts, rendered bytes) back through a pipe
@@ -38,7 +39,9 @@ from patchkit.errors import ExitCode, InternalError, PatchkitError
 T = TypeVar("T")
 
 THRESHOLD_ENV = "PATCHKIT_ABANDON_BYTES"
-DEFAULT_THRESHOLD = 256 << 10  # about 2 s of libcst parse on a laptop core
+# From this size a parse lasts long enough that an unanswered Ctrl-C is noticed; below it the fork
+# would cost more than it saves.
+DEFAULT_THRESHOLD = 256 << 10
 
 
 def threshold() -> int:

@@ -183,7 +183,8 @@ class CheckReport:
         Commits of one state share their results and groups tuples, so each
         distinct pair is encoded once (``patchkit/jsontext.py``) and that one
         string is handed out for every commit: no per-commit encoding, and no
-        copy of a 100 MB text (``tests/test_check_jobs.py`` pins the bytes).
+        copy of the whole text, which a long range makes large
+        (``tests/test_check_jobs.py`` pins the bytes).
         """
 
         mark = "\x00"  # never in JSON text: control characters are escaped

@@ -25,7 +25,7 @@ from patchkit.engine.groups import apply_groups, requirement_failure
 from patchkit.engine.hints import annotate
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
-from patchkit.operations.base import Kind, Outcome
+from patchkit.operations.base import Kind, Operation, Outcome, PythonOperation, TextOperation, TextState
 from patchkit.operations.code import CodeState
 from patchkit.results import PatchResult, Reason, Status, failed
 from patchkit.sources import FileRead, FileState, Source
@@ -37,14 +37,22 @@ class FileEval:
     read: FileRead
     patches: tuple[Patch, ...]
     results: tuple[PatchResult, ...]
-    outcomes: tuple[Outcome | None, ...]  # None where the patch was not analysed
+    outcomes: tuple[Outcome[Any] | None, ...]  # None where the patch was not analysed
 
     @property
     def changes(self) -> bool:
         return any(r.status is Status.APPLY for r in self.results)
 
 
-def _result(patch: Patch, status: Status, reason: Reason | None, line: int | None, message: str) -> PatchResult:
+def _result(
+    patch: Patch,
+    status: Status,
+    reason: Reason | None,
+    line: int | None,
+    message: str,
+    *,
+    replaces_previous: bool = False,
+) -> PatchResult:
     return PatchResult(
         patch=patch.id,
         op=patch.op_name,
@@ -54,6 +62,7 @@ def _result(patch: Patch, status: Status, reason: Reason | None, line: int | Non
         file=patch.file,
         line=line,
         message=message,
+        replaces_previous=replaces_previous,
     )
 
 
@@ -129,11 +138,9 @@ def _evaluate_file(
     held = held or {}
     text, problem = decode(read)
     results: list[PatchResult] = []
-    outcomes: list[Outcome | None] = []
-    state: Any = None  # a CodeState, or a TextState when no patch on the file needs Python
-    if problem is None and patches and not any(p.op.needs_python for p in patches):
-        from patchkit.operations.diff import TextState
-
+    outcomes: list[Outcome[Any] | None] = []
+    state: CodeState | TextState | None = None  # the contract's state: text ops never parse Python
+    if problem is None and patches and all(isinstance(p.op, TextOperation) for p in patches):
         state = TextState(read.path, text or "")
     elif problem is None:
         assert text is not None
@@ -177,15 +184,22 @@ def _evaluate_file(
         outcome = patch.op.verdict(state)
         if outcome.kind is Kind.APPLY:
             if patch is not last:  # what the patches after it see; nothing reads the state after the last
-                patch.op.simulate(state, outcome, patch.id)
-                if isinstance(state, CodeState):
-                    state.changed(in_place=patch.op.edits_in_place, names=patch.op.edits())
+                patch.op.compose(state, outcome, patch.id)
             status = Status.APPLY
         elif outcome.kind is Kind.SKIP:
             status = Status.SKIP
         else:
             status = failed(required=patch.required)
-        results.append(_result(patch, status, outcome.reason, outcome.line, outcome.message))
+        results.append(
+            _result(
+                patch,
+                status,
+                outcome.reason,
+                outcome.line,
+                outcome.message,
+                replaces_previous=outcome.replaces_previous,
+            )
+        )
         outcomes.append(outcome)
     return FileEval(read.path, read, tuple(patches), tuple(results), tuple(outcomes))
 
@@ -297,7 +311,7 @@ def render(evaluation: Evaluation) -> tuple[list[Rendered], Evaluation]:
         if not fe.changes:
             continue
         report_phase("rewriting (libcst) and verifying")
-        after = _render_python(fe) if any(p.op.needs_python for p in fe.patches) else _render_text(fe)
+        after = _render_text(fe) if all(isinstance(p.op, TextOperation) for p in fe.patches) else _render_python(fe)
         checked = after if isinstance(after, FileEval) else _checked(fe, after)
         if isinstance(checked, FileEval):
             files[path] = checked
@@ -320,6 +334,14 @@ def _checked(fe: FileEval, after: bytes) -> Rendered | FileEval:
     return Rendered(fe.path, fe.read.data, after, fe.read.mode)
 
 
+def _applied(fe: FileEval) -> Iterator[tuple[Operation[Any, Any], Outcome[Any]]]:
+    """(op, outcome) of each patch of ``fe`` that APPLYs, in order.  The loader keeps the ops of a
+    file to one contract (``Operation.same_form``), and ``render`` picked the writer by it."""
+    for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
+        if outcome is not None and outcome.kind is Kind.APPLY:
+            yield patch.op, outcome
+
+
 def _render_python(fe: FileEval) -> bytes | FileEval:
     """New bytes of a Python file from the ops' libcst transforms, or ``fe`` with its APPLYs failed."""
     import libcst
@@ -337,9 +359,9 @@ def _render_python(fe: FileEval) -> bytes | FileEval:
         )
     try:
         was_empty = not module.body
-        for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
-            if outcome is not None and outcome.kind is Kind.APPLY:
-                module = patch.op.transform(module, outcome)
+        for op, outcome in _applied(fe):
+            assert isinstance(op, PythonOperation)
+            module = op.transform(module, outcome)
         if was_empty and module.body:
             # libcst keeps "no newline at end of file" from an empty file; new code ends its lines.
             module = module.with_changes(has_trailing_newline=True)
@@ -358,9 +380,9 @@ def _render_text(fe: FileEval) -> bytes | FileEval:
     text, _problem = decode(fe.read)
     assert text is not None
     try:
-        for patch, outcome in zip(fe.patches, fe.outcomes, strict=True):
-            if outcome is not None and outcome.kind is Kind.APPLY:
-                text = patch.op.transform_text(text, outcome)
+        for op, outcome in _applied(fe):
+            assert isinstance(op, TextOperation)
+            text = op.transform_text(text, outcome)
     except InternalError as exc:
         return _fail_applied(fe, Reason.INTERNAL, f"{exc.message}; nothing was written (a bug: please report it)")
     bom = codecs.BOM_UTF8 if fe.read.data.startswith(codecs.BOM_UTF8) else b""

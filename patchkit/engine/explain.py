@@ -18,6 +18,7 @@ from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import decode, evaluate
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, Patch
+from patchkit.operations.base import TextOperation, TextState
 from patchkit.operations.code import CodeState
 from patchkit.results import PatchResult, Reason
 from patchkit.sources import CommitSource
@@ -142,11 +143,14 @@ def _span_at(repo: Repo, patch: Patch, commit: Commit) -> tuple[int, int] | None
     text, problem = decode(read)
     if problem is not None or text is None:
         return None
+    op = patch.op
+    if isinstance(op, TextOperation):  # the file is text to it, whether or not it parses as Python
+        return op.span(TextState(patch.file, text))
     try:
         state = CodeState.parse(patch.file, text)
     except (SyntaxError, ValueError):
         return None
-    return patch.op.span(state)
+    return op.span(state)
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")

@@ -70,7 +70,7 @@ class Workers:
     """``jobs`` forked evaluation processes, started ahead of the work.
 
     A range check starts them while git is still listing the range (the
-    listing leaves a core idle; the forks take tens of milliseconds), and
+    listing leaves a core idle, and the forks' start-up is then hidden), and
     hands them the blobs once it knows which ones it needs.  ``close`` stops
     them whether or not they were used.
     """

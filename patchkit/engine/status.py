@@ -17,7 +17,6 @@ from patchkit.engine.record import Layers, Record, all_records, edited_since, la
 from patchkit.engine.recovery import Interrupted, interrupted
 from patchkit.git import Commit, Pending, Repo, parse_head
 from patchkit.manifest import Manifest
-from patchkit.operations.base import REPLACES_PREVIOUS
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import WorktreeSource
 
@@ -48,7 +47,7 @@ class StatusReport:
     @property
     def out_of_date(self) -> tuple[str, ...]:
         """Patches the record has in place that would be written again: an older payload version is there."""
-        return tuple(r.patch for r in self.results if r.status is Status.APPLY and REPLACES_PREVIOUS in r.message)
+        return tuple(r.patch for r in self.results if r.status is Status.APPLY and r.replaces_previous)
 
     def state_of(self, result: PatchResult) -> str:
         if result.status is Status.APPLY:

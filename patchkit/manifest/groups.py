@@ -160,7 +160,7 @@ def check_composition(patches: list[Patch], display: str, lines: Lines) -> None:
         for earlier in patches[:later_index]:
             if earlier.file != later.file:
                 continue
-            if earlier.op.needs_python != later.op.needs_python:
+            if not earlier.op.same_form(later.op):
                 raise ManifestError(
                     f"{later.file} has both a text patch (op diff) and a structured patch "
                     f"(patch[{earlier.index}] {earlier.id!r} and patch[{later.index}] {later.id!r}); "

@@ -13,6 +13,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from patchkit.errors import ManifestError, PatchkitError, UsageError
@@ -78,7 +79,7 @@ def load_manifest(
             manifest_path=path,
             display=display,
             key=key,
-            line_of=lambda name, i=index: lines.line_of(i, name),
+            line_of=partial(lines.line_of, index),
             payloads=payloads,
         )
         patch_id = table["id"]

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome
-from patchkit.operations.code import CodeState, canon, digest, what_is_there
+from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation
+from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AddDefinitions(Operation):
+class AddDefinitions(PythonOperation[DefPlan]):
     op_name = "add-definitions"
     payload: Payload
     definitions: tuple[NamedDef, ...]
@@ -84,7 +85,7 @@ class AddDefinitions(Operation):
             return body[index].lineno
         return state.last_line + 1
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[DefPlan]:
         plan = classify(
             self.definitions,
             state.module_binding,
@@ -104,20 +105,20 @@ class AddDefinitions(Operation):
         line = self._insert_line(state, index) if index is not None else 1
         return outcome_for(plan, where="the module", where_line=line, payload=self.payload.display, kind="definitions")
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[DefPlan], patch_id: str) -> None:
         index = self._insert_index(state)
-        assert index is not None or not outcome.plan.add
+        assert index is not None or not outcome.planned.add
         splice_defs(
             state.tree.body,
-            outcome.plan,
+            outcome.planned,
             insert_at=index if index is not None else len(state.tree.body),
             insert_line=outcome.line or 1,
             splice=lambda nodes, line: state.splice(nodes, line=line, patch_id=patch_id),
         )
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[DefPlan]) -> cst.Module:
         edit = edit_lazy()
-        plan: DefPlan = outcome.plan
+        plan = outcome.planned
         payload_body = self.payload.cst_module().body
 
         def payload_stmt(name: str) -> cst.BaseStatement:
@@ -131,9 +132,7 @@ class AddDefinitions(Operation):
         if self.before is not None:
             insert_at: int | None = edit.top_index(body, edit.binds(self.before), self.before)
         elif self.position == "after-imports":
-            from patchkit.operations.ensure_import import cst_import_block_end
-
-            insert_at = cst_import_block_end(body)
+            insert_at = edit.import_block_end(body)
         else:
             insert_at = None
         new_body = edit.place_definitions(

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, canon, digest, not_found_class, self_attributes, what_is_there
+from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation, missing_in
+from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
+from patchkit.operations.lookup import DEF_KINDS, not_found_class, self_attributes
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class AddMethods(Operation):
+class AddMethods(PythonOperation[DefPlan]):
     op_name = "add-methods"
     class_name: str
     payload: Payload
@@ -104,7 +106,7 @@ class AddMethods(Operation):
     def edits(self) -> set[str]:
         return {self.class_name}
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[DefPlan]:
         target = state.find_class(self.class_name)
         if target is None:
             uses = self_attributes(m.node for m in self.methods) - {m.name for m in self.methods}
@@ -147,7 +149,7 @@ class AddMethods(Operation):
         node = state.find_class(self.class_name)
         return (node.lineno, node.end_lineno or node.lineno) if node else None
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[DefPlan], patch_id: str) -> None:
         target = state.find_class(self.class_name)
         assert target is not None
         end = target.end_lineno or target.lineno
@@ -160,15 +162,15 @@ class AddMethods(Operation):
             end = (near.end_lineno or near.lineno) if self.place[0] == "after" else near.lineno
         splice_defs(
             target.body,
-            outcome.plan,
+            outcome.planned,
             insert_at=at,
             insert_line=end,
             splice=lambda nodes, line: state.splice(nodes, line=line, patch_id=patch_id),
         )
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[DefPlan]) -> cst.Module:
         edit = edit_lazy()
-        plan: DefPlan = outcome.plan
+        plan = outcome.planned
         payload_class = edit.find_definition(
             self.payload.cst_module(), self.payload_class, edit.cst.ClassDef, scoped=False
         )
@@ -199,7 +201,7 @@ def member_index(body: list[ast.stmt], name: str) -> int | None:
     """Index of the last statement of a class body that binds ``name`` (def, class, assignment)."""
     found: int | None = None
     for index, stmt in enumerate(body):
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and stmt.name == name:
+        if isinstance(stmt, DEF_KINDS) and stmt.name == name:
             found = index
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]

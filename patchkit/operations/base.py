@@ -1,27 +1,37 @@
-"""The transform contract every operation implements.
+"""The contracts operations implement: ``PythonOperation`` and ``TextOperation``, over ``Operation``.
 
 An operation is a frozen value built from one ``[[patch]]`` table.  It has
 three steps, always run in this order by the engine:
 
 ``analyze(state)``
-    Look at the file (an ast model, see ``code.py``) and return an
-    ``Outcome``: apply, skip or fail, with a reason code, the line and a
-    message.  It never raises for a target that does not fit.
+    Look at the file and return an ``Outcome``: apply, skip or fail, with a
+    reason code, the line and a message.  It never raises for a target that
+    does not fit.
 ``simulate(state, outcome, patch_id)``
-    Only after an "apply" outcome: splice the change into the ast model so
-    the next patch on the same file sees it (spliced nodes are marked with
-    ``patch_id``).
-``transform(module, outcome)``
-    Only when writing: make the same change on a libcst module.  The engine
+    Only after an "apply" outcome: make the change on the state so the next
+    patch on the same file sees it.
+a write
+    Only when writing: make the same change on what is written.  The engine
     re-analyses the result and requires this patch to read back as
-    ALREADY_APPLIED, so ``analyze`` and ``transform`` cannot silently diverge.
+    ALREADY_APPLIED, so the analysis and the write cannot silently diverge.
 
-An op that edits text rather than Python (``diff``) sets ``needs_python =
-False``: for a file whose patches are all such ops, the engine does not parse
-Python; ``analyze``/``simulate`` get a ``TextState`` (``path`` and a mutable
-``text``) and the engine writes with ``transform_text(text, outcome)``
-instead of ``transform``.  Such an op reads its payload with
-``LoadContext.raw_payload`` (bytes, not parsed).
+Two contracts, by what an op reads and writes; each is whole (no step of one
+raises "not for this kind"):
+
+``PythonOperation``
+    ``state`` is a ``CodeState`` (an ast model, see ``code.py``); spliced
+    nodes are marked with ``patch_id``; the write is ``transform(module,
+    outcome)`` on a libcst module.
+``TextOperation``
+    ``state`` is a ``TextState`` (the file's path and a mutable ``text``); the
+    write is ``transform_text(text, outcome)``.  Such an op reads its payload
+    with ``LoadContext.raw_payload`` (bytes, not parsed), and its file may be
+    any UTF-8 text file (``diff``).
+
+The engine dispatches on the contract: a file whose patches are all text ops
+is never parsed as Python.  The loader keeps the two kinds off one file
+(``same_form``): a text edit would not update the syntax tree the others
+edit.
 
 The engine and the loader never read an op's fields: what they need to know
 about a patch beyond its verdict is asked through methods here (``adds`` /
@@ -34,13 +44,15 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NoReturn, TypeVar
 
-from patchkit.errors import ManifestError
+from patchkit.errors import InternalError, ManifestError
+from patchkit.operations.code import CodeState
+from patchkit.operations.lookup import AmbiguousTarget
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -48,12 +60,11 @@ if TYPE_CHECKING:
 
     import libcst as cst
 
-    from patchkit.operations.code import CodeState
     from patchkit.operations.payload import Payload, PayloadCache
 
 
-# How every op words an APPLY that replaces an older version of patchkit's own code
-# (status reads it to say "out of date").
+# How every op words an APPLY that replaces an older version of patchkit's own code (one such
+# outcome also says so in ``Outcome.replaces_previous``, which status reads to say "out of date").
 REPLACES_PREVIOUS = "replaces the previous version of"
 
 
@@ -69,25 +80,43 @@ class OnConflict(str, Enum):
     REPLACE = "replace"
 
 
+Plan = TypeVar("Plan")
+
+
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Generic[Plan]):
+    """An op's verdict on a file; an APPLY's ``plan`` is what its simulate and its write act on
+    (its type is the op's: ``PythonOperation[DefPlan]`` plans with a ``DefPlan``)."""
+
     kind: Kind
     reason: Reason | None
     line: int | None
     message: str
-    plan: Any = None  # op-specific: what simulate/transform must do
+    plan: Plan | None = None
+    # An APPLY that replaces an older version of patchkit's own code, which the record says patchkit
+    # wrote (``CodeState.previous``): the patch is in place, out of date.
+    replaces_previous: bool = False
 
     @classmethod
-    def apply(cls, line: int | None, message: str, plan: Any = None) -> Outcome:
-        return cls(Kind.APPLY, None, line, message, plan)
+    def apply(
+        cls, line: int | None, message: str, plan: Plan | None = None, *, replaces_previous: bool = False
+    ) -> Outcome[Plan]:
+        return cls(Kind.APPLY, None, line, message, plan, replaces_previous)
 
     @classmethod
-    def skip(cls, reason: Reason, line: int | None, message: str) -> Outcome:
+    def skip(cls, reason: Reason, line: int | None, message: str) -> Outcome[Plan]:
         return cls(Kind.SKIP, reason, line, message)
 
     @classmethod
-    def fail(cls, reason: Reason, line: int | None, message: str) -> Outcome:
+    def fail(cls, reason: Reason, line: int | None, message: str) -> Outcome[Plan]:
         return cls(Kind.FAIL, reason, line, message)
+
+    @property
+    def planned(self) -> Plan:
+        """The plan of an APPLY made with one (an op's simulate and write read it)."""
+        if self.plan is None:
+            raise InternalError(f"an outcome without a plan reached a step that needs one: {self.message}")
+        return self.plan
 
 
 @dataclass(frozen=True)
@@ -97,7 +126,7 @@ class LoadContext:
     manifest_path: Path
     display: str  # the manifest path as shown to the user
     key: str  # e.g. "patch[2]"
-    line_of: Any  # callable(key_name | None) -> int | None
+    line_of: Callable[[str | None], int | None]  # a key of this table (None: the table) -> its TOML line
     payloads: PayloadCache
 
     def error(self, key: str | None, message: str, hint: str | None = None) -> NoReturn:
@@ -147,36 +176,47 @@ def missing_in(dotted: str, reason: Reason, *, is_class: bool) -> tuple[str, str
     return None
 
 
-class Operation(ABC):
+@dataclass
+class TextState:
+    """A file as text: what a ``TextOperation`` analyses (the analogue of ``CodeState``)."""
+
+    path: str
+    text: str
+
+
+State = TypeVar("State", CodeState, TextState)
+
+
+class Operation(ABC, Generic[State, Plan]):
+    """What every op is, whatever it reads: ``State`` is ``CodeState`` or ``TextState``; ``Plan`` is
+    what an APPLY ``Outcome`` of this op carries to its simulate and its write."""
+
     op_name: ClassVar[str]
-    needs_python: ClassVar[bool] = True  # False: a text op (see the module docstring)
-    # True when simulate() edits statements that were already in the tree (not only splices new
-    # ones into a block): then nothing computed from those statements' source text still holds
-    # (CodeState._span).  tests/conftest.py checks every op against its flag at every simulated APPLY.
-    edits_in_place: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation:
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation[State, Plan]:
         """Build from a schema-valid table; raise ManifestError via ``ctx.error``."""
 
     @abstractmethod
-    def analyze(self, state: CodeState) -> Outcome: ...
+    def analyze(self, state: State) -> Outcome[Plan]:
+        """The verdict on the file as ``state`` holds it (never raises for a target that does not fit)."""
 
-    def verdict(self, state: CodeState) -> Outcome:
-        """``analyze``, with a target bound in several if / try branches reported, not guessed."""
-        from patchkit.operations.code import AmbiguousTarget
-
-        try:
-            return self.analyze(state)
-        except AmbiguousTarget as exc:
-            return Outcome.fail(Reason.UNSUPPORTED_TARGET, exc.line, str(exc))
+    def verdict(self, state: State) -> Outcome[Plan]:
+        """``analyze``, as the engine asks for it."""
+        return self.analyze(state)
 
     @abstractmethod
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None: ...
+    def simulate(self, state: State, outcome: Outcome[Plan], patch_id: str) -> None:
+        """Make an APPLY's change on ``state`` (the op's own step; the engine calls ``compose``)."""
 
-    @abstractmethod
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module: ...
+    def compose(self, state: State, outcome: Outcome[Plan], patch_id: str) -> None:
+        """After an APPLY: change ``state`` so that the next patch on the file sees the file as it will be."""
+        self.simulate(state, outcome, patch_id)
+
+    def same_form(self, other: Operation[Any, Any]) -> bool:
+        """Whether ``other`` edits the file in the same form (Python or text): patches on one file must."""
+        return isinstance(other, PythonOperation) is isinstance(self, PythonOperation)
 
     def own_code(self) -> tuple[str, ...]:
         """Digests of the code this op writes (kept in the record: patchkit's own code, any version)."""
@@ -202,29 +242,61 @@ class Operation(ABC):
         """(payload line, message) for what `validate` should warn about (no verdict depends on it)."""
         return []
 
-    def same_spot(self, other: Operation) -> bool:
+    def same_spot(self, other: Operation[Any, Any]) -> bool:
         """Whether ``other`` inserts at exactly the place this op does (the order would matter)."""
         return False
 
-    def transform_text(self, text: str, outcome: Outcome) -> str:
-        """The edit on plain text, for ops with ``needs_python = False``."""
-        raise NotImplementedError(f"{self.op_name} edits Python; it has no text transform")
-
-    def target_span(self, state: CodeState) -> tuple[int, int] | None:
+    def target_span(self, state: State) -> tuple[int, int] | None:
         """Lines of what the patch targets in this file (for `explain` to pick hunks)."""
         return None
 
-    def span(self, state: CodeState) -> tuple[int, int] | None:
-        """``target_span``, or None when the target is ambiguous."""
-        from patchkit.operations.code import AmbiguousTarget
-
-        try:
-            return self.target_span(state)
-        except AmbiguousTarget:
-            return None
+    def span(self, state: State) -> tuple[int, int] | None:
+        """``target_span``, as the engine asks for it."""
+        return self.target_span(state)
 
     @cached_property
     def fingerprint(self) -> str:
         """Digest of ``identity()``; computed once per loaded patch."""
         blob = json.dumps({"op": self.op_name, **self.identity()}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class PythonOperation(Operation[CodeState, Plan]):
+    """An op on a Python file: analysed on a ``CodeState``, written with libcst (``transform``)."""
+
+    # True when simulate() edits statements that were already in the tree (not only splices new
+    # ones into a block): then nothing computed from those statements' source text still holds
+    # (CodeState._span).  tests/codestate_check.py checks every op against its flag at every
+    # simulated APPLY (tests/test_codestate_invariant.py, or pytest --check-codestate).
+    edits_in_place: ClassVar[bool] = False
+
+    def verdict(self, state: CodeState) -> Outcome[Plan]:
+        """``analyze``, with a target bound in several if / try branches reported, not guessed."""
+        try:
+            return self.analyze(state)
+        except AmbiguousTarget as exc:
+            return Outcome.fail(Reason.UNSUPPORTED_TARGET, exc.line, str(exc))
+
+    def compose(self, state: CodeState, outcome: Outcome[Plan], patch_id: str) -> None:
+        """``simulate``, then tell ``state`` what changed, so it forgets what no longer holds."""
+        self.simulate(state, outcome, patch_id)
+        state.changed(in_place=self.edits_in_place, names=self.edits())
+
+    @abstractmethod
+    def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
+        """Make an APPLY's change on the libcst module of the file (the write)."""
+
+    def span(self, state: CodeState) -> tuple[int, int] | None:
+        """``target_span``, or None when the target is ambiguous."""
+        try:
+            return self.target_span(state)
+        except AmbiguousTarget:
+            return None
+
+
+class TextOperation(Operation[TextState, Plan]):
+    """An op on a text file: analysed on a ``TextState``, written on the text (``transform_text``)."""
+
+    @abstractmethod
+    def transform_text(self, text: str, outcome: Outcome[Plan]) -> str:
+        """Make an APPLY's change on the file's text (the write)."""

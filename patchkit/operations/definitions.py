@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, OnConflict, Outcome
-from patchkit.operations.code import canon, digest_of_canon, payload_canon, replace_statement
+from patchkit.operations.code import canon, digest_of_canon, payload_canon
+from patchkit.operations.lookup import replace_statement
 from patchkit.results import Reason
 
 
@@ -103,7 +104,7 @@ def outcome_for(
     where_line: int,
     payload: str,
     kind: str,
-) -> Outcome:
+) -> Outcome[DefPlan]:
     """Word the verdict.  ``where`` is e.g. "class Foo (line 12)" or "the module"."""
     if plan.conflicts:
         first = plan.conflicts[0][1]
@@ -145,7 +146,7 @@ def outcome_for(
         message += f" (patchkit wrote that version {when}; the new code is from {payload})"
     # The line of the first change: where additions go, or the replaced definition.
     line = where_line if plan.add else plan.replace[0][1].lineno
-    return Outcome.apply(line, message, plan=plan)
+    return Outcome.apply(line, message, plan=plan, replaces_previous=bool(updated))
 
 
 def splice_defs(

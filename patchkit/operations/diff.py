@@ -22,7 +22,7 @@ Verdicts:
   line it expected, and the expected versus found line;
 * FAIL ``UNSUPPORTED_FILE`` when the file holds NUL bytes (binary).
 
-Unlike the other ops this one never parses Python (``needs_python = False``):
+Unlike the other ops this one never parses Python (it is a ``TextOperation``):
 the engine hands it a ``TextState`` and renders it with ``transform_text``.
 A diff's file may therefore be any UTF-8 text file, and a diff patch may not
 share its file with structured patches (the loader refuses that), since the
@@ -35,16 +35,11 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import LoadContext, Outcome, TextOperation, TextState
 from patchkit.results import Reason
-
-if TYPE_CHECKING:
-    import libcst as cst
-
-    from patchkit.operations.code import CodeState
 
 _HUNK = re.compile(rb"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = b"\\ No newline at end of file"
@@ -56,14 +51,6 @@ _REFUSED_HEADERS = {
     b"rename from": "a diff that renames a file",
     b"copy from": "a diff that copies a file",
 }
-
-
-@dataclass
-class TextState:
-    """A file as text, for ops that do not parse Python (the analogue of ``CodeState``)."""
-
-    path: str
-    text: str
 
 
 @dataclass(frozen=True)
@@ -280,9 +267,8 @@ def _shown(line: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Diff(Operation):
+class Diff(TextOperation[str]):
     op_name = "diff"
-    needs_python = False
     source: str  # as written in the manifest
     sha256: str
     hunks: tuple[Hunk, ...]
@@ -300,7 +286,7 @@ class Diff(Operation):
         verdict, forward, backward = hunk_verdict(lines, self.hunks)
         return verdict, lines, forward, backward
 
-    def analyze(self, state: CodeState | TextState) -> Outcome:
+    def analyze(self, state: TextState) -> Outcome[str]:
         text = state.text
         if "\0" in text:
             return Outcome.fail(
@@ -338,18 +324,15 @@ class Diff(Operation):
             "so the change is not in place either",
         )
 
-    def target_span(self, state: CodeState | TextState) -> tuple[int, int] | None:
+    def target_span(self, state: TextState) -> tuple[int, int] | None:
         first = self.hunks[0]
         last = self.hunks[-1]
         return (max(first.old_start, 1), last.old_start + max(len(last.old), 1) - 1)
 
-    def simulate(self, state: CodeState | TextState, outcome: Outcome, patch_id: str) -> None:
-        state.text = outcome.plan
+    def simulate(self, state: TextState, outcome: Outcome[str], patch_id: str) -> None:
+        state.text = outcome.planned
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
-        raise InternalError("the diff op edits text, not a libcst module (evaluate.render must call transform_text)")
-
-    def transform_text(self, text: str, outcome: Outcome) -> str:
+    def transform_text(self, text: str, outcome: Outcome[str]) -> str:
         verdict, lines, forward, _backward = self._verdict(text)
         if verdict != "apply" or not isinstance(forward, list):
             raise InternalError(f"{self.source} no longer applies to the text the analysis saw")

@@ -2,7 +2,7 @@
 
 Everything here rebuilds only the nodes on the path to the edit; libcst keeps
 every other node (and so every other byte) as it was parsed.  Targets are
-found the same way ``code.py`` finds them on the ast: the last definition of a
+found the same way ``lookup.py`` finds them on the ast: the last definition of a
 name in its block, statements compared by ``canon``.  ``find_definition`` (a
 payload's definitions, ``scoped=False``) and ``update_definition`` (a target's)
 are the one libcst definition lookup.
@@ -354,6 +354,24 @@ def is_cst_docstring(stmt: cst.BaseStatement) -> bool:
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+def is_cst_import(stmt: cst.BaseStatement) -> bool:
+    """A line of imports only (``import a`` or ``from b import c``; ``;`` may join several)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in stmt.body
+    )
+
+
+def import_block_end(body: Sequence[cst.BaseStatement]) -> int:
+    """Mirror of CodeState.import_block_end: the index after the leading docstring-and-imports block."""
+    end = 0
+    for index, stmt in enumerate(body):
+        if is_cst_import(stmt) or (index == 0 and is_cst_docstring(stmt)):
+            end = index + 1
+        else:
+            break
+    return end
 
 
 def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:

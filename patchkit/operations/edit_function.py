@@ -38,12 +38,13 @@ on one file (one per edited function) compose.
 from __future__ import annotations
 
 import ast
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
+from patchkit.operations.base import LoadContext, Operation, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState
 from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, read_diff_payload, splice_hunks, split_lines
 from patchkit.operations.replace_function import missing_function
@@ -102,14 +103,14 @@ class Region:
 
 
 @dataclass(frozen=True)
-class ScopedHunks(Operation):
+class ScopedHunks(PythonOperation[Plan]):
     """Hunks of a unified diff applied inside one region of the file (shared by the scoped ops).
 
     A subclass says where its region is (``region``) and how the ast takes the
     edited region's statements (``graft``); matching, verdicts, messages and the
     text edit are the same for all."""
 
-    edits_in_place = True  # the region's own statements change (see Operation)
+    edits_in_place = True  # the region's own statements change (see PythonOperation)
     source: str  # as written in the manifest
     sha256: str
     hunks: tuple[Hunk, ...]
@@ -126,14 +127,27 @@ class ScopedHunks(Operation):
                 )
         return written, sha, hunks
 
-    def region(self, state: CodeState) -> Region | Outcome:
-        raise NotImplementedError
+    @abstractmethod
+    def region(self, state: CodeState) -> Region | Outcome[Any]:
+        """The lines the hunks apply to, or the FAIL that says the region is not there."""
 
+    @abstractmethod
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
         """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
-        raise NotImplementedError
 
-    def _text_ok(self, state: CodeState, line: int) -> Outcome | None:
+    def _own_lines(self, state: CodeState, node: ast.stmt, name: str, needs: str) -> Outcome[Any] | None:
+        """The FAIL of a region that is not lines of the file as read: ``node`` (or code in it) was
+        spliced in by an earlier patch, or the file ends a line with a bare '\\r'."""
+        if any(id(sub) in state.added_by for sub in ast.walk(node)):
+            return Outcome.fail(
+                Reason.UNSUPPORTED_TARGET,
+                node.lineno,
+                f"{name} (line {node.lineno}) was rewritten by an earlier patch of this manifest; "
+                f"{self.op_name} needs {needs} own lines: put this patch before that one",
+            )
+        return self._text_ok(state, node.lineno)
+
+    def _text_ok(self, state: CodeState, line: int) -> Outcome[Any] | None:
         if state.text.count("\r") != state.text.count("\r\n"):
             return Outcome.fail(
                 Reason.UNSUPPORTED_TARGET,
@@ -142,7 +156,7 @@ class ScopedHunks(Operation):
             )
         return None
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[Plan]:
         region = self.region(state)
         if isinstance(region, Outcome):
             return region
@@ -185,8 +199,8 @@ class ScopedHunks(Operation):
         region = self.region(state)
         return None if isinstance(region, Outcome) else (region.first, region.last)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
-        plan: Plan = outcome.plan
+    def simulate(self, state: CodeState, outcome: Outcome[Plan], patch_id: str) -> None:
+        plan = outcome.planned
         lines = split_lines(state.text)
         delta = len(plan.new_lines) - (plan.last - plan.first + 1)
         _new, inside = self.graft(state, plan)
@@ -201,7 +215,7 @@ class ScopedHunks(Operation):
         state.text = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
         state._lines = None
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         import libcst
 
         text = module.code
@@ -209,53 +223,56 @@ class ScopedHunks(Operation):
         again = self.analyze(state)
         if again.plan is None:
             raise InternalError(f"{self.source} no longer applies to {self.op_name}'s region as the analysis saw it")
-        plan: Plan = again.plan
+        plan = again.planned
         lines = split_lines(text)
         new = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
         return libcst.parse_module(new.encode(module.encoding))
 
 
 @dataclass(frozen=True)
-class EditFunction(ScopedHunks):
-    op_name = "edit-function"
-    function: str = ""
+class NamedHunks(ScopedHunks):
+    """A scoped-hunk op whose region one table key names: ``function = "Worker.verify"``, ``statement = "X"``."""
+
+    key: ClassVar[str]  # the table key (and the key of identity())
+    what: ClassVar[str]  # how a payload error calls the region: "the function"
+    target: str = ""  # the key's value
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditFunction:
-        written, sha, hunks = cls.read_hunks(table, ctx, "the function")
-        return cls(function=table["function"], source=written, sha256=sha, hunks=hunks)
+    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Self:
+        written, sha, hunks = cls.read_hunks(table, ctx, cls.what)
+        return cls(target=table[cls.key], source=written, sha256=sha, hunks=hunks)
 
     def identity(self) -> dict[str, Any]:
-        return {"function": self.function, "diff": self.sha256}
-
-    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
-        return missing_in(self.function, reason, is_class=False)
+        return {self.key: self.target, "diff": self.sha256}
 
     def edits(self) -> set[str]:
-        return {self.function}
+        return {self.target}
 
-    def same_spot(self, other: Operation) -> bool:
-        return isinstance(other, EditFunction) and other.function == self.function
+    def same_spot(self, other: Operation[Any, Any]) -> bool:
+        return isinstance(other, type(self)) and other.target == self.target
 
-    def region(self, state: CodeState) -> Region | Outcome:
-        fn, _owner, missing_class = state.find_function(self.function)
+
+@dataclass(frozen=True)
+class EditFunction(NamedHunks):
+    op_name = "edit-function"
+    key = "function"
+    what = "the function"
+
+    def missing_target(self, reason: Reason) -> tuple[str, str] | None:
+        return missing_in(self.target, reason, is_class=False)
+
+    def region(self, state: CodeState) -> Region | Outcome[Any]:
+        fn, _owner, missing_class = state.find_function(self.target)
         if fn is None:
-            return missing_function(state, self.function, missing_class)
-        if any(id(node) in state.added_by for node in ast.walk(fn)):
-            return Outcome.fail(
-                Reason.UNSUPPORTED_TARGET,
-                fn.lineno,
-                f"{self.function} (line {fn.lineno}) was rewritten by an earlier patch of this manifest; "
-                "edit-function needs the function's own lines: put this patch before that one",
-            )
-        bad = self._text_ok(state, fn.lineno)
+            return missing_function(state, self.target, missing_class)
+        bad = self._own_lines(state, fn, self.target, "the function's")
         if bad is not None:
             return bad
         first, last = function_lines(fn, state.lines)
-        return Region(first, last, f"{self.function} (lines {first}-{last})", "the end of the function")
+        return Region(first, last, f"{self.target} (lines {first}-{last})", "the end of the function")
 
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
-        fn, _owner, _missing = state.find_function(self.function)
+        fn, _owner, _missing = state.find_function(self.target)
         assert fn is not None
         new_node = _parse_function(plan.new_lines, plan.first)
         _replace_in_parent(state.tree, fn, new_node)

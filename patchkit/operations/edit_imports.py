@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, is_docstring
+from patchkit.operations.code import CodeState
 from patchkit.operations.edit_function import Plan, Region, ScopedHunks
+from patchkit.operations.lookup import is_docstring
 from patchkit.results import Reason
 
 

@@ -19,13 +19,14 @@ above it included) to its last.  Matching, verdicts and messages are
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, is_docstring, what_is_there
-from patchkit.operations.edit_function import Plan, Region, ScopedHunks
+from patchkit.operations.base import Outcome
+from patchkit.operations.code import CodeState
+from patchkit.operations.edit_function import NamedHunks, Plan, Region
+from patchkit.operations.lookup import bound_names, is_docstring
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 DOC, MAIN = "__doc__", "__main__"
@@ -65,53 +66,33 @@ def statement_lines(body: list[ast.stmt], index: int, lines: list[str]) -> tuple
 
 
 @dataclass(frozen=True)
-class EditStatement(ScopedHunks):
+class EditStatement(NamedHunks):
     op_name = "edit-statement"
-    statement: str = ""
-
-    @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditStatement:
-        written, sha, hunks = cls.read_hunks(table, ctx, "the statement")
-        return cls(statement=table["statement"], source=written, sha256=sha, hunks=hunks)
-
-    def identity(self) -> dict[str, Any]:
-        return {"statement": self.statement, "diff": self.sha256}
-
-    def edits(self) -> set[str]:
-        return {self.statement}
-
-    def same_spot(self, other: Operation) -> bool:
-        return isinstance(other, EditStatement) and other.statement == self.statement
+    key = "statement"
+    what = "the statement"
 
     def _what(self) -> str:
-        if self.statement == DOC:
+        if self.target == DOC:
             return "the module docstring"
-        if self.statement == MAIN:
+        if self.target == MAIN:
             return 'the `if __name__ == "__main__":` block'
-        return f"the statement that binds {self.statement}"
+        return f"the statement that binds {self.target}"
 
-    def region(self, state: CodeState) -> Region | Outcome:
+    def region(self, state: CodeState) -> Region | Outcome[Any]:
         body = state.tree.body
-        index = statement_index(body, self.statement)
+        index = statement_index(body, self.target)
         if index is None:
             suggestions = (
-                what_is_there("module-level names", self.statement, state.module_names())
-                if self.statement not in (DOC, MAIN)
+                what_is_there("module-level names", self.target, state.module_names())
+                if self.target not in (DOC, MAIN)
                 else ""
             )
             missing = {DOC: "module docstring", MAIN: 'top-level `if __name__ == "__main__":` block'}.get(
-                self.statement, f"module-level statement that binds {self.statement}"
+                self.target, f"module-level statement that binds {self.target}"
             )
             return Outcome.fail(Reason.TARGET_NOT_FOUND, None, f"{state.path} has no {missing}" + suggestions)
         stmt = body[index]
-        if any(id(node) in state.added_by for node in ast.walk(stmt)):
-            return Outcome.fail(
-                Reason.UNSUPPORTED_TARGET,
-                stmt.lineno,
-                f"{self._what()} (line {stmt.lineno}) was rewritten by an earlier patch of this manifest; "
-                "edit-statement needs its own lines: put this patch before that one",
-            )
-        bad = self._text_ok(state, stmt.lineno)
+        bad = self._own_lines(state, stmt, self._what(), "its")
         if bad is not None:
             return bad
         first, last = statement_lines(body, index, state.lines)
@@ -119,7 +100,7 @@ class EditStatement(ScopedHunks):
 
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
         body = state.tree.body
-        index = statement_index(body, self.statement)
+        index = statement_index(body, self.target)
         assert index is not None
         new = ast.parse("".join(plan.new_lines)).body
         for stmt in new:

@@ -24,8 +24,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names, canon, is_docstring, one_line, parse_statement
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation
+from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
+from patchkit.operations.wording import one_line
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -92,7 +95,7 @@ def render_items(items: list[ImportItem]) -> str:
 
 
 @dataclass(frozen=True)
-class EnsureImport(Operation):
+class EnsureImport(PythonOperation[str]):
     op_name = "ensure-import"
     code: str
     items: tuple[ImportItem, ...]
@@ -154,7 +157,7 @@ class EnsureImport(Operation):
             return start
         return None
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[str]:
         existing = state.top_level_imports()
         imported = state.derived("ensure-import:imported", _imported)
         present: list[tuple[ImportItem, int]] = []
@@ -232,8 +235,8 @@ class EnsureImport(Operation):
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return (1, state.import_insert_line())
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
-        node = ast.parse(outcome.plan).body
+    def simulate(self, state: CodeState, outcome: Outcome[str], patch_id: str) -> None:
+        node = ast.parse(outcome.planned).body
         before = self._before_index(state) if self.before is not None or self.position is not None else None
         if self.after is not None:
             after = self._after_index(state)
@@ -245,19 +248,16 @@ class EnsureImport(Operation):
             index = state.import_block_end()
         state.tree.body[index:index] = state.splice(node, line=outcome.line or 1, patch_id=patch_id)
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
-        import libcst
-
-        stmt = libcst.parse_statement(outcome.plan + "\n")
+    def transform(self, module: cst.Module, outcome: Outcome[str]) -> cst.Module:
+        edit = edit_lazy()
+        stmt = edit.cst.parse_statement(outcome.planned + "\n")
         body = list(module.body)
         if self.after is not None:
-            from patchkit.operations.edit import statement_canons
-
             index = max(
                 (
                     i
                     for i, s in enumerate(body)
-                    if isinstance(s, libcst.SimpleStatementLine) and statement_canons(s) == [self.after_canon]
+                    if isinstance(s, edit.cst.SimpleStatementLine) and edit.statement_canons(s) == [self.after_canon]
                 ),
                 default=None,
             )
@@ -267,7 +267,7 @@ class EnsureImport(Operation):
         elif self.before is not None or self.position is not None:
             at = self._cst_before_index(body)
             if at is None:
-                body.insert(cst_import_block_end(body), stmt)
+                body.insert(edit.import_block_end(body), stmt)
             else:
                 # The new line goes right above the anchor, below its blank lines and comments.
                 anchor = body[at]
@@ -276,28 +276,25 @@ class EnsureImport(Operation):
                     anchor.with_changes(leading_lines=[]),
                 ]
         else:
-            body.insert(cst_import_block_end(body), stmt)
+            body.insert(edit.import_block_end(body), stmt)
         return module.with_changes(body=body)
 
     def _cst_before_index(self, body: list[Any]) -> int | None:
-        import libcst
-
-        from patchkit.operations.edit import is_cst_docstring, statement_canons
-
-        def is_import(stmt: Any) -> bool:
-            return isinstance(stmt, libcst.SimpleStatementLine) and all(
-                isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in stmt.body
-            )
-
+        edit = edit_lazy()
         if self.before is not None:
             found = next(
-                (i for i, s in enumerate(body) if is_import(s) and statement_canons(s) == [self.before_canon]), None
+                (
+                    i
+                    for i, s in enumerate(body)
+                    if edit.is_cst_import(s) and edit.statement_canons(s) == [self.before_canon]
+                ),
+                None,
             )
             if found is None:
                 raise InternalError(f"libcst edit could not find the `before` import `{one_line(self.before)}`")
             return found
-        start = 1 if body and is_cst_docstring(body[0]) else 0
-        return start if start < len(body) and is_import(body[start]) else None
+        start = 1 if body and edit.is_cst_docstring(body[0]) else 0
+        return start if start < len(body) and edit.is_cst_import(body[start]) else None
 
 
 def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast.ImportFrom:
@@ -315,23 +312,6 @@ def _describe(stmt: ast.stmt) -> str:
         return f"`{ast.unparse(stmt)}`"
     if isinstance(stmt, ast.ClassDef):
         return f"class {stmt.name}"
-    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(stmt, FunctionNode):
         return f"def {stmt.name}"
     return "an assignment"
-
-
-def cst_import_block_end(body: list[Any]) -> int:
-    import libcst
-
-    from patchkit.operations.edit import is_cst_docstring
-
-    end = 0
-    for index, stmt in enumerate(body):
-        is_import = isinstance(stmt, libcst.SimpleStatementLine) and all(
-            isinstance(small, (libcst.Import, libcst.ImportFrom)) for small in stmt.body
-        )
-        if is_import or (index == 0 and is_cst_docstring(stmt)):
-            end = index + 1
-        else:
-            break
-    return end

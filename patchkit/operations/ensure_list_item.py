@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, canon, one_line, what_is_there
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation
+from patchkit.operations.code import CodeState, canon
+from patchkit.operations.wording import one_line, what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -23,9 +24,9 @@ _SINGLE = (ast.Name, ast.Attribute)
 
 
 @dataclass(frozen=True)
-class EnsureListItem(Operation):
+class EnsureListItem(PythonOperation[None]):
     op_name = "ensure-list-item"
-    edits_in_place = True  # simulate() edits an existing statement (see Operation)
+    edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     target: str
     item: str
     item_node: ast.expr
@@ -51,7 +52,7 @@ class EnsureListItem(Operation):
             return stmt, stmt.value
         return stmt, None
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[None]:
         stmt, value = self._value(state)
         if stmt is None:
             names = state.module_names()
@@ -83,7 +84,7 @@ class EnsureListItem(Operation):
         stmt = state.module_binding(self.target)
         return (stmt.lineno, stmt.end_lineno or stmt.lineno) if stmt else None
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[None], patch_id: str) -> None:
         stmt, value = self._value(state)
         assert isinstance(stmt, (ast.Assign, ast.AnnAssign)) and value is not None
         new = state.splice([self.item_node], line=stmt.lineno, patch_id=patch_id)[0]
@@ -92,7 +93,7 @@ class EnsureListItem(Operation):
         else:
             stmt.value = ast.List(elts=[value, new], ctx=ast.Load())
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[None]) -> cst.Module:
         edit = edit_lazy()
         cst_mod = edit.cst
         new_item = cst_mod.parse_expression(self.item)

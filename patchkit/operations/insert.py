@@ -8,36 +8,31 @@ No match and more than one match are both errors: an insert never guesses.
 from __future__ import annotations
 
 import ast
-import difflib
 import hashlib
-import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import (
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, PythonOperation, missing_in
+from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.lookup import FunctionNode, StatementMatch, walk_statements
+from patchkit.operations.memo import Memo
+from patchkit.operations.replace_function import missing_function
+from patchkit.operations.wording import (
     SHOWN,
     UNLIMITED,
-    CodeState,
-    FunctionNode,
-    StatementMatch,
     alike_first,
-    canon,
+    close_matches,
     first_difference,
     listed_with_more,
     one_line,
-    parse_statement,
+    similarities,
     unparse_short,
-    walk_statements,
 )
-from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
-
-T = TypeVar("T")
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -46,7 +41,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Insert(Operation):
+class Insert(PythonOperation[int]):
     op_name = "insert"
     function: str
     anchor: str
@@ -118,7 +113,7 @@ class Insert(Operation):
         # the expensive ones to canonicalise.
         kind = self.anchor_canon.partition("(")[0]
         text = state.def_text(fn, self.function)
-        if text is not None and (self.anchor_canon, text) in _NO_MATCH:
+        if text is not None and (self.anchor_canon, text) in NO_MATCH:
             return fn, []
         matches = [
             m
@@ -126,10 +121,10 @@ class Insert(Operation):
             if type(m.node).__name__ == kind and state.remembered("canon", m.node, canon) == self.anchor_canon
         ]
         if not matches and text is not None:
-            _remember(_NO_MATCH, (self.anchor_canon, text), True)
+            NO_MATCH[(self.anchor_canon, text)] = True
         return fn, matches
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[int]:
         fn, matches = self._matches(state)
         if isinstance(fn, Outcome):
             return fn
@@ -184,6 +179,7 @@ class Insert(Operation):
                     f"line {line} in {self.function}, which patchkit wrote {when}, with the {count} {noun} "
                     f"now in {self.payload.display}",
                     plan=old,
+                    replaces_previous=True,
                 )
         return Outcome.apply(
             line,
@@ -205,11 +201,11 @@ class Insert(Operation):
         """
         text = state.def_text(fn, self.function)
         key = (self.anchor, text) if text is not None else None
-        render = _CLOSEST.get(key) if key is not None else None
+        render = CLOSEST.get(key) if key is not None else None
         if render is None:
             render = self._closest_from_def(fn, state)
             if key is not None:
-                _remember(_CLOSEST, key, render)
+                CLOSEST[key] = render
         return render(fn.lineno)
 
     def _closest_from_def(self, fn: FunctionNode, state: CodeState) -> Callable[[int], str]:
@@ -222,7 +218,7 @@ class Insert(Operation):
             candidates.setdefault(state.remembered("text", match.node, _full_text), match.node.lineno - fn.lineno)
         if not candidates:
             return lambda _at: "; the function has no simple statements"
-        best = _close_matches(wanted, tuple(candidates))
+        best = close_matches(wanted, tuple(candidates))
         if best:
             top, difference = best[0], first_difference(wanted, best[0])
             second = best[1] if len(best) > 1 else None
@@ -234,7 +230,7 @@ class Insert(Operation):
                 return shown
 
             return closest
-        ranked = alike_first(wanted, list(candidates.items()), ratios=_ratios(wanted, tuple(candidates)))
+        ranked = alike_first(wanted, list(candidates.items()), ratios=similarities(wanted, tuple(candidates)))
 
         def nothing_close(at: int) -> str:
             listed = [f"line {at + line}: `{one_line(text, 80)}`" for text, line in ranked[:SHOWN]]
@@ -247,7 +243,7 @@ class Insert(Operation):
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[int], patch_id: str) -> None:
         _fn, matches = self._matches(state)
         match = matches[0]
         old = outcome.plan or 0  # statements of an older version to replace
@@ -257,7 +253,7 @@ class Insert(Operation):
             start, end = match.at + 1, match.at + 1 + old
         match.body[start:end] = state.splice(self.statements, line=match.node.lineno, patch_id=patch_id)
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[int]) -> cst.Module:
         edit = edit_lazy()
         source_fn = edit.find_definition(self.payload.cst_module(), self.body_of, edit.cst.FunctionDef, scoped=False)
         stmts = list(edit.block_body(source_fn))
@@ -277,19 +273,11 @@ class Insert(Operation):
 # text comparisons (difflib, the bulk of an ANCHOR_NOT_FOUND) are memoised on
 # the texts alone, so shifted line numbers still hit.
 
-
-# What depends on a function's body alone, per text of the def (``CodeState.def_text``):
-# (anchor canon, def text) for a body with no statement matching that anchor, and
-# (anchor, def text) -> the closest statements, as a function of the def's line.
-_NO_MATCH: dict[tuple[str, str], bool] = {}
-_CLOSEST: dict[tuple[str, str], Callable[[int], str]] = {}
-_DEF_MEMO_MAX = 4096
-
-
-def _remember(memo: dict[tuple[str, str], T], key: tuple[str, str], value: T) -> None:
-    if len(memo) >= _DEF_MEMO_MAX:
-        memo.clear()
-    memo[key] = value
+NO_MATCH: Memo[tuple[str, str], bool] = Memo("insert: (anchor canon, def text) with no statement matching", 4096)
+"""What depends on a function's body alone, per text of the def (``CodeState.def_text``): the
+(anchor canon, def text) of a body with no statement matching that anchor."""
+CLOSEST: Memo[tuple[str, str], Callable[[int], str]] = Memo("insert: (anchor, def text) -> closest statements", 4096)
+"""(anchor, def text) -> the closest statements, as a function of the def's line."""
 
 
 def _full_text(node: ast.AST) -> str:
@@ -299,50 +287,6 @@ def _full_text(node: ast.AST) -> str:
 @lru_cache(maxsize=64)
 def _anchor_text(anchor: str) -> str:
     return unparse_short(parse_statement(anchor), UNLIMITED)
-
-
-def _close_matches(wanted: str, texts: tuple[str, ...]) -> list[str]:
-    """``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, exactly, for less.
-
-    Each statement's scores are remembered (the versions of a function a
-    range check reads differ in a statement or two), and ``ratio()``, the
-    costly score, is computed in falling order of ``quick_ratio()``, its upper
-    bound, until no statement left can reach the second best: the code near
-    an anchor holds a statement or two much like it, and dozens that only
-    share its letters.  Ties are broken as ``heapq.nlargest`` breaks them.
-    """
-    bounds = sorted(((b, text) for text in texts if (b := _close_bound(wanted, text)) is not None), reverse=True)
-    scored: list[tuple[float, str]] = []
-    for bound, text in bounds:
-        if len(scored) >= 2 and bound < heapq.nlargest(2, scored)[1][0]:
-            break  # ratio() <= quick_ratio(): neither this one nor any after it can enter the top two
-        score = _close_ratio(wanted, text)
-        if score >= 0.5:
-            scored.append((score, text))
-    return [text for _score, text in heapq.nlargest(2, scored)]
-
-
-@lru_cache(maxsize=65536)
-def _close_bound(wanted: str, text: str) -> float | None:
-    """``quick_ratio()`` as get_close_matches computes it, if ``text`` passes its cheap cutoffs (else None)."""
-    matcher = difflib.SequenceMatcher(None, text, wanted)
-    if matcher.real_quick_ratio() >= 0.5 and (bound := matcher.quick_ratio()) >= 0.5:
-        return bound
-    return None
-
-
-@lru_cache(maxsize=65536)
-def _close_ratio(wanted: str, text: str) -> float:
-    return difflib.SequenceMatcher(None, text, wanted).ratio()
-
-
-def _ratios(wanted: str, texts: tuple[str, ...]) -> dict[str, float]:
-    return {text: _ratio(wanted, text) for text in texts}
-
-
-@lru_cache(maxsize=65536)
-def _ratio(wanted: str, text: str) -> float:
-    return difflib.SequenceMatcher(None, wanted, text).ratio()
 
 
 MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised

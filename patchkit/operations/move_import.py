@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome
-from patchkit.operations.code import CodeState, bound_names
+from patchkit.operations import edit_lazy
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation
+from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -50,9 +52,9 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class MoveImport(Operation):
+class MoveImport(PythonOperation[Plan]):
     op_name = "move-import"
-    edits_in_place = True  # simulate() edits an existing statement (see Operation)
+    edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     name: str
     source: str  # `from`
     dest: str  # `to`
@@ -69,8 +71,6 @@ class MoveImport(Operation):
         after = table.get("after")
         after_canon = None
         if after is not None:
-            from patchkit.operations.code import canon, parse_statement
-
             try:
                 stmt = parse_statement(after)
             except ValueError as exc:
@@ -94,8 +94,6 @@ class MoveImport(Operation):
         return out
 
     def _after_index(self, body: list[ast.stmt]) -> int | None:
-        from patchkit.operations.code import canon
-
         found = None
         for index, stmt in enumerate(body):
             if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
@@ -120,7 +118,7 @@ class MoveImport(Operation):
                 new_i, new_a = index, alias
         return old_i, old_a, new_i, new_a
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[Plan]:
         body = state.tree.body
         old_i, old_a, new_i, new_a = self._find(body)
         binds = {self.name}
@@ -195,8 +193,8 @@ class MoveImport(Operation):
         level, module = _split_module(self.dest)
         return ast.ImportFrom(module=module, names=[ast.alias(self.name, asname)], level=level)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
-        plan: Plan = outcome.plan
+    def simulate(self, state: CodeState, outcome: Outcome[Plan], patch_id: str) -> None:
+        plan = outcome.planned
         body = state.tree.body
         assert plan.old_index is not None
         old = body[plan.old_index]
@@ -217,10 +215,10 @@ class MoveImport(Operation):
             return int(index) + 1
         return old_index if self.position == "before" else old_index + 1
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         import libcst
 
-        plan: Plan = outcome.plan
+        plan = outcome.planned
         body = list(module.body)
         index = _cst_index(body, self.source, self.name)
         line = body[index]
@@ -254,28 +252,22 @@ class MoveImport(Operation):
         return module.with_changes(body=body)
 
     def _cst_after_index(self, body: list[Any]) -> int | None:
-        import libcst
-
-        from patchkit.operations.edit import statement_canons
-
+        edit = edit_lazy()
         found = None
         for index, stmt in enumerate(body):
-            if isinstance(stmt, libcst.SimpleStatementLine) and statement_canons(stmt) == [self.after_canon]:
+            if isinstance(stmt, edit.cst.SimpleStatementLine) and edit.statement_canons(stmt) == [self.after_canon]:
                 found = index
         return found
 
 
 def _alias_name(alias: Any) -> str:
-    from patchkit.operations.edit import code_of
-
-    return code_of(alias.name).strip()
+    return edit_lazy().code_of(alias.name).strip()
 
 
 def _cst_index(body: list[Any], spec: str, name: str) -> int:
     import libcst
 
-    from patchkit.operations.edit import code_of
-
+    code_of = edit_lazy().code_of
     level, module = _split_module(spec)
     found = None
     for index, stmt in enumerate(body):

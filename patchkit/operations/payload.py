@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.operations.code import FunctionNode, definition_name, find_class, find_function, is_docstring
+from patchkit.operations.lookup import FunctionNode, definition_name, find_class, find_function, is_docstring
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -41,7 +41,7 @@ class Payload:
         return find_class(self.tree.body, dotted, scoped=False)
 
     def methods_of(self, node: ast.ClassDef) -> list[FunctionNode]:
-        return [s for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        return [s for s in node.body if isinstance(s, FunctionNode)]
 
     def find_function(self, qualname: str) -> FunctionNode | None:
         return find_function(self.tree.body, qualname, scoped=False)[0]

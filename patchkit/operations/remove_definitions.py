@@ -26,10 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from patchkit.operations import edit_lazy
 from patchkit.operations.add_methods import member_index
-from patchkit.operations.base import LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import CodeState, bound_names, digest, short_digest, what_is_there
+from patchkit.operations.base import LoadContext, Outcome, PythonOperation, missing_in
+from patchkit.operations.code import CodeState, digest, short_digest
+from patchkit.operations.lookup import bound_names
 from patchkit.operations.replace_function import DIGEST_RE
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -37,9 +40,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class RemoveDefinitions(Operation):
+class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
     op_name = "remove-definitions"
-    edits_in_place = True  # statements that were there go away (see Operation)
+    edits_in_place = True  # statements that were there go away (see PythonOperation)
     names: tuple[str, ...]
     expect: tuple[str, ...]
     class_name: str | None = None
@@ -67,7 +70,7 @@ class RemoveDefinitions(Operation):
     def edits(self) -> set[str]:
         return {self.class_name} if self.class_name else {*self.names}
 
-    def _where(self, state: CodeState) -> tuple[list[ast.stmt], str] | Outcome:
+    def _where(self, state: CodeState) -> tuple[list[ast.stmt], str] | Outcome[Any]:
         if self.class_name is None:
             return state.tree.body, "the module"
         target = state.find_class(self.class_name)
@@ -89,7 +92,7 @@ class RemoveDefinitions(Operation):
                 found = index
         return found
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[tuple[str, ...]]:
         where = self._where(state)
         if isinstance(where, Outcome):
             return where
@@ -141,23 +144,21 @@ class RemoveDefinitions(Operation):
         lines = [(s.lineno, s.end_lineno or s.lineno) for s in found]
         return (min(a for a, _ in lines), max(b for _, b in lines)) if lines else None
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[tuple[str, ...]], patch_id: str) -> None:
         where = self._where(state)
         assert not isinstance(where, Outcome)
         body, _label = where
-        for name in outcome.plan:
+        for name in outcome.planned:
             index = self._index(body, name)
             assert index is not None
             del body[index]
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
-        from patchkit.operations import edit_lazy
-
+    def transform(self, module: cst.Module, outcome: Outcome[tuple[str, ...]]) -> cst.Module:
         edit = edit_lazy()
 
         def without(body: list[Any]) -> list[Any]:
             out = list(body)
-            for name in outcome.plan:
+            for name in outcome.planned:
                 index = max(i for i, stmt in enumerate(out) if edit.binds(name)(stmt))
                 del out[index]
             return out

@@ -14,19 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, missing_in
-from patchkit.operations.code import (
-    CodeState,
-    FunctionNode,
-    canon,
-    digest,
-    digest_of_canon,
-    not_found_class,
-    payload_canon,
-    replace_statement,
-    short_digest,
-    what_is_there,
-)
+from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Outcome, PythonOperation, missing_in
+from patchkit.operations.code import CodeState, canon, digest, digest_of_canon, payload_canon, short_digest
+from patchkit.operations.lookup import FunctionNode, not_found_class, replace_statement
+from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
@@ -37,7 +28,7 @@ if TYPE_CHECKING:
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-def missing_function(state: CodeState, qualname: str, missing_class: str | None) -> Outcome:
+def missing_function(state: CodeState, qualname: str, missing_class: str | None) -> Outcome[Any]:
     """The CLASS_NOT_FOUND / FUNCTION_NOT_FOUND outcome, with suggestions."""
     if missing_class is not None:
         return Outcome.fail(
@@ -61,7 +52,7 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
 
 
 @dataclass(frozen=True)
-class ReplaceFunction(Operation):
+class ReplaceFunction(PythonOperation[None]):
     op_name = "replace-function"
     function: str
     payload: Payload
@@ -119,7 +110,7 @@ class ReplaceFunction(Operation):
     def edits(self) -> set[str]:
         return {self.function}
 
-    def analyze(self, state: CodeState) -> Outcome:
+    def analyze(self, state: CodeState) -> Outcome[None]:
         current, _owner, missing_class = state.find_function(self.function)
         if current is None:
             return missing_function(state, self.function, missing_class)
@@ -136,6 +127,7 @@ class ReplaceFunction(Operation):
                 current.lineno,
                 f"{REPLACES_PREVIOUS} {self.function} (line {current.lineno}), which patchkit wrote "
                 f"{state.previous[found]}, with the new code from {self.payload.display}",
+                replaces_previous=True,
             )
         if found in self.expect:
             return Outcome.apply(
@@ -154,13 +146,13 @@ class ReplaceFunction(Operation):
     def target_span(self, state: CodeState) -> tuple[int, int] | None:
         return state.function_span(self.function)
 
-    def simulate(self, state: CodeState, outcome: Outcome, patch_id: str) -> None:
+    def simulate(self, state: CodeState, outcome: Outcome[None], patch_id: str) -> None:
         current, owner, _ = state.find_function(self.function)
         assert current is not None
         body = owner.body if owner is not None else state.tree.body
         replace_statement(body, current, state.splice([self.node], line=current.lineno, patch_id=patch_id)[0])
 
-    def transform(self, module: cst.Module, outcome: Outcome) -> cst.Module:
+    def transform(self, module: cst.Module, outcome: Outcome[None]) -> cst.Module:
         edit = edit_lazy()
         new = edit.find_definition(self.payload.cst_module(), self.payload_function, edit.cst.FunctionDef, scoped=False)
         return edit.update_function(
@@ -168,7 +160,7 @@ class ReplaceFunction(Operation):
         )
 
 
-def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome:
+def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome[Any]:
     """For `patchkit digest`: the digest and line, or the not-found outcome."""
     node, _owner, missing_class = state.find_function(qualname)
     if node is None:

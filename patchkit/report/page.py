@@ -10,8 +10,8 @@ Layout of the file (docs/json.md "report"):
   records (``bench --json``'s ``runs``) for the provenance shown on hover;
 - plotly.js, the version the ``plotly`` package pins, gzip+base64 as well,
   started from a ``blob:`` URL once the page has inflated it (the browser's
-  own ``DecompressionStream``): 4.8 MB of JavaScript become 1.4 MB, so the
-  whole page for 5,000 commits stays far under 5 MB;
+  own ``DecompressionStream``): plotly.js is most of the page, and
+  compressed it leaves room for the documents of thousands of commits;
 - ``assets/report.css`` and ``assets/report.js``: the page's layout and the
   code that draws the figures from the documents.
 
@@ -20,8 +20,8 @@ A Content-Security-Policy allows nothing to be fetched (``default-src
 
 The compressed plotly.js is cached under the git dir (``paths.report_cache``),
 keyed by the path, size and modification time of the file the plotly
-package ships: compressing it costs 0.3 s, more than a warm check, and
-importing plotly to find it another 0.4 s, so neither is done twice.
+package ships: compressing it costs more than the warm checks the page
+embeds, and so would importing plotly to find it, so neither is done twice.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def gzip_base64(chunks: Iterable[str], level: int = 6) -> str:
 def plotly_js_packed(cache_dir: Path | None) -> tuple[str, str]:
     """(plotly.js version, its gzip+base64 text), from the cache when it was made from this very file.
 
-    The file is found without importing plotly (half a second): the cache key is its path, size and
-    modification time, so a warm report reads 1.9 MB and hashes nothing.
+    The file is found without importing plotly (a large import): the cache key is its path, size and
+    modification time, so a warm report reads the cached text and hashes nothing.
     """
     spec = importlib.util.find_spec("plotly")
     if spec is None or not spec.submodule_search_locations:
