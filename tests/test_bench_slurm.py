@@ -197,6 +197,83 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     assert not {r["executor"]["job_id"] for r in fresh.json["runs"]} & set(submitted)
 
 
+def test_a_rerun_while_the_jobs_still_run_leaves_their_trees_alone(
+    slurm: SlurmCluster,
+    capsys: pytest.CaptureFixture[str],
+    history: History,
+    manifest: Path,
+    shared: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With 10-30 minute launches the re-run after a lost submitter meets jobs still running: it must not
+    prepare their worktrees again (the probe inside each job refuses a loaded file changed since)."""
+    import patchkit.bench.session as session_module
+
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--slots", "2", "--profile", "baseline", "--commit", history["base"],
+        "--commit", history["slow"], "--set", "server_args=--workers 1 --delay 12",
+    )  # fmt: skip
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 90
+    logs: list[Path] = []
+    while time.monotonic() < deadline:  # both servers up: each has loaded its tree's _version.py
+        assert first.poll() is None, first.communicate()
+        logs = sorted((shared / "bench-runs").glob("*/server.log")) if (shared / "bench-runs").is_dir() else []
+        if len(logs) == 2 and all("listening" in log.read_text(encoding="utf-8") for log in logs):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the servers never started")
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    submitted = [s["job_id"] for s in submissions(store)]
+    running = subprocess.run(
+        ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert {f"{job} RUNNING" for job in submitted} <= {line.strip() for line in running}  # still running
+    prepared: list[str] = []
+    real = session_module.prepare_commit
+
+    def counting(repo: Any, manifests: Any, commit: Any, *args: Any, **kwargs: Any) -> Any:
+        prepared.append(commit.sha)
+        return real(repo, manifests, commit, *args, **kwargs)
+
+    monkeypatch.setattr(session_module, "prepare_commit", counting)
+    again = run_cli(capsys, *command, "--json")
+    assert again.code == 0, again.out + again.err
+    assert prepared == []  # every launch was submitted: no tree prepared again
+    assert [r["outcome"] for r in again.json["runs"]] == ["ok", "ok"]
+    assert sorted(r["executor"]["job_id"] for r in again.json["runs"]) == sorted(submitted)
+    assert [s["job_id"] for s in submissions(store)] == submitted  # nothing submitted again
+
+
+def test_a_job_cancelled_while_its_submitter_was_dead_is_stored_from_the_spec_it_was_sent(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    """The re-run does not prepare a submitted launch's tree, so a job that sends nothing back is stored from
+    the spec submitit kept (its manifests and guard report), not from a tree prepared again."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--profile", "baseline", "--commit", history["base"], "--commit",
+        history["slow"], "--set", "server_args=--workers 1 --delay 4",
+    )  # fmt: skip
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_running(store, first, count=2)  # the first job runs, the second waits behind --slots 1
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    waiting = submissions(store)[1]["job_id"]
+    subprocess.run(["scancel", waiting], check=True)
+    again = run_cli(capsys, *command, "--json")
+    assert again.code == 1, again.err
+    by_job = {r["executor"]["job_id"]: r for r in again.json["runs"]}
+    lost = by_job[waiting]
+    assert lost["outcome"] == "interrupted" and lost["executor"]["state"] == "CANCELLED"
+    assert lost["commit"]["sha"] == history["slow"]
+    assert [m["name"] for m in lost["manifests"]] == ["standin"] and lost["guard"]["ok"] is True
+    assert lost["logs"]["run_dir"] == submissions(store)[1]["label"]["run_dir"]
+
+
 def test_a_bisect_with_2_slots_needs_fewer_rounds_than_with_1(
     slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, history: History
 ) -> None:

@@ -257,3 +257,19 @@ def test_a_job_slurm_has_forgotten_without_a_result_finishes_unknown(slurm: Slur
         (finished,) = executor.map(job_facts, [Task("k", None)], batch="b", ledger=store)
     assert (finished.value, finished.state) == (None, "UNKNOWN")
     assert finished.reason == "the Slurm job 987654_0 is no longer known to Slurm and ended without a result"
+
+
+def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(tmp_path: Path) -> None:
+    """A re-run does not prepare a submitted launch's tree; when submitit's pickle of its spec is gone too,
+    what the submission row kept (values, run directory) is what a lost job's record is made of."""
+    from types import SimpleNamespace
+
+    from patchkit.bench.cluster import submitted_launch
+    from patchkit.git import Commit
+
+    commit = Commit(sha="a" * 40, parents=(), author="a", date="2026-01-01T00:00:00+00:00", subject="s")
+    session: object = SimpleNamespace(config=object(), sets={}, allow_dirty=True)
+    row = {"folder": str(tmp_path / "gone"), "job_id": "7_1", "label": {"vars": {"tp": "8"}, "run_dir": "/r/1"}}
+    launch = submitted_launch(session, commit, "eagle3", row)  # type: ignore[arg-type]
+    assert (launch.commit, launch.profile, dict(launch.vars), launch.run_dir) == (commit, "eagle3", {"tp": "8"}, "/r/1")
+    assert launch.allow_dirty is True and launch.manifests == () and dict(launch.guard) == {}

@@ -22,8 +22,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -111,17 +112,20 @@ def gpus_for(options: SlurmOptions, values: Mapping[str, str]) -> int | None:
     return int(tp) if tp.isdigit() and int(tp) > 0 else None
 
 
-def task_key(spec: JobSpec, ordinal: int) -> str:
-    """What makes two launches the same launch: commit, profile, values, counts, manifests, ordinal."""
+def task_key(session: Session, commit: Commit, profile: str, ordinal: int) -> str:
+    """What makes two launches the same launch: commit, profile, values, counts, manifests, ordinal.
+
+    Computed from the session alone, without preparing the tree: a re-run of a command whose
+    submitter died must not touch the worktree of a launch still running from it."""
     text = json.dumps(
         {
-            "commit": spec.commit.sha,
-            "profile": spec.profile,
-            "vars": dict(spec.vars),
-            "warmup": spec.warmup,
-            "repeat": spec.repeat,
-            "manifests": [m.get("digest") for m in spec.manifests],
-            "allow_dirty": spec.allow_dirty,
+            "commit": commit.sha,
+            "profile": profile,
+            "vars": dict(session.config.resolve_vars(profile, session.sets)),
+            "warmup": session.config.warmup,
+            "repeat": session.repeat or session.config.repeat,
+            "manifests": [m.digest for m in session.manifests],
+            "allow_dirty": session.allow_dirty,
             "ordinal": ordinal,
         },
         sort_keys=True,
@@ -149,9 +153,30 @@ def label(spec: JobSpec) -> dict[str, Any]:
     }
 
 
-def record_of(finished: Finished, spec: JobSpec) -> RunRecord:
+@dataclass(frozen=True)
+class Launch:
+    """What the submitter knows of one launch: enough to store a job that ended without a result."""
+
+    commit: Commit
+    profile: str
+    vars: Mapping[str, str]
+    config: BenchConfig
+    run_dir: str
+    manifests: tuple[Mapping[str, Any], ...] = ()
+    guard: Mapping[str, Any] = field(default_factory=dict)
+    allow_dirty: bool = False
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> Launch:
+        return cls(
+            spec.commit, spec.profile, spec.vars, spec.config, str(spec.run_dir), spec.manifests, spec.guard,
+            spec.allow_dirty,
+        )  # fmt: skip
+
+
+def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
     """The stored record of a finished Slurm job: the job's own record with where it ran, or, when the
-    job ended without one, an ``interrupted`` record with the Slurm state and the job's logs."""
+    job ended without one, an ``interrupted`` record (of ``launch``) with the Slurm state and the job's logs."""
     slurm = dict(finished.slurm or {})
     if finished.value is not None:
         data = dict(finished.value["record"])
@@ -164,26 +189,48 @@ def record_of(finished: Finished, spec: JobSpec) -> RunRecord:
             "slurm_job_id": job.get("job_id"),
         }
         return RunRecord.from_json(data)
+    assert launch is not None, "a job without a result needs what was sent"
     logs = slurm.get("logs", {})
     return unstarted_record(
-        spec.commit,
-        spec.profile,
+        launch.commit,
+        launch.profile,
         Outcome.INTERRUPTED,
         finished.reason or f"the Slurm job {slurm.get('job_id')} ended without a result",
         _tail(Path(logs["stderr"])) if logs.get("stderr") else (),
-        spec.vars,
-        spec.manifests,
-        spec.guard,
-        spec.config,
-        allow_dirty=spec.allow_dirty,
+        launch.vars,
+        launch.manifests,
+        launch.guard,
+        launch.config,
+        allow_dirty=launch.allow_dirty,
         host={"hostname": slurm.get("node") or ""},
         logs={
             "slurm_stdout": logs.get("stdout"),
             "slurm_stderr": logs.get("stderr"),
-            "run_dir": finished.label.get("run_dir", str(spec.run_dir)),  # the job's, from its submission
+            "run_dir": finished.label.get("run_dir", launch.run_dir),  # the job's, from its submission
         },
         executor={"name": "slurm", **slurm, "gpu_ids": []},
     )
+
+
+def submitted_launch(session: Session, commit: Commit, profile: str, row: Mapping[str, Any]) -> Launch:
+    """A launch submitted by an earlier run of the command (its job may still be running from the tree,
+    which is therefore not prepared again): the spec it was submitted with, read back from submitit's
+    pickle in the shared folder, else what its submission row says."""
+    import submitit
+
+    job: Any = submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"])
+    spec = None
+    if job.paths.submitted_pickle.exists():
+        try:
+            spec = job.submission().args[0]
+        except (OSError, EOFError, IndexError, AttributeError, ImportError, pickle.UnpicklingError):
+            spec = None  # unreadable, or pickled by another patchkit: the submission row's label
+    if isinstance(spec, JobSpec):
+        return Launch.of(spec)
+    label = row.get("label") or {}
+    values = label.get("vars") or session.config.resolve_vars(profile, session.sets)
+    run_dir = str(label.get("run_dir", ""))
+    return Launch(commit, profile, values, session.config, run_dir, allow_dirty=session.allow_dirty)
 
 
 def _tail(path: Path) -> tuple[str, ...]:
@@ -206,46 +253,52 @@ def run_scheduled(
 ) -> list[RunRecord]:
     """Every (commit, profile) launched on Slurm (refused ones stored without submitting); records in
     the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one; with
-    ``batch`` (a round of a bisect), exactly that batch, finished or not."""
+    ``batch`` (a round of a bisect), exactly that batch, finished or not.
+
+    A launch the batch already holds is read back (collected) or reattached to (submitted): its tree
+    is not prepared again, since its job may be running from it; only the rest is planned."""
     store = session.store
+    ordered = [(commit, profile, session.next_launch(commit, profile)) for commit, profile in pairs]
+    keys = [task_key(session, commit, profile, launch - 1) for commit, profile, launch in ordered]
+    if batch is None:
+        batch, resumed = store.open_batch(batch_key(command, keys, executor.options), command)
+    else:
+        resumed = store.use_batch(batch, command)
+    rows = {row["key"]: row for row in store.submissions(batch)}
+    if resumed and rows:
+        pending = sum(1 for row in rows.values() if row["state"] != "collected")
+        note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
     out: dict[int, RunRecord] = {}
     tasks: list[Task] = []
-    specs: dict[str, tuple[int, JobSpec, int]] = {}
-    for index, (commit, profile) in enumerate(pairs):
-        launch = session.next_launch(commit, profile)  # launch numbers as a local series gives them
+    launches: dict[str, tuple[int, int, Launch | None]] = {}  # key: index in pairs, launch number, what was sent
+    for index, ((commit, profile, launch), key) in enumerate(zip(ordered, keys, strict=True)):
+        row = rows.get(key)
+        if row is not None and row["state"] == "collected" and row["run_id"] is not None:
+            out[index] = store.get(int(row["run_id"]))
+            on_record(out[index])
+            continue
+        if row is not None:  # submitted earlier and not collected: reattached, the tree left as it is
+            launches[key] = (index, launch, None)
+            tasks.append(Task(key, None, row["label"]))
+            continue
         planned = session.plan(commit, profile)
         if isinstance(planned, RunRecord):
             record = replace(planned, launch=launch, series=session.series)
-            record = record.with_run_id(store.add(record))
-            out[index] = record
-            on_record(record)
+            out[index] = record.with_run_id(store.add(record))
+            on_record(out[index])
             continue
-        key = task_key(planned, launch - 1)
-        specs[key] = (index, planned, launch)
+        launches[key] = (index, launch, Launch.of(planned))
         tasks.append(Task(key, planned, label(planned), gpus_for(executor.options, planned.vars)))
     if tasks:
-        if batch is None:
-            batch, resumed = store.open_batch(batch_key(command, [t.key for t in tasks], executor.options), command)
-        else:
-            resumed = store.use_batch(batch, command)
-        rows = {row["key"]: row for row in store.submissions(batch)}
-        if resumed:
-            pending = sum(1 for row in rows.values() if row["state"] != "collected")
-            note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
-        for task in tasks:
-            row = rows.get(task.key)
-            if row is not None and row["state"] == "collected" and row["run_id"] is not None:
-                record = store.get(int(row["run_id"]))
-                out[specs[task.key][0]] = record
-                on_record(record)
-        todo = [t for t in tasks if specs[t.key][0] not in out]
-        for finished in executor.map(ship, todo, batch=batch, ledger=store, note=note):
-            index, spec, launch = specs[finished.key]
-            record = replace(record_of(finished, spec), launch=launch, series=session.series)
-            record = record.with_run_id(store.add(record, submission=(batch, finished.key)))
-            out[index] = record
-            on_record(record)
-        store.finish_batch(batch)
+        for finished in executor.map(ship, tasks, batch=batch, ledger=store, note=note):
+            index, launch, sent = launches[finished.key]
+            if sent is None and finished.value is None:  # a reattached job that sent nothing back
+                commit, profile, _ = ordered[index]
+                sent = submitted_launch(session, commit, profile, rows[finished.key])
+            record = replace(record_of(finished, sent), launch=launch, series=session.series)
+            out[index] = record.with_run_id(store.add(record, submission=(batch, finished.key)))
+            on_record(out[index])
+    store.finish_batch(batch)
     return [out[i] for i in sorted(out)]
 
 
