@@ -147,6 +147,52 @@ def test_scancel_of_a_running_job_is_stored_interrupted(
     assert run["reason"] == f"the Slurm job {job_id} ended CANCELLED without a result"
 
 
+def hanging_launch(shared: Path) -> tuple[str, ...]:
+    """--set options for a launch whose server is healthy and whose 3rd client run (the 2nd measured) hangs,
+    counted in ``shared/marker``, so that Slurm ends it in the middle of its measurement."""
+    return (
+        "--set", f"marker={shared / 'marker'}", "--set", "server_args=--workers 1",
+        "--set", "client_args=--spelling token --hang-at 3",
+    )  # fmt: skip
+
+
+def wait_for_client(shared: Path, proc: subprocess.Popen[str], runs: int) -> None:
+    deadline = time.monotonic() + 90
+    marker = shared / "marker"
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if marker.exists() and marker.read_text(encoding="utf-8").split().count("client") >= runs:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"client run {runs} never started")
+
+
+def test_scancel_during_the_measurement_is_interrupted_with_slurms_state(
+    slurm: SlurmCluster, history: History, manifest: Path, shared: Path
+) -> None:
+    """submitit ignores SIGTERM inside the job: without patchkit's own handler the server died under a launch
+    that went on, and the run was stored server-failed with state COMPLETED."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--commit", history["base"], "--profile", "baseline",
+        *hanging_launch(shared), "--json",
+    )  # fmt: skip
+    proc = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_client(shared, proc, 3)  # healthy, one measured run done, the next one hanging
+    (row,) = submissions(store)
+    subprocess.run(["scancel", row["job_id"]], check=True)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    (run,) = json.loads(out)["runs"]
+    assert run["outcome"] == "interrupted", run["reason"]
+    assert run["executor"]["state"] == "CANCELLED"
+    assert run["reason"] == (
+        f"the Slurm job {row['job_id']} ended CANCELLED during the launch; the samples so far are kept"
+    )
+    assert run["samples"]["output_tok_s"][0] is not None  # the measured run is kept
+    assert run["server_info"] is not None  # it came from inside the job, not from a lost one
+
+
 def wait_for_running(store: Path, proc: subprocess.Popen[str], count: int = 1) -> str:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -23,12 +23,22 @@ import hashlib
 import json
 import os
 import pickle
-from collections.abc import Callable, Mapping, Sequence
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from patchkit.bench.executor import Finished, SlurmExecutor, SlurmOptions, Task, check_shared_dir, job_facts
+from patchkit.bench.executor import (
+    Finished,
+    SlurmExecutor,
+    SlurmOptions,
+    Task,
+    check_shared_dir,
+    job_facts,
+)
 from patchkit.bench.job import JobSpec, run_job
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Session, unstarted_record
@@ -41,9 +51,38 @@ LOG_TAIL = 20
 
 
 def ship(spec: JobSpec) -> dict[str, Any]:
-    """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran."""
-    record = run_job(spec, None, base_env=dict(os.environ))
-    return {"record": record.to_json(), "job": job_facts()}
+    """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran.
+
+    ``stopped``: what stopped the launch early, if anything (``SIGTERM``: scancel or the end of the job)."""
+    with slurm_stops_the_launch() as caught:
+        record = run_job(spec, None, base_env=dict(os.environ))
+    return {"record": record.to_json(), "job": job_facts(), "stopped": caught[0] if caught else None}
+
+
+@contextmanager
+def slurm_stops_the_launch() -> Iterator[list[str]]:
+    """Inside a Slurm job, what Ctrl-C is locally: SIGTERM ends the launch as ``interrupted`` (``run_job``
+    stops the server and keeps the samples so far), once.
+
+    submitit's own handler would not: it ignores SIGTERM, and the server then dies under a job that goes
+    on and calls it ``server-failed``.  The list says what came: ``SIGTERM``."""
+    caught: list[str] = []
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if caught:  # the launch is already stopping
+            return
+        caught.append("SIGTERM")
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def parse_extra(items: Sequence[str]) -> dict[str, str]:
@@ -188,6 +227,10 @@ def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
             "gpu_ids": job.get("gpu_ids", []),
             "slurm_job_id": job.get("job_id"),
         }
+        stopped = _stopped(finished, data["outcome"], finished.value.get("stopped"))
+        if stopped is not None:
+            data["executor"]["state"], why = stopped
+            data["outcome"], data["reason"] = Outcome.INTERRUPTED.value, f"{why}; the samples so far are kept"
         return RunRecord.from_json(data)
     assert launch is not None, "a job without a result needs what was sent"
     logs = slurm.get("logs", {})
@@ -210,6 +253,15 @@ def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
         },
         executor={"name": "slurm", **slurm, "gpu_ids": []},
     )
+
+
+def _stopped(finished: Finished, outcome: str, stopped: str | None) -> tuple[str, str] | None:
+    """(state, why) of a launch that Slurm ended before it was done: a launch that did not finish ok in a
+    job that Slurm ended (CANCELLED by scancel, PREEMPTED, NODE_FAIL, TIMEOUT); None for one left alone."""
+    job_id = (finished.slurm or {}).get("job_id")
+    if finished.state != "COMPLETED" and (stopped is not None or outcome != Outcome.OK.value):
+        return finished.state, f"the Slurm job {job_id} ended {finished.state} during the launch"
+    return None
 
 
 def submitted_launch(session: Session, commit: Commit, profile: str, row: Mapping[str, Any]) -> Launch:

@@ -294,6 +294,7 @@ class SlurmExecutor:
         self, watching: dict[str, tuple[Any, Mapping[str, Any]]], say: Callable[[str], None]
     ) -> Iterator[Finished]:
         since: dict[str, float] = {}  # when a job was first seen COMPLETED, or forgotten, without a result
+        ending: dict[str, float] = {}  # when a job's result was first seen while Slurm still ran the job
         seen: dict[str, str] = {}  # the last state said of each job: one line per change, as it happens
         while watching:
             asked = slurm_states([job.job_id for job, _ in watching.values()])
@@ -304,6 +305,12 @@ class SlurmExecutor:
                     say(f"Slurm job {job.job_id} {state}" + (f" on {node}" if node and state == "RUNNING" else ""))
                 facts = self.facts(job, state, node)
                 if job.paths.result_pickle.exists():
+                    if asked is not None and state not in ENDED and state != "UNKNOWN":
+                        # The result is written as the function returns, a moment before the job ends: wait for
+                        # Slurm's own end state (CANCELLED for a launch that scancel stopped), at most grace_s.
+                        first = ending.setdefault(key, time.monotonic())
+                        if time.monotonic() - first < self.grace_s:
+                            continue
                     del watching[key]
                     yield self._collect(key, job, label, facts)
                     continue
@@ -322,16 +329,16 @@ class SlurmExecutor:
                 time.sleep(self.poll_s)
 
     def _collect(self, key: str, job: Any, label: Mapping[str, Any], facts: dict[str, Any]) -> Finished:
+        """The job's result, with Slurm's end state (COMPLETED where Slurm has none to say yet)."""
         from submitit.core.utils import FailedJobError, UncompletedJobError
 
+        ended = facts["state"] if facts["state"] in ENDED else "COMPLETED"
         try:
             value = job.result()
         except (FailedJobError, UncompletedJobError) as exc:
             last = str(exc).strip().splitlines()[-1:] or [""]
             return Finished(key, None, "FAILED", f"the Slurm job {job.job_id} raised: {last[0]}", facts, label)
-        # The result pickle is written as the function returns, while Slurm may still say RUNNING.
-        facts = {**facts, "state": "COMPLETED"}
-        return Finished(key, value, "COMPLETED", None, facts, label)
+        return Finished(key, value, ended, None, {**facts, "state": ended}, label)
 
     @staticmethod
     def facts(job: Any, state: str, node: str) -> dict[str, Any]:
