@@ -459,7 +459,8 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
             type=click.IntRange(min=1),
             default=None,
             metavar="MIN",
-            help="slurm: each job's time limit in minutes (default 60); a job past it is recorded interrupted.",
+            help="slurm: each job's time limit in minutes (default 60; at least 2). submitit signals the job 90 s "
+            "before it: the launch stops then and is recorded interrupted (state TIMEOUT), with its samples so far.",
         ),
         click.option(
             "--slurm-extra",

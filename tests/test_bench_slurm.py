@@ -434,3 +434,40 @@ def test_noise_on_slurm_runs_its_launches_as_one_array(
     assert len(jobs) == 3 and len({j.split("_")[0] for j in jobs}) == 1
     (profile,) = result.json["profiles"]
     assert {row["launches"] for row in profile["metrics"]} == {3}
+
+
+def test_the_time_limit_stops_the_launch_as_timeout_and_keeps_its_samples(
+    slurm: SlurmCluster, history: History, manifest: Path, shared: Path
+) -> None:
+    """--timeout-min 2: submitit's signal comes 90 s before the limit (30 s in); the launch stops then, and
+    the run says TIMEOUT, not FAILED with a log path for a reason."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(history, manifest, store, shared, "--commit", history["base"], "--profile", "baseline",
+                   *hanging_launch(shared), "--json")  # fmt: skip
+    command[command.index("--timeout-min") + 1] = "2"
+    result = subprocess.run([patchkit_script(), *command], capture_output=True, text=True, timeout=150)
+    assert result.returncode == 1, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["outcome"] == "interrupted"
+    assert run["executor"]["state"] == "TIMEOUT"
+    assert run["reason"] == (
+        f"the Slurm job {run['executor']['job_id']} reached its time limit: stopped 90 s before it; "
+        "the samples so far are kept"
+    )
+    assert run["samples"]["output_tok_s"][0] is not None
+
+
+def test_a_time_limit_within_submitits_signal_delay_is_refused(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    store = shared.parent / "bench.sqlite"
+    command = argv(history, manifest, store, shared, "--commit", history["base"])
+    command[command.index("--timeout-min") + 1] = "1"
+    result = run_cli(capsys, *command)
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "patchkit: error: --timeout-min 1: submitit signals a job 90 s before its time limit and the launch stops "
+        "then, so a job of 1 minute would stop as it starts; give 2 minutes or more: start-up, health wait and "
+        "client runs must fit in the limit less 90 s"
+    ]
+    assert submissions(store) == []

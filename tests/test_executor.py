@@ -273,3 +273,20 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
     launch = submitted_launch(session, commit, "eagle3", row)  # type: ignore[arg-type]
     assert (launch.commit, launch.profile, dict(launch.vars), launch.run_dir) == (commit, "eagle3", {"tp": "8"}, "/r/1")
     assert launch.allow_dirty is True and launch.manifests == () and dict(launch.guard) == {}
+
+
+def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None:
+    from patchkit.bench.executor import _raised
+
+    text = (
+        "Job (task=0) failed during processing with trace:\n----------------------\nTraceback (most recent call "
+        'last):\n  File "x.py", line 1, in f\n    time.sleep(delay)\nsubmitit.core.utils.UncompletedJobError: Job '
+        "not requeued because: timed-out and not checkpointable.\n\n----------------------\nYou can check full logs "
+        "with 'job.stderr(0)' and 'job.stdout(0)'or at paths:\n  - /s/45_0_log.err\n  - /s/45_0_log.out"
+    )
+    assert _raised(text) == (
+        "submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not checkpointable."
+    )
+    assert _raised("Job not requeued because: timed-out and not checkpointable.") == (
+        "Job not requeued because: timed-out and not checkpointable."
+    )

@@ -32,6 +32,7 @@ from types import FrameType
 from typing import Any
 
 from patchkit.bench.executor import (
+    SIGNAL_DELAY_S,
     Finished,
     SlurmExecutor,
     SlurmOptions,
@@ -45,6 +46,7 @@ from patchkit.bench.session import Session, unstarted_record
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
+from patchkit.render import plural
 
 EXECUTORS = ("local", "slurm")
 LOG_TAIL = 20
@@ -53,7 +55,8 @@ LOG_TAIL = 20
 def ship(spec: JobSpec) -> dict[str, Any]:
     """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran.
 
-    ``stopped``: what stopped the launch early, if anything (``SIGTERM``: scancel or the end of the job)."""
+    ``stopped``: what stopped the launch early, if anything (``SIGTERM``: scancel or the end of the job;
+    ``time-limit``: submitit's signal ``SIGNAL_DELAY_S`` before the limit)."""
     with slurm_stops_the_launch() as caught:
         record = run_job(spec, None, base_env=dict(os.environ))
     return {"record": record.to_json(), "job": job_facts(), "stopped": caught[0] if caught else None}
@@ -61,28 +64,46 @@ def ship(spec: JobSpec) -> dict[str, Any]:
 
 @contextmanager
 def slurm_stops_the_launch() -> Iterator[list[str]]:
-    """Inside a Slurm job, what Ctrl-C is locally: SIGTERM ends the launch as ``interrupted`` (``run_job``
-    stops the server and keeps the samples so far), once.
+    """Inside a Slurm job, what Ctrl-C is locally: SIGTERM, and submitit's time-limit signal, end the launch
+    as ``interrupted`` (``run_job`` stops the server and keeps the samples so far), once.
 
-    submitit's own handler would not: it ignores SIGTERM, and the server then dies under a job that goes
-    on and calls it ``server-failed``.  The list says what came: ``SIGTERM``."""
+    submitit's own handlers would not: it ignores SIGTERM (the server then dies under a job that goes on
+    and calls it ``server-failed``), and at the time limit raises out of the launch, so that nothing of it
+    comes back.  A preemption (the same signal before the time limit) is still submitit's: it requeues
+    the job.  The list says what came: ``SIGTERM`` or ``time-limit``."""
     caught: list[str] = []
+    usr = signal.SIGUSR2
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, usr)}
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        if signum == usr and not _timed_out(previous[usr]):
+            earlier = previous[usr]
+            if callable(earlier):
+                earlier(signum, frame)
+            return
         if caught:  # the launch is already stopping
             return
-        caught.append("SIGTERM")
+        caught.append("time-limit" if signum == usr else "SIGTERM")
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        for signum in previous:
+            signal.signal(signum, handler)
     except ValueError:  # not the main thread
         yield caught
         return
     try:
         yield caught
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, earlier in previous.items():
+            signal.signal(signum, earlier)
+
+
+def _timed_out(submitits: Any) -> bool:
+    """Whether the time-limit signal is the time limit, as submitit's own handler decides it (else a
+    preemption); a signal no submitit handler awaits is taken as the time limit."""
+    check = getattr(getattr(submitits, "__self__", None), "has_timed_out", None)
+    return True if check is None else bool(check())
 
 
 def parse_extra(items: Sequence[str]) -> dict[str, str]:
@@ -133,11 +154,20 @@ def slurm_options(
             "--executor slurm needs --shared-dir DIR (or shared_dir in [bench.slurm])",
             hint="a directory the submitting host and every compute node see at the same path",
         )
+    timeout = timeout_min or table.timeout_min or 60
+    if timeout * 60 <= SIGNAL_DELAY_S:
+        source = f"--timeout-min {timeout}" if timeout_min else f"[bench.slurm].timeout_min = {timeout}"
+        raise UsageError(
+            f"{source}: submitit signals a job {SIGNAL_DELAY_S} s before its time limit and the launch stops "
+            f"then, so a job of {plural(timeout, 'minute')} would stop as it starts",
+            hint=f"give {SIGNAL_DELAY_S // 60 + 1} minutes or more: start-up, health wait and client runs must "
+            f"fit in the limit less {SIGNAL_DELAY_S} s",
+        )
     return SlurmOptions(
         shared_dir=check_shared_dir(Path(where)),
         partition=partition or table.partition,
         gpus_per_job=gpus_per_job if gpus_per_job is not None else table.gpus_per_job,
-        timeout_min=timeout_min or table.timeout_min or 60,
+        timeout_min=timeout,
         slots=slots or table.slots or 1,
         extra={**table.extra, **parse_extra(extra)},
     )
@@ -256,9 +286,12 @@ def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
 
 
 def _stopped(finished: Finished, outcome: str, stopped: str | None) -> tuple[str, str] | None:
-    """(state, why) of a launch that Slurm ended before it was done: a launch that did not finish ok in a
-    job that Slurm ended (CANCELLED by scancel, PREEMPTED, NODE_FAIL, TIMEOUT); None for one left alone."""
+    """(state, why) of a launch that Slurm ended before it was done: stopped at the time-limit signal
+    (TIMEOUT, though Slurm then sees the job end by itself), or a launch that did not finish ok in a job
+    that Slurm ended (CANCELLED by scancel, PREEMPTED, NODE_FAIL, TIMEOUT); None for a launch left alone."""
     job_id = (finished.slurm or {}).get("job_id")
+    if stopped == "time-limit":
+        return "TIMEOUT", f"the Slurm job {job_id} reached its time limit: stopped {SIGNAL_DELAY_S} s before it"
     if finished.state != "COMPLETED" and (stopped is not None or outcome != Outcome.OK.value):
         return finished.state, f"the Slurm job {job_id} ended {finished.state} during the launch"
     return None

@@ -57,6 +57,7 @@ ENDED = frozenset(
     }
 )
 RESULT_GRACE_S = 30.0  # how long a COMPLETED job's result pickle may take to show on a shared filesystem
+SIGNAL_DELAY_S = 90  # submitit's time-limit signal (USR2) comes this long before the limit: the launch stops then
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,7 @@ class SlurmExecutor:
         executor = submitit.SlurmExecutor(folder=self.folder / "%A")
         params: dict[str, Any] = {
             "time": self.options.timeout_min,
+            "signal_delay_s": SIGNAL_DELAY_S,
             "array_parallelism": self.options.slots,
             "job_name": "patchkit-bench",
         }
@@ -336,8 +338,13 @@ class SlurmExecutor:
         try:
             value = job.result()
         except (FailedJobError, UncompletedJobError) as exc:
-            last = str(exc).strip().splitlines()[-1:] or [""]
-            return Finished(key, None, "FAILED", f"the Slurm job {job.job_id} raised: {last[0]}", facts, label)
+            raised = _raised(str(exc))
+            if "timed-out" in raised:  # submitit's time-limit signal came outside the launch
+                why = f"the Slurm job {job.job_id} reached its time limit before it sent a result ({raised})"
+                return Finished(key, None, "TIMEOUT", why, {**facts, "state": "TIMEOUT"}, label)
+            state = ended if ended != "COMPLETED" else "FAILED"
+            why = f"the Slurm job {job.job_id} raised {raised}"
+            return Finished(key, None, state, why, {**facts, "state": state}, label)
         return Finished(key, value, ended, None, {**facts, "state": ended}, label)
 
     @staticmethod
@@ -351,6 +358,18 @@ class SlurmExecutor:
             "node": node or None,
             "logs": {"stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr)},
         }
+
+
+def _raised(text: str) -> str:
+    """The one line of submitit's error text that says what was raised: the traceback's last line
+    (``Type: message``), not the log paths submitit appends after it."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    bars = [i for i, line in enumerate(lines) if line and set(line) == {"-"}]
+    if len(bars) >= 2:  # FailedJobError: "... with trace:", a bar, the traceback, a bar, where the logs are
+        trace = [line for line in lines[bars[0] + 1 : bars[1]] if line]
+        if trace:
+            return trace[-1]
+    return next((line for line in lines if line), "an error")
 
 
 def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
