@@ -533,12 +533,14 @@ def bench(**kwargs: Any) -> int:
     help="The band of the odd-against-even A/A check (0.05 = 5 %).",
 )
 def noise(**kwargs: Any) -> int:
-    """Measure this host's launch-to-launch spread: one commit against itself over N launches.
+    """Measure the launch-to-launch spread: one commit against itself over N launches.
 
     Per metric: each launch's median, the spread of their logs (0.03 is about
     3 %), and an A/A check (odd launches against even ones, which must not
-    come out different). The spread is stored for the host and profile, and
-    compare and bisect use it as the prior where a side has few launches.
+    come out different). The spread is stored for the profile and where the
+    launches ran: this host, or with --executor slurm the partition (and
+    constraint), whatever node each job landed on. compare and bisect use it
+    as the prior where a side has few launches.
     """
     from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.noise import noise as run

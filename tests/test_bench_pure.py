@@ -225,3 +225,26 @@ def test_reading_records_loads_no_process_machinery():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
+    """Locally the host; on Slurm the partition and constraint the jobs were submitted to, whatever node each
+    landed on and whatever host submitted them: noise stores, compare, bisect and report look up that key."""
+    from pathlib import Path
+
+    from patchkit.bench.executor import SlurmOptions
+    from patchkit.bench.store import Store
+    from patchkit.commands.compare import noise_priors
+
+    assert record(1, host={"hostname": "gpu-1"}).place == "gpu-1"
+    on_node = record(2, host={"hostname": "gpu-7"}, executor={"name": "slurm", "node": "gpu-7", "place": "slurm:gpu"})
+    assert on_node.place == "slurm:gpu"
+    assert record(3, host={"hostname": "gpu-7"}, executor={"name": "slurm", "node": "gpu-7"}).place == "gpu-7"
+    assert SlurmOptions(shared_dir=Path("/s")).place == "slurm:default"
+    assert SlurmOptions(shared_dir=Path("/s"), partition="gpu", extra={"constraint": "h100"}).place == (
+        "slurm:gpu,constraint=h100"
+    )
+    with Store(tmp_path / "bench.sqlite") as store:
+        store.add_noise(host="slurm:gpu", profile="eagle3", metric="tok_s", sigma=0.02, df=9, commit="a", series="s")
+        assert noise_priors(store, on_node)["tok_s"].sigma == 0.02
+        assert noise_priors(store, record(4, host={"hostname": "gpu-7"})) == {}

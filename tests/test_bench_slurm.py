@@ -471,3 +471,37 @@ def test_a_time_limit_within_submitits_signal_delay_is_refused(
         "client runs must fit in the limit less 90 s"
     ]
     assert submissions(store) == []
+
+
+def test_the_noise_prior_of_slurm_launches_is_kept_for_the_partition_and_found_by_bisect(
+    slurm: SlurmCluster,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    history: History,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a cluster the submitter (a login node) and the nodes the jobs land on have other names: the prior
+    was stored under the first job's node and looked up under the submitter's, so bisect never found it."""
+    import socket
+
+    from bench_helpers import bench_table
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "login-1")  # this process: the submitter; jobs say `vm`
+    kit = write_bench_kit(tmp_path / "kit", bench=bench_table(warmup=0, repeat=1))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    store = tmp_path / "bench.sqlite"
+    common = ["-m", kit, "--repo", history.path, "--store", store, "--profile", "baseline", "--executor", "slurm",
+              "--shared-dir", shared, "--timeout-min", "5"]  # fmt: skip
+    noise = run_cli(capsys, "noise", *common, "--commit", history["base"], "--launches", "3", "--slots", "3", "--json")
+    assert noise.code == 0, noise.err
+    assert noise.json["profiles"][0]["host"] == "slurm:default"  # no --slurm-partition: Slurm's default one
+    with sqlite3.connect(store) as db:
+        assert {host for (host,) in db.execute("SELECT host FROM noise")} == {"slurm:default"}
+    text = run_cli(capsys, "noise", *common, "--commit", history["base"], "--launches", "3", "--slots", "3")
+    assert "Slurm partition default: compare and bisect use these spreads as the prior" in text.out
+    found = run_cli(
+        capsys, "bisect", *common, "--good", history["base"], "--bad", history["tip"], "--metric", "output_tok_s",
+        "--max-launches", "2", "--slots", "2", "--json",
+    )  # fmt: skip
+    assert found.json["criterion"]["noise"] == {"sigma": 0.0, "df": 2, "place": "slurm:default"}

@@ -41,6 +41,7 @@ from patchkit.bench.executor import (
     job_facts,
 )
 from patchkit.bench.job import JobSpec, run_job
+from patchkit.bench.provenance import host_facts
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Session, unstarted_record
 from patchkit.errors import UsageError
@@ -452,6 +453,15 @@ class ClusterArgs:
 
 
 LOCAL = ClusterArgs()  # the default: in-process, one slot
+
+
+def prior_place(executor: SlurmExecutor | None) -> str:
+    """Where the launches of a verb run, as the noise prior is keyed: this host's name locally, the
+    partition and constraint on Slurm (``SlurmOptions.place``), the same key ``RunRecord.place`` gives
+    their records; ``noise`` stores under it, ``bisect`` and ``compare`` look it up."""
+    if executor is None:
+        return str(host_facts().get("hostname", ""))
+    return executor.options.place
 
 
 def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> SlurmExecutor | None:

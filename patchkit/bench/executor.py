@@ -116,6 +116,15 @@ class SlurmOptions:
     slots: int = 1
     extra: Mapping[str, str] = field(default_factory=dict)  # sbatch long options: account, qos, constraint, ...
 
+    @property
+    def place(self) -> str:
+        """The key of the noise prior of launches submitted with these options: ``slurm:<partition>`` (Slurm's
+        default partition: ``default``) and the constraint, if one is asked; a launch may land on any node there,
+        so the spread of a partition, not of one node, is what a comparison of its launches can lean on."""
+        where = f"slurm:{self.partition or 'default'}"
+        constraint = self.extra.get("constraint")
+        return f"{where},constraint={constraint}" if constraint else where
+
     def to_json(self) -> dict[str, Any]:
         return {
             "shared_dir": str(self.shared_dir),
@@ -305,7 +314,7 @@ class SlurmExecutor:
                 if asked is not None and seen.get(key) != state and state not in ("UNKNOWN", "COMPLETED"):
                     seen[key] = state
                     say(f"Slurm job {job.job_id} {state}" + (f" on {node}" if node and state == "RUNNING" else ""))
-                facts = self.facts(job, state, node)
+                facts = {**self.facts(job, state, node), "place": self.options.place}
                 if job.paths.result_pickle.exists():
                     if asked is not None and state not in ENDED and state != "UNKNOWN":
                         # The result is written as the function returns, a moment before the job ends: wait for

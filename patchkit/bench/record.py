@@ -172,6 +172,13 @@ class RunRecord:
             "executor": self.executor_summary(),
         }
 
+    @property
+    def place(self) -> str:
+        """The key of the noise prior of this run's launches (``patchkit noise``): the host, for a run in this
+        process; for a Slurm job, the partition and constraint it was submitted to (``executor.place``), since
+        launches land on any node there.  A Slurm record older than that key gives its node."""
+        return str((self.executor or {}).get("place") or self.host.get("hostname", ""))
+
     def executor_summary(self) -> dict[str, Any] | None:
         """Where a scheduled run ran (Slurm job id, array index, node, GPUs); None for an in-process run."""
         job = self.executor

@@ -11,7 +11,7 @@ geometric means (B over A) and its confidence interval is a Student-t interval
 on the difference of mean logs:
 
 * with a noise prior (the launch-to-launch spread that ``patchkit noise``
-  measured for this host and profile) and a side with fewer than
+  measured where the launches run, for the profile) and a side with fewer than
   ``PRIOR_UNTIL`` launches, the spread is the prior pooled with both sides'
   own spread, weighted by degrees of freedom, with the pooled degrees of
   freedom;

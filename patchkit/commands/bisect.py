@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING, Literal
 
 from patchkit.bench.bisect import Measurement, Step, criterion
 from patchkit.bench.bisect import bisect as search
-from patchkit.bench.cluster import LOCAL, ClusterArgs, ScheduledRounds, scheduled_executor
+from patchkit.bench.cluster import LOCAL, ClusterArgs, ScheduledRounds, prior_place, scheduled_executor
 from patchkit.bench.prepare import unpatchable_commits
-from patchkit.bench.provenance import host_facts
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.verdict import Noise
@@ -135,7 +134,8 @@ def bisect(
             identity = [good_c.sha, bad_c.sha, the_metric.name, str(max_launches), str(threshold)]
             rounds = ScheduledRounds(session, chosen, slurm, command="bisect", identity=identity, note=note)
 
-        stored = session.store.noise(str(host_facts().get("hostname", "")), chosen, the_metric.name)
+        place = prior_place(slurm)  # where the launches run: the host, or the Slurm partition
+        stored = session.store.noise(place, chosen, the_metric.name)
         prior = None if stored is None else Noise(sigma=float(stored["sigma"]), df=int(stored["df"]))
 
         def on_step(step: Step) -> None:
@@ -149,10 +149,11 @@ def bisect(
             session.progress = show
             if not json_out:
                 rule = f"--{kind} {bound:g}" if kind is not None and bound is not None else "BAD worse than GOOD"
+                again = "patchkit noise" + (" --executor slurm" if slurm is not None else "")
                 spread = (
-                    "no noise prior (run `patchkit noise`)"
+                    f"no noise prior for {place} (run `{again}`)"
                     if prior is None
-                    else (f"noise prior {prior.sigma:.2%} ({prior.df} df)")
+                    else (f"noise prior {prior.sigma:.2%} ({prior.df} df, {place})")
                 )
                 say(
                     console,
@@ -197,7 +198,7 @@ def bisect(
             "ratio": ratio,
             "good_median": report.good_value,
             "threshold": threshold,
-            "noise": None if prior is None else {"sigma": prior.sigma, "df": prior.df},
+            "noise": None if prior is None else {"sigma": prior.sigma, "df": prior.df, "place": place},
         },
         "allow_dirty": allow_dirty,
         **report.to_json(),

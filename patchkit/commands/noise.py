@@ -1,12 +1,14 @@
-"""`patchkit noise`: an A/A run, the launch-to-launch spread of this host and profile, stored as the prior.
+"""`patchkit noise`: an A/A run, the launch-to-launch spread where launches run, stored as the prior.
 
 One commit is benchmarked ``--launches N`` times (N server starts, each with
 its ``warmup + repeat`` client runs).  Per metric, each launch's value is the
 median of its measured runs; the spread is the standard deviation of the logs
 of those values (so 0.03 is about 3 %), with N - 1 degrees of freedom
-(``verdict.noise_of``).  It is stored for the host and profile (the store's
-``noise`` table) and ``compare`` and ``bisect`` use the latest one as the
-prior where a side has few launches.
+(``verdict.noise_of``).  It is stored for the profile and where the launches
+ran (``cluster.prior_place``: this host, or the Slurm partition and
+constraint, never one node of it) in the store's ``noise`` table, and
+``compare`` and ``bisect`` use the latest one as the prior where a side has
+few launches.
 
 As a check of the statistics, the launches are also split into the odd and
 the even ones (interleaved, A1 B1 A2 B2 ...) and compared with the verdict
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
+from patchkit.bench.cluster import LOCAL, ClusterArgs, prior_place, run_scheduled, scheduled_executor
 from patchkit.bench.compare import launch_values
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
@@ -96,9 +98,9 @@ def noise(
                 say(console, SUBMITTER_INTERRUPTED, "bold yellow")
                 return INTERRUPTED
             reports = []
+            host = prior_place(slurm)  # the key compare and bisect look the prior up by
             for profile in chosen:
                 report = aa_report(records[profile], threshold=threshold)
-                host = str(records[profile][0].host.get("hostname", "")) if records[profile] else ""
                 for row in report:
                     if row["stored"] and not interrupted:
                         session.store.add_noise(
@@ -165,7 +167,7 @@ def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[s
             row["why"] = "the odd and even launches differ: the machine drifts; not stored"
         else:
             row["stored"] = True
-            row["why"] = "stored as the prior for this host and profile"
+            row["why"] = "stored as the prior of this profile where these launches ran"
         rows.append(row)
     return rows
 
@@ -190,4 +192,12 @@ def show_noise(console: Console, result: dict[str, Any]) -> None:
                 "yes" if row["stored"] else f"no: {row['why']}",
             )
         emit(console, table)
-        say(console, f"host {item['host']}: compare and bisect use these spreads as the prior", "dim")
+        say(console, f"{place_label(item['host'])}: compare and bisect use these spreads as the prior", "dim")
+
+
+def place_label(place: str) -> str:
+    """A prior's key for people: ``host gpu-1``, or ``Slurm partition gpu, constraint h100``."""
+    if not place.startswith("slurm:"):
+        return f"host {place}"
+    partition, _, constraint = place.removeprefix("slurm:").partition(",constraint=")
+    return f"Slurm partition {partition}" + (f", constraint {constraint}" if constraint else "")
