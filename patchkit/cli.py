@@ -692,10 +692,10 @@ def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--slots",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
+    default=None,
     metavar="K",
-    help="Launches per round (speculative probes) where the executor runs K jobs at once; the local executor has 1.",
+    help="Launches per round (speculative probes) where the executor runs K jobs at once: with --executor slurm "
+    "the job array's parallelism (default: [bench.slurm].slots, else 1); the local executor has 1.",
 )
 @click.option(
     "--threshold",

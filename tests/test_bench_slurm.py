@@ -505,3 +505,25 @@ def test_the_noise_prior_of_slurm_launches_is_kept_for_the_partition_and_found_b
         "--max-launches", "2", "--slots", "2", "--json",
     )  # fmt: skip
     assert found.json["criterion"]["noise"] == {"sigma": 0.0, "df": 2, "place": "slurm:default"}
+
+
+def test_bisect_takes_its_slots_from_the_bench_slurm_table(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, history: History
+) -> None:
+    from bench_helpers import bench_table
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    table = {"shared_dir": str(shared), "slots": 2, "timeout_min": 5}
+    kit = write_bench_kit(tmp_path / "kit", bench=bench_table(warmup=0, repeat=1, slurm=table))
+    store = tmp_path / "bench.sqlite"
+    result = run_cli(
+        capsys, "bisect", "-m", kit, "--repo", history.path, "--store", store, "--good", history["base"],
+        "--bad", history["tip"], "--metric", "output_tok_s", "--profile", "baseline", "--max-launches", "4",
+        "--executor", "slurm", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.json["search"]["slots"] == 2
+    with sqlite3.connect(store) as db:
+        per_round = db.execute("SELECT batch, count(*) FROM submissions GROUP BY batch").fetchall()
+    assert max(n for _, n in per_round) == 2  # a round of two launches: one array, two at once

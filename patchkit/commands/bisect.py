@@ -68,14 +68,14 @@ def bisect(
     console: Console,
     allow_dirty: bool = False,
     max_launches: int = 10,
-    slots: int = 1,
+    slots: int | None = None,  # --slots; with --executor slurm, default [bench.slurm].slots
     threshold: float = 0.0,
     cluster: ClusterArgs = LOCAL,  # --executor and the Slurm options
 ) -> int:
     given = [(k, v) for k, v in (("min", min_value), ("max", max_value), ("ratio", ratio)) if v is not None]
     if len(given) > 1:
         raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
-    if slots > LOCAL_SLOTS and cluster.executor == "local":
+    if slots is not None and slots > LOCAL_SLOTS and cluster.executor == "local":
         raise UsageError(
             f"--slots {slots}: the local executor runs one launch at a time (1 slot)",
             hint="drop --slots, or add --executor slurm (each round one job array of up to K jobs)",
@@ -128,6 +128,7 @@ def bisect(
             return Measurement(record.median(the_metric.name), record.outcome, record.run_id, record.reason)
 
         slurm = scheduled_executor(session, replace(cluster, slots=slots), worktree_root=worktree_root)
+        slots = LOCAL_SLOTS if slurm is None else slurm.slots  # the command line over [bench.slurm]
         rounds: ScheduledRounds | None = None
         if slurm is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
             _, note = slurm_lines(console, [], verb="bisect", quiet=json_out)
