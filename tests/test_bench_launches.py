@@ -136,11 +136,17 @@ def test_one_launch_per_side_is_unknown_with_the_launches_needed(capsys, history
     alone = cli(capsys, "compare", "--commit", a, "--commit", b, "--repo", history.path, "--store", store, "--json")
     assert alone.json["metrics"][0]["verdict"]["verdict"] == "unknown"
     assert "noise prior" in alone.json["metrics"][0]["verdict"]["why"]
+    decide = "run `patchkit noise` for a noise prior, or launch each side at least twice"
+    assert alone.json["metrics"][0]["verdict"]["next"] == decide
+    table = cli(capsys, "compare", "--commit", a, "--commit", b, "--repo", history.path, "--store", store)
+    assert f"unknown ({decide})" in " ".join(table.out.split())  # the table says what would decide it
     cli(capsys, "noise", "-m", kit, "--repo", history.path, "--store", store, "--commit", a, "--launches", "4")
     primed = cli(capsys, "compare", "--commit", a, "--commit", b, "--repo", history.path, "--store", store, "--json")
     verdict = primed.json["metrics"][0]["verdict"]
     assert verdict["prior_used"] is True and verdict["low"] is not None
     assert verdict["verdict"] != "different"
+    if verdict["verdict"] == "unknown" and verdict["launches_needed"]:  # still unclear: the launches that decide
+        assert verdict["next"] == f"about {verdict['launches_needed']} launches per side"
 
 
 @pytest.fixture(scope="module")

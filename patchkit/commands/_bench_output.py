@@ -315,7 +315,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
             interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"
             call = row.call
             if v is not None and v.call.value == "unknown":
-                call += f" (about {v.launches_needed} launches per side)" if v.launches_needed else f" ({v.why})"
+                call += f" ({v.next or v.why})"  # what would decide it: launches per side, or a noise prior
             worse = "worse" in call
             table.add_row(
                 row.metric,
