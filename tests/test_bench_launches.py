@@ -186,7 +186,12 @@ def test_too_few_launches_answer_an_honest_range(capsys, sixteen_commits, tmp_pa
         order = [h[f"c{i}"] for i in range(16)]
         first, last = (order.index(data["search"]["range"][k]) for k in ("first", "last"))
         assert first <= 10 <= last and last > first
+        likely = data["search"]["likely"]  # the most likely first bad commit, with its posterior mass
+        assert first <= order.index(likely["commit"]) <= last and likely["probability"] < 0.999
+        assert data["search"]["unclear"] and all(u["launches"] == 2 for u in data["search"]["unclear"])
     text = cli(capsys, "bisect", "-m", kit, "--repo", h.path, "--store", store, "--good", h["c0"], "--bad",
                h["c15"], "--metric", "output_tok_s", "--max-launches", "2")  # fmt: skip
     assert "RANGE:" in text.out or "NO RESULT:" in text.out
     assert "FIRST BAD" not in text.out
+    if "RANGE:" in text.out:
+        assert "of the posterior), not narrowed:" in text.out and "  most likely: " in text.out

@@ -106,7 +106,9 @@ class BisectReport:
     rounds: int = 0
     slots: int = 1
     max_launches: int = 1
-    unsure: tuple[tuple[Commit, Side], ...] = field(default=())  # measured commits left unclear (P(bad) in 1..99 %)
+    unsure: tuple[tuple[Commit, Side], ...] = field(default=())  # range: measured commits left unsettled to alpha
+    likely: Commit | None = None  # range: the most likely first bad commit
+    likely_probability: float | None = None  # its posterior mass (short of 1 - alpha)
 
     def to_json(self) -> dict[str, Any]:
         first = self.first_bad
@@ -131,6 +133,10 @@ class BisectReport:
                 "evidence": None if self.evidence is None else self.evidence.as_json(),
                 "adjacent": None if self.adjacent is None else self.adjacent.as_json(),
                 "commits": [{"commit": c.sha, "launches": list(s.launches), "p_bad": s.p_bad} for c, s in self.sides],
+                "likely": None
+                if self.likely is None
+                else {"commit": self.likely.sha, "probability": self.likely_probability},
+                "unclear": [{"commit": c.sha, "p_bad": s.p_bad, "launches": len(s.launches)} for c, s in self.unsure],
             },
         }
 
@@ -279,7 +285,7 @@ def _report(
     alpha: float,
 ) -> BisectReport:
     sides = tuple((line[s.position], s) for s in report.measured)
-    unsure = tuple((c, s) for c, s in sides if 1 - SURE < s.p_bad < SURE)
+    of = {s.position: s for s in report.measured}
     common: dict[str, Any] = {
         "why": report.why,
         "probability": report.probability,
@@ -289,7 +295,9 @@ def _report(
         "rounds": len(report.rounds) + 2,  # GOOD's and BAD's first launches were a round each
         "slots": slots,
         "max_launches": max_launches,
-        "unsure": unsure,
+        "unsure": tuple((line[p], of[p]) for p in report.unclear),
+        "likely": None if report.likely is None else line[report.likely],
+        "likely_probability": report.likely_mass,
     }
     skipped = _in_order(line, skips)
     if report.kind == "found":

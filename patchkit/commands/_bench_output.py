@@ -412,15 +412,21 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
     say(console, f"{plural(launches, 'launch', 'launches')} in {plural(report.rounds, 'round')} ({slots}){one_slot}")
     if report.kind == "range" and report.range is not None:
         first, last = report.range
+        mass = "" if report.probability is None else f" ({report.probability:.4f} of the posterior)"
         say(
             console,
-            f"RANGE: the first bad commit is one of {first.short}..{last.short}, not narrowed: {report.why}",
+            f"RANGE: the first bad commit is one of {first.short}..{last.short}{mass}, not narrowed: {report.why}",
             "bold yellow",
         )
+        if report.likely is not None and report.likely_probability is not None:
+            say(
+                console,
+                f"  most likely: {report.likely.short} at {report.likely_probability:.4f} {report.likely.subject}",
+            )
         for commit, side in report.unsure:
             say(
                 console,
-                f"  unclear: {commit.short} P(bad) {side.p_bad:.3f} "
+                f"  unclear: {commit.short} P(bad) {side.p_bad:.4f} "
                 f"after {plural(len(side.launches), 'launch', 'launches')} {commit.subject}",
             )
         return
