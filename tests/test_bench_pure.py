@@ -8,6 +8,7 @@ import pytest
 
 from patchkit.bench.bisect import Measurement, bisect, criterion
 from patchkit.bench.compare import between, compare, pick_pair
+from patchkit.bench.hunt import hunt
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
@@ -50,6 +51,35 @@ def test_bisect_finds_the_first_bad_commit_in_log_steps(first_bad):
     assert len(set(probes)) == len(probes) and commits[0].sha not in probes  # no probe measured twice
     assert [s.verdict for s in report.steps][:2] == ["good", "bad"]
     assert report.kind == "found" and report.evidence is not None and report.evidence.call.value == "different"
+
+
+@pytest.mark.parametrize("slots", [1, 2, 4])
+def test_with_slots_good_and_bad_are_launched_in_one_round(slots):
+    """One round per measure_many call, which is one job array on Slurm: GOOD and BAD used to cost a round each
+    whatever the slots, so the rounds `bench_hunt.py` reported for the search were not the verb's."""
+    commits = line(32)
+    measured = values(commits, 11)
+    calls: list[list[str]] = []
+
+    def many(batch):
+        calls.append([c.sha for c in batch])
+        assert len(batch) <= slots
+        return [measured[c.sha] for c in batch]
+
+    report = bisect(commits, lambda c: many([c])[0], criterion("ratio", 0.9), slots=slots, measure_many=many)
+    assert report.first_bad == commits[11]
+    ends = [commits[0].sha, commits[-1].sha]
+    ahead = [commits[10].sha, commits[21].sha][: max(slots - 2, 0)]  # the slots left: evenly spaced probes
+    assert calls[:2] == ([[ends[0]], [ends[1]]] if slots == 1 else [ends + ahead, calls[1]])
+    assert report.rounds == len(calls)  # the rounds reported are the calls made
+    # ... and they are the search's own: what hunt() takes on the same launches.
+    searched = hunt(32, lambda ps: [measured[commits[p].sha].value for p in ps], slots=slots, expect="lower")
+    assert report.rounds == len(searched.rounds)
+    assert {s.why for s in report.steps if s.commit.sha in ahead} <= {"probe: evenly spaced, ahead of the endpoints"}
+    assert [s.commit.sha for s in report.steps[:2]] == ends and [s.verdict for s in report.steps[:2]] == ["good", "bad"]
+    bad_end = bisect(commits, lambda c: many([c])[0], criterion("ratio", 0.5), slots=slots, measure_many=many)
+    assert bad_end.error == f"--bad {commits[-1].short} is not bad by the criterion (good)"
+    assert [s.commit for s in bad_end.steps][:2] == [commits[0], commits[-1]] and bad_end.steps[1].verdict == "good"
 
 
 def test_bisect_skips_unpatchable_and_failed_commits_and_names_them_as_maybe():

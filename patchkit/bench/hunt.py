@@ -309,6 +309,13 @@ def _range(
     )  # fmt: skip
 
 
+def ahead(size: int, count: int, skipped: Collection[int] = ()) -> list[tuple[int, str]]:
+    """Up to ``count`` probes, each with why, for the round that first launches GOOD and BAD: no posterior exists
+    before they have a launch each, so the slots left over speculate on evenly spaced positions."""
+    spots = sorted({round(i * (size - 1) / (count + 1)) for i in range(1, count + 1)} - {0, size - 1})
+    return [(p, "probe: evenly spaced, ahead of the endpoints") for p in spots if p not in skipped]
+
+
 def _merge(prior: Noise | None, pooled: Noise | None) -> Noise | None:
     """The spread for the adjacent-commit evidence: the prior and every measured commit's spread together."""
     if prior is None:
@@ -377,9 +384,7 @@ class _State:
     ) -> list[tuple[int, str]]:
         """Up to ``slots`` positions for the next round, each with why."""
         if 0 not in self.counts or self.size - 1 not in self.counts:
-            # No posterior before GOOD and BAD have a launch each: speculate on evenly spaced positions.
-            spots = sorted({round(i * (self.size - 1) / (slots + 1)) for i in range(1, slots + 1)} - {0, self.size - 1})
-            return [(p, "probe: evenly spaced, ahead of the endpoints") for p in spots if p not in self.skipped]
+            return ahead(self.size, slots, self.skipped)
         post = post or self.posterior()
         pending: dict[int, int] = {}
         chosen: list[tuple[int, str]] = []
