@@ -497,7 +497,7 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
     default=None,
     metavar="N",
     help="Server launches per commit and profile, each with its warmup + repeat client runs "
-    "(default: [bench].launches, else 1). Launches are the replicates compare uses.",
+    "(default: [bench].launches, else 1). Launches are the replicates compare uses: see below how many to plan.",
 )
 @click.option(
     "--no-interleave",
@@ -505,7 +505,15 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
     help="Run a commit's launches back to back instead of round-robin across commits (A1 B1 A2 B2 ...).",
 )
 def bench(**kwargs: Any) -> int:
-    """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
+    """Benchmark patched trees: per commit and profile, start the server, run the client, store every run.
+
+    Planning launches: run `patchkit noise` once for the host (or Slurm
+    partition) and profile. With its spread σ as the prior, compare decides
+    a change that clears its ±threshold by about 4.6σ with 1 launch a side,
+    3.1σ with 2, 2.5σ with 3 and 1.5σ with 7 (99 % interval, a 10-launch
+    prior); an `unknown` says how many launches per side would decide it.
+    Without a prior, one launch a side decides nothing.
+    """
     from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bench import bench as run
 
@@ -537,7 +545,9 @@ def noise(**kwargs: Any) -> int:
 
     Per metric: each launch's median, the spread of their logs (0.03 is about
     3 %), and an A/A check (odd launches against even ones, which must not
-    come out different). The spread is stored for the profile and where the
+    come out different). Run it before planning launches: its spread is what
+    sets how many bench, compare and bisect need (`bench --help`); the
+    default 10 launches give the prior 9 degrees of freedom. The spread is stored for the profile and where the
     launches ran: this host, or with --executor slurm the partition (and
     constraint), whatever node each job landed on. compare and bisect use it
     as the prior where a side has few launches.
@@ -713,8 +723,15 @@ def bisect(**kwargs: Any) -> int:
     on both sides of it), or a range that could not be narrowed, with why:
     never a single commit the data does not support. Commits where the
     manifests cannot apply are skipped without being benchmarked. Every run
-    is stored. The host's `patchkit noise` spread is the prior. Exit 0 when a
-    first bad commit is found, 1 for a range or no answer.
+    is stored. The `patchkit noise` spread of where the launches run (this
+    host, or the Slurm partition) is the prior. Exit 0 when a first bad
+    commit is found, 1 for a range or no answer.
+
+    Planning launches (benchmarks/bench_hunt.py, with a 10-launch noise
+    prior of spread σ): a step of 5σ or more costs about 1.2-1.5 times the
+    server starts of a plain one-launch bisect; about 2.5σ, 3-4 times; at
+    1.5σ or less most hunts end in a range at --max-launches 10 (raise it,
+    or lower the noise). --slots 4 takes about a third of the rounds.
     """
     from patchkit.bench.cluster import ClusterArgs
     from patchkit.commands.bisect import bisect as run

@@ -278,3 +278,13 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
         store.add_noise(host="slurm:gpu", profile="eagle3", metric="tok_s", sigma=0.02, df=9, commit="a", series="s")
         assert noise_priors(store, on_node)["tok_s"].sigma == 0.02
         assert noise_priors(store, record(4, host={"hostname": "gpu-7"})) == {}
+
+
+def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
+    from patchkit.commands._bench_output import _where
+
+    never = record(1, outcome="interrupted", reason="x", executor={"job_id": "43_1", "state": "CANCELLED"})
+    assert _where(never) == " (Slurm job 43_1, CANCELLED before it ran)"
+    ran = record(2, executor={"job_id": "43_0", "state": "COMPLETED", "node": "gpu-7"})
+    assert _where(ran) == " (Slurm job 43_0 on gpu-7)"
+    assert _where(record(3)) == ""

@@ -223,7 +223,11 @@ def test_slurm_only_options_with_the_local_executor_are_bad_input(
     base = ["bench", "-m", kit, "--repo", history.path, "--store", tmp_path / "s.sqlite"]
     local = run_cli(capsys, *base, "--shared-dir", tmp_path, "--slurm-partition", "gpu")
     assert local.code == 2
-    assert "--shared-dir, --slurm-partition only apply with --executor slurm" in local.err
+    assert "--shared-dir, --slurm-partition only apply with --executor slurm; add --executor slurm, or drop them" in (
+        local.err
+    )
+    alone = run_cli(capsys, *base, "--shared-dir", tmp_path)
+    assert "--shared-dir only applies with --executor slurm; add --executor slurm, or drop it" in alone.err
     missing = run_cli(capsys, *base, "--executor", "slurm")
     assert missing.code == 2 and "--executor slurm needs --shared-dir DIR" in missing.err
     gone = run_cli(capsys, *base, "--executor", "slurm", "--shared-dir", tmp_path / "nowhere")

@@ -144,8 +144,8 @@ def slurm_options(
         named = [name for name, value in given.items() if value is not None]
         if named:
             raise UsageError(
-                f"{', '.join(named)} only apply with --executor slurm",
-                hint="add --executor slurm, or drop them",
+                f"{', '.join(named)} only appl{'ies' if len(named) == 1 else 'y'} with --executor slurm",
+                hint=f"add --executor slurm, or drop {'it' if len(named) == 1 else 'them'}",
             )
         return None
     table = config.slurm

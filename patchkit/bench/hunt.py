@@ -210,9 +210,8 @@ def hunt(
             if len(g) >= max_launches and len(b) >= max_launches:
                 return report(
                     "no-step",
-                    f"GOOD and BAD could not be told apart in {max_launches} launches each "
-                    f"(ratio {_fmt_ratio(ends)}); about {ends.launches_needed or 'more than ' + str(max_launches)} "
-                    "would be needed",
+                    f"GOOD and BAD could not be told apart in {plural(max_launches, 'launch', 'launches')} each "
+                    f"(ratio {_fmt_ratio(ends)}); to decide: {ends.next or 'more launches'}",
                     endpoints=ends,
                 )
         if max_rounds is not None and len(rounds) >= max_rounds:
@@ -421,7 +420,8 @@ class _State:
                 chosen.append((ref, f"reference: {name}, interleaved with the launches of {self.label(again)}"))
                 pending[ref] = pending.get(ref, 0) + 1
                 continue
-            chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {self.counts[again]} launches"))
+            after = plural(self.counts[again], "launch", "launches")
+            chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {after}"))
             pending[again] = pending.get(again, 0) + 1
         if not chosen and not speculative:
             # Every measured commit is settled or at its cap, yet no commit holds the mass: probe the unmeasured

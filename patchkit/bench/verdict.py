@@ -245,11 +245,12 @@ def judge(
         call, direction = Call.UNKNOWN, None
         needed = launches_needed(diff, sigma, threshold=threshold, confidence=confidence, prior_df=_prior_df(noise))
         why = f"the interval straddles ±{threshold:.1%}; {how}"
-        then = (
-            f"about {plural(needed, 'launch', 'launches')} per side"
-            if needed is not None
-            else f"more than {MAX_NEEDED} launches per side: the change is about the size of ±{threshold:.1%}"
-        )
+        if needed is not None:
+            then = f"about {plural(needed, 'launch', 'launches')} per side"
+        elif threshold > 0:
+            then = f"more than {MAX_NEEDED} launches per side: the change is about the size of ±{threshold:.1%}"
+        else:
+            then = f"more than {MAX_NEEDED} launches per side: the change is too small for the launch noise"
     return Verdict(
         n_a=n_a,
         n_b=n_b,

@@ -269,8 +269,13 @@ def slurm_lines(
 
 
 def _where(record: RunRecord) -> str:
+    """Where a Slurm launch ran: its job and node; a job that never reached a node says its state instead."""
     job = record.executor or {}
-    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
+    if not job.get("job_id"):
+        return ""
+    if job.get("node"):
+        return f" (Slurm job {job['job_id']} on {job['node']})"
+    return f" (Slurm job {job['job_id']}, {job.get('state') or 'ended'} before it ran)"
 
 
 # -- compare ----------------------------------------------------------------------------
@@ -407,7 +412,7 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
         )
     show_table(console, table)
     launches = len(report.steps)
-    one_slot = f"; one slot would take {launches} rounds for the same launches" if report.slots > 1 else ""
+    one_slot = f"; one slot would take {plural(launches, 'round')} for the same launches" if report.slots > 1 else ""
     slots = plural(report.slots, "slot")
     say(console, f"{plural(launches, 'launch', 'launches')} in {plural(report.rounds, 'round')} ({slots}){one_slot}")
     if report.kind == "range" and report.range is not None:
