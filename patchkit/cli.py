@@ -514,10 +514,10 @@ def bench(**kwargs: Any) -> int:
     prior); an `unknown` says how many launches per side would decide it.
     Without a prior, one launch a side decides nothing.
     """
-    from patchkit.bench.cluster import ClusterArgs
+    from patchkit.bench.launches import BenchArgs
     from patchkit.commands.bench import bench as run
 
-    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
+    return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
 @cli.command(epilog=BENCH_EXIT_HELP)
@@ -552,10 +552,10 @@ def noise(**kwargs: Any) -> int:
     constraint), whatever node each job landed on. compare and bisect use it
     as the prior where a side has few launches.
     """
-    from patchkit.bench.cluster import ClusterArgs
+    from patchkit.bench.launches import BenchArgs
     from patchkit.commands.noise import noise as run
 
-    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
+    return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
 @cli.command()
@@ -733,10 +733,10 @@ def bisect(**kwargs: Any) -> int:
     1.5σ or less most hunts end in a range at --max-launches 10 (raise it,
     or lower the noise). --slots 4 takes about a third of the rounds.
     """
-    from patchkit.bench.cluster import ClusterArgs
+    from patchkit.bench.launches import BenchArgs
     from patchkit.commands.bisect import bisect as run
 
-    return run(console=_console(), cluster=ClusterArgs.take(kwargs, keep=("slots",)), **kwargs)
+    return run(BenchArgs.take(kwargs, keep=("slots",)), console=_console(), **kwargs)
 
 
 def _usage_line(exc: click.ClickException) -> str:

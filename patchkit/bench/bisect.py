@@ -47,6 +47,7 @@ class Measurement:
     outcome: Outcome = Outcome.OK
     run: int | None = None
     why: str | None = None  # the run's reason, when it is not ok
+    details: tuple[str, ...] = ()  # what a step line cannot hold: e.g. each STRAY that refused the run
 
     @property
     def usable(self) -> bool:
