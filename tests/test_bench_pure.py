@@ -288,3 +288,40 @@ def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
     ran = record(2, executor={"job_id": "43_0", "state": "COMPLETED", "node": "gpu-7"})
     assert _where(ran) == " (Slurm job 43_0 on gpu-7)"
     assert _where(record(3)) == ""
+
+
+def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
+    """bench and noise run their launches through one loop: every launch, a local launch interrupted (stored,
+    last, not announced), or the submitter interrupted while the Slurm jobs go on (what was collected)."""
+    from types import SimpleNamespace
+
+    import patchkit.bench.launches as launches
+    from patchkit.bench.launches import BenchArgs, launch
+    from patchkit.bench.session import Interrupted
+
+    commits = line(3)
+    stored = [record(i + 1, c.sha) for i, c in enumerate(commits)]
+
+    class Local:
+        def run(self, commit, profile):
+            found = next(r for r in stored if r.commit.sha == commit.sha)
+            if commit == commits[1]:
+                raise Interrupted(record(9, commit.sha, outcome="interrupted", reason="^C"))
+            return found
+
+    heard = []
+    done = launch(Local(), [(c, "eagle3") for c in commits], None, command="bench", on_record=heard.append)
+    assert done.interrupted and not done.submitter and done.stopped
+    assert [r.run_id for r in done.records] == [1, 9] and [r.run_id for r in heard] == [1]
+
+    def waiting(session, pairs, executor, *, command, note, on_record):
+        on_record(stored[2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launches, "run_scheduled", waiting)
+    slurm = launch(Local(), [(c, "eagle3") for c in commits], SimpleNamespace(), command="noise")  # type: ignore[arg-type]
+    assert slurm.submitter and not slurm.interrupted and [r.run_id for r in slurm.records] == [3]
+    kwargs = {"manifests": ["m"], "repo": "r", "sets": ["a=1"], "executor": "slurm", "slots": 2, "json_out": True}
+    args = BenchArgs.take(kwargs, keep=("slots",))
+    assert (args.manifests, args.sets, args.cluster.executor, args.cluster.slots) == (("m",), ("a=1",), "slurm", 2)
+    assert kwargs == {"slots": 2, "json_out": True}  # what the verb itself takes is left
