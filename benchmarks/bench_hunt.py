@@ -1,15 +1,17 @@
-"""The noise-aware bisect (``patchkit.bench.hunt``) against a plain one-launch bisect, on simulated histories.
+"""The noise-aware bisect (``patchkit.bench.bisect``) against a plain one-launch bisect, on simulated histories.
 
 Each trial: a line of N commits (GOOD first, BAD last) with one planted step
 of d % down in throughput at a uniformly drawn commit.  A server launch's value
 is the commit's mean times a per-launch factor exp(N(0, sigma)), times the
 median of ``--runs`` client runs each with its own factor exp(N(0, sigma/4)).
 
-* **patchkit**: ``hunt()`` (the code ``patchkit bisect`` runs), with a noise
-  prior from a simulated A/A run of ``--aa`` launches (``verdict.noise_of``,
-  the code ``patchkit noise`` runs; its launches are not counted as starts, as
-  one A/A run serves every hunt on that host and profile), ``--max-launches``
-  per commit, at K = 1 and K = 4 slots.
+* **patchkit**: ``bisect()``, the function ``patchkit bisect`` calls (GOOD's
+  and BAD's first launches, then ``hunt()``), over a line of stand-in commits
+  with ``measure_many`` as the executor's rounds, so that its rounds are the
+  verb's; with a noise prior from a simulated A/A run of ``--aa`` launches
+  (``verdict.noise_of``, the code ``patchkit noise`` runs; its launches are not
+  counted as starts, as one A/A run serves every hunt on that host and
+  profile), ``--max-launches`` per commit, at K = 1 and K = 4 slots.
 * **baseline**: GOOD and BAD once, then a binary search that marks a commit bad
   when its one launch is below the midpoint of GOOD's and BAD's, as ``git
   bisect run`` with a threshold script would.
@@ -38,8 +40,9 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from patchkit.bench.hunt import hunt
+from patchkit.bench.bisect import Measurement, bisect
 from patchkit.bench.verdict import noise_of
+from patchkit.git import Commit
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,11 @@ def launches(rng: random.Random, means: Sequence[float], sigma: float, runs: int
         within = statistics.median(rng.gauss(0.0, sigma / 4) for _ in range(runs))
         out.append(mean * math.exp(rng.gauss(0.0, sigma) + within))
     return out
+
+
+def commits(size: int) -> list[Commit]:
+    """A line of ``size`` stand-in commits (GOOD first), as ``bisect()`` takes them."""
+    return [Commit(f"{i:040x}", (f"{i - 1:040x}",) if i else (), "sim", "2026-01-01", f"c{i}") for i in range(size)]
 
 
 def trial(cell: Cell, seed: int, args: argparse.Namespace) -> dict[str, float]:
@@ -86,25 +94,36 @@ def trial(cell: Cell, seed: int, args: argparse.Namespace) -> dict[str, float]:
     out["base_starts"] = starts
 
     prior = noise_of(launches(rng, [base] * args.aa, cell.sigma, args.runs))
+    line = commits(cell.size)
+    position = {c.sha: i for i, c in enumerate(line)}
     for k in (1, 4):
 
-        def measure(positions: Sequence[int]) -> list[float | None]:
-            return list(launches(rng, mean_of(positions), cell.sigma, args.runs))
+        def measure_many(batch: Sequence[Commit]) -> list[Measurement]:
+            values = launches(rng, mean_of([position[c.sha] for c in batch]), cell.sigma, args.runs)
+            return [Measurement(v) for v in values]
 
-        report = hunt(
-            cell.size, measure, slots=k, max_launches=args.max_launches, alpha=args.alpha, noise=prior, expect="lower"
+        report = bisect(
+            line,
+            lambda c: measure_many([c])[0],
+            slots=k,
+            max_launches=args.max_launches,
+            alpha=args.alpha,
+            noise=prior,
+            measure_many=measure_many,
         )
         if report.kind == "found":
-            wrong, unknown = report.first_bad != truth, False
+            assert report.first_bad is not None
+            wrong, unknown = position[report.first_bad.sha] != truth, False
         elif report.kind == "range":
-            assert report.lo is not None and report.hi is not None
-            wrong, unknown = not (report.lo <= truth <= report.hi), True
+            assert report.range is not None
+            lo, hi = (position[c.sha] for c in report.range)
+            wrong, unknown = not (lo <= truth <= hi), True
         else:
             wrong, unknown = False, True
         out[f"k{k}_wrong"] = float(wrong)
         out[f"k{k}_unknown"] = float(unknown)
-        out[f"k{k}_starts"] = report.starts
-        out[f"k{k}_rounds"] = len(report.rounds)
+        out[f"k{k}_starts"] = len(report.steps)
+        out[f"k{k}_rounds"] = report.rounds
     return out
 
 

@@ -461,7 +461,8 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
             type=click.IntRange(min=1),
             default=None,
             metavar="MIN",
-            help="slurm: each job's time limit in minutes (default 60); a job past it is recorded interrupted.",
+            help="slurm: each job's time limit in minutes (default 60; at least 2). submitit signals the job 90 s "
+            "before it: the launch stops then and is recorded interrupted (state TIMEOUT), with its samples so far.",
         ),
         click.option(
             "--slurm-extra",
@@ -498,7 +499,7 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
     default=None,
     metavar="N",
     help="Server launches per commit and profile, each with its warmup + repeat client runs "
-    "(default: [bench].launches, else 1). Launches are the replicates compare uses.",
+    "(default: [bench].launches, else 1). Launches are the replicates compare uses: see below how many to plan.",
 )
 @click.option(
     "--no-interleave",
@@ -506,11 +507,19 @@ def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[.
     help="Run a commit's launches back to back instead of round-robin across commits (A1 B1 A2 B2 ...).",
 )
 def bench(**kwargs: Any) -> int:
-    """Benchmark patched trees: per commit and profile, start the server, run the client, store every run."""
-    from patchkit.bench.cluster import ClusterArgs
+    """Benchmark patched trees: per commit and profile, start the server, run the client, store every run.
+
+    Planning launches: run `patchkit noise` once for the host (or Slurm
+    partition) and profile. With its spread σ as the prior, compare decides
+    a change that clears its ±threshold by about 4.6σ with 1 launch a side,
+    3.1σ with 2, 2.5σ with 3 and 1.5σ with 7 (99 % interval, a 10-launch
+    prior); an `unknown` says how many launches per side would decide it.
+    Without a prior, one launch a side decides nothing.
+    """
+    from patchkit.bench.launches import BenchArgs
     from patchkit.commands.bench import bench as run
 
-    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
+    return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
 @cli.command(epilog=BENCH_EXIT_HELP)
@@ -534,17 +543,21 @@ def bench(**kwargs: Any) -> int:
     help="The band of the odd-against-even A/A check (0.05 = 5 %).",
 )
 def noise(**kwargs: Any) -> int:
-    """Measure this host's launch-to-launch spread: one commit against itself over N launches.
+    """Measure the launch-to-launch spread: one commit against itself over N launches.
 
     Per metric: each launch's median, the spread of their logs (0.03 is about
     3 %), and an A/A check (odd launches against even ones, which must not
-    come out different). The spread is stored for the host and profile, and
-    compare and bisect use it as the prior where a side has few launches.
+    come out different). Run it before planning launches: its spread is what
+    sets how many bench, compare and bisect need (`bench --help`); the
+    default 10 launches give the prior 9 degrees of freedom. The spread is stored for the profile and where the
+    launches ran: this host, or with --executor slurm the partition (and
+    constraint), whatever node each job landed on. compare and bisect use it
+    as the prior where a side has few launches.
     """
-    from patchkit.bench.cluster import ClusterArgs
+    from patchkit.bench.launches import BenchArgs
     from patchkit.commands.noise import noise as run
 
-    return run(console=_console(), cluster=ClusterArgs.take(kwargs), **kwargs)
+    return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
 @cli.command()
@@ -691,10 +704,10 @@ def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--slots",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
+    default=None,
     metavar="K",
-    help="Launches per round (speculative probes) where the executor runs K jobs at once; the local executor has 1.",
+    help="Launches per round (speculative probes) where the executor runs K jobs at once: with --executor slurm "
+    "the job array's parallelism (default: [bench.slurm].slots, else 1); the local executor has 1.",
 )
 @click.option(
     "--threshold",
@@ -712,13 +725,20 @@ def bisect(**kwargs: Any) -> int:
     on both sides of it), or a range that could not be narrowed, with why:
     never a single commit the data does not support. Commits where the
     manifests cannot apply are skipped without being benchmarked. Every run
-    is stored. The host's `patchkit noise` spread is the prior. Exit 0 when a
-    first bad commit is found, 1 for a range or no answer.
+    is stored. The `patchkit noise` spread of where the launches run (this
+    host, or the Slurm partition) is the prior. Exit 0 when a first bad
+    commit is found, 1 for a range or no answer.
+
+    Planning launches (benchmarks/bench_hunt.py, with a 10-launch noise
+    prior of spread σ): a step of 5σ or more costs about 1.2-1.5 times the
+    server starts of a plain one-launch bisect; about 2.5σ, 3-4 times; at
+    1.5σ or less most hunts end in a range at --max-launches 10 (raise it,
+    or lower the noise). --slots 4 takes about a third of the rounds.
     """
-    from patchkit.bench.cluster import ClusterArgs
+    from patchkit.bench.launches import BenchArgs
     from patchkit.commands.bisect import bisect as run
 
-    return run(console=_console(), cluster=ClusterArgs.take(kwargs, keep=("slots",)), **kwargs)
+    return run(BenchArgs.take(kwargs, keep=("slots",)), console=_console(), **kwargs)
 
 
 def _usage_line(exc: click.ClickException) -> str:

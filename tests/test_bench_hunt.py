@@ -80,6 +80,28 @@ def test_too_few_launches_give_an_honest_range_not_a_commit() -> None:
         assert report.first_bad is None
 
 
+def test_a_range_names_the_commits_left_unclear_and_the_most_likely_first_bad() -> None:
+    """A range whose commits are each settled to 1 % but not enough for an answer named no commit at all."""
+    ranges = 0
+    for seed in range(30):
+        h = History(16, first_bad=10, d=0.1, sigma=0.03, seed=seed)
+        report = run(h, max_launches=2, expect="lower")
+        if report.kind != "range":
+            continue
+        ranges += 1
+        assert report.lo is not None and report.hi is not None and report.likely is not None
+        assert report.lo <= report.likely <= report.hi
+        assert report.likely_mass is not None and 0 < report.likely_mass < 0.999
+        assert f"most likely first bad: {report.likely} at {report.likely_mass:.4f} of the posterior" in report.why
+        p_bad = {s.position: s.p_bad for s in report.measured}
+        assert report.unclear  # the shortfall is on measured commits: at least one is named
+        for p in report.unclear:
+            assert 0.0005 < p_bad[p] < 0.9995
+            assert f"{p} (P(bad) {p_bad[p]:.4f}, 2 launches)" in report.why
+        assert "unclear at --max-launches 2: " in report.why
+    assert ranges >= 3
+
+
 def test_more_slots_take_fewer_rounds_and_no_round_is_wider_than_the_slots() -> None:
     one = four = 0
     for seed in range(8):

@@ -10,6 +10,7 @@ answering an honest range when --max-launches is too small.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 import pytest
@@ -136,11 +137,17 @@ def test_one_launch_per_side_is_unknown_with_the_launches_needed(capsys, history
     alone = cli(capsys, "compare", "--commit", a, "--commit", b, "--repo", history.path, "--store", store, "--json")
     assert alone.json["metrics"][0]["verdict"]["verdict"] == "unknown"
     assert "noise prior" in alone.json["metrics"][0]["verdict"]["why"]
+    decide = "run `patchkit noise` for a noise prior, or launch each side at least twice"
+    assert alone.json["metrics"][0]["verdict"]["next"] == decide
+    table = cli(capsys, "compare", "--commit", a, "--commit", b, "--repo", history.path, "--store", store)
+    assert f"unknown ({decide})" in " ".join(table.out.split())  # the table says what would decide it
     cli(capsys, "noise", "-m", kit, "--repo", history.path, "--store", store, "--commit", a, "--launches", "4")
     primed = cli(capsys, "compare", "--commit", a, "--commit", b, "--repo", history.path, "--store", store, "--json")
     verdict = primed.json["metrics"][0]["verdict"]
     assert verdict["prior_used"] is True and verdict["low"] is not None
     assert verdict["verdict"] != "different"
+    if verdict["verdict"] == "unknown" and verdict["launches_needed"]:  # still unclear: the launches that decide
+        assert verdict["next"] == f"about {verdict['launches_needed']} launches per side"
 
 
 @pytest.fixture(scope="module")
@@ -180,7 +187,67 @@ def test_too_few_launches_answer_an_honest_range(capsys, sixteen_commits, tmp_pa
         order = [h[f"c{i}"] for i in range(16)]
         first, last = (order.index(data["search"]["range"][k]) for k in ("first", "last"))
         assert first <= 10 <= last and last > first
+        likely = data["search"]["likely"]  # the most likely first bad commit, with its posterior mass
+        assert first <= order.index(likely["commit"]) <= last and likely["probability"] < 0.999
+        assert data["search"]["unclear"] and all(u["launches"] == 2 for u in data["search"]["unclear"])
     text = cli(capsys, "bisect", "-m", kit, "--repo", h.path, "--store", store, "--good", h["c0"], "--bad",
                h["c15"], "--metric", "output_tok_s", "--max-launches", "2")  # fmt: skip
     assert "RANGE:" in text.out or "NO RESULT:" in text.out
     assert "FIRST BAD" not in text.out
+    if "RANGE:" in text.out:
+        assert "of the posterior), not narrowed:" in text.out and "  most likely: " in text.out
+
+
+WRONG_PLURAL = re.compile(r"\b1 ([a-z]+s)\b")
+SINGULAR = {"ms", "is", "was", "has", "this", "its", "as", "yes", "does", "process", "class", "status", "pass"}
+
+
+def plural_slips(text: str) -> list[str]:
+    """Counts written wrong ("1 launches", "1 slots") and the "patch(es)" that dodges the choice."""
+    slips = [m.group(0) for m in WRONG_PLURAL.finditer(text) if m.group(1) not in SINGULAR]
+    return slips + re.findall(r"\w+\((?:s|es)\)", text)
+
+
+def test_bench_bisect_and_noise_write_every_count_with_its_plural(capsys, history, sixteen_commits, tmp_path):
+    """987bdba's plural clean-up missed "after 1 launches", "in 1 launches each", "1 required patch(es)"."""
+    h = sixteen_commits
+
+    def kit(name: str):  # each command its own seeded launch noise: the draws do not depend on the others
+        return noisy_kit(tmp_path / name, tmp_path / f"{name}.state", sigma=0.03, seed="short")
+
+    texts = []
+    for args in (
+        ["bench", "-m", kit("a"), "--repo", history.path, "--store", tmp_path / "a.sqlite", "--commit",
+         history["break-model"], "--commit", history["base"]],
+        ["noise", "-m", kit("b"), "--repo", history.path, "--store", tmp_path / "a.sqlite", "--commit",
+         history["base"], "--launches", "3"],
+        ["bisect", "-m", kit("c"), "--repo", h.path, "--store", tmp_path / "c.sqlite", "--good", h["c0"], "--bad",
+         h["c15"], "--metric", "output_tok_s", "--max-launches", "2"],
+        ["bisect", "-m", kit("d"), "--repo", h.path, "--store", tmp_path / "d.sqlite", "--good", h["c0"], "--bad",
+         h["c15"], "--metric", "output_tok_s", "--max-launches", "1"],
+        ["bench", "-m", kit("e"), "--repo", history.path, "--store", tmp_path / "e.sqlite", "--shared-dir", tmp_path],
+    ):  # fmt: skip
+        result = cli(capsys, *args)
+        texts.append(result.out + result.err)
+    text = "\n".join(texts)
+    # What each command had to count once: a refused patch, a launch per commit, a launch each.
+    assert "1 required patch cannot apply or is not in place" in text
+    assert "after 1 launch]" in text or "after 1 launch " in text
+    assert "could not be told apart in 1 launch each" in text
+    assert "--shared-dir only applies with --executor slurm" in text
+    assert plural_slips(text) == []
+
+
+def test_help_says_how_many_launches_to_plan(capsys):
+    """The --help of bench, bisect and noise plans launches; bench's factors are the verdict's own arithmetic."""
+    import math
+
+    from patchkit.bench.verdict import _t
+
+    bench = " ".join(cli(capsys, "bench", "--help").out.split())
+    for n in (1, 2, 3, 7):  # a 10-launch prior (9 df), 99 %: the interval's half-width in sigmas, n launches a side
+        factor = _t(0.99, 9 + 2 * (n - 1)) * math.sqrt(2 / n)
+        assert f"{factor:.1f}σ with {n}" in bench or f"{factor:.1f}σ with {n} launch" in bench, (n, factor)
+    assert "Planning launches: run `patchkit noise` once" in bench
+    assert "Planning launches (benchmarks/bench_hunt.py" in " ".join(cli(capsys, "bisect", "--help").out.split())
+    assert "Run it before planning launches" in " ".join(cli(capsys, "noise", "--help").out.split())

@@ -152,7 +152,7 @@ def test_placeholder_known_in_one_profile_only(tmp_path, capsys):
     )
     result = run_cli(capsys, "validate", "-m", write(tmp_path, text))
     assert result.code == 2
-    assert "bench.server: unknown placeholder {draft} for profile(s) eagle3" in result.err
+    assert "bench.server: unknown placeholder {draft} for profile eagle3;" in result.err
 
 
 def test_output_only_in_client(tmp_path, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import runpy
 from pathlib import Path
 
@@ -44,6 +45,21 @@ def test_written_file_is_what_sglang_version_py_imports(tmp_path):
     assert namespace["__version__"] == "0.5.9.dev6+gc79ab64"
     assert namespace["__version_tuple__"] == (0, 5, 9, "dev6", "gc79ab64")
     assert namespace["__commit_id__"] == "gc79ab64"
+
+
+def test_an_unchanged_version_file_is_not_rewritten(tmp_path):
+    """A server running from a reused worktree (a Slurm job whose submitter died) has loaded the file: its
+    probe refuses one changed since, even to the same bytes, so the same version leaves it alone."""
+    path = tmp_path / "python" / "sglang" / "_version.py"
+    write_scm_version_file(path, "0.5.9.dev6+gc79ab64")
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    before = path.stat()
+    write_scm_version_file(path, "0.5.9.dev6+gc79ab64")
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    write_scm_version_file(path, "0.5.9.dev7+gd00d00d")  # another version: written
+    assert path.stat().st_mtime_ns != before.st_mtime_ns
+    assert "0.5.9.dev7+gd00d00d" in path.read_text(encoding="utf-8")
 
 
 def spec(tmp_path: Path, history, expected: str | None, **bench) -> JobSpec:

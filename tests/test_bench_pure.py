@@ -8,6 +8,7 @@ import pytest
 
 from patchkit.bench.bisect import Measurement, bisect, criterion
 from patchkit.bench.compare import between, compare, pick_pair
+from patchkit.bench.hunt import hunt
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
@@ -50,6 +51,35 @@ def test_bisect_finds_the_first_bad_commit_in_log_steps(first_bad):
     assert len(set(probes)) == len(probes) and commits[0].sha not in probes  # no probe measured twice
     assert [s.verdict for s in report.steps][:2] == ["good", "bad"]
     assert report.kind == "found" and report.evidence is not None and report.evidence.call.value == "different"
+
+
+@pytest.mark.parametrize("slots", [1, 2, 4])
+def test_with_slots_good_and_bad_are_launched_in_one_round(slots):
+    """One round per measure_many call, which is one job array on Slurm: GOOD and BAD used to cost a round each
+    whatever the slots, so the rounds `bench_hunt.py` reported for the search were not the verb's."""
+    commits = line(32)
+    measured = values(commits, 11)
+    calls: list[list[str]] = []
+
+    def many(batch):
+        calls.append([c.sha for c in batch])
+        assert len(batch) <= slots
+        return [measured[c.sha] for c in batch]
+
+    report = bisect(commits, lambda c: many([c])[0], criterion("ratio", 0.9), slots=slots, measure_many=many)
+    assert report.first_bad == commits[11]
+    ends = [commits[0].sha, commits[-1].sha]
+    ahead = [commits[10].sha, commits[21].sha][: max(slots - 2, 0)]  # the slots left: evenly spaced probes
+    assert calls[:2] == ([[ends[0]], [ends[1]]] if slots == 1 else [ends + ahead, calls[1]])
+    assert report.rounds == len(calls)  # the rounds reported are the calls made
+    # ... and they are the search's own: what hunt() takes on the same launches.
+    searched = hunt(32, lambda ps: [measured[commits[p].sha].value for p in ps], slots=slots, expect="lower")
+    assert report.rounds == len(searched.rounds)
+    assert {s.why for s in report.steps if s.commit.sha in ahead} <= {"probe: evenly spaced, ahead of the endpoints"}
+    assert [s.commit.sha for s in report.steps[:2]] == ends and [s.verdict for s in report.steps[:2]] == ["good", "bad"]
+    bad_end = bisect(commits, lambda c: many([c])[0], criterion("ratio", 0.5), slots=slots, measure_many=many)
+    assert bad_end.error == f"--bad {commits[-1].short} is not bad by the criterion (good)"
+    assert [s.commit for s in bad_end.steps][:2] == [commits[0], commits[-1]] and bad_end.steps[1].verdict == "good"
 
 
 def test_bisect_skips_unpatchable_and_failed_commits_and_names_them_as_maybe():
@@ -226,3 +256,73 @@ def test_reading_records_loads_no_process_machinery():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
+    """Locally the host; on Slurm the partition and constraint the jobs were submitted to, whatever node each
+    landed on and whatever host submitted them: noise stores, compare, bisect and report look up that key."""
+    from pathlib import Path
+
+    from patchkit.bench.executor import SlurmOptions
+    from patchkit.bench.store import Store
+    from patchkit.commands.compare import noise_priors
+
+    assert record(1, host={"hostname": "gpu-1"}).place == "gpu-1"
+    on_node = record(2, host={"hostname": "gpu-7"}, executor={"name": "slurm", "node": "gpu-7", "place": "slurm:gpu"})
+    assert on_node.place == "slurm:gpu"
+    assert record(3, host={"hostname": "gpu-7"}, executor={"name": "slurm", "node": "gpu-7"}).place == "gpu-7"
+    assert SlurmOptions(shared_dir=Path("/s")).place == "slurm:default"
+    assert SlurmOptions(shared_dir=Path("/s"), partition="gpu", extra={"constraint": "h100"}).place == (
+        "slurm:gpu,constraint=h100"
+    )
+    with Store(tmp_path / "bench.sqlite") as store:
+        store.add_noise(host="slurm:gpu", profile="eagle3", metric="tok_s", sigma=0.02, df=9, commit="a", series="s")
+        assert noise_priors(store, on_node)["tok_s"].sigma == 0.02
+        assert noise_priors(store, record(4, host={"hostname": "gpu-7"})) == {}
+
+
+def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
+    from patchkit.commands._bench_output import _where
+
+    never = record(1, outcome="interrupted", reason="x", executor={"job_id": "43_1", "state": "CANCELLED"})
+    assert _where(never) == " (Slurm job 43_1, CANCELLED before it ran)"
+    ran = record(2, executor={"job_id": "43_0", "state": "COMPLETED", "node": "gpu-7"})
+    assert _where(ran) == " (Slurm job 43_0 on gpu-7)"
+    assert _where(record(3)) == ""
+
+
+def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
+    """bench and noise run their launches through one loop: every launch, a local launch interrupted (stored,
+    last, not announced), or the submitter interrupted while the Slurm jobs go on (what was collected)."""
+    from types import SimpleNamespace
+
+    import patchkit.bench.launches as launches
+    from patchkit.bench.launches import BenchArgs, launch
+    from patchkit.bench.session import Interrupted
+
+    commits = line(3)
+    stored = [record(i + 1, c.sha) for i, c in enumerate(commits)]
+
+    class Local:
+        def run(self, commit, profile):
+            found = next(r for r in stored if r.commit.sha == commit.sha)
+            if commit == commits[1]:
+                raise Interrupted(record(9, commit.sha, outcome="interrupted", reason="^C"))
+            return found
+
+    heard = []
+    done = launch(Local(), [(c, "eagle3") for c in commits], None, command="bench", on_record=heard.append)
+    assert done.interrupted and not done.submitter and done.stopped
+    assert [r.run_id for r in done.records] == [1, 9] and [r.run_id for r in heard] == [1]
+
+    def waiting(session, pairs, executor, *, command, note, on_record):
+        on_record(stored[2])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(launches, "run_scheduled", waiting)
+    slurm = launch(Local(), [(c, "eagle3") for c in commits], SimpleNamespace(), command="noise")  # type: ignore[arg-type]
+    assert slurm.submitter and not slurm.interrupted and [r.run_id for r in slurm.records] == [3]
+    kwargs = {"manifests": ["m"], "repo": "r", "sets": ["a=1"], "executor": "slurm", "slots": 2, "json_out": True}
+    args = BenchArgs.take(kwargs, keep=("slots",))
+    assert (args.manifests, args.sets, args.cluster.executor, args.cluster.slots) == (("m",), ("a=1",), "slurm", 2)
+    assert kwargs == {"slots": 2, "json_out": True}  # what the verb itself takes is left

@@ -147,6 +147,52 @@ def test_scancel_of_a_running_job_is_stored_interrupted(
     assert run["reason"] == f"the Slurm job {job_id} ended CANCELLED without a result"
 
 
+def hanging_launch(shared: Path) -> tuple[str, ...]:
+    """--set options for a launch whose server is healthy and whose 3rd client run (the 2nd measured) hangs,
+    counted in ``shared/marker``, so that Slurm ends it in the middle of its measurement."""
+    return (
+        "--set", f"marker={shared / 'marker'}", "--set", "server_args=--workers 1",
+        "--set", "client_args=--spelling token --hang-at 3",
+    )  # fmt: skip
+
+
+def wait_for_client(shared: Path, proc: subprocess.Popen[str], runs: int) -> None:
+    deadline = time.monotonic() + 90
+    marker = shared / "marker"
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if marker.exists() and marker.read_text(encoding="utf-8").split().count("client") >= runs:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"client run {runs} never started")
+
+
+def test_scancel_during_the_measurement_is_interrupted_with_slurms_state(
+    slurm: SlurmCluster, history: History, manifest: Path, shared: Path
+) -> None:
+    """submitit ignores SIGTERM inside the job: without patchkit's own handler the server died under a launch
+    that went on, and the run was stored server-failed with state COMPLETED."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--commit", history["base"], "--profile", "baseline",
+        *hanging_launch(shared), "--json",
+    )  # fmt: skip
+    proc = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_client(shared, proc, 3)  # healthy, one measured run done, the next one hanging
+    (row,) = submissions(store)
+    subprocess.run(["scancel", row["job_id"]], check=True)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    (run,) = json.loads(out)["runs"]
+    assert run["outcome"] == "interrupted", run["reason"]
+    assert run["executor"]["state"] == "CANCELLED"
+    assert run["reason"] == (
+        f"the Slurm job {row['job_id']} ended CANCELLED during the launch; the samples so far are kept"
+    )
+    assert run["samples"]["output_tok_s"][0] is not None  # the measured run is kept
+    assert run["server_info"] is not None  # it came from inside the job, not from a lost one
+
+
 def wait_for_running(store: Path, proc: subprocess.Popen[str], count: int = 1) -> str:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -195,6 +241,83 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     fresh = run_cli(capsys, *command, "--json")
     assert fresh.code == 0, fresh.err
     assert not {r["executor"]["job_id"] for r in fresh.json["runs"]} & set(submitted)
+
+
+def test_a_rerun_while_the_jobs_still_run_leaves_their_trees_alone(
+    slurm: SlurmCluster,
+    capsys: pytest.CaptureFixture[str],
+    history: History,
+    manifest: Path,
+    shared: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With 10-30 minute launches the re-run after a lost submitter meets jobs still running: it must not
+    prepare their worktrees again (the probe inside each job refuses a loaded file changed since)."""
+    import patchkit.bench.session as session_module
+
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--slots", "2", "--profile", "baseline", "--commit", history["base"],
+        "--commit", history["slow"], "--set", "server_args=--workers 1 --delay 12",
+    )  # fmt: skip
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 90
+    logs: list[Path] = []
+    while time.monotonic() < deadline:  # both servers up: each has loaded its tree's _version.py
+        assert first.poll() is None, first.communicate()
+        logs = sorted((shared / "bench-runs").glob("*/server.log")) if (shared / "bench-runs").is_dir() else []
+        if len(logs) == 2 and all("listening" in log.read_text(encoding="utf-8") for log in logs):
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("the servers never started")
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    submitted = [s["job_id"] for s in submissions(store)]
+    running = subprocess.run(
+        ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    assert {f"{job} RUNNING" for job in submitted} <= {line.strip() for line in running}  # still running
+    prepared: list[str] = []
+    real = session_module.prepare_commit
+
+    def counting(repo: Any, manifests: Any, commit: Any, *args: Any, **kwargs: Any) -> Any:
+        prepared.append(commit.sha)
+        return real(repo, manifests, commit, *args, **kwargs)
+
+    monkeypatch.setattr(session_module, "prepare_commit", counting)
+    again = run_cli(capsys, *command, "--json")
+    assert again.code == 0, again.out + again.err
+    assert prepared == []  # every launch was submitted: no tree prepared again
+    assert [r["outcome"] for r in again.json["runs"]] == ["ok", "ok"]
+    assert sorted(r["executor"]["job_id"] for r in again.json["runs"]) == sorted(submitted)
+    assert [s["job_id"] for s in submissions(store)] == submitted  # nothing submitted again
+
+
+def test_a_job_cancelled_while_its_submitter_was_dead_is_stored_from_the_spec_it_was_sent(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    """The re-run does not prepare a submitted launch's tree, so a job that sends nothing back is stored from
+    the spec submitit kept (its manifests and guard report), not from a tree prepared again."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--profile", "baseline", "--commit", history["base"], "--commit",
+        history["slow"], "--set", "server_args=--workers 1 --delay 4",
+    )  # fmt: skip
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    wait_for_running(store, first, count=2)  # the first job runs, the second waits behind --slots 1
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    waiting = submissions(store)[1]["job_id"]
+    subprocess.run(["scancel", waiting], check=True)
+    again = run_cli(capsys, *command, "--json")
+    assert again.code == 1, again.err
+    by_job = {r["executor"]["job_id"]: r for r in again.json["runs"]}
+    lost = by_job[waiting]
+    assert lost["outcome"] == "interrupted" and lost["executor"]["state"] == "CANCELLED"
+    assert lost["commit"]["sha"] == history["slow"]
+    assert [m["name"] for m in lost["manifests"]] == ["standin"] and lost["guard"]["ok"] is True
+    assert lost["logs"]["run_dir"] == submissions(store)[1]["label"]["run_dir"]
 
 
 def test_a_bisect_with_2_slots_needs_fewer_rounds_than_with_1(
@@ -311,3 +434,96 @@ def test_noise_on_slurm_runs_its_launches_as_one_array(
     assert len(jobs) == 3 and len({j.split("_")[0] for j in jobs}) == 1
     (profile,) = result.json["profiles"]
     assert {row["launches"] for row in profile["metrics"]} == {3}
+
+
+def test_the_time_limit_stops_the_launch_as_timeout_and_keeps_its_samples(
+    slurm: SlurmCluster, history: History, manifest: Path, shared: Path
+) -> None:
+    """--timeout-min 2: submitit's signal comes 90 s before the limit (30 s in); the launch stops then, and
+    the run says TIMEOUT, not FAILED with a log path for a reason."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(history, manifest, store, shared, "--commit", history["base"], "--profile", "baseline",
+                   *hanging_launch(shared), "--json")  # fmt: skip
+    command[command.index("--timeout-min") + 1] = "2"
+    result = subprocess.run([patchkit_script(), *command], capture_output=True, text=True, timeout=150)
+    assert result.returncode == 1, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["outcome"] == "interrupted"
+    assert run["executor"]["state"] == "TIMEOUT"
+    assert run["reason"] == (
+        f"the Slurm job {run['executor']['job_id']} reached its time limit: stopped 90 s before it; "
+        "the samples so far are kept"
+    )
+    assert run["samples"]["output_tok_s"][0] is not None
+
+
+def test_a_time_limit_within_submitits_signal_delay_is_refused(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    store = shared.parent / "bench.sqlite"
+    command = argv(history, manifest, store, shared, "--commit", history["base"])
+    command[command.index("--timeout-min") + 1] = "1"
+    result = run_cli(capsys, *command)
+    assert result.code == 2
+    assert result.err.splitlines() == [
+        "patchkit: error: --timeout-min 1: submitit signals a job 90 s before its time limit and the launch stops "
+        "then, so a job of 1 minute would stop as it starts; give 2 minutes or more: start-up, health wait and "
+        "client runs must fit in the limit less 90 s"
+    ]
+    assert submissions(store) == []
+
+
+def test_the_noise_prior_of_slurm_launches_is_kept_for_the_partition_and_found_by_bisect(
+    slurm: SlurmCluster,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    history: History,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a cluster the submitter (a login node) and the nodes the jobs land on have other names: the prior
+    was stored under the first job's node and looked up under the submitter's, so bisect never found it."""
+    import socket
+
+    from bench_helpers import bench_table
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "login-1")  # this process: the submitter; jobs say `vm`
+    kit = write_bench_kit(tmp_path / "kit", bench=bench_table(warmup=0, repeat=1))
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    store = tmp_path / "bench.sqlite"
+    common = ["-m", kit, "--repo", history.path, "--store", store, "--profile", "baseline", "--executor", "slurm",
+              "--shared-dir", shared, "--timeout-min", "5"]  # fmt: skip
+    noise = run_cli(capsys, "noise", *common, "--commit", history["base"], "--launches", "3", "--slots", "3", "--json")
+    assert noise.code == 0, noise.err
+    assert noise.json["profiles"][0]["host"] == "slurm:default"  # no --slurm-partition: Slurm's default one
+    with sqlite3.connect(store) as db:
+        assert {host for (host,) in db.execute("SELECT host FROM noise")} == {"slurm:default"}
+    text = run_cli(capsys, "noise", *common, "--commit", history["base"], "--launches", "3", "--slots", "3")
+    assert "Slurm partition default: compare and bisect use these spreads as the prior" in text.out
+    found = run_cli(
+        capsys, "bisect", *common, "--good", history["base"], "--bad", history["tip"], "--metric", "output_tok_s",
+        "--max-launches", "2", "--slots", "2", "--json",
+    )  # fmt: skip
+    assert found.json["criterion"]["noise"] == {"sigma": 0.0, "df": 2, "place": "slurm:default"}
+
+
+def test_bisect_takes_its_slots_from_the_bench_slurm_table(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, history: History
+) -> None:
+    from bench_helpers import bench_table
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    table = {"shared_dir": str(shared), "slots": 2, "timeout_min": 5}
+    kit = write_bench_kit(tmp_path / "kit", bench=bench_table(warmup=0, repeat=1, slurm=table))
+    store = tmp_path / "bench.sqlite"
+    result = run_cli(
+        capsys, "bisect", "-m", kit, "--repo", history.path, "--store", store, "--good", history["base"],
+        "--bad", history["tip"], "--metric", "output_tok_s", "--profile", "baseline", "--max-launches", "4",
+        "--executor", "slurm", "--json",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert result.json["search"]["slots"] == 2
+    with sqlite3.connect(store) as db:
+        per_round = db.execute("SELECT batch, count(*) FROM submissions GROUP BY batch").fetchall()
+    assert max(n for _, n in per_round) == 2  # a round of two launches: one array, two at once

@@ -38,6 +38,9 @@ def test_one_launch_per_side_without_a_prior_is_unknown_and_says_why() -> None:
     assert v.call is Call.UNKNOWN
     assert v.ratio == pytest.approx(0.7) and v.low is None and v.launches_needed is None
     assert "noise prior" in v.why
+    # What would decide it, said in the verdict (JSON `next`, compare's table).
+    assert v.next == "run `patchkit noise` for a noise prior, or launch each side at least twice"
+    assert v.as_json()["next"] == v.next
 
 
 def test_one_launch_per_side_with_a_prior_gives_an_interval_and_the_launches_needed() -> None:
@@ -47,6 +50,11 @@ def test_one_launch_per_side_with_a_prior_gives_an_interval_and_the_launches_nee
     near = judge([100.0], [94.0], noise=noise, threshold=0.05)
     assert near.call is Call.UNKNOWN
     assert near.launches_needed is not None and near.launches_needed > 1
+    assert near.next == f"about {near.launches_needed} launches per side"
+    assert big.next is None  # decided: nothing more to do
+    edge = judge([100.0], [95.2380952], noise=noise, threshold=0.05)  # the estimate on the band's edge
+    assert edge.call is Call.UNKNOWN and edge.launches_needed is None
+    assert edge.next == "more than 1000 launches per side: the change is about the size of ±5.0%"
     # More noise, more launches.
     noisier = judge([100.0], [94.0], noise=Noise(sigma=0.06, df=9), threshold=0.05)
     assert noisier.launches_needed is None or noisier.launches_needed > near.launches_needed

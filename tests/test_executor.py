@@ -223,7 +223,11 @@ def test_slurm_only_options_with_the_local_executor_are_bad_input(
     base = ["bench", "-m", kit, "--repo", history.path, "--store", tmp_path / "s.sqlite"]
     local = run_cli(capsys, *base, "--shared-dir", tmp_path, "--slurm-partition", "gpu")
     assert local.code == 2
-    assert "--shared-dir, --slurm-partition only apply with --executor slurm" in local.err
+    assert "--shared-dir, --slurm-partition only apply with --executor slurm; add --executor slurm, or drop them" in (
+        local.err
+    )
+    alone = run_cli(capsys, *base, "--shared-dir", tmp_path)
+    assert "--shared-dir only applies with --executor slurm; add --executor slurm, or drop it" in alone.err
     missing = run_cli(capsys, *base, "--executor", "slurm")
     assert missing.code == 2 and "--executor slurm needs --shared-dir DIR" in missing.err
     gone = run_cli(capsys, *base, "--executor", "slurm", "--shared-dir", tmp_path / "nowhere")
@@ -257,3 +261,36 @@ def test_a_job_slurm_has_forgotten_without_a_result_finishes_unknown(slurm: Slur
         (finished,) = executor.map(job_facts, [Task("k", None)], batch="b", ledger=store)
     assert (finished.value, finished.state) == (None, "UNKNOWN")
     assert finished.reason == "the Slurm job 987654_0 is no longer known to Slurm and ended without a result"
+
+
+def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(tmp_path: Path) -> None:
+    """A re-run does not prepare a submitted launch's tree; when submitit's pickle of its spec is gone too,
+    what the submission row kept (values, run directory) is what a lost job's record is made of."""
+    from types import SimpleNamespace
+
+    from patchkit.bench.cluster import submitted_launch
+    from patchkit.git import Commit
+
+    commit = Commit(sha="a" * 40, parents=(), author="a", date="2026-01-01T00:00:00+00:00", subject="s")
+    session: object = SimpleNamespace(config=object(), sets={}, allow_dirty=True)
+    row = {"folder": str(tmp_path / "gone"), "job_id": "7_1", "label": {"vars": {"tp": "8"}, "run_dir": "/r/1"}}
+    launch = submitted_launch(session, commit, "eagle3", row)  # type: ignore[arg-type]
+    assert (launch.commit, launch.profile, dict(launch.vars), launch.run_dir) == (commit, "eagle3", {"tp": "8"}, "/r/1")
+    assert launch.allow_dirty is True and launch.manifests == () and dict(launch.guard) == {}
+
+
+def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None:
+    from patchkit.bench.executor import _raised
+
+    text = (
+        "Job (task=0) failed during processing with trace:\n----------------------\nTraceback (most recent call "
+        'last):\n  File "x.py", line 1, in f\n    time.sleep(delay)\nsubmitit.core.utils.UncompletedJobError: Job '
+        "not requeued because: timed-out and not checkpointable.\n\n----------------------\nYou can check full logs "
+        "with 'job.stderr(0)' and 'job.stdout(0)'or at paths:\n  - /s/45_0_log.err\n  - /s/45_0_log.out"
+    )
+    assert _raised(text) == (
+        "submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not checkpointable."
+    )
+    assert _raised("Job not requeued because: timed-out and not checkpointable.") == (
+        "Job not requeued because: timed-out and not checkpointable."
+    )

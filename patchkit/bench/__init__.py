@@ -9,12 +9,16 @@
   interpreter, torch and GPU facts.
 * ``record``: ``RunRecord`` and ``Outcome``, the values everything else
   passes around; ``store``: the SQLite store of records.
-* ``compare`` and ``bisect``: pure functions over records and measurements.
-* ``session``: prepare + job + store, what ``bench`` and ``bisect`` drive.
+* ``compare`` and ``bisect`` (with ``hunt`` and ``verdict``): pure functions over records and measurements.
+* ``session``: prepare + job + store, what ``bench``, ``noise`` and ``bisect`` drive; ``executor`` and
+  ``cluster``: the same launches as Slurm jobs.
+* ``launches``: what the three verbs share: their options (``BenchArgs``), the session they open, and the
+  launch loop, local or Slurm; ``bisecting``: a bisect in a session; ``aa``: the A/A report of ``noise``.
 
 Layers, bottom up: ``record`` (and ``metrics``) < ``store``, ``compare``,
-``bisect`` < ``provenance``, ``job`` < ``prepare`` < ``session``; nothing
-here imports ``patchkit.commands``.  The verbs live in ``patchkit.commands``.
+``bisect`` < ``provenance``, ``job`` < ``prepare`` < ``session`` < ``cluster`` <
+``launches`` < ``bisecting``; nothing here imports ``patchkit.commands``.  The
+verbs live in ``patchkit.commands``.
 
 The package itself imports nothing, so that reading records (``record``,
 ``store``, ``compare``) never loads the job's process machinery: import

@@ -12,8 +12,10 @@ launches are the replicates, more are added where the data is unclear (up to
 answer is a first bad commit only with ``1 - alpha`` of the posterior behind
 it; otherwise a range of commits with why.
 
-1. GOOD and BAD are launched once each; a launch that is not usable (not
-   ``ok``, or no value) or a criterion they fail is an ``error``, no answer.
+1. GOOD and BAD are launched once each, in one round when ``slots >= 2``
+   (one job array on Slurm; with more slots, evenly spaced probes fill it, as
+   ``hunt`` would), else GOOD first; a launch that is not usable (not ``ok``,
+   or no value) or a criterion they fail is an ``error``, no answer.
 2. ``hunt`` over the whole line.  A commit listed in ``skipped`` (its patches
    cannot apply, known before anything runs) is never measured; a launch that
    is not usable makes its commit skipped too.  Skipped commits stay
@@ -28,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from patchkit.bench.hunt import HuntReport, Round, Side, hunt
+from patchkit.bench.hunt import HuntReport, Round, Side, ahead, hunt
 from patchkit.bench.record import Outcome
 from patchkit.bench.verdict import Noise, Verdict
 from patchkit.git import Commit
@@ -45,6 +47,7 @@ class Measurement:
     outcome: Outcome = Outcome.OK
     run: int | None = None
     why: str | None = None  # the run's reason, when it is not ok
+    details: tuple[str, ...] = ()  # what a step line cannot hold: e.g. each STRAY that refused the run
 
     @property
     def usable(self) -> bool:
@@ -106,7 +109,9 @@ class BisectReport:
     rounds: int = 0
     slots: int = 1
     max_launches: int = 1
-    unsure: tuple[tuple[Commit, Side], ...] = field(default=())  # measured commits left unclear (P(bad) in 1..99 %)
+    unsure: tuple[tuple[Commit, Side], ...] = field(default=())  # range: measured commits left unsettled to alpha
+    likely: Commit | None = None  # range: the most likely first bad commit
+    likely_probability: float | None = None  # its posterior mass (short of 1 - alpha)
 
     def to_json(self) -> dict[str, Any]:
         first = self.first_bad
@@ -131,6 +136,10 @@ class BisectReport:
                 "evidence": None if self.evidence is None else self.evidence.as_json(),
                 "adjacent": None if self.adjacent is None else self.adjacent.as_json(),
                 "commits": [{"commit": c.sha, "launches": list(s.launches), "p_bad": s.p_bad} for c, s in self.sides],
+                "likely": None
+                if self.likely is None
+                else {"commit": self.likely.sha, "probability": self.likely_probability},
+                "unclear": [{"commit": c.sha, "p_bad": s.p_bad, "launches": len(s.launches)} for c, s in self.unsure],
             },
         }
 
@@ -198,12 +207,13 @@ def bisect(
     def settle(sides: Sequence[Side], whys: Sequence[str] = ()) -> None:
         """The verdicts of the steps of the round that just ended, from the posterior after it."""
         p_bad = {line[s.position].sha: s.p_bad for s in sides}
+        offset = len(pending) - len(whys)  # the round's own launches are the last ones; probes of the first before
         for index, step in enumerate(pending):
             p = p_bad.get(step.commit.sha)
             verdict: StepVerdict = step.verdict
             if verdict != "skip" and p is not None and p == p:  # not NaN
                 verdict = "bad" if p >= SURE else "good" if p <= 1 - SURE else "unclear"
-            why = whys[index] if index < len(whys) else step.why
+            why = whys[index - offset] if whys and index >= offset else step.why
             done = Step(step.commit, step.measurement, verdict, step.launch, p, why)
             steps.append(done)
             if on_step is not None:
@@ -214,25 +224,33 @@ def bisect(
         settle([])
         return BisectReport(good, bad, tuple(steps), _in_order(line, skips), None, None, (), error, good_value)
 
-    first = launch([good], ["GOOD"])[0]
+    index = {c.sha: i for i, c in enumerate(line)}
+    together = slots >= 2  # GOOD and BAD in one round: the slots are there, and each round costs a launch's time
+    spots = ahead(len(line), slots - 2, {index[sha] for sha in skips}) if slots > 2 else []
+    if together:
+        whys = ["GOOD", "BAD", *(w for _, w in spots)]
+        first, last, *probed = launch([good, bad, *(line[p] for p, _ in spots)], whys)
+    else:
+        first, last, probed = launch([good], ["GOOD"])[0], None, []
     if first is None:
         return failed(f"--good {good.short} is not good (skip): cannot bisect")
     if is_bad is not None and is_bad(first, first):
-        pending[-1] = _with(pending[-1], "bad")
+        pending[0] = _with(pending[0], "bad")
         return failed(f"--good {good.short} is not good (bad): cannot bisect")
     good_value = first
-    last = launch([bad], ["BAD"])[0]
+    if not together:
+        last = launch([bad], ["BAD"])[0]
     if last is None:
         return failed(f"--bad {bad.short} is not bad by the criterion (skip)")
     if is_bad is not None and not is_bad(last, good_value):
-        pending[-1] = _with(pending[-1], "good")
+        pending[1] = _with(pending[1], "good")
         return failed(f"--bad {bad.short} is not bad by the criterion (good)")
     ends: tuple[StepVerdict, StepVerdict] = ("good", "bad")
-    for step, verdict in zip(pending, ends, strict=True):
+    for step, verdict in zip(pending[:2], ends, strict=True):
         steps.append(_with(step, verdict))
         if on_step is not None:
             on_step(steps[-1])
-    pending.clear()
+    del pending[:2]  # the probes of the first round are settled with the search's first posterior
 
     def on_round(done: Round, sides: Sequence[Side]) -> None:
         settle(sides, done.why)
@@ -240,7 +258,6 @@ def bisect(
     def measure_positions(positions: Sequence[int]) -> list[float | None]:
         return launch([line[p] for p in positions], [""] * len(positions))
 
-    index = {c.sha: i for i, c in enumerate(line)}
     report = hunt(
         len(line),
         measure_positions,
@@ -252,11 +269,12 @@ def bisect(
         expect="lower" if better == "higher" else "higher",
         on_round=on_round,
         skipped=[index[sha] for sha in skips],
-        initial={0: [good_value], len(line) - 1: [last]},
+        initial={0: [good_value], len(line) - 1: [last], **{p: [v] for (p, _), v in zip(spots, probed, strict=True)}},
         label=lambda p: line[p].short,
     )
     settle(report.measured)
-    return _report(line, report, steps, skips, good_value, slots=slots, max_launches=max_launches, alpha=alpha)
+    before = 1 if together else 2  # the rounds of GOOD's and BAD's first launches
+    return _report(line, report, steps, skips, good_value, before, slots=slots, max_launches=max_launches, alpha=alpha)
 
 
 def _with(step: Step, verdict: StepVerdict) -> Step:
@@ -273,23 +291,26 @@ def _report(
     steps: Sequence[Step],
     skips: Mapping[str, Skip],
     good_value: float | None,
+    before: int,
     *,
     slots: int,
     max_launches: int,
     alpha: float,
 ) -> BisectReport:
     sides = tuple((line[s.position], s) for s in report.measured)
-    unsure = tuple((c, s) for c, s in sides if 1 - SURE < s.p_bad < SURE)
+    of = {s.position: s for s in report.measured}
     common: dict[str, Any] = {
         "why": report.why,
         "probability": report.probability,
         "evidence": report.evidence,
         "adjacent": report.adjacent,
         "sides": sides,
-        "rounds": len(report.rounds) + 2,  # GOOD's and BAD's first launches were a round each
+        "rounds": len(report.rounds) + before,  # with GOOD's and BAD's first launches
         "slots": slots,
         "max_launches": max_launches,
-        "unsure": unsure,
+        "unsure": tuple((line[p], of[p]) for p in report.unclear),
+        "likely": None if report.likely is None else line[report.likely],
+        "likely_probability": report.likely_mass,
     }
     skipped = _in_order(line, skips)
     if report.kind == "found":

@@ -22,27 +22,89 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+import pickle
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from patchkit.bench.executor import Finished, SlurmExecutor, SlurmOptions, Task, check_shared_dir, job_facts
+from patchkit.bench.executor import (
+    SIGNAL_DELAY_S,
+    Finished,
+    SlurmExecutor,
+    SlurmOptions,
+    Task,
+    check_shared_dir,
+    job_facts,
+)
 from patchkit.bench.job import JobSpec, run_job
+from patchkit.bench.provenance import host_facts
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.session import Session, unstarted_record
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
+from patchkit.render import plural
 
 EXECUTORS = ("local", "slurm")
 LOG_TAIL = 20
 
 
 def ship(spec: JobSpec) -> dict[str, Any]:
-    """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran."""
-    record = run_job(spec, None, base_env=dict(os.environ))
-    return {"record": record.to_json(), "job": job_facts()}
+    """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran.
+
+    ``stopped``: what stopped the launch early, if anything (``SIGTERM``: scancel or the end of the job;
+    ``time-limit``: submitit's signal ``SIGNAL_DELAY_S`` before the limit)."""
+    with slurm_stops_the_launch() as caught:
+        record = run_job(spec, None, base_env=dict(os.environ))
+    return {"record": record.to_json(), "job": job_facts(), "stopped": caught[0] if caught else None}
+
+
+@contextmanager
+def slurm_stops_the_launch() -> Iterator[list[str]]:
+    """Inside a Slurm job, what Ctrl-C is locally: SIGTERM, and submitit's time-limit signal, end the launch
+    as ``interrupted`` (``run_job`` stops the server and keeps the samples so far), once.
+
+    submitit's own handlers would not: it ignores SIGTERM (the server then dies under a job that goes on
+    and calls it ``server-failed``), and at the time limit raises out of the launch, so that nothing of it
+    comes back.  A preemption (the same signal before the time limit) is still submitit's: it requeues
+    the job.  The list says what came: ``SIGTERM`` or ``time-limit``."""
+    caught: list[str] = []
+    usr = signal.SIGUSR2
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, usr)}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if signum == usr and not _timed_out(previous[usr]):
+            earlier = previous[usr]
+            if callable(earlier):
+                earlier(signum, frame)
+            return
+        if caught:  # the launch is already stopping
+            return
+        caught.append("time-limit" if signum == usr else "SIGTERM")
+        raise KeyboardInterrupt
+
+    try:
+        for signum in previous:
+            signal.signal(signum, handler)
+    except ValueError:  # not the main thread
+        yield caught
+        return
+    try:
+        yield caught
+    finally:
+        for signum, earlier in previous.items():
+            signal.signal(signum, earlier)
+
+
+def _timed_out(submitits: Any) -> bool:
+    """Whether the time-limit signal is the time limit, as submitit's own handler decides it (else a
+    preemption); a signal no submitit handler awaits is taken as the time limit."""
+    check = getattr(getattr(submitits, "__self__", None), "has_timed_out", None)
+    return True if check is None else bool(check())
 
 
 def parse_extra(items: Sequence[str]) -> dict[str, str]:
@@ -82,8 +144,8 @@ def slurm_options(
         named = [name for name, value in given.items() if value is not None]
         if named:
             raise UsageError(
-                f"{', '.join(named)} only apply with --executor slurm",
-                hint="add --executor slurm, or drop them",
+                f"{', '.join(named)} only appl{'ies' if len(named) == 1 else 'y'} with --executor slurm",
+                hint=f"add --executor slurm, or drop {'it' if len(named) == 1 else 'them'}",
             )
         return None
     table = config.slurm
@@ -93,11 +155,20 @@ def slurm_options(
             "--executor slurm needs --shared-dir DIR (or shared_dir in [bench.slurm])",
             hint="a directory the submitting host and every compute node see at the same path",
         )
+    timeout = timeout_min or table.timeout_min or 60
+    if timeout * 60 <= SIGNAL_DELAY_S:
+        source = f"--timeout-min {timeout}" if timeout_min else f"[bench.slurm].timeout_min = {timeout}"
+        raise UsageError(
+            f"{source}: submitit signals a job {SIGNAL_DELAY_S} s before its time limit and the launch stops "
+            f"then, so a job of {plural(timeout, 'minute')} would stop as it starts",
+            hint=f"give {SIGNAL_DELAY_S // 60 + 1} minutes or more: start-up, health wait and client runs must "
+            f"fit in the limit less {SIGNAL_DELAY_S} s",
+        )
     return SlurmOptions(
         shared_dir=check_shared_dir(Path(where)),
         partition=partition or table.partition,
         gpus_per_job=gpus_per_job if gpus_per_job is not None else table.gpus_per_job,
-        timeout_min=timeout_min or table.timeout_min or 60,
+        timeout_min=timeout,
         slots=slots or table.slots or 1,
         extra={**table.extra, **parse_extra(extra)},
     )
@@ -111,17 +182,20 @@ def gpus_for(options: SlurmOptions, values: Mapping[str, str]) -> int | None:
     return int(tp) if tp.isdigit() and int(tp) > 0 else None
 
 
-def task_key(spec: JobSpec, ordinal: int) -> str:
-    """What makes two launches the same launch: commit, profile, values, counts, manifests, ordinal."""
+def task_key(session: Session, commit: Commit, profile: str, ordinal: int) -> str:
+    """What makes two launches the same launch: commit, profile, values, counts, manifests, ordinal.
+
+    Computed from the session alone, without preparing the tree: a re-run of a command whose
+    submitter died must not touch the worktree of a launch still running from it."""
     text = json.dumps(
         {
-            "commit": spec.commit.sha,
-            "profile": spec.profile,
-            "vars": dict(spec.vars),
-            "warmup": spec.warmup,
-            "repeat": spec.repeat,
-            "manifests": [m.get("digest") for m in spec.manifests],
-            "allow_dirty": spec.allow_dirty,
+            "commit": commit.sha,
+            "profile": profile,
+            "vars": dict(session.config.resolve_vars(profile, session.sets)),
+            "warmup": session.config.warmup,
+            "repeat": session.repeat or session.config.repeat,
+            "manifests": [m.digest for m in session.manifests],
+            "allow_dirty": session.allow_dirty,
             "ordinal": ordinal,
         },
         sort_keys=True,
@@ -149,9 +223,30 @@ def label(spec: JobSpec) -> dict[str, Any]:
     }
 
 
-def record_of(finished: Finished, spec: JobSpec) -> RunRecord:
+@dataclass(frozen=True)
+class Launch:
+    """What the submitter knows of one launch: enough to store a job that ended without a result."""
+
+    commit: Commit
+    profile: str
+    vars: Mapping[str, str]
+    config: BenchConfig
+    run_dir: str
+    manifests: tuple[Mapping[str, Any], ...] = ()
+    guard: Mapping[str, Any] = field(default_factory=dict)
+    allow_dirty: bool = False
+
+    @classmethod
+    def of(cls, spec: JobSpec) -> Launch:
+        return cls(
+            spec.commit, spec.profile, spec.vars, spec.config, str(spec.run_dir), spec.manifests, spec.guard,
+            spec.allow_dirty,
+        )  # fmt: skip
+
+
+def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
     """The stored record of a finished Slurm job: the job's own record with where it ran, or, when the
-    job ended without one, an ``interrupted`` record with the Slurm state and the job's logs."""
+    job ended without one, an ``interrupted`` record (of ``launch``) with the Slurm state and the job's logs."""
     slurm = dict(finished.slurm or {})
     if finished.value is not None:
         data = dict(finished.value["record"])
@@ -163,27 +258,65 @@ def record_of(finished: Finished, spec: JobSpec) -> RunRecord:
             "gpu_ids": job.get("gpu_ids", []),
             "slurm_job_id": job.get("job_id"),
         }
+        stopped = _stopped(finished, data["outcome"], finished.value.get("stopped"))
+        if stopped is not None:
+            data["executor"]["state"], why = stopped
+            data["outcome"], data["reason"] = Outcome.INTERRUPTED.value, f"{why}; the samples so far are kept"
         return RunRecord.from_json(data)
+    assert launch is not None, "a job without a result needs what was sent"
     logs = slurm.get("logs", {})
     return unstarted_record(
-        spec.commit,
-        spec.profile,
+        launch.commit,
+        launch.profile,
         Outcome.INTERRUPTED,
         finished.reason or f"the Slurm job {slurm.get('job_id')} ended without a result",
         _tail(Path(logs["stderr"])) if logs.get("stderr") else (),
-        spec.vars,
-        spec.manifests,
-        spec.guard,
-        spec.config,
-        allow_dirty=spec.allow_dirty,
+        launch.vars,
+        launch.manifests,
+        launch.guard,
+        launch.config,
+        allow_dirty=launch.allow_dirty,
         host={"hostname": slurm.get("node") or ""},
         logs={
             "slurm_stdout": logs.get("stdout"),
             "slurm_stderr": logs.get("stderr"),
-            "run_dir": finished.label.get("run_dir", str(spec.run_dir)),  # the job's, from its submission
+            "run_dir": finished.label.get("run_dir", launch.run_dir),  # the job's, from its submission
         },
         executor={"name": "slurm", **slurm, "gpu_ids": []},
     )
+
+
+def _stopped(finished: Finished, outcome: str, stopped: str | None) -> tuple[str, str] | None:
+    """(state, why) of a launch that Slurm ended before it was done: stopped at the time-limit signal
+    (TIMEOUT, though Slurm then sees the job end by itself), or a launch that did not finish ok in a job
+    that Slurm ended (CANCELLED by scancel, PREEMPTED, NODE_FAIL, TIMEOUT); None for a launch left alone."""
+    job_id = (finished.slurm or {}).get("job_id")
+    if stopped == "time-limit":
+        return "TIMEOUT", f"the Slurm job {job_id} reached its time limit: stopped {SIGNAL_DELAY_S} s before it"
+    if finished.state != "COMPLETED" and (stopped is not None or outcome != Outcome.OK.value):
+        return finished.state, f"the Slurm job {job_id} ended {finished.state} during the launch"
+    return None
+
+
+def submitted_launch(session: Session, commit: Commit, profile: str, row: Mapping[str, Any]) -> Launch:
+    """A launch submitted by an earlier run of the command (its job may still be running from the tree,
+    which is therefore not prepared again): the spec it was submitted with, read back from submitit's
+    pickle in the shared folder, else what its submission row says."""
+    import submitit
+
+    job: Any = submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"])
+    spec = None
+    if job.paths.submitted_pickle.exists():
+        try:
+            spec = job.submission().args[0]
+        except (OSError, EOFError, IndexError, AttributeError, ImportError, pickle.UnpicklingError):
+            spec = None  # unreadable, or pickled by another patchkit: the submission row's label
+    if isinstance(spec, JobSpec):
+        return Launch.of(spec)
+    label = row.get("label") or {}
+    values = label.get("vars") or session.config.resolve_vars(profile, session.sets)
+    run_dir = str(label.get("run_dir", ""))
+    return Launch(commit, profile, values, session.config, run_dir, allow_dirty=session.allow_dirty)
 
 
 def _tail(path: Path) -> tuple[str, ...]:
@@ -206,46 +339,52 @@ def run_scheduled(
 ) -> list[RunRecord]:
     """Every (commit, profile) launched on Slurm (refused ones stored without submitting); records in
     the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one; with
-    ``batch`` (a round of a bisect), exactly that batch, finished or not."""
+    ``batch`` (a round of a bisect), exactly that batch, finished or not.
+
+    A launch the batch already holds is read back (collected) or reattached to (submitted): its tree
+    is not prepared again, since its job may be running from it; only the rest is planned."""
     store = session.store
+    ordered = [(commit, profile, session.next_launch(commit, profile)) for commit, profile in pairs]
+    keys = [task_key(session, commit, profile, launch - 1) for commit, profile, launch in ordered]
+    if batch is None:
+        batch, resumed = store.open_batch(batch_key(command, keys, executor.options), command)
+    else:
+        resumed = store.use_batch(batch, command)
+    rows = {row["key"]: row for row in store.submissions(batch)}
+    if resumed and rows:
+        pending = sum(1 for row in rows.values() if row["state"] != "collected")
+        note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
     out: dict[int, RunRecord] = {}
     tasks: list[Task] = []
-    specs: dict[str, tuple[int, JobSpec, int]] = {}
-    for index, (commit, profile) in enumerate(pairs):
-        launch = session.next_launch(commit, profile)  # launch numbers as a local series gives them
+    launches: dict[str, tuple[int, int, Launch | None]] = {}  # key: index in pairs, launch number, what was sent
+    for index, ((commit, profile, launch), key) in enumerate(zip(ordered, keys, strict=True)):
+        row = rows.get(key)
+        if row is not None and row["state"] == "collected" and row["run_id"] is not None:
+            out[index] = store.get(int(row["run_id"]))
+            on_record(out[index])
+            continue
+        if row is not None:  # submitted earlier and not collected: reattached, the tree left as it is
+            launches[key] = (index, launch, None)
+            tasks.append(Task(key, None, row["label"]))
+            continue
         planned = session.plan(commit, profile)
         if isinstance(planned, RunRecord):
             record = replace(planned, launch=launch, series=session.series)
-            record = record.with_run_id(store.add(record))
-            out[index] = record
-            on_record(record)
+            out[index] = record.with_run_id(store.add(record))
+            on_record(out[index])
             continue
-        key = task_key(planned, launch - 1)
-        specs[key] = (index, planned, launch)
+        launches[key] = (index, launch, Launch.of(planned))
         tasks.append(Task(key, planned, label(planned), gpus_for(executor.options, planned.vars)))
     if tasks:
-        if batch is None:
-            batch, resumed = store.open_batch(batch_key(command, [t.key for t in tasks], executor.options), command)
-        else:
-            resumed = store.use_batch(batch, command)
-        rows = {row["key"]: row for row in store.submissions(batch)}
-        if resumed:
-            pending = sum(1 for row in rows.values() if row["state"] != "collected")
-            note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
-        for task in tasks:
-            row = rows.get(task.key)
-            if row is not None and row["state"] == "collected" and row["run_id"] is not None:
-                record = store.get(int(row["run_id"]))
-                out[specs[task.key][0]] = record
-                on_record(record)
-        todo = [t for t in tasks if specs[t.key][0] not in out]
-        for finished in executor.map(ship, todo, batch=batch, ledger=store, note=note):
-            index, spec, launch = specs[finished.key]
-            record = replace(record_of(finished, spec), launch=launch, series=session.series)
-            record = record.with_run_id(store.add(record, submission=(batch, finished.key)))
-            out[index] = record
-            on_record(record)
-        store.finish_batch(batch)
+        for finished in executor.map(ship, tasks, batch=batch, ledger=store, note=note):
+            index, launch, sent = launches[finished.key]
+            if sent is None and finished.value is None:  # a reattached job that sent nothing back
+                commit, profile, _ = ordered[index]
+                sent = submitted_launch(session, commit, profile, rows[finished.key])
+            record = replace(record_of(finished, sent), launch=launch, series=session.series)
+            out[index] = record.with_run_id(store.add(record, submission=(batch, finished.key)))
+            on_record(out[index])
+    store.finish_batch(batch)
     return [out[i] for i in sorted(out)]
 
 
@@ -314,6 +453,15 @@ class ClusterArgs:
 
 
 LOCAL = ClusterArgs()  # the default: in-process, one slot
+
+
+def prior_place(executor: SlurmExecutor | None) -> str:
+    """Where the launches of a verb run, as the noise prior is keyed: this host's name locally, the
+    partition and constraint on Slurm (``SlurmOptions.place``), the same key ``RunRecord.place`` gives
+    their records; ``noise`` stores under it, ``bisect`` and ``compare`` look it up."""
+    if executor is None:
+        return str(host_facts().get("hostname", ""))
+    return executor.options.place
 
 
 def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> SlurmExecutor | None:

@@ -57,6 +57,7 @@ ENDED = frozenset(
     }
 )
 RESULT_GRACE_S = 30.0  # how long a COMPLETED job's result pickle may take to show on a shared filesystem
+SIGNAL_DELAY_S = 90  # submitit's time-limit signal (USR2) comes this long before the limit: the launch stops then
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,15 @@ class SlurmOptions:
     timeout_min: int = 60
     slots: int = 1
     extra: Mapping[str, str] = field(default_factory=dict)  # sbatch long options: account, qos, constraint, ...
+
+    @property
+    def place(self) -> str:
+        """The key of the noise prior of launches submitted with these options: ``slurm:<partition>`` (Slurm's
+        default partition: ``default``) and the constraint, if one is asked; a launch may land on any node there,
+        so the spread of a partition, not of one node, is what a comparison of its launches can lean on."""
+        where = f"slurm:{self.partition or 'default'}"
+        constraint = self.extra.get("constraint")
+        return f"{where},constraint={constraint}" if constraint else where
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,6 +236,7 @@ class SlurmExecutor:
         executor = submitit.SlurmExecutor(folder=self.folder / "%A")
         params: dict[str, Any] = {
             "time": self.options.timeout_min,
+            "signal_delay_s": SIGNAL_DELAY_S,
             "array_parallelism": self.options.slots,
             "job_name": "patchkit-bench",
         }
@@ -294,6 +305,7 @@ class SlurmExecutor:
         self, watching: dict[str, tuple[Any, Mapping[str, Any]]], say: Callable[[str], None]
     ) -> Iterator[Finished]:
         since: dict[str, float] = {}  # when a job was first seen COMPLETED, or forgotten, without a result
+        ending: dict[str, float] = {}  # when a job's result was first seen while Slurm still ran the job
         seen: dict[str, str] = {}  # the last state said of each job: one line per change, as it happens
         while watching:
             asked = slurm_states([job.job_id for job, _ in watching.values()])
@@ -302,8 +314,14 @@ class SlurmExecutor:
                 if asked is not None and seen.get(key) != state and state not in ("UNKNOWN", "COMPLETED"):
                     seen[key] = state
                     say(f"Slurm job {job.job_id} {state}" + (f" on {node}" if node and state == "RUNNING" else ""))
-                facts = self.facts(job, state, node)
+                facts = {**self.facts(job, state, node), "place": self.options.place}
                 if job.paths.result_pickle.exists():
+                    if asked is not None and state not in ENDED and state != "UNKNOWN":
+                        # The result is written as the function returns, a moment before the job ends: wait for
+                        # Slurm's own end state (CANCELLED for a launch that scancel stopped), at most grace_s.
+                        first = ending.setdefault(key, time.monotonic())
+                        if time.monotonic() - first < self.grace_s:
+                            continue
                     del watching[key]
                     yield self._collect(key, job, label, facts)
                     continue
@@ -322,16 +340,21 @@ class SlurmExecutor:
                 time.sleep(self.poll_s)
 
     def _collect(self, key: str, job: Any, label: Mapping[str, Any], facts: dict[str, Any]) -> Finished:
+        """The job's result, with Slurm's end state (COMPLETED where Slurm has none to say yet)."""
         from submitit.core.utils import FailedJobError, UncompletedJobError
 
+        ended = facts["state"] if facts["state"] in ENDED else "COMPLETED"
         try:
             value = job.result()
         except (FailedJobError, UncompletedJobError) as exc:
-            last = str(exc).strip().splitlines()[-1:] or [""]
-            return Finished(key, None, "FAILED", f"the Slurm job {job.job_id} raised: {last[0]}", facts, label)
-        # The result pickle is written as the function returns, while Slurm may still say RUNNING.
-        facts = {**facts, "state": "COMPLETED"}
-        return Finished(key, value, "COMPLETED", None, facts, label)
+            raised = _raised(str(exc))
+            if "timed-out" in raised:  # submitit's time-limit signal came outside the launch
+                why = f"the Slurm job {job.job_id} reached its time limit before it sent a result ({raised})"
+                return Finished(key, None, "TIMEOUT", why, {**facts, "state": "TIMEOUT"}, label)
+            state = ended if ended != "COMPLETED" else "FAILED"
+            why = f"the Slurm job {job.job_id} raised {raised}"
+            return Finished(key, None, state, why, {**facts, "state": state}, label)
+        return Finished(key, value, ended, None, {**facts, "state": ended}, label)
 
     @staticmethod
     def facts(job: Any, state: str, node: str) -> dict[str, Any]:
@@ -344,6 +367,18 @@ class SlurmExecutor:
             "node": node or None,
             "logs": {"stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr)},
         }
+
+
+def _raised(text: str) -> str:
+    """The one line of submitit's error text that says what was raised: the traceback's last line
+    (``Type: message``), not the log paths submitit appends after it."""
+    lines = [line.strip() for line in text.strip().splitlines()]
+    bars = [i for i, line in enumerate(lines) if line and set(line) == {"-"}]
+    if len(bars) >= 2:  # FailedJobError: "... with trace:", a bar, the traceback, a bar, where the logs are
+        trace = [line for line in lines[bars[0] + 1 : bars[1]] if line]
+        if trace:
+            return trace[-1]
+    return next((line for line in lines if line), "an error")
 
 
 def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any]:

@@ -60,6 +60,7 @@ import numpy as np
 from scipy import special
 
 from patchkit.bench.verdict import Call, Noise, Verdict, judge, pooled_noise
+from patchkit.render import plural
 
 Measure = Callable[[Sequence[int]], Sequence[float | None]]
 FLOOR = 1e-12  # the least squared log spread per launch the posterior assumes (a 0.0001 % launch spread)
@@ -105,6 +106,9 @@ class HuntReport:
     measured: tuple[Side, ...]  # every measured commit, in line order
     skipped: tuple[int, ...]  # positions whose launch failed
     rounds: tuple[Round, ...] = field(repr=False)
+    likely: int | None = None  # range: the most likely first bad position
+    likely_mass: float | None = None  # its posterior mass (short of 1 - alpha, or it would be found)
+    unclear: tuple[int, ...] = ()  # range: measured positions left unsettled (P(bad) in alpha/2 .. 1 - alpha/2)
 
     @property
     def starts(self) -> int:
@@ -206,9 +210,8 @@ def hunt(
             if len(g) >= max_launches and len(b) >= max_launches:
                 return report(
                     "no-step",
-                    f"GOOD and BAD could not be told apart in {max_launches} launches each "
-                    f"(ratio {_fmt_ratio(ends)}); about {ends.launches_needed or 'more than ' + str(max_launches)} "
-                    "would be needed",
+                    f"GOOD and BAD could not be told apart in {plural(max_launches, 'launch', 'launches')} each "
+                    f"(ratio {_fmt_ratio(ends)}); to decide: {ends.next or 'more launches'}",
                     endpoints=ends,
                 )
         if max_rounds is not None and len(rounds) >= max_rounds:
@@ -259,10 +262,10 @@ def hunt(
                 )
         lo, hi = post.credible(alpha)
         if max_rounds is not None and len(rounds) >= max_rounds:
-            return _range(report, state, post, lo, hi, ends, f"{max_rounds} rounds spent", max_launches, label)
+            return _range(report, state, post, (lo, hi), ends, f"{max_rounds} rounds spent", max_launches, alpha)
         picks = state.picks(slots, max_launches, alpha, post=post)
         if not picks:
-            return _range(report, state, post, lo, hi, ends, "no launch left could narrow it", max_launches, label)
+            return _range(report, state, post, (lo, hi), ends, "no launch left could narrow it", max_launches, alpha)
         run([p for p, _ in picks], [w for _, w in picks])
 
 
@@ -270,33 +273,46 @@ def _range(
     report: Callable[..., HuntReport],
     state: _State,
     post: _Posterior,
-    lo: int,
-    hi: int,
+    bounds: tuple[int, int],
     ends: Verdict | None,
     reason: str,
     max_launches: int,
-    label: Callable[[int], str],
+    alpha: float,
 ) -> HuntReport:
-    unclear = [
-        f"{label(p)} (P(bad) {post.cdf(p):.3f}, {len(state.values(p))} launches)"
-        for p in state.measured_positions()
-        if lo - 1 <= p <= hi and alpha_unclear(post.cdf(p)) and len(state.values(p)) >= max_launches
-    ]
+    """A range answer, with why: what stopped the search, the measured commits whose side is not settled
+    enough for an answer (P(bad) between ``alpha / 2`` and ``1 - alpha / 2``: a first bad commit needs the
+    mass on both sides of it to miss by less than ``alpha`` together; at the cap, more launches would settle
+    them), those that could not be measured, and the most likely first bad commit with its posterior mass
+    (short of ``1 - alpha``)."""
+    lo, hi = bounds
+    label = state.label
+    unsettled = [p for p in state.measured_positions() if alpha / 2 < post.cdf(p) < 1 - alpha / 2]
+    unclear = [p for p in unsettled if lo - 1 <= p <= hi]
+    named = [f"{label(p)} (P(bad) {post.cdf(p):.4f}, {plural(len(state.values(p)), 'launch', 'launches')})"
+             for p in unclear]  # fmt: skip
+    capped = all(len(state.values(p)) >= max_launches for p in unclear)
     skipped = [label(p) for p in sorted(state.skipped) if lo <= p <= hi]
+    likely, mass = max(((p, post.mass_between(p, p)) for p in range(lo, hi + 1)), key=lambda pm: (pm[1], -pm[0]))
     parts = [reason]
-    if unclear:
-        parts.append(f"unclear at max launches: {', '.join(unclear)}")
+    if named:
+        parts.append(f"unclear{' at --max-launches ' + str(max_launches) if capped else ''}: {', '.join(named)}")
     if skipped:
         parts.append(f"could not be measured: {', '.join(skipped)}")
     unmeasured = [p for p in range(lo, hi + 1) if p not in state.counts and p not in state.skipped]
     if unmeasured and not skipped:
-        parts.append(f"{len(unmeasured)} commits in the range never measured")
-    return report("range", "; ".join(parts), lo=lo, hi=hi, probability=post.mass_between(lo, hi), endpoints=ends)
+        parts.append(f"{plural(len(unmeasured), 'commit')} in the range never measured")
+    parts.append(f"most likely first bad: {label(likely)} at {mass:.4f} of the posterior ({1 - alpha:g} needed)")
+    return report(
+        "range", "; ".join(parts), lo=lo, hi=hi, probability=post.mass_between(lo, hi), endpoints=ends,
+        likely=likely, likely_mass=mass, unclear=tuple(unclear),
+    )  # fmt: skip
 
 
-def alpha_unclear(p_bad: float) -> bool:
-    """A commit whose side is not settled to 1 in 100 (named in a range answer's why)."""
-    return 0.01 < p_bad < 0.99
+def ahead(size: int, count: int, skipped: Collection[int] = ()) -> list[tuple[int, str]]:
+    """Up to ``count`` probes, each with why, for the round that first launches GOOD and BAD: no posterior exists
+    before they have a launch each, so the slots left over speculate on evenly spaced positions."""
+    spots = sorted({round(i * (size - 1) / (count + 1)) for i in range(1, count + 1)} - {0, size - 1})
+    return [(p, "probe: evenly spaced, ahead of the endpoints") for p in spots if p not in skipped]
 
 
 def _merge(prior: Noise | None, pooled: Noise | None) -> Noise | None:
@@ -367,9 +383,7 @@ class _State:
     ) -> list[tuple[int, str]]:
         """Up to ``slots`` positions for the next round, each with why."""
         if 0 not in self.counts or self.size - 1 not in self.counts:
-            # No posterior before GOOD and BAD have a launch each: speculate on evenly spaced positions.
-            spots = sorted({round(i * (self.size - 1) / (slots + 1)) for i in range(1, slots + 1)} - {0, self.size - 1})
-            return [(p, "probe: evenly spaced, ahead of the endpoints") for p in spots if p not in self.skipped]
+            return ahead(self.size, slots, self.skipped)
         post = post or self.posterior()
         pending: dict[int, int] = {}
         chosen: list[tuple[int, str]] = []
@@ -406,7 +420,8 @@ class _State:
                 chosen.append((ref, f"reference: {name}, interleaved with the launches of {self.label(again)}"))
                 pending[ref] = pending.get(ref, 0) + 1
                 continue
-            chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {self.counts[again]} launches"))
+            after = plural(self.counts[again], "launch", "launches")
+            chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {after}"))
             pending[again] = pending.get(again, 0) + 1
         if not chosen and not speculative:
             # Every measured commit is settled or at its cap, yet no commit holds the mass: probe the unmeasured

@@ -24,6 +24,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -272,12 +273,21 @@ def _version_tuple(version: str) -> tuple[int | str, ...]:
 
 
 def write_scm_version_file(path: Path, version: str) -> None:
+    """Write the version file, or leave it alone when it already holds these bytes.
+
+    A reused worktree may have a server running from it (a Slurm job submitted by a submitter that
+    died, whose command is run again): its probe refuses a file changed since the server loaded it,
+    even to the same bytes, so an unchanged file is never rewritten."""
     node = re.search(r"\+g([0-9a-f]+)", version)
     text = _TEMPLATE.format(
         version=version, version_tuple=_version_tuple(version), commit_id=f"g{node.group(1)}" if node else None
     )
+    data = text.encode("utf-8")
+    with contextlib.suppress(OSError):  # absent or unreadable: write it
+        if path.read_bytes() == data:
+            return
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, text.encode("utf-8"), 0o644)
+    atomic_write(path, data, 0o644)
 
 
 def unpatchable_commits(manifests: Sequence[Manifest], repo: Repo, commits: Sequence[Commit]) -> dict[str, str]:

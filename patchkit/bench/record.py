@@ -82,6 +82,13 @@ def commit_from_json(data: Mapping[str, Any]) -> Commit:
     )
 
 
+# The record's keys that from_json takes as they are stored (the others are converted, or have defaults).
+AS_STORED = (
+    "profile", "reason", "started_at", "finished_at", "vars", "commands", "env", "guard", "host", "interpreter",
+    "torch", "server_info", "logs",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class RunRecord:
     commit: Commit
@@ -163,6 +170,13 @@ class RunRecord:
             "proof": self.proof_state,
         }
 
+    @property
+    def place(self) -> str:
+        """The key of the noise prior of this run's launches (``patchkit noise``): the host, for a run in this
+        process; for a Slurm job, the partition and constraint it was submitted to (``executor.place``), since
+        launches land on any node there.  A Slurm record older than that key gives its node."""
+        return str((self.executor or {}).get("place") or self.host.get("hostname", ""))
+
     def executor_summary(self) -> dict[str, Any] | None:
         """Where a scheduled run ran (Slurm job id, array index, node, GPUs); None for an in-process run."""
         job = self.executor
@@ -205,32 +219,20 @@ class RunRecord:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        plain = {name: data[name] for name in AS_STORED}  # required, and kept as they are
+        kept: dict[str, Any] = {n: data.get(n) for n in ("executor", "series", "proof")}  # newer: None when absent
         return cls(
             commit=commit_from_json(data["commit"]),
-            profile=data["profile"],
             outcome=Outcome(data["outcome"]),
-            reason=data["reason"],
-            started_at=data["started_at"],
-            finished_at=data["finished_at"],
-            vars=data["vars"],
-            commands=data["commands"],
-            env=data["env"],
             manifests=tuple(data["manifests"]),
-            guard=data["guard"],
-            host=data["host"],
-            interpreter=data["interpreter"],
-            torch=data["torch"],
             gpus=None if data["gpus"] is None else tuple(data["gpus"]),
-            server_info=data["server_info"],
             samples={k: tuple(v) for k, v in data["samples"].items()},
             missing=tuple(data["missing"]),
-            logs=data["logs"],
             details=tuple(data.get("details", ())),
             metrics=tuple(data.get("metrics", ())),
             run_id=data.get("run"),
             allow_dirty=bool(data.get("allow_dirty", False)),
-            executor=data.get("executor"),
             launch=int(data.get("launch", 1)),
-            series=data.get("series"),
-            proof=data.get("proof"),
+            **plain,
+            **kept,
         )

@@ -33,6 +33,7 @@ from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.proof.account import TreeFacts
+from patchkit.render import plural
 
 
 def bench_config(manifests: Sequence[Manifest]) -> BenchConfig:
@@ -303,7 +304,8 @@ def refusal(prepared: Prepared) -> str:
     ]
     if failed:
         return f"the guard refused the patched tree ({', '.join(failed)}; listed in details); nothing was started"
+    count = len(prepared.reasons)
     return (
-        f"{len(prepared.reasons)} required patch(es) cannot apply or are not in place at this commit "
-        "(listed in details); nothing was started"
+        f"{plural(count, 'required patch', 'required patches')} cannot apply or "
+        f"{'is' if count == 1 else 'are'} not in place at this commit (listed in details); nothing was started"
     )

@@ -11,7 +11,7 @@ geometric means (B over A) and its confidence interval is a Student-t interval
 on the difference of mean logs:
 
 * with a noise prior (the launch-to-launch spread that ``patchkit noise``
-  measured for this host and profile) and a side with fewer than
+  measured where the launches run, for the profile) and a side with fewer than
   ``PRIOR_UNTIL`` launches, the spread is the prior pooled with both sides'
   own spread, weighted by degrees of freedom, with the pooled degrees of
   freedom;
@@ -19,8 +19,14 @@ on the difference of mean logs:
   (``scipy.stats.ttest_ind(equal_var=False).confidence_interval``);
 * with one launch on a side and no prior, nothing is known about the spread:
   the verdict is ``unknown`` and the number of launches needed cannot be
-  estimated (``launches_needed`` is None; ``why`` says to run ``patchkit
-  noise``).
+  estimated (``launches_needed`` is None); ``next`` says what would decide it:
+  a prior from ``patchkit noise``, or two launches a side, after which the
+  verdict names a count.
+
+With one launch a side and a prior, the prior is the spread (a host's launch
+noise is known before the comparison, which is what ``patchkit noise`` is
+for), so a change far outside the band is ``different`` at once; one that is
+not is ``unknown`` with the launches per side that would decide it.
 
 Verdict, with the band ``[1/(1+t), 1+t]`` for the threshold ``t``:
 
@@ -30,7 +36,8 @@ Verdict, with the band ``[1/(1+t), 1+t]`` for the threshold ``t``:
   (``direction`` says which: ``higher`` or ``lower``, B against A);
 * ``unknown``: the interval straddles an edge of the band.  Then
   ``launches_needed`` estimates how many launches per side would shrink the
-  interval enough, at the present estimate and spread.
+  interval enough, at the present estimate and spread, and ``next`` says it
+  in words (or why no count would do).
 
 With ``threshold = 0`` the band is the single ratio 1: ``same`` is impossible
 and ``different`` means the interval excludes 1 (used by the bisect for GOOD
@@ -60,6 +67,7 @@ from patchkit.render import plural
 
 PRIOR_UNTIL = 8  # a noise prior is used while either side has fewer launches than this
 MAX_NEEDED = 1000  # launches_needed above this is reported as None (not worth planning)
+NO_SPREAD = "run `patchkit noise` for a noise prior, or launch each side at least twice"
 
 
 class Call(str, Enum):
@@ -110,6 +118,7 @@ class Verdict:
     df: float | None  # its degrees of freedom
     prior_used: bool
     why: str  # one line: how the call was reached, or why it could not be
+    next: str | None = None  # when unknown: what would decide it (launches per side, or a noise prior)
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -127,6 +136,7 @@ class Verdict:
             "df": self.df,
             "prior_used": self.prior_used,
             "why": self.why,
+            "next": self.next,
         }
 
 
@@ -194,7 +204,7 @@ def judge(
         )  # fmt: skip
 
     if n_a == 0 or n_b == 0:
-        return unknown("a side has no launch")
+        return unknown("a side has no launch", next="launch both sides")
     la, lb = _logs(a), _logs(b)
     if la is None or lb is None:
         return unknown("a value is zero, negative or not a number: ratios need positive values")
@@ -222,9 +232,11 @@ def judge(
         return unknown(
             f"{min(n_a, n_b)} launch on a side and no noise prior: the launch-to-launch spread is unknown",
             ratio=ratio,
+            next=NO_SPREAD,
         )
     low, high = math.exp(diff - half), math.exp(diff + half)
     edge = math.log1p(threshold)
+    then: str | None = None  # what would decide an unknown
     if diff - half > edge or diff + half < -edge:
         call, direction = Call.DIFFERENT, ("higher" if diff > 0 else "lower")
         why = f"the interval lies outside ±{threshold:.1%}; {how}"
@@ -237,6 +249,12 @@ def judge(
         call, direction = Call.UNKNOWN, None
         needed = launches_needed(diff, sigma, threshold=threshold, confidence=confidence, prior_df=_prior_df(noise))
         why = f"the interval straddles ±{threshold:.1%}; {how}"
+        if needed is not None:
+            then = f"about {plural(needed, 'launch', 'launches')} per side"
+        elif threshold > 0:
+            then = f"more than {MAX_NEEDED} launches per side: the change is about the size of ±{threshold:.1%}"
+        else:
+            then = f"more than {MAX_NEEDED} launches per side: the change is too small for the launch noise"
     return Verdict(
         n_a=n_a,
         n_b=n_b,
@@ -252,6 +270,7 @@ def judge(
         df=df,
         prior_used=use_prior,
         why=why,
+        next=then,
     )
 
 

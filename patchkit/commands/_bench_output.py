@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from patchkit.bench.bisect import BisectReport, Step
+    from patchkit.bench.bisecting import BisectPlan
     from patchkit.bench.compare import Comparison
     from patchkit.git import Commit
 
@@ -268,23 +269,30 @@ class _Note:
             print(f"{stamp} {self.verb} slurm: {line}", file=sys.stderr, flush=True)
 
 
-def slurm_lines(
-    console: Console, records: list[RunRecord], *, verb: str, quiet: bool
-) -> tuple[Callable[[RunRecord], None], _Note]:
-    """``(show, note)`` for a verb on Slurm: each collected record appended to ``records`` and printed
-    with its job id and node; the submitter's notes as progress."""
+def slurm_note(console: Console, verb: str, *, quiet: bool) -> _Note:
+    """The submitter's notes (submitted, collecting, a job's state changes), as progress goes."""
+    return _Note(console, verb, quiet)
+
+
+def record_printer(console: Console, *, quiet: bool) -> Callable[[RunRecord], None]:
+    """Each launch's line as its record is stored (with its Slurm job and node, where it ran as one);
+    nothing when stdout is JSON."""
 
     def show(record: RunRecord) -> None:
-        records.append(record)
         if not quiet:
             say(console, run_line(record) + _where(record))
 
-    return show, _Note(console, verb, quiet)
+    return show
 
 
 def _where(record: RunRecord) -> str:
+    """Where a Slurm launch ran: its job and node; a job that never reached a node says its state instead."""
     job = record.executor or {}
-    return f" (Slurm job {job['job_id']} on {job.get('node') or '?'})" if job.get("job_id") else ""
+    if not job.get("job_id"):
+        return ""
+    if job.get("node"):
+        return f" (Slurm job {job['job_id']} on {job['node']})"
+    return f" (Slurm job {job['job_id']}, {job.get('state') or 'ended'} before it ran)"
 
 
 # -- compare ----------------------------------------------------------------------------
@@ -329,7 +337,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
             interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"
             call = row.call
             if v is not None and v.call.value == "unknown":
-                call += f" (about {v.launches_needed} launches per side)" if v.launches_needed else f" ({v.why})"
+                call += f" ({v.next or v.why})"  # what would decide it: launches per side, or a noise prior
             worse = "worse" in call
             table.add_row(
                 row.metric,
@@ -381,6 +389,38 @@ def _ids(records: Sequence[RunRecord]) -> str:
 # -- bisect -----------------------------------------------------------------------------
 
 
+def bisect_header(plan: BisectPlan) -> str:
+    """The line that opens a bisect: what is hunted, over how many commits, with how many launches and slots,
+    and the noise prior (or how to get one)."""
+    again = "patchkit noise" + (" --executor slurm" if plan.executor is not None else "")
+    prior = plan.prior
+    spread = (
+        f"no noise prior for {plan.place} (run `{again}`)"
+        if prior is None
+        else f"noise prior {prior.sigma:.2%} ({prior.df} df, {plan.place})"
+    )
+    good = plan.line[0]
+    return (
+        f"patchkit bisect  {plan.metric.name} ({plan.profile}), {plan.rule}; "
+        f"{len(plan.line) - 1} first-parent commits after {good.short}, {len(plan.unpatchable)} cannot apply "
+        f"(skipped); up to {plural(plan.max_launches, 'launch', 'launches')} per commit, "
+        f"{plural(plan.slots, 'slot')}; {spread}"
+    )
+
+
+def step_printer(console: Console, metric: str, *, quiet: bool) -> Callable[[Step], None]:
+    """Each launch of a bisect as its round ends, with the details of a run that is not ok (each STRAY that
+    refused it, say); nothing when stdout is JSON."""
+
+    def show(step: Step) -> None:
+        if not quiet:
+            say(console, step_line(step, metric))
+            for line in step.measurement.details[:30]:
+                say(console, f"    {line}")
+
+    return show
+
+
 def step_line(step: Step, metric: str) -> str:
     m = step.measurement
     p = "" if step.p_bad is None else f"  P(bad) {step.p_bad:.3f}"
@@ -421,20 +461,26 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
         )
     show_table(console, table)
     launches = len(report.steps)
-    one_slot = f"; one slot would take {launches} rounds for the same launches" if report.slots > 1 else ""
+    one_slot = f"; one slot would take {plural(launches, 'round')} for the same launches" if report.slots > 1 else ""
     slots = plural(report.slots, "slot")
     say(console, f"{plural(launches, 'launch', 'launches')} in {plural(report.rounds, 'round')} ({slots}){one_slot}")
     if report.kind == "range" and report.range is not None:
         first, last = report.range
+        mass = "" if report.probability is None else f" ({report.probability:.4f} of the posterior)"
         say(
             console,
-            f"RANGE: the first bad commit is one of {first.short}..{last.short}, not narrowed: {report.why}",
+            f"RANGE: the first bad commit is one of {first.short}..{last.short}{mass}, not narrowed: {report.why}",
             "bold yellow",
         )
+        if report.likely is not None and report.likely_probability is not None:
+            say(
+                console,
+                f"  most likely: {report.likely.short} at {report.likely_probability:.4f} {report.likely.subject}",
+            )
         for commit, side in report.unsure:
             say(
                 console,
-                f"  unclear: {commit.short} P(bad) {side.p_bad:.3f} "
+                f"  unclear: {commit.short} P(bad) {side.p_bad:.4f} "
                 f"after {plural(len(side.launches), 'launch', 'launches')} {commit.subject}",
             )
         return
@@ -465,6 +511,40 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
     if report.maybe:
         names = ", ".join(f"{m.commit.short} {m.commit.subject}" for m in report.maybe)
         say(console, f"  or one of the skipped commits just before it: {names}")
+
+
+# -- noise ------------------------------------------------------------------------------
+
+
+def show_noise(console: Console, result: dict[str, Any]) -> None:
+    say(console, f"patchkit noise  {result['commit'][:10]} {result['subject']}; {result['launches']} launches", "bold")
+    for item in result["profiles"]:
+        table = Grid()
+        for name in ("profile", "metric", "launches", "median", "spread", "df", "A/A (odd vs even)", "stored"):
+            table.add_column(name, justify="right" if name in ("launches", "median", "spread", "df") else "left")
+        for row in item["metrics"]:
+            aa = row["aa"]
+            interval = "" if aa["low"] is None else f" {aa['ratio']:.3f} [{aa['low']:.3f}, {aa['high']:.3f}]"
+            table.add_row(
+                item["profile"],
+                row["metric"],
+                str(row["launches"]),
+                "-" if row["median"] is None else f"{row['median']:.2f}",
+                "-" if row["sigma"] is None else f"{row['sigma']:.2%}",
+                "-" if row["df"] is None else str(row["df"]),
+                f"{aa['verdict']}{interval}",
+                "yes" if row["stored"] else f"no: {row['why']}",
+            )
+        emit(console, table)
+        say(console, f"{place_label(item['host'])}: compare and bisect use these spreads as the prior", "dim")
+
+
+def place_label(place: str) -> str:
+    """A prior's key for people: ``host gpu-1``, or ``Slurm partition gpu, constraint h100``."""
+    if not place.startswith("slurm:"):
+        return f"host {place}"
+    partition, _, constraint = place.removeprefix("slurm:").partition(",constraint=")
+    return f"Slurm partition {partition}" + (f", constraint {constraint}" if constraint else "")
 
 
 # -- progress ---------------------------------------------------------------------------

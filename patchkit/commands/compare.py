@@ -3,8 +3,9 @@
 The comparison itself is ``patchkit.bench.compare.compare`` (pure); this verb
 picks the two runs (``pick_pair``: the latest ``ok`` run of each commit with
 a common profile), takes each one's launches (the runs of its series, commit
-and profile), the noise priors stored for its host and profile, lists the first-parent commits between them
-(``Repo.commit_range``) and prints or emits the result.
+and profile), the noise priors stored where A ran (``RunRecord.place``: its
+host, or its Slurm partition) for its profile, lists the first-parent commits
+between them (``Repo.commit_range``) and prints or emits the result.
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ def compare(
 
 
 def noise_priors(store: Store, record: RunRecord) -> dict[str, Noise]:
-    """The launch-to-launch spread `patchkit noise` stored for this run's host and profile, per metric."""
+    """The launch-to-launch spread `patchkit noise` stored where this run ran (``RunRecord.place``: its host,
+    or its Slurm partition) and for its profile, per metric."""
     out = {}
-    host = str(record.host.get("hostname", ""))
     for metric in record.samples:
-        found = store.noise(host, record.profile, metric)
+        found = store.noise(record.place, record.profile, metric)
         if found is not None:
             out[metric] = Noise(sigma=float(found["sigma"]), df=int(found["df"]))
     return out

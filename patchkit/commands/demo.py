@@ -24,6 +24,7 @@ from typing import IO, cast
 
 from rich.console import Console
 
+from patchkit.bench.launches import BenchArgs
 from patchkit.commands import apply as apply_cmd
 from patchkit.commands import check as check_cmd
 from patchkit.commands.bench import bench as bench_cmd
@@ -146,10 +147,8 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         "`patchkit guard --python PY --site` checks a real server's.",
         markup=False,
     )
-    code = bench_cmd(
-        commits=[good, bad], profiles=[], repeat=None, sets=[], json_out=False, worktree_root=None,
-        launches=3, manifests=manifests, repo=repo_dir, store=store_file, console=console,
-    )  # fmt: skip
+    args = BenchArgs(manifests=tuple(manifests), repo=repo_dir, store=store_file)
+    code = bench_cmd(args, commits=[good, bad], profiles=[], json_out=False, launches=3, console=console)
     _expect(code == 0, f"bench exited {code}")
 
     _step(console, f"4. patchkit compare --commit {good[:10]} --commit {bad[:10]}")
@@ -174,9 +173,8 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
 
     _step(console, f"6. patchkit bisect --good {good[:10]} --bad {bad[:10]} --metric output_tok_s --ratio 0.85")
     code = bisect_cmd(
-        good=good, bad=bad, metric="output_tok_s", min_value=None, max_value=None, ratio=0.85, profile=None,
-        repeat=None, sets=[], worktree_root=None, json_out=False, max_launches=3, manifests=manifests,
-        repo=repo_dir, store=store_file, console=console,
+        args, good=good, bad=bad, metric="output_tok_s", min_value=None, max_value=None, ratio=0.85, profile=None,
+        json_out=False, max_launches=3, console=console,
     )  # fmt: skip
     _expect(code == 0, f"bisect exited {code}")
     with Repo.discover(path) as repo:

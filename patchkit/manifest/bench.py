@@ -278,7 +278,8 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
             if missing:
                 known = sorted(set(BUILTINS) | set(base_vars))
                 close = close_matches(placeholder, known)
-                where = "" if len(missing) == len(scopes) else f" for profile(s) {', '.join(missing)}"
+                named = "profile" if len(missing) == 1 else "profiles"
+                where = "" if len(missing) == len(scopes) else f" for {named} {', '.join(missing)}"
                 raise fail(
                     path,
                     f"unknown placeholder {{{placeholder}}}{where}",

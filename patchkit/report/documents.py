@@ -59,7 +59,7 @@ def load_runs(
         records = tuple(opened.runs(commits=commits, profiles=profiles))
         path = opened.path
         noise: dict[tuple[str, str, str], Mapping[str, Any]] = {}
-        for key in {(str(r.host.get("hostname", "")), r.profile, m) for r in records for m in r.samples}:
+        for key in {(r.place, r.profile, m) for r in records for m in r.samples}:
             found = opened.noise(*key)
             if found is not None:
                 noise[key] = found

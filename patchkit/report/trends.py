@@ -10,7 +10,7 @@ median with its interval per commit.  Each commit with runs is judged against
 the previous benchmarked commit on the axis (same profile, same metric) with
 ``verdict.judge``, at its default confidence and the threshold given.
 
-The noise prior ``patchkit noise`` stored for the host, profile and metric
+The noise prior ``patchkit noise`` stored for the place (host or Slurm partition), profile and metric
 of the later commit's runs is used where there is one (``noise`` in the
 pair).  Without one, a side with one launch cannot be judged (``judge``
 documents the verdict as ``unknown`` with no estimate): such pairs are listed
@@ -46,7 +46,7 @@ def verdicts_document(
     for r in records:
         if r.outcome is not Outcome.OK or r.commit.sha not in position:
             continue
-        hosts[(r.profile, r.commit.sha)] = str(r.host.get("hostname", ""))
+        hosts[(r.profile, r.commit.sha)] = r.place  # the key of its noise prior: host, or Slurm partition
         for metric in metrics:
             value = r.median(metric)
             if value is not None and value > 0:

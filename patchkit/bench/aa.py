@@ -1,0 +1,85 @@
+"""The A/A run of ``patchkit noise``: one commit against itself, the launch-to-launch spread kept as the prior.
+
+Per metric, each launch's value is the median of its measured runs; the
+spread is the standard deviation of the logs of those values (so 0.03 is
+about 3 %), with N - 1 degrees of freedom (``verdict.noise_of``).  As a check
+of the statistics, the launches are also split into the odd and the even ones
+(interleaved, A1 B1 A2 B2 ...) and compared with the verdict ``compare``
+uses: an A/A comparison must come out ``same`` or ``unknown``, never
+``different``; ``different`` there means the launches drift (a warming
+machine, another tenant), and the spread is not stored.  Nothing is stored
+from an interrupted run.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from patchkit.bench.compare import launch_values
+from patchkit.bench.record import RunRecord
+from patchkit.bench.store import Store
+from patchkit.bench.verdict import Call, judge, noise_of
+
+
+def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[str, Any]]:
+    """Per metric: the launch values, their spread, and the odd-against-even A/A verdict."""
+    names = list(dict.fromkeys(name for r in launches for name in r.samples))
+    rows = []
+    for name in names:
+        values = launch_values(launches, name)
+        spread = noise_of(values)
+        odd, even = values[0::2], values[1::2]
+        aa = judge(odd, even, threshold=threshold, confidence=0.99, noise=None)
+        row: dict[str, Any] = {
+            "metric": name,
+            "launches": len(values),
+            "values": list(values),
+            "median": statistics.median(values) if values else None,
+            "sigma": None if spread is None else spread.sigma,
+            "df": None if spread is None else spread.df,
+            "aa": aa.as_json(),
+            "stored": False,
+            "why": "",
+        }
+        if spread is None:
+            row["why"] = "fewer than 2 usable launches"
+        elif aa.call is Call.DIFFERENT:
+            row["why"] = "the odd and even launches differ: the machine drifts; not stored"
+        else:
+            row["stored"] = True
+            row["why"] = "stored as the prior of this profile where these launches ran"
+        rows.append(row)
+    return rows
+
+
+def keep_priors(
+    store: Store,
+    records: Sequence[RunRecord],
+    *,
+    place: str,
+    profile: str,
+    threshold: float,
+    commit: str,
+    series: str,
+    interrupted: bool,
+) -> dict[str, Any]:
+    """One profile's A/A report (``noise --json``'s ``profiles[]``), each spread that passed the check stored
+    as the prior of ``place`` (``cluster.prior_place``), profile and metric, unless the run was interrupted."""
+    report = aa_report(records, threshold=threshold)
+    for row in report:
+        if row["stored"] and not interrupted:
+            store.add_noise(
+                host=place,
+                profile=profile,
+                metric=row["metric"],
+                sigma=row["sigma"],
+                df=row["df"],
+                commit=commit,
+                series=series,
+            )
+        elif row["stored"]:
+            row["stored"] = False
+            row["why"] = "interrupted: not stored"
+    return {"profile": profile, "host": place, "metrics": report}

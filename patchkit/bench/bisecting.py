@@ -1,0 +1,218 @@
+"""``patchkit bisect`` in a session: the line checked, the prior found, each launch run and stored.
+
+``plan_bisect(opened, ...)`` checks everything the search needs before a
+single launch: GOOD and BAD are two commits, BAD is on GOOD's first-parent
+line (``Repo.commit_range``), the metric and profile exist, and the manifests
+apply at both ends; the commits where a required patch FAILs are found from
+the blobs (``unpatchable_commits``, no checkout) and are never prepared nor
+benchmarked.  It also resolves where the launches run (``--executor``, the
+slots: the command line over ``[bench.slurm]``) and the noise prior of that
+place, profile and metric.
+
+``BisectPlan.run(on_step, note)`` hands the line to the pure search
+(``patchkit.bench.bisect.bisect``) with a measure that launches a commit in
+the session (every run stored) or, on Slurm, a round of commits as one job
+array (``ScheduledRounds``: a re-run of a killed bisect reads its rounds
+back).  ``BisectPlan.document(report)`` is the ``bisect --json`` object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from patchkit.bench.bisect import BisectReport, IsBad, Measurement, Step, criterion
+from patchkit.bench.bisect import bisect as search
+from patchkit.bench.cluster import ScheduledRounds, prior_place
+from patchkit.bench.executor import SlurmExecutor
+from patchkit.bench.launches import BenchArgs, Opened
+from patchkit.bench.prepare import unpatchable_commits
+from patchkit.bench.record import RunRecord
+from patchkit.bench.session import Session
+from patchkit.bench.verdict import Noise
+from patchkit.errors import UsageError
+from patchkit.git import Commit
+from patchkit.manifest.bench import Metric
+
+LOCAL_SLOTS = 1  # the local executor starts one server at a time
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The optional criterion GOOD's and BAD's first launches must meet: ``--min X``, ``--max X`` or ``--ratio R``."""
+
+    min_value: float | None = None
+    max_value: float | None = None
+    ratio: float | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.given) > 1:
+            raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
+
+    @property
+    def given(self) -> list[tuple[Literal["min", "max", "ratio"], float]]:
+        named: list[tuple[Literal["min", "max", "ratio"], float | None]] = [
+            ("min", self.min_value),
+            ("max", self.max_value),
+            ("ratio", self.ratio),
+        ]
+        return [(kind, value) for kind, value in named if value is not None]
+
+    def is_bad(self, better: str) -> IsBad | None:
+        return criterion(*self.given[0], better) if self.given else None
+
+    def __str__(self) -> str:
+        return f"--{self.given[0][0]} {self.given[0][1]:g}" if self.given else "BAD worse than GOOD"
+
+
+@dataclass(frozen=True)
+class BisectPlan:
+    """A bisect, checked and ready to launch: the line (GOOD first, BAD last), what cannot apply, where the
+    launches run and with how many slots, and the prior of that place."""
+
+    session: Session
+    executor: SlurmExecutor | None
+    line: tuple[Commit, ...]
+    unpatchable: Mapping[str, str]
+    metric: Metric
+    profile: str
+    rule: Rule
+    prior: Noise | None
+    place: str  # where the prior was looked up: this host, or the Slurm partition
+    slots: int
+    max_launches: int
+    threshold: float
+
+    def run(
+        self, *, on_step: Callable[[Step], None] | None = None, note: Callable[[str], None] = lambda line: None
+    ) -> BisectReport:
+        """The search, every launch stored; Ctrl-C or SIGTERM raises (``Interrupted`` for a local launch, which
+        is stored; a plain ``KeyboardInterrupt`` while waiting on Slurm, whose jobs go on)."""
+        rounds = None
+        if self.executor is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
+            identity = [self.line[0].sha, self.line[-1].sha, self.metric.name, str(self.max_launches)]
+            rounds = ScheduledRounds(
+                self.session, self.profile, self.executor, command="bisect",
+                identity=[*identity, str(self.threshold)], note=note,
+            )  # fmt: skip
+        measured = _Launches(self.session, self.profile, self.metric.name, rounds)
+        report = search(
+            self.line,
+            measured.one,
+            self.rule.is_bad(self.metric.better),
+            skipped=self.unpatchable,
+            on_step=on_step,
+            better=self.metric.better or "higher",
+            slots=self.slots,
+            max_launches=self.max_launches,
+            noise=self.prior,
+            threshold=self.threshold,
+            measure_many=None if rounds is None else measured.many,
+        )
+        if rounds is not None:
+            rounds.finish()
+        return report
+
+    def document(self, report: BisectReport) -> dict[str, Any]:
+        """``bisect --json`` (docs/json.md)."""
+        prior = self.prior
+        return {
+            "version": 1,
+            "command": "bisect",
+            "metric": self.metric.name,
+            "profile": self.profile,
+            "criterion": {
+                "min": self.rule.min_value,
+                "max": self.rule.max_value,
+                "ratio": self.rule.ratio,
+                "good_median": report.good_value,
+                "threshold": self.threshold,
+                "noise": None if prior is None else {"sigma": prior.sigma, "df": prior.df, "place": self.place},
+            },
+            "allow_dirty": self.session.allow_dirty,
+            **report.to_json(),
+        }
+
+
+class _Launches:
+    """The search's measure: one launch of a commit, or (Slurm) a round of them, each stored, as Measurements."""
+
+    def __init__(self, session: Session, profile: str, metric: str, rounds: ScheduledRounds | None) -> None:
+        self.session, self.profile, self.metric, self.rounds = session, profile, metric, rounds
+
+    def one(self, commit: Commit) -> Measurement:
+        return self.of(self.session.run(commit, self.profile))
+
+    def many(self, commits: Sequence[Commit]) -> list[Measurement]:
+        assert self.rounds is not None
+        return [self.of(record) for record in self.rounds.round(commits)]
+
+    def of(self, record: RunRecord) -> Measurement:
+        return Measurement(record.median(self.metric), record.outcome, record.run_id, record.reason, record.details)
+
+
+def check_slots(args: BenchArgs, slots: int | None) -> None:
+    """``--slots K`` needs an executor that runs K launches at once: checked before anything is opened."""
+    if slots is not None and slots > LOCAL_SLOTS and args.cluster.executor == "local":
+        raise UsageError(
+            f"--slots {slots}: the local executor runs one launch at a time (1 slot)",
+            hint="drop --slots, or add --executor slurm (each round one job array of up to K jobs)",
+        )
+
+
+def plan_bisect(
+    opened: Opened,
+    *,
+    good: str,
+    bad: str,
+    metric: str,
+    profile: str | None,
+    rule: Rule,
+    slots: int | None,
+    max_launches: int,
+    threshold: float,
+) -> BisectPlan:
+    """Everything checked before the first launch (one clear line for each problem, exit 2)."""
+    check_slots(opened.args, slots)
+    repo, session = opened.repo, opened.session
+    first, last = repo.commit(good), repo.commit(bad)
+    if first.sha == last.sha:
+        raise UsageError(
+            f"--good {good} and --bad {bad} are the same commit ({first.short}): there is nothing between "
+            "them to search",
+            hint="give --good an older commit where the metric was fine",
+        )
+    the_metric = session.config.metric(metric)
+    chosen = profile or session.config.profile_names()[0]
+    session.config.profile(chosen)
+    listed = repo.commit_range(first.sha, last.sha)
+    if not listed or listed[-1].sha != last.sha:
+        raise UsageError(
+            f"{bad} is not a first-parent descendant of {good}",
+            hint="give --good an older commit on the first-parent line of --bad",
+        )
+    unpatchable = unpatchable_commits(opened.manifests, repo, [first, *listed])
+    for end, label in ((first, "--good"), (last, "--bad")):
+        if end.sha in unpatchable:
+            raise UsageError(
+                f"the manifests cannot apply at {label} {end.short} ({unpatchable[end.sha]})",
+                hint="pick an end point where `patchkit check` says every required patch applies",
+            )
+    executor = opened.executor(slots=slots)
+    place = prior_place(executor)  # where the launches run: the host, or the Slurm partition
+    stored = session.store.noise(place, chosen, the_metric.name)
+    return BisectPlan(
+        session=session,
+        executor=executor,
+        line=(first, *listed),
+        unpatchable=unpatchable,
+        metric=the_metric,
+        profile=chosen,
+        rule=rule,
+        prior=None if stored is None else Noise(sigma=float(stored["sigma"]), df=int(stored["df"])),
+        place=place,
+        slots=LOCAL_SLOTS if executor is None else executor.slots,  # the command line over [bench.slurm]
+        max_launches=max_launches,
+        threshold=threshold,
+    )

@@ -1,0 +1,163 @@
+"""What ``bench``, ``noise`` and ``bisect`` share: their options, the session they open, and the launch loop.
+
+``BenchArgs`` is the options every one of them takes (manifests, repository,
+store, worktrees, ``--set``, ``--repeat``, ``--allow-dirty`` and the executor's,
+``ClusterArgs``), built once from the command line, as a frozen value.
+``open_bench(args)`` loads the manifests, opens the repository and the
+session; ``Opened.executor()`` is the Slurm executor the options ask for
+(None: in this process).  ``measuring(session, show)`` is what surrounds every
+verb's launches: the store open, the progress heard, SIGTERM taken as Ctrl-C.
+
+``launch(session, pairs, executor)`` runs a list of (commit, profile)
+launches, in this process (``Session.run``, one after the other) or as Slurm
+jobs (``run_scheduled``), and says how it ended: every launch done; a local
+launch stopped by Ctrl-C or SIGTERM (stored as ``interrupted``, the last
+record); or the submitter stopped while it waited on Slurm, the jobs left
+running for the same command to collect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
+from patchkit.bench.executor import SlurmExecutor
+from patchkit.bench.record import RunRecord
+from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
+from patchkit.git import Commit, Repo
+from patchkit.manifest import Manifest, load_manifest
+
+Show = Callable[[Commit, str, str, str], None]  # a session's progress: commit, profile, phase, detail
+
+
+@dataclass(frozen=True)
+class BenchArgs:
+    """The options of ``bench``, ``noise`` and ``bisect`` that open a session and say where launches run."""
+
+    manifests: tuple[str, ...]
+    repo: str = "."
+    store: str | None = None
+    worktree_root: str | None = None
+    sets: tuple[str, ...] = ()
+    repeat: int | None = None
+    allow_dirty: bool = False
+    cluster: ClusterArgs = LOCAL  # --executor and the Slurm options
+
+    @classmethod
+    def take(cls, kwargs: dict[str, Any], *, keep: Sequence[str] = ()) -> BenchArgs:
+        """Pop these options (and the Slurm ones) out of a verb's keyword arguments; ``keep``: Slurm options also
+        left there for the verb (bisect's ``--slots`` is its search's too)."""
+        cluster = ClusterArgs.take(kwargs, keep=keep)
+        names = [f.name for f in fields(cls) if f.name != "cluster"]
+        values = {name: kwargs.pop(name) for name in names if name in kwargs}
+        for name in ("manifests", "sets"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values, cluster=cluster)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A verb's inputs, open: the repository, the loaded manifests and the session over them."""
+
+    repo: Repo
+    manifests: tuple[Manifest, ...]
+    session: Session
+    args: BenchArgs
+
+    def executor(self, *, slots: int | None = None) -> SlurmExecutor | None:
+        """The Slurm executor the options ask for (None: in this process), the session's worktrees and run
+        directories moved onto the shared directory; ``slots`` over ``--slots``."""
+        cluster = self.args.cluster if slots is None else replace(self.args.cluster, slots=slots)
+        return scheduled_executor(self.session, cluster, worktree_root=self.args.worktree_root)
+
+
+@contextmanager
+def open_bench(args: BenchArgs) -> Iterator[Opened]:
+    """The manifests first (a bad one is reported the same whatever the repository), then the repository and
+    the session: a bad ``--set`` fails here, before anything is prepared."""
+    manifests = tuple(load_manifest(m) for m in args.manifests)
+    with Repo.discover(Path(args.repo)) as repo:
+        session = Session.open(
+            repo,
+            manifests,
+            store=args.store,
+            worktree_root_dir=args.worktree_root,
+            sets=parse_sets(args.sets),
+            repeat=args.repeat,
+            allow_dirty=args.allow_dirty,
+        )
+        yield Opened(repo, manifests, session, args)
+
+
+@contextmanager
+def measuring(session: Session, show: Show) -> Iterator[None]:
+    """Around a verb's launches: the store open, each phase told to ``show``, SIGTERM taken as Ctrl-C."""
+    with session.store, sigterm_as_interrupt():
+        session.progress = show
+        yield
+
+
+@dataclass(frozen=True)
+class Launched:
+    """How a list of launches ended: the records (in launch order; on Slurm, as far as they were collected)."""
+
+    records: tuple[RunRecord, ...]
+    interrupted: bool = False  # a local launch stopped by Ctrl-C or SIGTERM: the last record, stored interrupted
+    submitter: bool = False  # Ctrl-C or SIGTERM while waiting on Slurm: the jobs keep running
+
+    @property
+    def stopped(self) -> bool:
+        return self.interrupted or self.submitter
+
+
+def launch(
+    session: Session,
+    pairs: Sequence[tuple[Commit, str]],
+    executor: SlurmExecutor | None,
+    *,
+    command: str,
+    on_record: Callable[[RunRecord], None] = lambda record: None,
+    note: Callable[[str], None] = lambda line: None,
+) -> Launched:
+    """Every (commit, profile) launched, in order: in this process, or each one a Slurm job (refused commits
+    stored without submitting, a re-run collecting what an earlier one submitted).  ``on_record`` hears each
+    record as it is stored (not a local launch's interrupted one, which ends the loop)."""
+    records: list[RunRecord] = []
+    if executor is not None:
+        collected: list[RunRecord] = []
+
+        def heard(record: RunRecord) -> None:
+            collected.append(record)
+            on_record(record)
+
+        try:
+            return Launched(tuple(run_scheduled(session, pairs, executor, command=command, note=note, on_record=heard)))
+        except KeyboardInterrupt:  # the submitter, waiting: the jobs go on
+            return Launched(tuple(collected), submitter=True)
+    try:
+        for commit, profile in pairs:
+            records.append(session.run(commit, profile))
+            on_record(records[-1])
+    except Interrupted as stop:
+        return Launched((*records, stop.record), interrupted=True)
+    return Launched(tuple(records))
+
+
+def launch_order(
+    commits: Sequence[Commit], profiles: Sequence[str], launches: int, *, interleave: bool = True
+) -> list[tuple[Commit, str]]:
+    """The (commit, profile) of each server launch, in the order they run.
+
+    Interleaved (the default): round-robin, A1 B1 A2 B2 ..., so that drift of
+    the machine over the session (clocks, thermals, other tenants) falls on
+    every commit alike instead of on the last one.  Otherwise a commit's
+    launches run back to back."""
+    pairs = [(c, p) for c in commits for p in profiles]
+    if interleave:
+        return [pair for _ in range(launches) for pair in pairs]
+    return [pair for pair in pairs for _ in range(launches)]
