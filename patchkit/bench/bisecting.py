@@ -32,7 +32,7 @@ from patchkit.bench.record import RunRecord
 from patchkit.bench.session import Session
 from patchkit.bench.verdict import Noise
 from patchkit.errors import UsageError
-from patchkit.git import Commit
+from patchkit.git import Commit, Repo
 from patchkit.manifest.bench import Metric
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
@@ -161,6 +161,18 @@ def check_slots(args: BenchArgs, slots: int | None) -> None:
         )
 
 
+def check_ends(repo: Repo, good: str, bad: str) -> tuple[Commit, Commit]:
+    """GOOD and BAD as commits: known, and not the same one."""
+    first, last = repo.commit(good), repo.commit(bad)
+    if first.sha == last.sha:
+        raise UsageError(
+            f"--good {good} and --bad {bad} are the same commit ({first.short}): there is nothing between "
+            "them to search",
+            hint="give --good an older commit where the metric was fine",
+        )
+    return first, last
+
+
 def plan_bisect(
     opened: Opened,
     *,
@@ -176,13 +188,7 @@ def plan_bisect(
     """Everything checked before the first launch (one clear line for each problem, exit 2)."""
     check_slots(opened.args, slots)
     repo, session = opened.repo, opened.session
-    first, last = repo.commit(good), repo.commit(bad)
-    if first.sha == last.sha:
-        raise UsageError(
-            f"--good {good} and --bad {bad} are the same commit ({first.short}): there is nothing between "
-            "them to search",
-            hint="give --good an older commit where the metric was fine",
-        )
+    first, last = check_ends(repo, good, bad)
     the_metric = session.config.metric(metric)
     chosen = profile or session.config.profile_names()[0]
     session.config.profile(chosen)

@@ -77,11 +77,15 @@ class Opened:
 
 
 @contextmanager
-def open_bench(args: BenchArgs) -> Iterator[Opened]:
+def open_bench(args: BenchArgs, *, first: Callable[[Repo], object] | None = None) -> Iterator[Opened]:
     """The manifests first (a bad one is reported the same whatever the repository), then the repository and
-    the session: a bad ``--set`` fails here, before anything is prepared."""
+    the session: a bad ``--set`` fails here, before anything is prepared.  ``first``: what the verb checks
+    in the repository before the session (its revisions: an unknown or equal pair is named before a
+    manifest without a [bench] table)."""
     manifests = tuple(load_manifest(m) for m in args.manifests)
     with Repo.discover(Path(args.repo)) as repo:
+        if first is not None:
+            first(repo)
         session = Session.open(
             repo,
             manifests,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from patchkit.bench.bisecting import Rule, check_slots, plan_bisect
+from patchkit.bench.bisecting import Rule, check_ends, check_slots, plan_bisect
 from patchkit.bench.launches import BenchArgs, measuring, open_bench
 from patchkit.bench.session import Interrupted
 from patchkit.commands._bench_output import (
@@ -70,7 +70,7 @@ def bisect(
 ) -> int:
     rule = Rule(min_value, max_value, ratio)
     check_slots(args, slots)
-    with open_bench(args) as opened:
+    with open_bench(args, first=lambda repo: check_ends(repo, good, bad)) as opened:
         plan = plan_bisect(
             opened, good=good, bad=bad, metric=metric, profile=profile, rule=rule, slots=slots,
             max_launches=max_launches, threshold=threshold,
