@@ -82,6 +82,47 @@ def test_applies_inside_the_function_wherever_it_moved_and_however_else_it_chang
     assert again.json["results"][0]["reason"] == "ALREADY_APPLIED"
 
 
+@pytest.mark.parametrize("op", ["edit-function", "edit-imports", "edit-statement"])
+def test_lines_in_place_are_already_applied_only_where_patchkit_wrote_them(tmp_path, capsys, op):
+    """The scoped-hunk ops' reverse match: ALREADY_APPLIED where this tree's record shows patchkit
+    wrote those lines, UPSTREAM_PROVIDES where upstream has them of its own (no record of a write)."""
+    if op == "edit-function":
+        before, after, patch, payload = BASE, EDITED, edit_patch(), VERIFY_DIFF
+    elif op == "edit-imports":
+        before, after = "import os\nimport sys\n\nX = 1\n", "import os\n\nX = 1\n"
+        payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,1 @@\n import os\n-import sys\n"
+        patch = {"id": "verify", "op": op, "file": "pkg/mod.py", "source": src("v.diff")}
+    else:
+        before, after = "EXTS = [\n    'a',\n]\n", "EXTS = [\n    'a',\n    'x',\n]\n"
+        payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,3 @@\n EXTS = [\n     'a',\n+    'x',\n"
+        patch = {"id": "verify", "op": op, "file": "pkg/mod.py", "statement": "EXTS", "source": src("v.diff")}
+    # Upstream's tree already holds the change: patchkit never wrote it.
+    sc, r = apply(tmp_path / "up", capsys, after, [patch], {"v.diff": payload})
+    assert r.code == 0, r.err
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("SKIP", "UPSTREAM_PROVIDES"), res
+    assert res["message"].endswith(
+        "and no record shows patchkit writing it there: upstream has this change, so the patch is redundant here"
+    ), res["message"]
+    assert sc.text() == after
+    status = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert status.code == 0, status.err  # in place all the same: complete
+    assert [p["state"] for p in status.json["results"]] == ["provided by upstream"]
+    # Written by patchkit: ALREADY_APPLIED, as status and the next apply say.
+    sc, r = apply(tmp_path / "own", capsys, before, [patch], {"v.diff": payload})
+    assert r.code == 0, r.err
+    assert sc.text() == after
+    again = sc.apply(capsys).json["results"][0]
+    assert (again["status"], again["reason"]) == ("SKIP", "ALREADY_APPLIED"), again
+    status = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert [p["state"] for p in status.json["results"]] == ["applied"]
+    # Reverted, the record is gone: the same lines, now committed by upstream, are upstream's.
+    assert run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
+    sc.file().write_text(after)
+    git(sc.repo, "commit", "-qam", "upstream takes the change")
+    assert sc.apply(capsys).json["results"][0]["reason"] == "UPSTREAM_PROVIDES"
+
+
 def test_a_hunk_that_does_not_match_inside_the_function_is_a_conflict_naming_it(tmp_path, capsys):
     before = BASE.replace("        logits = self.draft(batch)\n", "        logits = self.draft(batch, k=2)\n")
     sc, r = apply(tmp_path, capsys, before)
@@ -196,7 +237,8 @@ def test_check_range_says_upstream_took_the_change_and_then_changed_it(tmp_path,
     r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
     assert r.code == 1
     windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
-    assert windows == [("APPLY", None, 2), ("SKIP", "ALREADY_APPLIED", 1), ("FAIL", "CONFLICT", 1)]
+    # Upstream's own lines (a commit has no record of patchkit writing them): UPSTREAM_PROVIDES.
+    assert windows == [("APPLY", None, 2), ("SKIP", "UPSTREAM_PROVIDES", 1), ("FAIL", "CONFLICT", 1)]
     [item] = r.json["upstreamed"]
     took_sha, changed_sha = history["took"], history["changed"]
     assert (item["patch"], item["taken"]["commit"], item["changed"]["commit"]) == ("verify", took_sha, changed_sha)
@@ -233,7 +275,8 @@ def test_check_range_after_upstream_reverted_the_change_and_edited_it_says_rebas
     r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
     assert r.code == 1
     windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
-    assert windows == [("APPLY", None, 1), ("SKIP", "ALREADY_APPLIED", 1), ("APPLY", None, 1), ("FAIL", "CONFLICT", 1)]
+    taken = ("SKIP", "UPSTREAM_PROVIDES", 1)
+    assert windows == [("APPLY", None, 1), taken, ("APPLY", None, 1), ("FAIL", "CONFLICT", 1)]
     [item] = r.json["upstreamed"]
     took, reverted, edited = history["took"], history["reverted"], history["edited"]
     assert (item["taken"]["commit"], item["removed"]["commit"], item["changed"]["commit"], item["reason"]) == (

@@ -417,7 +417,10 @@ def own_line_endings(before: bytes, after: bytes, newline: bytes) -> bytes:
 
 def _verify(fe: FileEval, after: bytes) -> str | None:
     held = {r.patch: r.message for r in fe.results if r.reason is Reason.DEPENDENCY}
-    again = evaluate_file(replace(fe.read, data=after), fe.patches, held)
+    # What this run writes is patchkit's own from now on (the record will say so): an op that tells
+    # its own code from upstream's by the record (edit-function) reads it back as ALREADY_APPLIED.
+    written = {code: "by this run" for op, _outcome in _applied(fe) for code in op.own_code()}
+    again = evaluate_file(replace(fe.read, data=after), fe.patches, held, written)
     for old, new in zip(fe.results, again.results, strict=True):
         if old.status is Status.APPLY:
             ok = new.status is Status.SKIP and new.reason is Reason.ALREADY_APPLIED
