@@ -312,19 +312,28 @@ def test_an_import_away_from_the_block_says_where_it_is(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("unit", [2, 4])
 @pytest.mark.parametrize("depth", [1, 2])
-def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_path, capsys, depth):
-    pad = "    " * depth
-    head = "class A:\n" if depth == 1 else "class A:\n    class B:\n"
+def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_path, capsys, depth, unit):
+    """At class depth 1 and 2, in files indented 2 and 4 spaces a level: the round trip is exact, and
+    `validate` (on the payload alone, and reading the target) has nothing to warn about."""
+    one = " " * unit
+    pad = one * depth
+    head = "class A:\n" if depth == 1 else f"class A:\n{one}class B:\n"
     method = (
-        f'{pad}def m(self):\n{pad}    """Doc.\n\n{pad}    Args:\n{pad}        x: y\n{pad}    """\n{pad}    return 1\n'
+        f'{pad}def m(self):\n{pad}{one}"""Doc.\n\n{pad}{one}Args:\n{pad}{one}{one}x: y\n{pad}{one}"""\n'
+        f"{pad}{one}return 1\n"
     )
-    base = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n"}
+    base = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}{one}return 0\n"}
     # At the end of the class (add-methods), and between two methods (add-methods with after=).
-    edit = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n" + method}
+    edit = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}{one}return 0\n\n" + method}
     report = round_trip(capsys, tmp_path / "end", base, edit)
     assert [p["op"] for p in report["patches"]] == ["add-methods"]
-    base2 = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n{pad}def g(self):\n{pad}    return 2\n"}
+    manifest = tmp_path / "end" / "kit" / "manifests" / "captured.toml"
+    assert run_cli(capsys, "validate", "-m", manifest, "--json").json["warnings"] == []
+    repo = tmp_path / "end" / "repo"
+    assert run_cli(capsys, "validate", "-m", manifest, "--repo", repo, "--json").json["warnings"] == []
+    base2 = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}{one}return 0\n\n{pad}def g(self):\n{pad}{one}return 2\n"}
     edit2 = {
         "pkg/m.py": base2["pkg/m.py"].replace(f"{pad}def g(self):", method.rstrip("\n") + f"\n\n{pad}def g(self):")
     }

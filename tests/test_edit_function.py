@@ -387,6 +387,54 @@ def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, ca
     assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
 
 
+TWO_SPACE_METHOD = '  def m(self):\n    """Doc.\n\n    Args:\n      x: y\n    """\n    return 1\n'
+FOUR_SPACE_METHOD = (
+    '    def m(self):\n        """Doc.\n\n        Args:\n            x: y\n        """\n        return 1\n'
+)
+
+
+def test_validate_reads_the_payloads_own_indentation_not_four_spaces_a_level(tmp_path, capsys):
+    """A 2-space payload for a class at depth 1 writes its method at column 2: where a 2-space target
+    puts it.  Without the target, validate assumes the target indents as the payload does."""
+    from helpers import Kit
+
+    kit = Kit(tmp_path / "kit")
+    patch = {"id": "m", "op": "add-methods", "file": "pkg/mod.py", "class": "A", "source": src("m.py")}
+    kit.write([patch], {"m.py": "class A:\n" + TWO_SPACE_METHOD})
+    assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
+    # Too shallow at its own unit (column 2 for A.B, whose members stand at column 4): warned.
+    kit.write([patch | {"class": "A.B", "payload_class": "A"}], {"m.py": "class A:\n" + TWO_SPACE_METHOD})
+    [warning] = run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"]
+    assert "the payload writes method m at column 2, the target at column 4" in warning["message"]
+    assert "(assuming the target indents by the payload's 2)" in warning["message"]
+
+
+@pytest.mark.parametrize(("payload", "target", "warned"), [
+    (FOUR_SPACE_METHOD, "class A:\n  def f(self):\n    return 0\n", True),
+    (TWO_SPACE_METHOD, "class A:\n  def f(self):\n    return 0\n", False),
+    (TWO_SPACE_METHOD, "class A:\n    def f(self):\n        return 0\n", True),
+    (FOUR_SPACE_METHOD, "class A:\n    def f(self):\n        return 0\n", False),
+], ids=["4-into-2", "2-into-2", "2-into-4", "4-into-4"])  # fmt: skip
+def test_validate_with_the_target_warns_where_the_string_really_lands_elsewhere(
+    tmp_path, capsys, payload, target, warned
+):
+    """With --repo the target file says where the method and its blocks land: a 4-space payload in a
+    2-space class lands 2 columns left, its docstring's lines staying where they were."""
+    patch = {"id": "m", "op": "add-methods", "file": "pkg/mod.py", "class": "A", "source": src("m.py")}
+    sc = scenario(tmp_path, {"pkg/mod.py": target}, [patch], {"m.py": "class A:\n" + payload})
+    warnings = run_cli(capsys, "validate", "-m", sc.kit.manifest, "--repo", sc.repo, "--json").json["warnings"]
+    assert bool(warnings) is warned, warnings
+    r = sc.apply(capsys)
+    assert r.code == 0, r.err
+    docstring = sc.text().split('"""')[1]
+    code_column = next(len(line) - len(line.lstrip()) for line in sc.text().splitlines() if "return 1" in line)
+    doc_column = next(len(line) - len(line.lstrip()) for line in docstring.splitlines() if "Args:" in line)
+    assert (doc_column != code_column) is warned  # what the warning foretold
+    if warned:
+        assert (warnings[0]["patch"], warnings[0]["line"]) == ("m", 3)
+        assert "(assuming" not in warnings[0]["message"]
+
+
 # -- remove-definitions (kept with the other scoped ops' tests) ------------------------------------
 
 

@@ -287,6 +287,28 @@ def evaluate(
     return Evaluation(manifest, source, results, evals)
 
 
+def payload_warnings(manifest: Manifest, source: Source | None = None) -> list[tuple[str, int, str]]:
+    """(patch id, payload line, message) for what `validate` warns about (no verdict depends on it).
+
+    With ``source``, an op that places payload code reads the target file there (where the payload's
+    strings land depends on the target's indentation); a target that is missing or does not parse is
+    as if there were no source."""
+    targets: dict[str, CodeState | None] = {}
+    out: list[tuple[str, int, str]] = []
+    for patch in manifest.patches:
+        target = None
+        if source is not None and isinstance(patch.op, PythonOperation):
+            if patch.file not in targets:
+                text, problem = decode(source.read(patch.file))
+                try:
+                    targets[patch.file] = CodeState.parse(patch.file, text) if problem is None and text else None
+                except (SyntaxError, ValueError):
+                    targets[patch.file] = None
+            target = targets[patch.file]
+        out += [(patch.id, line, message) for line, message in patch.op.warnings(target)]
+    return out
+
+
 # -- rendering -------------------------------------------------------------------
 
 
