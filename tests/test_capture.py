@@ -302,6 +302,71 @@ def test_an_import_added_anywhere_in_the_block_round_trips_as_ensure_import(tmp_
     assert f"\n{placed} = " in text
 
 
+@pytest.mark.parametrize(
+    ("base", "edited", "placed"),
+    [
+        ('"""Doc."""\n\nX = 1\n', '"""Doc."""\n\nimport copy\n\nX = 1\n', None),
+        ("import os\n\nimport torch\n\nX = 1\n", "import os\n\nimport torch\n\nfrom a import b\n\nX = 1\n", None),
+        ("import os\n\nfrom a import b\n\nX = 1\n", "import os\n\nimport torch\n\nfrom a import b\n\nX = 1\n", "after"),
+        ("import os\nfrom a import b\n\nX = 1\n", "import os\nimport torch\n\nfrom a import b\n\nX = 1\n", "before"),
+        ("# Copyright\n\nX = 1\n", "# Copyright\n\nimport copy\n\nX = 1\n", None),
+        (
+            '"""Doc."""\n\n# stdlib\nimport os\n\nX = 1\n',
+            '"""Doc."""\n\n# stdlib\nimport abc\n\nimport os\n\nX = 1\n',
+            "position",
+        ),
+    ],
+    ids=["under-the-docstring-no-imports", "new-group-at-the-end", "new-group-between-two", "new-group-splitting-one",
+         "at-the-top-under-a-comment", "new-group-at-the-top"],
+)  # fmt: skip
+def test_an_import_written_as_a_new_group_round_trips_as_ensure_import(tmp_path, capsys, base, edited, placed):
+    report = round_trip(capsys, tmp_path, {"pkg/m.py": base}, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["ensure-import"], report["patches"]
+    assert "as a group of its own" in report["patches"][0]["why"]
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert "\nnew_group = true\n" in text
+    if placed:
+        assert f"\n{placed} = " in text
+
+
+def test_a_moved_import_written_as_its_own_group_is_captured_as_move_import(tmp_path, capsys):
+    base = {
+        "pkg/m.py": "import torch\n\nfrom sglang.srt.distributed import get_tp_group\n"
+        "from sglang.srt.utils import DeepEPMode, add_prefix, is_cuda\n\n_is_cuda = is_cuda()\n"
+    }
+    edit = {
+        "pkg/m.py": "import torch\n\nfrom sglang.srt.distributed import get_tp_group\n"
+        "from sglang.srt.layers.moe.utils import DeepEPMode\n\n"
+        "from sglang.srt.utils import add_prefix, is_cuda\n\n_is_cuda = is_cuda()\n"
+    }
+    report = round_trip(capsys, tmp_path, base, edit)
+    [patch] = report["patches"]
+    assert patch["op"] == "move-import"
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert 'position = "before"\nnew_group = true\n' in text
+
+
+def test_an_import_layout_no_placement_writes_is_an_edit_imports(tmp_path, capsys):
+    # A blank line on both sides of a new line inside one group: neither `after` nor `before` writes that.
+    base = {"pkg/m.py": "import os\nimport sys\n\nX = 1\n"}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": "import os\n\nimport re\n\nimport sys\n\nX = 1\n"})
+    assert [p["op"] for p in report["patches"]] == ["edit-imports"]
+    assert (
+        "adds `import re` (line 3) with 1 blank line above it and 1 blank line below it, where the file had no "
+        "line: no placement of ensure-import writes that layout" in report["patches"][0]["why"]
+    )
+
+
+def test_an_import_proposal_that_does_not_verify_is_proposed_again_as_edit_imports(tmp_path, capsys):
+    # `after = "import os"` names the last such import: the proposal lands after the second one, so the
+    # import edits are proposed again as hunks inside the block (before, the file fell back to diff).
+    base = {"pkg/m.py": "import os\nimport sys\nimport os\n\nX = 1\n"}
+    edit = {"pkg/m.py": "import os\nimport re\nimport sys\nimport os\n\nX = 1\n"}
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["edit-imports"]
+    assert "the structured ops would not reproduce it byte for byte" in report["patches"][0]["why"]
+
+
 def test_an_import_away_from_the_block_says_where_it_is(tmp_path, capsys):
     base = {"pkg/m.py": "import os\n\nX = 1\nY = 2\n"}
     report = round_trip(capsys, tmp_path, base, {"pkg/m.py": "import os\n\nX = 1\nimport re\nY = 2\n"})

@@ -341,10 +341,11 @@ class CodeState:
         return end
 
     def import_insert_line(self) -> int:
-        """Line before which a new import goes: after the leading import block."""
+        """Line before which a new import goes: after the leading import block (in a module with
+        neither imports nor a docstring: its first statement, under the file's leading comments)."""
         end = self.import_block_end()
         if end == 0:
-            return 1
+            return self.tree.body[0].lineno if self.tree.body else 1
         last = self.tree.body[end - 1]
         if id(last) in self.added_by:
             # Added by an earlier patch of this run: its "line" is where it

@@ -374,6 +374,25 @@ def import_block_end(body: Sequence[cst.BaseStatement]) -> int:
     return end
 
 
+Line = cst.SimpleStatementLine | cst.BaseCompoundStatement
+"""A statement of a module body (one with leading lines)."""
+
+
+def grouped_below(new: Line, group: bool) -> Line:
+    """``new``, to be inserted right below a statement: with ``group``, after one blank line
+    (a group of its own); the statement below it keeps its own blank lines and comments."""
+    return new.with_changes(leading_lines=[cst.EmptyLine()]) if group else new
+
+
+def grouped_above(new: Line, anchor: Line, group: bool) -> list[Line]:
+    """``new`` and ``anchor``, with ``new`` right above ``anchor``, below the blank lines and comments
+    that were above ``anchor`` (they move above ``new``); with ``group``, one blank line between the two."""
+    return [
+        new.with_changes(leading_lines=anchor.leading_lines),
+        anchor.with_changes(leading_lines=[cst.EmptyLine()] if group else []),
+    ]
+
+
 def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:
     """Mirror of code.bound_names for libcst statements."""
     if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):

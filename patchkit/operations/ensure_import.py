@@ -12,8 +12,16 @@ added anywhere in or at the edge of the block round-trips):
   (right after the module docstring, taking the first import's blank lines
   and comments as ``before`` does); with no import there, the default place.
 
-At most one of the three.  An existing ``from x import (...)`` is never
-rewritten: the patch then touches only lines it owns.
+At most one of the three.  The default place is right after the block's last
+import, or after the module docstring when there is no import yet, or at the
+very top (under the file's leading comments) when there is neither.
+
+``new_group = true`` makes the new line a group of its own, as isort writes a
+new section: one blank line between it and what it is placed against (below
+the ``after`` import, the block's last import or the docstring; above the
+``before`` import or the block's first one; at the very top, above the first
+statement).  An existing ``from x import (...)`` is never rewritten: the
+patch then touches only lines it owns.
 """
 
 from __future__ import annotations
@@ -104,6 +112,7 @@ class EnsureImport(PythonOperation[str]):
     before: str | None = None  # likewise
     before_canon: str | None = None
     position: str | None = None  # "top"
+    new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
@@ -126,12 +135,15 @@ class EnsureImport(PythonOperation[str]):
             before=before,
             before_canon=before_canon,
             position=table.get("position"),
+            new_group=table.get("new_group", False),
         )
 
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {"import": self.code, "after": self.after_canon}
         if self.before_canon is not None or self.position is not None:
             out.update(before=self.before_canon, position=self.position)
+        if self.new_group:
+            out["new_group"] = True
         return out
 
     def _after_index(self, state: CodeState) -> int | None:
@@ -183,7 +195,7 @@ class EnsureImport(PythonOperation[str]):
             return Outcome.skip(Reason.ALREADY_APPLIED, lines[0], f"`{self.code}` is already imported ({where})")
         new_code = render_items(missing)
         line = state.import_insert_line()
-        message = f"adds `{new_code}` after the import block"
+        message = f"adds `{new_code}` {_default_place(state)}"
         if self.after is not None:
             index = self._after_index(state)
             if index is None:
@@ -208,6 +220,8 @@ class EnsureImport(PythonOperation[str]):
                 line = anchor.lineno
                 what = f"`{one_line(self.before)}`" if self.before is not None else "the first import"
                 message = f"adds `{new_code}` before line {anchor.lineno} ({what})"
+        if self.new_group:
+            message += ", as a group of its own (a blank line between)"
         if present:
             message += f" ({', '.join(i.spelled() for i, _ in present)} already imported)"
         return Outcome.apply(line, message, plan=new_code)
@@ -263,21 +277,23 @@ class EnsureImport(PythonOperation[str]):
             )
             if index is None:
                 raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
-            body.insert(index + 1, stmt)
-        elif self.before is not None or self.position is not None:
+            body.insert(index + 1, edit.grouped_below(stmt, self.new_group))
+        elif (self.before is not None or self.position is not None) and self._cst_before_index(body) is not None:
             at = self._cst_before_index(body)
-            if at is None:
-                body.insert(edit.import_block_end(body), stmt)
-            else:
-                # The new line goes right above the anchor, below its blank lines and comments.
-                anchor = body[at]
-                body[at : at + 1] = [
-                    stmt.with_changes(leading_lines=anchor.leading_lines),
-                    anchor.with_changes(leading_lines=[]),
-                ]
+            assert at is not None
+            body[at : at + 1] = edit.grouped_above(stmt, body[at], self.new_group)
         else:
-            body.insert(edit.import_block_end(body), stmt)
+            self._insert_at_default_place(body, stmt)
         return module.with_changes(body=body)
+
+    def _insert_at_default_place(self, body: list[Any], stmt: Any) -> None:
+        """After the block's last import or the docstring; in a module with neither, at the top."""
+        edit = edit_lazy()
+        at = edit.import_block_end(body)
+        if at > 0 or not body:
+            body.insert(at, edit.grouped_below(stmt, self.new_group))
+        else:  # under the file's leading comments (libcst's module header), above its first statement
+            body[0:1] = edit.grouped_above(stmt, body[0], self.new_group)
 
     def _cst_before_index(self, body: list[Any]) -> int | None:
         edit = edit_lazy()
@@ -295,6 +311,17 @@ class EnsureImport(PythonOperation[str]):
             return found
         start = 1 if body and edit.is_cst_docstring(body[0]) else 0
         return start if start < len(body) and edit.is_cst_import(body[start]) else None
+
+
+def _default_place(state: CodeState) -> str:
+    """Where the default place is in this file, in words."""
+    body = state.tree.body
+    end = state.import_block_end()
+    if end > 0 and isinstance(body[end - 1], (ast.Import, ast.ImportFrom)):
+        return "after the import block"
+    if end > 0:
+        return "after the module docstring (the module has no import yet)"
+    return "at the top of the module (it has no import yet)"
 
 
 def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast.ImportFrom:

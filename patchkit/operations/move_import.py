@@ -14,7 +14,9 @@ inside ``try`` or ``if``).  The edit keeps the old statement's layout:
   of the remaining names are kept) and ``from TO import name`` goes on the
   line right after it; with ``position = "before"``, on the line right before
   it (below its blank lines and comments, which move above the new line);
-  with ``after = "<an import statement>"``, right after that statement.
+  with ``after = "<an import statement>"``, right after that statement;
+  with ``new_group = true``, as a group of its own: one blank line between the
+  new line and the statement it is placed against.
 
 An ``as`` alias is carried over.  If the module already imports ``name`` from
 ``to`` as well, the old import is only dropped.
@@ -61,6 +63,7 @@ class MoveImport(PythonOperation[Plan]):
     position: str = "after"  # of the new line, relative to the old import: "after" | "before"
     after: str | None = None  # an import statement the new line goes right after
     after_canon: str | None = None
+    new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> MoveImport:
@@ -85,12 +88,15 @@ class MoveImport(PythonOperation[Plan]):
             position=table.get("position", "after"),
             after=after,
             after_canon=after_canon,
+            new_group=table.get("new_group", False),
         )
 
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "from": self.source, "to": self.dest}
         if self.position != "after" or self.after_canon is not None:
             out.update(position=self.position, after=self.after_canon)
+        if self.new_group:
+            out["new_group"] = True
         return out
 
     def _after_index(self, body: list[ast.stmt]) -> int | None:
@@ -242,13 +248,11 @@ class MoveImport(PythonOperation[Plan]):
                 alias = f" as {plan.asname}" if plan.asname else ""
                 new = libcst.parse_statement(f"from {self.dest} import {self.name}{alias}\n")
                 at = self._new_index(body, index, self._cst_after_index)
+                edit = edit_lazy()
                 if at == index:  # before the old import: under its blank lines and comments
-                    body[index : index + 1] = [
-                        new.with_changes(leading_lines=body[index].leading_lines),
-                        body[index].with_changes(leading_lines=[]),
-                    ]
+                    body[index : index + 1] = edit.grouped_above(new, body[index], self.new_group)
                 else:
-                    body.insert(at, new)
+                    body.insert(at, edit.grouped_below(new, self.new_group))
         return module.with_changes(body=body)
 
     def _cst_after_index(self, body: list[Any]) -> int | None:
