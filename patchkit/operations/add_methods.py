@@ -112,12 +112,13 @@ class AddMethods(PythonOperation[DefPlan]):
     def analyze(self, state: CodeState) -> Outcome[DefPlan]:
         target = state.find_class(self.class_name)
         if target is None:
-            uses = self_attributes(m.node for m in self.methods) - {m.name for m in self.methods}
+            added = {m.name for m in self.methods}
+            uses = self_attributes(m.node for m in self.methods) - added
             return Outcome.fail(
                 Reason.CLASS_NOT_FOUND,
                 None,
                 f"class {self.class_name} is not defined in {state.path}"
-                + not_found_class(state, self.class_name, uses),
+                + not_found_class(state, self.class_name, uses, added),
             )
 
         def member(name: str) -> ast.stmt | None:

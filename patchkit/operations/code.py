@@ -246,6 +246,10 @@ class CodeState:
             self._derived[what] = compute(self)
         return cast(T, self._derived[what])
 
+    def patchkit_wrote(self, node: ast.stmt) -> str | None:
+        """When the tree's record says patchkit wrote this code (any payload version), else None."""
+        return self.previous.get(digest(node)) if self.previous else None
+
     @property
     def last_line(self) -> int:
         return self.text.count("\n") + (0 if self.text.endswith("\n") or not self.text else 1)
