@@ -168,6 +168,23 @@ def test_two_edits_in_one_file_compose_and_keep_every_other_byte(tmp_path, capsy
     assert sc.text() == after
 
 
+def test_a_second_edit_reads_the_lines_as_the_first_edit_left_them(tmp_path, capsys):
+    """The second function's region starts at the comment above it, found in the file's lines: after the
+    first edit (a line added above it), those are the edited lines, not the lines as read."""
+    base = "def f():\n    a = 1\n    return a\n\n\n# the helper\ndef g():\n    b = 2\n    return b\n"
+    edited = base.replace("    a = 1\n", "    a = 1\n    a += 1\n").replace("b = 2", "b = 3")
+    patches = [edit_patch("f", "f", "f.diff"), edit_patch("g", "g", "g.diff")]
+    payloads = {
+        "f.diff": function_diff(base, base.replace("    a = 1\n", "    a = 1\n    a += 1\n"), 1, 3),
+        "g.diff": function_diff(base, base.replace("b = 2", "b = 3"), 6, 9),
+    }
+    assert "# the helper" in payloads["g.diff"]
+    sc, r = apply(tmp_path, capsys, base, patches, payloads)
+    assert r.code == 0, r.out
+    assert [x["status"] for x in r.json["results"]] == ["APPLY", "APPLY"]
+    assert sc.text() == edited
+
+
 def test_an_insert_after_an_edit_in_the_same_file_sees_the_edited_lines(tmp_path, capsys):
     patches = [
         edit_patch(),

@@ -246,6 +246,12 @@ class CodeState:
             self._derived[what] = compute(self)
         return cast(T, self._derived[what])
 
+    def replace_text(self, text: str) -> None:
+        """The file's text after an op edited it as text (``edit-function``: the lines of a region),
+        its ast already edited to match: ``lines`` is computed again from it."""
+        self.text = text
+        self._lines = None
+
     def patchkit_wrote(self, node: ast.stmt) -> str | None:
         """When the tree's record says patchkit wrote this code (any payload version), else None."""
         return self.previous.get(digest(node)) if self.previous else None

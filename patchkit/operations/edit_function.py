@@ -238,8 +238,7 @@ class ScopedHunks(PythonOperation[Plan]):
             end = getattr(node, "end_lineno", None)
             if end is not None and end >= plan.last:
                 setattr(node, "end_lineno", end + delta)  # noqa: B010 (any node kind)
-        state.text = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
-        state._lines = None
+        state.replace_text("".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]]))
 
     def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         import libcst
