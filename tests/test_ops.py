@@ -1424,7 +1424,12 @@ def test_ensure_import_in_a_module_without_imports_says_where_it_goes():
     assert res["message"] == "adds `import copy` after the module docstring (the module has no import yet)"
 
 
-def test_ensure_import_after_must_be_an_import(tmp_path, capsys):
-    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "X = 1"})
+@pytest.mark.parametrize(
+    ("after", "says"), [("X = 1", "'X = 1' is not an import statement"), ("import (", "'import (' is not valid Python")]
+)
+@pytest.mark.parametrize("op", ["ensure-import", "move-import"])
+def test_an_after_import_is_read_the_same_way_by_both_import_ops(tmp_path, capsys, op, after, says):
+    table = {"op": "ensure-import", "import": "import json"} if op == "ensure-import" else move_patch()
+    sc = one(tmp_path, MID_BLOCK_BEFORE, table | {"after": after})
     r = sc.apply(capsys)
-    assert r.code == 2 and "patch[1].after" in r.err and "is not an import statement" in r.err
+    assert r.code == 2 and "patch[1].after" in r.err and says in r.err, r.err

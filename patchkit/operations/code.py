@@ -117,6 +117,19 @@ def short_digest(value: str) -> str:
     return value[: len("sha256:") + 12]
 
 
+def import_index(body: Sequence[ast.stmt], wanted: str | None, *, last: bool = True) -> int | None:
+    """Index in a module ``body`` of the import statement whose ``canon`` is ``wanted`` (an ``after`` /
+    ``before`` anchor): the last one, or with ``last=False`` the first.  ``edit.cst_import_index`` is
+    the same lookup on libcst."""
+    found = None
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == wanted:
+            found = index
+            if not last:
+                break
+    return found
+
+
 def parse_statement(code: str) -> ast.stmt:
     """Parse exactly one statement (raises ValueError with a reason otherwise)."""
     try:

@@ -363,6 +363,18 @@ def is_cst_import(stmt: cst.BaseStatement) -> bool:
     )
 
 
+def cst_import_index(body: Sequence[cst.BaseStatement], wanted: str | None, *, last: bool = True) -> int | None:
+    """``code.import_index`` on libcst: the line holding exactly the import statement whose ``canon`` is
+    ``wanted`` (the last one, or with ``last=False`` the first)."""
+    found = None
+    for index, stmt in enumerate(body):
+        if is_cst_import(stmt) and statement_canons(stmt) == [wanted]:
+            found = index
+            if not last:
+                break
+    return found
+
+
 def import_block_end(body: Sequence[cst.BaseStatement]) -> int:
     """Mirror of CodeState.import_block_end: the index after the leading docstring-and-imports block."""
     end = 0

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.code import CodeState, canon, import_index, parse_statement
 from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
 from patchkit.operations.wording import one_line
 from patchkit.results import Reason
@@ -123,10 +123,8 @@ class EnsureImport(PythonOperation[str]):
         placed = [key for key in ("after", "before", "position") if key in table]
         if len(placed) > 1:
             ctx.error(placed[1], f"`{placed[0]}` and `{placed[1]}` both place the import: keep one")
-        after = table.get("after")
-        after_canon = None if after is None else canon(_import_statement(ctx, "after", after))
-        before = table.get("before")
-        before_canon = None if before is None else canon(_import_statement(ctx, "before", before))
+        after, after_canon = import_anchor(ctx, table, "after")
+        before, before_canon = import_anchor(ctx, table, "before")
         return cls(
             code=code,
             items=tuple(items_of(stmt)),
@@ -148,21 +146,12 @@ class EnsureImport(PythonOperation[str]):
 
     def _after_index(self, state: CodeState) -> int | None:
         """Index in the module body of the ``after`` import (the last one that matches)."""
-        return self._anchor_index(state, self.after_canon, last=True)
-
-    def _anchor_index(self, state: CodeState, wanted: str | None, *, last: bool) -> int | None:
-        found = None
-        for index, stmt in enumerate(state.tree.body):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == wanted:
-                found = index
-                if not last:
-                    break
-        return found
+        return import_index(state.tree.body, self.after_canon)
 
     def _before_index(self, state: CodeState) -> int | None:
         """Index of the statement the new import goes right before (``before`` / ``position``)."""
         if self.before is not None:
-            return self._anchor_index(state, self.before_canon, last=False)
+            return import_index(state.tree.body, self.before_canon, last=False)
         body = state.tree.body
         start = 1 if body and is_docstring(body[0]) else 0
         if start < len(body) and isinstance(body[start], (ast.Import, ast.ImportFrom)):
@@ -267,14 +256,7 @@ class EnsureImport(PythonOperation[str]):
         stmt = edit.cst.parse_statement(outcome.planned + "\n")
         body = list(module.body)
         if self.after is not None:
-            index = max(
-                (
-                    i
-                    for i, s in enumerate(body)
-                    if isinstance(s, edit.cst.SimpleStatementLine) and edit.statement_canons(s) == [self.after_canon]
-                ),
-                default=None,
-            )
+            index = edit.cst_import_index(body, self.after_canon)
             if index is None:
                 raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
             body.insert(index + 1, edit.grouped_below(stmt, self.new_group))
@@ -298,14 +280,7 @@ class EnsureImport(PythonOperation[str]):
     def _cst_before_index(self, body: list[Any]) -> int | None:
         edit = edit_lazy()
         if self.before is not None:
-            found = next(
-                (
-                    i
-                    for i, s in enumerate(body)
-                    if edit.is_cst_import(s) and edit.statement_canons(s) == [self.before_canon]
-                ),
-                None,
-            )
+            found = edit.cst_import_index(body, self.before_canon, last=False)
             if found is None:
                 raise InternalError(f"libcst edit could not find the `before` import `{one_line(self.before)}`")
             return found
@@ -332,6 +307,13 @@ def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast
     if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
         ctx.error(key, f"{code!r} is not an import statement")
     return stmt
+
+
+def import_anchor(ctx: LoadContext, table: Mapping[str, Any], key: str) -> tuple[str | None, str | None]:
+    """(as written, ``canon``) of the import statement an optional ``key`` (``after``, ``before``) names,
+    for ``code.import_index`` / ``edit.cst_import_index``; a manifest error if it is not one."""
+    written = table.get(key)
+    return (None, None) if written is None else (written, canon(_import_statement(ctx, key, written)))
 
 
 def _describe(stmt: ast.stmt) -> str:

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.code import CodeState, import_index
+from patchkit.operations.ensure_import import import_anchor
 from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason
 
@@ -71,16 +72,7 @@ class MoveImport(PythonOperation[Plan]):
             ctx.error("to", f"`from` and `to` are the same module ({table['to']!r})")
         if "position" in table and "after" in table:
             ctx.error("after", "`position` and `after` both place the new import: keep one")
-        after = table.get("after")
-        after_canon = None
-        if after is not None:
-            try:
-                stmt = parse_statement(after)
-            except ValueError as exc:
-                ctx.error("after", f"{after!r} {exc}")
-            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                ctx.error("after", f"{after!r} is not an import statement")
-            after_canon = canon(stmt)
+        after, after_canon = import_anchor(ctx, table, "after")
         return cls(
             name=table["name"],
             source=table["from"],
@@ -100,11 +92,7 @@ class MoveImport(PythonOperation[Plan]):
         return out
 
     def _after_index(self, body: list[ast.stmt]) -> int | None:
-        found = None
-        for index, stmt in enumerate(body):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
-                found = index
-        return found
+        return import_index(body, self.after_canon)
 
     def _is(self, stmt: ast.stmt, spec: str) -> ast.alias | None:
         level, module = _split_module(spec)
@@ -256,12 +244,7 @@ class MoveImport(PythonOperation[Plan]):
         return module.with_changes(body=body)
 
     def _cst_after_index(self, body: list[Any]) -> int | None:
-        edit = edit_lazy()
-        found = None
-        for index, stmt in enumerate(body):
-            if isinstance(stmt, edit.cst.SimpleStatementLine) and edit.statement_canons(stmt) == [self.after_canon]:
-                found = index
-        return found
+        return edit_lazy().cst_import_index(body, self.after_canon)
 
 
 def _alias_name(alias: Any) -> str:
