@@ -207,6 +207,13 @@ def digest(**kwargs: Any) -> int:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @manifest_option
+@click.option(
+    "--repo",
+    default=None,
+    metavar="DIR",
+    help="Also read the target files in this work tree, so warnings that depend on them "
+    "(where a payload's strings land) use the real ones.",
+)
 @json_option
 def validate(**kwargs: Any) -> int:
     """Load a manifest (schema, payloads, references) and list its patches."""

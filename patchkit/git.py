@@ -73,6 +73,7 @@ _BARE_HINTS = {
     "status": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them), "
     "or use `patchkit check`, which needs no checkout",
     "revert": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them)",
+    "validate": "pass --repo DIR of a checkout (`git worktree list` shows them), or leave --repo out",
 }
 
 

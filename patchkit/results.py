@@ -51,8 +51,9 @@ class Reason(str, Enum):
 REASON_MEANING: dict[Reason, str] = {
     Reason.ALREADY_APPLIED: "the patch's code is already in the file, exactly (ignoring formatting and comments)",
     Reason.UPSTREAM_PROVIDES: (
-        "upstream defines the names itself with other code, and the patch says "
-        'on_conflict = "keep-upstream": the patch is redundant here'
+        "upstream has the change itself: it defines the names with other code and the patch says "
+        'on_conflict = "keep-upstream", or a scoped hunk op\'s lines are in place and patchkit did not '
+        "write them: the patch is redundant here"
     ),
     Reason.FILE_NOT_FOUND: "the target file does not exist at this commit / in this tree",
     Reason.UNSUPPORTED_FILE: "the target is a symlink, a directory or a submodule, or is not UTF-8 text",

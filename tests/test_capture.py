@@ -302,6 +302,71 @@ def test_an_import_added_anywhere_in_the_block_round_trips_as_ensure_import(tmp_
     assert f"\n{placed} = " in text
 
 
+@pytest.mark.parametrize(
+    ("base", "edited", "placed"),
+    [
+        ('"""Doc."""\n\nX = 1\n', '"""Doc."""\n\nimport copy\n\nX = 1\n', None),
+        ("import os\n\nimport torch\n\nX = 1\n", "import os\n\nimport torch\n\nfrom a import b\n\nX = 1\n", None),
+        ("import os\n\nfrom a import b\n\nX = 1\n", "import os\n\nimport torch\n\nfrom a import b\n\nX = 1\n", "after"),
+        ("import os\nfrom a import b\n\nX = 1\n", "import os\nimport torch\n\nfrom a import b\n\nX = 1\n", "before"),
+        ("# Copyright\n\nX = 1\n", "# Copyright\n\nimport copy\n\nX = 1\n", None),
+        (
+            '"""Doc."""\n\n# stdlib\nimport os\n\nX = 1\n',
+            '"""Doc."""\n\n# stdlib\nimport abc\n\nimport os\n\nX = 1\n',
+            "position",
+        ),
+    ],
+    ids=["under-the-docstring-no-imports", "new-group-at-the-end", "new-group-between-two", "new-group-splitting-one",
+         "at-the-top-under-a-comment", "new-group-at-the-top"],
+)  # fmt: skip
+def test_an_import_written_as_a_new_group_round_trips_as_ensure_import(tmp_path, capsys, base, edited, placed):
+    report = round_trip(capsys, tmp_path, {"pkg/m.py": base}, {"pkg/m.py": edited})
+    assert [p["op"] for p in report["patches"]] == ["ensure-import"], report["patches"]
+    assert "as a group of its own" in report["patches"][0]["why"]
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert "\nnew_group = true\n" in text
+    if placed:
+        assert f"\n{placed} = " in text
+
+
+def test_a_moved_import_written_as_its_own_group_is_captured_as_move_import(tmp_path, capsys):
+    base = {
+        "pkg/m.py": "import torch\n\nfrom sglang.srt.distributed import get_tp_group\n"
+        "from sglang.srt.utils import DeepEPMode, add_prefix, is_cuda\n\n_is_cuda = is_cuda()\n"
+    }
+    edit = {
+        "pkg/m.py": "import torch\n\nfrom sglang.srt.distributed import get_tp_group\n"
+        "from sglang.srt.layers.moe.utils import DeepEPMode\n\n"
+        "from sglang.srt.utils import add_prefix, is_cuda\n\n_is_cuda = is_cuda()\n"
+    }
+    report = round_trip(capsys, tmp_path, base, edit)
+    [patch] = report["patches"]
+    assert patch["op"] == "move-import"
+    text = (tmp_path / "kit" / "manifests" / "captured.toml").read_text()
+    assert 'position = "before"\nnew_group = true\n' in text
+
+
+def test_an_import_layout_no_placement_writes_is_an_edit_imports(tmp_path, capsys):
+    # A blank line on both sides of a new line inside one group: neither `after` nor `before` writes that.
+    base = {"pkg/m.py": "import os\nimport sys\n\nX = 1\n"}
+    report = round_trip(capsys, tmp_path, base, {"pkg/m.py": "import os\n\nimport re\n\nimport sys\n\nX = 1\n"})
+    assert [p["op"] for p in report["patches"]] == ["edit-imports"]
+    assert (
+        "adds `import re` (line 3) with 1 blank line above it and 1 blank line below it, where the file had no "
+        "line: no placement of ensure-import writes that layout" in report["patches"][0]["why"]
+    )
+
+
+def test_an_import_proposal_that_does_not_verify_is_proposed_again_as_edit_imports(tmp_path, capsys):
+    # `after = "import os"` names the last such import: the proposal lands after the second one, so the
+    # import edits are proposed again as hunks inside the block (before, the file fell back to diff).
+    base = {"pkg/m.py": "import os\nimport sys\nimport os\n\nX = 1\n"}
+    edit = {"pkg/m.py": "import os\nimport re\nimport sys\nimport os\n\nX = 1\n"}
+    report = round_trip(capsys, tmp_path, base, edit)
+    assert [p["op"] for p in report["patches"]] == ["edit-imports"]
+    assert "the structured ops would not reproduce it byte for byte" in report["patches"][0]["why"]
+
+
 def test_an_import_away_from_the_block_says_where_it_is(tmp_path, capsys):
     base = {"pkg/m.py": "import os\n\nX = 1\nY = 2\n"}
     report = round_trip(capsys, tmp_path, base, {"pkg/m.py": "import os\n\nX = 1\nimport re\nY = 2\n"})
@@ -312,19 +377,28 @@ def test_an_import_away_from_the_block_says_where_it_is(tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("unit", [2, 4])
 @pytest.mark.parametrize("depth", [1, 2])
-def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_path, capsys, depth):
-    pad = "    " * depth
-    head = "class A:\n" if depth == 1 else "class A:\n    class B:\n"
+def test_a_method_with_a_multi_line_docstring_keeps_its_value_at_any_depth(tmp_path, capsys, depth, unit):
+    """At class depth 1 and 2, in files indented 2 and 4 spaces a level: the round trip is exact, and
+    `validate` (on the payload alone, and reading the target) has nothing to warn about."""
+    one = " " * unit
+    pad = one * depth
+    head = "class A:\n" if depth == 1 else f"class A:\n{one}class B:\n"
     method = (
-        f'{pad}def m(self):\n{pad}    """Doc.\n\n{pad}    Args:\n{pad}        x: y\n{pad}    """\n{pad}    return 1\n'
+        f'{pad}def m(self):\n{pad}{one}"""Doc.\n\n{pad}{one}Args:\n{pad}{one}{one}x: y\n{pad}{one}"""\n'
+        f"{pad}{one}return 1\n"
     )
-    base = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n"}
+    base = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}{one}return 0\n"}
     # At the end of the class (add-methods), and between two methods (add-methods with after=).
-    edit = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n" + method}
+    edit = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}{one}return 0\n\n" + method}
     report = round_trip(capsys, tmp_path / "end", base, edit)
     assert [p["op"] for p in report["patches"]] == ["add-methods"]
-    base2 = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}    return 0\n\n{pad}def g(self):\n{pad}    return 2\n"}
+    manifest = tmp_path / "end" / "kit" / "manifests" / "captured.toml"
+    assert run_cli(capsys, "validate", "-m", manifest, "--json").json["warnings"] == []
+    repo = tmp_path / "end" / "repo"
+    assert run_cli(capsys, "validate", "-m", manifest, "--repo", repo, "--json").json["warnings"] == []
+    base2 = {"pkg/m.py": head + f"{pad}def f(self):\n{pad}{one}return 0\n\n{pad}def g(self):\n{pad}{one}return 2\n"}
     edit2 = {
         "pkg/m.py": base2["pkg/m.py"].replace(f"{pad}def g(self):", method.rstrip("\n") + f"\n\n{pad}def g(self):")
     }

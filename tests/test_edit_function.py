@@ -82,6 +82,47 @@ def test_applies_inside_the_function_wherever_it_moved_and_however_else_it_chang
     assert again.json["results"][0]["reason"] == "ALREADY_APPLIED"
 
 
+@pytest.mark.parametrize("op", ["edit-function", "edit-imports", "edit-statement"])
+def test_lines_in_place_are_already_applied_only_where_patchkit_wrote_them(tmp_path, capsys, op):
+    """The scoped-hunk ops' reverse match: ALREADY_APPLIED where this tree's record shows patchkit
+    wrote those lines, UPSTREAM_PROVIDES where upstream has them of its own (no record of a write)."""
+    if op == "edit-function":
+        before, after, patch, payload = BASE, EDITED, edit_patch(), VERIFY_DIFF
+    elif op == "edit-imports":
+        before, after = "import os\nimport sys\n\nX = 1\n", "import os\n\nX = 1\n"
+        payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,1 @@\n import os\n-import sys\n"
+        patch = {"id": "verify", "op": op, "file": "pkg/mod.py", "source": src("v.diff")}
+    else:
+        before, after = "EXTS = [\n    'a',\n]\n", "EXTS = [\n    'a',\n    'x',\n]\n"
+        payload = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,3 @@\n EXTS = [\n     'a',\n+    'x',\n"
+        patch = {"id": "verify", "op": op, "file": "pkg/mod.py", "statement": "EXTS", "source": src("v.diff")}
+    # Upstream's tree already holds the change: patchkit never wrote it.
+    sc, r = apply(tmp_path / "up", capsys, after, [patch], {"v.diff": payload})
+    assert r.code == 0, r.err
+    res = r.json["results"][0]
+    assert (res["status"], res["reason"]) == ("SKIP", "UPSTREAM_PROVIDES"), res
+    assert res["message"].endswith(
+        "and no record shows patchkit writing it there: upstream has this change, so the patch is redundant here"
+    ), res["message"]
+    assert sc.text() == after
+    status = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert status.code == 0, status.err  # in place all the same: complete
+    assert [p["state"] for p in status.json["results"]] == ["provided by upstream"]
+    # Written by patchkit: ALREADY_APPLIED, as status and the next apply say.
+    sc, r = apply(tmp_path / "own", capsys, before, [patch], {"v.diff": payload})
+    assert r.code == 0, r.err
+    assert sc.text() == after
+    again = sc.apply(capsys).json["results"][0]
+    assert (again["status"], again["reason"]) == ("SKIP", "ALREADY_APPLIED"), again
+    status = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    assert [p["state"] for p in status.json["results"]] == ["applied"]
+    # Reverted, the record is gone: the same lines, now committed by upstream, are upstream's.
+    assert run_cli(capsys, "revert", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0
+    sc.file().write_text(after)
+    git(sc.repo, "commit", "-qam", "upstream takes the change")
+    assert sc.apply(capsys).json["results"][0]["reason"] == "UPSTREAM_PROVIDES"
+
+
 def test_a_hunk_that_does_not_match_inside_the_function_is_a_conflict_naming_it(tmp_path, capsys):
     before = BASE.replace("        logits = self.draft(batch)\n", "        logits = self.draft(batch, k=2)\n")
     sc, r = apply(tmp_path, capsys, before)
@@ -125,6 +166,23 @@ def test_two_edits_in_one_file_compose_and_keep_every_other_byte(tmp_path, capsy
     assert r.code == 0, r.err
     assert [x["status"] for x in r.json["results"]] == ["APPLY", "APPLY"]
     assert sc.text() == after
+
+
+def test_a_second_edit_reads_the_lines_as_the_first_edit_left_them(tmp_path, capsys):
+    """The second function's region starts at the comment above it, found in the file's lines: after the
+    first edit (a line added above it), those are the edited lines, not the lines as read."""
+    base = "def f():\n    a = 1\n    return a\n\n\n# the helper\ndef g():\n    b = 2\n    return b\n"
+    edited = base.replace("    a = 1\n", "    a = 1\n    a += 1\n").replace("b = 2", "b = 3")
+    patches = [edit_patch("f", "f", "f.diff"), edit_patch("g", "g", "g.diff")]
+    payloads = {
+        "f.diff": function_diff(base, base.replace("    a = 1\n", "    a = 1\n    a += 1\n"), 1, 3),
+        "g.diff": function_diff(base, base.replace("b = 2", "b = 3"), 6, 9),
+    }
+    assert "# the helper" in payloads["g.diff"]
+    sc, r = apply(tmp_path, capsys, base, patches, payloads)
+    assert r.code == 0, r.out
+    assert [x["status"] for x in r.json["results"]] == ["APPLY", "APPLY"]
+    assert sc.text() == edited
 
 
 def test_an_insert_after_an_edit_in_the_same_file_sees_the_edited_lines(tmp_path, capsys):
@@ -196,7 +254,8 @@ def test_check_range_says_upstream_took_the_change_and_then_changed_it(tmp_path,
     r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
     assert r.code == 1
     windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
-    assert windows == [("APPLY", None, 2), ("SKIP", "ALREADY_APPLIED", 1), ("FAIL", "CONFLICT", 1)]
+    # Upstream's own lines (a commit has no record of patchkit writing them): UPSTREAM_PROVIDES.
+    assert windows == [("APPLY", None, 2), ("SKIP", "UPSTREAM_PROVIDES", 1), ("FAIL", "CONFLICT", 1)]
     [item] = r.json["upstreamed"]
     took_sha, changed_sha = history["took"], history["changed"]
     assert (item["patch"], item["taken"]["commit"], item["changed"]["commit"]) == ("verify", took_sha, changed_sha)
@@ -233,7 +292,8 @@ def test_check_range_after_upstream_reverted_the_change_and_edited_it_says_rebas
     r = run_cli(capsys, "check", "-m", kit.manifest, "--repo", history.path, "--range", "main", "--json")
     assert r.code == 1
     windows = [(w["status"], w["reason"], w["count"]) for w in r.json["windows"]]
-    assert windows == [("APPLY", None, 1), ("SKIP", "ALREADY_APPLIED", 1), ("APPLY", None, 1), ("FAIL", "CONFLICT", 1)]
+    taken = ("SKIP", "UPSTREAM_PROVIDES", 1)
+    assert windows == [("APPLY", None, 1), taken, ("APPLY", None, 1), ("FAIL", "CONFLICT", 1)]
     [item] = r.json["upstreamed"]
     took, reverted, edited = history["took"], history["reverted"], history["edited"]
     assert (item["taken"]["commit"], item["removed"]["commit"], item["changed"]["commit"], item["reason"]) == (
@@ -342,6 +402,54 @@ def test_validate_warns_when_a_payload_docstring_would_change_value(tmp_path, ca
     )
     kit.write([patch | {"payload_class": "A.B"}], {"m.py": nested})
     assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
+
+
+TWO_SPACE_METHOD = '  def m(self):\n    """Doc.\n\n    Args:\n      x: y\n    """\n    return 1\n'
+FOUR_SPACE_METHOD = (
+    '    def m(self):\n        """Doc.\n\n        Args:\n            x: y\n        """\n        return 1\n'
+)
+
+
+def test_validate_reads_the_payloads_own_indentation_not_four_spaces_a_level(tmp_path, capsys):
+    """A 2-space payload for a class at depth 1 writes its method at column 2: where a 2-space target
+    puts it.  Without the target, validate assumes the target indents as the payload does."""
+    from helpers import Kit
+
+    kit = Kit(tmp_path / "kit")
+    patch = {"id": "m", "op": "add-methods", "file": "pkg/mod.py", "class": "A", "source": src("m.py")}
+    kit.write([patch], {"m.py": "class A:\n" + TWO_SPACE_METHOD})
+    assert run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"] == []
+    # Too shallow at its own unit (column 2 for A.B, whose members stand at column 4): warned.
+    kit.write([patch | {"class": "A.B", "payload_class": "A"}], {"m.py": "class A:\n" + TWO_SPACE_METHOD})
+    [warning] = run_cli(capsys, "validate", "-m", kit.manifest, "--json").json["warnings"]
+    assert "the payload writes method m at column 2, the target at column 4" in warning["message"]
+    assert "(assuming the target indents by the payload's 2)" in warning["message"]
+
+
+@pytest.mark.parametrize(("payload", "target", "warned"), [
+    (FOUR_SPACE_METHOD, "class A:\n  def f(self):\n    return 0\n", True),
+    (TWO_SPACE_METHOD, "class A:\n  def f(self):\n    return 0\n", False),
+    (TWO_SPACE_METHOD, "class A:\n    def f(self):\n        return 0\n", True),
+    (FOUR_SPACE_METHOD, "class A:\n    def f(self):\n        return 0\n", False),
+], ids=["4-into-2", "2-into-2", "2-into-4", "4-into-4"])  # fmt: skip
+def test_validate_with_the_target_warns_where_the_string_really_lands_elsewhere(
+    tmp_path, capsys, payload, target, warned
+):
+    """With --repo the target file says where the method and its blocks land: a 4-space payload in a
+    2-space class lands 2 columns left, its docstring's lines staying where they were."""
+    patch = {"id": "m", "op": "add-methods", "file": "pkg/mod.py", "class": "A", "source": src("m.py")}
+    sc = scenario(tmp_path, {"pkg/mod.py": target}, [patch], {"m.py": "class A:\n" + payload})
+    warnings = run_cli(capsys, "validate", "-m", sc.kit.manifest, "--repo", sc.repo, "--json").json["warnings"]
+    assert bool(warnings) is warned, warnings
+    r = sc.apply(capsys)
+    assert r.code == 0, r.err
+    docstring = sc.text().split('"""')[1]
+    code_column = next(len(line) - len(line.lstrip()) for line in sc.text().splitlines() if "return 1" in line)
+    doc_column = next(len(line) - len(line.lstrip()) for line in docstring.splitlines() if "Args:" in line)
+    assert (doc_column != code_column) is warned  # what the warning foretold
+    if warned:
+        assert (warnings[0]["patch"], warnings[0]["line"]) == ("m", 3)
+        assert "(assuming" not in warnings[0]["message"]
 
 
 # -- remove-definitions (kept with the other scoped ops' tests) ------------------------------------

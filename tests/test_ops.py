@@ -1246,8 +1246,19 @@ def test_move_import_keeps_the_other_names_and_their_layout(before, after):
             "import os\n\n# sglang\nfrom sglang.srt.utils import get_bool_env_var\nimport torch\n"
             "from sglang.srt.layers.moe.utils import DeepEPMode\n",
         ),
+        # new_group: a blank line between the new line and the old import, on the side it is placed.
+        (
+            {"position": "before", "new_group": True},
+            "import os\n\n# sglang\nfrom sglang.srt.layers.moe.utils import DeepEPMode\n\n"
+            "from sglang.srt.utils import get_bool_env_var\nimport torch\n",
+        ),
+        (
+            {"new_group": True},
+            "import os\n\n# sglang\nfrom sglang.srt.utils import get_bool_env_var\n\n"
+            "from sglang.srt.layers.moe.utils import DeepEPMode\nimport torch\n",
+        ),
     ],
-    ids=["before-the-old-one", "after-a-named-import"],
+    ids=["before-the-old-one", "after-a-named-import", "new-group-before", "new-group-after"],
 )
 def test_move_import_keeps_the_placement_it_is_given(extra, after):
     before = "import os\n\n# sglang\nfrom sglang.srt.utils import DeepEPMode, get_bool_env_var\nimport torch\n"
@@ -1347,7 +1358,78 @@ def test_ensure_import_after_missing_anchor_is_target_not_found():
     assert "`after`: no module-level import statement is `import sys`" in res["message"]
 
 
-def test_ensure_import_after_must_be_an_import(tmp_path, capsys):
-    sc = one(tmp_path, MID_BLOCK_BEFORE, {"op": "ensure-import", "import": "import json", "after": "X = 1"})
+@pytest.mark.parametrize(
+    ("before", "extra", "after", "line", "says"),
+    [
+        (
+            '"""Doc."""\n\nX = 1\n',
+            {},
+            '"""Doc."""\n\nimport copy\n\nX = 1\n',
+            2,
+            "after the module docstring (the module has no import yet), as a group of its own",
+        ),
+        (
+            "import os\n\nimport torch\n\nX = 1\n",
+            {},
+            "import os\n\nimport torch\n\nimport copy\n\nX = 1\n",
+            4,
+            "after the import block, as a group of its own",
+        ),
+        (
+            "import os\n\nfrom sglang.a import b\n\nX = 1\n",
+            {"after": "import os"},
+            "import os\n\nimport copy\n\nfrom sglang.a import b\n\nX = 1\n",
+            2,
+            "after line 1 (`import os`), as a group of its own",
+        ),
+        (
+            "import os\nfrom sglang.a import b\n",
+            {"before": "from sglang.a import b"},
+            "import os\nimport copy\n\nfrom sglang.a import b\n",
+            2,
+            "before line 2 (`from sglang.a import b`), as a group of its own",
+        ),
+        (
+            '"""Doc."""\n\n# stdlib\nimport os\n',
+            {"position": "top"},
+            '"""Doc."""\n\n# stdlib\nimport copy\n\nimport os\n',
+            4,
+            "before line 4 (the first import), as a group of its own",
+        ),
+        (
+            "# Copyright\n\nX = 1\n",
+            {},
+            "# Copyright\n\nimport copy\n\nX = 1\n",
+            3,
+            "at the top of the module (it has no import yet), as a group of its own",
+        ),
+    ],
+    ids=["under-the-docstring", "after-the-block", "after", "before", "top", "no-docstring-no-import"],
+)
+def test_ensure_import_new_group_puts_one_blank_line_between_it_and_its_anchor(before, extra, after, line, says):
+    table = {"op": "ensure-import", "import": "import copy", "new_group": True} | extra
+    res = assert_op(table, before, after, "APPLY", None, line, reapply=True)
+    assert says in res["message"], res["message"]
+
+
+def test_ensure_import_in_a_module_without_imports_says_where_it_goes():
+    res = assert_op(
+        {"op": "ensure-import", "import": "import copy"},
+        '"""Doc."""\nX = 1\n',
+        '"""Doc."""\nimport copy\nX = 1\n',
+        "APPLY",
+        None,
+        2,
+    )
+    assert res["message"] == "adds `import copy` after the module docstring (the module has no import yet)"
+
+
+@pytest.mark.parametrize(
+    ("after", "says"), [("X = 1", "'X = 1' is not an import statement"), ("import (", "'import (' is not valid Python")]
+)
+@pytest.mark.parametrize("op", ["ensure-import", "move-import"])
+def test_an_after_import_is_read_the_same_way_by_both_import_ops(tmp_path, capsys, op, after, says):
+    table = {"op": "ensure-import", "import": "import json"} if op == "ensure-import" else move_patch()
+    sc = one(tmp_path, MID_BLOCK_BEFORE, table | {"after": after})
     r = sc.apply(capsys)
-    assert r.code == 2 and "patch[1].after" in r.err and "is not an import statement" in r.err
+    assert r.code == 2 and "patch[1].after" in r.err and says in r.err, r.err

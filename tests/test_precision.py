@@ -1055,3 +1055,85 @@ def test_a_distant_rename_is_named_as_probably_renamed(tmp_path, capsys):
     ), message
     # The list of classes still follows (spelling first): nothing is hidden.
     assert "MoonVision" in message
+
+
+def _kimi_rename_history(tmp_path: Path, renamed_tail: str = "") -> tuple[Path, Path]:
+    """capture_trees' Kimi file with eight vision classes above the model, registered in a dict (no
+    EntryClass), then the model renamed (``renamed_tail`` appended to the renamed class's body).
+    Returns the repository and the bundled kimi-k25-eagle3 manifest."""
+    from capture_trees import BASE, KIMI
+
+    from patchkit.demo.history import HistoryBuilder
+    from patchkit.manifest import resolve_manifest
+
+    kimi = BASE[KIMI].replace(
+        "logger = logging.getLogger(__name__)\n\n\n", "logger = logging.getLogger(__name__)\n\n\n" + VISION
+    )
+    kimi = kimi.replace(
+        "EntryClass = [KimiK25ForConditionalGeneration]", 'MODELS = {"kimi": KimiK25ForConditionalGeneration}'
+    )
+    renamed = kimi.replace("KimiK25ForConditionalGeneration", "MoonshotMultimodalModel")
+    renamed = renamed.replace("\n\n\nMODELS", renamed_tail + "\n\n\nMODELS")
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "Kimi-K2.5: vision tower", {**BASE, KIMI: kimi})
+    builder.commit(
+        "rename", "Rename KimiK25ForConditionalGeneration to MoonshotMultimodalModel", {**BASE, KIMI: renamed}
+    )
+    return builder.build().path, resolve_manifest("kimi-k25-eagle3")
+
+
+def _eagle3_hooks_at_head(capsys, repo: Path, manifest: Path) -> str:
+    r = run_cli(capsys, "check", "-m", manifest, "--repo", repo, "--commit", "HEAD", "--no-cache", "--json")
+    assert r.code == 1, r.err
+    [hooks] = [x for x in r.json["commits"][0]["results"] if x["patch"] == "eagle3-hooks"]
+    assert hooks["reason"] == "CLASS_NOT_FOUND"
+    return hooks["message"]
+
+
+def test_a_distant_rename_without_an_entryclass_is_found_with_the_bundled_kimi_manifest(tmp_path, capsys):
+    """The bundled payload reads `getattr(self, "language_model", None)`, not `self.language_model`, and the
+    file registers its model in a dict: the rename is found by the member the patch uses and the position
+    of the class (the file's last), not by an EntryClass."""
+    repo, manifest = _kimi_rename_history(tmp_path)
+    message = _eagle3_hooks_at_head(capsys, repo, manifest)
+    line = (repo / LONG).read_text().splitlines().index("class MoonshotMultimodalModel(nn.Module):") + 1
+    assert (
+        f"probably renamed to MoonshotMultimodalModel (line {line}): it has language_model, which the patch uses "
+        "and it is the file's last class; the 9 classes in this file" in message
+    ), message
+
+
+def test_a_rename_is_found_by_the_methods_the_patch_adds_when_upstream_has_them(tmp_path, capsys):
+    """Upstream renamed the class and gave it the hooks: the class holding the payload's methods is named."""
+    hooks = (
+        "\n\n    def set_eagle3_layers_to_capture(self, layer_ids=None):\n        pass\n\n"
+        "    def get_embed_and_head(self):\n        pass\n"
+    )
+    repo, manifest = _kimi_rename_history(tmp_path, hooks)
+    text = (repo / LONG).read_text()
+    message = _eagle3_hooks_at_head(capsys, repo, manifest)
+    line = text.splitlines().index("class MoonshotMultimodalModel(nn.Module):") + 1
+    assert (
+        f"probably renamed to MoonshotMultimodalModel (line {line}): it already has get_embed_and_head, "
+        "set_eagle3_layers_to_capture, which the patch adds" in message
+    ), message
+
+
+def test_a_class_renamed_in_a_patched_tree_is_found_by_the_code_patchkit_wrote(tmp_path, capsys):
+    """After `apply`, the class is renamed by hand and a class is added after it: `status` names the class
+    holding the methods the record says patchkit wrote (not by position, not by what the payload reads)."""
+    payload = "class Model:\n    def hook(self):\n        return 1\n\n    def other_hook(self):\n        return 2\n"
+    block = "class Block:\n    def forward(self):\n        return 0\n\n\n"
+    base = block + "class Model:\n    def forward(self):\n        return 0\n"
+    patch = {"id": "hooks", "op": "add-methods", "file": "pkg/mod.py", "class": "Model", "source": src("h.py")}
+    sc = scenario(tmp_path, {"pkg/mod.py": base}, [patch], {"h.py": payload})
+    assert sc.apply(capsys).code == 0
+    text = sc.text().replace("class Model:", "class Transformer:") + "\n\nclass Config:\n    pass\n"
+    sc.file().write_text(text)
+    r = run_cli(capsys, "status", "-m", sc.kit.manifest, "--repo", sc.repo, "--json")
+    [result] = r.json["results"]
+    assert result["reason"] == "CLASS_NOT_FOUND"
+    assert (
+        "probably renamed to Transformer (line 6): it holds hook, other_hook, which patchkit wrote there"
+        in (result["message"])
+    ), result["message"]

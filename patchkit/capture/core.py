@@ -185,6 +185,8 @@ def _is_text(data: bytes) -> bool:
 class _Planned:
     proposal: Proposal
     diff: str | None = None  # the payload of a diff op
+    hunks: bool = False  # proposed with every in-function edit as edit-function (``propose``)
+    import_hunks: bool = False  # proposed with every import edit as edit-imports
 
 
 def _slug(text: str) -> str:
@@ -205,25 +207,39 @@ def _diff_plan(change: _FileChange, why: str) -> _Planned:
     return _Planned(proposal, diff)
 
 
-def _plan_file(change: _FileChange, *, hunks: bool = False) -> list[_Planned]:
+def _plan_file(change: _FileChange, *, hunks: bool = False, import_hunks: str | None = None) -> list[_Planned]:
     if not change.path.endswith(PY_SUFFIXES):
         return [_diff_plan(change, "not a Python file")]
     try:
-        return [_Planned(p) for p in propose(change.path, change.before_text, change.after_text, hunks=hunks)]
+        proposals = propose(change.path, change.before_text, change.after_text, hunks=hunks, import_hunks=import_hunks)
     except Unfit as exc:
         return [_diff_plan(change, f"no structured op fits: {exc}")]
+    return [_Planned(p, hunks=hunks, import_hunks=import_hunks is not None) for p in proposals]
+
+
+IMPORT_OPS = ("ensure-import", "move-import")
 
 
 def _replan(change: _FileChange, planned: list[_Planned], why: str) -> list[_Planned]:
-    """The next proposal for a file whose proposal did not verify (``why``).
+    """The next proposal for a file whose proposal did not verify (``why``), one step at a time.
 
     A proposal with ``insert`` is tried again with every in-function edit as
     ``edit-function`` (which carries the blank lines and comments around
-    inserted statements byte for byte); anything else falls back to ``diff``."""
-    if any(p.proposal.op == "insert" for p in planned):
-        again = _plan_file(change, hunks=True)
-        if again[0].proposal.op != "diff":
-            return again
+    inserted statements byte for byte); then one with ``ensure-import`` /
+    ``move-import`` with every import edit of the file as ``edit-imports``
+    (hunks inside the import block: any layout, byte for byte); anything else
+    falls back to ``diff``."""
+    ops = {p.proposal.op for p in planned}
+    hunks = any(p.hunks for p in planned)
+    imports = any(p.import_hunks for p in planned)
+    if "insert" in ops and not hunks:
+        again = _plan_file(change, hunks=True, import_hunks=why if imports else None)
+    elif ops & set(IMPORT_OPS) and not imports:
+        again = _plan_file(change, hunks=hunks, import_hunks=why)
+    else:
+        again = []
+    if again and again[0].proposal.op != "diff":
+        return again
     return [_diff_plan(change, why)]
 
 

@@ -8,8 +8,9 @@ else by its code).  Then each difference is matched to an op:
 =========================================  ==================================
 difference                                 op
 =========================================  ==================================
-new import statements                      ``ensure-import`` (``after`` inside the block)
+new import statements                      ``ensure-import`` (placed as written)
 an import whose module changed             ``move-import`` (+ ``ensure-import``)
+any other edit of the import block         ``edit-imports`` (hunks inside it)
 new module-level definitions               ``add-definitions``
 new methods at the end of a class          ``add-methods``
 statements added inside a function         ``insert`` (anchor unique in it)
@@ -30,6 +31,7 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
+import itertools
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -134,9 +136,12 @@ def _header(node: ast.stmt) -> str:
 
 
 class _File:
-    def __init__(self, path: str, base: str, target: str, *, hunks: bool = False) -> None:
+    def __init__(
+        self, path: str, base: str, target: str, *, hunks: bool = False, import_hunks: str | None = None
+    ) -> None:
         self.path = path
         self.hunks = hunks  # carry every in-function edit as edit-function (no insert)
+        self.import_hunks = import_hunks  # why import edits go to edit-imports (None: ensure/move-import first)
         try:
             self.base = ast.parse(base)
         except SyntaxError as exc:
@@ -196,6 +201,8 @@ class _File:
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             only_imports = all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in [*base[i1:i2], *target[j1:j2]])
             try:
+                if only_imports and tag != "equal" and self.import_hunks is not None:
+                    raise Unfit(self.import_hunks)
                 if tag == "equal":
                     for old, new in zip(base[i1:i2], target[j1:j2], strict=True):
                         self.changed(old, new, "")
@@ -310,37 +317,65 @@ class _File:
             "new module-level definitions",
         )
 
+    def gap(self, lines: list[str], above: ast.stmt | None, below: ast.stmt | None) -> list[str]:
+        """The lines between two statements of ``lines`` (the base's or the edit's): blank lines and
+        comments, without their line endings; ``above`` None: from the top of the file."""
+        start = (above.end_lineno or above.lineno) if above is not None else 0
+        end = _first_line(below) - 1 if below is not None else len(lines)
+        return [line.rstrip("\r\n") for line in lines[start:end]]
+
     def imports_inserted(self, at: int, stmts: list[ast.stmt]) -> None:
         """New import statements at index ``at`` of the base body: placed as they were written.
 
-        After the import block: the default place.  Right after an import: ``after``.  Otherwise
-        right before an import: ``position = "top"`` when that is the block's first statement,
-        else ``before``.  Only between two statements that are not imports does nothing fit."""
+        The lines around the new ones decide, byte for byte.  An import placed *below* the statement
+        above it keeps the lines that were below that statement under itself: after an import
+        (``after``; the default place at the end of the block, or under the docstring of a module
+        with no import yet).  One placed *above* the statement below it takes the lines that were
+        above that statement: before an import (``before``; ``position = "top"`` for the block's
+        first; the default place at the very top of a module with neither imports nor docstring).
+        A blank line on the other side is ``new_group``.  Any other layout, or a place away from
+        the block, no placement says."""
         body = self.base.body
         previous = body[at - 1] if at > 0 else None
         following = body[at] if at < len(body) else None
-        keys: dict[str, str] = {}
-        why = "a new import after the import block"
         index = next(i for i, t in enumerate(self.target.body) if t is stmts[0])
         above = self.target.body[index - 1] if index > 0 else None
-        # Blank lines or comments between the new import and the statement above it: the
-        # import was written under them, i.e. right above the statement that follows.
-        gap = above is not None and stmts[0].lineno > (above.end_lineno or above.lineno) + 1
-        if at == self.import_block_end() and not (gap and isinstance(following, (ast.Import, ast.ImportFrom))):
-            pass
-        elif isinstance(previous, (ast.Import, ast.ImportFrom)) and not (
-            gap and isinstance(following, (ast.Import, ast.ImportFrom))
-        ):
-            keys["after"] = self.base_source(previous)
-            why = "a new import inside the import block, placed with `after`"
-        elif isinstance(following, (ast.Import, ast.ImportFrom)):
-            start = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else 0
-            if at == start:
+        end = index + len(stmts)
+        below = self.target.body[end] if end < len(self.target.body) else None
+        was = self.gap(split_lines(self.base_text), previous, following)
+        over, under = self.gap(self.lines, above, stmts[0]), self.gap(self.lines, stmts[-1], below)
+        block_end = self.import_block_end()
+        is_import = (ast.Import, ast.ImportFrom)
+        keys: dict[str, Any] = {}
+        if any(self.gap(self.lines, a, b) for a, b in itertools.pairwise(stmts)):
+            raise Unfit(f"adds {_describe(stmts[0])} and imports after it with blank lines or comments between them")
+        placed_after = isinstance(previous, is_import) or (previous is not None and at == block_end)
+        placed_before = isinstance(following, is_import) or (previous is None and following is not None)
+        if placed_after and under == was and over in ([], [""]):
+            group = over == [""]
+            if at != block_end:
+                keys["after"] = self.base_source(previous)  # type: ignore[arg-type]
+                why = "a new import inside the import block, placed with `after`"
+            elif isinstance(previous, is_import):
+                why = "a new import after the import block"
+            else:
+                why = "a new import right after the module docstring, in a module with no import yet"
+        elif placed_before and over == was and under in ([], [""]):
+            group = under == [""]
+            start = 1 if body and is_docstring(body[0]) else 0
+            if not isinstance(following, is_import):
+                why = "a new import at the top of a module with neither imports nor a docstring"
+            elif at == start:
                 keys["position"] = "top"
                 why = 'a new import at the top of the import block, placed with `position = "top"`'
             else:
                 keys["before"] = self.base_source(following)
                 why = "a new import right before an existing one, placed with `before`"
+        elif placed_after or placed_before:
+            raise Unfit(
+                f"adds {_describe(stmts[0])} with {_shown_gap(over)} above it and {_shown_gap(under)} below it, "
+                f"where the file had {_shown_gap(was)}: no placement of ensure-import writes that layout"
+            )
         else:
             where = f"after {_describe(previous)}" if previous is not None else "at the top of the module"
             nxt = f" and before {_describe(following)}" if following is not None else ""
@@ -348,6 +383,9 @@ class _File:
                 f"adds {_describe(stmts[0])} {where}{nxt}, away from the import block; "
                 "ensure-import places imports in or at the edge of the block only"
             )
+        if group:
+            keys["new_group"] = True
+            why += ", as a group of its own (a blank line between: `new_group`)"
         for stmt in stmts:
             code = self.source(stmt, stmt, comments=False).strip()
             if any(alias.name == "*" for alias in stmt.names):  # type: ignore[attr-defined]
@@ -385,18 +423,20 @@ class _File:
             _level, to_module, _ = after[key]
             src = "." * level + (module or "")
             dest = "." * after[key][0] + (to_module or "")
-            keys: dict[str, str] = {"name": key[1], "from": src, "to": dest}
-            placed = self.moved_above(new, key[1], level, module, after[key][0], to_module)
-            if placed:
-                keys["position"] = "before"
+            keys: dict[str, Any] = {"name": key[1], "from": src, "to": dest}
+            placed = self.moved_placement(old, new, key[1], (level, module), (after[key][0], to_module))
+            keys.update(placed)
+            above = placed.get("position") == "before"
+            group = ", a blank line between them (`new_group`)" if placed.get("new_group") else ""
             self.add(
                 "move-import",
                 f"move-{key[1]}",
                 keys,
                 None,
-                f"{key[1]} now imported from {dest} instead of {src}" + (", above the old import" if placed else ""),
+                f"{key[1]} now imported from {dest} instead of {src}" + (", above the old import" if above else ""),
                 "the same name imported from another module"
-                + ('; written above the old import, kept there with `position = "before"`' if placed else ""),
+                + ('; written above the old import, kept there with `position = "before"`' if above else "")
+                + group,
             )
             moved = True
         extra = [k for k in after if k not in before]
@@ -405,21 +445,58 @@ class _File:
         if not moved:
             raise Unfit(f"rewrites imports without changing what they import ({_describe(new[0])})")
 
-    @staticmethod
-    def moved_above(
-        new: list[ast.stmt], name: str, level: int, module: str | None, to_level: int, to_module: str | None
-    ) -> bool:
-        """Whether the edit wrote the name's new import above what is left of the old one."""
+    def moved_placement(
+        self,
+        old: list[ast.stmt],
+        new: list[ast.stmt],
+        name: str,
+        source: tuple[int, str | None],
+        dest: tuple[int, str | None],
+    ) -> dict[str, Any]:
+        """The ``move-import`` keys that place the name's new import as the edit wrote it.
 
-        def index(lvl: int, mod: str | None, with_name: bool) -> int | None:
-            for i, stmt in enumerate(new):
-                same = isinstance(stmt, ast.ImportFrom) and stmt.level == lvl and stmt.module == mod
+        Where the old statement kept other names, the new line stands right below what is left of
+        it (the default) or right above it (``position = "before"``), the lines that were on that
+        side of the old import staying there, and one blank line between the two or none
+        (``new_group``).  Anything else no placement says."""
+
+        def find(stmts: list[ast.stmt], module: tuple[int, str | None], with_name: bool) -> ast.stmt | None:
+            for stmt in stmts:
+                same = isinstance(stmt, ast.ImportFrom) and (stmt.level, stmt.module) == module
                 if same and with_name == any(a.name == name for a in stmt.names):  # type: ignore[attr-defined]
-                    return i
+                    return stmt
             return None
 
-        to_index, rest = index(to_level, to_module, True), index(level, module, False)
-        return to_index is not None and rest is not None and to_index < rest
+        moved, rest, was = find(new, dest, True), find(new, source, False), find(old, source, True)
+        if moved is None or rest is None or was is None:
+            return {}  # the old statement held only the name: rewritten in place, no new line
+        target, base, base_lines = self.target.body, self.base.body, split_lines(self.base_text)
+        n, r, o = target.index(moved), target.index(rest), base.index(was)
+
+        def near(body: list[ast.stmt], i: int) -> ast.stmt | None:
+            return body[i] if 0 <= i < len(body) else None
+
+        if n + 1 == r:  # above what is left of the old import, under the lines that were above it
+            keys: dict[str, Any] = {"position": "before"}
+            between = self.gap(self.lines, moved, rest)
+            kept = self.gap(self.lines, near(target, n - 1), moved) == self.gap(base_lines, near(base, o - 1), was)
+        elif r + 1 == n:  # below it, over the lines that were below it
+            keys = {}
+            between = self.gap(self.lines, rest, moved)
+            kept = self.gap(self.lines, moved, near(target, n + 1)) == self.gap(base_lines, was, near(base, o + 1))
+        else:
+            raise Unfit(
+                f"imports {name} from its new module at line {moved.lineno}, away from the old import "
+                f"(line {rest.lineno}); move-import writes the new line next to the old one"
+            )
+        if not kept or between not in ([], [""]):
+            raise Unfit(
+                f"moves the import of {name} with blank lines or comments around the new line (line "
+                f"{moved.lineno}) that no placement of move-import writes"
+            )
+        if between:
+            keys["new_group"] = True
+        return keys
 
     # -- definitions -------------------------------------------------------------------
 
@@ -625,6 +702,20 @@ class _File:
         )
 
 
+def _first_line(stmt: ast.stmt) -> int:
+    """A statement's first line: its first decorator's, for a decorated def or class."""
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+
+
+def _shown_gap(lines: list[str]) -> str:
+    """How the summary names the lines between two statements."""
+    if not lines:
+        return "no line"
+    if all(not line.strip() for line in lines):
+        return "1 blank line" if len(lines) == 1 else f"{len(lines)} blank lines"
+    return f"{len(lines)} lines of blank lines and comments" if len(lines) > 1 else f"the line {lines[0]!r}"
+
+
 def _member_name(stmt: ast.stmt) -> str | None:
     """The one name a class-body statement binds (a def, a class, a single-name assignment)."""
     if isinstance(stmt, DEF_KINDS):
@@ -679,10 +770,14 @@ def _insertions(old: list[ast.stmt], new: list[ast.stmt]) -> list[tuple[ast.stmt
     return None
 
 
-def propose(path: str, base: str, target: str, *, hunks: bool = False) -> list[Proposal]:
+def propose(
+    path: str, base: str, target: str, *, hunks: bool = False, import_hunks: str | None = None
+) -> list[Proposal]:
     """The structured patches that express ``base`` -> ``target``; raises Unfit.
 
     ``hunks``: statements added inside a function become ``edit-function`` too, not
     ``insert`` (whose inserted lines cannot carry the blank lines around them): the
-    second proposal capture tries when the first does not reproduce the file."""
-    return _File(path, base, target, hunks=hunks).module()
+    second proposal capture tries when the first does not reproduce the file.
+    ``import_hunks``: why the import edits go to ``edit-imports`` rather than
+    ``ensure-import`` / ``move-import`` (which did not reproduce the file)."""
+    return _File(path, base, target, hunks=hunks, import_hunks=import_hunks).module()

@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.table import Table
 
+from patchkit.engine.evaluate import payload_warnings
 from patchkit.errors import ExitCode
+from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import emit, plural, print_json
+from patchkit.sources import WorktreeSource
 
 
-def validate(*, manifest: str, json_out: bool, console: Console) -> int:
+def validate(*, manifest: str, repo: str | None, json_out: bool, console: Console) -> int:
     loaded = load_manifest(manifest)
-    warnings = [(p.id, line, message) for p in loaded.patches for line, message in p.op.warnings()]
+    source = None
+    if repo is not None:
+        git_repo = Repo.discover(Path(repo))
+        source = WorktreeSource(git_repo, git_repo.require_worktree("validate --repo"))
+    warnings = payload_warnings(loaded, source)
     if json_out:
         print_json(
             {

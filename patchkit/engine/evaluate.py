@@ -287,6 +287,28 @@ def evaluate(
     return Evaluation(manifest, source, results, evals)
 
 
+def payload_warnings(manifest: Manifest, source: Source | None = None) -> list[tuple[str, int, str]]:
+    """(patch id, payload line, message) for what `validate` warns about (no verdict depends on it).
+
+    With ``source``, an op that places payload code reads the target file there (where the payload's
+    strings land depends on the target's indentation); a target that is missing or does not parse is
+    as if there were no source."""
+    targets: dict[str, CodeState | None] = {}
+    out: list[tuple[str, int, str]] = []
+    for patch in manifest.patches:
+        target = None
+        if source is not None and isinstance(patch.op, PythonOperation):
+            if patch.file not in targets:
+                text, problem = decode(source.read(patch.file))
+                try:
+                    targets[patch.file] = CodeState.parse(patch.file, text) if problem is None and text else None
+                except (SyntaxError, ValueError):
+                    targets[patch.file] = None
+            target = targets[patch.file]
+        out += [(patch.id, line, message) for line, message in patch.op.warnings(target)]
+    return out
+
+
 # -- rendering -------------------------------------------------------------------
 
 
@@ -417,7 +439,10 @@ def own_line_endings(before: bytes, after: bytes, newline: bytes) -> bytes:
 
 def _verify(fe: FileEval, after: bytes) -> str | None:
     held = {r.patch: r.message for r in fe.results if r.reason is Reason.DEPENDENCY}
-    again = evaluate_file(replace(fe.read, data=after), fe.patches, held)
+    # What this run writes is patchkit's own from now on (the record will say so): an op that tells
+    # its own code from upstream's by the record (edit-function) reads it back as ALREADY_APPLIED.
+    written = {code: "by this run" for op, _outcome in _applied(fe) for code in op.own_code()}
+    again = evaluate_file(replace(fe.read, data=after), fe.patches, held, written)
     for old, new in zip(fe.results, again.results, strict=True):
         if old.status is Status.APPLY:
             ok = new.status is Status.SKIP and new.reason is Reason.ALREADY_APPLIED

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from patchkit import paths
 from patchkit.engine.record import Record, all_records, edited_since, load_record, stacking
@@ -183,22 +183,23 @@ def _sharing(repo: Repo, record: Record | None, edited: Sequence[str]) -> dict[s
     return {path: stack for path, stack in stacks.items() if len(stack) > 1}
 
 
-def require(
-    repo: RepoLike,
-    manifest: ManifestLike,
-    *,
-    python: str | None = None,
-    imports: Sequence[str] = (),
-    allow_dirty: bool = False,
-    strict: bool = False,
-) -> GuardReport:
+class RequireOptions(TypedDict, total=False):
+    """``require``'s keyword arguments: ``evaluate_guard``'s, whose defaults apply."""
+
+    python: str | None
+    imports: Sequence[str]
+    allow_dirty: bool
+    strict: bool
+
+
+def require(repo: RepoLike, manifest: ManifestLike, **options: Unpack[RequireOptions]) -> GuardReport:
     """The report when every check passes; otherwise raise.
 
     ``PartialApplicationError`` when a required patch (with ``strict``: any
     patch) is not in place or cannot apply; ``GuardError`` (its base class)
     for any other failed check.  Either carries the report as ``.report``.
     """
-    report = evaluate_guard(repo, manifest, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict)
+    report = evaluate_guard(repo, manifest, **options)
     if report.ok:
         return report
     failed = report.failed

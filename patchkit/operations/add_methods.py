@@ -18,13 +18,12 @@ from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOpe
 from patchkit.operations.code import CodeState, canon, digest
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.operations.lookup import DEF_KINDS, not_found_class, self_attributes
+from patchkit.operations.payload import Payload, Placement
 from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
 if TYPE_CHECKING:
     import libcst as cst
-
-    from patchkit.operations.payload import Payload
 
 
 @dataclass(frozen=True)
@@ -83,9 +82,13 @@ class AddMethods(PythonOperation[DefPlan]):
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.class_name, reason, is_class=True)
 
-    def warnings(self) -> list[tuple[int, str]]:
-        depth = len(self.class_name.split("."))
-        return [w for m in self.methods for w in self.payload.string_warnings(m.node, depth, f"method {m.name}")]
+    def warnings(self, target: CodeState | None = None) -> list[tuple[int, str]]:
+        def column() -> int | None:  # new members stand where the class's own do (in its block)
+            found = target.find_class(self.class_name) if target is not None else None
+            return None if found is None else found.body[0].col_offset
+
+        place = Placement.of(self.payload, len(self.class_name.split(".")), target, column)
+        return [w for m in self.methods for w in self.payload.string_warnings(m.node, place, f"method {m.name}")]
 
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -109,12 +112,13 @@ class AddMethods(PythonOperation[DefPlan]):
     def analyze(self, state: CodeState) -> Outcome[DefPlan]:
         target = state.find_class(self.class_name)
         if target is None:
-            uses = self_attributes(m.node for m in self.methods) - {m.name for m in self.methods}
+            added = {m.name for m in self.methods}
+            uses = self_attributes(m.node for m in self.methods) - added
             return Outcome.fail(
                 Reason.CLASS_NOT_FOUND,
                 None,
                 f"class {self.class_name} is not defined in {state.path}"
-                + not_found_class(state, self.class_name, uses),
+                + not_found_class(state, self.class_name, uses, added),
             )
 
         def member(name: str) -> ast.stmt | None:

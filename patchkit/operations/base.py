@@ -238,8 +238,9 @@ class Operation(ABC, Generic[State, Plan]):
         """("class" | "def", name) that a CLASS/FUNCTION_NOT_FOUND result of this op is about."""
         return None
 
-    def warnings(self) -> list[tuple[int, str]]:
-        """(payload line, message) for what `validate` should warn about (no verdict depends on it)."""
+    def warnings(self, target: State | None = None) -> list[tuple[int, str]]:
+        """(payload line, message) for what `validate` should warn about (no verdict depends on it);
+        ``target``: the target file, where `validate` has it (else what the payload alone says)."""
         return []
 
     def same_spot(self, other: Operation[Any, Any]) -> bool:

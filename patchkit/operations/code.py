@@ -117,6 +117,19 @@ def short_digest(value: str) -> str:
     return value[: len("sha256:") + 12]
 
 
+def import_index(body: Sequence[ast.stmt], wanted: str | None, *, last: bool = True) -> int | None:
+    """Index in a module ``body`` of the import statement whose ``canon`` is ``wanted`` (an ``after`` /
+    ``before`` anchor): the last one, or with ``last=False`` the first.  ``edit.cst_import_index`` is
+    the same lookup on libcst."""
+    found = None
+    for index, stmt in enumerate(body):
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == wanted:
+            found = index
+            if not last:
+                break
+    return found
+
+
 def parse_statement(code: str) -> ast.stmt:
     """Parse exactly one statement (raises ValueError with a reason otherwise)."""
     try:
@@ -246,6 +259,16 @@ class CodeState:
             self._derived[what] = compute(self)
         return cast(T, self._derived[what])
 
+    def replace_text(self, text: str) -> None:
+        """The file's text after an op edited it as text (``edit-function``: the lines of a region),
+        its ast already edited to match: ``lines`` is computed again from it."""
+        self.text = text
+        self._lines = None
+
+    def patchkit_wrote(self, node: ast.stmt) -> str | None:
+        """When the tree's record says patchkit wrote this code (any payload version), else None."""
+        return self.previous.get(digest(node)) if self.previous else None
+
     @property
     def last_line(self) -> int:
         return self.text.count("\n") + (0 if self.text.endswith("\n") or not self.text else 1)
@@ -341,10 +364,11 @@ class CodeState:
         return end
 
     def import_insert_line(self) -> int:
-        """Line before which a new import goes: after the leading import block."""
+        """Line before which a new import goes: after the leading import block (in a module with
+        neither imports nor a docstring: its first statement, under the file's leading comments)."""
         end = self.import_block_end()
         if end == 0:
-            return 1
+            return self.tree.body[0].lineno if self.tree.body else 1
         last = self.tree.body[end - 1]
         if id(last) in self.added_by:
             # Added by an earlier patch of this run: its "line" is where it

@@ -363,6 +363,18 @@ def is_cst_import(stmt: cst.BaseStatement) -> bool:
     )
 
 
+def cst_import_index(body: Sequence[cst.BaseStatement], wanted: str | None, *, last: bool = True) -> int | None:
+    """``code.import_index`` on libcst: the line holding exactly the import statement whose ``canon`` is
+    ``wanted`` (the last one, or with ``last=False`` the first)."""
+    found = None
+    for index, stmt in enumerate(body):
+        if is_cst_import(stmt) and statement_canons(stmt) == [wanted]:
+            found = index
+            if not last:
+                break
+    return found
+
+
 def import_block_end(body: Sequence[cst.BaseStatement]) -> int:
     """Mirror of CodeState.import_block_end: the index after the leading docstring-and-imports block."""
     end = 0
@@ -372,6 +384,25 @@ def import_block_end(body: Sequence[cst.BaseStatement]) -> int:
         else:
             break
     return end
+
+
+Line = cst.SimpleStatementLine | cst.BaseCompoundStatement
+"""A statement of a module body (one with leading lines)."""
+
+
+def grouped_below(new: Line, group: bool) -> Line:
+    """``new``, to be inserted right below a statement: with ``group``, after one blank line
+    (a group of its own); the statement below it keeps its own blank lines and comments."""
+    return new.with_changes(leading_lines=[cst.EmptyLine()]) if group else new
+
+
+def grouped_above(new: Line, anchor: Line, group: bool) -> list[Line]:
+    """``new`` and ``anchor``, with ``new`` right above ``anchor``, below the blank lines and comments
+    that were above ``anchor`` (they move above ``new``); with ``group``, one blank line between the two."""
+    return [
+        new.with_changes(leading_lines=anchor.leading_lines),
+        anchor.with_changes(leading_lines=[cst.EmptyLine()] if group else []),
+    ]
 
 
 def cst_bound_names(stmt: cst.BaseStatement) -> set[str]:

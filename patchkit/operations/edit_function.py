@@ -20,9 +20,12 @@ it a structural address:
 Verdicts:
 
 * APPLY when every hunk matches forwards;
-* SKIP ``ALREADY_APPLIED`` when every hunk matches in reverse (the change is
-  in the function: put there by patchkit, or taken by upstream; a range check
-  then says which commit took it, see ``engine/upstreamed.py``);
+* SKIP when every hunk matches in reverse (the change is in the function):
+  ``ALREADY_APPLIED`` where patchkit's record of this tree shows it wrote those
+  lines (``own_code``: a digest of the hunks' new sides, kept in the record at
+  every APPLY), else ``UPSTREAM_PROVIDES``: upstream has the change itself
+  (always so at a commit a range check reads, which no record covers; the
+  range then says which commit took it, see ``engine/upstreamed.py``);
 * FAIL ``CONFLICT`` otherwise, naming the hunk, the file line, the expected
   and the found line;
 * FAIL ``FUNCTION_NOT_FOUND`` / ``CLASS_NOT_FOUND`` with the usual
@@ -38,9 +41,12 @@ on one file (one per edited function) compose.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from patchkit.errors import InternalError
@@ -127,6 +133,21 @@ class ScopedHunks(PythonOperation[Plan]):
                 )
         return written, sha, hunks
 
+    @property
+    @abstractmethod
+    def region_key(self) -> str:
+        """Which region the hunks edit, as ``own_code`` keys it ("function=Worker.verify")."""
+
+    @cached_property
+    def written(self) -> str:
+        """The digest of what these hunks leave in their region (every hunk's new side, exactly):
+        the code the record keeps as patchkit's own once this patch APPLYs."""
+        blob = json.dumps({"op": self.op_name, "region": self.region_key, "new": [list(h.new) for h in self.hunks]})
+        return "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def own_code(self) -> tuple[str, ...]:
+        return (self.written,)
+
     @abstractmethod
     def region(self, state: CodeState) -> Region | Outcome[Any]:
         """The lines the hunks apply to, or the FAIL that says the region is not there."""
@@ -179,10 +200,15 @@ class ScopedHunks(PythonOperation[Plan]):
             )
         if verdict == "applied":
             assert isinstance(backward, list)
+            already = f"the {count} {noun} of {self.source} {'is' if count == 1 else 'are'} already in {span}"
+            if self.written in state.previous:
+                return Outcome.skip(Reason.ALREADY_APPLIED, first + backward[0], already)
+            # Lines patchkit never wrote here: upstream's own (at a commit, always: no record covers one).
             return Outcome.skip(
-                Reason.ALREADY_APPLIED,
+                Reason.UPSTREAM_PROVIDES,
                 first + backward[0],
-                f"the {count} {noun} of {self.source} {'is' if count == 1 else 'are'} already in {span}",
+                f"{already}, and no record shows patchkit writing {'it' if count == 1 else 'them'} there: "
+                "upstream has this change, so the patch is redundant here",
             )
         assert isinstance(forward, Mismatch)
         miss = forward
@@ -212,8 +238,7 @@ class ScopedHunks(PythonOperation[Plan]):
             end = getattr(node, "end_lineno", None)
             if end is not None and end >= plan.last:
                 setattr(node, "end_lineno", end + delta)  # noqa: B010 (any node kind)
-        state.text = "".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]])
-        state._lines = None
+        state.replace_text("".join([*lines[: plan.first - 1], *plan.new_lines, *lines[plan.last :]]))
 
     def transform(self, module: cst.Module, outcome: Outcome[Plan]) -> cst.Module:
         import libcst
@@ -244,6 +269,10 @@ class NamedHunks(ScopedHunks):
 
     def identity(self) -> dict[str, Any]:
         return {self.key: self.target, "diff": self.sha256}
+
+    @property
+    def region_key(self) -> str:
+        return f"{self.key}={self.target}"
 
     def edits(self) -> set[str]:
         return {self.target}

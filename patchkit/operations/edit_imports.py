@@ -8,7 +8,8 @@ edit with a ``diff`` of the whole file, this op scopes its hunks to the
 leading import block: from the first import after the module docstring (and
 the comment lines right above it) to the last import of the block.  The
 matching, verdicts and messages are ``edit-function``'s (``ScopedHunks``):
-zero fuzz, offsets within the block, ALREADY_APPLIED in reverse, CONFLICT
+zero fuzz, offsets within the block, SKIP in reverse (``ALREADY_APPLIED``
+where the record shows patchkit wrote the lines, else ``UPSTREAM_PROVIDES``), CONFLICT
 naming the hunk, the line, the expected and the found.  No block: FAIL
 ``TARGET_NOT_FOUND``.
 """
@@ -59,6 +60,10 @@ class EditImports(ScopedHunks):
 
     def identity(self) -> dict[str, Any]:
         return {"imports": True, "diff": self.sha256}
+
+    @property
+    def region_key(self) -> str:
+        return "imports"
 
     def same_spot(self, other: Operation) -> bool:
         return isinstance(other, EditImports)

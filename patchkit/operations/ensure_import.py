@@ -12,8 +12,16 @@ added anywhere in or at the edge of the block round-trips):
   (right after the module docstring, taking the first import's blank lines
   and comments as ``before`` does); with no import there, the default place.
 
-At most one of the three.  An existing ``from x import (...)`` is never
-rewritten: the patch then touches only lines it owns.
+At most one of the three.  The default place is right after the block's last
+import, or after the module docstring when there is no import yet, or at the
+very top (under the file's leading comments) when there is neither.
+
+``new_group = true`` makes the new line a group of its own, as isort writes a
+new section: one blank line between it and what it is placed against (below
+the ``after`` import, the block's last import or the docstring; above the
+``before`` import or the block's first one; at the very top, above the first
+statement).  An existing ``from x import (...)`` is never rewritten: the
+patch then touches only lines it owns.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.code import CodeState, canon, import_index, parse_statement
 from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
 from patchkit.operations.wording import one_line
 from patchkit.results import Reason
@@ -104,6 +112,7 @@ class EnsureImport(PythonOperation[str]):
     before: str | None = None  # likewise
     before_canon: str | None = None
     position: str | None = None  # "top"
+    new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
@@ -114,10 +123,8 @@ class EnsureImport(PythonOperation[str]):
         placed = [key for key in ("after", "before", "position") if key in table]
         if len(placed) > 1:
             ctx.error(placed[1], f"`{placed[0]}` and `{placed[1]}` both place the import: keep one")
-        after = table.get("after")
-        after_canon = None if after is None else canon(_import_statement(ctx, "after", after))
-        before = table.get("before")
-        before_canon = None if before is None else canon(_import_statement(ctx, "before", before))
+        after, after_canon = import_anchor(ctx, table, "after")
+        before, before_canon = import_anchor(ctx, table, "before")
         return cls(
             code=code,
             items=tuple(items_of(stmt)),
@@ -126,31 +133,25 @@ class EnsureImport(PythonOperation[str]):
             before=before,
             before_canon=before_canon,
             position=table.get("position"),
+            new_group=table.get("new_group", False),
         )
 
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {"import": self.code, "after": self.after_canon}
         if self.before_canon is not None or self.position is not None:
             out.update(before=self.before_canon, position=self.position)
+        if self.new_group:
+            out["new_group"] = True
         return out
 
     def _after_index(self, state: CodeState) -> int | None:
         """Index in the module body of the ``after`` import (the last one that matches)."""
-        return self._anchor_index(state, self.after_canon, last=True)
-
-    def _anchor_index(self, state: CodeState, wanted: str | None, *, last: bool) -> int | None:
-        found = None
-        for index, stmt in enumerate(state.tree.body):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == wanted:
-                found = index
-                if not last:
-                    break
-        return found
+        return import_index(state.tree.body, self.after_canon)
 
     def _before_index(self, state: CodeState) -> int | None:
         """Index of the statement the new import goes right before (``before`` / ``position``)."""
         if self.before is not None:
-            return self._anchor_index(state, self.before_canon, last=False)
+            return import_index(state.tree.body, self.before_canon, last=False)
         body = state.tree.body
         start = 1 if body and is_docstring(body[0]) else 0
         if start < len(body) and isinstance(body[start], (ast.Import, ast.ImportFrom)):
@@ -183,7 +184,7 @@ class EnsureImport(PythonOperation[str]):
             return Outcome.skip(Reason.ALREADY_APPLIED, lines[0], f"`{self.code}` is already imported ({where})")
         new_code = render_items(missing)
         line = state.import_insert_line()
-        message = f"adds `{new_code}` after the import block"
+        message = f"adds `{new_code}` {_default_place(state)}"
         if self.after is not None:
             index = self._after_index(state)
             if index is None:
@@ -208,6 +209,8 @@ class EnsureImport(PythonOperation[str]):
                 line = anchor.lineno
                 what = f"`{one_line(self.before)}`" if self.before is not None else "the first import"
                 message = f"adds `{new_code}` before line {anchor.lineno} ({what})"
+        if self.new_group:
+            message += ", as a group of its own (a blank line between)"
         if present:
             message += f" ({', '.join(i.spelled() for i, _ in present)} already imported)"
         return Outcome.apply(line, message, plan=new_code)
@@ -253,48 +256,47 @@ class EnsureImport(PythonOperation[str]):
         stmt = edit.cst.parse_statement(outcome.planned + "\n")
         body = list(module.body)
         if self.after is not None:
-            index = max(
-                (
-                    i
-                    for i, s in enumerate(body)
-                    if isinstance(s, edit.cst.SimpleStatementLine) and edit.statement_canons(s) == [self.after_canon]
-                ),
-                default=None,
-            )
+            index = edit.cst_import_index(body, self.after_canon)
             if index is None:
                 raise InternalError(f"libcst edit could not find the `after` import `{one_line(self.after)}`")
-            body.insert(index + 1, stmt)
-        elif self.before is not None or self.position is not None:
+            body.insert(index + 1, edit.grouped_below(stmt, self.new_group))
+        elif (self.before is not None or self.position is not None) and self._cst_before_index(body) is not None:
             at = self._cst_before_index(body)
-            if at is None:
-                body.insert(edit.import_block_end(body), stmt)
-            else:
-                # The new line goes right above the anchor, below its blank lines and comments.
-                anchor = body[at]
-                body[at : at + 1] = [
-                    stmt.with_changes(leading_lines=anchor.leading_lines),
-                    anchor.with_changes(leading_lines=[]),
-                ]
+            assert at is not None
+            body[at : at + 1] = edit.grouped_above(stmt, body[at], self.new_group)
         else:
-            body.insert(edit.import_block_end(body), stmt)
+            self._insert_at_default_place(body, stmt)
         return module.with_changes(body=body)
+
+    def _insert_at_default_place(self, body: list[Any], stmt: Any) -> None:
+        """After the block's last import or the docstring; in a module with neither, at the top."""
+        edit = edit_lazy()
+        at = edit.import_block_end(body)
+        if at > 0 or not body:
+            body.insert(at, edit.grouped_below(stmt, self.new_group))
+        else:  # under the file's leading comments (libcst's module header), above its first statement
+            body[0:1] = edit.grouped_above(stmt, body[0], self.new_group)
 
     def _cst_before_index(self, body: list[Any]) -> int | None:
         edit = edit_lazy()
         if self.before is not None:
-            found = next(
-                (
-                    i
-                    for i, s in enumerate(body)
-                    if edit.is_cst_import(s) and edit.statement_canons(s) == [self.before_canon]
-                ),
-                None,
-            )
+            found = edit.cst_import_index(body, self.before_canon, last=False)
             if found is None:
                 raise InternalError(f"libcst edit could not find the `before` import `{one_line(self.before)}`")
             return found
         start = 1 if body and edit.is_cst_docstring(body[0]) else 0
         return start if start < len(body) and edit.is_cst_import(body[start]) else None
+
+
+def _default_place(state: CodeState) -> str:
+    """Where the default place is in this file, in words."""
+    body = state.tree.body
+    end = state.import_block_end()
+    if end > 0 and isinstance(body[end - 1], (ast.Import, ast.ImportFrom)):
+        return "after the import block"
+    if end > 0:
+        return "after the module docstring (the module has no import yet)"
+    return "at the top of the module (it has no import yet)"
 
 
 def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast.ImportFrom:
@@ -305,6 +307,13 @@ def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast
     if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
         ctx.error(key, f"{code!r} is not an import statement")
     return stmt
+
+
+def import_anchor(ctx: LoadContext, table: Mapping[str, Any], key: str) -> tuple[str | None, str | None]:
+    """(as written, ``canon``) of the import statement an optional ``key`` (``after``, ``before``) names,
+    for ``code.import_index`` / ``edit.cst_import_index``; a manifest error if it is not one."""
+    written = table.get(key)
+    return (None, None) if written is None else (written, canon(_import_statement(ctx, key, written)))
 
 
 def _describe(stmt: ast.stmt) -> str:

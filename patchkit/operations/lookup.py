@@ -268,13 +268,28 @@ def definition_name(stmt: ast.stmt) -> str | None:
     return None
 
 
+_ATTRIBUTE_CALLS = ("getattr", "hasattr", "setattr", "delattr")
+
+
 def self_attributes(nodes: Iterable[ast.AST]) -> set[str]:
-    """The ``self.X`` names the given methods read or call: what they need of the class they go into."""
+    """The ``self.X`` names the given methods read or call (also as ``getattr(self, "X", ...)`` and
+    its kin): what they need of the class they go into."""
     out: set[str] = set()
     for node in nodes:
         for sub in ast.walk(node):
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id == "self":
                 out.add(sub.attr)
+            elif (
+                isinstance(sub, ast.Call)
+                and isinstance(sub.func, ast.Name)
+                and sub.func.id in _ATTRIBUTE_CALLS
+                and len(sub.args) >= 2
+                and isinstance(sub.args[0], ast.Name)
+                and sub.args[0].id == "self"
+                and isinstance(sub.args[1], ast.Constant)
+                and isinstance(sub.args[1].value, str)
+            ):
+                out.add(sub.args[1].value)
     return out
 
 
@@ -304,18 +319,30 @@ def _entry_classes(state: CodeState) -> set[str]:
     return out
 
 
-def renamed_class(state: CodeState, name: str, uses: Collection[str] = ()) -> tuple[str, int, str] | None:
+def _shown(names: Sequence[str]) -> str:
+    return ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def renamed_class(
+    state: CodeState, name: str, uses: Collection[str] = (), members: Collection[str] = ()
+) -> tuple[str, int, str] | None:
     """The class ``name`` was most probably renamed to, by structure, not spelling: (name, line, why).
 
-    Signals: being the module's ``EntryClass``; having the members the patch uses (``uses``, the
-    ``self.X`` its code reads); the bases the others do not share; then the spelling, least.  A
-    candidate is named only when it clearly stands out (a score of 2 or more, 1 ahead of the next).
+    Signals, strongest first: being the module's ``EntryClass``; holding the class's old members
+    (``members``: the methods the patch puts there, the payload's; one whose code the tree's record
+    says patchkit wrote there is named as such); having the members the patch uses (``uses``, the
+    ``self.X`` its code reads); the bases the others do not share; the position in the file (the
+    last class, where a model file defines the model its other classes build); then the spelling,
+    least.  A candidate is named only when it clearly stands out (a score of 2 or more, 1 ahead of
+    the next).
     """
     classes = [item.node for item in state.module_statements() if isinstance(item.node, ast.ClassDef)]
     if len(classes) < 2:
         return None  # one class or none: the listing that follows names it anyway
     entry = _entry_classes(state)
     wanted = set(uses)
+    old = set(members)
+    last = max(classes, key=lambda cls: cls.lineno)
     base_counts: dict[str, int] = {}
     for cls in classes:
         for base in {ast.unparse(b) for b in cls.bases}:
@@ -326,15 +353,25 @@ def renamed_class(state: CodeState, name: str, uses: Collection[str] = ()) -> tu
         if cls.name in entry:
             score += 2
             why.append("it is the file's EntryClass")
+        if old:
+            held = sorted(old & _members(cls))
+            score += 2 * len(held) / len(old)
+            ours = [n for n in held if _written_by_patchkit(state, cls, n)]
+            if ours:
+                why.append(f"it holds {_shown(ours)}, which patchkit wrote there")
+            elif held:
+                why.append(f"it already has {_shown(held)}, which the patch adds")
         if wanted:
             shared = sorted(wanted & _members(cls))
             score += 2 * len(shared) / len(wanted)
             if shared:
-                shown = ", ".join(shared[:4]) + (f" and {len(shared) - 4} more" if len(shared) > 4 else "")
-                why.append(f"it has {shown}, which the patch uses")
+                why.append(f"it has {_shown(shared)}, which the patch uses")
         bases = {ast.unparse(b) for b in cls.bases}
         if bases and all(base_counts[b] == 1 for b in bases):
             score += 0.25  # the only class on these bases (the vision blocks share theirs)
+        if cls is last:
+            score += 0.5
+            why.append("it is the file's last class")
         score += difflib.SequenceMatcher(None, name, cls.name).ratio() * 0.5
         scored.append((score, cls, why))
     scored.sort(key=lambda item: -item[0])
@@ -345,12 +382,20 @@ def renamed_class(state: CodeState, name: str, uses: Collection[str] = ()) -> tu
     return best[1].name, best[1].lineno, " and ".join(best[2])
 
 
-def not_found_class(state: CodeState, name: str, uses: Collection[str] = ()) -> str:
+def _written_by_patchkit(state: CodeState, cls: ast.ClassDef, member: str) -> bool:
+    """Whether ``cls``'s definition of ``member`` is code the tree's record says patchkit wrote."""
+    return any(
+        isinstance(stmt, DEF_KINDS) and stmt.name == member and state.patchkit_wrote(stmt) is not None
+        for stmt in cls.body
+    )
+
+
+def not_found_class(state: CodeState, name: str, uses: Collection[str] = (), members: Collection[str] = ()) -> str:
     """What follows "class X is not defined in F": a probable rename first when the structure says
     so and the spelling does not already point at it, then the classes there (``what_is_there``)."""
     classes = state.all_classes()
     listing = what_is_there("classes", name, classes)
-    renamed = renamed_class(state, name, uses)
+    renamed = renamed_class(state, name, uses, members)
     if renamed is None:
         return listing
     alike = closest(name, classes)

@@ -14,7 +14,9 @@ inside ``try`` or ``if``).  The edit keeps the old statement's layout:
   of the remaining names are kept) and ``from TO import name`` goes on the
   line right after it; with ``position = "before"``, on the line right before
   it (below its blank lines and comments, which move above the new line);
-  with ``after = "<an import statement>"``, right after that statement.
+  with ``after = "<an import statement>"``, right after that statement;
+  with ``new_group = true``, as a group of its own: one blank line between the
+  new line and the statement it is placed against.
 
 An ``as`` alias is carried over.  If the module already imports ``name`` from
 ``to`` as well, the old import is only dropped.
@@ -30,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.code import CodeState, import_index
+from patchkit.operations.ensure_import import import_anchor
 from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason
 
@@ -61,6 +64,7 @@ class MoveImport(PythonOperation[Plan]):
     position: str = "after"  # of the new line, relative to the old import: "after" | "before"
     after: str | None = None  # an import statement the new line goes right after
     after_canon: str | None = None
+    new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> MoveImport:
@@ -68,16 +72,7 @@ class MoveImport(PythonOperation[Plan]):
             ctx.error("to", f"`from` and `to` are the same module ({table['to']!r})")
         if "position" in table and "after" in table:
             ctx.error("after", "`position` and `after` both place the new import: keep one")
-        after = table.get("after")
-        after_canon = None
-        if after is not None:
-            try:
-                stmt = parse_statement(after)
-            except ValueError as exc:
-                ctx.error("after", f"{after!r} {exc}")
-            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                ctx.error("after", f"{after!r} is not an import statement")
-            after_canon = canon(stmt)
+        after, after_canon = import_anchor(ctx, table, "after")
         return cls(
             name=table["name"],
             source=table["from"],
@@ -85,20 +80,19 @@ class MoveImport(PythonOperation[Plan]):
             position=table.get("position", "after"),
             after=after,
             after_canon=after_canon,
+            new_group=table.get("new_group", False),
         )
 
     def identity(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "from": self.source, "to": self.dest}
         if self.position != "after" or self.after_canon is not None:
             out.update(position=self.position, after=self.after_canon)
+        if self.new_group:
+            out["new_group"] = True
         return out
 
     def _after_index(self, body: list[ast.stmt]) -> int | None:
-        found = None
-        for index, stmt in enumerate(body):
-            if isinstance(stmt, (ast.Import, ast.ImportFrom)) and canon(stmt) == self.after_canon:
-                found = index
-        return found
+        return import_index(body, self.after_canon)
 
     def _is(self, stmt: ast.stmt, spec: str) -> ast.alias | None:
         level, module = _split_module(spec)
@@ -242,22 +236,15 @@ class MoveImport(PythonOperation[Plan]):
                 alias = f" as {plan.asname}" if plan.asname else ""
                 new = libcst.parse_statement(f"from {self.dest} import {self.name}{alias}\n")
                 at = self._new_index(body, index, self._cst_after_index)
+                edit = edit_lazy()
                 if at == index:  # before the old import: under its blank lines and comments
-                    body[index : index + 1] = [
-                        new.with_changes(leading_lines=body[index].leading_lines),
-                        body[index].with_changes(leading_lines=[]),
-                    ]
+                    body[index : index + 1] = edit.grouped_above(new, body[index], self.new_group)
                 else:
-                    body.insert(at, new)
+                    body.insert(at, edit.grouped_below(new, self.new_group))
         return module.with_changes(body=body)
 
     def _cst_after_index(self, body: list[Any]) -> int | None:
-        edit = edit_lazy()
-        found = None
-        for index, stmt in enumerate(body):
-            if isinstance(stmt, edit.cst.SimpleStatementLine) and edit.statement_canons(stmt) == [self.after_canon]:
-                found = index
-        return found
+        return edit_lazy().cst_import_index(body, self.after_canon)
 
 
 def _alias_name(alias: Any) -> str:

@@ -8,14 +8,122 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
+import tokenize
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.operations.lookup import FunctionNode, definition_name, find_class, find_function, is_docstring
+from patchkit.operations.lookup import (
+    AmbiguousTarget,
+    FunctionNode,
+    definition_name,
+    find_class,
+    find_function,
+    is_docstring,
+)
 
 if TYPE_CHECKING:
     import libcst as cst
+
+    from patchkit.operations.code import CodeState
+
+
+DEFAULT_INDENT = "    "
+
+
+def indent_unit(text: str) -> str:
+    """A module's indentation unit as libcst reads it (its ``default_indent``): the indent of its
+    first indented block, 4 spaces when it has none.  libcst writes an inserted block whose own
+    indent is its module's unit with the unit of the module it goes into."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.INDENT:
+                return token.string  # the first block: its indent is the whole unit
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return DEFAULT_INDENT
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a payload definition lands: the column of its first line and the target's indentation
+    unit.  ``known``: read from the target file; else assumed from the payload's own indentation
+    (``validate`` without the target: as deep as the target's nesting, at the payload's unit)."""
+
+    column: int
+    unit: str
+    known: bool = True
+
+    @classmethod
+    def of(cls, payload: Payload, depth: int, target: CodeState | None, find: Callable[[], int | None]) -> Placement:
+        """At ``find()``'s column in ``target`` with the target's unit, where ``target`` is at hand and
+        ``find`` finds the spot; else ``depth`` levels of the payload's own unit (``known`` False)."""
+        column = None
+        if target is not None:
+            try:
+                column = find()
+            except AmbiguousTarget:
+                column = None
+        if target is None or column is None:
+            return cls(depth * len(payload.indent), payload.indent, known=False)
+        return cls(column, target.derived("indent-unit", lambda state: indent_unit(state.text)))
+
+
+def _blocks(stmt: ast.stmt) -> Iterator[tuple[list[ast.stmt], int]]:
+    """Each block of statements in ``stmt``, with how many levels below ``stmt``'s line its
+    statements stand (a ``match`` statement's case bodies: two, below the ``case`` lines)."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block, 1
+    for handler in getattr(stmt, "handlers", None) or []:
+        yield handler.body, 1  # `except` lines stand where their `try` does
+    for case in getattr(stmt, "cases", None) or []:
+        yield case.body, 2
+
+
+def _landing_columns(node: ast.stmt, column: int, payload_unit: int, target_unit: int) -> dict[int, int]:
+    """id(statement) -> the column each statement of ``node`` lands at when ``node`` lands at ``column``.
+
+    A block indented by the payload's unit per level is written at the target's; any other indent is
+    kept as written (libcst's ``IndentedBlock.indent``)."""
+    out = {id(node): column}
+
+    def walk(stmt: ast.stmt, at: int) -> None:
+        for block, levels in _blocks(stmt):
+            for child in block:
+                indent = child.col_offset - stmt.col_offset
+                if child.lineno == stmt.lineno or indent < 0:  # `if x: y`, on the opening line
+                    landed = at + indent
+                elif indent == levels * payload_unit:
+                    landed = at + levels * target_unit
+                else:
+                    landed = at + indent
+                out[id(child)] = landed
+                walk(child, landed)
+
+    walk(node, column)
+    return out
+
+
+def _multiline_strings(node: ast.stmt) -> Iterator[tuple[ast.Constant, ast.stmt]]:
+    """Each string of ``node`` whose continuation lines hold text, with the statement it is in."""
+
+    def walk(stmt: ast.stmt) -> Iterator[tuple[ast.Constant, ast.stmt]]:
+        children = [child for block, _levels in _blocks(stmt) for child in block]
+        inner = {id(n) for child in children for n in ast.walk(child)}
+        for sub in ast.walk(stmt):
+            if id(sub) in inner or not isinstance(sub, ast.Constant) or not isinstance(sub.value, str):
+                continue
+            if (sub.end_lineno or 0) > sub.lineno and any(line.strip() for line in sub.value.split("\n")[1:]):
+                yield sub, stmt
+        for child in children:
+            yield from walk(child)
+
+    return walk(node)
 
 
 @dataclass
@@ -46,32 +154,44 @@ class Payload:
     def find_function(self, qualname: str) -> FunctionNode | None:
         return find_function(self.tree.body, qualname, scoped=False)[0]
 
-    def string_warnings(self, node: ast.stmt, depth: int, what: str) -> list[tuple[int, str]]:
-        """(line, message) for each multi-line string in ``node`` whose value would change.
+    @cached_property
+    def indent(self) -> str:
+        """The payload's own indentation unit, as libcst reads it (``indent_unit``)."""
+        return indent_unit(self.text)
 
-        ``apply`` re-indents a payload definition's code lines to the target's
-        indentation but, rightly, not the continuation lines of a multi-line
-        string (they are part of its value).  A definition written at another
-        column than its target (``depth`` levels, assuming 4 spaces each) would
-        land with a docstring whose lines are indented differently: another value.
+    def string_warnings(self, node: ast.stmt, place: Placement, what: str) -> list[tuple[int, str]]:
+        """(line, message) for each multi-line string in ``node`` whose value would change on apply.
+
+        ``apply`` writes a payload definition's code lines at the target's indentation (libcst: the
+        definition at ``place.column``, and every block the payload indents by its own unit at the
+        target's unit; a block indented otherwise keeps its own indent), but, rightly, not the
+        continuation lines of a multi-line string (they are part of its value).  A string whose
+        opening line would land at another column than the payload writes it at keeps its
+        continuation lines where they were: read against the code around it, another value.
         """
-        want = 4 * depth
-        if node.col_offset == want:
-            return []
+        columns = _landing_columns(node, place.column, len(self.indent), len(place.unit))
         out = []
-        for sub in ast.walk(node):
-            if not isinstance(sub, ast.Constant) or not isinstance(sub.value, str):
+        for sub, holder in _multiline_strings(node):
+            written, landed = holder.col_offset, columns[id(holder)]
+            if written == landed:
                 continue
-            if (sub.end_lineno or 0) > sub.lineno and any(line.strip() for line in sub.value.split("\n")[1:]):
-                out.append(
-                    (
-                        sub.lineno,
-                        f"{self.display} line {sub.lineno}: the multi-line string in {what} would change "
-                        f"value on apply: the payload writes {what} at column {node.col_offset}, the target "
-                        f"at column {want}, and a string's continuation lines are not re-indented; write it "
-                        f"at the target's column (inside `class ...:` lines as deep as the target)",
-                    )
+            if node.col_offset != place.column:
+                why = f"the payload writes {what} at column {node.col_offset}, the target at column {place.column}"
+            else:
+                why = (
+                    f"the payload indents a level by {len(self.indent)} columns and the target file by "
+                    f"{len(place.unit)}, so the line that opens it moves from column {written} to column {landed}"
                 )
+            assumed = "" if place.known else f" (assuming the target indents by the payload's {len(self.indent)})"
+            out.append(
+                (
+                    sub.lineno,
+                    f"{self.display} line {sub.lineno}: the multi-line string in {what} would change value on "
+                    f"apply: {why}, and a string's continuation lines are not re-indented; write {what} at "
+                    f"column {place.column}, {len(place.unit)} columns a level{assumed} (inside `class ...:` "
+                    "lines as deep as the target)",
+                )
+            )
         return out
 
     def definitions(self) -> dict[str, ast.stmt]:

@@ -17,6 +17,7 @@ from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Outcome, PythonOperation, missing_in
 from patchkit.operations.code import CodeState, canon, digest, digest_of_canon, payload_canon, short_digest
 from patchkit.operations.lookup import FunctionNode, not_found_class, replace_statement
+from patchkit.operations.payload import Placement
 from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 
@@ -94,9 +95,13 @@ class ReplaceFunction(PythonOperation[None]):
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.function, reason, is_class=False)
 
-    def warnings(self) -> list[tuple[int, str]]:
-        depth = len(self.function.split(".")) - 1
-        return self.payload.string_warnings(self.node, depth, f"function {self.function}")
+    def warnings(self, target: CodeState | None = None) -> list[tuple[int, str]]:
+        def column() -> int | None:  # the replacement stands where the function does
+            found = target.find_function(self.function)[0] if target is not None else None
+            return None if found is None else found.col_offset
+
+        place = Placement.of(self.payload, len(self.function.split(".")) - 1, target, column)
+        return self.payload.string_warnings(self.node, place, f"function {self.function}")
 
     def identity(self) -> dict[str, Any]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
