@@ -12,6 +12,7 @@ drift apart.  Two roots under git:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -69,3 +70,23 @@ def user_cache() -> Path:
     """The user's cache directory for patchkit (``$XDG_CACHE_HOME/patchkit``), where no repository is at hand."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / NAME
+
+
+def why_unwritable(folder: Path) -> OSError | None:
+    """Why a file cannot be written in ``folder``, or None if one can: a 64 KiB page written, synced and
+    removed.  sqlite and a failed cache write report only "disk full" or "read-only database"; the errno
+    of a real write is what tells a full disk from a quota, a read-only mount or permissions."""
+    probe = folder / f".{NAME}-probe.{os.getpid()}.{NAME}-tmp"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, b"\0" * 65536)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+    return None

@@ -438,7 +438,7 @@ def _unwritable(path: Path, exc: sqlite3.Error) -> UnwritableError | None:
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name not in _WRITE_FAILURES and not name.startswith("SQLITE_IOERR"):
         return None
-    found = _probe(path.parent)
+    found = paths.why_unwritable(path.parent)
     if found is None and path.exists() and not os.access(path, os.W_OK):
         found = OSError(errno.EACCES, os.strerror(errno.EACCES))
     if found is not None:
@@ -448,24 +448,6 @@ def _unwritable(path: Path, exc: sqlite3.Error) -> UnwritableError | None:
     if name == "SQLITE_READONLY" or name.startswith("SQLITE_IOERR"):
         return UnwritableError(str(path), str(exc), code=errno.EIO)
     return None  # it cannot open a file the filesystem would let it write (a directory there, ...)
-
-
-def _probe(folder: Path) -> OSError | None:
-    """Why a file cannot be written in ``folder`` (None if one can): a page written and removed."""
-    probe = folder / f".store-probe.{os.getpid()}.patchkit-tmp"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, b"\0" * 65536)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        return exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
-    return None
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -19,17 +19,15 @@ absent and looked at for a symlinked parent directory, and what was found
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
-import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
-from patchkit import __version__
+from patchkit import __version__, paths
 from patchkit.errors import UnwritableError
 from patchkit.git import Entry
 from patchkit.manifest import Patch
@@ -197,25 +195,8 @@ def _unwritable(path: Path, exc: BaseException) -> UnwritableError:
     if isinstance(exc, OSError):
         found: OSError | None = exc
     else:
-        found = _probe(path.parent)
+        found = paths.why_unwritable(path.parent)
     also = "or pass --no-cache to check without the cache"
     if found is None:
         return UnwritableError(str(path), str(exc), code=errno.EIO, also=also)
     return UnwritableError.from_os(path, found, also=also)
-
-
-def _probe(folder: Path) -> OSError | None:
-    probe = folder / f".cache-probe.{os.getpid()}.patchkit-tmp"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, b"\0" * 65536)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        return exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
-    return None
