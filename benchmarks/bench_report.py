@@ -78,7 +78,7 @@ def record(sha: str, subject: str, number: int, rng: random.Random) -> RunRecord
         "commit": {"sha": sha, "subject": subject, "date": "2026-03-01T00:00:00+00:00"},
         "profile": profile,
         "outcome": "refused" if refused else "ok",
-        "reason": "1 required patch(es) cannot apply at this commit; nothing was started" if refused else None,
+        "reason": "1 required patch cannot apply at this commit; nothing was started" if refused else None,
         "details": ["bench-model:hooks FAIL CLASS_NOT_FOUND"] if refused else [],
         "started_at": f"2026-03-01T00:{number:02d}:00+00:00",
         "finished_at": f"2026-03-01T00:{number:02d}:30+00:00",

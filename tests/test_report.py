@@ -31,6 +31,21 @@ from patchkit.bench.verdict import level
 MAX_BYTES = 5_000_000
 
 
+def hover_bands(browser) -> str:
+    """Move the pointer to the middle of the patch bands; the hover text plotly shows (up to 5 s), or ''."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).move_to_element(browser.find_element("css selector", "#bands .nsewdrag")).perform()
+    deadline = time.monotonic() + 5
+    text = ""
+    while time.monotonic() < deadline and not text:
+        text = browser.execute_script(
+            "const h = document.querySelector('#bands .hoverlayer .hovertext'); return h ? h.textContent : ''"
+        )
+        time.sleep(0.1)
+    return text
+
+
 def artifact(tmp_path: Path, name: str) -> Path:
     """Where a screenshot is kept: the test's tmp dir, or ``$PATCHKIT_TEST_ARTIFACTS`` when set (pytest keeps
     only its last three tmp dirs, and CI may want to collect them)."""
@@ -404,15 +419,7 @@ def test_hover_names_the_commit_and_click_copies_its_sha(browser, shown, demo):
     assert shown["ready"] == "yes"
     browser.execute_script("window.scrollTo(0, 0)")
     check = json.loads(check_json(demo, demo.kimi))
-    drag = browser.find_element("css selector", "#bands .nsewdrag")
-    ActionChains(browser).move_to_element(drag).perform()  # the middle of the commit axis
-    deadline = time.monotonic() + 5
-    text = ""
-    while time.monotonic() < deadline and not text:
-        text = browser.execute_script(
-            "const h = document.querySelector('#bands .hoverlayer .hovertext'); return h ? h.textContent : ''"
-        )
-        time.sleep(0.1)
+    text = hover_bands(browser)  # the middle of the commit axis
     shown = [c for c in check["commits"] if c["commit"][:10] in text]
     assert len(shown) == 1, text
     commit = shown[0]
@@ -506,8 +513,6 @@ def readable_ticks(figures: list[dict[str, Any]], shas: list[str]) -> list[str]:
 
 
 def test_5000_commits_stay_usable_on_a_1280_pixel_screen(browser, long_page, tmp_path):
-    from selenium.webdriver.common.action_chains import ActionChains
-
     long, page = long_page
     assert page.stat().st_size < MAX_BYTES
     browser.set_window_size(1280, 1000)
@@ -548,14 +553,7 @@ def test_5000_commits_stay_usable_on_a_1280_pixel_screen(browser, long_page, tmp
     assert all(f["plot"] / (hi - lo) >= 20 for f in zoomed["figures"])  # 20 pixels a commit and more
     # Hovering the zoomed bands names one commit on screen.
     browser.execute_script("window.scrollTo(0, 0)")
-    ActionChains(browser).move_to_element(browser.find_element("css selector", "#bands .nsewdrag")).perform()
-    deadline = time.monotonic() + 5
-    text = ""
-    while time.monotonic() < deadline and not text:
-        text = browser.execute_script(
-            "const h = document.querySelector('#bands .hoverlayer .hovertext'); return h ? h.textContent : ''"
-        )
-        time.sleep(0.1)
+    text = hover_bands(browser)
     assert [sha for sha in long.shas[lo : hi + 1] if sha[:10] in text], (labels, text)
     shot = artifact(tmp_path, "report-5000-zoomed.png")
     browser.save_screenshot(str(shot))
