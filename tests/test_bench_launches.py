@@ -102,6 +102,8 @@ def test_launches_interleave_prepare_once_and_number_every_sample(capsys, histor
     statuses = {(r["commit"]["sha"], r["launch"]): [p["status"] for m in r["manifests"] for p in m["results"]]
                 for r in result.json["runs"]}  # fmt: skip
     assert statuses[(a, 2)] == statuses[(a, 1)] == ["APPLY", "APPLY"]
+    said = [line.split(": ", 1)[1] for line in result.err.splitlines() if f" {a[:10]} " in line and ": " in line]
+    assert said.count("preparing worktree") == 1 and said.count("reusing the prepared worktree") == 1, said
     apart = cli(capsys, "bench", "-m", kit, "--repo", history.path, "--store", store, "--commit", a, "--commit", b,
                 "--launches", "2", "--no-interleave", "--json")  # fmt: skip
     assert [(r["commit"]["sha"], r["launch"]) for r in apart.json["runs"]] == [(a, 1), (a, 2), (b, 1), (b, 2)]

@@ -185,7 +185,8 @@ def test_a_piped_bench_prints_timestamped_progress_on_stderr(kit):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["command"] == "bench"  # stdout stays JSON
     known = (
-        "preparing worktree|applying|guard|reading provenance|starting server|waiting for health"
+        "preparing worktree|reusing the prepared worktree|applying|guard|reading provenance|starting server"
+        "|waiting for health"
         "|checking worker environments|accounting for every file that ran|client|stopping server"
     )
     stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"

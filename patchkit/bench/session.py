@@ -161,8 +161,8 @@ class Session:
     def plan(self, commit: Commit, profile: str, say: Callable[[str, str], None] | None = None) -> JobSpec | RunRecord:
         """The job for (commit, profile) on its prepared tree, or, for a refused commit, its ``refused``
         record (not stored yet): what an executor gets is always a commit the guard let through."""
-        if say is not None:
-            say("preparing worktree", "")
+        if say is not None:  # a later launch of the commit reuses the tree prepared for its first
+            say("preparing worktree" if commit.sha not in self._prepared else "reusing the prepared worktree", "")
         prepared = self.prepare(commit, say)
         values = self.config.resolve_vars(profile, self.sets)
         if prepared.refused:
