@@ -577,8 +577,10 @@ def test_guard_off_a_terminal_never_imports_rich(capsys, tree: tuple[Path, Path]
         "from patchkit.cli import main\n"
         "code = main(['guard', '-m', sys.argv[1], '--repo', sys.argv[2]])\n"
         "rich = sorted(m for m in sys.modules if m == 'rich' or m.startswith('rich.'))\n"
-        "sys.stderr.write(f'code={code} rich={rich}')\n"
+        "site = sorted(m for m in sys.modules if m.startswith(('patchkit.proof', 'patchkit.commands.guard_site')))\n"
+        "sys.stderr.write(f'code={code} rich={rich} site={site}')\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe, str(manifest), str(repo)], capture_output=True, text=True)
-    assert proc.stderr == "code=0 rich=[]", proc.stderr
+    # Nor the site verification of `guard --site` (RECORDs, digests, the proof's accounting).
+    assert proc.stderr == "code=0 rich=[] site=[]", proc.stderr
     assert "GUARD OK" in proc.stdout and "check    result  message" in proc.stdout

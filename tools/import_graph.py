@@ -62,6 +62,11 @@ BOUNDARIES = (
     ("*", "plotext", "plotext: only `runs --plot`"),
     ("*", "submitit", "submitit: only `--executor slurm`"),
     ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),
+    (
+        "patchkit.commands.guard",
+        "patchkit.commands.guard_site",
+        "`guard --site` (RECORDs, digests, the proof's accounting): the guard of a tree never loads it",
+    ),
     ("*", "jsonschema", "jsonschema: only when a manifest's schema verdict is not remembered"),
     ("*", "psutil", "psutil: only a bench run's process tree"),
     ("*", "difflib", "difflib: only closest-name suggestions and mixed line endings, when something is off"),

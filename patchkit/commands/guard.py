@@ -11,7 +11,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from patchkit.commands.guard_site import guard_site
 from patchkit.errors import BisectAbortError, PatchkitError, UsageError
 from patchkit.guard.api import evaluate_guard, require_python_for_imports
 from patchkit.guard.report import show
@@ -41,6 +40,8 @@ def guard(
                 "--site checks the interpreter's site directories only",
                 hint="run `patchkit guard -m M` separately for the tree, or drop -m/--import",
             )
+        from patchkit.commands.guard_site import guard_site  # the site verification: only --site loads it
+
         return guard_site(python=python, no_cache=no_cache, json_out=json_out, console=console)
     if manifest is None:
         raise UsageError("Missing option '-m' / '--manifest'", hint="name the manifest, or use --python PY --site")
