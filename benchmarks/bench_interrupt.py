@@ -1,8 +1,10 @@
 """Benchmark: apply on a 6 MB target against one bare libcst parse and print, and Ctrl-C latency there.
 
-Builds the demo repository (``patchkit demo --keep``), grows the Kimi-K2.5
-model file to about --mb MB with generated module-level functions, commits
-that, and then, in one run:
+Builds the demo's SGLang-shaped history (``patchkit.demo.sglang``), checks out
+the commit where the Kimi-K2.5 manifest applies (``patchkit.demo.hunt.GOOD``:
+at main's tip upstream provides the hooks and apply has nothing to do), grows
+the model file to about --mb MB with generated module-level functions,
+commits that, and then, in one run:
 
   floor      one bare ``libcst.parse_module`` + ``.code`` of that file, in a fresh interpreter
              (the import excluded);
@@ -30,6 +32,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from patchkit.demo.hunt import GOOD
+from patchkit.demo.sglang import build_sglang_history
 
 TARGET = "python/sglang/srt/models/kimi_k25.py"
 FLOOR = (
@@ -101,10 +106,9 @@ def main() -> None:
     parser.add_argument("--in-process", action="store_true", help="also time the interrupt without the child")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="patchkit-bench-interrupt-") as scratch:
-        demo = Path(scratch) / "demo"
-        subprocess.run([patchkit(), "demo", "--keep", str(demo)], check=True, capture_output=True)
-        repo = demo / "sglang"
-        subprocess.run([patchkit(), "revert", "-m", "kimi-k25-eagle3", "--repo", str(repo)], check=True)
+        repo = Path(scratch) / "sglang"
+        history = build_sglang_history(repo)
+        subprocess.run(["git", "-C", str(repo), "checkout", "-q", history[GOOD]], check=True)
         grow(repo / TARGET, args.mb)
         subprocess.run(["git", "-C", str(repo), "commit", "-qam", "bench: a large model file"], check=True)
         size = (repo / TARGET).stat().st_size
@@ -118,6 +122,7 @@ def main() -> None:
 
         spent, proc = cpu_of([patchkit(), "apply", "-m", "kimi-k25-eagle3", "--repo", str(repo)])
         assert proc.returncode == 0, proc.stdout.decode() + proc.stderr.decode()
+        assert b"APPLIED" in proc.stdout or b"APPLY " in proc.stdout, proc.stdout.decode()  # it wrote something
         print(f"apply  (patchkit apply, whole process tree):    {spent:7.2f} s CPU  = {spent / floor:.2f}x the floor")
         subprocess.run(["git", "-C", str(repo), "checkout", "-q", "--", "."], check=True)
         subprocess.run([patchkit(), "revert", "-m", "kimi-k25-eagle3", "--repo", str(repo), "--force"], check=True,
