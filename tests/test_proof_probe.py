@@ -204,6 +204,26 @@ def test_a_fault_in_the_probe_never_changes_what_the_server_does(venv: Path, tmp
         assert sum(1 for p in processes for e in p.errors if "injected fault at init" in e) == 2
 
 
+def test_a_process_stopped_after_its_probe_failed_is_named_by_what_it_was_then(venv: Path, tmp_path: Path) -> None:
+    """A worker killed before its exit line (a server stopped) has no init record when the probe failed at
+    init: the error line itself carries its names, so the proof says 'scheduler_TP7', not its argv."""
+    out = tmp_path / "probe"
+    out.mkdir()
+    program = (
+        "import multiprocessing, os\n"
+        "multiprocessing.current_process().name = 'scheduler_TP7'\n"
+        "import torch.distributed as dist\n"
+        "dist.init_process_group(backend='gloo', rank=0, world_size=1)\n"
+        "os._exit(0)\n"  # no atexit: no exit line, as for a worker the server's stop killed
+    )
+    env = {**probe_env(os.environ, out), "PATCHKIT_PROBE_FAULT": "init"}
+    proc = subprocess.run([str(venv), "-c", program], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and "injected fault at init" in proc.stderr, proc.stderr
+    [facts] = read_probe_dir(out)
+    assert not facts.exited and not facts.inits and facts.errors
+    assert facts.label == "scheduler_TP7"
+
+
 def test_an_unwritable_probe_dir_is_reported_and_the_program_runs(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

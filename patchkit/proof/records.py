@@ -162,7 +162,7 @@ def read_process(path: Path) -> ProcessFacts | None:
             )
         elif kind == "error":
             errors.append(str(item.get("message")))
-        if kind in ("init", "exit"):
+        if kind in ("init", "error", "exit"):
             title = item.get("title") or title
             mp_name = item.get("mp_name") or mp_name
             exited = exited or kind == "exit"

@@ -142,7 +142,8 @@ class Probe:
             message = f"probe failed in pid {os.getpid()}: {type(exc).__name__}: {exc}"
             sys.stderr.write(message + "\n")
             sys.stderr.flush()
-            self.emit({"kind": "error", "message": message})
+            # its names now: a worker stopped before its exit line is still named by what it was
+            self.emit({"kind": "error", "message": message, "title": self.title(), "mp_name": self.mp_name()})
         except Exception:
             pass
 
