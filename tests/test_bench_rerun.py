@@ -41,6 +41,12 @@ def test_a_second_bench_of_one_commit_is_ok_and_only_foreign_changes_refuse(caps
     assert second.code == 0, second.err
     (run,) = second.json["runs"]
     assert run["outcome"] == "ok"
+    # the two runs of one commit: the same patched code was in place, nothing upstream between them
+    same = run_cli(capsys, "compare", "--commit", history["docs"], "--commit", history["docs"], "--repo",
+                   history.path, "--profile", "baseline")  # fmt: skip
+    assert same.code == 0, same.err
+    assert "upstream commits: none (A and B are the same commit)" in same.out
+    assert "patch state changes: none" in same.out
     clean = next(c for c in run["guard"]["reports"][0]["checks"] if c["check"] == "clean")
     generated = clean["details"]["generated"]
     assert "python/sglang/_version.py" in generated

@@ -207,7 +207,7 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     scheduled = any(r.executor for r in records)  # a Slurm job id column only where some run has one
     if scheduled:
         table.add_column("job", whole=True)
-    table.add_column("metric")
+    table.add_column("metric", whole=True)  # a name --metric takes: folded, it could not be copied
     table.add_column("median", justify="right", whole=True)
     for r in records:
         started = r.started_at[:19].replace("T", " ")
@@ -357,8 +357,11 @@ def show_comparison(console: Console, result: Comparison) -> None:
         if priors:
             say(console, f"noise prior (patchkit noise) used for: {', '.join(priors)}", "dim")
     between = result.between
-    word = {"forward": "A..B", "backward": "B..A (B is older)", "diverged": "A..B (diverged)", "same": "same commit"}
-    say(console, f"upstream commits {word[between.direction]}: {len(between.commits)}", "bold")
+    word = {"forward": "A..B", "backward": "B..A (B is older)", "diverged": "A..B (diverged)"}
+    if between.direction == "same":
+        say(console, "upstream commits: none (A and B are the same commit)", "bold")
+    else:
+        say(console, f"upstream commits {word[between.direction]}: {len(between.commits)}", "bold")
     for c in between.commits:
         say(console, f"  {c.short} {c.date[:10]} {c.subject}")
     say(console, f"patch state changes: {len(result.patches) or 'none'}", "bold")
