@@ -224,6 +224,35 @@ def test_a_process_stopped_after_its_probe_failed_is_named_by_what_it_was_then(v
     assert facts.label == "scheduler_TP7"
 
 
+def test_a_module_only_looked_up_is_not_a_file_that_ran(tmp_path: Path) -> None:
+    """``importlib.util.find_spec`` asks whether a package is installed without running it (SGLang does so for
+    optional kernels): a source module is recorded as its loader reads it, with the stat the loader checks the
+    .pyc against, not when it is found."""
+    out = tmp_path / "probe"
+    out.mkdir()
+    pkg = tmp_path / "lib"
+    (pkg / "maybe").mkdir(parents=True)
+    (pkg / "maybe" / "__init__.py").write_text("")
+    (pkg / "maybe" / "kernel.py").write_text("VALUE = 1\n")
+    (pkg / "used.py").write_text("VALUE = 2\n")
+    program = (
+        "import importlib.util\n"
+        "print(importlib.util.find_spec('maybe.kernel') is not None)\n"  # imports the package, not kernel
+        "import used\n"
+    )
+    env = probe_env(dict(os.environ, PYTHONPATH=str(pkg)), out)
+    proc = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout == "True\n", proc.stderr
+    [facts] = read_probe_dir(out)
+    ran = {f.path: f for f in facts.files if f.kind == "module"}
+    assert str(pkg / "maybe" / "kernel.py") not in ran
+    assert str(pkg / "maybe" / "__init__.py") in ran
+    used = ran[str(pkg / "used.py")]
+    st = (pkg / "used.py").stat()
+    assert (used.size, used.mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert [f.path for f in facts.files].count(str(pkg / "used.py")) == 1  # one record per module run
+
+
 def test_an_unwritable_probe_dir_is_reported_and_the_program_runs(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

@@ -11,8 +11,10 @@ the directory it writes to, and then:
   buffer to flush, nothing lost when the process is killed);
 * records identity (pid, ppid, argv, executable, prefixes, site dirs), the
   start environment, the modules already loaded (``.pth`` import lines run
-  before ``sitecustomize``), and then every module file as it is found, with
-  its size and mtime at that moment;
+  before ``sitecustomize``), and then every module file, with its size and
+  mtime: a source module as ``SourceFileLoader`` checks its ``.pyc`` against
+  it, from the stat the loader makes anyway (``path_stats``, replaced on the
+  class: one stat a module, not two), any other file as it is found;
 * records the files a program runs outside the import statement, through
   ``importlib.util.spec_from_file_location`` (then ``exec_module``: how
   generated and plug-in code is loaded) and ``runpy.run_path``: both are
@@ -216,7 +218,8 @@ class Probe:
         own search meets ``searching`` and gets None from us (an ``import``
         statement holds the module's lock while it searches, so two threads
         never search one name through here at once).  This runs once per
-        module: it is kept to one stat, one f-string and one write.
+        module: a source module is left to ``_install_path_stats``; any other
+        file costs one stat, one f-string and one write.
         """
         searching = self.searching
         if name in searching:
@@ -239,7 +242,9 @@ class Probe:
             if self.fault == "import":
                 raise ProbeFault("injected fault at import")
             origin = spec.origin
-            if spec.has_location and origin.__class__ is str and self.fd >= 0:
+            if spec.loader.__class__ is _SOURCE_LOADER and _CACHE_TAG is not None:
+                pass  # recorded by _path_stats as it loads, from the stat the loader makes to check the .pyc
+            elif spec.has_location and origin.__class__ is str and self.fd >= 0:
                 try:
                     st = _stat(origin)
                 except OSError:  # inside a zip, or gone already: nothing on disk to vouch for
@@ -535,6 +540,36 @@ def _int(value: object) -> int | None:
 
 _stat = os.stat
 _write = os.write
+_SOURCE_LOADER = sys.modules["_frozen_importlib_external"].SourceFileLoader
+# Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
+_CACHE_TAG = sys.implementation.cache_tag
+
+
+def _install_path_stats(probe: Probe) -> None:
+    """Record each source module from the stat ``SourceFileLoader.get_code`` makes to check its ``.pyc``.
+
+    Every source module it loads (imports, ``exec_module`` of a spec from
+    ``spec_from_file_location``, ``runpy``'s module runs) goes through
+    ``path_stats`` exactly once, just before its code runs, so the record is
+    the size and mtime that code was judged fresh against, and the probe adds
+    no stat of its own to the hottest path of a server's start-up.
+    """
+    q = _quote
+
+    def path_stats(self: object, path: str) -> dict[str, object]:
+        st = _stat(path)  # an OSError propagates, as from the original: the loader then ignores the .pyc
+        fd = probe.fd
+        if fd >= 0:
+            try:
+                name = q(str(getattr(self, "name", "?")))
+                line = f'{{"kind": "module", "name": {name}, "path": {q(path)}, "size": {st.st_size}, '
+                _write(fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+            except Exception as exc:
+                probe.failed(exc)
+        return {"mtime": st.st_mtime, "size": st.st_size}
+
+    path_stats.__patchkit_probe__ = True  # type: ignore[attr-defined]
+    _SOURCE_LOADER.path_stats = path_stats
 
 
 def _encode_plain(text: str) -> str:
@@ -568,6 +603,7 @@ def _start() -> None:
         _fault("start")
         probe.module("sitecustomize", os.path.abspath(__file__), kind="probe")
         probe.already_loaded()
+        _install_path_stats(probe)
         sys.meta_path.insert(0, probe)  # type: ignore[arg-type]
         sys._patchkit_probe = probe  # type: ignore[attr-defined]
         import atexit
