@@ -116,7 +116,6 @@ def test_runs_and_compare_keep_every_number_whole(kit, cols):
     assert code == 0
     expected = {str(r["run"]) for r in runs} | {r["commit"][:10] for r in runs} | {r["outcome"] for r in runs}
     expected |= {f"{s['median']:.2f}" for r in runs for s in r["stats"].values() if s["median"] is not None}
-    expected |= {name for r in runs for name in r["stats"]}  # metric names are what --metric takes: never folded
     assert_whole(lines, expected | {"[fix"}, cols)
 
     a, b = runs[0], runs[1]

@@ -207,7 +207,7 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     scheduled = any(r.executor for r in records)  # a Slurm job id column only where some run has one
     if scheduled:
         table.add_column("job", whole=True)
-    table.add_column("metric", whole=True)  # a name --metric takes: folded, it could not be copied
+    table.add_column("metric")
     table.add_column("median", justify="right", whole=True)
     for r in records:
         started = r.started_at[:19].replace("T", " ")
