@@ -244,11 +244,11 @@ def test_help_says_how_many_launches_to_plan(capsys):
     """The --help of bench, bisect and noise plans launches; bench's factors are the verdict's own arithmetic."""
     import math
 
-    from patchkit.bench.verdict import _t
+    from patchkit.bench.verdict import t_critical
 
     bench = " ".join(cli(capsys, "bench", "--help").out.split())
     for n in (1, 2, 3, 7):  # a 10-launch prior (9 df), 99 %: the interval's half-width in sigmas, n launches a side
-        factor = _t(0.99, 9 + 2 * (n - 1)) * math.sqrt(2 / n)
+        factor = t_critical(0.99, 9 + 2 * (n - 1)) * math.sqrt(2 / n)
         assert f"{factor:.1f}σ with {n}" in bench or f"{factor:.1f}σ with {n} launch" in bench, (n, factor)
     assert "Planning launches: run `patchkit noise` once" in bench
     assert "Planning launches (benchmarks/bench_hunt.py" in " ".join(cli(capsys, "bisect", "--help").out.split())

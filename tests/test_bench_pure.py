@@ -282,13 +282,13 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
 
 
 def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
-    from patchkit.commands._bench_output import _where
+    from patchkit.commands._bench_output import slurm_where
 
     never = record(1, outcome="interrupted", reason="x", executor={"job_id": "43_1", "state": "CANCELLED"})
-    assert _where(never) == " (Slurm job 43_1, CANCELLED before it ran)"
+    assert slurm_where(never) == " (Slurm job 43_1, CANCELLED before it ran)"
     ran = record(2, executor={"job_id": "43_0", "state": "COMPLETED", "node": "gpu-7"})
-    assert _where(ran) == " (Slurm job 43_0 on gpu-7)"
-    assert _where(record(3)) == ""
+    assert slurm_where(ran) == " (Slurm job 43_0 on gpu-7)"
+    assert slurm_where(record(3)) == ""
 
 
 def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):

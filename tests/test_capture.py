@@ -494,7 +494,7 @@ def test_a_star_import_is_carried_as_the_import_block_and_never_names_a_staging_
 
 def test_a_proposal_the_loader_refuses_names_the_users_file_not_the_staged_manifest(tmp_path):
     """The loader's words reach the summary with the edited file, never the temporary manifest's path."""
-    from patchkit.capture.core import CapturedPatch, _verify
+    from patchkit.capture.core import CapturedPatch, verify_staged
     from patchkit.git import Repo
 
     repo = make_repo(tmp_path / "repo", {"pkg/m.py": "import os\n"})
@@ -506,7 +506,7 @@ def test_a_proposal_the_loader_refuses_names_the_users_file_not_the_staged_manif
     )
     patches = [CapturedPatch("m-import-x", "ensure-import", "pkg/m.py", "added", "why")]
     with Repo.discover(repo) as opened:
-        bad = _verify(opened, opened.commit("HEAD"), staged, {}, patches)
+        bad = verify_staged(opened, opened.commit("HEAD"), staged, {}, patches)
     assert list(bad) == ["pkg/m.py"]
     assert bad["pkg/m.py"].startswith("the manifest would not load (the patch for pkg/m.py, patch[1].import: star")
     assert ".patchkit-capture" not in bad["pkg/m.py"] and str(staged.parent) not in bad["pkg/m.py"]

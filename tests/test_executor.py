@@ -280,7 +280,7 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
 
 
 def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None:
-    from patchkit.bench.executor import _raised
+    from patchkit.bench.executor import raised_reason
 
     text = (
         "Job (task=0) failed during processing with trace:\n----------------------\nTraceback (most recent call "
@@ -288,9 +288,9 @@ def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None
         "not requeued because: timed-out and not checkpointable.\n\n----------------------\nYou can check full logs "
         "with 'job.stderr(0)' and 'job.stdout(0)'or at paths:\n  - /s/45_0_log.err\n  - /s/45_0_log.out"
     )
-    assert _raised(text) == (
+    assert raised_reason(text) == (
         "submitit.core.utils.UncompletedJobError: Job not requeued because: timed-out and not checkpointable."
     )
-    assert _raised("Job not requeued because: timed-out and not checkpointable.") == (
+    assert raised_reason("Job not requeued because: timed-out and not checkpointable.") == (
         "Job not requeued because: timed-out and not checkpointable."
     )

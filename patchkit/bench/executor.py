@@ -347,7 +347,7 @@ class SlurmExecutor:
         try:
             value = job.result()
         except (FailedJobError, UncompletedJobError) as exc:
-            raised = _raised(str(exc))
+            raised = raised_reason(str(exc))
             if "timed-out" in raised:  # submitit's time-limit signal came outside the launch
                 why = f"the Slurm job {job.job_id} reached its time limit before it sent a result ({raised})"
                 return Finished(key, None, "TIMEOUT", why, {**facts, "state": "TIMEOUT"}, label)
@@ -369,7 +369,7 @@ class SlurmExecutor:
         }
 
 
-def _raised(text: str) -> str:
+def raised_reason(text: str) -> str:
     """The one line of submitit's error text that says what was raised: the traceback's last line
     (``Type: message``), not the log paths submitit appends after it."""
     lines = [line.strip() for line in text.strip().splitlines()]

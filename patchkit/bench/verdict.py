@@ -167,7 +167,7 @@ def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
 
 
 @lru_cache(maxsize=4096)
-def _t(confidence: float, df: float) -> float:
+def t_critical(confidence: float, df: float) -> float:
     """Two-sided Student-t critical value (cached: the bisect asks for the same few df again and again)."""
     return float(stats.t.ppf(0.5 + confidence / 2, df))
 
@@ -214,7 +214,7 @@ def judge(
     if use_prior:
         assert noise is not None
         sigma, df = _with_prior(noise, la, lb)
-        half = _t(confidence, df) * sigma * math.sqrt(1 / n_a + 1 / n_b)
+        half = t_critical(confidence, df) * sigma * math.sqrt(1 / n_a + 1 / n_b)
         how = f"spread {sigma:.2%} from the noise prior ({noise.df} df) pooled with the launches"
     elif n_a >= 2 and n_b >= 2:
         sa, sb = _sd(la), _sd(lb)
@@ -325,7 +325,7 @@ def level(values: Sequence[float], *, confidence: float = 0.99, noise: Noise | N
         how = "Student interval over the launches"
     else:
         return unknown("1 launch and no noise prior: the launch-to-launch spread is unknown", math.exp(mean))
-    half = _t(confidence, df) * sigma / math.sqrt(n) if sigma > 0 else 0.0
+    half = t_critical(confidence, df) * sigma / math.sqrt(n) if sigma > 0 else 0.0
     return Level(
         n=n,
         center=math.exp(mean),
@@ -353,7 +353,7 @@ def launches_needed(diff: float, sigma: float, *, threshold: float, confidence: 
         return None
     for n in range(2, MAX_NEEDED + 1):
         df = prior_df + 2 * (n - 1)
-        if _t(confidence, df) * sigma * math.sqrt(2 / n) < room:
+        if t_critical(confidence, df) * sigma * math.sqrt(2 / n) < room:
             return n
     return None
 

@@ -296,7 +296,7 @@ def _render(
 # -- verification ------------------------------------------------------------------------
 
 
-def _verify(
+def verify_staged(
     repo: Repo,
     base: Commit,
     manifest_path: Path,
@@ -496,8 +496,8 @@ def _verify_and_replan(
     patches: Sequence[CapturedPatch],
     plans: Mapping[str, list[_Planned]],
 ) -> tuple[dict[str, str], dict[str, list[_Planned]]]:
-    """The files the staged capture does not reproduce (``_verify``), and the plans to stage next."""
-    bad = _verify(repo, base, manifest_path, changes, patches)
+    """The files the staged capture does not reproduce (``verify_staged``), and the plans to stage next."""
+    bad = verify_staged(repo, base, manifest_path, changes, patches)
     again = dict(plans)
     for path, why in bad.items():
         if again[path][0].proposal.op == "diff":

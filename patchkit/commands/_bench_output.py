@@ -280,12 +280,12 @@ def record_printer(console: Console, *, quiet: bool) -> Callable[[RunRecord], No
 
     def show(record: RunRecord) -> None:
         if not quiet:
-            say(console, run_line(record) + _where(record))
+            say(console, run_line(record) + slurm_where(record))
 
     return show
 
 
-def _where(record: RunRecord) -> str:
+def slurm_where(record: RunRecord) -> str:
     """Where a Slurm launch ran: its job and node; a job that never reached a node says its state instead."""
     job = record.executor or {}
     if not job.get("job_id"):
