@@ -10,7 +10,9 @@ times each: probe off (plain environment) and probe on (``probe_env``: the
 probe's directory first on PYTHONPATH, writing to a fresh directory).
 
 Figures: the median wall time and the median CPU time (user+sys of the
-process tree, from ``wait4``), and their ratios on/off.  Target: <= 1.05.
+process tree, from ``wait4``), their ratios on/off, and the median and
+quartiles of the on/off ratio within each round (the two sides of a round run
+back to back, so that ratio cancels the drift between rounds).  Target: <= 1.05.
 
     python benchmarks/bench_probe.py [--runs 15] [--modules 3000]
 """
@@ -138,6 +140,12 @@ def main() -> None:
         print(f"probe files per run: {files}, {lines} records")
         print(f"wall median: off {wall_off:.3f}s  on {wall_on:.3f}s  ratio {wall_on / wall_off:.3f}")
         print(f"cpu  median: off {cpu_off:.3f}s  on {cpu_on:.3f}s  ratio {cpu_on / cpu_off:.3f}  (target <= 1.05)")
+        # Each round runs both sides back to back: the ratio within a round cancels the machine's drift
+        # between rounds, which on a shared machine is wider than the probe's cost.
+        for name, index in (("wall", 0), ("cpu", 1)):
+            ratios = [b[index] / a[index] for a, b in zip(off, on, strict=True)]
+            q1, q2, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
+            print(f"{name} on/off within each round: median {q2:.3f}, quartiles {q1:.3f}-{q3:.3f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
