@@ -253,6 +253,30 @@ def test_a_module_only_looked_up_is_not_a_file_that_ran(tmp_path: Path) -> None:
     assert [f.path for f in facts.files].count(str(pkg / "used.py")) == 1  # one record per module run
 
 
+def test_a_spec_made_from_a_source_file_counts_once_and_only_when_it_runs(tmp_path: Path) -> None:
+    """``spec_from_file_location`` of a ``.py`` is recorded as its code runs, like an import: a spec made and
+    never executed is not a file that ran, and one executed is one record."""
+    (tmp_path / "never.py").write_text("VALUE = 0\n")
+    (tmp_path / "plug.py").write_text("VALUE = 1\n")
+    program = (
+        "import importlib.util\n"
+        f"importlib.util.spec_from_file_location('never', {str(tmp_path / 'never.py')!r})\n"
+        f"spec = importlib.util.spec_from_file_location('plug', {str(tmp_path / 'plug.py')!r})\n"
+        "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n"
+        "print(module.VALUE)\n"
+    )
+    out = tmp_path / "probe"
+    out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-c", program], env=probe_env(os.environ, out), capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stdout == "1\n", proc.stderr
+    [facts] = read_probe_dir(out)
+    paths = [f.path for f in facts.files]
+    assert str(tmp_path / "never.py") not in paths
+    assert paths.count(str(tmp_path / "plug.py")) == 1
+
+
 def test_an_unwritable_probe_dir_is_reported_and_the_program_runs(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")

@@ -19,8 +19,9 @@ the directory it writes to, and then:
   ``importlib.util.spec_from_file_location`` (then ``exec_module``: how
   generated and plug-in code is loaded) and ``runpy.run_path``: both are
   wrapped when the program imports ``importlib.util`` or ``runpy`` (the probe
-  imports neither), and the file is recorded when the spec is made or the
-  path is run;
+  imports neither), and the file is recorded when the path is run or, for a
+  spec, when it is made (a source file's spec: when its loader reads it, as
+  for an import);
 * wraps ``torch.distributed.init_process_group`` when the program imports
   ``torch.distributed`` (the probe never imports torch itself), and records
   the environment at the moment of the call, with backend, rank, world size,
@@ -242,8 +243,8 @@ class Probe:
             if self.fault == "import":
                 raise ProbeFault("injected fault at import")
             origin = spec.origin
-            if spec.loader.__class__ is _SOURCE_LOADER and _CACHE_TAG is not None:
-                pass  # recorded by _path_stats as it loads, from the stat the loader makes to check the .pyc
+            if _recorded_at_load(spec):
+                pass
             elif spec.has_location and origin.__class__ is str and self.fd >= 0:
                 try:
                     st = _stat(origin)
@@ -319,7 +320,7 @@ class Probe:
                 spec = original(*args, **kwargs)
                 try:
                     origin = getattr(spec, "origin", None)
-                    if origin.__class__ is str:
+                    if origin.__class__ is str and not _recorded_at_load(spec):
                         probe.module(str(getattr(spec, "name", "?")), os.path.abspath(origin))
                 except Exception as exc:
                     probe.failed(exc)
@@ -543,6 +544,12 @@ _write = os.write
 _SOURCE_LOADER = sys.modules["_frozen_importlib_external"].SourceFileLoader
 # Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
 _CACHE_TAG = sys.implementation.cache_tag
+
+
+def _recorded_at_load(spec: Any) -> bool:
+    """A source module ``_install_path_stats`` records as its loader reads it: finding it, or making its spec,
+    is not running it (the spec of a ``.pyc`` or an extension module is still recorded when made)."""
+    return getattr(spec, "loader", None).__class__ is _SOURCE_LOADER and _CACHE_TAG is not None
 
 
 def _install_path_stats(probe: Probe) -> None:
