@@ -167,10 +167,14 @@ class Probe:
             st = os.stat(path)
         except OSError:
             return
-        if self.fd >= 0:  # the hot path (once per module): one f-string, one write
-            q = _quote
-            line = f'{{"kind": "{kind}", "name": {q(name)}, "path": {q(path)}, "size": {st.st_size}, '
-            os.write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+        if self.fd >= 0:
+            self.record_file(kind, name, path, st)
+
+    def record_file(self, kind: str, name: str, path: str, st: os.stat_result) -> None:
+        """One file that ran, with its stat: the hot path (once per module), one f-string and one write."""
+        q = _quote
+        line = f'{{"kind": "{kind}", "name": {q(name)}, "path": {q(path)}, "size": {st.st_size}, '
+        _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
 
     def mains(self) -> None:
         """The main script (``python FILE``) and, in a spawn child, the parent's main re-run as ``__mp_main__``:
@@ -250,8 +254,7 @@ class Probe:
                     st = _stat(origin)
                 except OSError:  # inside a zip, or gone already: nothing on disk to vouch for
                     return spec
-                line = f'{{"kind": "module", "name": {_quote(name)}, "path": {_quote(origin)}, "size": {st.st_size}, '
-                _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+                self.record_file("module", name, origin, st)
             if name in self.watch:
                 self.wrap_loader(spec, self.watch[name])
         except Exception as exc:
@@ -561,16 +564,12 @@ def _install_path_stats(probe: Probe) -> None:
     the size and mtime that code was judged fresh against, and the probe adds
     no stat of its own to the hottest path of a server's start-up.
     """
-    q = _quote
 
     def path_stats(self: object, path: str) -> dict[str, object]:
         st = _stat(path)  # an OSError propagates, as from the original: the loader then ignores the .pyc
-        fd = probe.fd
-        if fd >= 0:
+        if probe.fd >= 0:
             try:
-                name = q(str(getattr(self, "name", "?")))
-                line = f'{{"kind": "module", "name": {name}, "path": {q(path)}, "size": {st.st_size}, '
-                _write(fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+                probe.record_file("module", str(getattr(self, "name", "?")), path, st)
             except Exception as exc:
                 probe.failed(exc)
         return {"mtime": st.st_mtime, "size": st.st_size}
