@@ -173,3 +173,23 @@ def test_noise_is_kept_per_host_profile_and_metric_latest_first(tmp_path):
         assert got is not None and (got["sigma"], got["df"], got["series"]) == (0.02, 5, "y")
         with pytest.raises(sqlite3.IntegrityError):
             store.add_noise(host="h", profile="p", metric="m", sigma=-1.0, df=3, commit="a", series="s")
+
+
+def test_the_verbs_that_only_read_leave_no_store_where_none_was(tmp_path, capsys):
+    """A mistyped --store read by runs, compare or report is said as such and leaves no empty database behind."""
+    from helpers import make_repo, run_cli
+
+    repo = make_repo(tmp_path / "repo", {"a.py": "A = 1\n"})
+    store = tmp_path / "typo" / "bench.sqlite"
+    runs = run_cli(capsys, "runs", "--repo", repo, "--store", store)
+    assert runs.code == 0 and runs.out.startswith(f"no bench store at {store}: nothing was benchmarked into it")
+    assert run_cli(capsys, "runs", "--repo", repo, "--store", store, "--json").json["runs"] == []
+    compare = run_cli(capsys, "compare", "1", "2", "--repo", repo, "--store", store)
+    assert compare.code == 2 and "no runs are stored yet" in compare.err
+    assert not store.parent.exists()
+    with Store(store, create=False) as opened:  # and the library: an empty store, in memory
+        assert list(opened.runs()) == [] and not opened.exists
+    assert not store.parent.exists()
+    with Store(store) as opened:  # a verb that writes makes it
+        assert opened.exists
+    assert store.is_file()

@@ -60,8 +60,9 @@ def parse_sets(sets: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def open_store(repo: Repo, path: str | None) -> Store:
-    return Store(Path(path).resolve() if path else default_path(repo.common_dir))
+def open_store(repo: Repo, path: str | None, *, create: bool = True) -> Store:
+    """The bench store ``--store`` names, else the repository's; ``create=False`` for the verbs that only read."""
+    return Store(Path(path).resolve() if path else default_path(repo.common_dir), create=create)
 
 
 @contextmanager

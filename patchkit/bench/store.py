@@ -136,10 +136,20 @@ def default_path(common_dir: Path) -> Path:
 class Store:
     """Opening migrates the file (a write); a filesystem that refuses a write (full, quota, read-only,
     permissions) is an ``UnwritableError`` naming the store, its real cause and what fixes it, and a
-    store this open created is removed again, so nothing is left half-made (``_unwritable``)."""
+    store this open created is removed again, so nothing is left half-made (``_unwritable``).
 
-    def __init__(self, path: Path) -> None:
+    ``create=False`` is how the verbs that only read open it (``runs``, ``compare``, ``report``): a store
+    that does not exist reads as an empty one, held in memory, and no file is made (a mistyped ``--store``
+    would otherwise leave an empty database behind)."""
+
+    def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
+        self.exists = create or path.exists()
+        if not self.exists:
+            self.db = sqlite3.connect(":memory:", isolation_level=None)
+            self.db.execute("PRAGMA foreign_keys = ON")
+            self.migrate()
+            return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -41,7 +41,7 @@ def compare(
     console: Console,
 ) -> int:
     with Repo.discover(Path(repo)) as git_repo:
-        with open_store(git_repo, store) as opened:
+        with open_store(git_repo, store, create=False) as opened:
             a, b = _pick(opened, git_repo, runs, commits, profile)
             side_a, side_b = opened.launches(a), opened.launches(b)
             noise = noise_priors(opened, a)

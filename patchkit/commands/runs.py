@@ -32,14 +32,17 @@ def runs(
     with Repo.discover(Path(repo)) as git_repo:
         shas = git_repo.resolve_all(list(commits)) if commits else []
         if pending:  # the launches submitted and not collected, instead of the runs
-            with open_store(git_repo, store) as opened:
+            with open_store(git_repo, store, create=False) as opened:
                 waiting = opened.submissions(pending=True)
                 where = opened.path
             listed = pending_rows(waiting, shas, profiles)
             if json_out:
                 print_json({"version": 1, "command": "runs", "store": str(where), "pending": listed})
             elif not listed:
-                say(console, f"no submitted jobs waiting to be collected in {where}")
+                say(
+                    console,
+                    f"no submitted jobs waiting to be collected in {where}" if where.exists() else _no_store(where),
+                )
             else:
                 show_table(console, pending_table(listed))
             return int(ExitCode.OK)
@@ -52,7 +55,7 @@ def runs(
     if json_out:
         print_json(stored.document())
     elif not records:
-        say(console, f"no runs stored in {path}")
+        say(console, f"no runs stored in {path}" if path.exists() else _no_store(path))
     else:
         show_table(console, runs_table(records))
     return int(ExitCode.OK)
@@ -80,3 +83,7 @@ def pending_rows(rows: Sequence[dict[str, Any]], shas: Sequence[str], profiles: 
         }
         for r in rows
     ]
+
+
+def _no_store(path: Path) -> str:
+    return f"no bench store at {path}: nothing was benchmarked into it (is --store the path you meant?)"

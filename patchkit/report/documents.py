@@ -55,7 +55,7 @@ def load_runs(
 ) -> StoredRuns:
     """The runs of the bench store, filtered as ``runs --commit/--profile`` filters them, and the noise priors of
     their hosts, profiles and metrics."""
-    with open_store(repo, store) as opened:
+    with open_store(repo, store, create=False) as opened:
         records = tuple(opened.runs(commits=commits, profiles=profiles))
         path = opened.path
         noise: dict[tuple[str, str, str], Mapping[str, Any]] = {}
