@@ -308,24 +308,39 @@ def _one_line_refusal(r, path: Path, cause: str, advice: str) -> str:
     return lines[0]
 
 
-def test_runs_on_a_full_git_dir_refuses_naming_the_store_and_the_cause(tmp_path):
+def _no_store(r, path: Path) -> None:
+    """`runs` only reads: with no store there, nothing is opened on the filesystem that could refuse."""
+    assert r.code == 0 and r.out.startswith(f"no bench store at {path}: nothing was benchmarked"), r.err + r.out
+
+
+def _store_refusal(path: Path, cause: str, advice: str) -> str:
+    """A verb that writes the store (bench, noise, bisect) opens it like this; its error is one line."""
+    with pytest.raises(UnwritableError) as raised:
+        Store(path)
+    line = raised.value.one_line()
+    assert raised.value.exit_code == 1 and "\n" not in line
+    assert f"cannot write {path}: {cause}" in line and advice in line, line
+    return line
+
+
+def test_a_store_on_a_full_git_dir_refuses_naming_the_store_and_the_cause(tmp_path):
     repo = _store_repo(tmp_path)
     state = repo / ".git" / "patchkit"
     with mounted_tmpfs(state):
         _fill(state, 0)
-        r = run_script("runs", "--repo", repo)
+        _no_store(run_script("runs", "--repo", repo), state / "bench.sqlite")
+        line = _store_refusal(state / "bench.sqlite", "No space left on device", "free some space")
         left = sorted(p.name for p in state.iterdir())
-    line = _one_line_refusal(r, state / "bench.sqlite", "No space left on device", "free some space")
     assert "permissions" not in line and "read-only" not in line
     assert left == ["filler"], left  # no store, journal or probe half-made
 
 
-def test_runs_on_a_read_only_git_dir_refuses_naming_the_read_only_filesystem(tmp_path):
+def test_a_store_on_a_read_only_git_dir_refuses_naming_the_read_only_filesystem(tmp_path):
     repo = _store_repo(tmp_path)
     state = repo / ".git" / "patchkit"
     with mounted_tmpfs(state, read_only=True):
-        r = run_script("runs", "--repo", repo)
-    line = _one_line_refusal(r, state / "bench.sqlite", "Read-only file system", "mounted read-only")
+        _no_store(run_script("runs", "--repo", repo), state / "bench.sqlite")
+        line = _store_refusal(state / "bench.sqlite", "Read-only file system", "mounted read-only")
     assert "permissions" not in line and "free some space" not in line
 
 
@@ -372,15 +387,23 @@ def test_a_store_directory_the_user_may_not_write_is_a_refusal_naming_permission
     state.mkdir()
     state.chmod(0o555)
     drop = "-dac_override,-dac_read_search"
+    opening = (  # what bench, noise and bisect do first; runs, which only reads, makes nothing
+        "import sys\nfrom pathlib import Path\nfrom patchkit.bench.store import Store\nfrom patchkit.errors import "
+        "UnwritableError\ntry:\n    Store(Path(sys.argv[1]))\nexcept UnwritableError as exc:\n"
+        "    print(exc.one_line(), file=sys.stderr)\n    sys.exit(exc.exit_code)\n"
+    )
+    unprivileged = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", "--"]
     try:
+        runs = subprocess.run([*unprivileged, patchkit_script(), "runs"], cwd=repo, capture_output=True, text=True)
         proc = subprocess.run(
-            ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", "--", patchkit_script(), "runs"],
+            [*unprivileged, sys.executable, "-c", opening, str(state / "bench.sqlite")],
             cwd=repo,
             capture_output=True,
             text=True,
         )
     finally:
         state.chmod(0o755)
+    assert runs.returncode == 0 and "no bench store at" in runs.stdout, runs.stderr
     assert proc.returncode == 1, proc.stderr + proc.stdout
     line = proc.stderr.strip()
     assert f"cannot write {state / 'bench.sqlite'}: Permission denied" in line, line
