@@ -9,6 +9,7 @@ per test, with a fresh HOME that must stay free of git config.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -76,6 +77,35 @@ def open_repo() -> Iterator[Callable[[Path], Repo]]:
 
     with ExitStack() as stack:
         yield lambda path: stack.enter_context(Repo.discover(path))
+
+
+MAX_WORKERS = 4
+
+
+def usable_cpus() -> int:
+    """CPUs this process may really use: its affinity mask, and a cgroup v2 ``cpu.max`` quota if one is set.
+
+    ``os.cpu_count()`` (and xdist's own ``auto``) count the host's CPUs; in a container limited to two
+    of them that oversubscribes, and the tests that time real processes (health, grace, kill) get slow.
+    """
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text(encoding="ascii").split()[:2]
+        if quota != "max":
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, cpus)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): one worker per usable CPU, at most ``MAX_WORKERS``.
+
+    Most of a test's time is real processes (git, servers, clients, Slurm, Chromium) waiting on each
+    other, so a second worker halves the wall time on two cores; past four, the per-worker start-up
+    (imports, one local Slurm per worker that runs a cluster test) outweighs what is left to share.
+    """
+    return min(MAX_WORKERS, usable_cpus())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
