@@ -108,6 +108,34 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(MAX_WORKERS, usable_cpus())
 
 
+# The files whose tests run Slurm jobs, servers, the demo or a wheel build, longest first (measured with
+# --durations=0).  xdist's loadfile hands files to the workers in collection order; sent first, these
+# are not left for the end, where one of them would run alone while the other worker idles.  A stale
+# order costs only balance, never a result.
+LONGEST_FILES_FIRST = (
+    "test_bench_slurm.py",
+    "test_bench_launches.py",
+    "test_precision.py",
+    "test_report.py",
+    "test_bench_output.py",
+    "test_bench_runs.py",
+    "test_executor.py",
+    "test_demo.py",
+    "test_crash_recovery.py",
+    "test_wheel.py",
+    "test_readme_examples.py",
+    "test_hardening_cli.py",
+    "test_proof_bench.py",
+    "test_guard_run.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The long files first (``LONGEST_FILES_FIRST``); within a file, and among the rest, the order is kept."""
+    rank = {name: index for index, name in enumerate(LONGEST_FILES_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--check-codestate",
