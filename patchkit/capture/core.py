@@ -44,8 +44,8 @@ from typing import Any, TypeVar
 from patchkit.capture.python import Proposal, Unfit, propose, visible
 from patchkit.capture.textdiff import count_changes, unified_diff
 from patchkit.engine import abandon
-from patchkit.engine.abandon import report_phase
 from patchkit.engine.evaluate import evaluate, render
+from patchkit.engine.phase import report_phase
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest

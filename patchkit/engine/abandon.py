@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from patchkit.engine.phase import PHASE
 from patchkit.errors import ExitCode, InternalError, PatchkitError
 
 T = TypeVar("T")
@@ -55,15 +56,6 @@ def large(total_bytes: int) -> bool:
     return total_bytes >= threshold()
 
 
-class _Phase:
-    """The child's side of the phase pipe (a no-op in the parent)."""
-
-    fd: int | None = None
-
-
-_phase = _Phase()
-
-
 def target_sizes(root: Path, files: Sequence[str]) -> dict[str, int]:
     """Bytes of each target file in the tree (0 where it is missing or not a plain file)."""
     out = {}
@@ -81,14 +73,6 @@ def describe(sizes: Mapping[str, int]) -> str:
     return ", ".join(f"{path} ({n / 1e6:.1f} MB)" for n, path in shown) or "the target files"
 
 
-def report_phase(text: str) -> None:
-    """Tell the waiting parent what the child does now (shown on a terminal)."""
-    if _phase.fd is None:
-        return
-    with contextlib.suppress(OSError):
-        os.write(_phase.fd, (text.replace("\n", " ") + "\n").encode("utf-8", "replace"))
-
-
 def run(work: Callable[[], T], *, label: str) -> T:
     """``work()`` in a forked child; its result (picklable) back here, or ``KeyboardInterrupt`` within a
     tenth of a second of a Ctrl-C.  An exception in the child is raised here (it must pickle too)."""
@@ -101,7 +85,7 @@ def run(work: Callable[[], T], *, label: str) -> T:
             os.close(result_r)
             os.close(phase_r)
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # the parent decides; a Ctrl-C ends the child now
-            _phase.fd = phase_w
+            PHASE.fd = phase_w
             try:
                 payload = pickle.dumps((True, work()), protocol=pickle.HIGHEST_PROTOCOL)
             except PatchkitError as exc:  # raised again in the parent, with its exit code and words
