@@ -3,7 +3,7 @@
 Key: the target file's path and git tree entry (mode + blob id), and the
 fingerprints of the patches on that file (op, options, payload code, id,
 ``required``, and which are held back by ``requires``), with what their
-messages quote as the manifest wrote it (``_quoted``: a payload's path, an
+messages quote as the manifest wrote it (``quoted``: a payload's path, an
 anchor's spelling), since a cached result's message is reused word for word.
 Value: their results.
 A blob is thus analysed once, ever, for a given set of patches, and a warm
@@ -32,28 +32,49 @@ from patchkit.errors import UnwritableError
 from patchkit.git import Entry
 from patchkit.manifest import Patch
 from patchkit.operations.base import Operation
+from patchkit.operations.memo import Memo
 from patchkit.operations.payload import Payload
 from patchkit.results import PatchResult
 
-CACHE_FORMAT = 2  # 2: the key holds what the messages quote (_quoted)
+CACHE_FORMAT = 2  # 2: the key holds what the messages quote (``quoted``)
 
 
 def file_key(path: str, entry: Entry, patches: Sequence[Patch], held: Mapping[str, str]) -> str:
-    material = json.dumps(
-        [
-            CACHE_FORMAT,
-            __version__,
-            path,
-            entry,
-            [[p.id, p.required, p.op.fingerprint, _quoted(p.op)] for p in patches],
-            sorted(held.items()),
-        ],
-        separators=(",", ":"),
-    )
+    """The key of one file state's verdicts: the sha256 of the JSON array written out below.
+
+    Each patch's part (its id, ``required``, fingerprint and ``quoted``) is encoded once per
+    ``Patch`` (``PATCH_PARTS``), not once per file state: a range check keys hundreds of states
+    of a file with the same patches.  The array is the one ``json.dumps`` of the whole would
+    write, byte for byte, so keys stored before still match.
+    """
+    parts = ",".join(_patch_part(p) for p in patches)
+    held_part = _json(sorted(held.items())) if held else "[]"
+    material = f"{_KEY_START}{_json(path)},{_json(entry)},[{parts}],{held_part}]"
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def _quoted(op: Operation) -> list[list[str]]:
+def _json(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+_KEY_START = f"[{CACHE_FORMAT},{_json(__version__)},"  # what every key of this patchkit begins with
+
+
+# A patch's part of the key, by id of the Patch (the Patch is held in the value, so its id is not reused
+# while the entry lives): a manifest's patches, whatever the number of file states keyed with them.
+PATCH_PARTS: Memo[int, tuple[Patch, str]] = Memo("file_key: a patch's part of the key, by id of the Patch", 4096)
+
+
+def _patch_part(patch: Patch) -> str:
+    hit = PATCH_PARTS.get(id(patch))
+    if hit is not None and hit[0] is patch:
+        return hit[1]
+    part = _json([patch.id, patch.required, patch.op.fingerprint, quoted(patch.op)])
+    PATCH_PARTS[id(patch)] = (patch, part)
+    return part
+
+
+def quoted(op: Operation) -> list[list[str]]:
     """What an op's messages may quote as the manifest wrote it, beyond its fingerprint (which keys the code):
     each of its text fields, and each payload's path as written.
 
