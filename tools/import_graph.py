@@ -75,6 +75,11 @@ BOUNDARIES = (
         "patchkit.manifest.bench",
         "the [bench] table's parser: only `patchkit bench` manifests have one (the guard's never do)",
     ),
+    (
+        "*",
+        "patchkit.engine.abandon",
+        "the fork for a large target (engine/abandonable.py's size rule): a usual tree's guard and a warm check never",
+    ),
     ("patchkit.engine.pool", "multiprocessing", "worker processes: only when a cold range check starts them"),
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
     ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),

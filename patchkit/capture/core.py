@@ -43,9 +43,8 @@ from typing import Any, TypeVar
 
 from patchkit.capture.python import Proposal, Unfit, propose, visible
 from patchkit.capture.textdiff import count_changes, unified_diff
-from patchkit.engine import abandon
+from patchkit.engine import abandonable
 from patchkit.engine.evaluate import evaluate, render
-from patchkit.engine.phase import report_phase
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
@@ -484,7 +483,7 @@ PUBLISHED: list[str] = []
 
 
 def _plan_files(changes: Mapping[str, _FileChange]) -> dict[str, list[_Planned]]:
-    report_phase("comparing the base with the edit of")
+    abandonable.report_phase("comparing the base with the edit of")
     return {path: _plan_file(change) for path, change in changes.items()}
 
 
@@ -502,7 +501,7 @@ def _verify_and_replan(
     for path, why in bad.items():
         if again[path][0].proposal.op == "diff":
             raise InternalError(f"the captured diff of {path} does not reproduce it: {why}")
-        report_phase("proposing again for")
+        abandonable.report_phase("proposing again for")
         again[path] = _replan(changes[path], again[path], why)
     return bad, again
 
@@ -516,7 +515,7 @@ def _abandonable(repo: Repo, changes: Mapping[str, _FileChange], work: Callable[
     returns the plans or the verdicts; the parent stages, publishes and cleans up.
     """
     sizes = {path: max(len(c.before), len(c.after)) for path, c in changes.items()}
-    if not abandon.large(sum(sizes.values())):
+    if not abandonable.large(sum(sizes.values())):
         return work()
     repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
 
@@ -526,7 +525,9 @@ def _abandonable(repo: Repo, changes: Mapping[str, _FileChange], work: Callable[
         finally:
             repo.close()  # the child's reader, reaped before the child leaves
 
-    return abandon.run(child, label=abandon.describe(sizes))
+    from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
+
+    return run_in_child(child, label=abandonable.describe(sizes))
 
 
 def _inside(path: Path, mine: Path) -> bool:

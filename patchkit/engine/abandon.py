@@ -17,7 +17,9 @@ names the phase the child reports (``evaluate``, ``render``) and the seconds
 elapsed, rewritten in place, and is cleared when the work ends.
 
 ``PATCHKIT_ABANDON_BYTES`` sets the size (bytes of target files) from which
-work goes to a child (default 256 KiB; tests lower it).
+work goes to a child (default 256 KiB; tests lower it): that rule, and the
+child's phase line, are in ``engine/abandonable.py``, which every analysis
+imports; this module is imported only where a target is large.
 """
 
 from __future__ import annotations
@@ -30,47 +32,13 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from patchkit.engine.phase import PHASE
+from patchkit.engine.abandonable import PHASE
 from patchkit.errors import ExitCode, InternalError, PatchkitError
 
 T = TypeVar("T")
-
-THRESHOLD_ENV = "PATCHKIT_ABANDON_BYTES"
-# From this size a parse lasts long enough that an unanswered Ctrl-C is noticed; below it the fork
-# would cost more than it saves.
-DEFAULT_THRESHOLD = 256 << 10
-
-
-def threshold() -> int:
-    try:
-        return int(os.environ.get(THRESHOLD_ENV, DEFAULT_THRESHOLD))
-    except ValueError:
-        return DEFAULT_THRESHOLD
-
-
-def large(total_bytes: int) -> bool:
-    return total_bytes >= threshold()
-
-
-def target_sizes(root: Path, files: Sequence[str]) -> dict[str, int]:
-    """Bytes of each target file in the tree (0 where it is missing or not a plain file)."""
-    out = {}
-    for path in files:
-        try:
-            out[path] = (root / path).stat().st_size
-        except OSError:
-            out[path] = 0
-    return out
-
-
-def describe(sizes: Mapping[str, int]) -> str:
-    """``a.py (6.1 MB)``, the largest files first."""
-    shown = sorted(((n, p) for p, n in sizes.items() if n), reverse=True)[:3]
-    return ", ".join(f"{path} ({n / 1e6:.1f} MB)" for n, path in shown) or "the target files"
 
 
 def run(work: Callable[[], T], *, label: str) -> T:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from patchkit.engine import abandon
+from patchkit.engine import abandonable
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
 from patchkit.engine.files import sha256
 from patchkit.engine.groups import group_results
@@ -164,15 +164,17 @@ def evaluate_and_render(
             rendered, evaluation = render(evaluation)
         return evaluation, rendered
 
-    sizes = abandon.target_sizes(root, manifest.files())
-    if not abandon.large(sum(sizes.values())):
+    sizes = abandonable.target_sizes(root, manifest.files())
+    if not abandonable.large(sum(sizes.values())):
         return work()
 
     def light() -> tuple[tuple[PatchResult, ...], list[Rendered]]:
         evaluation, rendered = work()
         return evaluation.results, rendered
 
-    results, rendered = abandon.run(light, label=abandon.describe(sizes))
+    from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
+
+    results, rendered = run_in_child(light, label=abandonable.describe(sizes))
     return Evaluation(manifest, source, results, {}), rendered
 
 

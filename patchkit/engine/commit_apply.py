@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from patchkit import paths
-from patchkit.engine import abandon
+from patchkit.engine import abandonable
 from patchkit.engine.apply import ApplyReport, apply_locked
 from patchkit.engine.evaluate import Evaluation, FileEval, Rendered, evaluate, render
 from patchkit.engine.lock import repo_lock
@@ -95,7 +95,7 @@ def _evaluate_at(
         return evaluation, rendered, refused
 
     sizes = repo.blob_sizes(target.sha, manifest.files())
-    if not abandon.large(sum(sizes.values())):
+    if not abandonable.large(sum(sizes.values())):
         return work()
 
     def light() -> tuple[tuple[PatchResult, ...], dict[str, FileRead], list[Rendered], bool]:
@@ -106,7 +106,9 @@ def _evaluate_at(
         return evaluation.results, {p: fe.read for p, fe in evaluation.files.items()}, rendered, refused
 
     repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
-    results, reads, rendered, refused = abandon.run(light, label=abandon.describe(sizes))
+    from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
+
+    results, reads, rendered, refused = run_in_child(light, label=abandonable.describe(sizes))
     # Only the reads come back with each file (what still_valid needs); nothing renders from these.
     files = {path: FileEval(path, read, (), (), ()) for path, read in reads.items()}
     return Evaluation(manifest, CommitSource(repo, target), results, files), rendered, refused

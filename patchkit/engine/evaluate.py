@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from patchkit.engine.abandonable import report_phase
 from patchkit.engine.groups import apply_groups, requirement_failure
 from patchkit.engine.hints import annotate
-from patchkit.engine.phase import report_phase
 from patchkit.errors import InternalError
 from patchkit.manifest import Manifest, Patch
 from patchkit.operations.base import Kind, Operation, Outcome, PythonOperation, TextOperation, TextState

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from patchkit.engine import abandon
+from patchkit.engine import abandonable
 from patchkit.engine.evaluate import evaluate
 from patchkit.engine.groups import group_results
 from patchkit.engine.record import Layers, Record, all_records, edited_since, layers, load_record, previous_code
@@ -100,10 +100,12 @@ def status_worktree(manifest: Manifest, repo: Repo, *, head: Pending | None = No
     source = WorktreeSource(repo, root)
     record = load_record(repo, manifest.name)
     previous = previous_code(record)
-    sizes = abandon.target_sizes(root, manifest.files())
-    if abandon.large(sum(sizes.values())):  # a Ctrl-C must not wait for the parse (engine/abandon.py)
-        results = abandon.run(
-            lambda: evaluate(manifest, source, previous=previous).results, label=abandon.describe(sizes)
+    sizes = abandonable.target_sizes(root, manifest.files())
+    if abandonable.large(sum(sizes.values())):  # a Ctrl-C must not wait for the parse (engine/abandon.py)
+        from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
+
+        results = run_in_child(
+            lambda: evaluate(manifest, source, previous=previous).results, label=abandonable.describe(sizes)
         )
     else:
         results = evaluate(manifest, source, previous=previous).results
