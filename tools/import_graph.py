@@ -73,7 +73,7 @@ BOUNDARIES = (
     (
         "patchkit.manifest.loader",
         "patchkit.manifest.bench",
-        "the [bench] table's parser: only `patchkit bench` manifests have one (the guard's never do)",
+        "the [bench] table's parser: only a manifest with a [bench] table loads it",
     ),
     (
         "*",
