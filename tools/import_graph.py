@@ -76,9 +76,9 @@ BOUNDARIES = (
         "the [bench] table's parser: only a manifest with a [bench] table loads it",
     ),
     (
-        "*",
+        "patchkit.engine.abandonable",
         "patchkit.engine.abandon",
-        "the fork for a large target (engine/abandonable.py's size rule): a usual tree's guard and a warm check never",
+        "the fork for a large target (abandonable.in_child): a usual tree's guard and a warm check never load it",
     ),
     ("patchkit.engine.pool", "multiprocessing", "worker processes: only when a cold range check starts them"),
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),

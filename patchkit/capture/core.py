@@ -525,9 +525,7 @@ def _abandonable(repo: Repo, changes: Mapping[str, _FileChange], work: Callable[
         finally:
             repo.close()  # the child's reader, reaped before the child leaves
 
-    from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
-
-    return run_in_child(child, label=abandonable.describe(sizes))
+    return abandonable.in_child(child, sizes)
 
 
 def _inside(path: Path, mine: Path) -> bool:

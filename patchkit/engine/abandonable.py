@@ -5,16 +5,20 @@ size rule (``large``: from ``PATCHKIT_ABANDON_BYTES``, default 256 KiB, of
 target files, a parse outlasts a Ctrl-C) and ``report_phase``, with which
 the analysis says what it does now (a no-op anywhere but in such a child).
 ``engine/abandon.py``, the fork, the pipe and the pickle, is imported only
-where a target is large (a named cold boundary of ``tools/import_graph.py``):
-the guard of a usual tree and a warm range check never load it.
+by ``in_child``, where a target is large (a named cold boundary of
+``tools/import_graph.py``): the guard of a usual tree and a warm range check
+never load it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 THRESHOLD_ENV = "PATCHKIT_ABANDON_BYTES"
 # From this size a parse lasts long enough that an unanswered Ctrl-C is noticed; below it the fork
@@ -48,6 +52,16 @@ def describe(sizes: Mapping[str, int]) -> str:
     """``a.py (6.1 MB)``, the largest files first."""
     shown = sorted(((n, p) for p, n in sizes.items() if n), reverse=True)[:3]
     return ", ".join(f"{path} ({n / 1e6:.1f} MB)" for n, path in shown) or "the target files"
+
+
+def in_child(work: Callable[[], T], sizes: Mapping[str, int]) -> T:
+    """``work()`` in a forked child a Ctrl-C abandons at once (``abandon.run``), labelled by ``sizes``.
+
+    The one place ``engine/abandon.py`` is imported: callers decide with ``large`` first.
+    """
+    from patchkit.engine.abandon import run
+
+    return run(work, label=describe(sizes))
 
 
 class Phase:

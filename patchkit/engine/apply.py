@@ -172,9 +172,7 @@ def evaluate_and_render(
         evaluation, rendered = work()
         return evaluation.results, rendered
 
-    from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
-
-    results, rendered = run_in_child(light, label=abandonable.describe(sizes))
+    results, rendered = abandonable.in_child(light, sizes)
     return Evaluation(manifest, source, results, {}), rendered
 
 

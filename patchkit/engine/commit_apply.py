@@ -106,9 +106,7 @@ def _evaluate_at(
         return evaluation.results, {p: fe.read for p, fe in evaluation.files.items()}, rendered, refused
 
     repo.close()  # the child starts its own blob reader; the parent's pipes stay the parent's
-    from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
-
-    results, reads, rendered, refused = run_in_child(light, label=abandonable.describe(sizes))
+    results, reads, rendered, refused = abandonable.in_child(light, sizes)
     # Only the reads come back with each file (what still_valid needs); nothing renders from these.
     files = {path: FileEval(path, read, (), (), ()) for path, read in reads.items()}
     return Evaluation(manifest, CommitSource(repo, target), results, files), rendered, refused

@@ -102,11 +102,7 @@ def status_worktree(manifest: Manifest, repo: Repo, *, head: Pending | None = No
     previous = previous_code(record)
     sizes = abandonable.target_sizes(root, manifest.files())
     if abandonable.large(sum(sizes.values())):  # a Ctrl-C must not wait for the parse (engine/abandon.py)
-        from patchkit.engine.abandon import run as run_in_child  # the fork: only for large targets
-
-        results = run_in_child(
-            lambda: evaluate(manifest, source, previous=previous).results, label=abandonable.describe(sizes)
-        )
+        results = abandonable.in_child(lambda: evaluate(manifest, source, previous=previous).results, sizes)
     else:
         results = evaluate(manifest, source, previous=previous).results
     found = layers(root, record, all_records(repo)) if record else Layers({}, {}, {})
