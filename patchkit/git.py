@@ -265,6 +265,8 @@ class BlobReader:
 
 @dataclass(frozen=True)
 class Commit:
+    """A commit as reports name it: id, parents, author, author date and subject."""
+
     sha: str
     parents: tuple[str, ...]
     author: str
@@ -289,6 +291,8 @@ def _parse_commit(line: str) -> Commit:
 
 @dataclass(frozen=True)
 class TreeEntry:
+    """One entry of a commit's tree (``git ls-tree``): path, mode and object id."""
+
     path: str
     mode: str  # "100644", "100755", "120000" (symlink), "160000" (submodule), "040000"
     oid: str
@@ -818,6 +822,8 @@ class Repo:
 
 @dataclass(frozen=True)
 class WorktreeChange:
+    """One path the work tree changed against a commit, as ``git diff --raw`` gives it (capture reads these)."""
+
     status: str  # M, A, D, R, C, T (git diff --raw)
     path: str
     old_mode: str

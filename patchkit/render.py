@@ -157,6 +157,8 @@ def header(console: Console, verb: str, manifest: Manifest, where: str, commit: 
 
 @dataclass(frozen=True)
 class Column:
+    """A column of a ``Grid``: its heading, alignment, style, and whether its cells may be wrapped."""
+
     name: str
     justify: Literal["left", "right"] = "left"
     style: str = ""

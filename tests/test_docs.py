@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator
@@ -152,3 +153,36 @@ def test_a_missing_readme_fails_rather_than_skips(tmp_path):
         pytest.fail(f"a missing README must fail the test, not end it with {type(exc).__name__}")
     else:
         pytest.fail("a missing README passed")
+
+
+def undocumented_dataclasses(source: str) -> list[str]:
+    """Classes decorated with ``@dataclass`` (bare or called) that have no docstring."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef) or ast.get_docstring(node) is not None:
+            continue
+        for decorator in node.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if isinstance(target, ast.Name) and target.id == "dataclass":
+                out.append(node.name)
+    return out
+
+
+def test_the_dataclass_check_sees_a_missing_docstring():
+    source = (
+        "@dataclass(frozen=True)\nclass A:\n    x: int\n\n"
+        '@dataclass\nclass B:\n    """B."""\n\n'
+        "@dataclass\nclass C:\n    y: int\n"
+    )
+    assert undocumented_dataclasses(source) == ["A", "C"]
+
+
+def test_every_dataclass_says_what_it_is():
+    """A docstring says what the value is for; without one, ``dataclass`` also builds one at import time
+    from ``inspect.signature``, which every command that imports the class pays for."""
+    missing = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in sorted((ROOT / "patchkit").rglob("*.py"))
+        for name in undocumented_dataclasses(path.read_text(encoding="utf-8"))
+    ]
+    assert not missing, missing

@@ -81,6 +81,9 @@ class Step:
 
 @dataclass(frozen=True)
 class Skip:
+    """A commit the search has no value for, and why: its patches cannot apply, or its launch gave no usable
+    value.  It stays a candidate for the first bad commit."""
+
     commit: Commit
     why: str
 
@@ -90,6 +93,9 @@ class Skip:
 
 @dataclass(frozen=True)
 class BisectReport:
+    """What ``bisect`` answers: a first bad commit (``found``), a range of commits with why (``range``), no step
+    between GOOD and BAD (``no-step``) or no answer (``error``), with every launch and the evidence behind it."""
+
     good: Commit
     bad: Commit
     steps: tuple[Step, ...]

@@ -36,6 +36,9 @@ from patchkit.proof.compare import proof_changes
 
 @dataclass(frozen=True)
 class MetricDelta:
+    """One metric of A against B: the kept rule over the client runs of all launches (``significant``, with its
+    ratio and ranges) and the verdict over the launches (``call``)."""
+
     metric: str
     a: Mapping[str, Any] | None  # the stats of run A (median, min, max, n, missing); None when A lacks the metric
     b: Mapping[str, Any] | None
@@ -75,6 +78,8 @@ class MetricDelta:
 
 @dataclass(frozen=True)
 class Difference:
+    """One leaf key of the provenance (dotted, ``[i]`` for list items) whose value differs: A's value and B's."""
+
     key: str
     a: Any
     b: Any
@@ -85,6 +90,9 @@ class Difference:
 
 @dataclass(frozen=True)
 class PatchChange:
+    """One patch, named by its manifest and id, whose state differs between the two runs: applied (with its
+    payload digest), provided upstream, not applied, or absent."""
+
     manifest: str
     patch: str
     a: str | None  # its state in run A: "applied sha256:...", "provided upstream", "not applied ..."; None: absent
@@ -121,6 +129,9 @@ def between(forward: Sequence[Commit], backward: Sequence[Commit], *, same: bool
 
 @dataclass(frozen=True)
 class Comparison:
+    """Two runs side by side: per metric the delta and verdict over each side's launches, and the provenance diff
+    (commits between, patch states, env, vars, versions, GPUs, host, the probe's facts) that explains a change."""
+
     a: RunRecord
     b: RunRecord
     threshold: float

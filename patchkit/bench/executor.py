@@ -62,6 +62,9 @@ SIGNAL_DELAY_S = 90  # submitit's time-limit signal (USR2) comes this long befor
 
 @dataclass(frozen=True)
 class Task:
+    """One launch handed to an executor: the function's argument, the key that matches it to a submission already
+    made, and the label a pending or lost job shows."""
+
     key: str  # stable across re-runs of the same command: what "already submitted" is matched on
     arg: Any  # the function's one argument (picklable for Slurm)
     label: Mapping[str, Any] = field(default_factory=dict)  # JSON: what `runs --pending` and a lost job's record show
@@ -70,6 +73,9 @@ class Task:
 
 @dataclass(frozen=True)
 class Finished:
+    """What became of one task: the function's value, or the Slurm state and the reason of a job that ended without
+    one (the caller records that run as ``interrupted``)."""
+
     key: str
     value: Any  # the function's return; None when the job ended without one
     state: str  # "COMPLETED", "CANCELLED", ... ("LOCAL" in-process)
@@ -109,6 +115,9 @@ class LocalExecutor:
 
 @dataclass(frozen=True)
 class SlurmOptions:
+    """How ``SlurmExecutor`` submits launches: the directory every node sees, the partition, GPUs, time limit, slots
+    (jobs at once) and further sbatch options, from the command line and ``[bench.slurm]``."""
+
     shared_dir: Path
     partition: str | None = None
     gpus_per_job: int | None = None

@@ -50,6 +50,9 @@ from patchkit.results import Status
 
 @dataclass(frozen=True)
 class Prepared:
+    """A commit's tree made ready to benchmark, or refused with why: the worktree, every manifest's apply report,
+    the guard report, the variables the guard adds to the server's environment, and the version file's text."""
+
     commit: Commit
     tree: Path | None  # None when refused before a worktree existed
     reports: tuple[ApplyReport, ...]

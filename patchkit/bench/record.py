@@ -91,6 +91,9 @@ AS_STORED = (
 
 @dataclass(frozen=True)
 class RunRecord:
+    """Everything one server launch of a commit with a profile leaves behind: its outcome, the metric samples, and the
+    provenance (commands, env, patches, guard, host, versions, proof) that compare and bisect read."""
+
     commit: Commit
     profile: str
     outcome: Outcome

@@ -93,6 +93,9 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass
 class Session:
+    """What ``bench`` and ``bisect`` drive launches with: manifests, repository, store and worktree root; each commit's
+    tree is prepared once and reused by its later launches, and every launch belongs to the session's ``series``."""
+
     repo: Repo
     manifests: Sequence[Manifest]
     config: BenchConfig

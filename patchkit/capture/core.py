@@ -60,6 +60,8 @@ PY_SUFFIXES = (".py", ".pyi")
 
 @dataclass(frozen=True)
 class CapturedPatch:
+    """One patch a capture wrote, as its summary lists it: id, op, file, what changed, and why that op."""
+
     id: str
     op: str
     file: str
@@ -72,6 +74,9 @@ class CapturedPatch:
 
 @dataclass(frozen=True)
 class CaptureReport:
+    """What ``capture`` wrote: the manifest and payload directory for the edit on top of ``base``, and every patch;
+    untracked files are listed, never captured."""
+
     name: str
     base: Commit
     manifest: Path
@@ -94,6 +99,9 @@ class CaptureReport:
 
 @dataclass(frozen=True)
 class _FileChange:
+    """One tracked text file the edit changed: its bytes at the base and in the work tree, the two sides that
+    patches are proposed from."""
+
     path: str
     before: bytes
     after: bytes
@@ -182,6 +190,9 @@ def _is_text(data: bytes) -> bool:
 
 @dataclass(frozen=True)
 class _Planned:
+    """A proposal for one file, with the diff payload of a ``diff`` op and how it was proposed, so that ``_replan``
+    knows the next step when it does not verify."""
+
     proposal: Proposal
     diff: str | None = None  # the payload of a diff op
     hunks: bool = False  # proposed with every in-function edit as edit-function (``propose``)

@@ -112,6 +112,8 @@ def run(
 
 @dataclass(frozen=True)
 class ProbeOptions:
+    """What ``run --probe`` was asked for: where to keep the probe's files, and the ``--allow-stray`` globs."""
+
     directory: str | None  # keep the probe's files here (default: a temporary directory, removed)
     allow_stray: tuple[str, ...]
 

@@ -32,11 +32,15 @@ AUTHOR = ("Upstream Dev", "dev@upstream.invalid")
 
 @dataclass(frozen=True)
 class Symlink:
+    """A file value that makes the path a symbolic link to ``target`` (mode 120000)."""
+
     target: str
 
 
 @dataclass(frozen=True)
 class Executable:
+    """A file value that writes ``content`` with the executable bit set (mode 100755)."""
+
     content: str | bytes
 
 
@@ -73,6 +77,9 @@ def git_env(home: Path | None = None) -> dict[str, str]:
 
 @dataclass
 class _Commit:
+    """One commit as ``build`` feeds it to ``git fast-import``: the files it changes (``None`` deletes) against its
+    first parent, its identity and date, and the labels of the commit a branch starts from and of those it merges."""
+
     label: str
     branch: str
     message: str
@@ -103,6 +110,9 @@ class History:
 
 @dataclass
 class HistoryBuilder:
+    """Collects commits, branches, merges and tags by label, then writes the whole history with one
+    ``git fast-import`` (``build``); identity and dates are fixed, so the same steps give the same commit ids."""
+
     path: Path
     branch: str = "main"
     start: datetime = field(default_factory=lambda: datetime(2026, 1, 5, 9, 0, tzinfo=UTC))

@@ -42,6 +42,11 @@ from patchkit.sources import Source, WorktreeSource
 
 @dataclass(frozen=True)
 class ApplyReport:
+    """What ``patchkit apply`` did to a work tree (or would do, ``dry_run``): each patch's verdict, the files written.
+
+    ``refused``: nothing was written, because a patch FAILs (or, with ``strict``, WARNs) or a file could not be written.
+    """
+
     manifest: Manifest
     target: str  # the work tree patched
     commit: Commit | None  # HEAD of that work tree

@@ -51,6 +51,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class CommitResults:
+    """One commit of a range check: every patch's verdict there, in manifest order, and every group's.
+
+    Commits with the same versions of the target files share one ``results`` tuple.
+    """
+
     commit: Commit
     results: tuple[PatchResult, ...]
     failed: bool  # a required patch FAILs here
@@ -131,6 +136,10 @@ class GroupWindow(_Run):
 
 @dataclass(frozen=True)
 class CheckStats:
+    """The counts behind a range check: commits checked, distinct states of the target files (each evaluated once),
+    and the verdict cache's hits and misses.
+    """
+
     commits: int
     distinct_states: int
     cache_hits: int
@@ -139,6 +148,10 @@ class CheckStats:
 
 @dataclass(frozen=True)
 class CheckReport:
+    """What ``patchkit check`` found over a range: every commit's verdicts, and the windows (runs of consecutive
+    commits) where each patch or group keeps one verdict, which the report and the ``upstreamed`` verdicts read.
+    """
+
     manifest: Manifest
     commits: tuple[CommitResults, ...]
     windows: tuple[Window, ...]
@@ -310,6 +323,10 @@ def _refuse_truncated(repo: Repo, spec: str, listed: Sequence[Commit]) -> None:
 
 @dataclass
 class _Results:
+    """One file version's verdicts in the shape ``resolve_requires`` reads (a ``FileEval``'s ``results``), whether
+    they come from the verdict cache or from a fresh evaluation.
+    """
+
     results: tuple[PatchResult, ...]
 
 

@@ -33,6 +33,9 @@ from patchkit.sources import FileRead, FileState, Source
 
 @dataclass(frozen=True)
 class FileEval:
+    """One target file's evaluation: what was read, its patches' own verdicts (before group semantics),
+    and each analysed patch's outcome, which rendering turns into new bytes."""
+
     path: str
     read: FileRead
     patches: tuple[Patch, ...]
@@ -247,6 +250,8 @@ def resolve_requires(
 
 @dataclass(frozen=True)
 class Evaluation:
+    """A manifest evaluated against one source: the verdicts in manifest order, and per file what they came from."""
+
     manifest: Manifest
     source: Source
     results: tuple[PatchResult, ...]  # manifest order
@@ -314,6 +319,8 @@ def payload_warnings(manifest: Manifest, source: Source | None = None) -> list[t
 
 @dataclass(frozen=True)
 class Rendered:
+    """A file's new bytes, with the bytes they replace (the transaction checks the file still holds them)."""
+
     path: str
     before: bytes
     after: bytes

@@ -28,6 +28,10 @@ MAX_DIFF_LINES = 80
 
 @dataclass(frozen=True)
 class Introduction:
+    """A commit that made the patch stop applying: its parent where the patch still applied, the verdicts before and
+    after, the diff hunks that touch what the patch targets, and, when the file went missing, where git says it moved.
+    """
+
     commit: Commit
     parent: Commit | None
     result_before: PatchResult | None
@@ -48,6 +52,10 @@ class Introduction:
 
 @dataclass(frozen=True)
 class ExplainReport:
+    """What ``patchkit explain`` found for one patch at one commit: its verdict there and, where it fails, the commits
+    that introduced the failure and those where its reason changed on the way back.
+    """
+
     manifest: Manifest
     patch: Patch
     commit: Commit

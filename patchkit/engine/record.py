@@ -33,6 +33,9 @@ def state_dir(repo: Repo) -> Path:
 
 @dataclass(frozen=True)
 class FileRecord:
+    """A file patchkit wrote: its digests before the first write and after the last, so that later edits
+    (by a person, a checkout, another manifest) and a clean revert can be told apart."""
+
     path: str
     mode: int
     before_sha256: str  # content before the first patchkit write (backup in objects/)
@@ -157,6 +160,9 @@ def layers(root: Path, record: Record, records: Sequence[Record]) -> Layers:
 
 @dataclass(frozen=True)
 class Record:
+    """What one manifest's last apply left in a work tree (``<git-dir>/patchkit/records/<name>.json``):
+    the manifest and its digest, the base commit, the files written and the patches applied."""
+
     manifest_name: str
     manifest_path: str
     manifest_digest: str

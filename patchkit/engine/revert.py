@@ -24,6 +24,10 @@ from patchkit.sources.safety import outside_reason
 
 @dataclass(frozen=True)
 class RevertReport:
+    """What ``patchkit revert`` did for one manifest: each file restored and where from (HEAD or the backup), the files
+    ``force`` overwrote, and what an interrupted run had left, rolled back first.
+    """
+
     manifest_name: str
     target: str
     restored: tuple[tuple[str, str], ...]  # (path, "HEAD" | "backup")

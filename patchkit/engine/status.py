@@ -29,6 +29,9 @@ STATE_WORDS: dict[tuple[Status, Reason | None], str] = {
 
 @dataclass(frozen=True)
 class StatusReport:
+    """A manifest's state in a work tree: each patch's verdict there, the record of the last apply,
+    recorded files edited since, files shared with other manifests, and a killed run's leftovers."""
+
     manifest: Manifest
     target: str
     commit: Commit | None

@@ -58,6 +58,8 @@ def _unlink(path: str | Path) -> None:
 
 @dataclass(frozen=True)
 class FileWrite:
+    """One file of a transaction: the bytes it must still hold, the bytes to put there, and the mode to keep."""
+
     path: str  # relative to the root
     before: bytes  # what the file must still hold when we replace it
     after: bytes

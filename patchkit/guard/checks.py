@@ -39,6 +39,9 @@ ERROR = "error"
 
 @dataclass(frozen=True)
 class Check:
+    """One of the guard's checks and its verdict: a one-line message that says what to do when it fails,
+    and the details ``--json`` gives."""
+
     check: str  # "commit", "patches", "record", "clean", "import:<package>"
     ok: bool  # passes (severity "ok" or "warning")
     message: str  # one line; for a failure, also what to do

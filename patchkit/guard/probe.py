@@ -127,6 +127,8 @@ PROBE_TIMEOUT = 60.0
 
 @dataclass(frozen=True)
 class PackageFacts:
+    """Where a package resolves in the probed interpreter, and which installed distribution claims it."""
+
     name: str
     location: str | None  # the package directory (or module file); None: not importable
     locations: tuple[str, ...]  # a package's search locations (namespace packages: all of them)
@@ -139,6 +141,9 @@ class PackageFacts:
 
 @dataclass(frozen=True)
 class InterpreterFacts:
+    """What the interpreter the server runs with reports about itself: executable, version, prefix,
+    the packages asked for, and torch's version when it is installed."""
+
     python: str  # as given
     executable: str  # sys.executable of the child
     version: str

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class GuardReport:
+    """Everything the guard found, in the order it is shown: the checks, the per-patch table, the interpreter.
+
+    ``exit_code`` maps it to the guard's documented exit codes (125 in bisect mode when the commit
+    cannot be patched)."""
+
     manifest: Manifest
     target: str  # the work tree guarded
     commit: Commit | None

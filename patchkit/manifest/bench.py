@@ -35,6 +35,9 @@ LineOf = Callable[[list[Any]], int | None]
 
 @dataclass(frozen=True)
 class Metric:
+    """A number to read from each run (``[[bench.metric]]``): where it comes from, which way is better,
+    and how several matches in one run become one value."""
+
     name: str
     source: str  # "stdout" | "output-file" | "server-log"
     better: str  # "higher" | "lower"
@@ -62,6 +65,9 @@ class Metric:
 
 @dataclass(frozen=True)
 class Profile:
+    """A named server configuration (``[bench.profiles.<name>]``): the placeholder values and environment
+    it adds to the table's own."""
+
     name: str
     vars: Mapping[str, str] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
@@ -82,6 +88,9 @@ class SlurmDefaults:
 
 @dataclass(frozen=True)
 class BenchConfig:
+    """The checked ``[bench]`` table: how to start, probe and stop the server, how to run the client,
+    the metrics to read, and how many launches and client runs a measurement takes."""
+
     server: str
     health: str
     client: str

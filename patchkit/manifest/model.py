@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Patch:
+    """One ``[[patch]]`` table: an operation on one target file, with what the verdict tables show of it."""
+
     index: int  # 1-based position among [[patch]] tables
     id: str
     op: Operation
@@ -47,6 +49,9 @@ class Group:
 
 @dataclass(frozen=True)
 class Manifest:
+    """A loaded, checked manifest: its patches in file order, its groups of variants, and a digest over
+    the manifest and every payload it uses (what records and bench runs name it by)."""
+
     path: Path
     display: str
     name: str

@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AddDefinitions(PythonOperation[DefPlan]):
+    """add-definitions: adds the payload's module-level functions, classes or assignments to the target module.
+
+    Reads ``source``, ``names`` (default: all), ``on_conflict``, and ``position`` ("end", "after-imports") or
+    ``before``, where new definitions go.
+    """
+
     op_name = "add-definitions"
     payload: Payload
     definitions: tuple[NamedDef, ...]

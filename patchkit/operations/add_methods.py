@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class AddMethods(PythonOperation[DefPlan]):
+    """add-methods: adds methods of a payload class to a class of the target file, at its end or next to a member.
+
+    Reads ``class``, ``source``, ``payload_class``, ``methods`` (default: all), ``on_conflict``, and ``after`` or
+    ``before``, the member the new methods go next to.
+    """
+
     op_name = "add-methods"
     class_name: str
     payload: Payload

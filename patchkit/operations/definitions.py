@@ -21,6 +21,8 @@ from patchkit.results import Reason
 
 @dataclass(frozen=True)
 class NamedDef:
+    """One definition an add op brings: the name it binds and its statement in the payload."""
+
     name: str
     node: ast.stmt  # from the payload
 
@@ -53,6 +55,10 @@ def select(
 
 @dataclass
 class DefPlan:
+    """What one add op does at one target, name by name (``classify``): add, replace, already the same, keep upstream's,
+    or conflict.  ``updated``: the names replaced because the code there is an older version patchkit wrote, and when.
+    """
+
     add: list[NamedDef] = field(default_factory=list)
     replace: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)  # (payload, existing)
     same: list[tuple[NamedDef, ast.stmt]] = field(default_factory=list)

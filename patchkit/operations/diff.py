@@ -55,6 +55,8 @@ _REFUSED_HEADERS = {
 
 @dataclass(frozen=True)
 class Hunk:
+    """One hunk of a unified diff payload: its number, header and the start lines it names, its old and new sides."""
+
     number: int  # 1-based, in the payload
     header: str
     old_start: int
@@ -70,6 +72,10 @@ class Hunk:
 
 @dataclass(frozen=True)
 class Mismatch:
+    """Why a diff's hunks do not fit: the first hunk that does not match, the file line it was expected at, and the
+    expected and found lines (``found`` None: the file ended), for the CONFLICT message.
+    """
+
     hunk: Hunk
     line: int  # 1-based line in the file where the hunk was expected
     expected: str | None
@@ -268,6 +274,11 @@ def _shown(line: str | None) -> str:
 
 @dataclass(frozen=True)
 class Diff(TextOperation[str]):
+    """diff: applies a one-file unified diff payload to any text file, with zero fuzz and offsets allowed.
+
+    Reads ``source`` only; it carries what no structured op can express, and never parses Python.
+    """
+
     op_name = "diff"
     source: str  # as written in the manifest
     sha256: str

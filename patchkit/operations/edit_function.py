@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Plan:
+    """The text edit of a scoped-hunk op: its region's first and last lines in the file, and what those lines become."""
+
     first: int  # 1-based first line of the function in the file (its first decorator)
     last: int  # 1-based last line
     new_lines: tuple[str, ...]  # the function's lines after the edit, with their endings
@@ -283,6 +285,11 @@ class NamedHunks(ScopedHunks):
 
 @dataclass(frozen=True)
 class EditFunction(NamedHunks):
+    """edit-function: applies the hunks of a unified diff payload inside one function or method of the target file.
+
+    Reads ``function`` (``Class.method``) and ``source``, a diff whose line numbers count from the function's top.
+    """
+
     op_name = "edit-function"
     key = "function"
     what = "the function"

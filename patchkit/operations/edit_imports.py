@@ -51,6 +51,11 @@ def block_lines(body: list[ast.stmt], lines: list[str]) -> tuple[int, int] | Non
 
 @dataclass(frozen=True)
 class EditImports(ScopedHunks):
+    """edit-imports: applies the hunks of a unified diff payload inside the target module's leading import block.
+
+    Reads ``source`` only: there is one import block, so nothing names it.
+    """
+
     op_name = "edit-imports"
 
     @classmethod

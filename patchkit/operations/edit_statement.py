@@ -67,6 +67,11 @@ def statement_lines(body: list[ast.stmt], index: int, lines: list[str]) -> tuple
 
 @dataclass(frozen=True)
 class EditStatement(NamedHunks):
+    """edit-statement: applies the hunks of a unified diff payload inside one module-level statement of the target file.
+
+    Reads ``statement`` (a name the statement binds, ``"__doc__"`` or ``"__main__"``) and ``source``.
+    """
+
     op_name = "edit-statement"
     key = "statement"
     what = "the statement"

@@ -104,6 +104,11 @@ def render_items(items: list[ImportItem]) -> str:
 
 @dataclass(frozen=True)
 class EnsureImport(PythonOperation[str]):
+    """ensure-import: makes sure the target module imports what one import statement does, adding a line if not.
+
+    Reads ``import``; at most one of ``after``, ``before`` or ``position = "top"``, and ``new_group``, place that line.
+    """
+
     op_name = "ensure-import"
     code: str
     items: tuple[ImportItem, ...]

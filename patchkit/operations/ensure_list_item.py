@@ -25,6 +25,11 @@ _SINGLE = (ast.Name, ast.Attribute)
 
 @dataclass(frozen=True)
 class EnsureListItem(PythonOperation[None]):
+    """ensure-list-item: makes sure an expression is an item of a module-level list or tuple.
+
+    Reads ``target``, the name the list is assigned to, and ``item``; a single value there becomes a list of both.
+    """
+
     op_name = "ensure-list-item"
     edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     target: str

@@ -42,6 +42,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Insert(PythonOperation[int]):
+    """insert: puts the body of a payload function before or after one anchor statement inside a function of the target.
+
+    Reads ``function``, ``anchor`` (it must match exactly one statement), ``position``, ``source`` and ``body_of``.
+    """
+
     op_name = "insert"
     function: str
     anchor: str

@@ -48,6 +48,10 @@ def _split_module(spec: str) -> tuple[int, str | None]:
 
 @dataclass(frozen=True)
 class Plan:
+    """How the move stands in one module: the old import's index (None: already gone), whether it held only this name,
+    whether the module already imports the name from ``to``, and the alias to carry over.
+    """
+
     old_index: int | None  # index in the module body of the old import (None: already gone)
     alone: bool  # the old import held only this name
     have_new: bool  # the module already imports the name from `to`
@@ -56,6 +60,11 @@ class Plan:
 
 @dataclass(frozen=True)
 class MoveImport(PythonOperation[Plan]):
+    """move-import: imports a name from its new module instead of its old one, keeping the old statement's layout.
+
+    Reads ``name``, ``from`` and ``to``; ``position`` or ``after``, and ``new_group``, place a new import line.
+    """
+
     op_name = "move-import"
     edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     name: str

@@ -128,6 +128,11 @@ def _multiline_strings(node: ast.stmt) -> Iterator[tuple[ast.Constant, ast.stmt]
 
 @dataclass
 class Payload:
+    """A Python payload file, read and parsed once per manifest load: the code the add, replace and insert ops take.
+
+    Its libcst tree is parsed only when a patch is rendered (``cst_module``).
+    """
+
     path: Path  # absolute
     display: str  # as written in the manifest
     text: str
@@ -253,6 +258,10 @@ class PayloadCache:
 
 @dataclass(frozen=True)
 class RawPayload:
+    """A payload that is not Python (a ``diff`` op's unified diff): its bytes, and the sha256 that goes into the
+    manifest's digest as every payload's does.
+    """
+
     path: Path  # absolute
     sha256: str
     data: bytes

@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
+    """remove-definitions: deletes module-level definitions, or members of a class, each guarded by a digest.
+
+    Reads ``names``, ``expect`` (the digest each name's code was written against, in order) and ``class``.
+    """
+
     op_name = "remove-definitions"
     edits_in_place = True  # statements that were there go away (see PythonOperation)
     names: tuple[str, ...]

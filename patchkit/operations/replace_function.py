@@ -54,6 +54,12 @@ def missing_function(state: CodeState, qualname: str, missing_class: str | None)
 
 @dataclass(frozen=True)
 class ReplaceFunction(PythonOperation[None]):
+    """replace-function: swaps a function or method of the target file for the payload's version of it.
+
+    Reads ``function``, ``source``, ``payload_function`` and ``expect``: the digest(s) of the upstream code it replaces,
+    so that an upstream change since reads as DRIFT, not lost.
+    """
+
     op_name = "replace-function"
     function: str
     payload: Payload

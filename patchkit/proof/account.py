@@ -78,6 +78,9 @@ class TreeFacts:
 
 @dataclass(frozen=True)
 class Verdict:
+    """Where one file that ran belongs: its category (tree, dist, editable, ..., stray, allowed), its owner, why when
+    it is a STRAY, and the processes that loaded it."""
+
     path: str
     category: str
     owner: str | None  # "sglang 0.5.3", "sglang from /src (at abc123)", the commit, or None
@@ -96,6 +99,9 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Accounting:
+    """Every file that ran, accounted for (``account``), with the distributions of the site directories, the
+    commits of editable checkouts, and the ``allow_stray`` globs that were applied."""
+
     verdicts: tuple[Verdict, ...]
     distributions: tuple[Distribution, ...]
     editable_commits: Mapping[str, str | None]  # editable dir -> commit (None: not a git checkout)

@@ -37,6 +37,9 @@ class RecordCache(Protocol):
 
 @dataclass(frozen=True)
 class Distribution:
+    """One installed distribution, read from its ``*.dist-info`` (or ``*.egg-info``): name, version, where it lies,
+    its RECORD entries, and the source directory of an editable install."""
+
     name: str
     version: str
     site_dir: str

@@ -30,6 +30,9 @@ _VAR_OR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}")
 
 @dataclass(frozen=True)
 class JitCache:
+    """One JIT compiler's cache directory, as a server started with the given environment would find it: files
+    loaded from under it are accounted as ``generated``."""
+
     name: str  # "Triton"
     root: str  # the directory, absolute, as that server would find it
 

@@ -32,6 +32,9 @@ NOTABLE = ("libnccl", "libcudart", "libcuda")
 
 @dataclass(frozen=True)
 class MappedLibrary:
+    """A shared library a process mapped; the notable ones (``libnccl``, ``libcudart``, ``libcuda``) also carry
+    size and sha256, so that two runs can tell which build was loaded."""
+
     path: str
     size: int | None = None
     sha256: str | None = None  # hex

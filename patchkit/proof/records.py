@@ -26,6 +26,9 @@ FILE_KINDS = ("module", "pth", "probe", "chained")
 
 @dataclass(frozen=True)
 class LoadedFile:
+    """One file the probe saw run in a process, with the size and mtime it had then: the accounting checks that
+    what is on disk is still what ran."""
+
     kind: str  # module | pth (a .pth with an import line) | probe | chained (the shadowed sitecustomize)
     name: str
     path: str
@@ -62,6 +65,9 @@ class InitCall:
 
 @dataclass(frozen=True)
 class ProcessFacts:
+    """One Python process as its probe file records it: identity, prefixes and site directories, start environment,
+    every file that ran, its ``init_process_group`` calls, and the probe's own errors."""
+
     pid: int
     ppid: int | None
     argv: tuple[str, ...]

@@ -38,6 +38,9 @@ NOT_PROVEN = "not proven"
 
 @dataclass(frozen=True)
 class Proof:
+    """The probe's verdict on a server run at one moment (``healthy`` or ``stop``): its processes and their libraries,
+    the accounting, what refuses the run (``reasons``) and what leaves it not proven (``doubts``)."""
+
     when: str  # healthy | stop
     processes: tuple[ProcessFacts, ...]
     libraries: Mapping[int, tuple[MappedLibrary, ...]]

@@ -59,6 +59,9 @@ CUSTOMIZE = ("sitecustomize.py", "usercustomize.py")
 
 @dataclass(frozen=True)
 class Finding:
+    """One file of the site directories that does not match the RECORDs (edited, missing, unowned, editable-dirty,
+    stale bytecode), or, among the notes, an owned ``.pth`` file that runs code."""
+
     kind: str  # edited | missing | unowned | editable-dirty | stale-bytecode
     path: str
     owner: str | None  # "NAME VERSION", "NAME from DIR", or None: owned by none
@@ -70,6 +73,8 @@ class Finding:
 
 @dataclass(frozen=True)
 class Editable:
+    """An editable install (PEP 610): its source directory, the checkout's commit, and the files uncommitted there."""
+
     name: str
     version: str
     directory: str
@@ -88,6 +93,9 @@ class Editable:
 
 @dataclass(frozen=True)
 class SiteReport:
+    """What ``guard --site`` found for one interpreter: its site directories and distributions, the findings, notes
+    and editable installs, and how many files were walked, verified and hashed."""
+
     python: str
     executable: str
     version: str

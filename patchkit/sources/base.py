@@ -20,6 +20,8 @@ class FileState(str, Enum):
 
 @dataclass(frozen=True)
 class FileRead:
+    """A target file as a source read it: its state, its bytes where it has some, and what a write must keep."""
+
     path: str
     state: FileState
     data: bytes | None = None
