@@ -36,7 +36,8 @@ def verdict_cache(common_dir: Path) -> Path:
 
 
 def schema_checked(common_dir: Path) -> Path:
-    """Marker files of manifests that passed the JSON Schema (``manifest.loader.schema_checked_before``)."""
+    """Marker files of manifests that passed the JSON Schema and the ``[bench]`` checks
+    (``manifest.loader.checked_before``)."""
     return shared(common_dir) / "schema-checked"
 
 

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import run_cli
 
+from patchkit.errors import ManifestError
 from patchkit.manifest import load_manifest
 
 HEAD = """\
@@ -212,3 +215,41 @@ def test_metric_profiles_must_exist(tmp_path, capsys):
     result = run_cli(capsys, "validate", "-m", write(tmp_path, text))
     assert result.code == 2
     assert "bench.metric[3].profiles[1]: no profile 'eagle' in [bench.profiles]; did you mean 'eagle3'?" in result.err
+
+
+def test_bench_checks_are_remembered_with_the_schema_check(tmp_path):
+    """With a marker directory (the guard's and the range check's), a [bench] table is checked on the
+    first load of its bytes and built on first use after that; a bad one is never remembered."""
+    cache = tmp_path / "checked"
+    path = write(tmp_path, EXAMPLE)
+    first = load_manifest(path, valid_cache=cache)
+    assert list(cache.iterdir())  # remembered: schema and [bench] passed
+    again = load_manifest(path, valid_cache=cache)
+    assert again.bench == first.bench == load_manifest(path).bench
+    assert again == first
+
+    bad = write(tmp_path, EXAMPLE.replace("{prompts}", "{promts}", 1))
+    for _ in range(2):  # the first load did not remember it: the second checks it again
+        with pytest.raises(ManifestError, match=r"unknown placeholder \{promts\}"):
+            load_manifest(bad, valid_cache=cache)
+    assert len(list(cache.iterdir())) == 1
+
+
+def test_a_warm_load_does_not_import_the_bench_parser(tmp_path):
+    """What the guard gains: a manifest whose bytes passed before loads without the [bench] parser."""
+    path = write(tmp_path, EXAMPLE)
+    probe = (
+        "import sys\nfrom pathlib import Path\nfrom patchkit.manifest import load_manifest\n"
+        f"m = load_manifest(Path({str(path)!r}), valid_cache=Path({str(tmp_path / 'checked')!r}))\n"
+        "built = m.bench is not None\n"
+        "print('PARSER', 'patchkit.manifest.bench' in sys.modules, built)\n"
+    )
+
+    def run() -> str:
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+        return out.splitlines()[-1]
+
+    assert run() == "PARSER True True"  # first load: checked (and then used)
+    assert run() == "PARSER True True"  # `.bench` imports it on first use
+    probe = probe.replace("m.bench is not None", "'not used'")
+    assert run() == "PARSER False not used"  # never imported

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import ManifestError, PatchkitError, UsageError
 from patchkit.manifest.groups import check_composition, check_requires, load_groups
@@ -23,6 +24,9 @@ from patchkit.manifest.model import Manifest, Patch
 from patchkit.manifest.resolve import display_path, resolve_manifest
 from patchkit.manifest.schema_errors import SCHEMA_PATH, validate_schema
 from patchkit.results import Reason
+
+if TYPE_CHECKING:
+    from patchkit.manifest.bench import BenchConfig
 
 
 def load_manifest(
@@ -33,7 +37,7 @@ def load_manifest(
     on_files: Callable[[list[str]], None] | None = None,
 ) -> Manifest:
     """Load and check a manifest.  ``valid_cache``: a directory remembering
-    manifests that passed the JSON Schema (see ``schema_checked_before``).
+    manifests that passed the JSON Schema and the ``[bench]`` checks (see ``checked_before``).
 
     ``on_files`` gets the target files (``Manifest.files()``'s list, by the
     schema-checked tables) before the payloads are read and the operations
@@ -59,9 +63,9 @@ def load_manifest(
         raise ManifestError(f"invalid TOML: {message}{col}", file=display, line=line) from None
 
     lines = Lines(text)
-    if not schema_checked_before(raw, valid_cache):
+    checked = checked_before(raw, valid_cache)
+    if not checked:
         validate_schema(data, display, lines)
-        remember_schema_checked(raw, valid_cache)
     if on_files is not None:
         on_files(list(dict.fromkeys(table["file"] for table in data["patch"])))
     # The operations registry is a cold boundary: imported once the tables are known good
@@ -106,11 +110,10 @@ def load_manifest(
     groups, patches = load_groups(data.get("group", []), data["patch"], patches, seen, display, lines)
     check_requires(patches, list(seen) + [g.id for g in groups], display, lines)
     check_composition(patches, display, lines)
-    bench = None
-    if "bench" in data:  # only `patchkit bench` manifests have one: the others never load its parser
-        from patchkit.manifest.bench import parse_bench
-
-        bench = parse_bench(data["bench"], display, lines.bench_line_of)
+    bench_parser = _bench_parser(data.get("bench"), display, lines)
+    if not checked:
+        bench_parser = partial(_given, bench_parser())  # a bad [bench] stops every command, as any key does
+        remember_checked(raw, valid_cache)
 
     digest = hashlib.sha256()
     digest.update(raw)
@@ -124,8 +127,23 @@ def load_manifest(
         patches=tuple(patches),
         digest="sha256:" + digest.hexdigest(),
         groups=tuple(groups),
-        bench=bench,
+        bench_parser=bench_parser,
     )
+
+
+def _bench_parser(table: dict[str, Any] | None, display: str, lines: Lines) -> Callable[[], BenchConfig | None]:
+    return partial(_given, None) if table is None else partial(_parse_bench, table, display, lines)
+
+
+def _parse_bench(table: dict[str, Any], display: str, lines: Lines) -> BenchConfig:
+    # Only a manifest with a [bench] table imports its parser, and only when the table is built.
+    from patchkit.manifest.bench import parse_bench
+
+    return parse_bench(table, display, lines.bench_line_of)
+
+
+def _given(bench: BenchConfig | None) -> BenchConfig | None:
+    return bench
 
 
 @contextmanager
@@ -139,27 +157,42 @@ def bad_manifest_first(spec: str | Path) -> Iterator[None]:
         raise
 
 
-def _schema_key(raw: bytes) -> str:
-    return hashlib.sha256(SCHEMA_PATH.read_bytes() + b"\0" + raw).hexdigest()
+# What a marker in ``valid_cache`` vouches for: the manifest's bytes passed these rules.
+BENCH_RULES = Path(__file__).with_name("bench.py")
 
 
-def schema_checked_before(raw: bytes, cache: Path | None) -> bool:
-    """Whether these exact manifest bytes passed this exact schema before.
+def _checked_key(raw: bytes) -> str | None:
+    try:
+        rules = SCHEMA_PATH.read_bytes() + b"\0" + BENCH_RULES.read_bytes()
+    except OSError:
+        return None  # no source to name the rules by (a bytecode-only install): nothing is remembered
+    return hashlib.sha256(rules + b"\0" + raw).hexdigest()
 
-    Schema validation is a pure function of the two, and importing jsonschema
-    costs more than everything else ``patchkit guard`` does on a warm tree, so
-    callers that run before every benchmark (the guard) keep a directory of
-    marker files named by the hash of schema + manifest.  Everything after
-    the schema (payloads, references, composition) is still checked.
+
+def checked_before(raw: bytes, cache: Path | None) -> bool:
+    """Whether these exact manifest bytes passed this exact schema and ``[bench]`` checks before.
+
+    Both are pure functions of the manifest's bytes and their rules (``schema.json``, ``bench.py``),
+    and importing jsonschema costs more than everything else ``patchkit guard`` does on a warm tree,
+    so callers that run before every benchmark (the guard, the range check) keep a directory of
+    marker files named by the hash of the rules and the manifest.  With a marker, the schema is not
+    run again and ``Manifest.bench`` is built on first use: the guard never builds it.  Everything
+    else (payloads, references, composition) is still checked on every load.
     """
-    return cache is not None and (cache / _schema_key(raw)).is_file()
-
-
-def remember_schema_checked(raw: bytes, cache: Path | None) -> None:
     if cache is None:
+        return False
+    key = _checked_key(raw)
+    return key is not None and (cache / key).is_file()
+
+
+def remember_checked(raw: bytes, cache: Path | None) -> None:
+    if cache is None:
+        return
+    key = _checked_key(raw)
+    if key is None:
         return
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        (cache / _schema_key(raw)).touch()
+        (cache / key).touch()
     except OSError:
         pass  # a cache that cannot be written only costs time

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,10 @@ class Group:
     parent: str | None = None  # the group this group is a member of
 
 
+def _no_bench() -> BenchConfig | None:
+    return None
+
+
 @dataclass(frozen=True)
 class Manifest:
     """A loaded, checked manifest: its patches in file order, its groups of variants, and a digest over
@@ -59,7 +64,14 @@ class Manifest:
     patches: tuple[Patch, ...]
     digest: str  # over the manifest and every payload it uses
     groups: tuple[Group, ...] = ()
-    bench: BenchConfig | None = None  # the [bench] table, if any
+    # Builds ``bench`` on first use.  The loader runs it at load time unless these exact bytes passed
+    # the [bench] checks before (``loader.checked_before``): then only ``patchkit bench`` pays for it.
+    bench_parser: Callable[[], BenchConfig | None] = field(default=_no_bench, compare=False, repr=False)
+
+    @cached_property
+    def bench(self) -> BenchConfig | None:
+        """The ``[bench]`` table, if any (``manifest/bench.py``)."""
+        return self.bench_parser()
 
     def files(self) -> list[str]:
         """Target files in first-use order."""
