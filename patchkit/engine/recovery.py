@@ -13,75 +13,29 @@ Two journals live in the state dir (``<git-dir>/patchkit``):
   commit, the tree stays there and the note says how to go back.
 
 ``recover`` runs under the repository lock at the start of every writing
-command and returns notes for its report; ``interrupted`` is the read-only
-view ``status`` shows.
+command and returns notes for its report.  Where the journals are and how
+they read is ``leftovers``, which also holds ``interrupted``, the read-only
+view ``status`` and the guard show.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.engine.lock import is_held
+from patchkit.engine.leftovers import go_back, load_move, move_path, where
 from patchkit.engine.record import Record, load_record, record_bytes, record_path, record_rel, state_dir
 from patchkit.engine.transaction import FileWrite, Transaction, atomic_write
 from patchkit.errors import RepoError, UnwritableError
 from patchkit.git import GitFailed, Repo
 from patchkit.manifest import manifest_arg
 
-MOVE_JOURNAL = "move.json"
-
-
-@dataclass(frozen=True)
-class Interrupted:
-    """A killed run's leftovers, as ``status`` reports them (nothing is changed)."""
-
-    files: tuple[str, ...]  # tree paths a file transaction was writing
-    moved_from: dict[str, Any] | None  # {"commit", "branch"} when apply --commit was moving HEAD
-    moving_to: str | None
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "files": list(self.files),
-            "moved_from": self.moved_from,
-            "moving_to": self.moving_to,
-            "message": self.message,
-        }
-
 
 def _arg(repo: Repo, name: str) -> str:
     """The manifest as ``-m`` takes it here: its record names the file it was loaded from."""
     record = load_record(repo, name)
     return manifest_arg(name, record.manifest_path if record is not None else None)
-
-
-def _where(origin: dict[str, Any]) -> str:
-    sha = (origin.get("commit") or "")[:10]
-    return f"branch {origin['branch']} ({sha})" if origin.get("branch") else f"commit {sha}"
-
-
-def _go_back(origin: dict[str, Any]) -> str:
-    return f"git checkout {origin.get('branch') or origin.get('commit')}"
-
-
-def _move_path(repo: Repo) -> Path:
-    return state_dir(repo) / MOVE_JOURNAL
-
-
-def _load_move(repo: Repo) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(_move_path(repo).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise RepoError(
-            f"the patchkit move journal {_move_path(repo)} is unreadable ({exc})",
-            hint="check `git status` and `git branch`, then delete the file",
-        ) from None
-    return data
 
 
 def start_move(
@@ -106,13 +60,13 @@ def start_move(
     }
     try:
         state_dir(repo).mkdir(parents=True, exist_ok=True)
-        atomic_write(_move_path(repo), json.dumps(data, indent=1).encode(), 0o644)
+        atomic_write(move_path(repo), json.dumps(data, indent=1).encode(), 0o644)
     except OSError as exc:  # before anything moved: a refusal naming the journal
-        raise UnwritableError.from_os(_move_path(repo), exc) from None
+        raise UnwritableError.from_os(move_path(repo), exc) from None
 
 
 def end_move(repo: Repo) -> None:
-    _move_path(repo).unlink(missing_ok=True)
+    move_path(repo).unlink(missing_ok=True)
 
 
 def recover(repo: Repo, root: Path) -> list[str]:
@@ -122,7 +76,7 @@ def recover(repo: Repo, root: Path) -> list[str]:
     recovered = txn.recover()
     if recovered:
         notes.append(f"rolled back a patchkit run that was interrupted while writing: {recovered.describe()}")
-    move = _load_move(repo)
+    move = load_move(repo)
     if move is not None:
         notes.append(_recover_move(repo, root, txn, move))
         end_move(repo)
@@ -136,10 +90,10 @@ def _recover_move(repo: Repo, root: Path, txn: Transaction, move: dict[str, Any]
     if moved:
         if repo.changed_tracked_files():
             return (
-                f"an interrupted `apply --commit` moved this tree from {_where(origin)} to {(head or '?')[:10]} "
+                f"an interrupted `apply --commit` moved this tree from {where(origin)} to {(head or '?')[:10]} "
                 "and patched it there, where it stays; to go back: "
                 f"`patchkit revert -m {_arg(repo, move['manifest'])}`, "
-                f"then `{_go_back(origin)}`"
+                f"then `{go_back(origin)}`"
             )
         try:
             if origin["branch"] is not None:
@@ -149,8 +103,8 @@ def _recover_move(repo: Repo, root: Path, txn: Transaction, move: dict[str, Any]
         except GitFailed as exc:
             raise RepoError(
                 f"an interrupted `apply --commit` left HEAD at {(head or '?')[:10]} and git cannot move it back to "
-                f"{_where(origin)} ({exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else 'git failed'})",
-                hint=f"run `{_go_back(origin)}` yourself",
+                f"{where(origin)} ({exc.stderr.strip().splitlines()[-1] if exc.stderr.strip() else 'git failed'})",
+                hint=f"run `{go_back(origin)}` yourself",
             ) from None
     # Back where the run started: put back patchkit's edits it had reverted.
     writes = []
@@ -174,38 +128,5 @@ def _recover_move(repo: Repo, root: Path, txn: Transaction, move: dict[str, Any]
     restored = f"; patchkit's earlier edits are back ({', '.join(w.path for w in writes)})" if writes else ""
     return (
         f"rolled back an interrupted `apply --commit {str(move['to'])[:10]}`: the tree is back on "
-        f"{_where(origin)}{restored}"
-    )
-
-
-def interrupted(repo: Repo, root: Path) -> Interrupted | None:
-    """What a killed run left, without changing anything (for ``status``)."""
-    txn = Transaction(root, state_dir(repo))
-    files = txn.pending()
-    move = _load_move(repo)
-    if (files is None and move is None) or is_held(state_dir(repo)):
-        return None  # nothing left, or a patchkit is working right now: its journal is live
-    parts = []
-    if files is not None:
-        parts.append(
-            "a patchkit run was killed while writing"
-            + (f" {', '.join(files)}" if files else "")
-            + " (its journal is still there)"
-        )
-    if move is not None:
-        head = repo.head()
-        where = _where(move["from"])
-        if head != move["from"]["commit"]:
-            parts.append(
-                f"an `apply --commit` was killed after moving HEAD from {where} to {(head or '?')[:10]} "
-                f"(to go back by hand: `{_go_back(move['from'])}`)"
-            )
-        else:
-            parts.append(f"an `apply --commit` was killed before moving HEAD away from {where}")
-    message = "; ".join(parts) + "; the next `patchkit apply` or `patchkit revert` finishes or rolls it back"
-    return Interrupted(
-        tuple(files or ()),
-        None if move is None else dict(move["from"]),
-        None if move is None else move["to"],
-        message,
+        f"{where(origin)}{restored}"
     )

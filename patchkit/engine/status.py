@@ -13,8 +13,8 @@ from typing import Any
 from patchkit.engine import abandonable
 from patchkit.engine.evaluate import evaluate
 from patchkit.engine.groups import group_results
+from patchkit.engine.leftovers import Interrupted, interrupted
 from patchkit.engine.record import Layers, Record, all_records, edited_since, layers, load_record, previous_code
-from patchkit.engine.recovery import Interrupted, interrupted
 from patchkit.git import Commit, Pending, Repo, parse_head
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Reason, Status
@@ -110,6 +110,6 @@ def status_worktree(manifest: Manifest, repo: Repo, *, head: Pending | None = No
         results = evaluate(manifest, source, previous=previous).results
     found = layers(root, record, all_records(repo)) if record else Layers({}, {}, {})
     edited = tuple(p for p in edited_since(repo, record) if p not in found.over) if record else ()
-    left = interrupted(repo, root)
+    left = interrupted(repo)
     commit = source.commit if head is None else parse_head(head)[0]
     return StatusReport(manifest, str(root), commit, results, record, edited, left, found)

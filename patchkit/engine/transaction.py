@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchkit.engine.files import sha256
+from patchkit.engine.leftovers import FILE_JOURNAL, journal_files
 from patchkit.errors import RefusedError, UnwritableError
 from patchkit.sources.safety import outside_reason
 
@@ -165,18 +166,12 @@ class Transaction:
     def __init__(self, root: Path, state_dir: Path) -> None:
         self.root = root
         self.state_dir = state_dir
-        self.journal = state_dir / "journal.json"
+        self.journal = state_dir / FILE_JOURNAL
         self.objects = ObjectStore(state_dir / "objects")
 
     def pending(self) -> list[str] | None:
         """The tree paths a killed run's journal lists, or None when there is no journal."""
-        try:
-            data = json.loads(self.journal.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            return []
-        return [entry["path"] for entry in data.get("files", [])]
+        return journal_files(self.journal)
 
     def recover(self) -> Recovered:
         """Roll back a transaction a killed process left half done."""

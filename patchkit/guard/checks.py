@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchkit.engine.files import sha256
+from patchkit.engine.leftovers import Interrupted
 from patchkit.engine.record import Layers, Record
-from patchkit.engine.recovery import Interrupted
 from patchkit.engine.status import StatusReport
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, manifest_arg
