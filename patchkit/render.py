@@ -76,6 +76,9 @@ def _console_settings(stream: IO[str]) -> dict[str, Any]:
         "width": None if is_tty else UNWRAPPED_WIDTH,
         "soft_wrap": not is_tty,
         "emoji": False,
+        # Nothing patchkit prints is markup: a commit subject "[router] fix" or a path with brackets
+        # is shown as it is (rich would take "[router]" for a style and drop it, or fail on "[/x]").
+        "markup": False,
     }
 
 
@@ -111,8 +114,9 @@ class PlainConsole:
         return self._rich
 
     def print(self, *objects: Any, style: str | None = None, markup: bool | None = None, **kwargs: Any) -> None:
-        if not kwargs and (not objects or (len(objects) == 1 and isinstance(objects[0], str) and markup is False)):
-            self.file.write(_clean(objects[0]) + "\n" if objects else "\n")
+        if not kwargs and markup is not True and (not objects or (len(objects) == 1 and isinstance(objects[0], str))):
+            # What rich prints here: no colour off a terminal, control codes dropped, tabs expanded.
+            self.file.write(_expand_tabs(_clean(objects[0])) + "\n" if objects else "\n")
             return
         if kwargs or len(objects) != 1 or not isinstance(objects[0], Grid):
             self.rich.print(*objects, style=style, markup=markup, **kwargs)

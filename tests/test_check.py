@@ -338,3 +338,61 @@ def test_one_ls_tree_parser_serves_the_entries_and_the_blob_list(tmp_path: Path)
         "link.py": "120000",
     }
     assert blobs == {p: e.oid for p, e in entries.items() if e.mode != "120000"}
+
+
+def test_subjects_print_as_written_on_and_off_a_terminal(tmp_path: Path, capsys) -> None:
+    """A subject rich would read as markup ("[router]": a style it drops; "[/misc]": a closing tag it
+    fails on) is printed as written; off a terminal without rich, byte for byte as rich prints it."""
+    import io
+
+    from rich.console import Console
+
+    from patchkit.commands.check import show
+    from patchkit.render import UNWRAPPED_WIDTH, make_console
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.py").write_text("import sys\n")
+    git(repo, "add", "a.py")
+    git(repo, "commit", "-q", "-m", "[router] first\tcommit")
+    (repo / "a.py").write_text("import sys\nx = 1\n")
+    git(repo, "commit", "-q", "-am", "[/misc] second\t[bold]")
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    manifest = kit / "m.toml"
+    manifest.write_text('schema = 1\nname = "m"\n\n[[patch]]\nid = "imp"\nop = "ensure-import"\nfile = "a.py"\n')
+    manifest.write_text(manifest.read_text() + 'import = "import os"\n')
+
+    code = main(["check", "-m", str(manifest), "--repo", str(repo), "--range", "main"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert '"[/misc] second  [bold]"' in out  # the tab expanded, as rich does
+
+    report = check_range(load_manifest(manifest), Repo.discover(repo), ranges=["main"])
+    plain, rich = io.StringIO(), io.StringIO()
+    show(report, make_console(plain), "main")
+    show(
+        report,
+        Console(
+            file=rich,
+            width=UNWRAPPED_WIDTH,
+            soft_wrap=True,
+            color_system=None,
+            highlight=False,
+            emoji=False,
+            markup=False,  # as patchkit's consoles: it prints no markup
+        ),
+        "main",
+    )
+    assert plain.getvalue() == out
+    assert '"[/misc] second  [bold]"' in rich.getvalue()
+    assert plain.getvalue() == rich.getvalue()
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    show(report, make_console(terminal), "main")
+    assert '"[/misc] second' in terminal.getvalue() and "[bold]" in terminal.getvalue()

@@ -8,7 +8,7 @@ import io
 import pytest
 from rich.console import Console
 
-from patchkit.render import UNWRAPPED_WIDTH, Grid, PlainConsole, emit, make_console, results_table
+from patchkit.render import UNWRAPPED_WIDTH, Grid, PlainConsole, emit, make_console, results_table, write_pieces
 from patchkit.results import PatchResult, Reason, Status
 
 
@@ -96,8 +96,32 @@ def test_plain_console_prints_what_rich_prints() -> None:
     console.print("plain [not markup]\r", markup=False, style="bold")
     console.print()
     emit(console, grid)
-    console.print("[bold]markup[/bold] goes to rich")  # markup: rich's own path
-    assert out.getvalue() == "plain [not markup]\n\ncheck  message\nclean  no changes\nmarkup goes to rich\n"
+    console.print("[bold]no markup[/bold] [/x]", style="bold")  # patchkit prints no markup: text as written
+    assert out.getvalue() == "plain [not markup]\n\ncheck  message\nclean  no changes\n[bold]no markup[/bold] [/x]\n"
+
+
+@pytest.mark.parametrize("text", [cell for cell in CELLS if isinstance(cell, str)])
+def test_plain_console_lines_match_rich(text: str) -> None:
+    """A line printed off a terminal without rich (``print`` of a string, ``write_pieces``) is what rich
+    prints there: no markup read, control codes dropped, tabs expanded from the line's start."""
+    plain = io.StringIO()
+    console = make_console(plain)
+    rich = Console(
+        file=io.StringIO(),
+        width=UNWRAPPED_WIDTH,
+        soft_wrap=True,
+        color_system=None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+    with rich.capture() as captured:
+        for target in (console, rich):
+            target.print(text, style="bold")
+            target.print(text)
+            write_pieces(target, [("lead\t", "bold"), (text, "dim"), ("\tend", "")])  # type: ignore[arg-type]
+    assert "rich" not in type(console).__module__
+    assert plain.getvalue() == captured.get()
 
 
 def test_a_narrow_terminal_wraps_but_never_cuts() -> None:

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Any
 from patchkit.engine.range_check import RangeCheck
 from patchkit.errors import ExitCode
 from patchkit.git import Commit
-from patchkit.render import STATUS_STYLE, make_console, plural, print_indented
+from patchkit.render import STATUS_STYLE, Piece, make_console, plural, print_indented, write_pieces
 from patchkit.results import Status
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
     from rich.console import Console
-    from rich.text import Text
 
     from patchkit.engine.check import CheckReport, GroupWindow, Window
     from patchkit.results import GroupResult, PatchResult
@@ -121,22 +120,20 @@ def window_line(
     previous: Window | GroupWindow | None,
     parent_result: PatchResult | GroupResult | None = None,
     relation: tuple[bool, int | None] = (False, None),
-) -> Text:
-    """``relation``: (known, distance) for a --commit commit: how many commits after the one listed
-    before it (distance None: not its descendant)."""
-    from rich.text import Text
-
-    line = Text("  ")
-    line.append(f"{window.status.value:<5}", style=STATUS_STYLE[window.status])
-    line.append(f" {window.reason.value if window.reason else '':<18}")
-    line.append(f" {window.count:>7,} {'commit ' if window.count == 1 else 'commits'}  ")
+) -> list[Piece]:
+    """One window as styled pieces of a line.  ``relation``: (known, distance) for a --commit commit:
+    how many commits after the one listed before it (distance None: not its descendant)."""
+    line: list[Piece] = [("  ", "")]
+    line.append((f"{window.status.value:<5}", STATUS_STYLE[window.status]))
+    line.append((f" {window.reason.value if window.reason else '':<18}", ""))
+    line.append((f" {window.count:>7,} {'commit ' if window.count == 1 else 'commits'}  ", ""))
     if previous is None:
         span = window.first.short if window.count == 1 else f"{window.first.short}..{window.last.short}"
-        line.append(span)
+        line.append((span, ""))
         return line
-    line.append(f"from {_commit_label(window.first)}")
+    line.append((f"from {_commit_label(window.first)}", ""))
     if window.count > 1:
-        line.append(f" .. {window.last.short}")
+        line.append((f" .. {window.last.short}", ""))
     parent = window.first.parents[0] if window.first.parents else None
     if parent != previous.last.sha:
         # The list jumped to another line of history (a side branch, or the
@@ -155,7 +152,7 @@ def window_line(
             where = f"not a descendant of {previous.last.short}: another line of history"
         else:
             where = "another line of history"
-        line.append(f"  ({where}; its parent {parent[:10] if parent else '-'}: {said})", style="dim")
+        line.append((f"  ({where}; its parent {parent[:10] if parent else '-'}: {said})", "dim"))
     return line
 
 
@@ -165,33 +162,35 @@ def _related(report: CheckReport, window: Window | GroupWindow) -> tuple[bool, i
 
 
 def show(report: CheckReport, console: Console, what: str) -> None:
-    from rich.text import Text
-
     stats = report.stats
-    console.print(
-        Text.assemble(
+    write_pieces(
+        console,
+        [
             ("patchkit check", "bold"),
-            f"  manifest {report.manifest.name} ({report.manifest.digest[:19]}…)  {what}: "
-            f"{plural(stats.commits, 'commit')}, "
-            f"{plural(stats.distinct_states, 'distinct version')} of the target files",
-        )
+            (
+                f"  manifest {report.manifest.name} ({report.manifest.digest[:19]}…)  {what}: "
+                f"{plural(stats.commits, 'commit')}, "
+                f"{plural(stats.distinct_states, 'distinct version')} of the target files",
+                "",
+            ),
+        ],
     )
     rows = {row.commit.sha: row for row in report.commits}
     for patch in report.manifest.patches:
-        console.print(
-            Text.assemble(
-                (patch.id, "bold"), f"  {patch.op_name}{'' if patch.required else ' (optional)'}  {patch.file}"
-            )
+        write_pieces(
+            console,
+            [(patch.id, "bold"), (f"  {patch.op_name}{'' if patch.required else ' (optional)'}  {patch.file}", "")],
         )
         previous: Window | None = None
         column = report.manifest.patches.index(patch)
         for window in report.windows_of(patch.id):
             parent = window.first.parents[0] if window.first.parents else None
             parent_row = rows.get(parent) if parent else None
-            console.print(
+            write_pieces(
+                console,
                 window_line(
                     window, previous, parent_row.results[column] if parent_row else None, _related(report, window)
-                )
+                ),
             )
             previous = window
             if window.status is not Status.APPLY:
@@ -199,14 +198,15 @@ def show(report: CheckReport, console: Console, what: str) -> None:
                 if window.first_result.hint:
                     print_indented(console, "hint: " + window.first_result.hint, indent=8, style="dim")
         for taken in (u for u in report.upstreamed if u.patch == patch.id):
-            console.print(Text(f"  {taken.label}: " + taken.message, style="bold yellow"))
+            write_pieces(console, [(f"  {taken.label}: " + taken.message, "bold yellow")])
     for column, group in enumerate(report.manifest.groups):
         within = f"  a variant in {group.parent}" if group.parent else ""
-        console.print(
-            Text.assemble(
+        write_pieces(
+            console,
+            [
                 ("group " + group.id, "bold"),
-                f"{'' if group.required else ' (optional)'}  variants: {', '.join(group.members)}{within}",
-            )
+                (f"{'' if group.required else ' (optional)'}  variants: {', '.join(group.members)}{within}", ""),
+            ],
         )
         previous_group: GroupWindow | None = None
         for gw in report.group_windows_of(group.id):
@@ -215,8 +215,8 @@ def show(report: CheckReport, console: Console, what: str) -> None:
             line = window_line(
                 gw, previous_group, parent_row.groups[column] if parent_row else None, _related(report, gw)
             )
-            line.append(f"  covered by {', '.join(gw.covered_by)}" if gw.covered_by else "  covered by none")
-            console.print(line)
+            line.append((f"  covered by {', '.join(gw.covered_by)}" if gw.covered_by else "  covered by none", ""))
+            write_pieces(console, line)
             previous_group = gw
             if not gw.first_result.ok:
                 print_indented(console, gw.first_result.message, indent=8, style="dim")
