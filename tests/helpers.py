@@ -291,3 +291,21 @@ def result_of(data: Mapping[str, Any], patch_id: str) -> dict[str, Any]:
 
 def verdicts(data: Mapping[str, Any]) -> list[tuple[str, str, str | None]]:
     return [(r["patch"], r["status"], r["reason"]) for r in data["results"]]
+
+
+def rich_off_terminal(stream: Any) -> Any:
+    """rich's own Console, set up as patchkit's consoles are off a terminal (no colour, no markup,
+    unwrapped): the reference that patchkit's rich-free output is held to."""
+    from rich.console import Console
+
+    from patchkit.render import UNWRAPPED_WIDTH
+
+    return Console(
+        file=stream,
+        width=UNWRAPPED_WIDTH,
+        soft_wrap=True,
+        color_system=None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from helpers import git
+from helpers import git, rich_off_terminal
 from histories import MODEL_V2, build_model_history, write_manifest
 
 from patchkit.cli import main
@@ -345,10 +345,8 @@ def test_subjects_print_as_written_on_and_off_a_terminal(tmp_path: Path, capsys)
     fails on) is printed as written; off a terminal without rich, byte for byte as rich prints it."""
     import io
 
-    from rich.console import Console
-
     from patchkit.commands.check import show
-    from patchkit.render import UNWRAPPED_WIDTH, make_console
+    from patchkit.render import make_console
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -372,19 +370,7 @@ def test_subjects_print_as_written_on_and_off_a_terminal(tmp_path: Path, capsys)
     report = check_range(load_manifest(manifest), Repo.discover(repo), ranges=["main"])
     plain, rich = io.StringIO(), io.StringIO()
     show(report, make_console(plain), "main")
-    show(
-        report,
-        Console(
-            file=rich,
-            width=UNWRAPPED_WIDTH,
-            soft_wrap=True,
-            color_system=None,
-            highlight=False,
-            emoji=False,
-            markup=False,  # as patchkit's consoles: it prints no markup
-        ),
-        "main",
-    )
+    show(report, rich_off_terminal(rich), "main")
     assert plain.getvalue() == out
     assert '"[/misc] second  [bold]"' in rich.getvalue()
     assert plain.getvalue() == rich.getvalue()

@@ -6,21 +6,15 @@ from __future__ import annotations
 import io
 
 import pytest
+from helpers import rich_off_terminal
 from rich.console import Console
 
-from patchkit.render import UNWRAPPED_WIDTH, Grid, PlainConsole, emit, make_console, results_table, write_pieces
+from patchkit.render import Grid, PlainConsole, emit, make_console, results_table, write_pieces
 from patchkit.results import PatchResult, Reason, Status
 
 
 def rich_lines(grid: Grid) -> list[str]:
-    console = Console(
-        file=io.StringIO(),
-        width=UNWRAPPED_WIDTH,
-        soft_wrap=True,
-        color_system=None,
-        highlight=False,
-        emoji=False,
-    )
+    console = rich_off_terminal(io.StringIO())
     with console.capture() as captured:
         console.print(grid.to_rich())
     return [line.rstrip() for line in captured.get().splitlines()]
@@ -106,15 +100,7 @@ def test_plain_console_lines_match_rich(text: str) -> None:
     prints there: no markup read, control codes dropped, tabs expanded from the line's start."""
     plain = io.StringIO()
     console = make_console(plain)
-    rich = Console(
-        file=io.StringIO(),
-        width=UNWRAPPED_WIDTH,
-        soft_wrap=True,
-        color_system=None,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
+    rich = rich_off_terminal(io.StringIO())
     with rich.capture() as captured:
         for target in (console, rich):
             target.print(text, style="bold")
