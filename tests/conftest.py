@@ -123,7 +123,6 @@ LONGEST_FILES_FIRST = (
     "test_demo.py",
     "test_crash_recovery.py",
     "test_wheel.py",
-    "test_readme_examples.py",
     "test_hardening_cli.py",
     "test_proof_bench.py",
     "test_guard_run.py",

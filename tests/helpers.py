@@ -309,3 +309,23 @@ def rich_off_terminal(stream: Any) -> Any:
         emoji=False,
         markup=False,
     )
+
+
+def readme_commands() -> list[tuple[list[str], list[str]]]:
+    """(argv after `patchkit`, output lines) for every fenced README block that starts with `$ patchkit`."""
+    import shlex
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    out = []
+    block: list[str] | None = None
+    for line in readme.splitlines():
+        if line.startswith("```"):
+            if block is None:
+                block = []
+                continue
+            if block and block[0].startswith("$ patchkit "):
+                out.append((shlex.split(block[0])[2:], block[1:]))
+            block = None
+        elif block is not None:
+            block.append(line)
+    return out

@@ -5,7 +5,8 @@ the refused apply at the renamed class, the interleaved bench of the good and
 the bad commit, compare's verdict and the commits between, the half-patched
 tree refused by the guard, and bisect naming "Fix PCG MoE Error (#17739)".
 The kept store is then read back with `patchkit runs`, as the closing lines
-suggest.  Its wall time is measured by benchmarks/bench_demo.py, not here.
+suggest, and the README's refused-apply example is run on the kept tree.
+Its wall time is measured by benchmarks/bench_demo.py, not here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import shlex
 import subprocess
 
 import pytest
-from helpers import patchkit_script, run_script
+from helpers import patchkit_script, readme_commands, run_script
 
 from patchkit.demo.sglang import build_sglang_history
 from patchkit.demo.standin.server import all_reduce_methods, ms_per_token
@@ -63,6 +64,18 @@ def test_apply_at_the_renamed_class_is_refused(kept):
     _work, _out, steps = kept
     assert "CLASS_NOT_FOUND" in steps[2]
     assert "REFUSED: 1 required patch cannot apply (eagle3-hooks CLASS_NOT_FOUND); nothing was written." in steps[2]
+
+
+def test_the_readme_refused_apply_block_is_this_trees_output(kept, tmp_path):
+    """The README's example: on the tree `patchkit demo --keep` leaves (at main, unpatched), its
+    `apply --commit rename-kimi` prints exactly the README's block (which then says so)."""
+    work, _out, _steps = kept
+    (argv, expected) = next((a, o) for a, o in readme_commands() if a[0] == "apply")
+    argv = [a.replace("/src/demo", str(work)) for a in argv]
+    r = run_script(*argv, cwd=tmp_path)
+    assert r.code == 1
+    got = r.out.replace(str(work), "/src/demo").splitlines()
+    assert got == expected, "README block differs; the real output is:\n" + "\n".join(got)
 
 
 def test_bench_interleaves_three_launches_each(kept):
