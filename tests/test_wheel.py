@@ -93,4 +93,5 @@ def test_validate_bundled_manifest_from_another_directory(installed: Path, tmp_p
 def test_demo_from_another_directory(installed: Path, tmp_path: Path) -> None:
     out = _run(installed / "bin" / "patchkit", "demo", cwd=tmp_path, env=_env(tmp_path))
     assert "no manifest named" not in out
-    assert "REFUSED" in out  # the demo ends on the refused apply at the renamed class
+    assert "REFUSED" in out  # step 2: the refused apply at the renamed class
+    assert "FIRST BAD: " in out  # step 6: bisect, with the wheel's own stand-in server and client
