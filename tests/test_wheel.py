@@ -63,9 +63,10 @@ def test_wheel_ships_the_bundled_manifests_and_payloads(wheel: Path) -> None:
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "v"
-    _run(sys.executable, "-m", "venv", venv)
+    _run(sys.executable, "-m", "venv", "--without-pip", venv)
     python = venv / "bin" / "python"
-    _run(python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheel)
+    # This environment's pip installs into the venv (pip --python): a pip of its own (ensurepip) is not needed.
+    _run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", "--no-index", wheel)
     # Dependencies come from this environment, on sys.path after the venv's own site-packages.
     purelib = Path(_run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").strip())
     deps = [p for p in site.getsitepackages() if Path(p).is_dir()]
