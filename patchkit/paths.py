@@ -37,7 +37,7 @@ def verdict_cache(common_dir: Path) -> Path:
 
 def schema_checked(common_dir: Path) -> Path:
     """Marker files of manifests that passed the JSON Schema and the ``[bench]`` checks
-    (``manifest.loader.checked_before``)."""
+    (``manifest.loader.checked_marker``)."""
     return shared(common_dir) / "schema-checked"
 
 

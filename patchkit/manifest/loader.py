@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import ManifestError, PatchkitError, UsageError
 from patchkit.manifest.groups import check_composition, check_requires, load_groups
 from patchkit.manifest.locate import Lines
-from patchkit.manifest.model import Manifest, Patch
+from patchkit.manifest.model import Manifest, Patch, bench_given
 from patchkit.manifest.resolve import display_path, resolve_manifest
 from patchkit.manifest.schema_errors import SCHEMA_PATH, validate_schema
 from patchkit.results import Reason
@@ -37,7 +37,7 @@ def load_manifest(
     on_files: Callable[[list[str]], None] | None = None,
 ) -> Manifest:
     """Load and check a manifest.  ``valid_cache``: a directory remembering
-    manifests that passed the JSON Schema and the ``[bench]`` checks (see ``checked_before``).
+    manifests that passed the JSON Schema and the ``[bench]`` checks (see ``checked_marker``).
 
     ``on_files`` gets the target files (``Manifest.files()``'s list, by the
     schema-checked tables) before the payloads are read and the operations
@@ -63,7 +63,8 @@ def load_manifest(
         raise ManifestError(f"invalid TOML: {message}{col}", file=display, line=line) from None
 
     lines = Lines(text)
-    checked = checked_before(raw, valid_cache)
+    marker = checked_marker(raw, valid_cache)
+    checked = marker is not None and marker.is_file()
     if not checked:
         validate_schema(data, display, lines)
     if on_files is not None:
@@ -112,8 +113,8 @@ def load_manifest(
     check_composition(patches, display, lines)
     bench_parser = _bench_parser(data.get("bench"), display, lines)
     if not checked:
-        bench_parser = partial(_given, bench_parser())  # a bad [bench] stops every command, as any key does
-        remember_checked(raw, valid_cache)
+        bench_parser = partial(bench_given, bench_parser())  # a bad [bench] stops every command, as any key does
+        remember_checked(marker)
 
     digest = hashlib.sha256()
     digest.update(raw)
@@ -132,7 +133,7 @@ def load_manifest(
 
 
 def _bench_parser(table: dict[str, Any] | None, display: str, lines: Lines) -> Callable[[], BenchConfig | None]:
-    return partial(_given, None) if table is None else partial(_parse_bench, table, display, lines)
+    return bench_given if table is None else partial(_parse_bench, table, display, lines)
 
 
 def _parse_bench(table: dict[str, Any], display: str, lines: Lines) -> BenchConfig:
@@ -140,10 +141,6 @@ def _parse_bench(table: dict[str, Any], display: str, lines: Lines) -> BenchConf
     from patchkit.manifest.bench import parse_bench
 
     return parse_bench(table, display, lines.bench_line_of)
-
-
-def _given(bench: BenchConfig | None) -> BenchConfig | None:
-    return bench
 
 
 @contextmanager
@@ -161,16 +158,9 @@ def bad_manifest_first(spec: str | Path) -> Iterator[None]:
 BENCH_RULES = Path(__file__).with_name("bench.py")
 
 
-def _checked_key(raw: bytes) -> str | None:
-    try:
-        rules = SCHEMA_PATH.read_bytes() + b"\0" + BENCH_RULES.read_bytes()
-    except OSError:
-        return None  # no source to name the rules by (a bytecode-only install): nothing is remembered
-    return hashlib.sha256(rules + b"\0" + raw).hexdigest()
-
-
-def checked_before(raw: bytes, cache: Path | None) -> bool:
-    """Whether these exact manifest bytes passed this exact schema and ``[bench]`` checks before.
+def checked_marker(raw: bytes, cache: Path | None) -> Path | None:
+    """The marker file that says these exact manifest bytes passed this exact schema and ``[bench]``
+    checks before (it exists, then), or None where nothing is remembered.
 
     Both are pure functions of the manifest's bytes and their rules (``schema.json``, ``bench.py``),
     and importing jsonschema costs more than everything else ``patchkit guard`` does on a warm tree,
@@ -180,19 +170,19 @@ def checked_before(raw: bytes, cache: Path | None) -> bool:
     else (payloads, references, composition) is still checked on every load.
     """
     if cache is None:
-        return False
-    key = _checked_key(raw)
-    return key is not None and (cache / key).is_file()
+        return None
+    try:
+        rules = SCHEMA_PATH.read_bytes() + b"\0" + BENCH_RULES.read_bytes()
+    except OSError:
+        return None  # no source to name the rules by (a bytecode-only install): nothing is remembered
+    return cache / hashlib.sha256(rules + b"\0" + raw).hexdigest()
 
 
-def remember_checked(raw: bytes, cache: Path | None) -> None:
-    if cache is None:
-        return
-    key = _checked_key(raw)
-    if key is None:
+def remember_checked(marker: Path | None) -> None:
+    if marker is None:
         return
     try:
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / key).touch()
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
     except OSError:
         pass  # a cache that cannot be written only costs time

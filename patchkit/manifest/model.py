@@ -48,8 +48,9 @@ class Group:
     parent: str | None = None  # the group this group is a member of
 
 
-def _no_bench() -> BenchConfig | None:
-    return None
+def bench_given(bench: BenchConfig | None = None) -> BenchConfig | None:
+    """A ``bench_parser`` whose table is already built (or absent: the default)."""
+    return bench
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ class Manifest:
     digest: str  # over the manifest and every payload it uses
     groups: tuple[Group, ...] = ()
     # Builds ``bench`` on first use.  The loader runs it at load time unless these exact bytes passed
-    # the [bench] checks before (``loader.checked_before``): then only ``patchkit bench`` pays for it.
-    bench_parser: Callable[[], BenchConfig | None] = field(default=_no_bench, compare=False, repr=False)
+    # the [bench] checks before (``loader.checked_marker``): then only ``patchkit bench`` pays for it.
+    bench_parser: Callable[[], BenchConfig | None] = field(default=bench_given, compare=False, repr=False)
 
     @cached_property
     def bench(self) -> BenchConfig | None:
