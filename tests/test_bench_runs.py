@@ -287,24 +287,25 @@ def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]
     assert subjects == ["docs: more notes", SLOW_SUBJECT]
     rows = {r["metric"]: r for r in data["metrics"]}
-    assert rows["output_tok_s"]["significant"] is True and rows["output_tok_s"]["direction"] == "worse"
-    assert rows["verify_ms"]["direction"] == "worse"
+    assert rows["output_tok_s"]["ratio"] < 0.9 and rows["verify_ms"]["ratio"] > 1.1  # the planted slowdown
+    assert "significant" not in rows["output_tok_s"]  # one verdict: over the launches (version 2)
+    assert data["version"] == 2
     assert data["provenance"]["env"] == []  # same env, once the per-commit tree path is factored out
     versions = {d["key"] for d in data["provenance"]["versions"]}
     assert versions == {"server_info.version"}
     people = run_cli(capsys, "compare", "--commit", history["restore-model"], "--commit", history["docs-2"],
                      "--profile", "eagle3", "--repo", history.path, "--store", store)  # fmt: skip
-    assert SLOW_SUBJECT in people.out and "yes (worse)" in people.out
+    assert SLOW_SUBJECT in people.out and "significant" not in people.out
 
 
-def test_compare_within_threshold_is_not_significant(capsys, history, manifest, store):
+def test_compare_within_threshold_is_never_different(capsys, history, manifest, store):
     result = bench(capsys, history, manifest, store, "--commit", history["base"], "--commit", history["docs"],
                    "--profile", "baseline")  # fmt: skip
     a, b = (r["run"] for r in result.json["runs"])
     rows = run_cli(capsys, "compare", str(a), str(b), "--repo", history.path, "--store", store, "--json").json
-    assert {r["metric"]: r["significant"] for r in rows["metrics"]} == {
-        "output_tok_s": False, "output_tok_s_printed": False, "verify_ms": False,
-    }  # fmt: skip
+    calls = {r["metric"]: r["verdict"]["verdict"] for r in rows["metrics"]}
+    assert set(calls) == {"output_tok_s", "output_tok_s_printed", "verify_ms"}
+    assert "different" not in calls.values()
 
 
 def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, history, manifest, store):

@@ -10,6 +10,7 @@ import pytest
 
 from patchkit.bench.record import RunRecord
 from patchkit.bench.store import MIGRATIONS, SCHEMA_VERSION, Store
+from patchkit.bench.verdict import Noise
 from patchkit.errors import RepoError, UsageError
 
 
@@ -77,9 +78,9 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 5
+    assert SCHEMA_VERSION == 6
     with Store(path) as store:
-        assert store.version() == 5
+        assert store.version() == 6
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
@@ -100,6 +101,26 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
         assert again.migrate() == []
 
 
+def test_a_prior_stored_before_schema_6_reads_with_unknown_gpus(tmp_path):
+    """A store with priors from before they carried their GPUs and launch count still reads: as unknown GPUs (a
+    bisect then uses it anywhere, as before) and df + 1 launches."""
+    path = tmp_path / "v5.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (5)")
+    for statements in MIGRATIONS[:5]:
+        db.executescript(statements)
+    db.execute(
+        "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at) "
+        "VALUES ('gpu-1', 'eagle3', 'tok_s', 0.02, 9, 'a', 's', '2026-11-01T10:00:00.000Z')"
+    )
+    db.commit()
+    db.close()
+    with Store(path) as store:
+        got = store.noise("gpu-1", "eagle3", "tok_s")
+    assert got == Noise(sigma=0.02, df=9, measured_at="2026-11-01T10:00:00.000Z", place="gpu-1", gpu=None, launches=10)
+
+
 def test_refuses_a_newer_schema(tmp_path):
     path = tmp_path / "new.sqlite"
     Store(path).close()
@@ -111,23 +132,15 @@ def test_refuses_a_newer_schema(tmp_path):
         Store(path)
 
 
-@pytest.mark.parametrize(
-    ("a", "b", "significant", "direction"),
-    [
-        ([94.0, 95.0, 96.0], [84.0, 85.0, 86.0], True, "worse"),  # -11 %, ranges apart
-        ([94.0, 95.0, 96.0], [80.0, 85.0, 95.5], False, None),  # -11 %, ranges overlap
-        ([94.0, 95.0, 96.0], [91.0, 92.0, 93.0], False, None),  # -3 %, ranges apart: under the threshold
-        ([84.0, 85.0, 86.0], [94.0, 95.0, 96.0], True, "better"),
-    ],
-)
-def test_significance_needs_threshold_and_separate_ranges(a, b, significant, direction):
+def test_a_metric_row_has_each_sides_stats_and_no_second_verdict():
+    """The old rule over client runs ('significant') is gone from compare: the verdict over launches is the one."""
     from patchkit.bench.compare import metric_deltas
 
-    ra = record(samples={"output_tok_s": a}, missing=[])
-    rb = record(samples={"output_tok_s": b}, missing=[])
-    (row,) = metric_deltas(ra, rb, 0.05, {"output_tok_s": "higher"})
-    assert (row.significant, row.direction) == (significant, direction)
-    assert row.ratio == pytest.approx(b[1] / a[1])
+    ra = record(samples={"output_tok_s": [94.0, 95.0, 96.0]}, missing=[])
+    rb = record(samples={"output_tok_s": [84.0, 85.0, 86.0]}, missing=[])
+    (row,) = metric_deltas(ra, rb)
+    assert row.ratio == pytest.approx(85.0 / 95.0)
+    assert "significant" not in row.to_json() and "ranges_overlap" not in row.to_json()
 
 
 def test_provenance_diff_names_gpu_env_and_version_changes():
@@ -169,8 +182,11 @@ def test_noise_is_kept_per_host_profile_and_metric_latest_first(tmp_path):
         store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.03, df=9, commit="a" * 40, series="x")
         store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.02, df=5, commit="a" * 40, series="y")
         store.add_noise(host="gpu-2", profile="eagle3", metric="tok_s", sigma=0.09, df=5, commit="a" * 40, series="z")
+        store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.025, df=7, commit="a" * 40,
+                        series="w", gpu="NVIDIA H200 x8", launches=8)  # fmt: skip
         got = store.noise("gpu-1", "eagle3", "tok_s")
-        assert got is not None and (got["sigma"], got["df"], got["series"]) == (0.02, 5, "y")
+        assert got is not None and (got.sigma, got.df, got.gpu, got.launches) == (0.025, 7, "NVIDIA H200 x8", 8)
+        assert got.place == "gpu-1" and got.measured_at is not None and got.measured_at.startswith("20")
         with pytest.raises(sqlite3.IntegrityError):
             store.add_noise(host="h", profile="p", metric="m", sigma=-1.0, df=3, commit="a", series="s")
 

@@ -8,7 +8,17 @@ import random
 import pytest
 from scipy import stats
 
-from patchkit.bench.verdict import Call, Noise, judge, launches_needed, level, noise_of, pooled_noise
+from patchkit.bench.verdict import (
+    Call,
+    Noise,
+    judge,
+    launches_needed,
+    level,
+    noise_of,
+    outliers,
+    pooled_noise,
+    resolution_floor,
+)
 
 
 def launches(rng: random.Random, n: int, mean: float, sigma: float) -> list[float]:
@@ -60,10 +70,19 @@ def test_one_launch_per_side_with_a_prior_gives_an_interval_and_the_launches_nee
     assert noisier.launches_needed is None or noisier.launches_needed > near.launches_needed
 
 
-def test_the_prior_is_left_out_once_both_sides_have_enough_launches() -> None:
+def test_the_prior_fades_as_launches_accumulate_with_no_switch_at_a_count() -> None:
+    """The prior is pooled at every launch count, with its df shared by the two sides: a wrong prior (50 %) widens
+    an interval of 2 x 2 launches a lot and one of 2 x 30 little, and the width changes smoothly in between."""
     rng = random.Random(3)
-    v = judge(launches(rng, 10, 100, 0.02), launches(rng, 10, 100, 0.02), noise=Noise(sigma=0.5, df=9))
-    assert not v.prior_used and v.call is Call.SAME
+    wrong = Noise(sigma=0.5, df=9)
+    widths = []
+    for n in (2, 4, 7, 8, 9, 15, 30):
+        v = judge(launches(rng, n, 100, 0.02), launches(rng, n, 100, 0.02), noise=wrong)
+        assert v.prior_used and v.low is not None and v.high is not None
+        widths.append(math.log(v.high / v.low))
+    assert widths == sorted(widths, reverse=True)  # more launches, narrower: the prior's weight fades
+    assert widths[3] / widths[2] > 0.8  # 7 -> 8 launches: no jump where PRIOR_UNTIL used to switch the prior off
+    assert widths[-1] < widths[0] / 4
 
 
 def test_a_a_comparisons_are_never_different() -> None:
@@ -111,15 +130,51 @@ def test_noise_of_an_aa_run_and_pooled_noise() -> None:
         Noise(sigma=-1.0, df=3)
 
 
-def test_launches_needed_is_enough_for_the_interval_to_clear_the_band() -> None:
+def test_launches_needed_clears_the_band_with_power() -> None:
     n = launches_needed(math.log(0.9), 0.03, threshold=0.05, confidence=0.99)
     assert n is not None
-    # At that n, with the estimate where it is, the interval just clears the band; one fewer does not.
-    half = stats.t.ppf(0.995, 2 * (n - 1)) * 0.03 * math.sqrt(2 / n)
+    # At that n the interval clears the band with 80 % power (the estimate's own error to spare); one fewer does not.
+    z = stats.norm.ppf(0.8)
+    half = (stats.t.ppf(0.995, 2 * (n - 1)) + z) * 0.03 * math.sqrt(2 / n)
     assert abs(math.log(0.9)) - half > math.log1p(0.05)
-    half_less = stats.t.ppf(0.995, 2 * (n - 2)) * 0.03 * math.sqrt(2 / (n - 1))
+    half_less = (stats.t.ppf(0.995, 2 * (n - 2)) + z) * 0.03 * math.sqrt(2 / (n - 1))
     assert abs(math.log(0.9)) - half_less <= math.log1p(0.05)
+    # More power costs more launches; at 50 % power it is the old "interval clears at the estimate" count.
+    assert launches_needed(math.log(0.9), 0.03, threshold=0.05, confidence=0.99, power=0.95) > n
+    assert launches_needed(math.log(0.9), 0.03, threshold=0.05, confidence=0.99, power=0.5) < n
     assert launches_needed(math.log1p(0.05), 0.03, threshold=0.05, confidence=0.99) is None
+
+
+def test_identical_launches_get_the_resolution_as_spread_never_a_zero_width_interval() -> None:
+    """A quantized metric (one decimal) whose launches repeat to the last digit: the interval is the rounding's
+    width, so the same values on both sides are not 'different' at threshold 0, and a real change still is."""
+    same = judge([61.1, 61.1, 61.1], [61.1, 61.1], threshold=0.0)
+    assert same.call is Call.UNKNOWN and same.low is not None and same.high is not None and same.low < 1 < same.high
+    assert same.sigma == pytest.approx(resolution_floor([61.1])) and same.sigma > 0
+    moved = judge([61.1, 61.1, 61.1], [60.1, 60.1], threshold=0.0)
+    assert moved.call is Call.DIFFERENT and moved.direction == "lower"
+    assert resolution_floor([100.0, 90.0]) == pytest.approx(1 / math.sqrt(12) / 90)
+    assert resolution_floor([]) == 0.0
+
+
+def test_each_side_brings_its_own_prior_when_they_ran_in_two_places() -> None:
+    """compare used A's prior for both sides: a noisy host's B judged with a quiet host's spread read as different."""
+    rng = random.Random(11)
+    quiet, noisy = Noise(sigma=0.005, df=9), Noise(sigma=0.06, df=9)
+    a, b = launches(rng, 2, 100, 0.005), launches(rng, 2, 96, 0.06)
+    shared = judge(a, b, threshold=0.0, noise=quiet)
+    own = judge(a, b, threshold=0.0, noise=quiet, noise_b=noisy)
+    assert own.high is not None and shared.high is not None
+    assert math.log(own.high / own.low) > 1.5 * math.log(shared.high / shared.low)
+    assert "each side's noise prior" in own.why
+
+
+def test_an_a_a_spread_leaves_out_an_outlier_launch() -> None:
+    values = [100.2, 99.8, 100.5, 99.6, 100.1, 70.0, 100.3, 99.9, 100.0, 100.4]
+    flags = outliers(values)
+    assert flags == [False] * 5 + [True] + [False] * 4
+    got = noise_of(values)
+    assert got is not None and got.df == 8 and got.sigma < 0.005
 
 
 def test_a_commits_level_is_the_student_interval_of_its_launches_geometric_mean() -> None:
@@ -142,6 +197,7 @@ def test_a_level_pools_the_noise_prior_as_judge_does_and_one_launch_alone_has_no
     one = level([61.0], noise=prior)
     half = stats.t.ppf(0.995, 9) * 0.02
     assert one.prior_used and one.df == 9 and one.why.startswith("1 launch;")
+    assert level([61.0] * 20, noise=prior).prior_used  # at any launch count: no switch
     assert one.low == pytest.approx(61.0 * math.exp(-half)) and one.high == pytest.approx(61.0 * math.exp(half))
     # Two launches with the prior: its df plus theirs, its spread pooled with theirs, as judge pools a side.
     two = level([60.0, 62.0], noise=prior)
@@ -149,6 +205,7 @@ def test_a_level_pools_the_noise_prior_as_judge_does_and_one_launch_alone_has_no
     sigma = math.sqrt((9 * 0.02**2 + ss) / 10)
     assert two.df == 10 and two.sigma == pytest.approx(sigma)
     assert math.log(two.high / two.low) / 2 == pytest.approx(stats.t.ppf(0.995, 10) * sigma / math.sqrt(2))
-    same = level([61.1, 61.1])
-    assert same.low == same.high == pytest.approx(61.1)
+    same = level([61.1, 61.1])  # repeats to the last digit: the rounding's width, not zero
+    assert same.low is not None and same.high is not None and same.low < 61.1 < same.high
+    assert math.log(same.high / same.low) < 0.1
     assert level([61.0, 0.0]).low is None and level([]).center is None

@@ -2,7 +2,12 @@
 
 Per metric, each launch's value is the median of its measured runs; the
 spread is the standard deviation of the logs of those values (so 0.03 is
-about 3 %), with N - 1 degrees of freedom (``verdict.noise_of``).  As a check
+about 3 %), with N - 1 degrees of freedom (``verdict.noise_of``), without
+the launches ``verdict.outliers`` flags (listed by index in ``outliers``): one
+launch 30 % slow in ten would widen the prior of every later comparison
+tenfold.  The prior is stored with the GPUs its launches ran on (one GPU
+model, ``verdict.gpu_label``) and the launches it kept, so that a bisect can
+refuse it on other GPUs and say how old it is.  As a check
 of the statistics, the launches are also split into the odd and the even ones
 (interleaved, A1 B1 A2 B2 ...) and compared with the verdict ``compare``
 uses: an A/A comparison must come out ``same`` or ``unknown``, never
@@ -18,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from patchkit.bench.compare import launch_values
-from patchkit.bench.record import RunRecord
+from patchkit.bench.record import Outcome, RunRecord
 from patchkit.bench.store import Store
-from patchkit.bench.verdict import Call, judge, noise_of
+from patchkit.bench.verdict import Call, gpu_label, judge, noise_of, outliers
 
 
 def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[str, Any]]:
@@ -30,12 +35,14 @@ def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[s
     for name in names:
         values = launch_values(launches, name)
         spread = noise_of(values)
+        flagged = outliers(values)
         odd, even = values[0::2], values[1::2]
         aa = judge(odd, even, threshold=threshold, confidence=0.99, noise=None)
         row: dict[str, Any] = {
             "metric": name,
             "launches": len(values),
             "values": list(values),
+            "outliers": [i for i, out in enumerate(flagged) if out],  # left out of the spread (verdict.outliers)
             "median": statistics.median(values) if values else None,
             "sigma": None if spread is None else spread.sigma,
             "df": None if spread is None else spread.df,
@@ -68,6 +75,8 @@ def keep_priors(
     """One profile's A/A report (``noise --json``'s ``profiles[]``), each spread that passed the check stored
     as the prior of ``place`` (``cluster.prior_place``), profile and metric, unless the run was interrupted."""
     report = aa_report(records, threshold=threshold)
+    gpus = {gpu_label(r.gpus) for r in records if r.outcome is Outcome.OK}
+    gpu = gpus.pop() if len(gpus) == 1 else None  # launches on mixed GPUs: not one GPU's prior
     for row in report:
         if row["stored"] and not interrupted:
             store.add_noise(
@@ -78,6 +87,8 @@ def keep_priors(
                 df=row["df"],
                 commit=commit,
                 series=series,
+                gpu=gpu,
+                launches=row["df"] + 1,
             )
         elif row["stored"]:
             row["stored"] = False

@@ -6,10 +6,12 @@ median of its measured client runs, and the launches are the replicates.
 Per metric, ``verdict.judge`` gives the ratio of B to A with its confidence
 interval and the three-way call (``different`` with a direction, ``same``
 within ``threshold``, ``unknown`` with the launches that would be needed),
-using the host's stored launch-to-launch spread (``patchkit noise``) as a
-prior where a side has few launches.  The older rule is kept beside it: a
-change is *significant* when the medians of all client runs differ by more
-than ``threshold`` AND their min-max ranges do not overlap.  The provenance
+using each side's stored launch-to-launch spread (``patchkit noise``, where
+that side ran) as its prior, pooled with its own launches (``judge``: one
+shared prior is counted once; sides from two places each bring their own).
+The older rule over single client runs (``significant``: medians apart by
+more than the threshold and min-max ranges apart) is gone: it judged client
+runs, not launches, and read as a second verdict.  The provenance
 diff is what an engineer hunting a regression assembles by hand: the upstream commits between the two (given by the
 caller, from ``Repo.commit_range``: this module runs no git), differences of
 patch *state* (applied, provided upstream, not applied, with the payload
@@ -36,16 +38,13 @@ from patchkit.proof.compare import proof_changes
 
 @dataclass(frozen=True)
 class MetricDelta:
-    """One metric of A against B: the kept rule over the client runs of all launches (``significant``, with its
-    ratio and ranges) and the verdict over the launches (``call``)."""
+    """One metric of A against B: the client runs' stats of each side (all launches pooled), and the verdict over
+    the launches (``call``)."""
 
     metric: str
     a: Mapping[str, Any] | None  # the stats of run A (median, min, max, n, missing); None when A lacks the metric
     b: Mapping[str, Any] | None
     ratio: float | None  # b median / a median
-    ranges_overlap: bool | None
-    significant: bool
-    direction: str | None  # better | worse | None (not significant, or no `better`)
     verdict: Verdict | None = None  # over the launches: ratio, interval, different / same / unknown
     launch_values: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())  # one value per usable launch, A and B
     better: str | None = None  # the metric's `better`, to say whether a different is better or worse
@@ -68,9 +67,6 @@ class MetricDelta:
             "a": None if self.a is None else dict(self.a),
             "b": None if self.b is None else dict(self.b),
             "ratio": self.ratio,
-            "ranges_overlap": self.ranges_overlap,
-            "significant": self.significant,
-            "direction": self.direction,
             "launches": {"a": list(self.launch_values[0]), "b": list(self.launch_values[1])},
             "verdict": None if self.verdict is None else {**self.verdict.as_json(), "call": self.call},
         }
@@ -163,7 +159,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "version": 1,
+            "version": 2,
             "command": "compare",
             "threshold": self.threshold,
             "confidence": self.confidence,
@@ -189,11 +185,13 @@ def compare(
     launches_b: Sequence[RunRecord] = (),
     noise: Mapping[str, Noise] | None = None,
     confidence: float = 0.99,
+    noise_b: Mapping[str, Noise] | None = None,
 ) -> Comparison:
     """Compare two sides; ``between`` is the commit range (``Between("same")`` when not given and same sha).
 
     ``launches_a`` / ``launches_b``: the launches of each side (default: the run
-    alone); ``noise``: a prior spread per metric name."""
+    alone); ``noise``: a prior spread per metric name, of both sides, or of A
+    alone when ``noise_b`` (B's, measured where B ran) is given."""
     if between is None:
         between = Between("same") if a.commit.sha == b.commit.sha else Between("diverged")
     side_a, side_b = tuple(launches_a) or (a,), tuple(launches_b) or (b,)
@@ -202,7 +200,9 @@ def compare(
         a=a,
         b=b,
         threshold=threshold,
-        metrics=tuple(launch_deltas(side_a, side_b, threshold, better, noise=noise or {}, confidence=confidence)),
+        metrics=tuple(
+            launch_deltas(side_a, side_b, threshold, better, noise=noise or {}, confidence=confidence, noise_b=noise_b)
+        ),
         launches_a=side_a,
         launches_b=side_b,
         confidence=confidence,
@@ -230,22 +230,15 @@ def compare(
     )
 
 
-def metric_deltas(a: RunRecord, b: RunRecord, threshold: float, better: Mapping[str, str]) -> list[MetricDelta]:
+def metric_deltas(a: RunRecord, b: RunRecord) -> list[MetricDelta]:
+    """Per metric: each side's stats over its client runs, and the ratio of the medians."""
     sa, sb = a.stats(), b.stats()
     rows = []
     for name in dict.fromkeys([*sa, *sb]):
         x, y = sa.get(name, {}), sb.get(name, {})
         ma, mb = x.get("median"), y.get("median")
         ratio = mb / ma if ma and mb is not None else None
-        overlap = None
-        if None not in (x.get("min"), x.get("max"), y.get("min"), y.get("max")):
-            overlap = not (x["max"] < y["min"] or y["max"] < x["min"])
-        significant = bool(ratio is not None and abs(ratio - 1) > threshold and overlap is False)
-        direction = None
-        if significant and ratio is not None and name in better:
-            up = ratio > 1
-            direction = "better" if up == (better[name] == "higher") else "worse"
-        rows.append(MetricDelta(name, x or None, y or None, ratio, overlap, significant, direction))
+        rows.append(MetricDelta(name, x or None, y or None, ratio))
     return rows
 
 
@@ -269,13 +262,17 @@ def launch_deltas(
     *,
     noise: Mapping[str, Noise],
     confidence: float,
+    noise_b: Mapping[str, Noise] | None = None,
 ) -> list[MetricDelta]:
-    """Per metric: the kept rule over the client runs of all launches, and the verdict over the launches."""
+    """Per metric: the client runs' stats and the verdict over the launches.  ``noise``: the prior of both sides
+    (one place), or of A when ``noise_b`` gives B's (two places)."""
     pooled_a, pooled_b = _pooled(side_a), _pooled(side_b)
     rows = []
-    for delta in metric_deltas(pooled_a, pooled_b, threshold, better):
+    for delta in metric_deltas(pooled_a, pooled_b):
         va, vb = launch_values(side_a, delta.metric), launch_values(side_b, delta.metric)
-        verdict = judge(va, vb, threshold=threshold, confidence=confidence, noise=noise.get(delta.metric))
+        prior_b = None if noise_b is None else noise_b.get(delta.metric)
+        verdict = judge(va, vb, threshold=threshold, confidence=confidence, noise=noise.get(delta.metric),
+                        noise_b=prior_b)  # fmt: skip
         rows.append(replace(delta, verdict=verdict, launch_values=(va, vb), better=better.get(delta.metric)))
     return rows
 

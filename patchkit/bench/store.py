@@ -28,6 +28,7 @@ from typing import Any
 
 from patchkit import paths
 from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.spread import Noise
 from patchkit.errors import WRITE_ERRNOS, RepoError, UnwritableError, UsageError
 from patchkit.redact import redact_env
 
@@ -124,6 +125,13 @@ MIGRATIONS: tuple[str, ...] = (
         started_at TEXT NOT NULL,
         finished_at TEXT
     );
+    """,
+    # 6: a noise prior says what it was measured on, so that a bisect can refuse one from other GPUs and show its
+    #    age: the GPUs of the A/A launches (``verdict.gpu_label``) and how many launches it kept.  Older rows read
+    #    as unknown GPUs and df + 1 launches.
+    """
+    ALTER TABLE noise ADD COLUMN gpu TEXT;
+    ALTER TABLE noise ADD COLUMN launches INTEGER;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -401,26 +409,38 @@ class Store:
         return [RunRecord.from_json(json.loads(r[0])) for r in rows]
 
     def add_noise(
-        self, *, host: str, profile: str, metric: str, sigma: float, df: int, commit: str, series: str
+        self,
+        *,
+        host: str,
+        profile: str,
+        metric: str,
+        sigma: float,
+        df: int,
+        commit: str,
+        series: str,
+        gpu: str | None = None,
+        launches: int | None = None,
     ) -> None:
         """Store the launch-to-launch spread that an A/A run measured (``patchkit noise``)."""
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                (host, profile, metric, sigma, df, commit, series),
+                "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at, gpu, launches) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?, ?)",
+                (host, profile, metric, sigma, df, commit, series, gpu, launches),
             )
 
-    def noise(self, host: str, profile: str, metric: str) -> dict[str, Any] | None:
-        """The latest spread measured for this host, profile and metric: sigma, df, commit, series, measured_at."""
+    def noise(self, host: str, profile: str, metric: str) -> Noise | None:
+        """The latest spread measured for this host, profile and metric, with where, when and on what."""
         row = self.db.execute(
-            "SELECT sigma, df, commit_sha, series, measured_at FROM noise "
+            "SELECT sigma, df, measured_at, gpu, launches FROM noise "
             "WHERE host = ? AND profile = ? AND metric = ? ORDER BY id DESC LIMIT 1",
             (host, profile, metric),
         ).fetchone()
         if row is None:
             return None
-        return {"sigma": row[0], "df": row[1], "commit": row[2], "series": row[3], "measured_at": row[4]}
+        sigma, df, measured_at, gpu, launches = row
+        return Noise(sigma=float(sigma), df=int(df), measured_at=measured_at, place=host, gpu=gpu,
+                     launches=int(launches) if launches is not None else int(df) + 1)  # fmt: skip
 
     def latest(self, commit: str, profile: str | None = None) -> RunRecord | None:
         query = "SELECT record FROM runs WHERE commit_sha = ?"

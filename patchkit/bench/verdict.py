@@ -10,23 +10,28 @@ The comparison works on logarithms, so the estimate is the ratio of the
 geometric means (B over A) and its confidence interval is a Student-t interval
 on the difference of mean logs:
 
-* with a noise prior (the launch-to-launch spread that ``patchkit noise``
-  measured where the launches run, for the profile) and a side with fewer than
-  ``PRIOR_UNTIL`` launches, the spread is the prior pooled with both sides'
-  own spread, weighted by degrees of freedom, with the pooled degrees of
-  freedom;
-* otherwise, with at least two launches per side, Welch's interval
-  (``scipy.stats.ttest_ind(equal_var=False).confidence_interval``);
+* each side's spread is its own launches' pooled with the noise prior by
+  degrees of freedom (the launch-to-launch spread that ``patchkit noise``
+  measured where the launches run, for the profile): a conjugate update, so
+  the prior counts fully at one launch and fades as launches accumulate, with
+  no switch at a launch count.  When both sides share one prior (``noise``),
+  each takes half its degrees of freedom, so it is counted once; sides
+  measured in different places pass their own (``noise`` for A, ``noise_b``
+  for B).  The interval is then Welch's: each side's variance over its
+  launches, with Welch-Satterthwaite degrees of freedom, so a side that
+  scatters more is not hidden by a quiet one;
+* without a prior, with at least two launches per side, the same interval
+  from the launches alone;
 * with one launch on a side and no prior, nothing is known about the spread:
   the verdict is ``unknown`` and the number of launches needed cannot be
   estimated (``launches_needed`` is None); ``next`` says what would decide it:
   a prior from ``patchkit noise``, or two launches a side, after which the
   verdict names a count.
 
-With one launch a side and a prior, the prior is the spread (a host's launch
-noise is known before the comparison, which is what ``patchkit noise`` is
-for), so a change far outside the band is ``different`` at once; one that is
-not is ``unknown`` with the launches per side that would decide it.
+A side's spread is never below its values' resolution (``resolution_floor``):
+a metric printed to one decimal cannot show a spread under its rounding, and
+launches that repeat to the last digit give an interval of that width, not
+one of zero width that reads as ``different`` for any change.
 
 Verdict, with the band ``[1/(1+t), 1+t]`` for the threshold ``t``:
 
@@ -44,9 +49,8 @@ and ``different`` means the interval excludes 1 (used by the bisect for GOOD
 against BAD, where any confident change is the one being hunted).
 
 ``level`` is one side alone: the geometric mean of one commit's launches
-with its interval, by the same spread rules (the prior pooled in below
-``PRIOR_UNTIL`` launches; else Student's t over the launches; one launch and
-no prior: unknown).  The report draws it per benchmarked commit, so the
+with its interval, by the same spread rules (the prior pooled in by degrees
+of freedom; one launch and no prior: unknown).  The report draws it per benchmarked commit, so the
 picture's intervals and ``compare``'s verdicts come from one rule.
 
 scipy is imported here and this module is imported only by the verbs that
@@ -63,9 +67,13 @@ from functools import lru_cache
 
 from scipy import stats
 
+from patchkit.bench.spread import Noise, gpu_label
 from patchkit.render import plural
 
-PRIOR_UNTIL = 8  # a noise prior is used while either side has fewer launches than this
+__all__ = ["Noise", "gpu_label", "judge", "level", "noise_of"]  # Noise, gpu_label: from the scipy-free spread module
+
+OUTLIER_MADS = 5.0  # a launch this many robust spreads from the median is an outlier of an A/A run
+POWER = 0.8  # launches_needed plans for this chance of a decided interval
 MAX_NEEDED = 1000  # launches_needed above this is reported as None (not worth planning)
 NO_SPREAD = "run `patchkit noise` for a noise prior, or launch each side at least twice"
 
@@ -79,25 +87,6 @@ class Call(str, Enum):
 
     def __str__(self) -> str:
         return self.value
-
-
-@dataclass(frozen=True)
-class Noise:
-    """Launch-to-launch spread of one metric: the standard deviation of log values, with its degrees of freedom.
-
-    ``sigma`` is on the log scale, so 0.03 is about 3 % between launches.  ``df``
-    is the number of launches that measured it minus one: it weighs the prior
-    against the launches of a comparison.
-    """
-
-    sigma: float
-    df: int
-
-    def __post_init__(self) -> None:
-        if not (self.sigma >= 0 and math.isfinite(self.sigma)):
-            raise ValueError(f"noise sigma must be a finite number >= 0, got {self.sigma!r}")
-        if self.df < 1:
-            raise ValueError(f"noise df must be >= 1, got {self.df!r}")
 
 
 @dataclass(frozen=True)
@@ -143,12 +132,37 @@ class Verdict:
 def noise_of(launches: Sequence[float]) -> Noise | None:
     """The launch-to-launch spread of one commit's launches (an A/A run), or None with fewer than two.
 
-    Values must be positive (throughputs, latencies): the spread is that of their logs.
+    Values must be positive (throughputs, latencies): the spread is that of their
+    logs, without the launches ``outliers`` flags (one launch in a few dozen runs
+    20-40 % slow on a real server; kept in, it would make the prior of every later
+    comparison ten times too wide).
     """
     logs = _logs(launches)
-    if logs is None or len(logs) < 2:
+    if logs is None:
         return None
-    return Noise(sigma=_sd(logs), df=len(logs) - 1)
+    flags = outliers(launches)
+    kept = [x for x, out in zip(logs, flags, strict=True) if not out]
+    if len(kept) < 2:
+        return None
+    return Noise(sigma=_sd(kept), df=len(kept) - 1)
+
+
+def outliers(launches: Sequence[float]) -> list[bool]:
+    """Which launches lie farther than ``OUTLIER_MADS`` robust spreads (1.4826 x the median absolute deviation of
+    the logs, at least the values' resolution) from the median: fewer than three launches flag nothing."""
+    logs = _logs(launches)
+    if logs is None or len(logs) < 3:
+        return [False] * len(launches)
+    ordered = sorted(logs)
+    mid = _median(ordered)
+    mad = _median(sorted(abs(x - mid) for x in logs))
+    scale = max(1.4826 * mad, resolution_floor(launches), 1e-12)
+    return [abs(x - mid) > OUTLIER_MADS * scale for x in logs]
+
+
+def _median(ordered: Sequence[float]) -> float:
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def pooled_noise(groups: Sequence[Sequence[float]]) -> Noise | None:
@@ -179,8 +193,12 @@ def judge(
     threshold: float = 0.05,
     confidence: float = 0.99,
     noise: Noise | None = None,
+    noise_b: Noise | None = None,
 ) -> Verdict:
-    """B against A for one metric, from one value per launch on each side."""
+    """B against A for one metric, from one value per launch on each side.
+
+    ``noise``: the prior of both sides, or of A alone when ``noise_b`` gives B's
+    (sides measured in different places)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1, got {confidence!r}")
     if threshold < 0:
@@ -210,24 +228,29 @@ def judge(
         return unknown("a value is zero, negative or not a number: ratios need positive values")
     diff = math.fsum(lb) / n_b - math.fsum(la) / n_a
     ratio = math.exp(diff)
-    use_prior = noise is not None and min(n_a, n_b) < PRIOR_UNTIL
-    if use_prior:
-        assert noise is not None
-        sigma, df = _with_prior(noise, la, lb)
-        half = t_critical(confidence, df) * sigma * math.sqrt(1 / n_a + 1 / n_b)
-        how = f"spread {sigma:.2%} from the noise prior ({noise.df} df) pooled with the launches"
-    elif n_a >= 2 and n_b >= 2:
-        sa, sb = _sd(la), _sd(lb)
-        if sa == 0 and sb == 0:
-            # Identical launches: scipy's interval is undefined; the spread is measured as zero.
-            sigma, df, half = 0.0, float(n_a + n_b - 2), 0.0
+    floor = resolution_floor([*a, *b])
+    prior_a, prior_b = noise, (noise_b if noise_b is not None else noise)
+    shared = noise_b is None  # one prior for both sides: its degrees of freedom are shared, counted once
+    use_prior = prior_a is not None or prior_b is not None
+    if use_prior or (n_a >= 2 and n_b >= 2):
+        va, dfa = _side_variance(la, prior_a, shared, floor)
+        vb, dfb = _side_variance(lb, prior_b, shared, floor)
+        if va is None or vb is None:
+            missing = "A" if va is None else "B"
+            return unknown(
+                f"1 launch on side {missing} and no noise prior there: the launch-to-launch spread is unknown",
+                ratio=ratio,
+                next=NO_SPREAD,
+            )
+        se2 = va / n_a + vb / n_b
+        df = se2 * se2 / ((va / n_a) ** 2 / dfa + (vb / n_b) ** 2 / dfb)  # Welch-Satterthwaite
+        half = t_critical(confidence, df) * math.sqrt(se2)
+        sigma = math.sqrt((va * dfa + vb * dfb) / (dfa + dfb))
+        if use_prior:
+            where = "the noise prior" if shared else "each side's noise prior"
+            how = f"spread {sigma:.2%} from {where} pooled with each side's launches"
         else:
-            test = stats.ttest_ind(lb, la, equal_var=False)
-            interval = test.confidence_interval(confidence_level=confidence)
-            half = (float(interval.high) - float(interval.low)) / 2
-            df = float(test.df)
-            sigma = math.sqrt(((n_a - 1) * sa**2 + (n_b - 1) * sb**2) / (n_a + n_b - 2))
-        how = "Welch interval over the launches"
+            how = "Welch interval over the launches"
     else:
         return unknown(
             f"{min(n_a, n_b)} launch on a side and no noise prior: the launch-to-launch spread is unknown",
@@ -317,15 +340,16 @@ def level(values: Sequence[float], *, confidence: float = 0.99, noise: Noise | N
     if logs is None:
         return unknown("a value is zero, negative or not a number: levels need positive values")
     mean = math.fsum(logs) / n
-    if noise is not None and n < PRIOR_UNTIL:
-        sigma, df = _with_prior(noise, logs)
-        how = f"spread {sigma:.2%} from the noise prior ({noise.df} df) pooled with the launches"
-    elif n >= 2:
-        sigma, df = _sd(logs), float(n - 1)
-        how = "Student interval over the launches"
-    else:
+    variance, df = _side_variance(logs, noise, False, resolution_floor(values))
+    if variance is None:
         return unknown("1 launch and no noise prior: the launch-to-launch spread is unknown", math.exp(mean))
-    half = t_critical(confidence, df) * sigma / math.sqrt(n) if sigma > 0 else 0.0
+    sigma = math.sqrt(variance)
+    how = (
+        f"spread {sigma:.2%} from the noise prior ({noise.df} df) pooled with the launches"
+        if noise is not None
+        else "Student interval over the launches"
+    )
+    half = t_critical(confidence, df) * sigma / math.sqrt(n)
     return Level(
         n=n,
         center=math.exp(mean),
@@ -334,16 +358,28 @@ def level(values: Sequence[float], *, confidence: float = 0.99, noise: Noise | N
         confidence=confidence,
         sigma=sigma,
         df=df,
-        prior_used=noise is not None and n < PRIOR_UNTIL,
+        prior_used=noise is not None,
         why=f"{plural(n, 'launch', 'launches')}; {how}",
     )
 
 
-def launches_needed(diff: float, sigma: float, *, threshold: float, confidence: float, prior_df: int = 0) -> int | None:
-    """Launches per side for the interval to clear the band's nearer edge, at this estimate and spread.
+def launches_needed(
+    diff: float,
+    sigma: float,
+    *,
+    threshold: float,
+    confidence: float,
+    prior_df: int = 0,
+    power: float = POWER,
+) -> int | None:
+    """Launches per side for the interval to clear the band's nearer edge with probability ``power``, if the
+    true difference is this estimate and the spread this one.
 
-    ``diff`` is the estimated difference of mean logs.  None when the estimate
-    sits on an edge of the band or more than ``MAX_NEEDED`` launches would be needed.
+    ``diff`` is the estimated difference of mean logs.  The interval's half width
+    must fit in the room between the estimate and the edge with the estimate's own
+    sampling error to spare: ``(t + z_power) * sigma * sqrt(2 / n) < room``.  None
+    when the estimate sits on an edge of the band or more than ``MAX_NEEDED``
+    launches would be needed.
     """
     edge = math.log1p(threshold)
     room = abs(abs(diff) - edge)
@@ -351,20 +387,46 @@ def launches_needed(diff: float, sigma: float, *, threshold: float, confidence: 
         return 2
     if room == 0:
         return None
+    z = float(stats.norm.ppf(power))
     for n in range(2, MAX_NEEDED + 1):
         df = prior_df + 2 * (n - 1)
-        if t_critical(confidence, df) * sigma * math.sqrt(2 / n) < room:
+        if (t_critical(confidence, df) + z) * sigma * math.sqrt(2 / n) < room:
             return n
     return None
 
 
-def _with_prior(noise: Noise, *sides: Sequence[float]) -> tuple[float, float]:
-    """(spread, its degrees of freedom): the prior pooled with each side's own spread of logs, weighted by df."""
-    ss = 0.0
-    for logs in sides:
-        ss += _ss(logs)
-    df = float(noise.df + sum(len(logs) - 1 for logs in sides))
-    return math.sqrt((noise.df * noise.sigma**2 + ss) / df), df
+def resolution_floor(values: Sequence[float]) -> float:
+    """The least launch spread (log scale) values this coarse can show: a metric printed to ``q`` (its last
+    digit, at most six decimals) has a rounding spread of ``q / sqrt(12)`` around the smallest value.  Launches
+    that repeat to the last digit then give an interval of that width, never one of zero width."""
+    positive = [v for v in values if isinstance(v, int | float) and math.isfinite(v) and v > 0]
+    if not positive:
+        return 0.0
+    decimals = 0
+    for value in positive:
+        while decimals < 6 and abs(round(value, decimals) - value) > 1e-9 * max(abs(value), 1.0):
+            decimals += 1
+    return 10.0**-decimals / math.sqrt(12) / min(positive)
+
+
+def _side_variance(
+    logs: Sequence[float], prior: Noise | None, shared: bool, floor: float
+) -> tuple[float | None, float]:
+    """One side's variance of log values and its degrees of freedom: its own launches pooled with the prior by
+    degrees of freedom (a conjugate update, at any launch count; half the prior's df when both sides share it,
+    so that it is counted once), at least ``floor`` squared.  None without a prior and with one launch."""
+    own = _ss(logs)
+    own_df = len(logs) - 1
+    if prior is not None:
+        prior_df = prior.df / 2 if shared else float(prior.df)
+        df = prior_df + own_df
+        variance = (prior_df * prior.sigma**2 + own) / df
+    elif own_df >= 1:
+        df = float(own_df)
+        variance = own / df
+    else:
+        return None, 0.0
+    return max(variance, floor * floor, 1e-24), df
 
 
 def _prior_df(noise: Noise | None) -> int:

@@ -3,8 +3,8 @@
 The comparison itself is ``patchkit.bench.compare.compare`` (pure); this verb
 picks the two runs (``pick_pair``: the latest ``ok`` run of each commit with
 a common profile), takes each one's launches (the runs of its series, commit
-and profile), the noise priors stored where A ran (``RunRecord.place``: its
-host, or its Slurm partition) for its profile, lists the first-parent commits
+and profile), the noise priors stored where each side ran (``RunRecord.place``:
+its host, or its Slurm partition) for its profile, lists the first-parent commits
 between them (``Repo.commit_range``) and prints or emits the result.
 """
 
@@ -45,6 +45,8 @@ def compare(
             a, b = _pick(opened, git_repo, runs, commits, profile)
             side_a, side_b = opened.launches(a), opened.launches(b)
             noise = noise_priors(opened, a)
+            # Each side's own prior where the two ran in different places; one shared prior otherwise.
+            noise_b = noise_priors(opened, b) if b.place != a.place else None
         result = compare_runs(
             a,
             b,
@@ -53,6 +55,7 @@ def compare(
             launches_a=side_a,
             launches_b=side_b,
             noise=noise,
+            noise_b=noise_b,
         )
     if json_out:
         print_json(result.to_json())
@@ -68,7 +71,7 @@ def noise_priors(store: Store, record: RunRecord) -> dict[str, Noise]:
     for metric in record.samples:
         found = store.noise(record.place, record.profile, metric)
         if found is not None:
-            out[metric] = Noise(sigma=float(found["sigma"]), df=int(found["df"]))
+            out[metric] = found
     return out
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import open_store
+from patchkit.bench.spread import Noise
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Repo
 
@@ -44,7 +45,7 @@ class StoredRuns:
     records: tuple[RunRecord, ...]
     bisect: Mapping[str, Any] | None
     # (host, profile, metric) -> {"sigma", "df", ...}: the launch-to-launch spread `patchkit noise` stored
-    noise: Mapping[tuple[str, str, str], Mapping[str, Any]] = field(default_factory=dict)
+    noise: Mapping[tuple[str, str, str], Noise] = field(default_factory=dict)
 
     def document(self) -> dict[str, Any]:
         return runs_document(self.records, self.path)
@@ -58,7 +59,7 @@ def load_runs(
     with open_store(repo, store, create=False) as opened:
         records = tuple(opened.runs(commits=commits, profiles=profiles))
         path = opened.path
-        noise: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        noise: dict[tuple[str, str, str], Noise] = {}
         for key in {(r.place, r.profile, m) for r in records for m in r.samples}:
             found = opened.noise(*key)
             if found is not None:

@@ -27,6 +27,7 @@ from statistics import median
 from typing import Any
 
 from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.spread import Noise
 
 THRESHOLD = 0.05
 
@@ -36,7 +37,7 @@ def verdicts_document(
     axis: Sequence[str],
     metrics: Sequence[str],
     *,
-    noise: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None,
+    noise: Mapping[tuple[str, str, str], Noise] | None = None,
     threshold: float = THRESHOLD,
 ) -> dict[str, Any]:
     """``{"version", "threshold", "basis", "levels": [...], "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
@@ -54,7 +55,7 @@ def verdicts_document(
 
     def prior(metric: str, profile: str, commit: str) -> dict[str, Any] | None:
         found = (noise or {}).get((hosts[(profile, commit)], profile, metric))
-        return None if found is None else {"sigma": found["sigma"], "df": found["df"]}
+        return None if found is None else {"sigma": found.sigma, "df": found.df}
 
     levels: list[dict[str, Any]] = []
     pairs: list[dict[str, Any]] = []
