@@ -642,7 +642,7 @@ def report(**kwargs: Any) -> int:
     type=click.FloatRange(min=0),
     default=0.05,
     show_default=True,
-    help="Relative change of the median above which a change can be significant (0.05 = 5 %).",
+    help="The band of 'same': a change within ±T is no change worth a verdict (0.05 = 5 %).",
 )
 @repo_option
 @store_option
@@ -655,9 +655,9 @@ def compare(**kwargs: Any) -> int:
     the ratio B/A with its 99 % interval; `different` (better or worse) when
     the interval lies outside ±--threshold, `same` when inside, `unknown`
     when it straddles an edge (with the launches per side that would decide).
-    A host's `patchkit noise` spread is the prior for sides with few launches.
-    Kept beside it, significant: the medians differ by more than --threshold
-    and the min-max ranges do not overlap. Then the provenance diff: upstream
+    Each side's spread is its own launches pooled with the `patchkit noise`
+    prior of where it ran (one prior counted once when both ran in one
+    place). Then the provenance diff: upstream
     commits between the two (first parent, with subjects), patch status
     changes, env, version and GPU differences.
     """
@@ -723,24 +723,48 @@ def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
     show_default=True,
     help="The least change of BAD against GOOD worth hunting (0.05 = 5 %); 0: any change the launches show.",
 )
+@click.option(
+    "--budget",
+    type=click.IntRange(min=2),
+    default=None,
+    metavar="N",
+    help="Server launches of the whole search at most (default: 10 per binary-search step, log2(commits) + 2 "
+    "of them, and at least 3 x --max-launches). When it runs out the answer is the credible range, with what "
+    "would narrow it.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check everything, launch nothing: say what the hunt would likely cost (simulated at the noise prior's "
+    "spread, for a step of --threshold, or of 3, 5 and 10 times the spread).",
+)
 def bisect(**kwargs: Any) -> int:
     """Find the first commit where a metric goes bad: a noise-aware search over first-parent history.
 
-    Each probed commit gets server launches, interleaved with GOOD's and
-    BAD's, until the data says which side it is on (up to --max-launches).
-    The answer is a first bad commit with the evidence (launches and interval
-    on both sides of it), or a range that could not be narrowed, with why:
-    never a single commit the data does not support. Commits where the
-    manifests cannot apply are skipped without being benchmarked. Every run
-    is stored. The `patchkit noise` spread of where the launches run (this
-    host, or the Slurm partition) is the prior. Exit 0 when a first bad
-    commit is found, 1 for a range or no answer.
+    Each probed commit gets server launches until the data says which side
+    it is on (up to --max-launches). Launches are modelled robustly: one far
+    from both levels is an outlier (shown as one) and moves no boundary. The
+    answer is a first bad commit only with 1 - alpha of the posterior, two
+    launches on each side of the boundary, and still named with any one of
+    them left out; otherwise a range, with why and what would narrow it.
+    A drift over the search is tested for and corrected (GOOD and BAD are
+    launched again where it is not clearly zero); a second step on either
+    side of the answer is reported with the bisect that would find it. A
+    launch whose server did not come up is retried (3 tries per commit);
+    a commit that cannot be launched is skipped. Commits where the manifests
+    cannot apply are skipped without being benchmarked. Every run is stored.
+    The `patchkit noise` spread of where the launches run (this host, or the
+    Slurm partition) is the prior, checked against the search's own launches
+    and refused when it was measured on other GPUs.
 
-    Planning launches (benchmarks/bench_hunt.py, with a 10-launch noise
-    prior of spread σ): a step of 5σ or more costs about 1.2-1.5 times the
-    server starts of a plain one-launch bisect; about 2.5σ, 3-4 times; at
-    1.5σ or less most hunts end in a range at --max-launches 10 (raise it,
-    or lower the noise). --slots 4 takes about a third of the rounds.
+    Exit 0 when a first bad commit is found, 1 for a range, no step or no
+    answer, 2 for bad input, 130 when interrupted.
+
+    Planning launches: `--dry-run`, or benchmarks/bench_hunt.py: a step of
+    5σ or more costs about 1.3-1.5 times the server starts of a plain
+    one-launch bisect; about 2.5σ, 3-4 times; at 1.5σ or less most hunts
+    end in a range at --max-launches 10. --slots 4 takes about a third of
+    the rounds.
     """
     from patchkit.bench.launches import BenchArgs
     from patchkit.commands.bisect import bisect as run

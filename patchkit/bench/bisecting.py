@@ -26,11 +26,14 @@ from patchkit.bench.bisect import BisectReport, IsBad, Measurement, Step, criter
 from patchkit.bench.bisect import bisect as search
 from patchkit.bench.cluster import ScheduledRounds, prior_place
 from patchkit.bench.executor import SlurmExecutor
+from patchkit.bench.hunt import default_budget
 from patchkit.bench.launches import BenchArgs, Opened
+from patchkit.bench.plan import HuntPlan, plan_hunt
 from patchkit.bench.prepare import unpatchable_commits
+from patchkit.bench.provenance import gpu_facts
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import Session
-from patchkit.bench.verdict import Noise
+from patchkit.bench.verdict import Noise, gpu_label
 from patchkit.errors import UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest.bench import Metric
@@ -83,6 +86,12 @@ class BisectPlan:
     slots: int
     max_launches: int
     threshold: float
+    refused_prior: str | None = None  # why the stored prior was not used (measured on other GPUs)
+    budget: int | None = None  # --budget: total launches (None: hunt.default_budget)
+
+    @property
+    def launch_budget(self) -> int:
+        return self.budget if self.budget is not None else default_budget(len(self.line), self.max_launches)
 
     def run(
         self, *, on_step: Callable[[Step], None] | None = None, note: Callable[[str], None] = lambda line: None
@@ -109,14 +118,40 @@ class BisectPlan:
             noise=self.prior,
             threshold=self.threshold,
             measure_many=None if rounds is None else measured.many,
+            budget=self.launch_budget,
         )
         if rounds is not None:
             rounds.finish()
         return report
 
+    def document_plan(self) -> dict[str, Any]:
+        """``bisect --dry-run --json``'s header: what would be hunted, where, with which prior."""
+        return {
+            "version": 1,
+            "command": "bisect",
+            "dry_run": True,
+            "metric": self.metric.name,
+            "profile": self.profile,
+            "good": self.line[0].sha,
+            "bad": self.line[-1].sha,
+            "commits": len(self.line),
+            "unpatchable": sorted(self.unpatchable),
+            "slots": self.slots,
+            "max_launches": self.max_launches,
+            "budget": self.launch_budget,
+            "noise": self._prior_json(),
+            "refused_prior": self.refused_prior,
+        }
+
+    def _prior_json(self) -> dict[str, Any] | None:
+        prior = self.prior
+        if prior is None:
+            return None
+        return {"sigma": prior.sigma, "df": prior.df, "place": self.place, "measured_at": prior.measured_at,
+                "gpu": prior.gpu, "launches": prior.launches}  # fmt: skip
+
     def document(self, report: BisectReport) -> dict[str, Any]:
         """``bisect --json`` (docs/json.md)."""
-        prior = self.prior
         return {
             "version": 1,
             "command": "bisect",
@@ -128,7 +163,8 @@ class BisectPlan:
                 "ratio": self.rule.ratio,
                 "good_median": report.good_value,
                 "threshold": self.threshold,
-                "noise": None if prior is None else {"sigma": prior.sigma, "df": prior.df, "place": self.place},
+                "noise": self._prior_json(),
+                "refused_prior": self.refused_prior,
             },
             "allow_dirty": self.session.allow_dirty,
             **report.to_json(),
@@ -150,6 +186,32 @@ class _Launches:
 
     def of(self, record: RunRecord) -> Measurement:
         return Measurement(record.median(self.metric), record.outcome, record.run_id, record.reason, record.details)
+
+
+def plan_costs(plan: BisectPlan) -> list[HuntPlan]:
+    """What the hunt would likely cost at the prior's spread: for a step of ``--threshold`` when one is given,
+    else for steps of 3, 5 and 10 times the spread (the range where launches matter); none without a prior."""
+    if plan.prior is None or plan.prior.sigma <= 0:
+        return []
+    sigma = plan.prior.sigma
+    effects = [plan.threshold] if plan.threshold > 0 else [min(k * sigma, 0.5) for k in (3, 5, 10)]
+    return [
+        plan_hunt(len(plan.line), sigma, effect, slots=plan.slots, max_launches=plan.max_launches,
+                  budget=plan.launch_budget, prior_launches=plan.prior.launches or plan.prior.df + 1)
+        for effect in effects
+    ]  # fmt: skip
+
+
+def check_prior(stored: Noise | None, gpus: str | None) -> tuple[Noise | None, str | None]:
+    """The stored prior, unless it was measured on other GPUs than the launches will run on (then None and why).
+    The place (host, or Slurm partition and constraint) is already the lookup's key; GPUs are compared where
+    both are known: this host's for a local bisect, none before the jobs run on Slurm."""
+    if stored is None or stored.gpu is None or gpus is None or stored.gpu == gpus:
+        return stored, None
+    return None, (
+        f"the noise prior of {stored.place} was measured on {stored.gpu}, the launches run on {gpus}: not used "
+        "(run `patchkit noise` on these GPUs)"
+    )
 
 
 def check_slots(args: BenchArgs, slots: int | None) -> None:
@@ -184,6 +246,7 @@ def plan_bisect(
     slots: int | None,
     max_launches: int,
     threshold: float,
+    budget: int | None = None,
 ) -> BisectPlan:
     """Everything checked before the first launch (one clear line for each problem, exit 2)."""
     check_slots(opened.args, slots)
@@ -208,6 +271,7 @@ def plan_bisect(
     executor = opened.executor(slots=slots)
     place = prior_place(executor)  # where the launches run: the host, or the Slurm partition
     stored = session.store.noise(place, chosen, the_metric.name)
+    prior, refused = check_prior(stored, None if executor is not None else gpu_label(gpu_facts()))
     return BisectPlan(
         session=session,
         executor=executor,
@@ -216,7 +280,9 @@ def plan_bisect(
         metric=the_metric,
         profile=chosen,
         rule=rule,
-        prior=None if stored is None else Noise(sigma=float(stored["sigma"]), df=int(stored["df"])),
+        prior=prior,
+        refused_prior=refused,
+        budget=budget,
         place=place,
         slots=LOCAL_SLOTS if executor is None else executor.slots,  # the command line over [bench.slurm]
         max_launches=max_launches,

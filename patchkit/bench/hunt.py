@@ -3,49 +3,74 @@
 Why not a binary search on one launch per commit: with launch-to-launch noise
 of a few percent and a step of a few percent, one launch lands on the wrong
 side of the midpoint often enough that ``git bisect run`` names a wrong commit
-in a third of hunts, with full confidence (``benchmarks/bench_hunt.py``).
+in a third of hunts, with full confidence (``benchmarks/bench_hunt.py``).  And
+real servers are noisier than a Gaussian: a launch in a few dozen runs 20-40 %
+slow (a noisy neighbour, a throttled GPU, a cold page cache), placements make
+launches bimodal, and a host drifts while a long hunt runs.  The promise here
+is that the hunt is never *confidently* wrong under any of that: a FIRST BAD
+only with ``1 - alpha`` of the posterior behind it, and no single launch able
+to decide; otherwise a range, with why.
 
 The line is positions ``0`` (GOOD) to ``size - 1`` (BAD); ``measure(positions)``
 starts one server launch per entry, in that order (interleaved: the executor
 runs them round-robin or, with ``slots > 1``, at once) and returns one value
-per entry (``None``: the launch failed, and that commit is skipped from then
-on, like a commit ``git bisect`` cannot test).
+per entry (``None``: the launch failed; it is retried, up to ``MAX_FAILURES``
+per commit, after which a commit without a value is skipped, like a commit
+``git bisect`` cannot test, and one with values keeps them).
 
-1. **Endpoints.**  Launches of GOOD and BAD, alternating, until
-   ``verdict.judge(GOOD, BAD)`` says ``different`` (threshold ``min_effect``,
-   confidence ``endpoint_confidence``).  ``same`` or a cap reached first ends
-   the hunt: there is no step to look for (``kind = "no-step"``).
-2. **The posterior.**  The model is one step: every commit before the first bad
-   one has GOOD's mean log value, every one from it on has BAD's, and launches
-   scatter around their commit's mean with one spread (a host and profile
-   property; the noise prior, when given, is its conjugate prior).  Integrating
-   out the two means and the spread gives, for each split between consecutive
-   measured commits, a closed-form marginal likelihood; with a uniform prior
-   over the first bad commit, the posterior of a gap between measured commits
-   is spread evenly over the commits in it.  Every launch of every commit on a
-   side sharpens that side's mean, so GOOD and BAD are not re-launched for each
-   probe.
-3. **Rounds.**  Each round asks for up to ``slots`` launches.  A slot goes to the
-   commit at the ``i / (slots + 1)`` quantile of the posterior (with one slot,
-   the median: binary search; with K, Pinpoint-style speculation that cuts the
-   candidates into K + 1 parts per round).  Where that commit is already
-   measured, the posterior is unclear about a measured commit: the slot adds a
-   launch to the measured commit whose side is least certain (the most
-   posterior mass on its other side).  No commit gets more than
-   ``max_launches``.
-4. **The answer.**  ``found``: one commit holds at least ``1 - alpha`` of the
-   posterior, which needs it and the one before it measured and on opposite
-   sides; the evidence is the launches on both sides and the intervals.
-   ``range``: no launch is left that could narrow the search (every commit
-   that could is at ``max_launches`` or skipped, or ``max_rounds`` is spent):
-   the answer is the equal-tailed ``1 - alpha`` credible range of the first
-   bad commit, with why.  A single commit is never answered with less than
-   ``1 - alpha`` posterior mass.
+**The launch model** (``_Model``).  Every commit before the first bad one has
+GOOD's level, every one from it on has BAD's; on the log scale a launch is
+``level + drift * order + noise``, where ``order`` is the launch's place in the
+hunt and the noise is a contamination mixture: with probability ``1 - EPS`` a
+Gaussian of spread ``sigma``, with ``EPS`` an outlier anywhere within
+``OUTLIER_WIDTH`` (a flat density).  So a launch near its side's level counts as
+under a Gaussian, and one far from both levels costs the same whichever side
+it is put on: it cannot move the boundary.  The levels and the drift are fitted
+per split by weighted least squares (the weights are the launches'
+responsibilities of the Gaussian part, from the most likely split), the split's
+log likelihood is evaluated under the mixture, with the Laplace term of the
+fitted parameters, the width of the gap between measured commits (a uniform
+prior over the first bad commit) and the direction of the step.
 
-Only the endpoint check and the evidence call ``judge``; the posterior is
-closed-form, every split at once in numpy (with scipy's Student-t for the
-direction of the step), which keeps ``benchmarks/bench_hunt.py`` fast while it
-drives this same code.
+**The spread.**  ``sigma`` is the mixture's spread fitted to the hunt's own
+launches, pooled with the noise prior by degrees of freedom (a conjugate
+update, no switch at a launch count).  The prior is checked: once the hunt
+has spread of its own, a variance-ratio test against the prior (one-sided, at
+``STALE_P``) that says the prior is too small makes the hunt use the larger of
+the two and say so (a prior measured on a quieter day).  With few degrees of
+freedom the spread is widened by the ratio of Student's to the normal quantile,
+so a spread guessed from three launches cannot make anything certain.  A
+quantized metric (values that repeat to the last digit) gets a floor on the
+spread from its resolution.
+
+**Rounds.**  Each round asks for up to ``slots`` launches.  A slot goes to the
+commit at the ``i / (slots + 1)`` quantile of the posterior (one slot: binary
+search; K: Pinpoint-style speculation); where that commit is measured, to the
+measured commit whose side is least certain, interleaved with GOOD or BAD.
+
+**The answer.**  ``found``: one commit ``k`` holds at least ``1 - alpha`` of
+the posterior, and the answer is *confirmed*: ``k`` and ``k - 1`` each have at
+least ``CONFIRM`` launches, and leaving out any single one of their launches
+still names ``k`` with at least ``LOO_MASS`` of the posterior.  Only the
+launches of ``k - 1`` and ``k`` can carry the boundary: any other launch sits
+well inside a side, where the mixture bounds its weight; so an outlier, or one
+unlucky launch of a bimodal server, is always outvoted before an answer
+stands.  Where the drift term is not clearly zero, GOOD and BAD are launched
+again at the end too (and every ``REF_EVERY`` launches on a long hunt, a
+reference in each round when there are slots), and the drift is reported;
+the split's fit already corrects for it.  ``range``: no launch is left that
+could narrow the search (every commit that could is at ``max_launches``,
+skipped, or the ``budget`` of launches is spent): the equal-tailed
+``1 - alpha`` credible range, with why and what would narrow it.
+
+**More than one step.**  Once a commit is named, GOOD's level is compared with
+``k - 1``'s and BAD's with ``k``'s (drift-corrected); a clear difference is a
+second step, reported with its side and size (``others``).  An unclear one gets
+a few more launches first.
+
+The posterior is every split at once in numpy (per-commit sums accumulated
+along the line), which keeps ``benchmarks/bench_hunt.py`` fast while it drives
+this same code.
 """
 
 from __future__ import annotations
@@ -57,13 +82,49 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import special
+from scipy import special, stats
 
-from patchkit.bench.verdict import Call, Noise, Verdict, judge, pooled_noise
+from patchkit.bench.verdict import Call, Noise, Verdict, judge, resolution_floor
 from patchkit.render import plural
 
-Measure = Callable[[Sequence[int]], Sequence[float | None]]
-FLOOR = 1e-12  # the least squared log spread per launch the posterior assumes (a 0.0001 % launch spread)
+
+@dataclass(frozen=True)
+class GiveUp:
+    """What ``measure`` returns for a launch that failed in a way a retry cannot mend (the run was refused, the
+    metric is missing): the commit is given up at once, where ``None`` (a server that did not come up) is retried."""
+
+    why: str = ""
+
+
+Value = float | None | GiveUp
+Measure = Callable[[Sequence[int]], Sequence[Value]]
+
+EPS = 0.02  # the prior share of outlier launches in the mixture
+OUTLIER_WIDTH = 1.0  # an outlier lies anywhere within this width of log values (about -40 % .. +65 %)
+CONFIRM = 2  # launches at each of k - 1 and k before k is named
+LOO_MASS = 0.95  # without any one launch of k - 1 or k, k must keep this much of the posterior
+MAX_FAILURES = 3  # failed launches of one commit before it is given up
+REF_EVERY = 16  # a long hunt launches a reference (GOOD or BAD) when it has had none for this many launches
+DRIFT_Z = 3.0  # a drift estimate this many standard errors from zero is reported as drift
+DRIFT_SUSPECT = 2.5  # ... and from this many on, references are re-launched
+STEP_Z = 3.5  # a second step: two groups of commits on one side of the answer this many standard errors apart
+STEP_SUSPECT = 2.0  # between this and STEP_Z, more launches before deciding
+STEP_EXTRA = 6  # at most this many extra launches per commit to decide a suspected second step
+OWN_FROM = 4  # degrees of freedom of its own from which the hunt's spread replaces a smaller pooled one
+STALE_P = 0.01  # the variance-ratio test's level for calling the prior stale
+OUTLIER_Z = 4.0  # an endpoint launch this many spreads from its end's median is left out of the endpoint verdict
+OUTLIER_WEIGHT = 0.5  # a launch whose Gaussian responsibility is below this is shown as an outlier
+ORDER_SCALE = 100.0  # the drift is fitted per 100 launches (conditioning)
+EM_STEPS = 4  # EM steps per split fit
+DRIFT_FROM = 6  # launches before the drift term is fitted
+FLOOR = 1e-6  # the least launch spread the model assumes (0.0001 %), below any real noise
+
+
+def default_budget(size: int, max_launches: int) -> int:
+    """The total launches a hunt may start unless told otherwise: ten per binary-search step over the line
+    (``log2(size)`` of them, plus GOOD and BAD), and at least three commits' worth of ``max_launches``."""
+    steps = math.ceil(math.log2(max(size - 1, 2))) + 2
+    return max(10 * steps, 3 * max_launches)
 
 
 @dataclass(frozen=True)
@@ -71,17 +132,81 @@ class Round:
     """One call of ``measure``: the positions asked for, the values it gave, and why each was asked."""
 
     asked: tuple[int, ...]
-    values: tuple[float | None, ...]
+    values: tuple[Value, ...]
     why: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Side:
-    """What the data says about one measured commit: its launches and the posterior that it is bad."""
+    """What the data says about one measured commit: its launches, the posterior that it is bad, and which of its
+    launches the model treats as outliers (aligned with ``launches``)."""
 
     position: int
     launches: tuple[float, ...]
     p_bad: float
+    outliers: tuple[bool, ...] = ()
+    orders: tuple[int, ...] = ()  # each launch's place in the hunt (0 first), aligned with ``launches``
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The launch spread the posterior used, and where it came from."""
+
+    sigma: float  # log scale: 0.01 is about 1 %
+    df: float
+    source: str  # one line: prior pooled with the launches, the launches alone, a stale prior ...
+    prior: float | None = None  # the prior's sigma, when one was given
+    hunt: float | None = None  # the hunt's own estimate, when it had degrees of freedom
+    stale: bool = False  # the variance-ratio test said the prior is too small
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "sigma": self.sigma,
+            "df": self.df,
+            "source": self.source,
+            "prior": self.prior,
+            "hunt": self.hunt,
+            "stale": self.stale,
+        }
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The fitted trend of the launches over the hunt: its total over the launches, with its z score."""
+
+    total: float  # relative change from the first launch to the last (-0.021: 2.1 % lower at the end)
+    z: float
+    launches: int
+    flagged: bool  # |z| >= DRIFT_Z
+    why: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"total": self.total, "z": self.z, "launches": self.launches, "flagged": self.flagged, "why": self.why}
+
+
+@dataclass(frozen=True)
+class OtherStep:
+    """A second step the data shows besides the named one: between ``lo`` and ``hi`` (positions, both ends
+    included as candidates), of ``ratio`` (the later level over the earlier), on the ``side`` of the answer."""
+
+    side: str  # "before" (between GOOD and the named commit) or "after" (between it and BAD)
+    lo: int
+    hi: int
+    ratio: float
+    z: float
+    same_way: bool  # the step goes the way the hunted one does (a second regression), else the other way
+
+    def as_json(self) -> dict[str, object]:
+        return {"side": self.side, "lo": self.lo, "hi": self.hi, "ratio": self.ratio, "z": self.z,
+                "same_way": self.same_way}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A launch that gave no value: where, and its place in the hunt."""
+
+    position: int
+    order: int
 
 
 @dataclass(frozen=True)
@@ -90,8 +215,8 @@ class HuntReport:
 
     ``kind``: ``found`` (``first_bad``, with ``evidence`` and ``adjacent``),
     ``range`` (the first bad commit is one of ``lo..hi``; ``why`` says why it
-    could not be narrowed), or ``no-step`` (GOOD and BAD are not told apart, or
-    differ the wrong way: ``why``).
+    could not be narrowed, ``advice`` what would), or ``no-step`` (GOOD and BAD
+    are not told apart, or differ the wrong way: ``why``).
     """
 
     kind: str
@@ -104,16 +229,26 @@ class HuntReport:
     evidence: Verdict | None  # the launches of every commit after first_bad against those before it
     adjacent: Verdict | None  # first_bad's launches against those of the commit before it
     measured: tuple[Side, ...]  # every measured commit, in line order
-    skipped: tuple[int, ...]  # positions whose launch failed
+    skipped: tuple[int, ...]  # positions that could not be measured
     rounds: tuple[Round, ...] = field(repr=False)
     likely: int | None = None  # range: the most likely first bad position
     likely_mass: float | None = None  # its posterior mass (short of 1 - alpha, or it would be found)
     unclear: tuple[int, ...] = ()  # range: measured positions left unsettled (P(bad) in alpha/2 .. 1 - alpha/2)
+    spread: Spread | None = None
+    drift: Drift | None = None
+    others: tuple[OtherStep, ...] = ()  # other steps the launches show
+    failures: tuple[Failure, ...] = ()  # every launch that gave no value
+    budget: int = 0
+    advice: str = ""  # range: what would likely narrow it
 
     @property
     def starts(self) -> int:
         """Server launches asked for (failed ones included)."""
         return sum(len(r.asked) for r in self.rounds)
+
+    @property
+    def outliers(self) -> int:
+        return sum(sum(s.outliers) for s in self.measured)
 
 
 def hunt(
@@ -130,8 +265,10 @@ def hunt(
     max_rounds: int | None = None,
     on_round: Callable[[Round, Sequence[Side]], None] | None = None,
     skipped: Collection[int] = (),
-    initial: Mapping[int, Sequence[float | None]] | None = None,
+    initial: Mapping[int, Sequence[Value]] | None = None,
     label: Callable[[int], str] = str,
+    budget: int | None = None,
+    ends_check: Callable[[Sequence[float], Sequence[float]], tuple[str, str]] | None = None,
 ) -> HuntReport:
     """Search positions ``0..size-1`` (GOOD at 0, BAD at ``size - 1``) for the first bad one.
 
@@ -140,8 +277,14 @@ def hunt(
     called after each round (progress output).  ``skipped``: positions known
     not to be measurable (their patches cannot apply): never measured, still
     candidates.  ``initial``: launches already measured per position (they
-    count in the posterior, not in ``starts``).  ``label`` names a position in
-    the ``why`` of a range (the bisect passes the commit's short id).
+    count in the posterior and in the budget, not in ``starts``; in the order
+    given, before any round).  ``label`` names a position in the ``why`` of a
+    range (the bisect passes the commit's short id).  ``budget``: the total
+    launches (initial ones included) the hunt may use; default
+    ``default_budget(size, max_launches)``.  ``ends_check(good, bad)``: a
+    criterion GOOD's and BAD's launches must meet once they are told apart,
+    ``("ok", "")``, ``("more", why)`` (launch both again) or ``("refuse", why)``
+    (a ``no-step`` with that why).
     """
     if size < 2:
         raise ValueError(f"a hunt needs GOOD and BAD: size {size} < 2")
@@ -151,7 +294,10 @@ def hunt(
         raise ValueError(f"max_launches must be >= 1, got {max_launches}")
     if not 0 < alpha < 0.5:
         raise ValueError(f"alpha must be between 0 and 0.5, got {alpha}")
-    state = _State(size, noise)
+    cap = default_budget(size, max_launches) if budget is None else budget
+    if cap < 2:
+        raise ValueError(f"budget must be >= 2 (GOOD and BAD), got {cap}")
+    state = _State(size, noise, max_launches)
     state.label = label
     state.skipped.update(p for p in skipped if 0 < p < size - 1)
     for pos, values in (initial or {}).items():
@@ -171,6 +317,9 @@ def hunt(
         if on_round is not None:
             on_round(done, state.sides())
 
+    def left() -> int:
+        return cap - state.used
+
     def report(kind: str, why: str, **kw: object) -> HuntReport:
         fields: dict[str, object] = {
             "first_bad": None,
@@ -182,120 +331,154 @@ def hunt(
             "adjacent": None,
         }
         fields.update(kw)
+        model = state.model() if state.ready() else None
         return HuntReport(
-            kind=kind, why=why, measured=tuple(state.sides()), skipped=tuple(sorted(state.skipped)),
-            rounds=tuple(rounds), **fields,  # type: ignore[arg-type]
+            kind=kind, why=why, measured=tuple(state.sides(model)), skipped=tuple(sorted(state.skipped)),
+            rounds=tuple(rounds), spread=model.spread if model else None, drift=model.drift() if model else None,
+            failures=tuple(state.failures), budget=cap, **fields,  # type: ignore[arg-type]
         )  # fmt: skip
 
-    # 1. Endpoints.
+    # 1. Endpoints: GOOD and BAD until the verdict tells them apart.
     ends: Verdict | None = None
     while True:
-        if 0 in state.skipped or bad in state.skipped:
-            which = "GOOD" if 0 in state.skipped else "BAD"
-            return report("no-step", f"{which} could not be measured (its launch failed)", endpoints=ends)
-        g, b = state.values(0), state.values(bad)
-        if g and b:
-            ends = judge(g, b, threshold=min_effect, confidence=endpoint_confidence, noise=noise)
+        for end, which in ((0, "GOOD"), (bad, "BAD")):
+            if not state.values(end) and not state.can_launch(end):
+                failed = state.failed.get(end, 0)
+                tries = plural(failed, "launch", "launches")
+                return report("no-step", f"{which} could not be measured ({tries} failed)", endpoints=ends)
+        g_all, b_all = state.values(0), state.values(bad)
+        if g_all and b_all:
+            spread = state.endpoint_noise()
+            g, g_unclear = _robust(g_all, spread)
+            b, b_unclear = _robust(b_all, spread)
+            ends = judge(g, b, threshold=min_effect, confidence=endpoint_confidence, noise=spread)
+            # Only a conclusion that ends the hunt needs the ends confirmed: CONFIRM launches each, and no launch
+            # that disagrees with the others of its end by more than an outlier would (one launch cannot decide).
+            settled = min(len(g_all), len(b_all)) >= CONFIRM and not (g_unclear or b_unclear)
+            can_more = state.can_launch(0) or state.can_launch(bad)
             if ends.call is Call.DIFFERENT:
-                if expect is not None and ends.direction != expect:
+                if expect is not None and ends.direction != expect and (settled or not can_more):
                     return report(
                         "no-step",
                         f"BAD is {ends.direction} than GOOD, not {expect}: not the regression being hunted",
                         endpoints=ends,
                     )
-                state.sign = 1.0 if ends.direction == "higher" else -1.0
-                break
-            if ends.call is Call.SAME:
+                if expect is None or ends.direction == expect:
+                    state.sign = 1.0 if ends.direction == "higher" else -1.0
+                    verdict, reason = ends_check(g, b) if ends_check is not None else ("ok", "")
+                    if verdict == "ok":
+                        break
+                    state.sign = 0.0
+                    if verdict == "refuse" or not can_more:
+                        return report("no-step", reason, endpoints=ends)
+            if ends.call is Call.SAME and (settled or not can_more):
                 return report("no-step", f"GOOD and BAD are the same within ±{min_effect:.1%}", endpoints=ends)
-            if len(g) >= max_launches and len(b) >= max_launches:
+            if not can_more:
                 return report(
                     "no-step",
-                    f"GOOD and BAD could not be told apart in {plural(max_launches, 'launch', 'launches')} each "
-                    f"(ratio {_fmt_ratio(ends)}); to decide: {ends.next or 'more launches'}",
+                    f"GOOD and BAD could not be told apart in {_each(len(g_all), len(b_all))} "
+                    f"(ratio {_fmt_ratio(ends)}); to decide: "
+                    f"{ends.next or 'more launches'}",
                     endpoints=ends,
                 )
         if max_rounds is not None and len(rounds) >= max_rounds:
             return report("no-step", f"GOOD and BAD not told apart within {max_rounds} rounds", endpoints=ends)
+        if left() <= 0:
+            return report("no-step", f"the budget of {cap} launches was spent before GOOD and BAD were told apart",
+                          endpoints=ends)  # fmt: skip
         asked: list[int] = []
         why: list[str] = []
-        for _ in range(min(slots, 2)):
+        for _ in range(min(slots, 2, left())):
             pending = {p: asked.count(p) for p in (0, bad)}
             choice = min(
-                (p for p in (0, bad) if len(state.values(p)) + pending[p] < max_launches),
-                key=lambda p: (len(state.values(p)) + pending[p], p),
+                (p for p in (0, bad) if state.can_launch(p, pending[p])),
+                key=lambda p: (len(state.values(p)) + state.failed.get(p, 0) + pending[p], p),
                 default=None,
             )
             if choice is None:
                 break
             asked.append(choice)
             why.append("GOOD" if choice == 0 else "BAD")
-        if slots > 2 and size > 2:  # speculate: the middle of the line, before the endpoints are settled
-            picks = state.picks(slots - len(asked), max_launches, alpha, speculative=True)
-            asked += [p for p, _ in picks]
-            why += [w for _, w in picks]
+        if slots > 2 and size > 2 and left() > len(asked):  # speculate: the middle, before the endpoints settle
+            spots = ahead(size, min(slots - len(asked), left() - len(asked)), state.skipped)
+            asked += [p for p, _ in spots]
+            why += [w for _, w in spots]
         run(asked, why)
 
     # 2-3. Rounds over the posterior.
+    checked_steps = False
     while True:
-        post = state.posterior()
+        model = state.model()
+        post = model.posterior
         best = post.best_single()
+        picks: list[tuple[int, str]] = []
+        unconfirmed = ""
         if best is not None and best[1] >= 1 - alpha:
             k, mass = best
-            left = [v for p in state.measured_positions() if p < k for v in state.values(p)]
-            right = [v for p in state.measured_positions() if p >= k for v in state.values(p)]
-            evidence = judge(left, right, threshold=0.0, confidence=1 - alpha, noise=noise)
-            if evidence.call is Call.DIFFERENT:  # the step model's answer, checked by the plain two-sided interval
-                pooled = pooled_noise([state.values(p) for p in state.measured_positions()])
-                adjacent = judge(
-                    state.values(k - 1), state.values(k), threshold=0.0, confidence=0.99, noise=_merge(noise, pooled)
-                )
-                return report(
-                    "found",
-                    f"P(first bad) = {mass:.4f} >= {1 - alpha}",
-                    first_bad=k,
-                    lo=k,
-                    hi=k,
-                    probability=mass,
-                    endpoints=ends,
-                    evidence=evidence,
-                    adjacent=adjacent,
-                )
+            picks = state.confirmations(k, model, slots)
+            if not picks and not checked_steps:
+                picks = state.step_checks(k, model, slots)
+                if not picks:
+                    checked_steps = True
+            if not picks:
+                evidence, adjacent = state.evidence(k, alpha)
+                if evidence.call is Call.DIFFERENT:
+                    return report(
+                        "found",
+                        f"P(first bad) = {mass:.4f} >= {1 - alpha}; confirmed: without any one launch of "
+                        f"{label(k - 1)} or {label(k)} it keeps >= {LOO_MASS}",
+                        first_bad=k, lo=k, hi=k, probability=mass, endpoints=ends, evidence=evidence,
+                        adjacent=adjacent, others=state.others(k, model),
+                    )  # fmt: skip
+                unconfirmed = (f"the plain interval of the launches from {label(k)} on against those before it "
+                               f"does not exclude 1 ({evidence.why})")  # fmt: skip
+                picks = [(p, f"evidence: {unconfirmed}") for p in (k - 1, k) if state.can_launch(p)][:slots]
         lo, hi = post.credible(alpha)
         if max_rounds is not None and len(rounds) >= max_rounds:
-            return _range(report, state, post, (lo, hi), ends, f"{max_rounds} rounds spent", max_launches, alpha)
-        picks = state.picks(slots, max_launches, alpha, post=post)
+            return _range(report, state, model, (lo, hi), ends, f"{max_rounds} rounds spent", alpha)
+        if left() <= 0:
+            return _range(report, state, model, (lo, hi), ends, f"the budget of {cap} launches is spent", alpha)
         if not picks:
-            return _range(report, state, post, (lo, hi), ends, "no launch left could narrow it", max_launches, alpha)
+            picks = state.picks(slots, alpha, model)
+        if best is not None and best[1] >= 1 - alpha and not picks:
+            k = best[0]
+            short = unconfirmed or f"no launch left at {label(k - 1)} or {label(k)} to leave any one out"
+            return _range(report, state, model, (lo, hi), ends,
+                          f"{label(k)} holds {best[1]:.4f} but could not be confirmed: {short}", alpha)  # fmt: skip
+        if not picks:
+            return _range(report, state, model, (lo, hi), ends, "no launch left could narrow it", alpha)
+        picks = state.with_references(picks, slots, model)[: max(left(), 0)]
         run([p for p, _ in picks], [w for _, w in picks])
 
 
 def _range(
     report: Callable[..., HuntReport],
     state: _State,
-    post: _Posterior,
+    model: _Model,
     bounds: tuple[int, int],
     ends: Verdict | None,
     reason: str,
-    max_launches: int,
     alpha: float,
 ) -> HuntReport:
     """A range answer, with why: what stopped the search, the measured commits whose side is not settled
     enough for an answer (P(bad) between ``alpha / 2`` and ``1 - alpha / 2``: a first bad commit needs the
     mass on both sides of it to miss by less than ``alpha`` together; at the cap, more launches would settle
-    them), those that could not be measured, and the most likely first bad commit with its posterior mass
-    (short of ``1 - alpha``)."""
+    them), those that could not be measured, the most likely first bad commit with its posterior mass
+    (short of ``1 - alpha``), and what would likely narrow it (``advice``)."""
+    post = model.posterior
     lo, hi = bounds
     label = state.label
     unsettled = [p for p in state.measured_positions() if alpha / 2 < post.cdf(p) < 1 - alpha / 2]
     unclear = [p for p in unsettled if lo - 1 <= p <= hi]
     named = [f"{label(p)} (P(bad) {post.cdf(p):.4f}, {plural(len(state.values(p)), 'launch', 'launches')})"
              for p in unclear]  # fmt: skip
-    capped = all(len(state.values(p)) >= max_launches for p in unclear)
+    capped = all(not state.can_launch(p) for p in unclear)
     skipped = [label(p) for p in sorted(state.skipped) if lo <= p <= hi]
     likely, mass = max(((p, post.mass_between(p, p)) for p in range(lo, hi + 1)), key=lambda pm: (pm[1], -pm[0]))
     parts = [reason]
     if named:
-        parts.append(f"unclear{' at --max-launches ' + str(max_launches) if capped else ''}: {', '.join(named)}")
+        at = f" at --max-launches {state.max_launches}" if capped else ""
+        parts.append(f"unclear{at}: {', '.join(named)}")
     if skipped:
         parts.append(f"could not be measured: {', '.join(skipped)}")
     unmeasured = [p for p in range(lo, hi + 1) if p not in state.counts and p not in state.skipped]
@@ -304,7 +487,7 @@ def _range(
     parts.append(f"most likely first bad: {label(likely)} at {mass:.4f} of the posterior ({1 - alpha:g} needed)")
     return report(
         "range", "; ".join(parts), lo=lo, hi=hi, probability=post.mass_between(lo, hi), endpoints=ends,
-        likely=likely, likely_mass=mass, unclear=tuple(unclear),
+        likely=likely, likely_mass=mass, unclear=tuple(unclear), advice=state.advice(model, lo, hi, alpha),
     )  # fmt: skip
 
 
@@ -315,14 +498,41 @@ def ahead(size: int, count: int, skipped: Collection[int] = ()) -> list[tuple[in
     return [(p, "probe: evenly spaced, ahead of the endpoints") for p in spots if p not in skipped]
 
 
-def _merge(prior: Noise | None, pooled: Noise | None) -> Noise | None:
-    """The spread for the adjacent-commit evidence: the prior and every measured commit's spread together."""
-    if prior is None:
-        return pooled
-    if pooled is None:
-        return prior
-    df = prior.df + pooled.df
-    return Noise(sigma=math.sqrt((prior.df * prior.sigma**2 + pooled.df * pooled.sigma**2) / df), df=df)
+def _robust(values: Sequence[float], noise: Noise | None) -> tuple[list[float], bool]:
+    """One end's launches without those the mixture would call outliers (farther than ``OUTLIER_Z`` spreads from
+    the end's median), and whether that is unclear: two launches that far apart (which one is the outlier?), or
+    most of them flagged."""
+    if noise is None or len(values) < 2 or noise.sigma <= 0:
+        return list(values), False
+    logs = [math.log(v) for v in values]
+    mid = float(np.median(logs))
+    keep = [v for v, x in zip(values, logs, strict=True) if abs(x - mid) <= OUTLIER_Z * noise.sigma]
+    if len(values) == 2:
+        return list(values), len(keep) < 2
+    return (keep, False) if len(keep) * 2 > len(values) else (list(values), True)
+
+
+def launches_to_decide(effect: float, sigma: float, alpha: float, power: float = 0.9) -> int:
+    """Launches of one commit for its side to be settled to ``alpha`` with probability ``power``, when its level
+    is ``effect`` (log scale) from the other side's and the launch spread is ``sigma``: each launch adds on average
+    ``effect**2 / (2 sigma**2)`` to the log likelihood ratio, with spread ``|effect| / sigma``."""
+    if sigma <= 0:
+        return 1
+    if effect == 0:
+        return 10**6
+    gain = effect * effect / (2 * sigma * sigma)
+    spread = abs(effect) / sigma
+    target = math.log((1 - alpha) / alpha)
+    z = float(stats.norm.ppf(power))
+    # n * gain - z * sqrt(n) * spread >= target: a quadratic in sqrt(n).
+    root = (z * spread + math.sqrt(z * z * spread * spread + 4 * gain * target)) / (2 * gain)
+    return max(1, math.ceil(root * root))
+
+
+def _each(good: int, bad: int) -> str:
+    if good == bad:
+        return f"{plural(good, 'launch', 'launches')} each"
+    return f"{plural(good, 'launch', 'launches')} and {plural(bad, 'launch', 'launches')}"
 
 
 def _fmt_ratio(v: Verdict) -> str:
@@ -334,33 +544,44 @@ def _fmt_ratio(v: Verdict) -> str:
 
 
 class _State:
-    """Launch values (as logs, with running sums) per measured position, and the skipped positions."""
+    """Every launch (position, order, log value), the failures per position, and the skipped positions."""
 
-    def __init__(self, size: int, noise: Noise | None) -> None:
+    def __init__(self, size: int, noise: Noise | None, max_launches: int) -> None:
         self.size = size
+        self.noise = noise
+        self.max_launches = max_launches
         self.raw: dict[int, list[float]] = {}
+        self.orders: dict[int, list[int]] = {}
         self.counts: dict[int, int] = {}
-        self.sums: dict[int, float] = {}
-        self.squares: dict[int, float] = {}
+        self.failed: dict[int, int] = {}
+        self.failures: list[Failure] = []
         self.skipped: set[int] = set()
-        self.prior_ss = noise.df * noise.sigma**2 if noise is not None else 0.0
-        self.prior_df = noise.df if noise is not None else 0
+        self.used = 0  # launches asked for, failed ones included (the budget's count)
         self.sign = 0.0  # -1: BAD lower than GOOD, +1: higher; 0 until the endpoints are told apart
         self.label: Callable[[int], str] = str  # how a position is named in the reasons
+        self._model: _Model | None = None
+        self._model_at = -1
 
-    def add(self, pos: int, value: float | None) -> None:
+    def add(self, pos: int, value: Value) -> None:
+        order = self.used
+        self.used += 1
         if pos in self.skipped:
             return
-        if value is None or not (math.isfinite(value) and value > 0):
-            self.skipped.add(pos)
-            for table in (self.raw, self.counts, self.sums, self.squares):
-                table.pop(pos, None)
+        if isinstance(value, GiveUp) or value is None or not (math.isfinite(value) and value > 0):
+            self.failed[pos] = MAX_FAILURES if isinstance(value, GiveUp) else self.failed.get(pos, 0) + 1
+            self.failures.append(Failure(pos, order))
+            if self.failed[pos] >= MAX_FAILURES and not self.counts.get(pos):
+                self.skipped.add(pos)
             return
-        x = math.log(value)
         self.raw.setdefault(pos, []).append(value)
+        self.orders.setdefault(pos, []).append(order)
         self.counts[pos] = self.counts.get(pos, 0) + 1
-        self.sums[pos] = self.sums.get(pos, 0.0) + x
-        self.squares[pos] = self.squares.get(pos, 0.0) + x * x
+
+    def can_launch(self, pos: int, pending: int = 0) -> bool:
+        """Whether ``pos`` may be launched again: not skipped, under ``max_launches`` and ``MAX_FAILURES``."""
+        if pos in self.skipped or self.failed.get(pos, 0) >= MAX_FAILURES:
+            return False
+        return self.counts.get(pos, 0) + pending < self.max_launches
 
     def values(self, pos: int) -> list[float]:
         return self.raw.get(pos, [])
@@ -368,34 +589,123 @@ class _State:
     def measured_positions(self) -> list[int]:
         return sorted(self.counts)
 
-    def posterior(self) -> _Posterior:
-        return _Posterior.of(self)
+    def ready(self) -> bool:
+        return 0 in self.counts and self.size - 1 in self.counts and self.sign != 0
 
-    def sides(self) -> list[Side]:
-        post = self.posterior() if 0 in self.counts and self.size - 1 in self.counts else None
-        return [
-            Side(position=p, launches=tuple(self.raw[p]), p_bad=post.cdf(p) if post is not None else math.nan)
-            for p in self.measured_positions()
-        ]
+    def endpoint_noise(self) -> Noise | None:
+        """The spread that judges GOOD against BAD: the prior, floored by the values' resolution."""
+        floor = resolution_floor([v for p in (0, self.size - 1) for v in self.values(p)])
+        if self.noise is None:
+            return None
+        if self.noise.sigma >= floor:
+            return self.noise
+        return Noise(sigma=floor, df=self.noise.df)
 
-    def picks(
-        self, slots: int, max_launches: int, alpha: float, *, speculative: bool = False, post: _Posterior | None = None
-    ) -> list[tuple[int, str]]:
+    def model(self, exclude: tuple[int, int] | None = None) -> _Model:
+        """The fitted model over every launch (cached per launch count), or without one launch
+        (``exclude``: position and index among its launches)."""
+        if exclude is None and self._model is not None and self._model_at == self.used:
+            return self._model
+        pos, x, t = [], [], []
+        for p in self.measured_positions():
+            for i, (value, order) in enumerate(zip(self.raw[p], self.orders[p], strict=True)):
+                if exclude == (p, i):
+                    continue
+                pos.append(p)
+                x.append(math.log(value))
+                t.append(order)
+        floor = resolution_floor([v for p in self.counts for v in self.raw[p]])
+        model = _Model.fit(np.array(pos), np.array(x), np.array(t, dtype=float), self.size, self.sign,
+                           self.noise, floor)  # fmt: skip
+        if exclude is None:
+            self._model, self._model_at = model, self.used
+        return model
+
+    def sides(self, model: _Model | None = None) -> list[Side]:
+        if model is None and self.ready():
+            model = self.model()
+        out = []
+        for p in self.measured_positions():
+            flags = model.outlier_flags(p) if model is not None else ()
+            p_bad = model.posterior.cdf(p) if model is not None else math.nan
+            out.append(Side(p, tuple(self.raw[p]), p_bad, tuple(flags), tuple(self.orders[p])))
+        return out
+
+    def confirmations(self, k: int, model: _Model, slots: int) -> list[tuple[int, str]]:
+        """The launches that must come before ``k`` is named: up to ``CONFIRM`` launches each at ``k - 1`` and
+        ``k``, then one more at a commit whose launch, left out, lets ``k`` fall below ``LOO_MASS``."""
+        chosen: list[tuple[int, str]] = []
+        for p in (k - 1, k):
+            if self.counts.get(p, 0) < CONFIRM and self.can_launch(p):
+                chosen.append(
+                    (p, f"confirm: {self.label(p)} has {plural(self.counts.get(p, 0), 'launch', 'launches')}")
+                )
+        if chosen or any(self.counts.get(p, 0) < CONFIRM for p in (k - 1, k)):
+            return chosen[:slots]
+        for p in (k - 1, k):
+            for i in range(self.counts[p]):
+                if self.counts[p] < 2:
+                    continue
+                kept = self.model(exclude=(p, i)).posterior.single(k)
+                if kept < LOO_MASS:
+                    weak = min((q for q in (k - 1, k) if self.can_launch(q)), key=lambda q: self.counts[q],
+                               default=None)  # fmt: skip
+                    if weak is None:
+                        return []
+                    return [(weak, f"confirm: without launch {i + 1} of {self.label(p)}, {self.label(k)} keeps "
+                                   f"{kept:.3f}")]  # fmt: skip
+        return []
+
+    def step_checks(self, k: int, model: _Model, slots: int) -> list[tuple[int, str]]:
+        """More launches where a second step is suspected but not clear (``STEP_SUSPECT <= |z| < STEP_Z`` within a
+        side): one at the commit of the suspected split's two with fewer launches, at most ``STEP_EXTRA`` extra."""
+        chosen: list[tuple[int, str]] = []
+        for lo, hi in ((0, k - 1), (k, self.size - 1)):
+            found = model.side_step(lo, hi)
+            if found is None or not STEP_SUSPECT <= abs(found[2]) < STEP_Z:
+                continue
+            a, b, z, _ = found
+            for p in sorted((a, b), key=lambda q: self.counts[q]):
+                base = CONFIRM if p in (k - 1, k) else 1
+                if self.can_launch(p) and self.counts[p] < base + STEP_EXTRA and len(chosen) < slots:
+                    chosen.append((p, f"second step? {self.label(a)} vs {self.label(b)} at z = {z:.1f}"))
+                    break
+        return chosen
+
+    def others(self, k: int, model: _Model) -> tuple[OtherStep, ...]:
+        out = []
+        for side, lo, hi in (("before", 0, k - 1), ("after", k, self.size - 1)):
+            found = model.side_step(lo, hi)
+            if found is not None and abs(found[2]) >= STEP_Z:
+                a, b, z, diff = found
+                out.append(OtherStep(side, a + 1, b, math.exp(diff), z, (diff > 0) == (self.sign > 0)))
+        return tuple(out)
+
+    def evidence(self, k: int, alpha: float) -> tuple[Verdict, Verdict]:
+        """The plain two-sided intervals behind an answer: every launch after ``k`` against those before it, and
+        ``k``'s against ``k - 1``'s, without the launches the model treats as outliers."""
+        model = self.model()
+        kept = {p: [v for v, out in zip(self.values(p), model.outlier_flags(p), strict=True) if not out]
+                for p in self.measured_positions()}  # fmt: skip
+        left = [v for p, vs in kept.items() if p < k for v in vs]
+        right = [v for p, vs in kept.items() if p >= k for v in vs]
+        noise = Noise(sigma=model.spread.sigma, df=max(1, round(model.spread.df)))
+        evidence = judge(left, right, threshold=0.0, confidence=1 - alpha, noise=noise)
+        adjacent = judge(kept[k - 1], kept[k], threshold=0.0, confidence=0.99, noise=noise)
+        return evidence, adjacent
+
+    def picks(self, slots: int, alpha: float, model: _Model) -> list[tuple[int, str]]:
         """Up to ``slots`` positions for the next round, each with why."""
-        if 0 not in self.counts or self.size - 1 not in self.counts:
-            return ahead(self.size, slots, self.skipped)
-        post = post or self.posterior()
+        post = model.posterior
         pending: dict[int, int] = {}
         chosen: list[tuple[int, str]] = []
 
         def room(p: int) -> bool:
-            return p not in self.skipped and self.counts.get(p, 0) + pending.get(p, 0) < max_launches
+            return self.can_launch(p, pending.get(p, 0))
 
         doubt = {p: min(c, 1 - c) for p, c in zip(post.marks, post.cum, strict=True)}  # cdf(marks[j]) = cum[j]
-        unclear = sorted(
-            (p for p in post.marks if (0 < p < self.size - 1 or speculative) and doubt[p] > alpha * 1e-3),
-            key=lambda p: -doubt[p],
-        )
+        unclear = sorted((p for p in post.marks if 0 < p < self.size - 1 and doubt[p] > alpha * 1e-3),
+                         key=lambda p: -doubt[p])  # fmt: skip
         for i in range(1, slots + 1):
             q = i / (slots + 1)
             c = post.quantile(q)
@@ -404,26 +714,14 @@ class _State:
                 pending[c] = pending.get(c, 0) + 1
                 continue
             again = next((p for p in unclear if room(p)), None)
-            if again is None or speculative:
+            if again is None:
                 continue
             unclear.remove(again)
             unclear.append(again)  # the next slot goes to the next most unclear commit first
-            ref = min(
-                (r for r in (0, self.size - 1) if room(r)),
-                key=lambda r: self.counts.get(r, 0) + pending.get(r, 0),
-                default=None,
-            )
-            here = self.counts.get(again, 0) + pending.get(again, 0)
-            if ref is not None and here > self.counts.get(ref, 0) + pending.get(ref, 0):
-                # The unclear commit already has more launches than a reference: interleave one there.
-                name = "GOOD" if ref == 0 else "BAD"
-                chosen.append((ref, f"reference: {name}, interleaved with the launches of {self.label(again)}"))
-                pending[ref] = pending.get(ref, 0) + 1
-                continue
             after = plural(self.counts[again], "launch", "launches")
             chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {after}"))
             pending[again] = pending.get(again, 0) + 1
-        if not chosen and not speculative:
+        if not chosen:
             # Every measured commit is settled or at its cap, yet no commit holds the mass: probe the unmeasured
             # commit of the credible range nearest to the posterior's median.
             lo, hi = post.credible(alpha)
@@ -433,6 +731,437 @@ class _State:
                 c = min(spare, key=lambda p: (abs(p - median), p))
                 chosen.append((c, "probe: unmeasured, in the credible range"))
         return chosen
+
+    def with_references(self, picks: list[tuple[int, str]], slots: int, model: _Model) -> list[tuple[int, str]]:
+        """The round's picks, with GOOD or BAD launched again where the drift needs it: in each round with slots
+        to spare while the drift estimate is not clearly zero, and on any hunt when a side has had no reference
+        launch for ``REF_EVERY`` launches (or, with a suspected drift, for half of that)."""
+        suspect = abs(model.drift_z) >= DRIFT_SUSPECT
+        every = REF_EVERY // 2 if suspect else REF_EVERY
+        out = list(picks)
+        asked = {p for p, _ in out}
+        for ref, name in sorted(((0, "GOOD"), (self.size - 1, "BAD")), key=lambda r: self.last_order(r[0])):
+            if ref in asked or not self.can_launch(ref):
+                continue
+            stale = self.used - self.last_order(ref) > every
+            spare = slots > 1 and suspect and len(out) < slots
+            if stale or spare:
+                why = (
+                    f"reference: {name}, for the drift (z = {model.drift_z:.1f})"
+                    if suspect
+                    else (f"reference: {name}, not launched in {self.used - self.last_order(ref) - 1} launches")
+                )
+                if len(out) >= slots:
+                    out[-1] = (ref, why)
+                else:
+                    out.append((ref, why))
+                asked.add(ref)
+                break
+        return out
+
+    def last_order(self, pos: int) -> int:
+        orders = self.orders.get(pos)
+        return orders[-1] if orders else -1
+
+    def advice(self, model: _Model, lo: int, hi: int, alpha: float) -> str:
+        """What would likely narrow a range: launches at the commits that border the credible range's most
+        likely split, from ``launches_to_decide`` at the fitted step and spread."""
+        effect = abs(model.step)
+        sigma = model.spread.sigma
+        if effect <= 0:
+            return ""
+        need = launches_to_decide(effect, sigma, alpha)
+        near = list(range(max(lo - 1, 0), hi + 1))
+        measured = [p for p in near if p in self.counts]
+        more = sum(max(0, need - self.counts.get(p, 0)) for p in measured[:6])
+        unmeasured = [p for p in near if p not in self.counts and p not in self.skipped]
+        more += need * min(len(unmeasured), max(1, math.ceil(math.log2(len(unmeasured) + 1))))
+        if more <= 0:
+            return ""
+        where = f"{self.label(near[0])}..{self.label(near[-1])}" if len(near) > 1 else self.label(near[0])
+        cap = f" (raise --max-launches to at least {need})" if need > self.max_launches else ""
+        return (f"about {plural(more, 'more launch', 'more launches')} at {where} would likely decide "
+                f"({need} per commit for a {math.expm1(effect):.1%} step at {sigma:.2%} spread){cap}")  # fmt: skip
+
+
+class _Model:
+    """The contamination-mixture step model fitted to every launch: the posterior over splits, the spread,
+    the drift and the launch weights of the most likely split."""
+
+    def __init__(self) -> None:
+        self.posterior: _Posterior
+        self.spread: Spread
+        self.split = 0  # index of the most likely split
+        self.split_at = 0  # the last measured position on GOOD's side under it
+        self.drift_beta = 0.0
+        self.drift_se = math.inf
+        self.weights: np.ndarray
+        self.pos: np.ndarray
+        self.x: np.ndarray
+        self.t: np.ndarray
+        self.mu_left = 0.0
+        self.mu_right = 0.0
+        self.drift_on = False  # the drift term is in the fit (its estimate was clear without it)
+        self.noise: Noise | None = None
+        self.floor = 0.0
+
+    @property
+    def drift_z(self) -> float:
+        if not math.isfinite(self.drift_se) or self.drift_se <= 0:
+            return 0.0
+        return self.drift_beta / self.drift_se
+
+    @property
+    def step(self) -> float:
+        return self.mu_right - self.mu_left
+
+    @classmethod
+    def fit(
+        cls,
+        pos: np.ndarray,
+        x: np.ndarray,
+        t: np.ndarray,
+        size: int,
+        sign: float,
+        noise: Noise | None,
+        floor: float,
+    ) -> _Model:
+        marks = np.unique(pos)
+        if len(marks) < 2 or marks[0] != 0 or marks[-1] != size - 1:
+            raise ValueError("the posterior needs GOOD and BAD measured")
+        m = cls()
+        m.pos, m.x, m.t = pos, x, (t - t.mean()) / ORDER_SCALE
+        m.noise, m.floor = noise, floor
+        index = np.searchsorted(marks, pos)  # each launch's mark
+        can_drift = len(x) >= DRIFT_FROM and len(np.unique(t)) >= 3
+        left = index[None, :] <= np.arange(len(marks) - 1)[:, None]  # splits x launches: on GOOD's side
+        sigma = _start_sigma(noise, x, index, floor)
+        start = _SplitFit.start(left, x, index)
+        drift = False
+        while True:
+            fit, logs, best, sigma, spread = _fit_all(
+                start, left, x, m.t, marks, sigma, sign, noise, floor, drift, index
+            )
+            m.drift_beta, m.drift_se = fit.drift_of(best, left, m.t, sigma)
+            # The drift term is fitted only where the data asks for it: it costs the search precision (a level
+            # and a trend are told apart only by launches of one side at different times).
+            if drift or not can_drift or abs(m.drift_z) < DRIFT_Z:
+                break
+            drift = True
+        m.split = best
+        m.split_at = int(marks[best])
+        m.spread = spread
+        m.weights = fit.weights[best]
+        m.mu_left, m.mu_right = float(fit.mu_l[best]), float(fit.mu_r[best])
+        m.drift_on = drift
+        probs = np.exp(logs - logs.max())
+        probs /= probs.sum()
+        m.posterior = _Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()))
+        return m
+
+    def outlier_flags(self, p: int) -> list[bool]:
+        return [bool(w < OUTLIER_WEIGHT) for w in self.weights[self.pos == p]]
+
+    @property
+    def correction(self) -> float:
+        """The drift the levels are corrected for: the fitted one, only where the drift term is in the fit."""
+        return self.drift_beta if self.drift_on else 0.0
+
+    @property
+    def replicate_sigma(self) -> float:
+        """The spread of repeated launches of one commit (pooled with the prior): the step model's spread also
+        holds whatever a second step adds to a side, which would hide that step from ``side_step``."""
+        ss, df = 0.0, 0.0
+        for p in np.unique(self.pos).tolist():
+            x = self.x[self.pos == p] - self.correction * self.t[self.pos == p]
+            if len(x) < 2:
+                continue
+            w = _responsibilities(x - float(np.median(x)), self.spread.sigma)
+            mean = float(np.sum(w * x) / np.sum(w))
+            ss += float(np.sum(w * (x - mean) ** 2))
+            df += float(np.sum(w)) - 1
+        if self.noise is not None:
+            ss += self.noise.df * self.noise.sigma**2
+            df += self.noise.df
+        if df < 2:
+            return self.spread.sigma
+        return max(math.sqrt(ss / df) * _widen(df), self.floor, FLOOR)
+
+    def side_step(self, lo: int, hi: int) -> tuple[int, int, float, float] | None:
+        """The clearest step among the measured commits of ``lo..hi`` (one side of the answer): the measured
+        commits either side of it, its z and its size (log scale).  Each commit's launches are weighted by the
+        mixture against the commit's own median (an outlier of one commit cannot fake a step), the drift
+        removed; every split between measured commits is tried (``STEP_Z`` is high enough for the handful of
+        splits a side has)."""
+        marks = [p for p in np.unique(self.pos).tolist() if lo <= p <= hi]
+        if len(marks) < 2:
+            return None
+        sigma = self.replicate_sigma
+        sums, counts = [], []
+        for p in marks:
+            x = self.x[self.pos == p] - self.correction * self.t[self.pos == p]
+            w = _responsibilities(x - float(np.median(x)), sigma)
+            sums.append(float(np.sum(w * x)))
+            counts.append(float(np.sum(w)))
+        cs, cn = np.cumsum(sums), np.cumsum(counts)
+        best: tuple[int, int, float, float] | None = None
+        splits: list[tuple[int, float]] = []  # (split index, log weight) of each split with launches on both sides
+        for j in range(len(marks) - 1):
+            nl, nr = float(cn[j]), float(cn[-1] - cn[j])
+            if nl < 0.5 or nr < 0.5:
+                continue
+            diff = (float(cs[-1] - cs[j]) / nr) - float(cs[j]) / nl
+            z = diff / (sigma * math.sqrt(1 / nl + 1 / nr))
+            splits.append((j, z * z / 2 + math.log(marks[j + 1] - marks[j])))
+            if best is None or abs(z) > abs(best[2]):
+                best = (marks[j], marks[j + 1], z, diff)
+        if best is None:
+            return None
+        # Where the step lies: the splits' posterior under one step in the side (likelihood ratio exp(z^2 / 2), a
+        # uniform prior over commits), its central 99 %: the clearest split alone is often a neighbour of the true one.
+        top = max(w for _, w in splits)
+        mass = [(j, math.exp(w - top)) for j, w in splits]
+        total = sum(m for _, m in mass)
+        run, first, last = 0.0, mass[0][0], mass[-1][0]
+        for j, m in mass:
+            if run / total <= 0.005 < (run + m) / total:
+                first = j
+            if run / total < 0.995 <= (run + m) / total:
+                last = j
+            run += m
+        return marks[first], marks[last + 1], best[2], best[3]
+
+    def drift(self) -> Drift:
+        count = len(self.x)
+        span = float(self.t.max() - self.t.min()) if count else 0.0
+        total = math.expm1(self.drift_beta * span)
+        z = self.drift_z
+        flagged = abs(z) >= DRIFT_Z
+        if flagged:
+            which = "slower" if total < 0 else "faster"
+            why = (f"the launches drift: {abs(total):.1%} {which} from the first launch to the last "
+                   f"(z = {z:.1f}); the fit corrects the levels for it")  # fmt: skip
+        else:
+            why = f"no clear drift ({total:+.1%} over {count} launches, z = {z:.1f})"
+        return Drift(total=total, z=z, launches=count, flagged=flagged, why=why)
+
+
+def _fit_all(
+    start: _SplitFit,
+    left: np.ndarray,
+    x: np.ndarray,
+    t: np.ndarray,
+    marks: np.ndarray,
+    sigma: float,
+    sign: float,
+    noise: Noise | None,
+    floor: float,
+    drift: bool,
+    index: np.ndarray,
+) -> tuple[_SplitFit, np.ndarray, int, float, Spread]:
+    """Every split fitted with the spread of the most likely split, refitted while that spread moves."""
+    fit, logs, best, spread = start, np.zeros(0), 0, Spread(sigma, 0.0, "")
+    groups = _Groups.of(index, len(marks))
+    for _ in range(3):
+        fit = start.refine(left, x, t, sigma, drift, groups)
+        logs = fit.logs(left, marks, sigma, sign)
+        best = int(np.argmax(logs))
+        new_sigma, spread = _spread(fit.resid[best], fit.weights[best], noise, floor, 3 if drift else 2)
+        moved = abs(new_sigma - sigma) > 0.05 * sigma
+        sigma = new_sigma
+        if not moved:
+            break
+    return fit, logs, best, sigma, spread
+
+
+def _start_sigma(noise: Noise | None, x: np.ndarray, index: np.ndarray, floor: float) -> float:
+    """A first spread for the weights: the prior, else the median absolute deviation within commits."""
+    if noise is not None:
+        return max(noise.sigma, floor, FLOOR)
+    devs = []
+    for j in np.unique(index):
+        group = x[index == j]
+        if len(group) >= 2:
+            devs.extend(np.abs(group - np.median(group)).tolist())
+    if devs:
+        return max(1.4826 * float(np.median(devs)) * 1.5, floor, FLOOR)
+    return max(float(np.std(x)) / 2, floor, 1e-3)
+
+
+def _responsibilities(resid: np.ndarray, sigma: float) -> np.ndarray:
+    """Each launch's posterior weight of the Gaussian part of the mixture."""
+    core = (1 - EPS) * np.exp(-0.5 * (resid / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+    return core / (core + EPS / OUTLIER_WIDTH)
+
+
+def _spread(
+    resid: np.ndarray, weights: np.ndarray, noise: Noise | None, floor: float, params: int
+) -> tuple[float, Spread]:
+    """The spread from the weighted residuals, pooled with the prior; the prior checked by a variance ratio."""
+    ss = float(np.sum(weights * resid * resid))
+    df = float(np.sum(weights)) - params
+    own = math.sqrt(ss / df) if df >= 1 else None
+    lowest = max(floor, FLOOR)
+    if noise is None:
+        if own is None:
+            sigma = max(float(np.std(resid)) * 2, lowest, 1e-3)
+            return sigma, Spread(sigma, max(df, 0.0), "no prior and no spread of its own yet: a wide guess")
+        sigma = max(own * _widen(df), lowest)
+        return sigma, Spread(sigma, df, f"the hunt's own launches ({df:.0f} df; no noise prior)", hunt=own)
+    prior_ss = noise.df * noise.sigma**2
+    pooled_df = noise.df + max(df, 0.0)
+    pooled = math.sqrt((prior_ss + ss) / pooled_df) if pooled_df > 0 else noise.sigma
+    if own is not None and df >= 2:
+        ratio = own**2 / max(noise.sigma**2, lowest**2)
+        p = float(special.fdtrc(df, noise.df, ratio))  # the F distribution's survival function
+        if p < STALE_P:
+            sigma = max(own * _widen(df), noise.sigma, lowest)
+            source = (f"the hunt's own launches, {own:.2%} ({df:.0f} df): the noise prior {noise.sigma:.2%} is too "
+                      f"small for them (variance ratio {ratio:.1f}, p = {p:.1g})")  # fmt: skip
+            return sigma, Spread(sigma, df, source, prior=noise.sigma, hunt=own, stale=True)
+    if own is not None and df >= OWN_FROM and own > pooled:
+        # The hunt's launches scatter more than the prior says: the larger spread is the honest one (a prior
+        # from a quieter day must not make the hunt's own launches look decisive).
+        sigma = max(own * _widen(df), lowest)
+        source = (f"the hunt's own launches, {own:.2%} ({df:.0f} df), wider than the noise prior "
+                  f"{noise.sigma:.2%} ({noise.df} df) pooled with them")  # fmt: skip
+        return sigma, Spread(sigma, df, source, prior=noise.sigma, hunt=own)
+    sigma = max(pooled * _widen(pooled_df), lowest)
+    source = f"the noise prior {noise.sigma:.2%} ({noise.df} df) pooled with the hunt's launches"
+    return sigma, Spread(sigma, pooled_df, source, prior=noise.sigma, hunt=own)
+
+
+def _widen(df: float) -> float:
+    """Student's 97.5 % quantile over the normal's at ``df``: a spread from few launches is widened by it."""
+    if df >= 200:
+        return 1.0
+    return float(special.stdtrit(max(df, 1.0), 0.975)) / 1.959963984540054
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """The launches of each measured commit (contiguous: launches are ordered by position).
+
+    An outlier is a launch event: one launch of a commit far from the others.  A commit whose launches agree
+    with each other and all sit far from a side's level is no outlier but a level of its own (a second step, or
+    the wrong split): its launches keep their weight, so that the spread, not the outlier term, pays for them."""
+
+    starts: np.ndarray  # index of each commit's first launch
+    counts: np.ndarray  # launches per commit
+
+    @classmethod
+    def of(cls, index: np.ndarray, marks: int) -> _Groups:
+        counts = np.bincount(index, minlength=marks)
+        return cls(np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+
+    def agreeing(self, x: np.ndarray, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per commit: whether it has two launches or more, all within ``OUTLIER_Z`` spreads of its median; and
+        that median."""
+        ok = np.zeros(len(self.counts), dtype=bool)
+        medians = np.zeros(len(self.counts))
+        for j, (a, n) in enumerate(zip(self.starts.tolist(), self.counts.tolist(), strict=True)):
+            group = x[a : a + n]
+            medians[j] = float(np.median(group))
+            if n >= 2:
+                ok[j] = bool(np.all(np.abs(group - medians[j]) <= OUTLIER_Z * sigma))
+        return ok, medians
+
+    def kept(
+        self, w: np.ndarray, agree: tuple[np.ndarray, np.ndarray], mu_l: np.ndarray, mu_r: np.ndarray, sigma: float
+    ) -> np.ndarray:
+        """The weights, with those of an agreeing commit far from both of a split's levels restored (a third
+        level; one near the other side's level is evidence against the split and keeps its outlier weight)."""
+        ok, medians = agree
+        if not ok.any():
+            return w
+        far = (np.abs(medians[None, :] - mu_l[:, None]) > OUTLIER_Z * sigma) & (
+            np.abs(medians[None, :] - mu_r[:, None]) > OUTLIER_Z * sigma
+        )
+        mean = np.add.reduceat(w, self.starts, axis=1) / np.maximum(self.counts, 1)
+        restore = np.repeat((mean < OUTLIER_WEIGHT) & ok[None, :] & far, self.counts, axis=1)
+        return np.where(restore, 1.0, w)
+
+
+@dataclass
+class _SplitFit:
+    """Every split's fit at once (rows: splits; columns: launches): the two levels and the drift, each launch's
+    residual and its weight (the responsibility of the mixture's Gaussian part), by EM from the sides' medians.
+    Each split is fitted on its own, so a launch is an outlier only where it is far from that split's levels."""
+
+    mu_l: np.ndarray
+    mu_r: np.ndarray
+    beta: np.ndarray
+    resid: np.ndarray
+    weights: np.ndarray
+    info: np.ndarray  # the drift's information per split (0 without drift)
+
+    @classmethod
+    def start(cls, left: np.ndarray, x: np.ndarray, index: np.ndarray) -> _SplitFit:
+        """Every split starts from GOOD's and BAD's medians: GOOD is on the left of every split and BAD on the
+        right, so EM climbs to the levels the endpoints anchor, and a launch far from them is an outlier."""
+        rows = left.shape[0]
+        mu_l = np.full(rows, float(np.median(x[index == 0])))
+        mu_r = np.full(rows, float(np.median(x[index == index.max()])))
+        zeros = np.zeros(rows)
+        return cls(mu_l, mu_r, zeros, np.zeros(left.shape), np.ones(left.shape), zeros)
+
+    def refine(
+        self, left: np.ndarray, x: np.ndarray, t: np.ndarray, sigma: float, drift: bool, groups: _Groups
+    ) -> _SplitFit:
+        mu_l, mu_r, beta = self.mu_l, self.mu_r, self.beta
+        med_l, med_r = mu_l, mu_r
+        info = np.zeros_like(mu_l)
+        agree = groups.agreeing(x, sigma)
+        for step in range(EM_STEPS):
+            resid = x[None, :] - np.where(left, mu_l[:, None], mu_r[:, None]) - beta[:, None] * t[None, :]
+            w = groups.kept(_responsibilities(resid, sigma), agree, mu_l, mu_r, sigma)
+            wl_all, wr_all = w * left, w * ~left
+            wl, wr = wl_all.sum(axis=1), wr_all.sum(axis=1)
+            xl, xr = wl_all @ x, wr_all @ x
+            if drift and step > 0:  # the drift once the first weights are in
+                tl, tr = wl_all @ t, wr_all @ t
+                tt, xt = w @ (t * t), w @ (t * x)
+                safe_l, safe_r = np.maximum(wl, 1e-9), np.maximum(wr, 1e-9)
+                info = tt - tl * tl / safe_l - tr * tr / safe_r
+                ok = info > 1e-9
+                beta = np.where(ok, (xt - tl * xl / safe_l - tr * xr / safe_r) / np.where(ok, info, 1.0), 0.0)
+                info = np.where(ok, info, 0.0)
+                xl, xr = xl - tl * beta, xr - tr * beta
+            # A side whose launches all look like outliers keeps its median: EM must not chase an empty side.
+            mu_l = np.where(wl > 0.5, xl / np.maximum(wl, 1e-9), med_l)
+            mu_r = np.where(wr > 0.5, xr / np.maximum(wr, 1e-9), med_r)
+        resid = x[None, :] - np.where(left, mu_l[:, None], mu_r[:, None]) - beta[:, None] * t[None, :]
+        weights = groups.kept(_responsibilities(resid, sigma), agree, mu_l, mu_r, sigma)
+        return _SplitFit(mu_l, mu_r, beta, resid, weights, info)
+
+    def drift_of(self, row: int, left: np.ndarray, t: np.ndarray, sigma: float) -> tuple[float, float]:
+        """The drift of one split's residuals (per ``ORDER_SCALE`` launches, each side's mean order removed) and
+        its standard error: the fitted drift when the term is in the fit, else what adding it would give."""
+        w, r, side = self.weights[row], self.resid[row], left[row]
+        centred = t.copy()
+        for mask in (side, ~side):
+            total = float(w[mask].sum())
+            if total > 0:
+                centred[mask] = t[mask] - float((w[mask] * t[mask]).sum()) / total
+        info = float((w * centred * centred).sum())
+        if info <= 1e-9:
+            return 0.0, math.inf
+        beta = float(self.beta[row]) + float((w * centred * r).sum()) / info
+        return beta, sigma / math.sqrt(info)
+
+    def logs(self, left: np.ndarray, marks: np.ndarray, sigma: float, sign: float) -> np.ndarray:
+        """The log posterior of each split, unnormalised: the mixture likelihood at the split's fit, the Laplace
+        term of its two levels, the log width of its gap, and the direction of the step."""
+        z = self.resid / sigma
+        core = (1 - EPS) * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
+        loglik = np.log(core + EPS / OUTLIER_WIDTH).sum(axis=1)
+        wl = np.maximum((self.weights * left).sum(axis=1), 0.5)
+        wr = np.maximum((self.weights * ~left).sum(axis=1), 0.5)
+        logs = loglik - 0.5 * np.log(wl * wr) + np.log(np.diff(marks.astype(float)))
+        if sign:
+            se = sigma * np.sqrt(1 / wl + 1 / wr)
+            logs = logs + special.log_ndtr(sign * (self.mu_r - self.mu_l) / se)
+        return logs
 
 
 @dataclass(frozen=True)
@@ -447,34 +1176,6 @@ class _Posterior:
         if not self.cum:
             object.__setattr__(self, "cum", tuple(itertools.accumulate(self.masses, initial=0.0)))
 
-    @classmethod
-    def of(cls, state: _State) -> _Posterior:
-        marks = state.measured_positions()
-        if len(marks) < 2 or marks[0] != 0 or marks[-1] != state.size - 1:
-            raise ValueError("the posterior needs GOOD and BAD measured")
-        n = np.array([state.counts[p] for p in marks], dtype=float)
-        s1 = np.array([state.sums[p] for p in marks])
-        s2 = np.array([state.squares[p] for p in marks])
-        n_all, s_all, q_all = n.sum(), s1.sum(), s2.sum()
-        power = (state.prior_df + n_all - 2) / 2
-        # Split j: GOOD's side is marks[0..j], BAD's marks[j+1..]; every split at once.
-        n_l, s_l, q_l = np.cumsum(n)[:-1], np.cumsum(s1)[:-1], np.cumsum(s2)[:-1]
-        n_r, s_r, q_r = n_all - n_l, s_all - s_l, q_all - q_l
-        ss = np.maximum(q_l - s_l * s_l / n_l, 0.0) + np.maximum(q_r - s_r * s_r / n_r, 0.0)
-        # Launches that repeat to the last digit (a deterministic stand-in) leave no spread at all: a floor far
-        # below any real noise keeps the arithmetic finite and lets such data decide at once.
-        total = np.maximum(state.prior_ss + ss, FLOOR * n_all)
-        logs = -0.5 * np.log(n_l * n_r) - power * np.log(total) + np.log(np.diff(np.array(marks, dtype=float)))
-        if state.sign and power > 0:
-            # The step goes the way BAD differs from GOOD: the posterior of (BAD's mean - GOOD's) under this split,
-            # a Student-t with 2 * power degrees of freedom, on that side of zero.
-            scale = np.sqrt(total / (2 * power) * (1 / n_l + 1 / n_r))
-            z = state.sign * (s_r / n_r - s_l / n_l) / scale
-            logs = logs + np.log(np.maximum(special.stdtr(2 * power, z), 1e-300))  # stdtr: the t CDF, a ufunc
-        weights = np.exp(logs - logs.max())
-        weights /= weights.sum()
-        return cls(marks=tuple(marks), masses=tuple(weights.tolist()))
-
     def best_single(self) -> tuple[int, float] | None:
         """The single position with the most mass, among gaps one commit wide."""
         best: tuple[int, float] | None = None
@@ -482,6 +1183,10 @@ class _Posterior:
             if self.marks[j + 1] - self.marks[j] == 1 and (best is None or mass > best[1]):
                 best = (self.marks[j + 1], mass)
         return best
+
+    def single(self, k: int) -> float:
+        """The mass of position ``k`` alone."""
+        return self.mass_between(k, k)
 
     def cdf(self, pos: int) -> float:
         """P(first bad <= pos): the posterior that position ``pos`` is bad."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -324,14 +325,8 @@ def show_comparison(console: Console, result: Comparison) -> None:
         table.add_column("B/A", justify="right", whole=True)
         table.add_column("interval", justify="right")
         table.add_column("verdict")
-        table.add_column("significant")
         for row in result.metrics:
             x, y = row.a or {}, row.b or {}
-            verdict = "-"
-            if row.significant:
-                verdict = f"yes ({row.direction or 'changed'})"
-            elif row.ratio is not None:
-                verdict = "no" + (" (ranges overlap)" if row.ranges_overlap else "")
             v = row.verdict
             ratio = v.ratio if v is not None and v.ratio is not None else row.ratio
             interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"
@@ -350,7 +345,6 @@ def show_comparison(console: Console, result: Comparison) -> None:
                 fmt(ratio, 3),
                 interval,
                 (call, "bold red" if worse else ""),
-                (verdict, "bold red" if row.direction == "worse" else ""),
             )
         show_table(console, table)
         priors = [r.metric for r in result.metrics if r.verdict is not None and r.verdict.prior_used]
@@ -393,21 +387,25 @@ def _ids(records: Sequence[RunRecord]) -> str:
 
 
 def bisect_header(plan: BisectPlan) -> str:
-    """The line that opens a bisect: what is hunted, over how many commits, with how many launches and slots,
-    and the noise prior (or how to get one)."""
+    """The line that opens a bisect: what is hunted, over how many commits, with how many launches, slots and
+    budget, and the noise prior with where, when and on what it was measured (or why none is used)."""
     again = "patchkit noise" + (" --executor slurm" if plan.executor is not None else "")
     prior = plan.prior
-    spread = (
-        f"no noise prior for {plan.place} (run `{again}`)"
-        if prior is None
-        else f"noise prior {prior.sigma:.2%} ({prior.df} df, {plan.place})"
-    )
+    if prior is None:
+        spread = plan.refused_prior or f"no noise prior for {plan.place} (run `{again}`)"
+    else:
+        facts = [f"{prior.df} df", plan.place]
+        if prior.gpu:
+            facts.append(prior.gpu)
+        if prior.measured_at:
+            facts.append(f"measured {prior.measured_at[:16].replace('T', ' ')} UTC")
+        spread = f"noise prior {prior.sigma:.2%} ({', '.join(facts)})"
     good = plan.line[0]
     return (
         f"patchkit bisect  {plan.metric.name} ({plan.profile}), {plan.rule}; "
         f"{len(plan.line) - 1} first-parent commits after {good.short}, {len(plan.unpatchable)} cannot apply "
         f"(skipped); up to {plural(plan.max_launches, 'launch', 'launches')} per commit, "
-        f"{plural(plan.slots, 'slot')}; {spread}"
+        f"{plural(plan.launch_budget, 'launch', 'launches')} in all, {plural(plan.slots, 'slot')}; {spread}"
     )
 
 
@@ -458,11 +456,12 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
             str(s.launch),
             fmt(s.measurement.value),
             "-" if s.p_bad is None else f"{s.p_bad:.3f}",
-            s.verdict,
+            s.verdict + (" (outlier)" if s.outlier else ""),
             s.why,
             s.commit.subject,
         )
     show_table(console, table)
+    _search_notes(console, report)
     launches = len(report.steps)
     one_slot = f"; one slot would take {plural(launches, 'round')} for the same launches" if report.slots > 1 else ""
     slots = plural(report.slots, "slot")
@@ -486,6 +485,9 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
                 f"  unclear: {commit.short} P(bad) {side.p_bad:.4f} "
                 f"after {plural(len(side.launches), 'launch', 'launches')} {commit.subject}",
             )
+        if report.advice:
+            say(console, f"  to narrow it: {report.advice}")
+        _other_steps(console, report)
         return
     if report.error or report.first_bad is None:
         say(console, f"NO RESULT: {report.error}", "bold red")
@@ -514,6 +516,36 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
     if report.maybe:
         names = ", ".join(f"{m.commit.short} {m.commit.subject}" for m in report.maybe)
         say(console, f"  or one of the skipped commits just before it: {names}")
+    _other_steps(console, report)
+
+
+def _search_notes(console: Console, report: BisectReport) -> None:
+    """What the search's model saw, under the launch table: the spread it used and where it came from, the
+    launches it treats as outliers, the drift, and the launches that failed."""
+    if report.spread is not None:
+        say(console, f"launch spread {report.spread.sigma:.2%}: {report.spread.source}", "dim")
+    if report.outliers:
+        listed = ", ".join(f"{s.commit.short} launch {s.launch} ({fmt(s.measurement.value)})" for s in report.outliers)
+        say(console, f"outliers (far from both levels; they move no boundary): {listed}", "yellow")
+    if report.drift is not None and report.drift.flagged:
+        say(console, f"drift: {report.drift.why}", "bold yellow")
+    failed = [s for s in report.steps if not s.measurement.usable]
+    if failed:
+        by_commit = Counter(s.commit.short for s in failed)
+        listed = ", ".join(f"{c} x{n}" if n > 1 else c for c, n in by_commit.items())
+        say(console, f"failed launches (retried up to 3 times per commit): {listed}", "yellow")
+
+
+def _other_steps(console: Console, report: BisectReport) -> None:
+    for other in report.other_steps:
+        kind = "a second regression" if other.same_way else "a step the other way"
+        change = other.ratio - 1
+        where = f"{other.lo.short}..{other.hi.short}" if other.lo != other.hi else other.lo.short
+        say(
+            console,
+            f"ALSO: {kind} ({change:+.1%}, z = {abs(other.z):.1f}) lies in {where}: run `{other.hint}`",
+            "bold yellow",
+        )
 
 
 # -- noise ------------------------------------------------------------------------------

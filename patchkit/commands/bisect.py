@@ -19,7 +19,12 @@ executor has one slot, so K > 1 needs ``--executor slurm`` (each round one
 job array, ``bench.cluster.ScheduledRounds``; without ``--slots``,
 ``[bench.slurm].slots``).
 
-Optional criteria, checked on the first launches of GOOD and BAD: ``--min X``
+``--budget N`` caps the launches of the whole search (default
+``hunt.default_budget``); ``--dry-run`` checks everything, launches nothing
+and says what the hunt would likely cost (``patchkit.bench.plan``, the hunt
+simulated at the prior's spread).
+
+Optional criteria, judged on the launches of GOOD and BAD: ``--min X``
 (bad when the median is below X), ``--max X`` (bad when above X), ``--ratio
 R`` (bad when median / GOOD's median is below R for a ``better = "higher"``
 metric, above R for ``better = "lower"``).  Without one, BAD must differ from
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from patchkit.bench.bisecting import Rule, check_ends, check_slots, plan_bisect
+from patchkit.bench.bisecting import BisectPlan, Rule, check_ends, check_slots, plan_bisect, plan_costs
 from patchkit.bench.launches import BenchArgs, measuring, open_bench
 from patchkit.bench.session import Interrupted
 from patchkit.commands._bench_output import (
@@ -67,14 +72,18 @@ def bisect(
     max_launches: int = 10,
     slots: int | None = None,  # --slots; with --executor slurm, default [bench.slurm].slots
     threshold: float = 0.0,
+    budget: int | None = None,
+    dry_run: bool = False,
 ) -> int:
     rule = Rule(min_value, max_value, ratio)
     check_slots(args, slots)
     with open_bench(args, first=lambda repo: check_ends(repo, good, bad)) as opened:
         plan = plan_bisect(
             opened, good=good, bad=bad, metric=metric, profile=profile, rule=rule, slots=slots,
-            max_launches=max_launches, threshold=threshold,
+            max_launches=max_launches, threshold=threshold, budget=budget,
         )  # fmt: skip
+        if dry_run:
+            return _dry_run(plan, json_out=json_out, console=console)
         with progress(console, "bisect", live=not json_out) as show, measuring(opened.session, show):
             if not json_out:
                 say(console, bisect_header(plan))
@@ -96,3 +105,18 @@ def bisect(
     else:
         show_bisect(console, report, plan.metric.name)
     return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
+
+
+def _dry_run(plan: BisectPlan, *, json_out: bool, console: Console) -> int:
+    """``bisect --dry-run``: everything checked, nothing launched; what the hunt would likely cost."""
+    plans = plan_costs(plan)
+    if json_out:
+        print_json({**plan.document_plan(), "plans": [p.as_json() for p in plans]})
+        return int(ExitCode.OK)
+    say(console, bisect_header(plan))
+    if not plans:
+        say(console, "no launch spread to plan with: run `patchkit noise` where the launches run first", "bold yellow")
+    for p in plans:
+        say(console, f"  {p.line()}")
+    say(console, "nothing was launched (--dry-run)", "dim")
+    return int(ExitCode.OK)
