@@ -518,3 +518,87 @@ def test_from_must_be_an_ancestor_where_the_manifest_applies(tmp_path: Path, cap
     assert len(bad.err.strip().splitlines()) <= 2
     assert manifest_bytes(kit) == before
     assert git(history.path, "status", "--porcelain") == ""
+
+
+# -- an edit-function whose context upstream edited --------------------------------------------------------
+
+
+def function_text(source: str, name: str) -> str:
+    tree = ast.parse(source)
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+    return "".join(source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno])
+
+
+def test_edit_function_merges_upstream_edit_next_to_ours(tmp_path: Path, capsys: Any) -> None:
+    from patchkit.capture.textdiff import unified_diff
+
+    theirs = EAGLE_V1.replace("batch.get_model_worker_batch()", "batch.get_model_worker_batch(spec=True)")
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}),
+            ("spec", "verify: a spec batch (#18400)", {EAGLE: theirs}),
+        ],
+    )
+    repo = history.path
+    diff = unified_diff(EAGLE, function_text(EAGLE_V1, "verify"), function_text(OURS_SYNC, "verify"))
+    payload = "# edit-function EAGLEWorker.verify: hunk line numbers count from the function's first line\n" + "".join(
+        line for line in diff.splitlines(keepends=True) if not line.startswith("diff --git")
+    )
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "verify-sync",
+                "op": "edit-function",
+                "file": EAGLE,
+                "function": "EAGLEWorker.verify",
+                "source": src("verify.diff"),
+            }
+        ],
+        {"verify.diff": payload},
+    )
+    check = run_cli(capsys, "check", "-m", kit.manifest, "--repo", repo, "--commit", history["spec"], "--json")
+    assert check.json["commits"][0]["results"][0]["reason"] == "CONFLICT"  # the op itself cannot take it
+    code, data = port_json(capsys, kit, repo, history["spec"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["verify-sync"]
+    assert port["how"] == "merged" and port["changes"][0]["commit"] == history["spec"]
+    new = kit.payload_path("verify.diff").read_text()
+    assert new.startswith("# edit-function EAGLEWorker.verify") and f"--- a/{EAGLE}" in new
+    assert "get_model_worker_batch(spec=True)" in new  # the hunk's context is upstream's line now
+    intended = theirs.replace(
+        "        res = spec_info.verify", "        torch.cuda.synchronize()\n        res = spec_info.verify"
+    )
+    assert same_ast(applied_tree(capsys, kit, repo, history["spec"], EAGLE), intended)
+
+
+# -- the manifest's bytes: CRLF line endings are kept ------------------------------------------------------------
+
+
+def test_crlf_manifest_keeps_its_line_endings(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}), ("rename", "kimi: rename", {KIMI: KIMI_V2})],
+    )
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "eagle3-hooks",
+                "op": "add-methods",
+                "file": KIMI,
+                "class": "KimiK25ForConditionalGeneration",
+                "source": src("hooks.py"),
+            }
+        ],
+        {"hooks.py": HOOKS_PAYLOAD},
+    )
+    kit.manifest.write_bytes(kit.manifest.read_bytes().replace(b"\n", b"\r\n"))
+    kit.manifest.chmod(0o640)
+    code, data = port_json(capsys, kit, history.path, history["rename"])
+    assert code == 0, data["patches"]
+    raw = kit.manifest.read_bytes()
+    assert raw.count(b"\r\n") == raw.count(b"\n") and b'class = "KimiK25VLForConditionalGeneration"\r\n' in raw
+    assert kit.manifest.stat().st_mode & 0o777 == 0o640
+    assert not list(kit.manifest.parent.glob("*.patchkit-tmp"))
