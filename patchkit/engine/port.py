@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.engine.check import check_range
-from patchkit.engine.evaluate import Evaluation, decode, evaluate
+from patchkit.engine.evaluate import Evaluation, decode, evaluate, render
 from patchkit.engine.follow import Def, Match, defs_in, find_def, follow, indent, merge, parse, similarity
 from patchkit.errors import RevisionError
 from patchkit.git import Commit, Repo
@@ -820,6 +820,9 @@ def port(
     walk = repo.first_parent_changes(begin.sha, target.sha) if begin.sha != target.sha else []
     with _porter(manifest, repo, found, target) as porter:
         final, stops = porter.run(walk)
+        # What apply would write at the target, verified as apply verifies it: a ported patch that reads
+        # APPLY but does not render (FAIL INTERNAL) refuses the port, as it would refuse the apply.
+        final = render(final)[1]
         patches = porter.result(final, drop_upstreamed)
         files = tuple(porter.work.changes())
         if drop_upstreamed and any(p.dropped for p in patches):
