@@ -742,9 +742,10 @@ class Repo:
         )
         listed: list[tuple[Commit, tuple[str, ...]]] = []
         for record in out.split(b"\x01")[1:]:
-            head, _, rest = record.partition(b"\n")
-            paths = tuple(p.decode("utf-8", "surrogateescape") for p in rest.split(b"\0") if p.strip(b"\n"))
-            listed.append((_parse_commit(head.decode("utf-8", "surrogateescape")), tuple(p.strip("\n") for p in paths)))
+            # -z: the format line ends with NUL (then a newline before the names), each name with NUL
+            head, _, rest = record.partition(b"\0")
+            names = [p.decode("utf-8", "surrogateescape") for p in rest.lstrip(b"\n").split(b"\0") if p]
+            listed.append((_parse_commit(head.decode("utf-8", "surrogateescape")), tuple(names)))
         return listed
 
     def renamed_to(self, parent: str, commit: str, path: str) -> str | None:

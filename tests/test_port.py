@@ -244,8 +244,8 @@ def test_function_moved_to_a_new_module(tmp_path: Path, capsys: Any) -> None:
     assert code == 0, data["patches"]
     port = by_patch(data)["bf16-fuse"]
     assert port["how"] == "moved"
-    assert [(c["key"], c["from"], c["to"], c["commit"]) for c in port["changes"]] == [
-        ("file", LINEAR, WEIGHTS, history["move"])
+    assert [(c["key"], c["from"], c["to"], c["commit"], c["subject"]) for c in port["changes"]] == [
+        ("file", LINEAR, WEIGHTS, history["move"], "Move fuse_weights to layers/fused/weights.py (#18001)")
     ]
     assert data["from"]["commit"] == history["base"] and data["check"]["failed"] is False
     assert table(kit)["file"] == WEIGHTS and table(kit)["function"] == "fuse_weights"
