@@ -4,8 +4,8 @@ Builds a small git repository shaped like SGLang around the Kimi-K2.5 and
 EAGLE-3 changes of early 2026 (see ``patchkit.demo.sglang``), then replays
 the story of a throughput drop: a range check of the Kimi manifest (and the
 timing manifest's windows, one line per group), the refused apply at a
-renamed class, a bench of a good and a bad commit (two launches each,
-interleaved), compare with its verdict and what changed between them, a
+renamed class (and ``port`` carrying a copy of the manifest there), a bench
+of a good and a bad commit (two launches each, interleaved), compare with its verdict and what changed between them, a
 half-patched tree refused by the guard, and a bisect that names the commit.
 The server and client are the demo's stand-ins (``patchkit/demo/standin/``,
 127.0.0.1 only): their throughput comes from the benchmarked tree's code, so

@@ -639,16 +639,25 @@ class Porter:
             elif result.status is Status.SKIP and result.reason is not Reason.OTHER_VARIANT:
                 how = How.UPSTREAMED
                 at = track.upstreamed
-                message = ""
-                if at is None:
-                    at, known = upstreamed_since(self.found, patch.id)
-                    if not known:
-                        oldest = at or self.start
-                        at = None
-                        message = f"upstream has it since {oldest.short} or earlier (the oldest commit looked at)"
                 if at is not None:
                     message = f"upstream has it since {at.short} {at.subject!r}"
+                else:
+                    since, before, there = upstreamed_since(self.found, patch.id)
+                    if before == "applied":
+                        at = since
+                        message = f"upstream has it since {since.short} {since.subject!r}"
+                    elif before == "failed" and there is not None:
+                        why = there.reason.value if there.reason else there.status.value
+                        message = (
+                            f"upstream has it since {since.short} {since.subject!r}; "
+                            f"before that it was not in effect ({why})"
+                        )
+                    else:
+                        message = f"upstream has it since {since.short} or earlier (the oldest commit looked at)"
                 track.upstreamed = at
+            elif result.reason is Reason.OTHER_VARIANT:
+                how = How.UNCHANGED
+                message = "not needed here: it serves a variant that does not fit while another does (OTHER_VARIANT)"
             else:
                 kinds = {c.how for c in changes}
                 how = next((h for h in _PRECEDENCE if h in kinds), How.UNCHANGED)
@@ -780,25 +789,26 @@ def find_start(manifest: Manifest, repo: Repo, target: Commit, given: str | None
     )
 
 
-def upstreamed_since(start: Start, patch_id: str) -> tuple[Commit | None, bool]:
-    """For a patch already in upstream at the start: the first commit (on the first-parent line) where it was,
-    and whether that is known (False: it was in upstream at every commit looked at)."""
-    newer: Commit | None = None
+def upstreamed_since(start: Start, patch_id: str) -> tuple[Commit, str, PatchResult | None]:
+    """For a patch already in upstream at the start: the oldest commit of the unbroken run of first-parent
+    commits (up to the start) where it is, and what came before it: "applied" (the patch applied at the
+    commit before: upstream took it at the one returned), "failed" (it did not apply there either: that
+    result) or "unknown" (it is in upstream at every commit looked at)."""
+    newer = start.commit
     past = False
     for commit, results in start.history:
-        if commit.sha == start.commit.sha:
-            past = True
+        past = past or commit.sha == start.commit.sha
         if not past:
             continue
         result = results.get(patch_id)
         if result is None:
-            return None, False
+            break
         if result.status is Status.APPLY:
-            return newer, newer is not None
+            return newer, "applied", result
         if result.status is not Status.SKIP or result.reason is Reason.OTHER_VARIANT:
-            return None, False
+            return newer, "failed", result
         newer = commit
-    return newer, False
+    return newer, "unknown", None
 
 
 @contextmanager
