@@ -76,6 +76,7 @@ class PortCell:
     same_as_commit: bool | None = None  # port's files AST-equal to C's
     git_same_as_commit: bool | None = None
     why: str = ""
+    renamed: bool = False  # a file of the change was renamed between Q and P (git's rename detection)
 
 
 @dataclass
@@ -94,6 +95,17 @@ class Tally:
 def show_file(repo: Path, rev: str, path: str) -> str | None:
     out = git(repo, "show", f"{rev}:{path}", check=False)
     return out.stdout.decode("utf-8", "surrogateescape") if out.returncode == 0 else None
+
+
+def renamed_between(repo: Path, older: str, newer: str) -> dict[str, str]:
+    """Files git's rename detection calls renamed from ``older`` to ``newer``: new path -> old path."""
+    out = git(repo, "diff", "-M", "--name-status", "--diff-filter=R", "-z", older, newer).stdout.decode()
+    fields = out.split("\0")
+    found: dict[str, str] = {}
+    for i in range(0, len(fields) - 2, 3):
+        if fields[i].startswith("R"):
+            found[fields[i + 2]] = fields[i + 1]
+    return found
 
 
 def same_code(a: str | None, b: str | None, path: str) -> bool:
@@ -146,8 +158,11 @@ def one(
 ) -> None:
     at_q: dict[str, str] = {}
     ours_q: dict[str, str] = {}
+    was = renamed_between(repo_path, older, parent)  # path at P -> its path at Q, for files git calls renamed
     for path in files:
-        base, ours, theirs = (show_file(repo_path, rev, path) for rev in (parent, sha, older))
+        old_path = was.get(path, path)
+        base, ours = (show_file(repo_path, rev, path) for rev in (parent, sha))
+        theirs = show_file(repo_path, older, old_path)
         if base is None or ours is None or theirs is None:
             tally.git_cannot_place += 1
             return
@@ -162,7 +177,7 @@ def one(
     work = scratch / f"{sha[:10]}-{k}"
     work.mkdir()
     patch = work / "change.patch"
-    patch.write_text("".join(unified_diff(p, at_q[p], ours_q[p]) for p in files), encoding="utf-8")
+    patch.write_text("".join(unified_diff(was.get(p, p), at_q[p], ours_q[p]) for p in files), encoding="utf-8")
     try:
         captured = import_diff(repo, patch, name="local", base=older, out=work / "kit", force=True)
     except PatchkitError:
@@ -180,7 +195,7 @@ def one(
         )
         git_merged[path] = None if conflicts else merged
     git_clean = all(v is not None for v in git_merged.values())
-    cell = PortCell(sha[:10], older[:10], k, git_clean, "refused")
+    cell = PortCell(sha[:10], older[:10], k, git_clean, "refused", renamed=any(p in was for p in files))
     truth = {p: show_file(repo_path, sha, p) for p in files}
     if git_clean:
         cell.git_same_as_commit = all(same_code(git_merged[p], truth[p], p) for p in files)
@@ -243,6 +258,12 @@ def show(tally: Tally) -> None:
             f"where git merges cleanly: port gives git's code (AST) in {equal} of {len(clean)} "
             f"({equal / len(clean):.1%}); git's merge equals C itself in {git_c} of {len(clean)}"
         )
+    renamed = [c for c in tally.cells if c.renamed]
+    carried = sum(c.port == "ported" for c in renamed)
+    same = sum(bool(c.same_as_commit) for c in renamed)
+    print(
+        f"cells where a file of the change was renamed in between: {len(renamed)}, ported {carried}, same as C {same}"
+    )
     hows = Counter(h for c in tally.cells for h in c.how.values())
     print("how patches were carried (all port cells): " + ", ".join(f"{h} {n}" for h, n in hows.most_common()))
     print()

@@ -318,6 +318,24 @@ def test_class_renamed(tmp_path: Path, capsys: Any) -> None:
 EAGLE_V2 = EAGLE_V1.replace('batch.forward_mode = "decode"', "batch.forward_mode = ForwardMode.DECODE")
 
 
+def hooks_kit(tmp_path: Path) -> Kit:
+    """A kit with one add-methods of the EAGLE-3 hooks on the Kimi-K2.5 class."""
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "eagle3-hooks",
+                "op": "add-methods",
+                "file": KIMI,
+                "class": "KimiK25ForConditionalGeneration",
+                "source": src("hooks.py"),
+            }
+        ],
+        {"hooks.py": HOOKS_PAYLOAD},
+    )
+    return kit
+
+
 def eagle_kit(tmp_path: Path, capsys: Any, repo: Path, base: str, ours: str) -> Kit:
     kit = Kit(tmp_path / "kit")
     kit.write(
@@ -497,19 +515,7 @@ def test_from_must_be_an_ancestor_where_the_manifest_applies(tmp_path: Path, cap
         tmp_path,
         [("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}), ("rename", "kimi: rename", {KIMI: KIMI_V2})],
     )
-    kit = Kit(tmp_path / "kit")
-    kit.write(
-        [
-            {
-                "id": "eagle3-hooks",
-                "op": "add-methods",
-                "file": KIMI,
-                "class": "KimiK25ForConditionalGeneration",
-                "source": src("hooks.py"),
-            }
-        ],
-        {"hooks.py": HOOKS_PAYLOAD},
-    )
+    kit = hooks_kit(tmp_path)
     before = manifest_bytes(kit)
     bad = run_cli(
         capsys, "port", "-m", kit.manifest, "--repo", history.path, "--to", history["base"], "--from", history["rename"]
@@ -581,19 +587,7 @@ def test_crlf_manifest_keeps_its_line_endings(tmp_path: Path, capsys: Any) -> No
         tmp_path,
         [("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}), ("rename", "kimi: rename", {KIMI: KIMI_V2})],
     )
-    kit = Kit(tmp_path / "kit")
-    kit.write(
-        [
-            {
-                "id": "eagle3-hooks",
-                "op": "add-methods",
-                "file": KIMI,
-                "class": "KimiK25ForConditionalGeneration",
-                "source": src("hooks.py"),
-            }
-        ],
-        {"hooks.py": HOOKS_PAYLOAD},
-    )
+    kit = hooks_kit(tmp_path)
     kit.manifest.write_bytes(kit.manifest.read_bytes().replace(b"\n", b"\r\n"))
     kit.manifest.chmod(0o640)
     code, data = port_json(capsys, kit, history.path, history["rename"])

@@ -51,7 +51,7 @@ from typing import Any
 
 from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import Evaluation, decode, evaluate, render
-from patchkit.engine.follow import Def, Match, defs_in, find_def, follow, indent, merge, parse, similarity
+from patchkit.engine.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity
 from patchkit.errors import RevisionError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, Patch, load_manifest
@@ -536,14 +536,29 @@ class Porter:
 
     # -- merges ---------------------------------------------------------------------------------
 
-    def _merge_replacement(self, patch: Patch, table: dict[str, Any], commit: Commit) -> bool:
-        track = self.tracks[patch.id]
-        qualname = table["function"]
-        base = self._old_def(patch, track.target or qualname)
+    def _sides(self, patch: Patch, qualname: str, commit: Commit) -> tuple[Def, Def, str]:
+        """Upstream's def where the patch last applied (the merge base), upstream's def at ``commit``
+        (theirs), and the file's text there."""
+        base = self._old_def(patch, self.tracks[patch.id].target or qualname)
         here = self._text(commit, patch.file) or ""
         theirs = find_def(patch.file, here, qualname)
         if theirs is None:
             raise _Stop(f"{qualname} is not in {patch.file} at {commit.short}")
+        return base, theirs, here
+
+    @staticmethod
+    def _merged(patch: Patch, qualname: str, commit: Commit, theirs: Def, result: Merge) -> str:
+        """The merged text, or the overlap as a ``_Stop`` naming the line in upstream's file and both sides."""
+        if result.text is None:
+            raise _Stop(
+                f"ours and upstream's change the same lines of {qualname}",
+                PortConflict(commit, patch.file, theirs.first + result.upstream_line, result.ours, result.upstream),
+            )
+        return result.text
+
+    def _merge_replacement(self, patch: Patch, table: dict[str, Any], commit: Commit) -> bool:
+        qualname = table["function"]
+        base, theirs, here = self._sides(patch, qualname, commit)
         payload_path = self.work.payload_path(table)
         payload_text = self.work.current[payload_path].decode("utf-8")
         name = table.get("payload_function", qualname)
@@ -552,13 +567,8 @@ class Porter:
         )
         if ours is None:
             raise _Stop(f"the payload defines no {name}")
-        merged = merge(base.text, ours.text, theirs.text)
-        if merged.text is None:
-            raise _Stop(
-                f"ours and upstream's change the same lines of {qualname}",
-                PortConflict(commit, patch.file, theirs.first + merged.upstream_line, merged.ours, merged.upstream),
-            )
-        self.work.current[payload_path] = _splice(payload_text, ours, merged.text).encode("utf-8")
+        merged = self._merged(patch, qualname, commit, theirs, merge(base.text, ours.text, theirs.text))
+        self.work.current[payload_path] = _splice(payload_text, ours, merged).encode("utf-8")
         state = parse(patch.file, here)
         found = function_digest(state, qualname) if state is not None else None
         if not isinstance(found, tuple):
@@ -579,11 +589,7 @@ class Porter:
     def _merge_edit(self, patch: Patch, table: dict[str, Any], commit: Commit) -> bool:
         track = self.tracks[patch.id]
         qualname = table["function"]
-        base = self._old_def(patch, track.target or qualname)
-        here = self._text(commit, patch.file) or ""
-        theirs = find_def(patch.file, here, qualname)
-        if theirs is None:
-            raise _Stop(f"{qualname} is not in {patch.file} at {commit.short}")
+        base, theirs, _here = self._sides(patch, qualname, commit)
         if base.col != theirs.col:
             raise _Stop(f"{qualname} changed its indentation at {commit.short}: the diff's lines cannot follow")
         payload_path = self.work.payload_path(table)
@@ -594,15 +600,10 @@ class Porter:
         if not isinstance(spots, list):
             raise _Stop(f"the diff of {patch.id} does not apply at {track.base.short} either")
         ours = splice_hunks(base_lines, hunks, spots, reverse=False)
-        merged = merge(base.raw, ours, theirs.raw)
-        if merged.text is None:
-            raise _Stop(
-                f"ours and upstream's change the same lines of {qualname}",
-                PortConflict(commit, patch.file, theirs.first + merged.upstream_line, merged.ours, merged.upstream),
-            )
+        merged = self._merged(patch, qualname, commit, theirs, merge(base.raw, ours, theirs.raw))
         from patchkit.capture.textdiff import unified_diff
 
-        diff = unified_diff(patch.file, theirs.raw, merged.text)
+        diff = unified_diff(patch.file, theirs.raw, merged)
         preamble = b"".join(line for line in raw.splitlines(keepends=True) if not line.startswith(b"diff --git"))
         head = preamble.split(b"--- ", 1)[0] if b"--- " in preamble else b""
         body = "".join(line for line in diff.splitlines(keepends=True) if not line.startswith("diff --git"))
