@@ -469,11 +469,19 @@ class Porter:
         if new.file != patch.file:
             self.work.set(patch.id, "file", new.file)
             self._retarget_diff_header(table, patch.file, new.file)
-            self._record(patch.id, PortChange(How.MOVED, commit, "file", patch.file, new.file, note))
+            self._record(
+                patch.id, PortChange(How.MOVED, commit, "file", patch.file, new.file, note + self._left(patch))
+            )
         if new.qualname != qualname:
             self._set_function(patch.id, table, qualname, new.qualname)
             self._record(patch.id, PortChange(How.MOVED, commit, key, qualname, new.qualname, note))
         return True
+
+    def _left(self, moved: Patch) -> str:
+        """A note naming the patches that stay on the file ``moved`` leaves (an import its payload needs may
+        have to go with it: port does not guess which)."""
+        staying = [p.id for p in self.current.patches if p.file == moved.file and p.id != moved.id]
+        return f"; {', '.join(staying)} still target {moved.file}" if staying else ""
 
     def _set_function(self, patch_id: str, table: dict[str, Any], old: str, new: str) -> None:
         if table["op"] == "replace-function" and "payload_function" not in table:
