@@ -596,3 +596,46 @@ def test_crlf_manifest_keeps_its_line_endings(tmp_path: Path, capsys: Any) -> No
     assert raw.count(b"\r\n") == raw.count(b"\n") and b'class = "KimiK25VLForConditionalGeneration"\r\n' in raw
     assert kit.manifest.stat().st_mode & 0o777 == 0o640
     assert not list(kit.manifest.parent.glob("*.patchkit-tmp"))
+
+
+# -- a file renamed: `file` and an edit-function diff's header paths follow ----------------------------------------
+
+
+def test_file_renamed_moves_every_patch_of_it(tmp_path: Path, capsys: Any) -> None:
+    from patchkit.capture.textdiff import unified_diff
+
+    moved = "python/sglang/srt/speculative/eagle_worker_v1.py"
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}),
+            ("mv", "Rename eagle_worker.py to eagle_worker_v1.py (#18500)", {EAGLE: None, moved: EAGLE_V1}),
+        ],
+    )
+    repo = history.path
+    diff = unified_diff(EAGLE, function_text(EAGLE_V1, "verify"), function_text(OURS_SYNC, "verify"))
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {"id": "typing", "op": "ensure-import", "file": EAGLE, "import": "from typing import List"},
+            {
+                "id": "verify-sync",
+                "op": "edit-function",
+                "file": EAGLE,
+                "function": "EAGLEWorker.verify",
+                "source": src("verify.diff"),
+            },
+        ],
+        {"verify.diff": diff},
+    )
+    code, data = port_json(capsys, kit, repo, history["mv"])
+    assert code == 0, data["patches"]
+    for patch_id in ("typing", "verify-sync"):
+        port = by_patch(data)[patch_id]
+        assert port["how"] == "moved"
+        assert [(c["key"], c["from"], c["to"]) for c in port["changes"]] == [("file", EAGLE, moved)]
+    assert [t["file"] for t in tomllib.loads(kit.manifest.read_text())["patch"]] == [moved, moved]
+    payload = kit.payload_path("verify.diff").read_text()
+    assert f"--- a/{moved}\n+++ b/{moved}\n" in payload and EAGLE not in payload
+    intended = OURS_SYNC.replace("import torch\n", "import torch\nfrom typing import List\n")
+    assert same_ast(applied_tree(capsys, kit, repo, history["mv"], moved), intended)

@@ -426,6 +426,11 @@ class Porter:
         data = self.work.current[path]
         lines = data.split(b"\n")
         for i, line in enumerate(lines):
+            if line.startswith(b"diff --git "):
+                lines[i] = line.replace(b" a/" + old.encode(), b" a/" + new.encode()).replace(
+                    b" b/" + old.encode(), b" b/" + new.encode()
+                )
+                continue
             for mark in (b"--- a/", b"+++ b/", b"--- ", b"+++ "):
                 if line.startswith(mark) and line[len(mark) :].rstrip(b"\r").split(b"\t")[0] == old.encode():
                     lines[i] = mark + new.encode() + line[len(mark) + len(old.encode()) :]
