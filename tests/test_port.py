@@ -639,3 +639,59 @@ def test_file_renamed_moves_every_patch_of_it(tmp_path: Path, capsys: Any) -> No
     assert f"--- a/{moved}\n+++ b/{moved}\n" in payload and EAGLE not in payload
     intended = OURS_SYNC.replace("import torch\n", "import torch\nfrom typing import List\n")
     assert same_ast(applied_tree(capsys, kit, repo, history["mv"], moved), intended)
+
+
+# -- a function moved within its file (into a class) ---------------------------------------------------------------
+
+
+def test_function_moved_within_its_file(tmp_path: Path, capsys: Any) -> None:
+    inside = d(
+        '''
+        """Linear layers."""
+        import torch
+
+
+        class QKVParallelLinear(torch.nn.Module):
+            def __init__(self, q, k, v):
+                super().__init__()
+                self.weight = self.fuse_weights(q, k, v)
+
+            @staticmethod
+            def fuse_weights(q, k, v):
+                """Stack the q, k, v projections into one weight."""
+                out = torch.cat([q, k, v], dim=0)
+                return out.contiguous()
+        '''
+    )
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("in", "Make fuse_weights a static method", {LINEAR: inside}),
+        ],
+    )
+    repo = history.path
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "bf16-fuse",
+                "op": "replace-function",
+                "file": LINEAR,
+                "function": "fuse_weights",
+                "source": src("fuse.py"),
+                "expect": digest_at(capsys, repo, history["base"], LINEAR, "fuse_weights"),
+            }
+        ],
+        {"fuse.py": FUSE_PAYLOAD},
+    )
+    code, data = port_json(capsys, kit, repo, history["in"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["bf16-fuse"]
+    assert [(c["how"], c["key"], c["to"]) for c in port["changes"]][:1] == [
+        ("moved", "function", "QKVParallelLinear.fuse_weights")
+    ]
+    assert port["how"] == "merged"  # the decorator upstream added is merged into the payload too
+    assert table(kit)["payload_function"] == "fuse_weights"
+    intended = inside.replace("torch.cat([q, k, v], dim=0)", "torch.cat([q, k, v], dim=0).to(torch.bfloat16)")
+    assert same_ast(applied_tree(capsys, kit, repo, history["in"], LINEAR), intended)
