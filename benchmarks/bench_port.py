@@ -18,7 +18,7 @@ selection rule:
 3. **A port cell** is one where that manifest FAILs at P (upstream moved
    between Q and P in a way the manifest cannot take as it is).  There:
    * git: ``git merge-file`` of each file (base Q, ours Q + change, theirs P);
-   * patchkit: ``port --from Q --to P`` (``engine.port.port``, the code the
+   * patchkit: ``port --from Q --to P`` (``patchkit.port.port``, the code the
      command runs), the ported manifest applied at P in memory
      (``engine.evaluate`` and ``render``, what ``apply`` writes).
    Files are compared by syntax tree (``ast.dump``): port's against git's
@@ -53,10 +53,10 @@ import patchkit
 from patchkit.capture.import_diff import import_diff
 from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.evaluate import evaluate, render
-from patchkit.engine.port import port
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo, merge_texts
 from patchkit.manifest import load_manifest
+from patchkit.port import port
 from patchkit.sources.commit import CommitSource
 
 BACK = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89)

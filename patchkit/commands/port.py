@@ -1,6 +1,6 @@
 """`patchkit port`: carry a manifest and its payloads forward to a later upstream commit.
 
-The plan is the engine's (``engine/port.py``); this module prints it, and
+The plan is ``patchkit/port/plan.py``'s; this module prints it, and
 writes it: every changed file (the manifest, payloads) to a temp file in its
 own directory first, then all moved into place, so a failure while writing
 the temps leaves every file as it was, and a failure during the moves puts
@@ -22,11 +22,11 @@ from rich.console import Console
 
 from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.check import check_range
-from patchkit.engine.port import FileChange, How, PortPlan
-from patchkit.engine.port import port as plan_port
 from patchkit.errors import ExitCode, UnwritableError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
+from patchkit.port import FileChange, How, PortPlan
+from patchkit.port import port as plan_port
 from patchkit.render import Grid, emit, plural, print_json, status_piece, write_pieces
 from patchkit.results import Status
 

@@ -16,7 +16,7 @@ where a patch applied, and the one where it stopped):
   column.
 
 Everything here reads text and returns values; the walk and the manifest
-edits are ``engine/port.py``'s.
+edits are ``port/plan.py``'s.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ does not apply here is carried over this one step:
 
 * its file was renamed (git's rename detection): ``file`` follows;
 * its function or method is gone: it is looked for in the files this commit
-  changed, by code (``engine/follow.py``), and ``file`` / ``function``
+  changed, by code (``port/follow.py``), and ``file`` / ``function``
   follow;
 * its class is gone: a new class with the most alike body is the class
   renamed, and every patch of that file that names the class follows
@@ -49,15 +49,16 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import Evaluation, decode, evaluate, render
-from patchkit.engine.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity
 from patchkit.errors import RevisionError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, Patch, load_manifest
 from patchkit.manifest.edit import ManifestText
 from patchkit.operations.diff import match_hunks, parse_diff, splice_hunks, split_lines
 from patchkit.operations.replace_function import function_digest
+from patchkit.port.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import CommitSource
 
@@ -614,8 +615,6 @@ class Porter:
             raise _Stop(f"the diff of {patch.id} does not apply at {track.base.short} either")
         ours = splice_hunks(base_lines, hunks, spots, reverse=False)
         merged = self._merged(patch, qualname, commit, theirs, merge(base.raw, ours, theirs.raw))
-        from patchkit.capture.textdiff import unified_diff
-
         diff = unified_diff(patch.file, theirs.raw, merged)
         preamble = b"".join(line for line in raw.splitlines(keepends=True) if not line.startswith(b"diff --git"))
         head = preamble.split(b"--- ", 1)[0] if b"--- " in preamble else b""
