@@ -22,9 +22,10 @@ from rich.console import Console
 
 from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.check import check_range
-from patchkit.errors import ExitCode, UnwritableError
+from patchkit.errors import ExitCode, UnwritableError, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
+from patchkit.manifest.resolve import BUNDLED_ROOT
 from patchkit.port import FileChange, How, PortPlan
 from patchkit.port import port as plan_port
 from patchkit.render import Grid, emit, plural, print_json, status_piece, write_pieces
@@ -53,6 +54,12 @@ def port(
     console: Console,
 ) -> int:
     loaded = load_manifest(manifest)
+    if not dry_run and loaded.path.is_relative_to(BUNDLED_ROOT):
+        raise UsageError(
+            f"{loaded.display} is the copy of {loaded.name} installed with patchkit: port does not rewrite it",
+            hint=f"copy manifests/{loaded.path.name} and its patches/ into your project and port the copy "
+            "(or use --dry-run)",
+        )
     with Repo.discover(Path(repo)) as git_repo:
         plan = plan_port(loaded, git_repo, to, start=start, drop_upstreamed=drop_upstreamed)
         written = False
