@@ -695,3 +695,36 @@ def test_function_moved_within_its_file(tmp_path: Path, capsys: Any) -> None:
     assert table(kit)["payload_function"] == "fuse_weights"
     intended = inside.replace("torch.cat([q, k, v], dim=0)", "torch.cat([q, k, v], dim=0).to(torch.bfloat16)")
     assert same_ast(applied_tree(capsys, kit, repo, history["in"], LINEAR), intended)
+
+
+# -- an edit-imports whose block upstream edited next to ours (the replay's case) ------------------------------------
+
+
+def test_edit_imports_merges_upstream_edit_in_the_block(tmp_path: Path, capsys: Any) -> None:
+    from patchkit.capture.textdiff import unified_diff
+
+    block = "import os\nimport sys\n\nimport torch\nimport triton\n\nfrom sglang.srt.utils import get_bool_env_var\n"
+    body = "\n\ndef enabled():\n    return get_bool_env_var('SGLANG_FUSED')\n"
+    ours_block = block.replace("import triton\n", "import triton.language as tl\n")
+    theirs_block = block.replace("import sys\n", "import sys\nimport time\n")
+    file = "python/sglang/srt/layers/fused_moe.py"
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add fused MoE", {file: block + body}),
+            ("time", "fused_moe: import time (#18600)", {file: theirs_block + body}),
+        ],
+    )
+    repo = history.path
+    diff = unified_diff(file, block, ours_block)
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [{"id": "tl-import", "op": "edit-imports", "file": file, "source": src("imports.diff")}], {"imports.diff": diff}
+    )
+    check = run_cli(capsys, "check", "-m", kit.manifest, "--repo", repo, "--commit", history["time"], "--json")
+    assert check.json["commits"][0]["results"][0]["reason"] == "CONFLICT"
+    code, data = port_json(capsys, kit, repo, history["time"])
+    assert code == 0, data["patches"]
+    assert by_patch(data)["tl-import"]["how"] == "merged"
+    intended = theirs_block.replace("import triton\n", "import triton.language as tl\n") + body
+    assert same_ast(applied_tree(capsys, kit, repo, history["time"], file), intended)

@@ -16,7 +16,9 @@ does not apply here is carried over this one step:
   renamed, and every patch of that file that names the class follows
   (``class``, ``Class.method``, ``before``);
 * upstream edited the function a ``replace-function`` rewrites (DRIFT), or
-  the lines an ``edit-function`` edits (CONFLICT): the payload is merged
+  the lines around an ``edit-function``'s, ``edit-imports``' or
+  ``edit-statement``'s hunks (CONFLICT; the op's own region is what is
+  merged: the function, the import block, the statement): the payload is merged
   three ways (base: upstream's version at the last commit where the patch
   applied; ours: the payload; theirs: upstream's version now) and ``expect``
   gets the new digest; an overlap refuses the patch, naming both sides;
@@ -57,6 +59,7 @@ from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, Patch, load_manifest
 from patchkit.manifest.edit import ManifestText
 from patchkit.operations.diff import match_hunks, parse_diff, splice_hunks, split_lines
+from patchkit.operations.edit_function import Region, ScopedHunks
 from patchkit.operations.replace_function import function_digest
 from patchkit.port.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity
 from patchkit.results import PatchResult, Reason, Status
@@ -406,6 +409,8 @@ class Porter:
             return self._merge_replacement(patch, table, commit)
         if reason is Reason.CONFLICT and op == "edit-function":
             return self._merge_edit(patch, table, commit)
+        if reason is Reason.CONFLICT and op in ("edit-imports", "edit-statement"):
+            return self._merge_region(patch, table, commit)
         raise _Stop(f"{reason.value if reason else 'FAIL'}: {result.message}")
 
     def _record(self, patch_id: str, change: PortChange) -> None:
@@ -561,12 +566,13 @@ class Porter:
         return base, theirs, here
 
     @staticmethod
-    def _merged(patch: Patch, qualname: str, commit: Commit, theirs: Def, result: Merge) -> str:
-        """The merged text, or the overlap as a ``_Stop`` naming the line in upstream's file and both sides."""
+    def _merged(patch: Patch, what: str, commit: Commit, first: int, result: Merge) -> str:
+        """The merged text, or the overlap as a ``_Stop`` naming the line in upstream's file (``first``: the
+        file line of the merged region's first line) and both sides."""
         if result.text is None:
             raise _Stop(
-                f"ours and upstream's change the same lines of {qualname}",
-                PortConflict(commit, patch.file, theirs.first + result.upstream_line, result.ours, result.upstream),
+                f"ours and upstream's change the same lines of {what}",
+                PortConflict(commit, patch.file, first + result.upstream_line, result.ours, result.upstream),
             )
         return result.text
 
@@ -581,7 +587,7 @@ class Porter:
         )
         if ours is None:
             raise _Stop(f"the payload defines no {name}")
-        merged = self._merged(patch, qualname, commit, theirs, merge(base.text, ours.text, theirs.text))
+        merged = self._merged(patch, qualname, commit, theirs.first, merge(base.text, ours.text, theirs.text))
         self.work.current[payload_path] = _splice(payload_text, ours, merged).encode("utf-8")
         state = parse(patch.file, here)
         found = function_digest(state, qualname) if state is not None else None
@@ -601,36 +607,61 @@ class Porter:
         return True
 
     def _merge_edit(self, patch: Patch, table: dict[str, Any], commit: Commit) -> bool:
-        track = self.tracks[patch.id]
         qualname = table["function"]
         base, theirs, _here = self._sides(patch, qualname, commit)
         if base.col != theirs.col:
             raise _Stop(f"{qualname} changed its indentation at {commit.short}: the diff's lines cannot follow")
+        return self._merge_hunks(patch, table, commit, qualname, base.raw, theirs.raw, theirs.first)
+
+    def _merge_region(self, patch: Patch, table: dict[str, Any], commit: Commit) -> bool:
+        """edit-imports / edit-statement: the op's own region (the import block, the statement) at the last
+        commit where the patch applied and at ``commit``, merged as an edit-function's function is."""
+        op = patch.op
+        if not isinstance(op, ScopedHunks):
+            raise _Stop(f"{patch.op_name} has no region to merge")
+        track = self.tracks[patch.id]
+
+        def region(at: Commit, path: str) -> tuple[int, str]:
+            text = self._text(at, path) or ""
+            state = parse(path, text)
+            found = op.region(state) if state is not None else None
+            if not isinstance(found, Region):
+                raise _Stop(f"{path} at {at.short} has no region for {patch.id} ({op.region_key})")
+            return found.first, "".join(split_lines(text)[found.first - 1 : found.last])
+
+        _first, base_raw = region(track.base, track.file)
+        first, theirs_raw = region(commit, patch.file)
+        return self._merge_hunks(patch, table, commit, op.region_key, base_raw, theirs_raw, first)
+
+    def _merge_hunks(
+        self,
+        patch: Patch,
+        table: dict[str, Any],
+        commit: Commit,
+        what: str,
+        base_raw: str,
+        theirs_raw: str,
+        theirs_first: int,
+    ) -> bool:
+        """A diff payload's hunks applied to the region's base lines (ours), merged with upstream's lines
+        (theirs), and written again as a diff of upstream's lines: the payload's comment lines kept."""
+        track = self.tracks[patch.id]
         payload_path = self.work.payload_path(table)
         raw = self.work.current[payload_path]
         _old, _new, hunks = parse_diff(raw)
-        base_lines = split_lines(base.raw)
+        base_lines = split_lines(base_raw)
         spots = match_hunks(base_lines, hunks, reverse=False)
         if not isinstance(spots, list):
             raise _Stop(f"the diff of {patch.id} does not apply at {track.base.short} either")
         ours = splice_hunks(base_lines, hunks, spots, reverse=False)
-        merged = self._merged(patch, qualname, commit, theirs, merge(base.raw, ours, theirs.raw))
-        diff = unified_diff(patch.file, theirs.raw, merged)
+        merged = self._merged(patch, what, commit, theirs_first, merge(base_raw, ours, theirs_raw))
+        diff = unified_diff(patch.file, theirs_raw, merged)
         preamble = b"".join(line for line in raw.splitlines(keepends=True) if not line.startswith(b"diff --git"))
         head = preamble.split(b"--- ", 1)[0] if b"--- " in preamble else b""
         body = "".join(line for line in diff.splitlines(keepends=True) if not line.startswith("diff --git"))
         self.work.current[payload_path] = head + body.encode("utf-8")
-        self._record(
-            patch.id,
-            PortChange(
-                How.MERGED,
-                commit,
-                "source",
-                table["source"],
-                table["source"],
-                f"upstream's edit of {qualname} merged; the diff's hunks rewritten against it",
-            ),
-        )
+        note = f"upstream's edit of {what} merged; the diff's hunks rewritten against it"
+        self._record(patch.id, PortChange(How.MERGED, commit, "source", table["source"], table["source"], note))
         return True
 
     # -- the result ---------------------------------------------------------------------------------
