@@ -219,21 +219,7 @@ def test_function_moved_to_a_new_module(tmp_path: Path, capsys: Any) -> None:
         ],
     )
     repo = history.path
-    kit = Kit(tmp_path / "kit")
-    kit.write(
-        [
-            {
-                "id": "bf16-fuse",
-                "op": "replace-function",
-                "file": LINEAR,
-                "function": "fuse_weights",
-                "source": src("fuse.py"),
-                "expect": digest_at(capsys, repo, history["base"], LINEAR, "fuse_weights"),
-            }
-        ],
-        {"fuse.py": FUSE_PAYLOAD},
-        text=None,
-    )
+    kit = fuse_kit(tmp_path, capsys, repo, history["base"])
     before = manifest_bytes(kit)
     dry = run_cli(capsys, "port", "-m", kit.manifest, "--repo", repo, "--to", history["move"], "--dry-run")
     assert dry.code == 0, dry.out + dry.err
@@ -316,6 +302,25 @@ def test_class_renamed(tmp_path: Path, capsys: Any) -> None:
 
 
 EAGLE_V2 = EAGLE_V1.replace('batch.forward_mode = "decode"', "batch.forward_mode = ForwardMode.DECODE")
+
+
+def fuse_kit(tmp_path: Path, capsys: Any, repo: Path, base: str) -> Kit:
+    """A kit with one replace-function of linear.py's fuse_weights (bf16 weights), pinned to ``base``."""
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "bf16-fuse",
+                "op": "replace-function",
+                "file": LINEAR,
+                "function": "fuse_weights",
+                "source": src("fuse.py"),
+                "expect": digest_at(capsys, repo, base, LINEAR, "fuse_weights"),
+            }
+        ],
+        {"fuse.py": FUSE_PAYLOAD},
+    )
+    return kit
 
 
 def hooks_kit(tmp_path: Path) -> Kit:
@@ -671,20 +676,7 @@ def test_function_moved_within_its_file(tmp_path: Path, capsys: Any) -> None:
         ],
     )
     repo = history.path
-    kit = Kit(tmp_path / "kit")
-    kit.write(
-        [
-            {
-                "id": "bf16-fuse",
-                "op": "replace-function",
-                "file": LINEAR,
-                "function": "fuse_weights",
-                "source": src("fuse.py"),
-                "expect": digest_at(capsys, repo, history["base"], LINEAR, "fuse_weights"),
-            }
-        ],
-        {"fuse.py": FUSE_PAYLOAD},
-    )
+    kit = fuse_kit(tmp_path, capsys, repo, history["base"])
     code, data = port_json(capsys, kit, repo, history["in"])
     assert code == 0, data["patches"]
     port = by_patch(data)["bf16-fuse"]
