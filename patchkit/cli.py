@@ -186,6 +186,34 @@ def explain(**kwargs: Any) -> int:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
+@manifest_option
+@repo_option
+@click.option("--to", required=True, metavar="REV", help="The upstream commit to carry the manifest to.")
+@click.option(
+    "--from",
+    "start",
+    default=None,
+    metavar="REV",
+    help="Start the walk here (an ancestor of --to where the manifest applies; "
+    "default: the newest first-parent ancestor of --to where it does).",
+)
+@click.option("--dry-run", is_flag=True, help="Print the unified diff of the manifest and payloads; write nothing.")
+@click.option("--drop-upstreamed", is_flag=True, help="Remove the patches upstream took from the manifest.")
+@json_option
+def port(**kwargs: Any) -> int:
+    """Carry a manifest forward to commit REV: follow moved functions and renamed classes, merge upstream's edits
+    into payloads, report what upstream took.
+
+    Walks the first-parent commits from a commit where the manifest applies to REV, stopping where a target
+    file changed. All or nothing: if a required patch cannot be carried (an overlap with upstream's edit is
+    shown, both sides), exit 1 and nothing is written. After writing, checks the manifest at REV.
+    """
+    from patchkit.commands.port import port as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("file")
 @click.argument("qualname")
 @click.option(

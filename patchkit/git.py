@@ -725,6 +725,29 @@ class Repo:
         out = self.git("log", "-1", f"--diff-filter={filter}", f"--format={_LOG_FORMAT}", commit, "--", path).strip()
         return _parse_commit(out) if out else None
 
+    def first_parent_changes(self, start: str, end: str) -> list[tuple[Commit, tuple[str, ...]]]:
+        """The first-parent commits after ``start`` up to ``end`` (oldest first), each with the paths its
+        diff against its first parent touches (a merge: what it brought into the first-parent line).
+        One ``git log`` for the whole line: ``port`` walks it and looks again only where a target changed."""
+        out = self.git_bytes(
+            "log",
+            "--reverse",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--name-only",
+            "-z",
+            f"--format=%x01{_LOG_FORMAT}",
+            f"{self.resolve(start)}..{self.resolve(end)}",
+            "--",
+        )
+        listed: list[tuple[Commit, tuple[str, ...]]] = []
+        for record in out.split(b"\x01")[1:]:
+            # -z: the format line ends with NUL (then a newline before the names), each name with NUL
+            head, _, rest = record.partition(b"\0")
+            names = [p.decode("utf-8", "surrogateescape") for p in rest.lstrip(b"\n").split(b"\0") if p]
+            listed.append((_parse_commit(head.decode("utf-8", "surrogateescape")), tuple(names)))
+        return listed
+
     def renamed_to(self, parent: str, commit: str, path: str) -> str | None:
         out = self.git_bytes("diff", "-z", "--name-status", "-M", parent, commit)
         fields = out.split(b"\0")
@@ -829,6 +852,28 @@ class WorktreeChange:
     old_mode: str
     new_mode: str
     renamed_to: str | None = None
+
+
+def merge_texts(base: str, ours: str, theirs: str, labels: tuple[str, str, str]) -> tuple[str, int]:
+    """``git merge-file`` of three texts: (the merged text, with conflict markers where there are
+    conflicts; the number of conflicts).  The texts go through a temporary directory (git merges
+    files), which is removed; no repository is read or written."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="patchkit-merge-") as tmp:
+        names = []
+        for name, text in zip(("ours", "base", "theirs"), (ours, base, theirs), strict=True):
+            path = Path(tmp) / name
+            path.write_bytes(text.encode("utf-8", "surrogateescape"))
+            names.append(name)
+        args = ["merge-file", "-p", "-L", labels[0], "-L", labels[1], "-L", labels[2], *names]
+        try:
+            proc = subprocess.run(["git", *args], cwd=tmp, capture_output=True, env=_env(), check=False)
+        except FileNotFoundError:
+            raise RepoError("git is not installed or not on PATH") from None
+    if proc.returncode < 0 or proc.returncode > 127:
+        raise GitFailed(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    return proc.stdout.decode("utf-8", "surrogateescape"), proc.returncode
 
 
 def blob_id(data: bytes, object_format: str = "sha1") -> str:

@@ -66,6 +66,21 @@ def test_apply_at_the_renamed_class_is_refused(kept):
     assert "REFUSED: 1 required patch cannot apply (eagle3-hooks CLASS_NOT_FOUND); nothing was written." in steps[2]
 
 
+def test_port_carries_the_manifest_to_the_renamed_class(kept):
+    work, _out, steps = kept
+    two = steps[2]
+    assert "$ patchkit port -m " in two and "--to rename-kimi" in two
+    assert re.search(
+        r"eagle3-hooks +renamed +APPLY +class: KimiK25ForConditionalGeneration -> "
+        r"KimiK25VLForConditionalGeneration at [0-9a-f]{10}",
+        two,
+    )
+    assert re.search(r"check --commit [0-9a-f]{10}: 2 APPLY: OK", two)
+    ported = (work / "ported" / "manifests" / "kimi-k25-eagle3.toml").read_text()
+    assert 'class = "KimiK25VLForConditionalGeneration"' in ported
+    assert ported.startswith("# ")  # the manifest's comments are kept
+
+
 def test_the_readme_refused_apply_block_is_this_trees_output(kept, tmp_path):
     """The README's example: on the tree `patchkit demo --keep` leaves (at main, unpatched), its
     `apply --commit rename-kimi` prints exactly the README's block (which then says so)."""

@@ -83,6 +83,7 @@ BOUNDARIES = (
     ("patchkit.engine.pool", "multiprocessing", "worker processes: only when a cold range check starts them"),
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
     ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),
+    ("patchkit.git", "tempfile", "merge_texts' scratch files: only port's three-way merges"),
     (
         "patchkit.engine.range_check",
         "patchkit",

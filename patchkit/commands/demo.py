@@ -4,8 +4,8 @@ Builds a small git repository shaped like SGLang around the Kimi-K2.5 and
 EAGLE-3 changes of early 2026 (see ``patchkit.demo.sglang``), then replays
 the story of a throughput drop: a range check of the Kimi manifest (and the
 timing manifest's windows, one line per group), the refused apply at a
-renamed class, a bench of a good and a bad commit (two launches each,
-interleaved), compare with its verdict and what changed between them, a
+renamed class (and ``port`` carrying a copy of the manifest there), a bench
+of a good and a bad commit (two launches each, interleaved), compare with its verdict and what changed between them, a
 half-patched tree refused by the guard, and a bisect that names the commit.
 The server and client are the demo's stand-ins (``patchkit/demo/standin/``,
 127.0.0.1 only): their throughput comes from the benchmarked tree's code, so
@@ -31,6 +31,7 @@ from patchkit.commands.bench import bench as bench_cmd
 from patchkit.commands.bisect import bisect as bisect_cmd
 from patchkit.commands.compare import compare as compare_cmd
 from patchkit.commands.guard import guard as guard_cmd
+from patchkit.commands.port import port as port_cmd
 from patchkit.demo.hunt import (
     BAD,
     GOOD,
@@ -46,7 +47,7 @@ from patchkit.engine.check import check_range
 from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.errors import ExitCode, InternalError, UsageError
 from patchkit.git import Repo
-from patchkit.manifest import load_manifest
+from patchkit.manifest import Manifest, load_manifest
 from patchkit.render import make_console
 
 
@@ -130,6 +131,22 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         _expect(refused.refused, "the apply on the rename branch was not refused")
         _expect(repo.head() == head and not repo.changed_tracked_files(), "the refused apply changed the tree")
         console.print("Nothing was written: the tree is as it was.")
+        ported = _copy_manifest(kimi, work / "ported")
+        console.print()
+        console.print(
+            f"After a pull of {RENAME_BRANCH}, `port` carries the manifest there (a copy of it, in {ported.parent}):",
+            markup=False,
+        )
+        console.print(f"$ patchkit port -m {ported} --to {RENAME_BRANCH}", markup=False, soft_wrap=True)
+        code = port_cmd(
+            manifest=str(ported), repo=str(path), to=RENAME_BRANCH, start=None, dry_run=False,
+            drop_upstreamed=False, json_out=False, console=console,
+        )  # fmt: skip
+        _expect(code == 0, f"port to {RENAME_BRANCH} exited {code}")
+        _expect(
+            "KimiK25VLForConditionalGeneration" in ported.read_text(encoding="utf-8"), "port did not follow the rename"
+        )
+        _expect(repo.head() == head and not repo.changed_tracked_files(), "port changed the upstream tree")
 
     try:
         python = standin_python(work)
@@ -181,6 +198,17 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         planted = repo.commit(history[PLANTED])
     _expect(f"FIRST BAD: {planted.short} {planted.subject}" in _said(said), f"bisect did not name {PLANTED}")
     return good[:10], bad[:10]
+
+
+def _copy_manifest(manifest: Manifest, folder: Path) -> Path:
+    """A copy of a bundled manifest and its payloads under ``folder`` (``manifests/``, ``patches/``), for port
+    to rewrite: the bundled files are never written."""
+    target = folder / "manifests" / manifest.path.name
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(manifest.path, target)
+    payloads = manifest.path.parent.parent / "patches"
+    shutil.copytree(payloads, folder / "patches")
+    return target
 
 
 def _said(said: io.StringIO) -> str:

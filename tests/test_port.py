@@ -1,0 +1,722 @@
+"""`patchkit port`: a manifest carried forward on real git histories of SGLang-shaped files.
+
+Every port is checked the way a user would check it: the ported manifest is
+applied at the target commit (``apply --commit``) and each patched file's
+syntax tree is compared with the code the change was meant to give there,
+written out by hand below.  A refused port must leave every byte of the
+manifest and its payloads as it was.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from helpers import Kit, d, git, run_cli, src, tree_state
+
+from patchkit.demo.history import History, HistoryBuilder
+
+LINEAR = "python/sglang/srt/layers/linear.py"
+WEIGHTS = "python/sglang/srt/layers/fused/weights.py"
+KIMI = "python/sglang/srt/models/kimi_k25.py"
+EAGLE = "python/sglang/srt/speculative/eagle_worker.py"
+
+LINEAR_V1 = d(
+    '''
+    """Linear layers."""
+    import torch
+
+
+    def fuse_weights(q, k, v):
+        """Stack the q, k, v projections into one weight."""
+        out = torch.cat([q, k, v], dim=0)
+        return out.contiguous()
+
+
+    class QKVParallelLinear(torch.nn.Module):
+        def __init__(self, q, k, v):
+            super().__init__()
+            self.weight = fuse_weights(q, k, v)
+    '''
+)
+
+LINEAR_V2 = d(
+    '''
+    """Linear layers."""
+    import torch
+
+    from sglang.srt.layers.fused.weights import fuse_weights
+
+
+    class QKVParallelLinear(torch.nn.Module):
+        def __init__(self, q, k, v):
+            super().__init__()
+            self.weight = fuse_weights(q, k, v)
+    '''
+)
+
+WEIGHTS_V2 = d(
+    '''
+    """Fused weight helpers, moved out of linear.py."""
+    import torch
+
+
+    def shard_size(n, tp):
+        return n // tp
+
+
+    def fuse_weights(q, k, v):
+        """Stack the q, k, v projections into one weight."""
+        out = torch.cat([q, k, v], dim=0)
+        return out.contiguous()
+    '''
+)
+
+FUSE_PAYLOAD = d(
+    '''
+    import torch
+
+
+    def fuse_weights(q, k, v):
+        """Stack the q, k, v projections into one weight."""
+        out = torch.cat([q, k, v], dim=0).to(torch.bfloat16)
+        return out.contiguous()
+    '''
+)
+
+KIMI_V1 = d(
+    '''
+    """Kimi-K2.5."""
+    from typing import Optional, Tuple
+
+    import torch
+
+
+    class KimiK25ForConditionalGeneration(torch.nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.language_model = None
+
+        def forward(self, input_ids, positions):
+            return self.language_model(input_ids, positions)
+
+        def load_weights(self, weights):
+            for name, tensor in weights:
+                self.language_model.load(name, tensor)
+
+
+    EntryClass = [KimiK25ForConditionalGeneration]
+    '''
+)
+
+KIMI_V2 = KIMI_V1.replace("KimiK25ForConditionalGeneration", "KimiK25VLForConditionalGeneration")
+
+HOOKS_PAYLOAD = d(
+    """
+    class KimiK25ForConditionalGeneration:
+        def set_eagle3_layers_to_capture(self, layer_ids=None):
+            self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+        def get_embed_and_head(self):
+            return self.language_model.get_embed_and_head()
+    """
+)
+
+EAGLE_V1 = d(
+    '''
+    """EAGLE speculative decoding worker."""
+    import torch
+
+
+    class EAGLEWorker:
+        def __init__(self, target_worker, draft_worker):
+            self.target_worker = target_worker
+            self.draft_worker = draft_worker
+
+        def verify(self, batch, spec_info):
+            spec_info.prepare_for_verify(batch, self.page_size)
+            model_worker_batch = batch.get_model_worker_batch()
+            logits_output = self.target_worker.forward_batch_generation(model_worker_batch, is_verify=True)
+            res = spec_info.verify(batch, logits_output, self.token_to_kv_pool_allocator)
+            logits_output.next_token_logits = logits_output.next_token_logits[res.accepted_indices]
+            batch.forward_mode = "decode"
+            return logits_output, res
+    '''
+)
+
+# Ours: a synchronize after the target forward (and, for the multi-commit case, a tag on the mode).
+OURS_SYNC = EAGLE_V1.replace(
+    "        res = spec_info.verify",
+    "        torch.cuda.synchronize()\n        res = spec_info.verify",
+)
+
+
+def verify_payload(source: str) -> str:
+    """The payload of a replace-function of EAGLEWorker.verify: the class with just that method."""
+    tree = ast.parse(source)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    method = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "verify")
+    lines = source.splitlines(keepends=True)
+    return "import torch\n\n\nclass EAGLEWorker:\n" + "".join(lines[method.lineno - 1 : method.end_lineno])
+
+
+def digest_at(capsys: Any, repo: Path, rev: str, file: str, qualname: str) -> str:
+    result = run_cli(capsys, "digest", file, qualname, "--repo", repo, "--commit", rev, "--json")
+    assert result.code == 0, result.err
+    return str(result.json["digest"])
+
+
+def build(tmp_path: Path, steps: list[tuple[str, str, dict[str, str | None]]]) -> History:
+    builder = HistoryBuilder(tmp_path / "sglang")
+    for label, message, files in steps:
+        builder.commit(label, message, files)
+    return builder.build()
+
+
+def manifest_bytes(kit: Kit) -> dict[str, tuple[str, int, bool]]:
+    return tree_state(kit.root)
+
+
+def port_json(capsys: Any, kit: Kit, repo: Path, rev: str, *extra: str) -> tuple[int, dict[str, Any]]:
+    result = run_cli(capsys, "port", "-m", kit.manifest, "--repo", repo, "--to", rev, "--json", *extra)
+    assert result.err == "" or result.code != 0, result.err
+    return result.code, result.json
+
+
+def by_patch(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {p["patch"]: p for p in data["patches"]}
+
+
+def applied_tree(capsys: Any, kit: Kit, repo: Path, rev: str, file: str) -> str:
+    """``apply --commit REV`` of the (ported) manifest, then the file's text."""
+    result = run_cli(capsys, "apply", "-m", kit.manifest, "--repo", repo, "--commit", rev, "--json")
+    assert result.code == 0, result.out + result.err
+    text = (repo / file).read_text()
+    run_cli(capsys, "revert", "-m", kit.manifest, "--repo", repo)
+    return text
+
+
+def same_ast(a: str, b: str) -> bool:
+    return ast.dump(ast.parse(a)) == ast.dump(ast.parse(b))
+
+
+def table(kit: Kit, index: int = 0) -> dict[str, Any]:
+    return tomllib.loads(kit.manifest.read_text())["patch"][index]
+
+
+# -- a function moved to a new module ----------------------------------------------------------------
+
+
+def test_function_moved_to_a_new_module(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("move", "Move fuse_weights to layers/fused/weights.py (#18001)", {LINEAR: LINEAR_V2, WEIGHTS: WEIGHTS_V2}),
+        ],
+    )
+    repo = history.path
+    kit = fuse_kit(tmp_path, capsys, repo, history["base"])
+    before = manifest_bytes(kit)
+    dry = run_cli(capsys, "port", "-m", kit.manifest, "--repo", repo, "--to", history["move"], "--dry-run")
+    assert dry.code == 0, dry.out + dry.err
+    assert f'+file = "{WEIGHTS}"' in dry.out and "dry run" in dry.out
+    assert manifest_bytes(kit) == before  # --dry-run changes no byte
+
+    code, data = port_json(capsys, kit, repo, history["move"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["bf16-fuse"]
+    assert port["how"] == "moved"
+    assert [(c["key"], c["from"], c["to"], c["commit"], c["subject"]) for c in port["changes"]] == [
+        ("file", LINEAR, WEIGHTS, history["move"], "Move fuse_weights to layers/fused/weights.py (#18001)")
+    ]
+    assert data["from"]["commit"] == history["base"] and data["check"]["failed"] is False
+    assert table(kit)["file"] == WEIGHTS and table(kit)["function"] == "fuse_weights"
+    intended = WEIGHTS_V2.replace("torch.cat([q, k, v], dim=0)", "torch.cat([q, k, v], dim=0).to(torch.bfloat16)")
+    assert same_ast(applied_tree(capsys, kit, repo, history["move"], WEIGHTS), intended)
+
+
+# -- a class renamed ------------------------------------------------------------------------------------
+
+
+def test_class_renamed(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [
+            ("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}),
+            ("rename", "kimi: call the model Kimi-K2.5 VL", {KIMI: KIMI_V2}),
+        ],
+    )
+    repo = history.path
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        text=d(
+            f"""
+            # Kimi-K2.5 with an EAGLE-3 draft model.
+            schema = 1
+            name = "test"
+
+            [[patch]]
+            id = "typing-imports"
+            op = "ensure-import"
+            file = "{KIMI}"
+            import = "from typing import List"
+
+            # The hooks the EAGLE-3 worker calls.
+            [[patch]]
+            id = "eagle3-hooks"
+            op = "add-methods"
+            file = "{KIMI}"
+            class = "KimiK25ForConditionalGeneration"  # the model class
+            source = "../patches/hooks.py"
+            """
+        )
+    )
+    kit.payload_path("hooks.py").parent.mkdir(parents=True, exist_ok=True)
+    kit.payload_path("hooks.py").write_text(HOOKS_PAYLOAD)
+    code, data = port_json(capsys, kit, repo, history["rename"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["eagle3-hooks"]
+    assert port["how"] == "renamed"
+    assert [(c["key"], c["from"], c["to"]) for c in port["changes"]] == [
+        ("class", "KimiK25ForConditionalGeneration", "KimiK25VLForConditionalGeneration")
+    ]
+    assert by_patch(data)["typing-imports"]["how"] == "unchanged"
+    text = kit.manifest.read_text()
+    assert 'class = "KimiK25VLForConditionalGeneration"  # the model class' in text  # comments survive
+    assert "# The hooks the EAGLE-3 worker calls." in text and text.startswith("# Kimi-K2.5")
+    assert table(kit, 1)["payload_class"] == "KimiK25ForConditionalGeneration"
+    hooks = HOOKS_PAYLOAD.split("\n", 1)[1]
+    intended = KIMI_V2.replace("import torch\n", "import torch\nfrom typing import List\n")
+    intended = intended.replace(
+        "            self.language_model.load(name, tensor)\n",
+        "            self.language_model.load(name, tensor)\n\n" + hooks,
+    )
+    assert same_ast(applied_tree(capsys, kit, repo, history["rename"], KIMI), intended)
+
+
+# -- upstream edited the replaced function on other lines -------------------------------------------------
+
+
+EAGLE_V2 = EAGLE_V1.replace('batch.forward_mode = "decode"', "batch.forward_mode = ForwardMode.DECODE")
+
+
+def fuse_kit(tmp_path: Path, capsys: Any, repo: Path, base: str) -> Kit:
+    """A kit with one replace-function of linear.py's fuse_weights (bf16 weights), pinned to ``base``."""
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "bf16-fuse",
+                "op": "replace-function",
+                "file": LINEAR,
+                "function": "fuse_weights",
+                "source": src("fuse.py"),
+                "expect": digest_at(capsys, repo, base, LINEAR, "fuse_weights"),
+            }
+        ],
+        {"fuse.py": FUSE_PAYLOAD},
+    )
+    return kit
+
+
+def hooks_kit(tmp_path: Path) -> Kit:
+    """A kit with one add-methods of the EAGLE-3 hooks on the Kimi-K2.5 class."""
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "eagle3-hooks",
+                "op": "add-methods",
+                "file": KIMI,
+                "class": "KimiK25ForConditionalGeneration",
+                "source": src("hooks.py"),
+            }
+        ],
+        {"hooks.py": HOOKS_PAYLOAD},
+    )
+    return kit
+
+
+def eagle_kit(tmp_path: Path, capsys: Any, repo: Path, base: str, ours: str) -> Kit:
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "verify-sync",
+                "op": "replace-function",
+                "file": EAGLE,
+                "function": "EAGLEWorker.verify",
+                "source": src("verify.py"),
+                "expect": digest_at(capsys, repo, base, EAGLE, "EAGLEWorker.verify"),
+            }
+        ],
+        {"verify.py": verify_payload(ours)},
+    )
+    return kit
+
+
+def test_replace_function_merges_upstream_edit_on_other_lines(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}),
+            ("mode", "Use ForwardMode in verify (#18100)", {EAGLE: EAGLE_V2}),
+        ],
+    )
+    repo = history.path
+    kit = eagle_kit(tmp_path, capsys, repo, history["base"], OURS_SYNC)
+    code, data = port_json(capsys, kit, repo, history["mode"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["verify-sync"]
+    assert port["how"] == "merged"
+    (change,) = port["changes"]
+    assert change["key"] == "expect" and change["commit"] == history["mode"]
+    assert change["to"] == digest_at(capsys, repo, history["mode"], EAGLE, "EAGLEWorker.verify")
+    assert "edit-function" in change["note"]  # a one-line change: the report says edit-function fits it better
+    assert table(kit)["expect"] == change["to"]
+    intended = EAGLE_V2.replace(
+        "        res = spec_info.verify",
+        "        torch.cuda.synchronize()\n        res = spec_info.verify",
+    )
+    assert same_ast(applied_tree(capsys, kit, repo, history["mode"], EAGLE), intended)
+
+
+# -- upstream took the change -----------------------------------------------------------------------------
+
+
+def test_upstreamed_patch_is_reported_and_dropped(tmp_path: Path, capsys: Any) -> None:
+    kimi_hooked = KIMI_V1.replace(
+        "            self.language_model.load(name, tensor)\n",
+        "            self.language_model.load(name, tensor)\n\n" + HOOKS_PAYLOAD.split("\n", 1)[1],
+    )
+    history = build(
+        tmp_path,
+        [
+            ("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}),
+            ("churn", "Touch the model", {KIMI: KIMI_V1.replace('"""Kimi-K2.5."""', '"""Kimi-K2.5 model."""')}),
+            ("hooks", "kimi: EAGLE-3 hooks (#17850)", {KIMI: kimi_hooked}),
+        ],
+    )
+    repo = history.path
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "eagle3-hooks",
+                "op": "add-methods",
+                "file": KIMI,
+                "class": "KimiK25ForConditionalGeneration",
+                "source": src("hooks.py"),
+            },
+            {"id": "typing-imports", "op": "ensure-import", "file": KIMI, "import": "from typing import List"},
+        ],
+        {"hooks.py": HOOKS_PAYLOAD},
+    )
+    before = manifest_bytes(kit)
+    code, data = port_json(capsys, kit, repo, history["hooks"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["eagle3-hooks"]
+    assert port["how"] == "upstreamed" and not port["dropped"], port
+    assert port["upstreamed_at"] == history["hooks"], port
+    assert manifest_bytes(kit) == before  # nothing else to change: nothing written
+
+    code, data = port_json(capsys, kit, repo, history["hooks"], "--drop-upstreamed")
+    assert code == 0, data["patches"]
+    assert by_patch(data)["eagle3-hooks"]["dropped"] is True
+    tables = tomllib.loads(kit.manifest.read_text())["patch"]
+    assert [t["id"] for t in tables] == ["typing-imports"]
+
+
+# -- ours and upstream's edit the same line: refused, nothing written ---------------------------------------
+
+
+def test_same_line_conflict_is_refused_and_writes_nothing(tmp_path: Path, capsys: Any) -> None:
+    theirs = EAGLE_V1.replace(
+        "logits_output = self.target_worker.forward_batch_generation(model_worker_batch, is_verify=True)",
+        "logits_output = self.target_worker.forward_batch_generation(model_worker_batch, is_verify=True, skip=1)",
+    )
+    ours = EAGLE_V1.replace("is_verify=True)", "is_verify=True, sync=True)")
+    history = build(
+        tmp_path,
+        [("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}), ("skip", "verify: skip one (#18200)", {EAGLE: theirs})],
+    )
+    repo = history.path
+    kit = eagle_kit(tmp_path, capsys, repo, history["base"], ours)
+    before = manifest_bytes(kit)
+    code, data = port_json(capsys, kit, repo, history["skip"])
+    assert code == 1
+    port = by_patch(data)["verify-sync"]
+    assert port["how"] == "conflict" and data["refused"] is True and data["written"] is False
+    conflict = port["conflict"]
+    assert conflict["file"] == EAGLE and conflict["commit"] == history["skip"]
+    assert conflict["line"] == 13  # the line in eagle_worker.py at that commit
+    assert any("sync=True" in line for line in conflict["ours"])
+    assert any("skip=1" in line for line in conflict["upstream"])
+    assert manifest_bytes(kit) == before
+
+    human = run_cli(capsys, "port", "-m", kit.manifest, "--repo", repo, "--to", history["skip"])
+    assert human.code == 1
+    assert f"{EAGLE}:13" in human.out and "REFUSED" in human.out and "nothing was written" in human.out
+    assert "sync=True" in human.out and "skip=1" in human.out
+    assert manifest_bytes(kit) == before
+
+
+# -- several commits: one jump would conflict, step by step merges -------------------------------------------
+
+
+def test_step_by_step_where_one_jump_conflicts(tmp_path: Path, capsys: Any) -> None:
+    # Ours changes two lines; upstream first takes one of them as it is, then edits that line further.
+    ours = EAGLE_V1.replace('batch.forward_mode = "decode"', 'batch.forward_mode = "spec_decode"')
+    ours = ours.replace("is_verify=True)", "is_verify=True, sync=True)")
+    took_one = EAGLE_V1.replace("is_verify=True)", "is_verify=True, sync=True)")
+    edited = took_one.replace("sync=True)", "sync=True, stream=None)")
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}),
+            ("take", "verify: sync after the target forward (#18300)", {EAGLE: took_one}),
+            ("other", "Add a README", {"README.md": "sglang\n"}),
+            ("stream", "verify: pass the stream (#18301)", {EAGLE: edited}),
+        ],
+    )
+    repo = history.path
+    kit = eagle_kit(tmp_path, capsys, repo, history["base"], ours)
+
+    # One jump (base -> stream) with git merge-file: a conflict on the forward call.
+    work = tmp_path / "jump"
+    work.mkdir()
+    for name, text in (("base", EAGLE_V1), ("ours", ours), ("theirs", edited)):
+        (work / name).write_text(text)
+    jump = git_merge_file(work)
+    assert jump > 0
+
+    code, data = port_json(capsys, kit, repo, history["stream"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["verify-sync"]
+    assert port["how"] == "merged"
+    assert [c["commit"] for c in port["changes"]] == [history["take"], history["stream"]]
+    assert data["walked"] == 3 and data["stops"] == 2  # the README commit touches no target file
+    intended = edited.replace('batch.forward_mode = "decode"', 'batch.forward_mode = "spec_decode"')
+    assert same_ast(applied_tree(capsys, kit, repo, history["stream"], EAGLE), intended)
+
+
+def git_merge_file(work: Path) -> int:
+    """``git merge-file`` of ours/base/theirs in ``work``; the number of conflicts."""
+    import subprocess
+
+    proc = subprocess.run(["git", "merge-file", "-p", "ours", "base", "theirs"], cwd=work, capture_output=True)
+    return proc.returncode
+
+
+# -- bad input --------------------------------------------------------------------------------------------
+
+
+def test_from_must_be_an_ancestor_where_the_manifest_applies(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}), ("rename", "kimi: rename", {KIMI: KIMI_V2})],
+    )
+    kit = hooks_kit(tmp_path)
+    before = manifest_bytes(kit)
+    bad = run_cli(
+        capsys, "port", "-m", kit.manifest, "--repo", history.path, "--to", history["base"], "--from", history["rename"]
+    )
+    assert bad.code == 2 and "not an ancestor" in bad.err and "Traceback" not in bad.err
+    assert len(bad.err.strip().splitlines()) <= 2
+    assert manifest_bytes(kit) == before
+    assert git(history.path, "status", "--porcelain") == ""
+
+
+# -- an edit-function whose context upstream edited --------------------------------------------------------
+
+
+def function_text(source: str, name: str) -> str:
+    tree = ast.parse(source)
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+    return "".join(source.splitlines(keepends=True)[node.lineno - 1 : node.end_lineno])
+
+
+def test_edit_function_merges_upstream_edit_next_to_ours(tmp_path: Path, capsys: Any) -> None:
+    from patchkit.capture.textdiff import unified_diff
+
+    theirs = EAGLE_V1.replace("batch.get_model_worker_batch()", "batch.get_model_worker_batch(spec=True)")
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}),
+            ("spec", "verify: a spec batch (#18400)", {EAGLE: theirs}),
+        ],
+    )
+    repo = history.path
+    diff = unified_diff(EAGLE, function_text(EAGLE_V1, "verify"), function_text(OURS_SYNC, "verify"))
+    payload = "# edit-function EAGLEWorker.verify: hunk line numbers count from the function's first line\n" + "".join(
+        line for line in diff.splitlines(keepends=True) if not line.startswith("diff --git")
+    )
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {
+                "id": "verify-sync",
+                "op": "edit-function",
+                "file": EAGLE,
+                "function": "EAGLEWorker.verify",
+                "source": src("verify.diff"),
+            }
+        ],
+        {"verify.diff": payload},
+    )
+    check = run_cli(capsys, "check", "-m", kit.manifest, "--repo", repo, "--commit", history["spec"], "--json")
+    assert check.json["commits"][0]["results"][0]["reason"] == "CONFLICT"  # the op itself cannot take it
+    code, data = port_json(capsys, kit, repo, history["spec"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["verify-sync"]
+    assert port["how"] == "merged" and port["changes"][0]["commit"] == history["spec"]
+    new = kit.payload_path("verify.diff").read_text()
+    assert new.startswith("# edit-function EAGLEWorker.verify") and f"--- a/{EAGLE}" in new
+    assert "get_model_worker_batch(spec=True)" in new  # the hunk's context is upstream's line now
+    intended = theirs.replace(
+        "        res = spec_info.verify", "        torch.cuda.synchronize()\n        res = spec_info.verify"
+    )
+    assert same_ast(applied_tree(capsys, kit, repo, history["spec"], EAGLE), intended)
+
+
+# -- the manifest's bytes: CRLF line endings are kept ------------------------------------------------------------
+
+
+def test_crlf_manifest_keeps_its_line_endings(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}), ("rename", "kimi: rename", {KIMI: KIMI_V2})],
+    )
+    kit = hooks_kit(tmp_path)
+    kit.manifest.write_bytes(kit.manifest.read_bytes().replace(b"\n", b"\r\n"))
+    kit.manifest.chmod(0o640)
+    code, data = port_json(capsys, kit, history.path, history["rename"])
+    assert code == 0, data["patches"]
+    raw = kit.manifest.read_bytes()
+    assert raw.count(b"\r\n") == raw.count(b"\n") and b'class = "KimiK25VLForConditionalGeneration"\r\n' in raw
+    assert kit.manifest.stat().st_mode & 0o777 == 0o640
+    assert not list(kit.manifest.parent.glob("*.patchkit-tmp"))
+
+
+# -- a file renamed: `file` and an edit-function diff's header paths follow ----------------------------------------
+
+
+def test_file_renamed_moves_every_patch_of_it(tmp_path: Path, capsys: Any) -> None:
+    from patchkit.capture.textdiff import unified_diff
+
+    moved = "python/sglang/srt/speculative/eagle_worker_v1.py"
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the EAGLE worker", {EAGLE: EAGLE_V1}),
+            ("mv", "Rename eagle_worker.py to eagle_worker_v1.py (#18500)", {EAGLE: None, moved: EAGLE_V1}),
+        ],
+    )
+    repo = history.path
+    diff = unified_diff(EAGLE, function_text(EAGLE_V1, "verify"), function_text(OURS_SYNC, "verify"))
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [
+            {"id": "typing", "op": "ensure-import", "file": EAGLE, "import": "from typing import List"},
+            {
+                "id": "verify-sync",
+                "op": "edit-function",
+                "file": EAGLE,
+                "function": "EAGLEWorker.verify",
+                "source": src("verify.diff"),
+            },
+        ],
+        {"verify.diff": diff},
+    )
+    code, data = port_json(capsys, kit, repo, history["mv"])
+    assert code == 0, data["patches"]
+    for patch_id in ("typing", "verify-sync"):
+        port = by_patch(data)[patch_id]
+        assert port["how"] == "moved"
+        assert [(c["key"], c["from"], c["to"]) for c in port["changes"]] == [("file", EAGLE, moved)]
+    assert [t["file"] for t in tomllib.loads(kit.manifest.read_text())["patch"]] == [moved, moved]
+    payload = kit.payload_path("verify.diff").read_text()
+    assert f"--- a/{moved}\n+++ b/{moved}\n" in payload and EAGLE not in payload
+    intended = OURS_SYNC.replace("import torch\n", "import torch\nfrom typing import List\n")
+    assert same_ast(applied_tree(capsys, kit, repo, history["mv"], moved), intended)
+
+
+# -- a function moved within its file (into a class) ---------------------------------------------------------------
+
+
+def test_function_moved_within_its_file(tmp_path: Path, capsys: Any) -> None:
+    inside = d(
+        '''
+        """Linear layers."""
+        import torch
+
+
+        class QKVParallelLinear(torch.nn.Module):
+            def __init__(self, q, k, v):
+                super().__init__()
+                self.weight = self.fuse_weights(q, k, v)
+
+            @staticmethod
+            def fuse_weights(q, k, v):
+                """Stack the q, k, v projections into one weight."""
+                out = torch.cat([q, k, v], dim=0)
+                return out.contiguous()
+        '''
+    )
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("in", "Make fuse_weights a static method", {LINEAR: inside}),
+        ],
+    )
+    repo = history.path
+    kit = fuse_kit(tmp_path, capsys, repo, history["base"])
+    code, data = port_json(capsys, kit, repo, history["in"])
+    assert code == 0, data["patches"]
+    port = by_patch(data)["bf16-fuse"]
+    assert [(c["how"], c["key"], c["to"]) for c in port["changes"]][:1] == [
+        ("moved", "function", "QKVParallelLinear.fuse_weights")
+    ]
+    assert port["how"] == "merged"  # the decorator upstream added is merged into the payload too
+    assert table(kit)["payload_function"] == "fuse_weights"
+    intended = inside.replace("torch.cat([q, k, v], dim=0)", "torch.cat([q, k, v], dim=0).to(torch.bfloat16)")
+    assert same_ast(applied_tree(capsys, kit, repo, history["in"], LINEAR), intended)
+
+
+# -- an edit-imports whose block upstream edited next to ours (the replay's case) ------------------------------------
+
+
+def test_edit_imports_merges_upstream_edit_in_the_block(tmp_path: Path, capsys: Any) -> None:
+    from patchkit.capture.textdiff import unified_diff
+
+    block = "import os\nimport sys\n\nimport torch\nimport triton\n\nfrom sglang.srt.utils import get_bool_env_var\n"
+    body = "\n\ndef enabled():\n    return get_bool_env_var('SGLANG_FUSED')\n"
+    ours_block = block.replace("import triton\n", "import triton.language as tl\n")
+    theirs_block = block.replace("import sys\n", "import sys\nimport time\n")
+    file = "python/sglang/srt/layers/fused_moe.py"
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add fused MoE", {file: block + body}),
+            ("time", "fused_moe: import time (#18600)", {file: theirs_block + body}),
+        ],
+    )
+    repo = history.path
+    diff = unified_diff(file, block, ours_block)
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [{"id": "tl-import", "op": "edit-imports", "file": file, "source": src("imports.diff")}], {"imports.diff": diff}
+    )
+    check = run_cli(capsys, "check", "-m", kit.manifest, "--repo", repo, "--commit", history["time"], "--json")
+    assert check.json["commits"][0]["results"][0]["reason"] == "CONFLICT"
+    code, data = port_json(capsys, kit, repo, history["time"])
+    assert code == 0, data["patches"]
+    assert by_patch(data)["tl-import"]["how"] == "merged"
+    intended = theirs_block.replace("import triton\n", "import triton.language as tl\n") + body
+    assert same_ast(applied_tree(capsys, kit, repo, history["time"], file), intended)
