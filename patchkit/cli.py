@@ -577,6 +577,22 @@ def bench(**kwargs: Any) -> int:
     show_default=True,
     help="The band of the odd-against-even A/A check (0.05 = 5 %).",
 )
+@click.option(
+    "--plan-step",
+    type=click.FloatRange(min=0.001, max=0.9),
+    default=0.05,
+    show_default=True,
+    metavar="F",
+    help="Plan a bisect for a step of F (0.05 = 5 %): the launches it would likely take at the measured spread.",
+)
+@click.option(
+    "--plan-commits",
+    type=click.IntRange(min=3),
+    default=64,
+    show_default=True,
+    metavar="N",
+    help="... over N first-parent commits.",
+)
 def noise(**kwargs: Any) -> int:
     """Measure the launch-to-launch spread: one commit against itself over N launches.
 
@@ -586,8 +602,12 @@ def noise(**kwargs: Any) -> int:
     sets how many bench, compare and bisect need (`bench --help`); the
     default 10 launches give the prior 9 degrees of freedom. The spread is stored for the profile and where the
     launches ran: this host, or with --executor slurm the partition (and
-    constraint), whatever node each job landed on. compare and bisect use it
-    as the prior where a side has few launches.
+    constraint), whatever node each job landed on, with the GPUs they ran on.
+    compare and bisect use it as the prior, pooled with their own launches.
+    Launches far from the others (a noisy neighbour, a cold cache) are left
+    out of the spread and listed. Each stored spread also gets a plan: what a
+    bisect for a step of --plan-step over --plan-commits commits would likely
+    cost (the hunt simulated at that spread), with its power.
     """
     from patchkit.bench.launches import BenchArgs
     from patchkit.commands.noise import noise as run

@@ -173,6 +173,35 @@ def test_bisect_finds_a_10_percent_regression_at_3_percent_launch_noise(capsys, 
     per_commit = {c["commit"]: len(c["launches"]) for c in data["search"]["commits"]}
     assert max(per_commit.values()) <= 8
     assert data["criterion"]["noise"]["df"] == 5  # the A/A spread was the prior
+    assert data["criterion"]["noise"]["launches"] == 6 and data["criterion"]["noise"]["measured_at"]
+    search = data["search"]
+    assert search["spread"]["prior"] == pytest.approx(data["criterion"]["noise"]["sigma"])
+    assert search["budget"] == 60 and search["drift"]["launches"] == len(data["steps"])
+    assert all("order" in s and "outlier" in s for s in data["steps"])
+    assert [s["order"] for s in data["steps"]] == list(range(len(data["steps"])))
+    # The same bisect, planned: everything checked, nothing launched, what it would likely cost.
+    before = cli(capsys, "runs", "--repo", h.path, "--store", store, "--json").json
+    plan = cli(capsys, "bisect", "-m", kit, "--repo", h.path, "--store", store, "--good", h["c0"], "--bad",
+               h["c15"], "--metric", "output_tok_s", "--threshold", "0.1", "--dry-run", "--json")  # fmt: skip
+    assert plan.code == 0 and plan.json["dry_run"] is True and plan.json["commits"] == 16
+    (only,) = plan.json["plans"]
+    assert only["effect"] == 0.1 and only["launches"]["median"] <= only["launches"]["p90"] <= only["budget"]
+    assert 0 <= only["found"] <= 1 and only["per_commit"] >= 1
+    assert cli(capsys, "runs", "--repo", h.path, "--store", store, "--json").json == before  # no launch
+    people = cli(capsys, "bisect", "-m", kit, "--repo", h.path, "--store", store, "--good", h["c0"], "--bad",
+                 h["c15"], "--metric", "output_tok_s", "--dry-run")  # fmt: skip
+    assert "nothing was launched (--dry-run)" in people.out and people.out.count("step over 16 commits") == 3
+
+
+def test_noise_plans_a_hunt_at_the_spread_it_measured(capsys, history, tmp_path):
+    kit = noisy_kit(tmp_path / "kit", tmp_path / "state", sigma=0.02, seed="plan")
+    store = tmp_path / "bench.sqlite"
+    result = cli(capsys, "noise", "-m", kit, "--repo", history.path, "--store", store, "--commit", history["base"],
+                 "--launches", "4", "--plan-step", "0.1", "--plan-commits", "32", "--json")  # fmt: skip
+    assert result.code == 0, result.err
+    rows = [row for item in result.json["profiles"] for row in item["metrics"] if row["stored"]]
+    assert rows and all(row["plan"]["commits"] == 32 and row["plan"]["effect"] == 0.1 for row in rows)
+    assert all(row["plan"]["sigma"] == row["sigma"] and row["outliers"] == [] for row in rows)
 
 
 def test_too_few_launches_answer_an_honest_range(capsys, sixteen_commits, tmp_path):

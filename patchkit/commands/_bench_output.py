@@ -572,6 +572,19 @@ def show_noise(console: Console, result: dict[str, Any]) -> None:
             )
         emit(console, table)
         say(console, f"{place_label(item['host'])}: compare and bisect use these spreads as the prior", "dim")
+        for row in item["metrics"]:
+            if row.get("outliers"):
+                at = ", ".join(str(i + 1) for i in row["outliers"])
+                say(console, f"  {row['metric']}: launch {at} left out of the spread (outliers)", "yellow")
+            plan = row.get("plan")
+            if plan:
+                say(
+                    console,
+                    f"  plan for {row['metric']}: a {plan['effect']:.1%} step over {plan['commits']} commits takes "
+                    f"about {plan['launches']['median']:.0f} launches (90 % within {plan['launches']['p90']:.0f}); "
+                    f"found in {plan['found']:.0%} of simulated hunts; {plan['per_commit']} launches settle a "
+                    "probed commit with 90 % power",
+                )
 
 
 def place_label(place: str) -> str:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from patchkit.bench.aa import keep_priors
 from patchkit.bench.cluster import prior_place
 from patchkit.bench.launches import BenchArgs, launch, measuring, open_bench
+from patchkit.bench.plan import plan_hunt
 from patchkit.bench.record import Outcome
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
@@ -48,6 +49,8 @@ def noise(
     threshold: float,
     json_out: bool,
     console: Console,
+    plan_step: float = 0.05,
+    plan_commits: int = 64,
 ) -> int:
     if launches < 3:
         raise UsageError(f"--launches {launches}: an A/A run needs at least 3 launches", hint="e.g. --launches 10")
@@ -79,6 +82,13 @@ def noise(
                 )
                 for p, records in by_profile.items()
             ]
+            for item in reports:
+                for row in item["metrics"]:
+                    row["plan"] = None
+                    if row["stored"] and row["sigma"] is not None:
+                        row["plan"] = plan_hunt(
+                            plan_commits, row["sigma"], plan_step, prior_launches=row["df"] + 1
+                        ).as_json()
         result: dict[str, Any] = {
             "version": 1,
             "command": "noise",
