@@ -305,3 +305,40 @@ def test_a_refused_launch_gives_its_commit_up_at_once() -> None:
     report = hunt(16, h, noise=QUIET, expect="lower")
     assert h.count[7] == 1 and 7 in report.skipped
     assert report.kind == "range" and (report.lo, report.hi) == (7, 8)
+
+
+def test_the_bisect_output_names_the_outlier_the_spread_and_the_second_step() -> None:
+    """What a person reads under the launch table: the spread and where it came from, the outlier launches, and
+    an ALSO line with the bisect that finds the other step; the same facts in --json."""
+    import io
+
+    from helpers import rich_off_terminal
+
+    from patchkit.bench.bisect import Measurement, bisect
+    from patchkit.commands._bench_output import show_bisect
+    from patchkit.git import Commit
+
+    line = [Commit(f"{i:040x}", (f"{i - 1:040x}",) if i else (), "t <t@x>", "2026-01-01", f"c{i}") for i in range(64)]
+    launched: dict[int, int] = {}
+
+    def measure(c: Commit) -> Measurement:
+        p = int(c.sha, 16)
+        launched[p] = launched.get(p, 0) + 1
+        if p == 39 and launched[p] == 1:
+            return Measurement(70.0 * 0.95 * 0.8)  # one launch 20 % slow: far from both levels
+        level = 100.0 * (0.95 if p >= 10 else 1.0) * (0.7 if p >= 40 else 1.0)
+        return Measurement(level * jitter(p, launched[p]))
+
+    report = bisect(line, measure, noise=QUIET)
+    assert report.kind == "found" and report.first_bad in (line[10], line[40])
+    out = io.StringIO()
+    show_bisect(rich_off_terminal(out), report, "output_tok_s")
+    text = out.getvalue()
+    assert "launch spread " in text and report.spread is not None and report.spread.source in text
+    assert "ALSO: a second regression" in text and "run `patchkit bisect --good " in text
+    data = report.to_json()["search"]
+    assert data["other_steps"] and data["other_steps"][0]["hint"] == report.other_steps[0].hint
+    assert data["spread"]["source"] == report.spread.source and data["budget"] == 80
+    if launched.get(39, 0) >= 1 and report.outliers:
+        assert "outliers (far from both levels; they move no boundary): " in text
+        assert line[39].sha in {o["commit"] for o in data["outliers"]}

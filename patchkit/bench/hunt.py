@@ -46,7 +46,7 @@ spread from its resolution.
 **Rounds.**  Each round asks for up to ``slots`` launches.  A slot goes to the
 commit at the ``i / (slots + 1)`` quantile of the posterior (one slot: binary
 search; K: Pinpoint-style speculation); where that commit is measured, to the
-measured commit whose side is least certain, interleaved with GOOD or BAD.
+measured commit whose side is least certain.
 
 **The answer.**  ``found``: one commit ``k`` holds at least ``1 - alpha`` of
 the posterior, and the answer is *confirmed*: ``k`` and ``k - 1`` each have at
@@ -55,10 +55,12 @@ still names ``k`` with at least ``LOO_MASS`` of the posterior.  Only the
 launches of ``k - 1`` and ``k`` can carry the boundary: any other launch sits
 well inside a side, where the mixture bounds its weight; so an outlier, or one
 unlucky launch of a bimodal server, is always outvoted before an answer
-stands.  Where the drift term is not clearly zero, GOOD and BAD are launched
-again at the end too (and every ``REF_EVERY`` launches on a long hunt, a
-reference in each round when there are slots), and the drift is reported;
-the split's fit already corrects for it.  ``range``: no launch is left that
+stands.  Launches carry their order: the drift term joins the fit when its
+estimate is ``DRIFT_Z`` standard errors from zero without it; while it is
+``DRIFT_SUSPECT`` from zero GOOD and BAD are launched again (a reference in
+each round with slots to spare, and every ``REF_EVERY // 2`` launches), and on
+any long hunt every ``REF_EVERY`` launches; a flagged drift is reported and
+the levels are corrected for it.  ``range``: no launch is left that
 could narrow the search (every commit that could is at ``max_launches``,
 skipped, or the ``budget`` of launches is spent): the equal-tailed
 ``1 - alpha`` credible range, with why and what would narrow it.
