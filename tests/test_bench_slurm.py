@@ -510,7 +510,11 @@ def test_the_noise_prior_of_slurm_launches_is_kept_for_the_partition_and_found_b
         capsys, "bisect", *common, "--good", history["base"], "--bad", history["tip"], "--metric", "output_tok_s",
         "--max-launches", "2", "--slots", "2", "--json",
     )  # fmt: skip
-    assert found.json["criterion"]["noise"] == {"sigma": 0.0, "df": 2, "place": "slurm:default"}
+    prior = found.json["criterion"]["noise"]
+    assert {k: prior[k] for k in ("sigma", "df", "place", "launches")} == {
+        "sigma": 0.0, "df": 2, "place": "slurm:default", "launches": 3,
+    }  # fmt: skip
+    assert prior["measured_at"] and prior["gpu"] is None  # the stand-in jobs have no GPUs
 
 
 def test_bisect_takes_its_slots_from_the_bench_slurm_table(
