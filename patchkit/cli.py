@@ -592,6 +592,69 @@ def runs(**kwargs: Any) -> int:
 
 
 @cli.command()
+@click.argument("run", metavar="RUN")
+@repo_option
+@store_option
+@click.option(
+    "--processes",
+    "sections",
+    flag_value="processes",
+    multiple=True,
+    help="Section: the processes the probe saw, and those it did not.",
+)
+@click.option(
+    "--files",
+    "sections",
+    flag_value="files",
+    multiple=True,
+    help="Section: the files that ran, by class; every STRAY by path.",
+)
+@click.option(
+    "--env",
+    "sections",
+    flag_value="env",
+    multiple=True,
+    help="Section: the effective environment per rank against the launch's.",
+)
+@click.option(
+    "--nccl",
+    "sections",
+    flag_value="nccl",
+    multiple=True,
+    help="Section: NCCL's own lines and the NCCL/CUDA libraries mapped.",
+)
+@click.option(
+    "--gpus",
+    "sections",
+    flag_value="gpus",
+    multiple=True,
+    help="Section: the GPU facts (nvidia-smi) and torch's CUDA stack.",
+)
+@click.option(
+    "--clients",
+    "sections",
+    flag_value="clients",
+    multiple=True,
+    help="Section: the client runs and their metric values.",
+)
+@json_option
+def show(**kwargs: Any) -> int:
+    """Show one stored run whole: RUN is its number (`patchkit runs`) or `last`.
+
+    The header (commit, profile, outcome, patch state, the proof's verdict),
+    then the processes the probe saw, the files that ran by class (every
+    STRAY by path), the effective environment per rank (marking what differs
+    between ranks and from the launch), NCCL's lines and the libraries
+    mapped, the GPU facts and the client runs. Section flags pick sections
+    (combine them); the header is always shown. Exit 0, or 2 for a run that
+    is not in the store.
+    """
+    from patchkit.commands.show import show as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
 @click.option(
     "-m",
     "--manifest",

@@ -12,7 +12,7 @@ from patchkit.bench.hunt import hunt
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
-from patchkit.proof import PROBE_SITE_DIR
+from patchkit.proof import PROBE_FAMILIES, PROBE_SITE_DIR
 from patchkit.redact import REDACTED, SECRET_WORDS, is_secret, redact_env
 
 
@@ -219,6 +219,7 @@ def test_the_probe_redacts_the_same_names_as_patchkit():
     }  # fmt: skip
     assert constants["SECRET_WORDS"] == SECRET_WORDS
     assert constants["REDACTED"] == REDACTED
+    assert constants["FAMILIES"] == PROBE_FAMILIES  # what `show` counts as recorded in every process
 
 
 def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):

@@ -83,6 +83,10 @@ def bench(
                 for line in explain_lines(record):
                     say(console, line)
             say(console, f"stored in {session.store.path}", "dim")
+            stored = [r.run_id for r in records if r.run_id is not None]
+            if stored:
+                listed = "" if len(stored) == 1 else f" (runs stored: {', '.join(map(str, stored))})"
+                say(console, f"one run whole: patchkit show {stored[-1]}{listed}", "dim")
         if done.stopped:
             return INTERRUPTED
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in records) else ExitCode.REFUSED)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,16 @@ class ProcessFacts:
     errors: tuple[str, ...] = ()
     exited: bool = False
     bytecode: BytecodeConfig | None = None  # where its interpreter reads a .pyc (None: a probe that did not say)
+    host: str | None = None  # os.uname().nodename in the process (None: a probe older than that)
+    started_ns: int | None = None  # time.time_ns() when its probe started
+
+    @property
+    def started_at(self) -> str | None:
+        """When its probe started, UTC ISO 8601 to the millisecond (None: not recorded)."""
+        if self.started_ns is None:
+            return None
+        stamp = datetime.fromtimestamp(self.started_ns / 1e9, UTC)
+        return stamp.isoformat(timespec="milliseconds")
 
     @property
     def label(self) -> str:
@@ -103,6 +114,8 @@ class ProcessFacts:
         return {
             "pid": self.pid,
             "ppid": self.ppid,
+            "host": self.host,
+            "started_at": self.started_at,
             "label": self.label,
             "argv": list(self.argv),
             "executable": self.executable,
@@ -190,6 +203,8 @@ def read_process(path: Path) -> ProcessFacts | None:
         errors=tuple(errors),
         exited=exited,
         bytecode=_bytecode(head.get("bytecode")),
+        host=head.get("host") if isinstance(head.get("host"), str) else None,
+        started_ns=head.get("started_ns") if isinstance(head.get("started_ns"), int) else None,
     )
 
 

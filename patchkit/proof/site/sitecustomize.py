@@ -116,6 +116,9 @@ class Probe:
                 "kind": "process",
                 "pid": self.pid,
                 "ppid": os.getppid(),
+                # where and when: `patchkit show` lists each process with its host and start
+                "host": _nodename(),
+                "started_ns": _time_ns(),
                 "argv": list(sys.argv),
                 "orig_argv": list(getattr(sys, "orig_argv", sys.argv)),
                 "executable": sys.executable,
@@ -544,6 +547,24 @@ def _int(value: object) -> int | None:
 
 _stat = os.stat
 _write = os.write
+
+
+def _nodename() -> str | None:
+    try:
+        return os.uname().nodename
+    except (AttributeError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def _time_ns() -> int | None:
+    try:
+        import time  # built in: already loaded at start-up, nothing read from disk
+
+        return time.time_ns()
+    except Exception:  # pragma: no cover - time is built into CPython
+        return None
+
+
 _SOURCE_LOADER = sys.modules["_frozen_importlib_external"].SourceFileLoader
 # Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
 _CACHE_TAG = sys.implementation.cache_tag
