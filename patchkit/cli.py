@@ -262,14 +262,17 @@ def guard_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@click.option("-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site.")
+@click.option(
+    "-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site alone."
+)
 @repo_option
 @guard_options
 @click.option(
     "--site",
     is_flag=True,
     help="With --python: verify every distribution of PY's site directories against its RECORD; "
-    "list unowned .py/.pth/sitecustomize files and editable installs.",
+    "list unowned .py/.pth/sitecustomize files and editable installs. With -m too: the tree and the site "
+    "directories, one verdict and one exit code.",
 )
 @click.option("--no-cache", is_flag=True, help="With --site: hash every file (no stat cache).")
 @json_option
@@ -286,6 +289,10 @@ def guard(**kwargs: Any) -> int:
     checked against the RECORD of its distribution; an edited or missing file,
     a .py/.pth/sitecustomize owned by none, or an uncommitted change in an
     editable install's checkout exits 1, naming each file.
+
+    With -m M --python PY --site: both in one call, one verdict and one exit
+    code (the tree's when it fails; else 1 for a site finding; with --bisect
+    a site finding is 128: the setup, not the commit).
     """
     from patchkit.commands.guard import guard as run_guard
 

@@ -140,7 +140,9 @@ def checks_table(report: GuardReport) -> Grid:
     return table
 
 
-def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None:
+def show(report: GuardReport, console: Console, *, bisect: bool = False, final: bool = True) -> None:
+    """The report as a person reads it; ``final=False`` leaves out the verdict line (a combined guard prints
+    one verdict of its own)."""
     header(console, "guard", report.manifest, f"work tree {report.target}", report.commit)
     emit(
         console,
@@ -158,8 +160,9 @@ def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None
             f"{versions + '; ' if versions else ''}torch {facts.torch or '(not installed)'}",
             markup=False,
         )
-    line, style = verdict(report, bisect=bisect)
-    console.print(line, style=style, markup=False)
+    if final:
+        line, style = verdict(report, bisect=bisect)
+        console.print(line, style=style, markup=False)
 
 
 def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
