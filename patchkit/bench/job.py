@@ -61,6 +61,7 @@ from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
+from patchkit.proof.unprobed import live_processes
 from patchkit.redact import is_secret, scrub, secret_values
 from patchkit.render import plural
 
@@ -557,11 +558,7 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
 
 def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
     assert state.probe_dir is not None
-    live = {}
-    if when == "healthy" and state.proc is not None:
-        for proc in _tree(state.proc.pid):
-            with contextlib.suppress(Exception):
-                live[proc.pid] = shlex.join(proc.cmdline())
+    live = live_processes(state.proc.pid) if when == "healthy" and state.proc is not None else []
     return prove(
         state.probe_dir,
         live=live,

@@ -155,6 +155,8 @@ def processes_section(record: RunRecord) -> dict[str, Any]:
                 "ppid": process.get("ppid"),
                 "host": process.get("host") or host,  # a probe older than its own host field: the run's host
                 "role": _role(process, pids),
+                "ident": process.get("ident"),  # host/boot/pid/start: one process whatever it exec()s
+                "exec_index": int(process.get("exec_index") or 0),  # N: the image after its Nth exec()
                 "rank": _rank(process),
                 "world_size": inits[-1].get("world_size") if inits else None,
                 "argv": list(process.get("argv") or ()),
@@ -165,11 +167,13 @@ def processes_section(record: RunRecord) -> dict[str, Any]:
                 "exited": bool(process.get("exited")),
             }
         )
+    whys = {item.get("pid"): item.get("why") for item in proof.get("unaccounted") or ()}
     unprobed = []
     for line in proof.get("unprobed") or ():
         found = _UNPROBED.match(str(line))
         pid, command = (int(found.group(1)), found.group(2)) if found else (None, str(line))
-        unprobed.append({"pid": pid, "command": command, "probe": "none"})
+        # why: for a Python process, what kept the probe out (-I, -S, -E, its own env); None: not Python
+        unprobed.append({"pid": pid, "command": command, "probe": "none", "why": whys.get(pid)})
     return {"probed": probed, "unprobed": unprobed, "recorded": record.proof is not None and "processes" in proof}
 
 

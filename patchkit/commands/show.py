@@ -161,12 +161,19 @@ def show_processes(console: Console, data: Mapping[str, Any]) -> None:
         rank = "-" if p["rank"] is None else f"{p['rank']}/{p['world_size'] or '?'}"
         status: Cell = (p["probe"], "" if p["probe"] in ("ok", "started") else "bold yellow")
         started = _time(p["started_at"])[11:] or "-"
-        head = [str(p["pid"]), str(p["ppid"] or "-"), p["host"] or "-", p["role"] or "-", rank, started]
+        role = p["role"] or "-"
+        if p["exec_index"]:  # the chain: the same process after exec(), below its earlier image
+            role = f"  exec {p['exec_index']}: {role}"
+        head = [str(p["pid"]), str(p["ppid"] or "-"), p["host"] or "-", role, rank, started]
         table.add_row(*head, *([] if one_python else [p["python"] or "-"]), status, " ".join(p["argv"]))
     for p in unprobed:
-        blank = ["-"] * (4 if one_python else 5)
-        table.add_row(str(p["pid"] or "?"), *blank, ("none", "bold yellow"), p["command"])
+        blank = ["-"] * (5 if one_python else 6)
+        status = ("none", "bold yellow") if p.get("why") else ("none (not Python)", "")
+        table.add_row(str(p["pid"] or "?"), *blank, status, p["command"])
     show_table(console, table)
+    for p in unprobed:
+        if p.get("why"):
+            say(console, f"  pid {p['pid']} ran without the probe: {p['why']}", "yellow")
 
 
 def show_files(console: Console, data: Mapping[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The probe's per-process files (``probe-<pid>.jsonl``), read back as frozen values.
+"""The probe's per-process files (``probe-<pid>-<start>-<host>-<boot>[.<exec>].jsonl``), read back as frozen values.
 
 Each file is a stream of JSON lines written by ``site/sitecustomize.py``:
 ``process`` (identity, prefixes, site dirs, start environment), ``module`` /
@@ -88,6 +88,16 @@ class ProcessFacts:
     bytecode: BytecodeConfig | None = None  # where its interpreter reads a .pyc (None: a probe that did not say)
     host: str | None = None  # os.uname().nodename in the process (None: a probe older than that)
     started_ns: int | None = None  # time.time_ns() when its probe started
+    boot_id: str | None = None  # /proc/sys/kernel/random/boot_id: with host, which machine and boot
+    start_ticks: int | None = None  # the kernel's start time of the process: the same across exec()
+    exec_index: int = 0  # 0: the process's first Python image; N: the image after its Nth exec()
+
+    @property
+    def ident(self) -> str:
+        """The process, whatever it exec()s: ``host/boot8/pid/start ticks`` (``?`` for what an older probe did not
+        record).  Two processes that share a pid (reused, or on two hosts) have two idents."""
+        ticks = "?" if self.start_ticks is None else str(self.start_ticks)
+        return f"{self.host or '?'}/{(self.boot_id or '?')[:8]}/{self.pid}/{ticks}"
 
     @property
     def started_at(self) -> str | None:
@@ -115,6 +125,8 @@ class ProcessFacts:
             "pid": self.pid,
             "ppid": self.ppid,
             "host": self.host,
+            "ident": self.ident,
+            "exec_index": self.exec_index,
             "started_at": self.started_at,
             "label": self.label,
             "argv": list(self.argv),
@@ -204,8 +216,15 @@ def read_process(path: Path) -> ProcessFacts | None:
         exited=exited,
         bytecode=_bytecode(head.get("bytecode")),
         host=head.get("host") if isinstance(head.get("host"), str) else None,
-        started_ns=head.get("started_ns") if isinstance(head.get("started_ns"), int) else None,
+        started_ns=_int_or_none(head.get("started_ns")),
+        boot_id=head.get("boot_id") if isinstance(head.get("boot_id"), str) else None,
+        start_ticks=_int_or_none(head.get("start_ticks")),
+        exec_index=_int_or_none(head.get("exec_index")) or 0,
     )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _verdicts(item: Any) -> dict[str, str]:
@@ -233,4 +252,18 @@ def read_probe_dir(directory: Path) -> list[ProcessFacts]:
             facts = read_process(directory / name)
             if facts is not None:
                 found.append(facts)
-    return sorted(found, key=lambda p: p.pid)
+    return sorted(found, key=lambda p: (p.pid, p.host or "", p.start_ticks or 0, p.exec_index))
+
+
+def same_host(process: ProcessFacts) -> bool:
+    """Whether the process ran on this machine and boot (an older probe's record, without a host: assumed so):
+    only such a pid can be matched with what psutil sees here."""
+    if process.host is None:
+        return True
+    boot = None
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip() or None
+    except OSError:
+        pass
+    return process.host == os.uname().nodename and (process.boot_id is None or boot is None or process.boot_id == boot)

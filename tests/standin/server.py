@@ -11,6 +11,8 @@ It starts ``--workers`` child processes (so the environment check has a tree
 to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
 starts without NAME; ``--worker-title T`` gives it one more argument), ``--report-version V``, ``--ignore-sigterm``.
+``--worker-exec``: each worker execs another Python once (same process, a second image); ``--worker-flag -I``
+and ``--worker-empty-env``: the last worker runs Python with that flag, or with no environment at all.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
 
 ``--noise SIGMA``: launch-to-launch noise.  Each start draws a throughput
@@ -44,7 +46,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-def worker() -> None:
+def worker(exec_once: bool = False) -> None:
+    if exec_once:  # a worker that execs another Python: the same process (pid, start time), a second image
+        argv = [a for a in sys.argv if a != "--worker-exec"]
+        os.execv(sys.executable, [sys.executable, *argv])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(0.2)
@@ -125,6 +130,11 @@ def tree_version() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--worker-exec", action="store_true", help="each --workers child execs itself once")
+    parser.add_argument(
+        "--worker-flag", action="append", default=[], help="a Python flag of the last worker (-I, -S, -E)"
+    )
+    parser.add_argument("--worker-empty-env", action="store_true", help="the last worker starts with env={}")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tree", default=".")
     parser.add_argument("--delay", type=float, default=0.0)
@@ -157,7 +167,7 @@ def main() -> None:
     parser.add_argument("--tree-envs", action="store_true", help="call the tree's _set_envs_and_config first")
     args, _unknown = parser.parse_known_args()
     if args.worker:
-        worker()
+        worker(exec_once=args.worker_exec)
         return
     if args.marker:
         with open(args.marker, "a", encoding="utf-8") as fh:
@@ -172,9 +182,15 @@ def main() -> None:
         if index == args.workers - 1:
             for name in args.drop_env:
                 env.pop(name, None)
-        argv = [sys.executable, __file__, "--worker", f"--rank={index}"]
-        if args.worker_title and index == args.workers - 1:
+        last = index == args.workers - 1
+        flags = args.worker_flag if last else []
+        argv = [sys.executable, *flags, __file__, "--worker", f"--rank={index}"]
+        if args.worker_exec:
+            argv.append("--worker-exec")
+        if args.worker_title and last:
             argv.append(args.worker_title)
+        if args.worker_empty_env and last:
+            env = {}
         workers.append(subprocess.Popen(argv, env=env))
     gpu_jobs: list = []
     gpu_done = None

@@ -6,7 +6,10 @@ process it starts (``multiprocessing`` spawn children are fresh interpreters
 and run ``site`` again).  It does nothing unless ``PATCHKIT_PROBE_DIR`` names
 the directory it writes to, and then:
 
-* writes ``probe-<pid>.jsonl`` there, one JSON object a line, appended with
+* writes ``probe-<pid>-<start ticks>-<host>-<boot id>.jsonl`` there (``.<N>``
+  before ``.jsonl`` for the Nth ``exec`` of the same process: one file per
+  Python image, the chain told by ``exec_index``; a reused pid, or the same pid
+  on another host writing a shared directory, is another file), one JSON object a line, appended with
   one ``os.write`` per event, so the file is complete at every moment (no
   buffer to flush, nothing lost when the process is killed);
 * records identity (pid, ppid, argv, executable, prefixes, site dirs), the
@@ -108,16 +111,32 @@ class Probe:
     # -- writing ------------------------------------------------------------------------------------
     def open(self, forked_from: int | None = None) -> None:
         self.pid = os.getpid()
-        path = os.path.join(self.out, f"probe-{self.pid}.jsonl")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(path, flags, 0o644)
+        host, boot, ticks = _nodename(), _boot_id(), _start_ticks()
+        # One file per (host, boot, pid, kernel start time): a reused pid, or the same pid on another host writing
+        # the same shared directory, is another file; the same process after exec() finds its earlier images'
+        # files taken and writes the next one of its chain (O_EXCL decides, atomically, on NFS too).
+        stem = f"probe-{self.pid}-{'x' if ticks is None else ticks}-{_safe(host or 'unknown')}-{(boot or 'x')[:8]}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        image = 0
+        while True:
+            path = os.path.join(self.out, stem + (f".{image}" if image else "") + ".jsonl")
+            try:
+                self.fd = os.open(path, flags, 0o644)
+                break
+            except FileExistsError:
+                image += 1
+                if image > 1000:
+                    raise
         self.emit(
             {
                 "kind": "process",
                 "pid": self.pid,
                 "ppid": os.getppid(),
                 # where and when: `patchkit show` lists each process with its host and start
-                "host": _nodename(),
+                "host": host,
+                "boot_id": boot,
+                "start_ticks": ticks,  # /proc/self/stat's starttime: the kernel's, the same across exec()
+                "exec_index": image,  # 0: the process's first Python image; N: after its Nth exec()
                 "started_ns": _time_ns(),
                 "argv": list(sys.argv),
                 "orig_argv": list(getattr(sys, "orig_argv", sys.argv)),
@@ -554,6 +573,42 @@ def _nodename() -> str | None:
         return os.uname().nodename
     except (AttributeError, OSError):  # pragma: no cover - not POSIX
         return None
+
+
+def _read_small(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _boot_id() -> str | None:
+    """This boot of this machine (Linux); with the host name it tells nodes, and reboots, apart."""
+    text = _read_small("/proc/sys/kernel/random/boot_id")
+    return text.strip() or None if text else None
+
+
+def _start_ticks() -> int | None:
+    """When the kernel started this process (clock ticks since boot; ``/proc/self/stat`` field 22): with the pid,
+    one process for the whole boot, whatever it exec()s, never a later process that reuses the pid."""
+    text = _read_small("/proc/self/stat")
+    if not text or ")" not in text:
+        return None
+    fields = text.rpartition(")")[2].split()  # after the command name, which may hold spaces and parentheses
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)[:64]
 
 
 def _time_ns() -> int | None:
