@@ -12,7 +12,8 @@ one run, each a *section*:
   argv, start, interpreter, the probe's status there) and every process of
   the server's tree it did not see;
 * ``files``: the files that ran, by class (tree, dist, editable, stdlib,
-  generated, probe), every STRAY and every allowed one by path;
+  generated, probe, data), every STRAY and every allowed one by path, and
+  every data file read (JSON/YAML/txt/jinja configs) with its class and digest;
 * ``env``: the effective environment per rank (at ``init_process_group``; the
   start environment where no process called it), each variable marked where
   the ranks disagree and where a rank differs from what the launch passed;
@@ -41,7 +42,7 @@ from patchkit.bench.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
 
 SECTIONS = ("processes", "files", "env", "nccl", "gpus", "clients")
-FILE_CLASSES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "stray", "allowed")
+FILE_CLASSES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "data", "stray", "allowed")
 _UNPROBED = re.compile(r"^pid (\d+) \((.*)\)$", re.DOTALL)
 
 
@@ -183,7 +184,15 @@ def files_section(record: RunRecord) -> dict[str, Any]:
     accounting = proof.get("accounting") or {}
     last = accounting.get("stop") or accounting.get("healthy")
     if not last:
-        return {"at": None, "counts": None, "strays": [], "allowed": [], "distributions": [], "editable_commits": {}}
+        return {
+            "at": None,
+            "counts": None,
+            "strays": [],
+            "allowed": [],
+            "data": [],
+            "distributions": [],
+            "editable_commits": {},
+        }
     at = "stop" if accounting.get("stop") else "healthy"
     counts = {name: int((last.get("counts") or {}).get(name, 0)) for name in FILE_CLASSES}
     return {
@@ -191,6 +200,7 @@ def files_section(record: RunRecord) -> dict[str, Any]:
         "counts": counts,
         "strays": [dict(v) for v in last.get("strays") or ()],
         "allowed": [dict(v) for v in last.get("allowed") or ()],
+        "data": [dict(v) for v in last.get("data") or ()],  # every data file read (configs, templates), by class
         "allow_stray": list(last.get("allow_stray") or ()),
         "distributions": [dict(d) for d in proof.get("distributions") or ()],
         "editable_commits": dict(last.get("editable_commits") or {}),

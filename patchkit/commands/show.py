@@ -181,7 +181,7 @@ def show_files(console: Console, data: Mapping[str, Any]) -> None:
     if counts is None:
         heading(console, "files that ran: not recorded (the probe was off, or no server ran)")
         return
-    parts = [f"{counts[c]} {c}" for c in ("tree", "dist", "editable", "stdlib", "generated", "probe")]
+    parts = [f"{counts[c]} {c}" for c in ("tree", "dist", "editable", "stdlib", "generated", "probe", "data")]
     allowed = f", {counts['allowed']} allowed by allow_stray" if counts["allowed"] else ""
     heading(console, f"files that ran ({data['at']}): {', '.join(parts)}; {counts['stray']} STRAY{allowed}")
     if data["distributions"]:
@@ -196,6 +196,16 @@ def show_files(console: Console, data: Mapping[str, Any]) -> None:
                 commit = data["editable_commits"].get(source)
                 source = f"editable {source}" + (f" at {commit[:12]}" if commit else " (not a git checkout)")
             table.add_row(d["name"], str(d["version"]), str(d["files"]), source or d.get("site_dir") or "-")
+        show_table(console, table)
+    if data["data"]:
+        table = Grid()
+        table.add_column("data file read")
+        table.add_column("class", whole=True)
+        table.add_column("owner")
+        table.add_column("sha256", whole=True)
+        for v in data["data"]:
+            kind: Cell = ("STRAY", "bold red") if v["category"] == "stray" else v["category"]
+            table.add_row(v["path"], kind, v["owner"] or "-", (v.get("sha256") or "-")[:16])
         show_table(console, table)
     if data["strays"] or data["allowed"]:
         table = Grid()

@@ -22,7 +22,7 @@ from typing import Any
 from patchkit.proof.bytecode import BytecodeConfig
 from patchkit.redact import redact_env
 
-FILE_KINDS = ("module", "pth", "probe", "chained")
+FILE_KINDS = ("module", "pth", "probe", "chained", "data")
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class LoadedFile:
     """One file the probe saw run in a process, with the size and mtime it had then: the accounting checks that
     what is on disk is still what ran."""
 
-    kind: str  # module | pth (a .pth with an import line) | probe | chained (the shadowed sitecustomize)
+    kind: str  # module | pth (a .pth with an import line) | probe | chained (the shadowed sitecustomize) | data
     name: str
     path: str
     size: int

@@ -13,6 +13,7 @@ to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 starts without NAME; ``--worker-title T`` gives it one more argument), ``--report-version V``, ``--ignore-sigterm``.
 ``--worker-exec``: each worker execs another Python once (same process, a second image); ``--worker-flag -I``
 and ``--worker-empty-env``: the last worker runs Python with that flag, or with no environment at all.
+``--read-file PATH`` (tree-relative or absolute): each spawn worker reads that JSON file before init.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
 
 ``--noise SIGMA``: launch-to-launch noise.  Each start draws a throughput
@@ -55,9 +56,15 @@ def worker(exec_once: bool = False) -> None:
         time.sleep(0.2)
 
 
-def spawn_worker(rank: int, world: int, backend: str, sets: list[str], load_so: str | None, ready) -> None:
-    """A scheduler process as SGLang spawns it: its own env edits, a ctypes-loaded library, then init."""
+def spawn_worker(
+    rank: int, world: int, backend: str, sets: list[str], load_so: str | None, ready, reads: tuple[str, ...] = ()
+) -> None:
+    """A scheduler process as SGLang spawns it: its own env edits, a ctypes-loaded library, the configs it reads
+    (as SGLang reads a fused-MoE tuning config), then init."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    for path in reads:
+        with open(path, encoding="utf-8") as f:
+            json.load(f)
     for item in sets:
         where, _, assignment = item.partition(":")
         name, _, value = assignment.partition("=")
@@ -135,6 +142,9 @@ def main() -> None:
         "--worker-flag", action="append", default=[], help="a Python flag of the last worker (-I, -S, -E)"
     )
     parser.add_argument("--worker-empty-env", action="store_true", help="the last worker starts with env={}")
+    parser.add_argument(
+        "--read-file", action="append", default=[], help="a file the spawn workers read (tree-relative or absolute)"
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tree", default=".")
     parser.add_argument("--delay", type=float, default=0.0)
@@ -218,10 +228,11 @@ def main() -> None:
             _set_envs_and_config()
         ctx = mp.get_context("spawn")
         spawned_ready = ctx.Queue()
+        reads = tuple(p if os.path.isabs(p) else os.path.join(os.path.abspath(args.tree), p) for p in args.read_file)
         for rank in range(args.spawn_workers):
             process = ctx.Process(
                 target=spawn_worker,
-                args=(rank, args.spawn_workers, args.backend, args.worker_env, args.load_so, spawned_ready),
+                args=(rank, args.spawn_workers, args.backend, args.worker_env, args.load_so, spawned_ready, reads),
                 name=f"scheduler_TP{rank}",
                 daemon=True,
             )

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")
+# The data files read at run time that are recorded (and accounted like modules): text configs, chat templates.
+DATA_SUFFIXES = (".json", ".yaml", ".yml", ".txt", ".jinja", ".jinja2")
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")  # patchkit.redact's (a test checks)
 REDACTED = "<redacted>"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -654,6 +656,67 @@ def _install_path_stats(probe: Probe) -> None:
     _SOURCE_LOADER.path_stats = path_stats
 
 
+def _data_roots(probe: Probe) -> tuple[str, ...]:
+    """Where a data file read is recorded: the benchmarked tree (``PATCHKIT_BENCH_TREE``), the site directories,
+    and the roots of ``PATCHKIT_PROBE_ROOTS`` (``os.pathsep``-separated: a model directory, say); each with a
+    trailing separator, real paths and the paths as given."""
+    roots = [os.environ.get("PATCHKIT_BENCH_TREE", ""), *probe.site_dirs()]
+    roots += os.environ.get("PATCHKIT_PROBE_ROOTS", "").split(os.pathsep)
+    out: list[str] = []
+    for root in roots:
+        if root and os.path.isabs(root):
+            for form in (os.path.normpath(root), os.path.realpath(root)):
+                entry = form.rstrip(os.sep) + os.sep
+                if entry not in out:
+                    out.append(entry)
+    return tuple(out)
+
+
+def _install_open_hook(probe: Probe) -> None:
+    """Record each data file (``DATA_SUFFIXES``) a process opens for reading under the data roots: a fused-MoE
+    tuning config, a chat template, the model's ``config.json``.
+
+    ``sys.addaudithook``: every ``open()``/``io.open``/``os.open``/``open_code``
+    raises the ``open`` audit event with the path and mode (or flags), whoever
+    opens it (C code that calls ``fopen`` is not seen).  The hook runs for
+    every audit event of the process, so it returns at the first test that
+    fails: the event's name, then the path's suffix; a hook cannot be removed,
+    so a probe without a file to write to never installs it.  Each path is
+    recorded once per process, with its stat then.
+    """
+    roots = _data_roots(probe)
+    if not roots:
+        return
+    seen: set[str] = set()
+    suffixes = DATA_SUFFIXES
+    write_only = os.O_WRONLY | os.O_RDWR
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event != "open":
+            return
+        path = args[0]
+        if path.__class__ is not str or not path.endswith(suffixes) or path in seen:
+            return
+        mode, flags = args[1], args[2]
+        if mode.__class__ is str:
+            if "r" not in mode or "+" in mode:
+                return
+        elif flags.__class__ is int and flags & write_only:
+            return
+        try:
+            full = os.path.abspath(path)
+            if not full.startswith(roots) or probe.fd < 0:
+                return
+            seen.add(path)
+            probe.record_file("data", os.path.basename(full), full, _stat(full))
+        except OSError:
+            return  # gone, or not a file: open() itself will say so
+        except Exception as exc:
+            probe.failed(exc)
+
+    sys.addaudithook(hook)
+
+
 def _encode_plain(text: str) -> str:
     return '"' + "".join(c if 32 <= ord(c) < 127 and c not in '"\\' else f"\\u{ord(c):04x}" for c in text) + '"'
 
@@ -686,6 +749,7 @@ def _start() -> None:
         probe.module("sitecustomize", os.path.abspath(__file__), kind="probe")
         probe.already_loaded()
         _install_path_stats(probe)
+        _install_open_hook(probe)
         sys.meta_path.insert(0, probe)  # type: ignore[arg-type]
         sys._patchkit_probe = probe  # type: ignore[attr-defined]
         import atexit
