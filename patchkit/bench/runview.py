@@ -125,6 +125,8 @@ def _rank(process: Mapping[str, Any]) -> int | None:
 
 
 def _probe_status(process: Mapping[str, Any]) -> str:
+    if process.get("incomplete"):
+        return f"incomplete ({process['incomplete']})"
     errors = list(process.get("errors") or ())
     if errors:
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""

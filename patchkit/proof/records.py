@@ -91,6 +91,7 @@ class ProcessFacts:
     boot_id: str | None = None  # /proc/sys/kernel/random/boot_id: with host, which machine and boot
     start_ticks: int | None = None  # the kernel's start time of the process: the same across exec()
     exec_index: int = 0  # 0: the process's first Python image; N: the image after its Nth exec()
+    incomplete: str | None = None  # the errno (ENOSPC, EDQUOT...) that stopped its probe writing: what came after
 
     @property
     def ident(self) -> str:
@@ -140,6 +141,7 @@ class ProcessFacts:
             "init": [i.to_json() for i in self.inits],
             "files": len(self.files),
             "errors": list(self.errors),
+            "incomplete": self.incomplete,
             "exited": self.exited,
         }
 
@@ -160,7 +162,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def read_process(path: Path) -> ProcessFacts | None:
+def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | None:
     items = _lines(path)
     head = next((i for i in items if i.get("kind") == "process"), None)
     if head is None:
@@ -220,6 +222,7 @@ def read_process(path: Path) -> ProcessFacts | None:
         boot_id=head.get("boot_id") if isinstance(head.get("boot_id"), str) else None,
         start_ticks=_int_or_none(head.get("start_ticks")),
         exec_index=_int_or_none(head.get("exec_index")) or 0,
+        incomplete=incomplete,
     )
 
 
@@ -247,9 +250,15 @@ def read_probe_dir(directory: Path) -> list[ProcessFacts]:
         names = sorted(os.listdir(directory))
     except OSError:
         return []
+    # <file>.<ERRNO>: the probe could not write on (a full disk, a quota) and left this empty marker
+    markers = {}
+    for name in names:
+        stem, dot, tail = name.rpartition(".")
+        if dot and stem.endswith(".jsonl") and tail.isupper() and tail.startswith("E"):
+            markers[stem] = tail
     for name in names:
         if name.startswith("probe-") and name.endswith(".jsonl"):
-            facts = read_process(directory / name)
+            facts = read_process(directory / name, markers.get(name))
             if facts is not None:
                 found.append(facts)
     return sorted(found, key=lambda p: (p.pid, p.host or "", p.start_ticks or 0, p.exec_index))

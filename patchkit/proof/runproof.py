@@ -96,10 +96,16 @@ def prove(
 
 
 def doubts(processes: Iterable[ProcessFacts]) -> list[str]:
-    """One line per process in which the probe failed: its first error, its label, how many more."""
+    """One line per process in which the probe failed: its first error, its label, how many more; a process whose
+    probe could not write its file (a full disk) says so first."""
     out = []
     for proc in processes:
-        if proc.errors:
+        if proc.incomplete:
+            out.append(
+                f"proof incomplete ({proc.incomplete}): the probe in pid {proc.pid} could not write its file; "
+                f"what ran after that is not recorded ({proc.label})"
+            )
+        elif proc.errors:
             more = len(proc.errors) - 1
             tail = f"; {plural(more, 'more probe error')} there" if more else ""
             out.append(f"{proc.errors[0]} ({proc.label}{tail})")
@@ -152,6 +158,14 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
         why = (
             f"{plural(len(unaccounted), 'Python process', 'Python processes')} of the server ran without the probe: "
             "what they ran is not accounted for"
+        )
+    elif any(p.incomplete for p in last.processes):
+        codes = sorted({str(p.incomplete) for p in last.processes if p.incomplete})
+        count = sum(1 for p in last.processes if p.incomplete)
+        state = NOT_PROVEN
+        why = (
+            f"proof incomplete ({', '.join(codes)}): the probe could not write its file in "
+            f"{plural(count, 'process', 'processes')}"
         )
     elif doubted:
         state = NOT_PROVEN

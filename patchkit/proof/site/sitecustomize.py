@@ -62,7 +62,10 @@ FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_",
 DATA_SUFFIXES = (".json", ".yaml", ".yml", ".txt", ".jinja", ".jinja2")
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")  # patchkit.redact's (a test checks)
 REDACTED = "<redacted>"
-HERE = os.path.dirname(os.path.abspath(__file__))
+try:
+    HERE = os.path.dirname(os.path.abspath(__file__))
+except OSError:  # a deleted working directory (abspath of a relative __file__ asks for it)
+    HERE = os.path.dirname(__file__)
 
 
 class ProbeFault(Exception):
@@ -89,6 +92,7 @@ class Probe:
     def __init__(self, out: str) -> None:
         self.out = out
         self.fd = -1
+        self.path = ""
         self.pid = 0
         self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
         salt, _, expected = os.environ.get("PATCHKIT_PROBE_SECRETS", "").partition(";")
@@ -124,6 +128,7 @@ class Probe:
             path = os.path.join(self.out, stem + (f".{image}" if image else "") + ".jsonl")
             try:
                 self.fd = os.open(path, flags, 0o644)
+                self.path = path
                 break
             except FileExistsError:
                 image += 1
@@ -161,7 +166,45 @@ class Probe:
 
     def emit(self, record: dict[str, object]) -> None:
         if self.fd >= 0:
-            os.write(self.fd, (_dumps(record) + "\n").encode("ascii"))
+            self.write((_dumps(record) + "\n").encode("ascii"))
+
+    def write(self, data: bytes) -> None:
+        """One record, whole; a write the filesystem refuses (a full disk, a quota) stops the recording here.
+
+        The first refusal says so once on stderr, closes the file and leaves a
+        marker next to it (``<file>.<ERRNO>``, empty: a file without data needs
+        no block), from which the run is read as "proof incomplete (ENOSPC)";
+        every later record is dropped in silence instead of failing again on
+        every import.  A short write (the disk filled mid-record) is the same.
+        """
+        try:
+            written = _write(self.fd, data)
+            if written == len(data):
+                return
+            error: OSError = OSError(28, os.strerror(28) + " (a short write)")  # ENOSPC: the disk filled mid-record
+        except OSError as exc:
+            error = exc
+        self.stop_writing(error)
+
+    def stop_writing(self, error: OSError) -> None:
+        fd, self.fd = self.fd, -1
+        name = _errno_name(error)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        try:
+            os.close(os.open(f"{self.path}.{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except OSError:
+            pass
+        try:
+            sys.stderr.write(
+                f"probe in pid {os.getpid()}: cannot write {self.path} ({name}: {error.strerror or error}); "
+                "it stops recording: the run's proof is incomplete\n"
+            )
+            sys.stderr.flush()
+        except Exception:
+            pass
 
     def failed(self, exc: BaseException) -> None:
         """Report one of the probe's own errors; never raises."""
@@ -198,7 +241,7 @@ class Probe:
         """One file that ran, with its stat: the hot path (once per module), one f-string and one write."""
         q = _quote
         line = f'{{"kind": "{kind}", "name": {q(name)}, "path": {q(path)}, "size": {st.st_size}, '
-        _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+        self.write((line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
 
     def mains(self) -> None:
         """The main script (``python FILE``) and, in a spawn child, the parent's main re-run as ``__mp_main__``:
@@ -261,8 +304,12 @@ class Probe:
                 find = getattr(finder, "find_spec", None)
                 if find is not None:
                     spec = find(name, path, target)
-                    if spec is not None:
-                        break
+                elif _LEGACY and getattr(finder, "find_module", None) is not None:
+                    spec = self.legacy(finder, name, path)
+                else:
+                    continue
+                if spec is not None:
+                    break
             else:
                 return None
         finally:
@@ -283,6 +330,33 @@ class Probe:
                 self.wrap_loader(spec, self.watch[name])
         except Exception as exc:
             self.failed(exc)
+        return spec
+
+    def legacy(self, finder: Any, name: str, path: object) -> object:
+        """A legacy meta path finder (``find_module`` only, no ``find_spec``): asked as the import system of
+        Python < 3.12 asks it, its loader made a spec; the module it loads is recorded by its file when the loader
+        names one (``get_filename``), and named as not accounted for when it does not."""
+        loader = finder.find_module(name, path)
+        if loader is None:
+            return None
+        bootstrap = sys.modules["_frozen_importlib"]
+        origin = None
+        get_filename = getattr(loader, "get_filename", None)
+        if get_filename is not None:
+            try:
+                origin = get_filename(name)
+            except Exception:
+                origin = None
+        spec = bootstrap.spec_from_loader(name, loader, origin=origin)
+        if origin.__class__ is str and os.path.isabs(origin):
+            self.module(name, origin)
+        else:
+            message = (
+                f"probe in pid {os.getpid()}: module {name} was loaded by the legacy finder "
+                f"{type(finder).__module__}.{type(finder).__qualname__} (find_module), which names no file: "
+                "what it ran is not accounted for"
+            )
+            self.emit({"kind": "error", "message": message, "title": None, "mp_name": None})
         return spec
 
     # -- torch.distributed.init_process_group -------------------------------------------------------
@@ -622,15 +696,31 @@ def _time_ns() -> int | None:
         return None
 
 
-_SOURCE_LOADER = sys.modules["_frozen_importlib_external"].SourceFileLoader
-# Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
-_CACHE_TAG = sys.implementation.cache_tag
+try:  # every module-level lookup is guarded: an error here would stop the sitecustomize this one shadows
+    _SOURCE_LOADER: Any = sys.modules["_frozen_importlib_external"].SourceFileLoader
+    # Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
+    _CACHE_TAG: str | None = sys.implementation.cache_tag
+except Exception:  # pragma: no cover - CPython always has them; another interpreter: find_spec records all
+    _SOURCE_LOADER, _CACHE_TAG = None, None
+
+
+_LEGACY = sys.version_info < (3, 12)  # the import system itself asks find_module-only finders before 3.12
+
+
+def _errno_name(error: OSError) -> str:
+    try:
+        import errno  # built in
+
+        return str(errno.errorcode.get(error.errno or 0, "EIO"))
+    except Exception:
+        return "EIO"
 
 
 def _recorded_at_load(spec: Any) -> bool:
     """A source module ``_install_path_stats`` records as its loader reads it: finding it, or making its spec,
     is not running it (the spec of a ``.pyc`` or an extension module is still recorded when made)."""
-    return getattr(spec, "loader", None).__class__ is _SOURCE_LOADER and _CACHE_TAG is not None
+    loader = getattr(spec, "loader", None)
+    return _SOURCE_LOADER is not None and loader.__class__ is _SOURCE_LOADER and _CACHE_TAG is not None
 
 
 def _install_path_stats(probe: Probe) -> None:
@@ -653,7 +743,8 @@ def _install_path_stats(probe: Probe) -> None:
         return {"mtime": st.st_mtime, "size": st.st_size}
 
     path_stats.__patchkit_probe__ = True  # type: ignore[attr-defined]
-    _SOURCE_LOADER.path_stats = path_stats
+    if _SOURCE_LOADER is not None:
+        _SOURCE_LOADER.path_stats = path_stats
 
 
 def _data_roots(probe: Probe) -> tuple[str, ...]:
