@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from patchkit.bench.hygiene import problems
 from patchkit.bench.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
 
@@ -297,7 +298,12 @@ def nccl_section(record: RunRecord) -> dict[str, Any]:
 
 def gpus_section(record: RunRecord) -> dict[str, Any]:
     """nvidia-smi's facts as stored (None: no nvidia-smi, or it failed) and torch's CUDA stack."""
-    return {"gpus": None if record.gpus is None else [dict(g) for g in record.gpus], "torch": record.torch}
+    return {
+        "gpus": None if record.gpus is None else [dict(g) for g in record.gpus],
+        "torch": record.torch,
+        "hygiene": None if record.gpu_hygiene is None else dict(record.gpu_hygiene),  # {"start", "end"} snapshots
+        "problems": problems(record.gpu_hygiene, record.launch),
+    }
 
 
 def clients_section(record: RunRecord) -> dict[str, Any]:

@@ -335,6 +335,46 @@ def show_gpus(console: Console, data: Mapping[str, Any]) -> None:
             str(g.get("temperature_c", "-")),
         )
     show_table(console, table)
+    show_hygiene(console, data)
+
+
+def show_hygiene(console: Console, data: Mapping[str, Any]) -> None:
+    """The launch's GPUs at its start and end (bench/hygiene.py), and what made them dirty."""
+    hygiene = data.get("hygiene")
+    if not hygiene:
+        return
+    table = Grid()
+    for name in ("gpu", "when", "SM/max MHz", "mem/max MHz", "app clocks", "power W", "persist", "ECC c/u", "temp C"):
+        table.add_column(name, whole=True)
+    table.add_column("other processes")
+    for when in ("start", "end"):
+        snap = hygiene.get(when) or {}
+        apps = snap.get("apps") or []
+        for g in snap.get("gpus") or ():
+            mine = [a for a in apps if a.get("gpu") == g.get("index")]
+            others = ", ".join(f"pid {a.get('pid')} ({a.get('name') or '?'}) {a.get('used_mib')} MiB" for a in mine)
+            locked = g.get("app_clocks_locked")
+            clocks = "-" if locked is None else (f"locked {g.get('app_clock_mhz')}" if locked else "default")
+            table.add_row(
+                str(g.get("index")),
+                when,
+                f"{_dash(g.get('sm_clock_mhz'))}/{_dash(g.get('max_sm_clock_mhz'))}",
+                f"{_dash(g.get('mem_clock_mhz'))}/{_dash(g.get('max_mem_clock_mhz'))}",
+                clocks,
+                _dash(g.get("power_limit_w")),
+                _dash(g.get("persistence_mode")),
+                f"{_dash(g.get('ecc_corrected'))}/{_dash(g.get('ecc_uncorrected'))}",
+                _dash(g.get("temperature_c")),
+                others or ("none" if snap.get("apps_known") else "-"),
+            )
+    heading(console, "GPU hygiene at the launch's start and end")
+    show_table(console, table)
+    for line in data.get("problems") or ():
+        say(console, f"  warning: {line}", "bold yellow")
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
 
 
 def show_clients(console: Console, data: Mapping[str, Any]) -> None:
