@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.errors import ExitCode
-from patchkit.guard.report import GuardReport
+from patchkit.guard.report import GuardReport, bisect_tail
 from patchkit.proof.sitecheck import SiteReport
 from patchkit.render import plural
 
@@ -64,12 +64,7 @@ class TreeAndSite:
         failed = [c.check for c in self.tree.failed]
         if not self.site.ok:
             failed.append(f"site: {plural(len(self.site.findings), 'file')} not accounted for")
-        line = f"GUARD FAILED: {', '.join(failed)}"
-        if code == 125:
-            line += "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
-        elif code == 128:
-            line += "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
-        return line + ".", "bold red"
+        return f"GUARD FAILED: {', '.join(failed)}{bisect_tail(code)}.", "bold red"
 
     def to_json(self) -> dict[str, Any]:
         """The tree's ``guard --json`` with the site's ``guard --site --json`` under ``site``; ``ok``,

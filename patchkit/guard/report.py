@@ -171,9 +171,13 @@ def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
     if report.ok:
         return f"GUARD OK: this tree may be benchmarked{warned if report.warnings else ''}.", "bold green"
     names = ", ".join(c.check for c in report.failed)
-    line = f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names})"
+    return f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names}){bisect_tail(code)}.", "bold red"
+
+
+def bisect_tail(code: int) -> str:
+    """What a 125 or 128 means to `git bisect run`, after a failed verdict (nothing for another code)."""
     if code == 125:
-        line += "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
-    elif code == 128:
-        line += "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
-    return line + ".", "bold red"
+        return "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
+    if code == 128:
+        return "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
+    return ""
