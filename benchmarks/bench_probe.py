@@ -1,5 +1,11 @@
 """Benchmark: start-up of a stand-in server that imports 3,000 modules, probe on against probe off.
 
+``--real``: instead of generated modules, the real modules of the standard library's packages and of the
+packages installed here (rich, libcst, pygments, click, jsonschema, ...: every one that imports cleanly,
+found with ``pkgutil.walk_packages`` and tried once in a subprocess), and each process also reads
+``--configs`` small JSON configs under a data root (``PATCHKIT_PROBE_ROOTS``), as SGLang reads its tuning
+configs: the probe's audit hook (``open`` events) is on that path, and sees every other audit event too.
+
 Generates 30 packages of 100 small modules each (a function, a class, a
 constant, two stdlib imports), compiles their bytecode (as an install
 would), and a server script that imports all of them, then spawns one
@@ -15,6 +21,7 @@ quartiles of the on/off ratio within each round (the two sides of a round run
 back to back, so that ratio cancels the drift between rounds).  Target: <= 1.05.
 
     python benchmarks/bench_probe.py [--runs 15] [--modules 3000]
+    python benchmarks/bench_probe.py --real [--runs 15] [--configs 200]
 """
 
 from __future__ import annotations
@@ -93,6 +100,66 @@ def generate(root: Path, modules: int) -> Path:
     return root / "server.py"
 
 
+REAL_PACKAGES = (
+    "email", "json", "xml", "http", "urllib", "asyncio", "concurrent", "logging", "unittest", "importlib",
+    "encodings", "ctypes", "sqlite3", "multiprocessing", "rich", "libcst", "pygments", "click", "jsonschema",
+    "packaging",
+)  # fmt: skip
+
+FIND_REAL = """import importlib, json, pkgutil, sys
+names = []
+for pkg in json.loads(sys.argv[1]):
+    try:
+        m = importlib.import_module(pkg)
+    except Exception:
+        continue
+    names.append(pkg)
+    for info in pkgutil.walk_packages(getattr(m, "__path__", []), pkg + "."):
+        if ".tests" in info.name or ".test_" in info.name or "__main__" in info.name:
+            continue
+        try:
+            importlib.import_module(info.name)
+        except BaseException:
+            continue
+        names.append(info.name)
+print(json.dumps(names))
+"""
+
+
+def generate_real(root: Path, configs: int) -> Path:
+    """The server of ``--real``: imports every importable module of REAL_PACKAGES, reads ``configs`` JSON files."""
+    import json
+
+    found = subprocess.run(
+        [sys.executable, "-c", FIND_REAL, json.dumps(REAL_PACKAGES)], capture_output=True, text=True, check=True
+    )
+    names = json.loads(found.stdout.strip().splitlines()[-1])
+    data = root / "configs"
+    data.mkdir(parents=True)
+    for n in range(configs):
+        (data / f"E={n},N=64,device_name=H200.json").write_text(json.dumps({"1": {"BLOCK_SIZE_M": n}}))
+    lines = [
+        "import importlib, json, os",
+        f"NAMES = {names!r}",
+        "def load():",
+        "    for name in NAMES:",
+        "        try:",
+        "            importlib.import_module(name)",
+        "        except BaseException:",
+        "            pass",
+        f"    for name in sorted(os.listdir({str(data)!r})):",
+        f"        with open(os.path.join({str(data)!r}, name)) as f:",
+        "            json.load(f)",
+    ]
+    (root / "gen_all.py").write_text("\n".join(lines) + "\n")
+    (root / "server.py").write_text(SERVER)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(root), str(STANDIN_TORCH)], check=True)
+    from patchkit.proof import PROBE_SITE_DIR
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(PROBE_SITE_DIR)], check=True)
+    return root / "server.py"
+
+
 def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, cwd=cwd)
@@ -110,13 +177,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--modules", type=int, default=3000)
+    parser.add_argument("--real", action="store_true", help="real modules of installed packages, and JSON reads")
+    parser.add_argument("--configs", type=int, default=200, help="with --real: JSON configs each process reads")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="patchkit-bench-probe-"))
     try:
-        server = generate(work / "app", args.modules)
+        server = generate_real(work / "app", args.configs) if args.real else generate(work / "app", args.modules)
         base = {k: v for k, v in os.environ.items() if not k.startswith("PATCHKIT_PROBE")}
         base.pop("PYTHONDONTWRITEBYTECODE", None)
         base["PYTHONPATH"] = f"{work / 'app'}{os.pathsep}{STANDIN_TORCH}"
+        if args.real:
+            base["PATCHKIT_PROBE_ROOTS"] = str(work / "app" / "configs")  # the reads are recorded (on side only)
         cmd = [sys.executable, str(server)]
         off: list[tuple[float, float]] = []
         on: list[tuple[float, float]] = []
@@ -130,14 +201,15 @@ def main() -> None:
             for side, env in pair:
                 (on if side == "on" else off).append(timed(cmd, env, work))
         files = sum(1 for _ in (work / "probe-0").iterdir())
-        lines = sum(len(p.read_text().splitlines()) for p in (work / "probe-0").iterdir())
+        records = [line for p in (work / "probe-0").iterdir() for line in p.read_text().splitlines()]
+        lines = len(records)
+        modules = sum(1 for line in records if line.startswith('{"kind": "module"'))
+        data = sum(1 for line in records if line.startswith('{"kind": "data"'))
         wall_off, wall_on = statistics.median(w for w, _ in off), statistics.median(w for w, _ in on)
         cpu_off, cpu_on = statistics.median(c for _, c in off), statistics.median(c for _, c in on)
-        print(
-            f"stand-in server importing {args.modules} modules in 2 processes (+ resource tracker), "
-            f"{args.runs} runs each"
-        )
-        print(f"probe files per run: {files}, {lines} records")
+        what = "real modules of installed packages" if args.real else f"{args.modules} generated modules"
+        print(f"stand-in server importing {what} in 2 processes (+ resource tracker), {args.runs} runs each")
+        print(f"probe files per run: {files}, {lines} records: {modules} module files, {data} data files read")
         print(f"wall median: off {wall_off:.3f}s  on {wall_on:.3f}s  ratio {wall_on / wall_off:.3f}")
         print(f"cpu  median: off {cpu_off:.3f}s  on {cpu_on:.3f}s  ratio {cpu_on / cpu_off:.3f}  (target <= 1.05)")
         # Each round runs both sides back to back: the ratio within a round cancels the machine's drift

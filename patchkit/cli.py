@@ -290,14 +290,17 @@ def guard_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
-@click.option("-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site.")
+@click.option(
+    "-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site alone."
+)
 @repo_option
 @guard_options
 @click.option(
     "--site",
     is_flag=True,
     help="With --python: verify every distribution of PY's site directories against its RECORD; "
-    "list unowned .py/.pth/sitecustomize files and editable installs.",
+    "list unowned .py/.pth/sitecustomize files and editable installs. With -m too: the tree and the site "
+    "directories, one verdict and one exit code.",
 )
 @click.option("--no-cache", is_flag=True, help="With --site: hash every file (no stat cache).")
 @json_option
@@ -314,6 +317,10 @@ def guard(**kwargs: Any) -> int:
     checked against the RECORD of its distribution; an edited or missing file,
     a .py/.pth/sitecustomize owned by none, or an uncommitted change in an
     editable install's checkout exits 1, naming each file.
+
+    With -m M --python PY --site: both in one call, one verdict and one exit
+    code (the tree's when it fails; else 1 for a site finding; with --bisect
+    a site finding is 128: the setup, not the commit).
     """
     from patchkit.commands.guard import guard as run_guard
 
@@ -635,6 +642,69 @@ def noise(**kwargs: Any) -> int:
 def runs(**kwargs: Any) -> int:
     """List the benchmark runs in the bench store (or, with --plot, draw one metric)."""
     from patchkit.commands.runs import runs as run
+
+    return run(console=_console(), **kwargs)
+
+
+@cli.command()
+@click.argument("run", metavar="RUN")
+@repo_option
+@store_option
+@click.option(
+    "--processes",
+    "sections",
+    flag_value="processes",
+    multiple=True,
+    help="Section: the processes the probe saw, and those it did not.",
+)
+@click.option(
+    "--files",
+    "sections",
+    flag_value="files",
+    multiple=True,
+    help="Section: the files that ran, by class; every STRAY by path.",
+)
+@click.option(
+    "--env",
+    "sections",
+    flag_value="env",
+    multiple=True,
+    help="Section: the effective environment per rank against the launch's.",
+)
+@click.option(
+    "--nccl",
+    "sections",
+    flag_value="nccl",
+    multiple=True,
+    help="Section: NCCL's own lines and the NCCL/CUDA libraries mapped.",
+)
+@click.option(
+    "--gpus",
+    "sections",
+    flag_value="gpus",
+    multiple=True,
+    help="Section: the GPU facts (nvidia-smi) and torch's CUDA stack.",
+)
+@click.option(
+    "--clients",
+    "sections",
+    flag_value="clients",
+    multiple=True,
+    help="Section: the client runs and their metric values.",
+)
+@json_option
+def show(**kwargs: Any) -> int:
+    """Show one stored run whole: RUN is its number (`patchkit runs`) or `last`.
+
+    The header (commit, profile, outcome, patch state, the proof's verdict),
+    then the processes the probe saw, the files that ran by class (every
+    STRAY by path), the effective environment per rank (marking what differs
+    between ranks and from the launch), NCCL's lines and the libraries
+    mapped, the GPU facts and the client runs. Section flags pick sections
+    (combine them); the header is always shown. Exit 0, or 2 for a run that
+    is not in the store.
+    """
+    from patchkit.commands.show import show as run
 
     return run(console=_console(), **kwargs)
 

@@ -12,7 +12,7 @@ from patchkit.bench.hunt import hunt
 from patchkit.bench.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
-from patchkit.proof import PROBE_SITE_DIR
+from patchkit.proof import PROBE_DATA_SUFFIXES, PROBE_FAMILIES, PROBE_SITE_DIR
 from patchkit.redact import REDACTED, SECRET_WORDS, is_secret, redact_env
 
 
@@ -244,6 +244,8 @@ def test_the_probe_redacts_the_same_names_as_patchkit():
     }  # fmt: skip
     assert constants["SECRET_WORDS"] == SECRET_WORDS
     assert constants["REDACTED"] == REDACTED
+    assert constants["FAMILIES"] == PROBE_FAMILIES  # what `show` counts as recorded in every process
+    assert constants["DATA_SUFFIXES"] == PROBE_DATA_SUFFIXES  # what guard --site checks as the probe records
 
 
 def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monkeypatch):

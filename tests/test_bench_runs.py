@@ -30,7 +30,7 @@ from patchkit.bench.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof", "executor",
+    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof", "executor", "gpu_hygiene",
 }  # fmt: skip
 
 
@@ -72,7 +72,7 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     )  # fmt: skip
     assert result.code == 0, result.err
     data = result.json
-    assert set(data) == {"version", "command", "store", "runs", "table"}
+    assert set(data) == {"version", "command", "store", "runs", "table", "gpu_hygiene"}
     assert [(r["commit"]["sha"], r["profile"], r["outcome"]) for r in data["runs"]] == [
         (history["base"], "eagle3", "ok"),
         (history["base"], "baseline", "ok"),
@@ -282,6 +282,7 @@ def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     data = cmp.json
     assert set(data) == {
         "version", "command", "threshold", "confidence", "a", "b", "launches", "no_data", "metrics", "provenance",
+        "gpu_hygiene",
     }  # fmt: skip
     assert set(data["provenance"]) == {"between", "patches", "env", "vars", "versions", "gpus", "host", "proof"}
     subjects = [c["subject"] for c in data["provenance"]["between"]["commits"]]

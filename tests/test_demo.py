@@ -129,7 +129,7 @@ def test_bisect_names_the_planted_commit(kept, tmp_path):
     planted = history["fix-pcg-moe"][:10]
     assert f"FIRST BAD: {planted} Fix PCG MoE Error (#17739)" in steps[6]
     assert re.search(r"-> " + planted + r" \(\d+ launch(es)?\): ratio 0\.6\d", steps[6])
-    tail = out.strip().splitlines()[-7:]
+    tail = out.strip().splitlines()[-8:]
     assert tail[0].startswith("The demo's repository, manifest and bench store are kept in")
     assert tail[1].strip() == f"patchkit runs --repo {work / 'sglang'} --store {work / 'bench.sqlite'}"
 
@@ -140,7 +140,7 @@ def test_every_suggested_command_runs_as_printed_from_anywhere(kept, tmp_path):
     lines = out.strip().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("The demo's repository, manifest"))
     commands = [shlex.split(line) for line in lines[start + 1 :]]
-    assert len(commands) == 6 and all(c[0] == "patchkit" for c in commands)
+    assert len(commands) == 7 and all(c[0] == "patchkit" for c in commands)
     for command in commands:
         proc = subprocess.run([patchkit_script(), *command[1:]], cwd=tmp_path, capture_output=True, text=True)
         assert proc.returncode == 0, (command, proc.stdout[-2000:] + proc.stderr[-2000:])

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from patchkit.bench.hygiene import snapshot as hygiene_snapshot
 from patchkit.bench.metrics import extract
 from patchkit.bench.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
 from patchkit.bench.record import Outcome, RunRecord, now
@@ -61,6 +62,7 @@ from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
+from patchkit.proof.unprobed import live_processes
 from patchkit.redact import is_secret, scrub, secret_values
 from patchkit.render import plural
 
@@ -380,6 +382,7 @@ class _JobState:
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
     proof_healthy: Any = None  # patchkit.proof.runproof.Proof, read once healthy
     proof: dict[str, Any] | None = None  # the record's "proof"
+    gpu_hygiene: dict[str, Any] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
 
 
 def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mapping[str, str] | None = None) -> RunRecord:
@@ -422,6 +425,8 @@ def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mappin
         outcome, reason, details = stop.outcome, stop.reason, stop.details
     except KeyboardInterrupt:
         outcome, reason = Outcome.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM); the samples so far are kept"
+    if state.gpu_hygiene is not None:  # after the server stopped: again, any compute process is another's
+        state.gpu_hygiene["end"] = hygiene_snapshot(gpu_facts())
     outcome, reason, details = _prove_at_stop(spec, state, outcome, reason, details)
     if outcome is Outcome.OK and state.missing:
         names = sorted({m["metric"] for m in state.missing})
@@ -468,6 +473,8 @@ def _read_provenance(state: _JobState, say: Progress) -> None:
     state.interpreter = interpreter_facts(python, state.env, cwd)
     state.torch = torch_facts(python, state.env, cwd)
     state.gpus = gpu_facts()
+    start = hygiene_snapshot(state.gpus)  # before the server starts: any compute process is another's
+    state.gpu_hygiene = None if start is None else {"start": start, "end": None}
 
 
 def _start(spec: JobSpec, state: _JobState, say: Progress) -> None:
@@ -557,11 +564,7 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
 
 def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
     assert state.probe_dir is not None
-    live = {}
-    if when == "healthy" and state.proc is not None:
-        for proc in _tree(state.proc.pid):
-            with contextlib.suppress(Exception):
-                live[proc.pid] = shlex.join(proc.cmdline())
+    live = live_processes(state.proc.pid) if when == "healthy" and state.proc is not None else []
     return prove(
         state.probe_dir,
         live=live,
@@ -699,6 +702,7 @@ def _record(
         metrics=tuple(m.to_json() for m in spec.config.metrics),
         allow_dirty=spec.allow_dirty,
         proof=_proof_record(spec, state),
+        gpu_hygiene=state.gpu_hygiene,
     )
 
 

@@ -121,6 +121,8 @@ class RunRecord:
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
     proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
+    # nvidia-smi at the start and end of the launch (bench/hygiene.py): {"start", "end"}; None: no nvidia-smi
+    gpu_hygiene: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -218,12 +220,13 @@ class RunRecord:
             "logs": dict(self.logs),
             "proof": None if self.proof is None else dict(self.proof),
             "executor": None if self.executor is None else dict(self.executor),
+            "gpu_hygiene": None if self.gpu_hygiene is None else dict(self.gpu_hygiene),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
         plain = {name: data[name] for name in AS_STORED}  # required, and kept as they are
-        kept: dict[str, Any] = {n: data.get(n) for n in ("executor", "series", "proof")}  # newer: None when absent
+        kept: dict[str, Any] = {n: data.get(n) for n in ("executor", "series", "proof", "gpu_hygiene")}  # newer
         return cls(
             commit=commit_from_json(data["commit"]),
             outcome=Outcome(data["outcome"]),

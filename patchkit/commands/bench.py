@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from patchkit.bench.hygiene import NO_GPU_FACTS
+from patchkit.bench.hygiene import report as gpu_report
 from patchkit.bench.launches import BenchArgs, launch, launch_order, measuring, open_bench
 from patchkit.bench.record import Outcome
 from patchkit.commands._bench_output import (
@@ -75,6 +77,7 @@ def bench(
                     "store": str(session.store.path),
                     "runs": [r.to_json() for r in records],
                     "table": rows,
+                    "gpu_hygiene": gpu_report(records),
                 }
             )
         else:
@@ -82,7 +85,16 @@ def bench(
             for record in records:
                 for line in explain_lines(record):
                     say(console, line)
+            gpus = gpu_report(records)
+            if not gpus["facts"]:
+                say(console, NO_GPU_FACTS, "dim")
+            for line in [*gpus["problems"], *gpus["differences"]]:
+                say(console, f"warning: {line}", "bold yellow")
             say(console, f"stored in {session.store.path}", "dim")
+            stored = [r.run_id for r in records if r.run_id is not None]
+            if stored:
+                listed = "" if len(stored) == 1 else f" (runs stored: {', '.join(map(str, stored))})"
+                say(console, f"one run whole: patchkit show {stored[-1]}{listed}", "dim")
         if done.stopped:
             return INTERRUPTED
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in records) else ExitCode.REFUSED)

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.compare import Between, between, pick_pair
 from patchkit.bench.compare import compare as compare_runs
+from patchkit.bench.hygiene import NO_GPU_FACTS, differences, side_warnings
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import open_store
 from patchkit.bench.store import Store
 from patchkit.bench.verdict import Noise
-from patchkit.commands._bench_output import show_comparison
+from patchkit.commands._bench_output import say, show_comparison
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.render import print_json
@@ -57,11 +58,29 @@ def compare(
             noise=noise,
             noise_b=noise_b,
         )
+    gpus = gpu_warnings(side_a, side_b)
     if json_out:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "gpu_hygiene": gpus})
     else:
         show_comparison(console, result)
+        if not gpus["facts"]:
+            say(console, NO_GPU_FACTS, "dim")
+        for line in [*gpus["problems"], *gpus["differences"]]:
+            say(console, f"warning: {line}", "bold yellow")
     return int(ExitCode.OK)
+
+
+def gpu_warnings(side_a: Sequence[RunRecord], side_b: Sequence[RunRecord]) -> dict[str, Any]:
+    """GPU hygiene of the two sides (bench/hygiene.py): each launch's problems, and what differs between the
+    sides' first launches; ``facts`` False when neither side has nvidia-smi's answers."""
+    first_a = next((r for r in side_a if r.gpu_hygiene is not None), None)
+    first_b = next((r for r in side_b if r.gpu_hygiene is not None), None)
+    diffs = [] if first_a is None or first_b is None else differences(first_a.gpu_hygiene, first_b.gpu_hygiene)
+    return {
+        "facts": any(r.gpus is not None for r in (*side_a, *side_b)),
+        "problems": side_warnings([*side_a, *side_b]),
+        "differences": diffs,
+    }
 
 
 def noise_priors(store: Store, record: RunRecord) -> dict[str, Noise]:

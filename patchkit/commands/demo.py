@@ -70,6 +70,7 @@ def demo(*, keep: str | None, console: Console) -> int:
         console.print(f"The demo's repository, manifest and bench store are kept in {work}. Try next:", markup=False)
         for line in (
             f"patchkit runs --repo {repo} --store {store}",
+            f"patchkit show last --repo {repo} --store {store}",
             f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
             f"patchkit runs --commit {bad} --repo {repo} --store {store} --json",
             f"patchkit report -m {manifest} --repo {repo} --store {store} --range {good}~1..{bad} "
@@ -82,7 +83,7 @@ def demo(*, keep: str | None, console: Console) -> int:
     else:
         console.print()
         console.print("Run `patchkit demo --keep DIR` to keep the repository and the bench store, then try runs,")
-        console.print("compare and bisect on them yourself: the last lines name the commands.")
+        console.print("show, compare and bisect on them yourself: the last lines name the commands.")
     return int(ExitCode.OK)
 
 

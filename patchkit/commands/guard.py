@@ -34,15 +34,25 @@ def guard(
     site: bool = False,
     no_cache: bool = False,
 ) -> int:
-    if site:
-        if manifest is not None or imports:
-            raise UsageError(
-                "--site checks the interpreter's site directories only",
-                hint="run `patchkit guard -m M` separately for the tree, or drop -m/--import",
-            )
+    if site and manifest is None:
+        if imports:
+            raise UsageError("--import checks the tree: it needs -m M", hint="add -m M, or drop --import")
         from patchkit.commands.guard_site import guard_site  # the site verification: only --site loads it
 
         return guard_site(python=python, no_cache=no_cache, json_out=json_out, console=console)
+    if site:
+        return _tree_and_site(
+            manifest=str(manifest),
+            repo=repo,
+            python=python,
+            imports=imports,
+            allow_dirty=allow_dirty,
+            strict=strict,
+            bisect=bisect,
+            no_cache=no_cache,
+            json_out=json_out,
+            console=console,
+        )
     if manifest is None:
         raise UsageError("Missing option '-m' / '--manifest'", hint="name the manifest, or use --python PY --site")
     if no_cache:
@@ -57,6 +67,42 @@ def guard(
     else:
         show(report, console, bisect=bisect)
     return report.exit_code(bisect=bisect)
+
+
+def _tree_and_site(
+    *,
+    manifest: str,
+    repo: str,
+    python: str | None,
+    imports: Sequence[str],
+    allow_dirty: bool,
+    strict: bool,
+    bisect: bool,
+    no_cache: bool,
+    json_out: bool,
+    console: Console,
+) -> int:
+    """``guard -m M --python PY --site``: both reports, one verdict and one exit code (``guard.combined``)."""
+    from patchkit.commands.guard_site import show_site
+    from patchkit.guard.combined import TreeAndSite
+    from patchkit.proof.sitecheck import check_site
+
+    if python is None:
+        raise UsageError("--site needs --python PY", hint="name the interpreter the server runs with")
+    with bisect_errors(bisect):
+        report = evaluate_guard(
+            repo, manifest, python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect
+        )
+        both = TreeAndSite(report, check_site(python, use_cache=not no_cache), bisect)
+    if json_out:
+        print_json(both.to_json())
+    else:
+        show(report, console, bisect=bisect, final=False)
+        console.print()
+        show_site(both.site, console, final=False)
+        line, style = both.verdict_line()
+        console.print(line, style=style, markup=False)
+    return both.exit_code()
 
 
 @contextmanager

@@ -51,7 +51,7 @@ def findings_table(report: SiteReport) -> Grid:
     return table
 
 
-def show_site(report: SiteReport, console: Console) -> None:
+def show_site(report: SiteReport, console: Console, *, final: bool = True) -> None:
     console.print(
         f"patchkit guard --site: {report.python} -> {report.executable} (Python {report.version}); "
         f"site directories: {', '.join(report.site_dirs) or '(none)'}",
@@ -69,6 +69,8 @@ def show_site(report: SiteReport, console: Console) -> None:
         dirty = f", {plural(len(item.dirty), 'uncommitted file')}" if item.dirty else ", clean"
         tail = dirty if item.commit is not None else ""
         console.print(f"editable {item.name} {item.version} from {item.directory}: {state}{tail}", markup=False)
+    if not final:
+        return
     if report.ok:
         console.print("GUARD --site OK: every file is accounted for.", style="bold green", markup=False)
     else:

@@ -58,6 +58,7 @@ def runs(
         say(console, f"no runs stored in {path}" if path.exists() else _no_store(path))
     else:
         show_table(console, runs_table(records))
+        say(console, f"one run whole: patchkit show RUN (e.g. patchkit show {records[-1].run_id})", "dim")
     return int(ExitCode.OK)
 
 

@@ -140,7 +140,9 @@ def checks_table(report: GuardReport) -> Grid:
     return table
 
 
-def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None:
+def show(report: GuardReport, console: Console, *, bisect: bool = False, final: bool = True) -> None:
+    """The report as a person reads it; ``final=False`` leaves out the verdict line (a combined guard prints
+    one verdict of its own)."""
     header(console, "guard", report.manifest, f"work tree {report.target}", report.commit)
     emit(
         console,
@@ -158,8 +160,9 @@ def show(report: GuardReport, console: Console, *, bisect: bool = False) -> None
             f"{versions + '; ' if versions else ''}torch {facts.torch or '(not installed)'}",
             markup=False,
         )
-    line, style = verdict(report, bisect=bisect)
-    console.print(line, style=style, markup=False)
+    if final:
+        line, style = verdict(report, bisect=bisect)
+        console.print(line, style=style, markup=False)
 
 
 def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
@@ -168,9 +171,13 @@ def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
     if report.ok:
         return f"GUARD OK: this tree may be benchmarked{warned if report.warnings else ''}.", "bold green"
     names = ", ".join(c.check for c in report.failed)
-    line = f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names})"
+    return f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names}){bisect_tail(code)}.", "bold red"
+
+
+def bisect_tail(code: int) -> str:
+    """What a 125 or 128 means to `git bisect run`, after a failed verdict (nothing for another code)."""
     if code == 125:
-        line += "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
-    elif code == 128:
-        line += "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
-    return line + ".", "bold red"
+        return "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
+    if code == 128:
+        return "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
+    return ""

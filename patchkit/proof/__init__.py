@@ -21,6 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PROBE_SITE_DIR = Path(__file__).resolve().parent / "site"
+# The variable families the probe records in every process, whatever [bench].env names: a copy of its FAMILIES
+# (the probe cannot import patchkit; a test holds the two equal).
+PROBE_FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")
+# The data files the probe records when a process reads them (its DATA_SUFFIXES; the same test holds them equal).
+PROBE_DATA_SUFFIXES = (".json", ".yaml", ".yml", ".txt", ".jinja", ".jinja2")
 
 
 def probe_env(

@@ -50,7 +50,8 @@ from patchkit.proof.dists import ALGO, DIGEST, Distribution, SiteIndex
 from patchkit.proof.jitcache import JitCache
 from patchkit.proof.records import LoadedFile, ProcessFacts
 
-CATEGORIES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "stray", "allowed")
+OUTSIDE = "outside every known root (tree, site directories, editable checkouts, stdlib, JIT caches)"
+CATEGORIES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "data", "stray", "allowed")
 
 
 @dataclass(frozen=True)
@@ -86,15 +87,20 @@ class Verdict:
     owner: str | None  # "sglang 0.5.3", "sglang from /src (at abc123)", the commit, or None
     why: str | None  # for a STRAY: what is wrong
     pids: tuple[int, ...]
+    read: bool = False  # a data file a process read (the probe's open hook), not code that ran
+    sha256: str | None = None  # for a data file: its digest when accounted
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
             "category": self.category,
             "owner": self.owner,
             "why": self.why,
             "pids": list(self.pids),
         }
+        if self.read:
+            out["sha256"] = self.sha256
+        return out
 
 
 @dataclass(frozen=True)
@@ -122,12 +128,18 @@ class Accounting:
     def allowed(self) -> tuple[Verdict, ...]:
         return tuple(v for v in self.verdicts if v.category == "allowed")
 
+    @property
+    def data(self) -> tuple[Verdict, ...]:
+        """Every data file that was read, whatever its category (tree, dist, data, STRAY...)."""
+        return tuple(v for v in self.verdicts if v.read)
+
     def summary_json(self) -> dict[str, Any]:
         """What the run record keeps: counts, every STRAY and every allowed one, the globs, distributions."""
         return {
             "counts": self.counts,
             "strays": [v.to_json() for v in self.strays],
             "allowed": [v.to_json() for v in self.allowed],
+            "data": [v.to_json() for v in self.data],
             "allow_stray": list(self.allow_stray),
             "distributions": [d.to_json() for d in self.distributions],
             "editable_commits": dict(self.editable_commits),
@@ -202,9 +214,20 @@ def account(
             configs,
             generated,
         )
+        read = all(item.kind == "data" for _, item in seen)
+        if read and category == "stray" and why == OUTSIDE:
+            # under a root of PATCHKIT_PROBE_ROOTS (a model directory): nothing to verify it against; its digest
+            # is kept, so two runs that read different configs differ
+            category, owner, why = "data", "a data root (PATCHKIT_PROBE_ROOTS)", None
         if category == "stray" and any(fnmatch.fnmatch(path, g) or fnmatch.fnmatch(real[path], g) for g in allow_stray):
             category = "allowed"
-        verdicts.append(Verdict(path, category, owner, why, pids))
+        digest = None
+        if read and category != "stray":
+            try:
+                digest = hex_of(cache.sha256(real[path], os.stat(real[path])))
+            except OSError:
+                digest = None
+        verdicts.append(Verdict(path, category, owner, why, pids, read, digest))
     cache.save()
     commits = {}
     for dist in index.editables:
@@ -309,4 +332,4 @@ def _classify(
     for jit in generated:
         if _under(path, jit.root) or _under(real, jit.root):
             return "generated", f"{jit.name} cache {jit.root}", None
-    return "stray", None, "outside every known root (tree, site directories, editable checkouts, stdlib, JIT caches)"
+    return "stray", None, OUTSIDE

@@ -1,4 +1,4 @@
-"""The probe's per-process files (``probe-<pid>.jsonl``), read back as frozen values.
+"""The probe's per-process files (``probe-<pid>-<start>-<host>-<boot>[.<exec>].jsonl``), read back as frozen values.
 
 Each file is a stream of JSON lines written by ``site/sitecustomize.py``:
 ``process`` (identity, prefixes, site dirs, start environment), ``module`` /
@@ -15,13 +15,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from patchkit.proof.bytecode import BytecodeConfig
 from patchkit.redact import redact_env
 
-FILE_KINDS = ("module", "pth", "probe", "chained")
+FILE_KINDS = ("module", "pth", "probe", "chained", "data")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class LoadedFile:
     """One file the probe saw run in a process, with the size and mtime it had then: the accounting checks that
     what is on disk is still what ran."""
 
-    kind: str  # module | pth (a .pth with an import line) | probe | chained (the shadowed sitecustomize)
+    kind: str  # module | pth (a .pth with an import line) | probe | chained (the shadowed sitecustomize) | data
     name: str
     path: str
     size: int
@@ -85,6 +86,27 @@ class ProcessFacts:
     errors: tuple[str, ...] = ()
     exited: bool = False
     bytecode: BytecodeConfig | None = None  # where its interpreter reads a .pyc (None: a probe that did not say)
+    host: str | None = None  # os.uname().nodename in the process (None: a probe older than that)
+    started_ns: int | None = None  # time.time_ns() when its probe started
+    boot_id: str | None = None  # /proc/sys/kernel/random/boot_id: with host, which machine and boot
+    start_ticks: int | None = None  # the kernel's start time of the process: the same across exec()
+    exec_index: int = 0  # 0: the process's first Python image; N: the image after its Nth exec()
+    incomplete: str | None = None  # the errno (ENOSPC, EDQUOT...) that stopped its probe writing: what came after
+
+    @property
+    def ident(self) -> str:
+        """The process, whatever it exec()s: ``host/boot8/pid/start ticks`` (``?`` for what an older probe did not
+        record).  Two processes that share a pid (reused, or on two hosts) have two idents."""
+        ticks = "?" if self.start_ticks is None else str(self.start_ticks)
+        return f"{self.host or '?'}/{(self.boot_id or '?')[:8]}/{self.pid}/{ticks}"
+
+    @property
+    def started_at(self) -> str | None:
+        """When its probe started, UTC ISO 8601 to the millisecond (None: not recorded)."""
+        if self.started_ns is None:
+            return None
+        stamp = datetime.fromtimestamp(self.started_ns / 1e9, UTC)
+        return stamp.isoformat(timespec="milliseconds")
 
     @property
     def label(self) -> str:
@@ -103,6 +125,10 @@ class ProcessFacts:
         return {
             "pid": self.pid,
             "ppid": self.ppid,
+            "host": self.host,
+            "ident": self.ident,
+            "exec_index": self.exec_index,
+            "started_at": self.started_at,
             "label": self.label,
             "argv": list(self.argv),
             "executable": self.executable,
@@ -115,6 +141,7 @@ class ProcessFacts:
             "init": [i.to_json() for i in self.inits],
             "files": len(self.files),
             "errors": list(self.errors),
+            "incomplete": self.incomplete,
             "exited": self.exited,
         }
 
@@ -135,7 +162,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def read_process(path: Path) -> ProcessFacts | None:
+def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | None:
     items = _lines(path)
     head = next((i for i in items if i.get("kind") == "process"), None)
     if head is None:
@@ -190,7 +217,17 @@ def read_process(path: Path) -> ProcessFacts | None:
         errors=tuple(errors),
         exited=exited,
         bytecode=_bytecode(head.get("bytecode")),
+        host=head.get("host") if isinstance(head.get("host"), str) else None,
+        started_ns=_int_or_none(head.get("started_ns")),
+        boot_id=head.get("boot_id") if isinstance(head.get("boot_id"), str) else None,
+        start_ticks=_int_or_none(head.get("start_ticks")),
+        exec_index=_int_or_none(head.get("exec_index")) or 0,
+        incomplete=incomplete,
     )
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _verdicts(item: Any) -> dict[str, str]:
@@ -213,9 +250,29 @@ def read_probe_dir(directory: Path) -> list[ProcessFacts]:
         names = sorted(os.listdir(directory))
     except OSError:
         return []
+    # <file>.<ERRNO>: the probe could not write on (a full disk, a quota) and left this empty marker
+    markers = {}
+    for name in names:
+        stem, dot, tail = name.rpartition(".")
+        if dot and stem.endswith(".jsonl") and tail.isupper() and tail.startswith("E"):
+            markers[stem] = tail
     for name in names:
         if name.startswith("probe-") and name.endswith(".jsonl"):
-            facts = read_process(directory / name)
+            facts = read_process(directory / name, markers.get(name))
             if facts is not None:
                 found.append(facts)
-    return sorted(found, key=lambda p: p.pid)
+    return sorted(found, key=lambda p: (p.pid, p.host or "", p.start_ticks or 0, p.exec_index))
+
+
+def same_host(process: ProcessFacts) -> bool:
+    """Whether the process ran on this machine and boot (an older probe's record, without a host: assumed so):
+    only such a pid can be matched with what psutil sees here."""
+    if process.host is None:
+        return True
+    boot = None
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+            boot = f.read().strip() or None
+    except OSError:
+        pass
+    return process.host == os.uname().nodename and (process.boot_id is None or boot is None or process.boot_id == boot)

@@ -19,6 +19,8 @@ the probe off, which gives the same "not proven".  A refusal still wins.
 
 from __future__ import annotations
 
+import shlex
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +32,13 @@ from patchkit.proof.digests import DigestCache
 from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
-from patchkit.proof.records import ProcessFacts, read_probe_dir
+from patchkit.proof.records import ProcessFacts, read_probe_dir, same_host
+from patchkit.proof.unprobed import LiveProcess, Unprobed
+from patchkit.proof.unprobed import unprobed as find_unprobed
 from patchkit.render import plural
 
 NOT_PROVEN = "not proven"
+PENDING_WAIT = 5.0  # seconds to wait for the probe file of a process that has the probe's environment
 
 
 @dataclass(frozen=True)
@@ -48,34 +53,59 @@ class Proof:
     accounting: Accounting
     reasons: tuple[str, ...]
     doubts: tuple[str, ...] = ()  # the probe's own failures, one line per process: what makes it "not proven"
+    unaccounted: tuple[Unprobed, ...] = ()  # the Python processes among unprobed, with why: also "not proven"
 
 
 def prove(
     probe_dir: Path,
     *,
-    live: Mapping[int, str],
+    live: Sequence[LiveProcess],
     tree: TreeFacts | None,
     allow_stray: Sequence[str],
     expected: Mapping[str, str],
     when: str,
     generated: Sequence[JitCache] = (),
 ) -> Proof:
-    """``live``: pid -> command line of the server's processes now (empty at stop: they are gone)."""
+    """``live``: the server's processes now (``unprobed.live_processes``; empty at stop: they are gone)."""
     cache = DigestCache.for_scope("bench:" + (str(tree.root) if tree is not None else str(probe_dir)))
-    processes = tuple(read_probe_dir(probe_dir))
-    probed = {p.pid for p in processes}
-    libraries = {pid: mapped_libraries(pid, cache) for pid in live if pid in probed}
-    unprobed = tuple(f"pid {pid} ({cmd})" for pid, cmd in sorted(live.items()) if pid not in probed)
+    deadline = time.monotonic() + PENDING_WAIT
+    while True:
+        processes = tuple(read_probe_dir(probe_dir))
+        probed: dict[int, set[int | None]] = {}
+        for proc in processes:
+            if same_host(proc):  # pid 1234 on another node is not this node's 1234
+                probed.setdefault(proc.pid, set()).add(proc.start_ticks)
+        missing = find_unprobed(live, probed)
+        # A process with the probe's environment that has not written yet is still starting (health can come
+        # before a worker's site import): wait a little for it, never for one the probe cannot load in (-I, -S).
+        if not any(m.pending for m in missing) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    missing_pids = {m.pid for m in missing}
+    libraries = {p.pid: mapped_libraries(p.pid, cache) for p in live if p.pid in probed and p.pid not in missing_pids}
+    unprobed = tuple(
+        f"pid {p.pid} ({shlex.join(p.argv)})"
+        for p in sorted(live, key=lambda p: p.pid)
+        if p.pid not in probed or p.pid in missing_pids
+    )
     accounting = account(processes, tree=tree, allow_stray=allow_stray, cache=cache, generated=generated)
     reasons = [*stray_reasons(accounting, processes), *env_reasons(processes, expected)]
-    return Proof(when, processes, libraries, unprobed, accounting, tuple(reasons), tuple(doubts(processes)))
+    return Proof(
+        when, processes, libraries, unprobed, accounting, tuple(reasons), tuple(doubts(processes)), tuple(missing)
+    )
 
 
 def doubts(processes: Iterable[ProcessFacts]) -> list[str]:
-    """One line per process in which the probe failed: its first error, its label, how many more."""
+    """One line per process in which the probe failed: its first error, its label, how many more; a process whose
+    probe could not write its file (a full disk) says so first."""
     out = []
     for proc in processes:
-        if proc.errors:
+        if proc.incomplete:
+            out.append(
+                f"proof incomplete ({proc.incomplete}): the probe in pid {proc.pid} could not write its file; "
+                f"what ran after that is not recorded ({proc.label})"
+            )
+        elif proc.errors:
             more = len(proc.errors) - 1
             tail = f"; {plural(more, 'more probe error')} there" if more else ""
             out.append(f"{proc.errors[0]} ({proc.label}{tail})")
@@ -93,8 +123,12 @@ def nccl_json(server_log: Path) -> dict[str, Any]:
 
 def _processes_json(processes: Iterable[ProcessFacts], libraries: Mapping[int, Sequence[MappedLibrary]]) -> list[Any]:
     out = []
+    processes = list(processes)
+    last = {p.pid: p.exec_index for p in processes}  # what psutil saw mapped is the latest image's, after exec()
+    for p in processes:
+        last[p.pid] = max(last[p.pid], p.exec_index)
     for proc in processes:
-        libs = libraries.get(proc.pid, ())
+        libs = libraries.get(proc.pid, ()) if proc.exec_index == last[proc.pid] else ()
         item = proc.to_json()
         item["libraries"] = [lib.to_json() for lib in libs if lib.notable]
         item["mapped"] = len(libs)
@@ -114,10 +148,25 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
     ]
     every = sorted({lib.path for libs in libraries.values() for lib in libs})
     doubted = list(last.doubts)
+    unaccounted = list(healthy.unaccounted if healthy else ())
     if reasons:
         state, why = "refused", None
     elif not last.processes:
         state, why = NOT_PROVEN, "no process of the server ran the probe"
+    elif unaccounted:
+        state = NOT_PROVEN
+        why = (
+            f"{plural(len(unaccounted), 'Python process', 'Python processes')} of the server ran without the probe: "
+            "what they ran is not accounted for"
+        )
+    elif any(p.incomplete for p in last.processes):
+        codes = sorted({str(p.incomplete) for p in last.processes if p.incomplete})
+        count = sum(1 for p in last.processes if p.incomplete)
+        state = NOT_PROVEN
+        why = (
+            f"proof incomplete ({', '.join(codes)}): the probe could not write its file in "
+            f"{plural(count, 'process', 'processes')}"
+        )
     elif doubted:
         state = NOT_PROVEN
         why = f"the probe failed in {plural(len(doubted), 'process', 'processes')}: what it saw is incomplete"
@@ -135,9 +184,10 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
         "state": state,
         "reason": why,
         "probe_dir": str(probe_dir),
-        "reasons": [*reasons, *doubted],
+        "reasons": [*reasons, *(u.line() for u in unaccounted), *doubted],
         "processes": _processes_json(last.processes, libraries),
         "unprobed": list(healthy.unprobed if healthy else ()),
+        "unaccounted": [u.to_json() for u in unaccounted],
         "libraries": every,
         "accounting": {"healthy": summary(healthy), "stop": summary(stop)},
         "distributions": [d.to_json() for d in last.accounting.distributions],

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 
 def accounting_line(accounting: Accounting) -> str:
     counts = accounting.counts
-    parts = [f"{counts[c]} {c}" for c in ("tree", "dist", "editable", "stdlib", "generated", "probe") if counts[c]]
+    parts = [
+        f"{counts[c]} {c}" for c in ("tree", "dist", "editable", "stdlib", "generated", "probe", "data") if counts[c]
+    ]
     line = f"files that ran: {', '.join(parts) or 'none'}; {counts['stray']} STRAY"
     if counts["allowed"]:
         line += f" ({counts['allowed']} more allowed by allow_stray)"

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.errors import UsageError
+from patchkit.proof import PROBE_DATA_SUFFIXES
 from patchkit.proof.account import Checkouts
 from patchkit.proof.bytecode import HEADER, BytecodeConfig, judge_header, source_of
 from patchkit.proof.digests import DigestCache, hash_file
@@ -254,7 +255,7 @@ def check_site_dirs(
                 findings.append(Finding("edited", path, label, f"{algo} {found}, RECORD says {digest}"))
     owner = index.owner
     top = set(site_dirs)
-    importable = (".py", ".pth", ".pyc", *extension_suffixes)
+    importable = (".py", ".pth", ".pyc", *extension_suffixes, *PROBE_DATA_SUFFIXES)
     for path in files:
         if not path.endswith(importable) or path in owner:
             if path.endswith(".pth") and path in owner and os.path.dirname(path) in top and _runs_code(path):
@@ -269,6 +270,8 @@ def check_site_dirs(
                 what = ".pth listed in no RECORD"
         elif name in CUSTOMIZE:
             what = "runs at every start-up"
+        elif name.endswith(PROBE_DATA_SUFFIXES):
+            what = "data file (config, template): read at run time, it can change what runs; listed in no RECORD"
         elif name.endswith(".pyc"):
             what = "sourceless bytecode: imports as a module; listed in no RECORD"
         elif not name.endswith(".py"):

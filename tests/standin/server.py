@@ -11,6 +11,9 @@ It starts ``--workers`` child processes (so the environment check has a tree
 to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
 starts without NAME; ``--worker-title T`` gives it one more argument), ``--report-version V``, ``--ignore-sigterm``.
+``--worker-exec``: each worker execs another Python once (same process, a second image); ``--worker-flag -I``
+and ``--worker-empty-env``: the last worker runs Python with that flag, or with no environment at all.
+``--read-file PATH`` (tree-relative or absolute): each spawn worker reads that JSON file before init.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
 
 ``--noise SIGMA``: launch-to-launch noise.  Each start draws a throughput
@@ -44,15 +47,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-def worker() -> None:
+def worker(exec_once: bool = False) -> None:
+    if exec_once:  # a worker that execs another Python: the same process (pid, start time), a second image
+        argv = [a for a in sys.argv if a != "--worker-exec"]
+        os.execv(sys.executable, [sys.executable, *argv])
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(0.2)
 
 
-def spawn_worker(rank: int, world: int, backend: str, sets: list[str], load_so: str | None, ready) -> None:
-    """A scheduler process as SGLang spawns it: its own env edits, a ctypes-loaded library, then init."""
+def spawn_worker(
+    rank: int, world: int, backend: str, sets: list[str], load_so: str | None, ready, reads: tuple[str, ...] = ()
+) -> None:
+    """A scheduler process as SGLang spawns it: its own env edits, a ctypes-loaded library, the configs it reads
+    (as SGLang reads a fused-MoE tuning config), then init."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    for path in reads:
+        with open(path, encoding="utf-8") as f:
+            json.load(f)
     for item in sets:
         where, _, assignment = item.partition(":")
         name, _, value = assignment.partition("=")
@@ -125,6 +137,14 @@ def tree_version() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--worker-exec", action="store_true", help="each --workers child execs itself once")
+    parser.add_argument(
+        "--worker-flag", action="append", default=[], help="a Python flag of the last worker (-I, -S, -E)"
+    )
+    parser.add_argument("--worker-empty-env", action="store_true", help="the last worker starts with env={}")
+    parser.add_argument(
+        "--read-file", action="append", default=[], help="a file the spawn workers read (tree-relative or absolute)"
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--tree", default=".")
     parser.add_argument("--delay", type=float, default=0.0)
@@ -157,7 +177,7 @@ def main() -> None:
     parser.add_argument("--tree-envs", action="store_true", help="call the tree's _set_envs_and_config first")
     args, _unknown = parser.parse_known_args()
     if args.worker:
-        worker()
+        worker(exec_once=args.worker_exec)
         return
     if args.marker:
         with open(args.marker, "a", encoding="utf-8") as fh:
@@ -172,9 +192,15 @@ def main() -> None:
         if index == args.workers - 1:
             for name in args.drop_env:
                 env.pop(name, None)
-        argv = [sys.executable, __file__, "--worker", f"--rank={index}"]
-        if args.worker_title and index == args.workers - 1:
+        last = index == args.workers - 1
+        flags = args.worker_flag if last else []
+        argv = [sys.executable, *flags, __file__, "--worker", f"--rank={index}"]
+        if args.worker_exec:
+            argv.append("--worker-exec")
+        if args.worker_title and last:
             argv.append(args.worker_title)
+        if args.worker_empty_env and last:
+            env = {}
         workers.append(subprocess.Popen(argv, env=env))
     gpu_jobs: list = []
     gpu_done = None
@@ -202,10 +228,11 @@ def main() -> None:
             _set_envs_and_config()
         ctx = mp.get_context("spawn")
         spawned_ready = ctx.Queue()
+        reads = tuple(p if os.path.isabs(p) else os.path.join(os.path.abspath(args.tree), p) for p in args.read_file)
         for rank in range(args.spawn_workers):
             process = ctx.Process(
                 target=spawn_worker,
-                args=(rank, args.spawn_workers, args.backend, args.worker_env, args.load_so, spawned_ready),
+                args=(rank, args.spawn_workers, args.backend, args.worker_env, args.load_so, spawned_ready, reads),
                 name=f"scheduler_TP{rank}",
                 daemon=True,
             )

@@ -6,7 +6,10 @@ process it starts (``multiprocessing`` spawn children are fresh interpreters
 and run ``site`` again).  It does nothing unless ``PATCHKIT_PROBE_DIR`` names
 the directory it writes to, and then:
 
-* writes ``probe-<pid>.jsonl`` there, one JSON object a line, appended with
+* writes ``probe-<pid>-<start ticks>-<host>-<boot id>.jsonl`` there (``.<N>``
+  before ``.jsonl`` for the Nth ``exec`` of the same process: one file per
+  Python image, the chain told by ``exec_index``; a reused pid, or the same pid
+  on another host writing a shared directory, is another file), one JSON object a line, appended with
   one ``os.write`` per event, so the file is complete at every moment (no
   buffer to flush, nothing lost when the process is killed);
 * records identity (pid, ppid, argv, executable, prefixes, site dirs), the
@@ -55,9 +58,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")
+# The data files read at run time that are recorded (and accounted like modules): text configs, chat templates.
+DATA_SUFFIXES = (".json", ".yaml", ".yml", ".txt", ".jinja", ".jinja2")
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")  # patchkit.redact's (a test checks)
 REDACTED = "<redacted>"
-HERE = os.path.dirname(os.path.abspath(__file__))
+try:
+    HERE = os.path.dirname(os.path.abspath(__file__))
+except OSError:  # a deleted working directory (abspath of a relative __file__ asks for it)
+    HERE = os.path.dirname(__file__)
 
 
 class ProbeFault(Exception):
@@ -84,6 +92,7 @@ class Probe:
     def __init__(self, out: str) -> None:
         self.out = out
         self.fd = -1
+        self.path = ""
         self.pid = 0
         self.extra = frozenset(n for n in os.environ.get("PATCHKIT_PROBE_ENV", "").split(",") if n)
         salt, _, expected = os.environ.get("PATCHKIT_PROBE_SECRETS", "").partition(";")
@@ -108,14 +117,34 @@ class Probe:
     # -- writing ------------------------------------------------------------------------------------
     def open(self, forked_from: int | None = None) -> None:
         self.pid = os.getpid()
-        path = os.path.join(self.out, f"probe-{self.pid}.jsonl")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(path, flags, 0o644)
+        host, boot, ticks = _nodename(), _boot_id(), _start_ticks()
+        # One file per (host, boot, pid, kernel start time): a reused pid, or the same pid on another host writing
+        # the same shared directory, is another file; the same process after exec() finds its earlier images'
+        # files taken and writes the next one of its chain (O_EXCL decides, atomically, on NFS too).
+        stem = f"probe-{self.pid}-{'x' if ticks is None else ticks}-{_safe(host or 'unknown')}-{(boot or 'x')[:8]}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        image = 0
+        while True:
+            path = os.path.join(self.out, stem + (f".{image}" if image else "") + ".jsonl")
+            try:
+                self.fd = os.open(path, flags, 0o644)
+                self.path = path
+                break
+            except FileExistsError:
+                image += 1
+                if image > 1000:
+                    raise
         self.emit(
             {
                 "kind": "process",
                 "pid": self.pid,
                 "ppid": os.getppid(),
+                # where and when: `patchkit show` lists each process with its host and start
+                "host": host,
+                "boot_id": boot,
+                "start_ticks": ticks,  # /proc/self/stat's starttime: the kernel's, the same across exec()
+                "exec_index": image,  # 0: the process's first Python image; N: after its Nth exec()
+                "started_ns": _time_ns(),
                 "argv": list(sys.argv),
                 "orig_argv": list(getattr(sys, "orig_argv", sys.argv)),
                 "executable": sys.executable,
@@ -137,7 +166,45 @@ class Probe:
 
     def emit(self, record: dict[str, object]) -> None:
         if self.fd >= 0:
-            os.write(self.fd, (_dumps(record) + "\n").encode("ascii"))
+            self.write((_dumps(record) + "\n").encode("ascii"))
+
+    def write(self, data: bytes) -> None:
+        """One record, whole; a write the filesystem refuses (a full disk, a quota) stops the recording here.
+
+        The first refusal says so once on stderr, closes the file and leaves a
+        marker next to it (``<file>.<ERRNO>``, empty: a file without data needs
+        no block), from which the run is read as "proof incomplete (ENOSPC)";
+        every later record is dropped in silence instead of failing again on
+        every import.  A short write (the disk filled mid-record) is the same.
+        """
+        try:
+            written = _write(self.fd, data)
+            if written == len(data):
+                return
+            error: OSError = OSError(28, os.strerror(28) + " (a short write)")  # ENOSPC: the disk filled mid-record
+        except OSError as exc:
+            error = exc
+        self.stop_writing(error)
+
+    def stop_writing(self, error: OSError) -> None:
+        fd, self.fd = self.fd, -1
+        name = _errno_name(error)
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        try:
+            os.close(os.open(f"{self.path}.{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except OSError:
+            pass
+        try:
+            sys.stderr.write(
+                f"probe in pid {os.getpid()}: cannot write {self.path} ({name}: {error.strerror or error}); "
+                "it stops recording: the run's proof is incomplete\n"
+            )
+            sys.stderr.flush()
+        except Exception:
+            pass
 
     def failed(self, exc: BaseException) -> None:
         """Report one of the probe's own errors; never raises."""
@@ -174,7 +241,7 @@ class Probe:
         """One file that ran, with its stat: the hot path (once per module), one f-string and one write."""
         q = _quote
         line = f'{{"kind": "{kind}", "name": {q(name)}, "path": {q(path)}, "size": {st.st_size}, '
-        _write(self.fd, (line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
+        self.write((line + f'"mtime_ns": {st.st_mtime_ns}}}\n').encode("ascii"))
 
     def mains(self) -> None:
         """The main script (``python FILE``) and, in a spawn child, the parent's main re-run as ``__mp_main__``:
@@ -237,8 +304,12 @@ class Probe:
                 find = getattr(finder, "find_spec", None)
                 if find is not None:
                     spec = find(name, path, target)
-                    if spec is not None:
-                        break
+                elif _LEGACY and getattr(finder, "find_module", None) is not None:
+                    spec = self.legacy(finder, name, path)
+                else:
+                    continue
+                if spec is not None:
+                    break
             else:
                 return None
         finally:
@@ -259,6 +330,33 @@ class Probe:
                 self.wrap_loader(spec, self.watch[name])
         except Exception as exc:
             self.failed(exc)
+        return spec
+
+    def legacy(self, finder: Any, name: str, path: object) -> object:
+        """A legacy meta path finder (``find_module`` only, no ``find_spec``): asked as the import system of
+        Python < 3.12 asks it, its loader made a spec; the module it loads is recorded by its file when the loader
+        names one (``get_filename``), and named as not accounted for when it does not."""
+        loader = finder.find_module(name, path)
+        if loader is None:
+            return None
+        bootstrap = sys.modules["_frozen_importlib"]
+        origin = None
+        get_filename = getattr(loader, "get_filename", None)
+        if get_filename is not None:
+            try:
+                origin = get_filename(name)
+            except Exception:
+                origin = None
+        spec = bootstrap.spec_from_loader(name, loader, origin=origin)
+        if origin.__class__ is str and os.path.isabs(origin):
+            self.module(name, origin)
+        else:
+            message = (
+                f"probe in pid {os.getpid()}: module {name} was loaded by the legacy finder "
+                f"{type(finder).__module__}.{type(finder).__qualname__} (find_module), which names no file: "
+                "what it ran is not accounted for"
+            )
+            self.emit({"kind": "error", "message": message, "title": None, "mp_name": None})
         return spec
 
     # -- torch.distributed.init_process_group -------------------------------------------------------
@@ -544,15 +642,85 @@ def _int(value: object) -> int | None:
 
 _stat = os.stat
 _write = os.write
-_SOURCE_LOADER = sys.modules["_frozen_importlib_external"].SourceFileLoader
-# Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
-_CACHE_TAG = sys.implementation.cache_tag
+
+
+def _nodename() -> str | None:
+    try:
+        return os.uname().nodename
+    except (AttributeError, OSError):  # pragma: no cover - not POSIX
+        return None
+
+
+def _read_small(path: str) -> str | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096).decode("ascii", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _boot_id() -> str | None:
+    """This boot of this machine (Linux); with the host name it tells nodes, and reboots, apart."""
+    text = _read_small("/proc/sys/kernel/random/boot_id")
+    return text.strip() or None if text else None
+
+
+def _start_ticks() -> int | None:
+    """When the kernel started this process (clock ticks since boot; ``/proc/self/stat`` field 22): with the pid,
+    one process for the whole boot, whatever it exec()s, never a later process that reuses the pid."""
+    text = _read_small("/proc/self/stat")
+    if not text or ")" not in text:
+        return None
+    fields = text.rpartition(")")[2].split()  # after the command name, which may hold spaces and parentheses
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-_" else "_" for c in name)[:64]
+
+
+def _time_ns() -> int | None:
+    try:
+        import time  # built in: already loaded at start-up, nothing read from disk
+
+        return time.time_ns()
+    except Exception:  # pragma: no cover - time is built into CPython
+        return None
+
+
+try:  # every module-level lookup is guarded: an error here would stop the sitecustomize this one shadows
+    _SOURCE_LOADER: Any = sys.modules["_frozen_importlib_external"].SourceFileLoader
+    # Without a cache tag the loader reads no .pyc and never calls path_stats: find_spec records then.
+    _CACHE_TAG: str | None = sys.implementation.cache_tag
+except Exception:  # pragma: no cover - CPython always has them; another interpreter: find_spec records all
+    _SOURCE_LOADER, _CACHE_TAG = None, None
+
+
+_LEGACY = sys.version_info < (3, 12)  # the import system itself asks find_module-only finders before 3.12
+
+
+def _errno_name(error: OSError) -> str:
+    try:
+        import errno  # built in
+
+        return str(errno.errorcode.get(error.errno or 0, "EIO"))
+    except Exception:
+        return "EIO"
 
 
 def _recorded_at_load(spec: Any) -> bool:
     """A source module ``_install_path_stats`` records as its loader reads it: finding it, or making its spec,
     is not running it (the spec of a ``.pyc`` or an extension module is still recorded when made)."""
-    return getattr(spec, "loader", None).__class__ is _SOURCE_LOADER and _CACHE_TAG is not None
+    loader = getattr(spec, "loader", None)
+    return _SOURCE_LOADER is not None and loader.__class__ is _SOURCE_LOADER and _CACHE_TAG is not None
 
 
 def _install_path_stats(probe: Probe) -> None:
@@ -575,7 +743,69 @@ def _install_path_stats(probe: Probe) -> None:
         return {"mtime": st.st_mtime, "size": st.st_size}
 
     path_stats.__patchkit_probe__ = True  # type: ignore[attr-defined]
-    _SOURCE_LOADER.path_stats = path_stats
+    if _SOURCE_LOADER is not None:
+        _SOURCE_LOADER.path_stats = path_stats
+
+
+def _data_roots(probe: Probe) -> tuple[str, ...]:
+    """Where a data file read is recorded: the benchmarked tree (``PATCHKIT_BENCH_TREE``), the site directories,
+    and the roots of ``PATCHKIT_PROBE_ROOTS`` (``os.pathsep``-separated: a model directory, say); each with a
+    trailing separator, real paths and the paths as given."""
+    roots = [os.environ.get("PATCHKIT_BENCH_TREE", ""), *probe.site_dirs()]
+    roots += os.environ.get("PATCHKIT_PROBE_ROOTS", "").split(os.pathsep)
+    out: list[str] = []
+    for root in roots:
+        if root and os.path.isabs(root):
+            for form in (os.path.normpath(root), os.path.realpath(root)):
+                entry = form.rstrip(os.sep) + os.sep
+                if entry not in out:
+                    out.append(entry)
+    return tuple(out)
+
+
+def _install_open_hook(probe: Probe) -> None:
+    """Record each data file (``DATA_SUFFIXES``) a process opens for reading under the data roots: a fused-MoE
+    tuning config, a chat template, the model's ``config.json``.
+
+    ``sys.addaudithook``: every ``open()``/``io.open``/``os.open``/``open_code``
+    raises the ``open`` audit event with the path and mode (or flags), whoever
+    opens it (C code that calls ``fopen`` is not seen).  The hook runs for
+    every audit event of the process, so it returns at the first test that
+    fails: the event's name, then the path's suffix; a hook cannot be removed,
+    so a probe without a file to write to never installs it.  Each path is
+    recorded once per process, with its stat then.
+    """
+    roots = _data_roots(probe)
+    if not roots:
+        return
+    seen: set[str] = set()
+    suffixes = DATA_SUFFIXES
+    write_only = os.O_WRONLY | os.O_RDWR
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event != "open":
+            return
+        path = args[0]
+        if path.__class__ is not str or not path.endswith(suffixes) or path in seen:
+            return
+        mode, flags = args[1], args[2]
+        if mode.__class__ is str:
+            if "r" not in mode or "+" in mode:
+                return
+        elif flags.__class__ is int and flags & write_only:
+            return
+        try:
+            full = os.path.abspath(path)
+            if not full.startswith(roots) or probe.fd < 0:
+                return
+            seen.add(path)
+            probe.record_file("data", os.path.basename(full), full, _stat(full))
+        except OSError:
+            return  # gone, or not a file: open() itself will say so
+        except Exception as exc:
+            probe.failed(exc)
+
+    sys.addaudithook(hook)
 
 
 def _encode_plain(text: str) -> str:
@@ -610,6 +840,7 @@ def _start() -> None:
         probe.module("sitecustomize", os.path.abspath(__file__), kind="probe")
         probe.already_loaded()
         _install_path_stats(probe)
+        _install_open_hook(probe)
         sys.meta_path.insert(0, probe)  # type: ignore[arg-type]
         sys._patchkit_probe = probe  # type: ignore[attr-defined]
         import atexit

@@ -1,0 +1,161 @@
+"""Process identity and accounting that can fail, with real processes: a stand-in server whose workers exec another
+Python, pids reused and shared by two "hosts" (real UTS and pid namespaces, unshare) writing one probe directory, and
+Python workers the probe never sees (-I, -S, -E, env={}) making a bench run "not proven", each named with why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from bench_helpers import bench_table, build_history, standin_python, write_bench_kit
+from helpers import run_cli
+from proof_env import SERVER, free_port, wait_healthy
+from test_proof_probe import stop
+
+from patchkit.proof import probe_env
+from patchkit.proof.records import read_probe_dir
+from patchkit.proof.unprobed import live_processes, unprobed
+
+
+def start(out: Path, *extra: str) -> subprocess.Popen[str]:
+    port = free_port()
+    env = probe_env({k: v for k, v in os.environ.items() if not k.startswith("PATCHKIT_PROBE")}, out)
+    proc = subprocess.Popen(
+        [standin_python(), str(SERVER), f"--port={port}", *extra],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    wait_healthy(port, proc)
+    return proc
+
+
+def until(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_worker_that_execs_is_one_process_with_a_chain_of_two_images(tmp_path: Path) -> None:
+    out = tmp_path / "probe"
+    out.mkdir()
+    proc = start(out, "--workers=2", "--worker-exec")
+    try:
+        until(lambda: sum(1 for p in read_probe_dir(out) if p.exec_index == 1) == 2)
+    finally:
+        stop(proc)
+    processes = read_probe_dir(out)
+    workers = [p for p in processes if p.ppid == proc.pid]
+    assert len(workers) == 4  # two processes, two images each
+    by_pid: dict[int, list] = {}
+    for p in workers:
+        by_pid.setdefault(p.pid, []).append(p)
+    for pid, images in by_pid.items():
+        first, second = images
+        assert (first.exec_index, second.exec_index) == (0, 1)
+        assert first.ident == second.ident and first.start_ticks == second.start_ticks is not None
+        assert "--worker-exec" in first.argv and "--worker-exec" not in second.argv  # what each image ran
+        names = sorted(n for n in os.listdir(out) if n.startswith(f"probe-{pid}-"))
+        assert len(names) == 2 and names[0].endswith(".1.jsonl") != names[1].endswith(".1.jsonl")
+        host = os.uname().nodename
+        assert all(f"-{host}-" in n for n in names)
+
+
+def unshared(out: Path, hostname: str) -> subprocess.CompletedProcess[str]:
+    """A probed Python as pid 1 of a fresh pid namespace, on a host named ``hostname`` (its own UTS namespace)."""
+    env = probe_env({k: v for k, v in os.environ.items() if not k.startswith("PATCHKIT_PROBE")}, out)
+    script = f"hostname {hostname} && exec {standin_python()} -c 'import os; print(os.getpid(), os.uname().nodename)'"
+    return subprocess.run(
+        ["unshare", "--uts", "--pid", "--fork", "sh", "-c", script], env=env, capture_output=True, text=True
+    )
+
+
+def test_two_hosts_and_a_reused_pid_write_one_shared_probe_directory_apart(tmp_path: Path) -> None:
+    out = tmp_path / "shared"
+    out.mkdir()
+    first = unshared(out, "node-a")
+    if first.returncode != 0:
+        pytest.skip(f"no namespaces here (unshare: {first.stderr.strip()})")
+    second = unshared(out, "node-b")
+    again = unshared(out, "node-a")  # node-a's pid 1 again: a reused pid, a later process
+    assert [r.stdout.split() for r in (first, second, again)] == [["1", "node-a"], ["1", "node-b"], ["1", "node-a"]]
+    processes = read_probe_dir(out)
+    assert [(p.pid, p.host) for p in processes] == [(1, "node-a"), (1, "node-a"), (1, "node-b")]
+    assert len({p.ident for p in processes}) == 3 and len(os.listdir(out)) == 3
+    a1, a2 = (p for p in processes if p.host == "node-a")
+    assert a1.start_ticks != a2.start_ticks and a1.exec_index == a2.exec_index == 0
+
+
+def test_python_workers_the_probe_never_sees_are_named_with_why(tmp_path: Path) -> None:
+    """The library behind bench's accounting: psutil's tree against the probe's files (-E and env={})."""
+    found = {}
+    for flags in (["--worker-flag=-E"], ["--worker-empty-env"], []):
+        out = tmp_path / f"probe{len(found)}"
+        out.mkdir()
+        proc = start(out, "--workers=2", *flags)
+        try:
+            live = live_processes(proc.pid)
+            wanted = 2 if flags else 3  # the server and its probed workers
+            until(lambda out=out, wanted=wanted: len(read_probe_dir(out)) == wanted)
+            probed: dict[int, set[int | None]] = {}
+            for p in read_probe_dir(out):
+                probed.setdefault(p.pid, set()).add(p.start_ticks)
+            found[tuple(flags)] = unprobed(live, probed)
+        finally:
+            stop(proc)
+    [e] = found[("--worker-flag=-E",)]
+    assert "-E" in e.argv and e.why.startswith("started with -E")
+    [empty] = found[("--worker-empty-env",)]
+    assert empty.why.startswith("started with an empty environment")
+    assert found[()] == []  # every Python process probed: nothing to name
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory):
+    return build_history(tmp_path_factory.mktemp("identity") / "repo")
+
+
+@pytest.mark.parametrize(
+    ("flag", "why"),
+    [("-I", "started with -I (isolated"), ("-S", "started with -S (no site module")],
+)
+def test_a_bench_run_with_an_unprobed_python_worker_is_not_proven(capsys, history, tmp_path, flag, why) -> None:
+    table = bench_table(repeat=1)
+    table["vars"] = {**table["vars"], "server_args": f"--workers 2 --worker-flag={flag}"}
+    manifest = write_bench_kit(tmp_path / "kit", bench=table, profiles={})
+    store = tmp_path / "bench.sqlite"
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--commit",
+                     history["base"])  # fmt: skip
+    assert result.code == 0, result.out + result.err  # measured: not refused, only not proven
+    assert "ok, not proven" in result.out
+    assert "1 Python process of the server ran without the probe" in result.out, result.out
+    record = json.loads(run_cli(capsys, "show", "1", "--json", "--repo", history.path, "--store", store).out)
+    proof = record["record"]["proof"]
+    assert proof["state"] == "not proven"
+    [item] = proof["unaccounted"]
+    assert flag in item["argv"] and item["why"].startswith(why)
+    assert any(line.startswith(f"pid {item['pid']} (") and why in line for line in proof["reasons"])
+    shown = run_cli(capsys, "show", "1", "--processes", "--repo", history.path, "--store", store).out
+    assert f"  pid {item['pid']} ran without the probe: {item['why']}" in shown
+    assert "  proof: not proven (1 Python process of the server ran without the probe" in shown
+
+
+def test_a_bench_run_whose_workers_exec_is_proven_and_shows_the_chain(capsys, history, tmp_path) -> None:
+    table = bench_table(repeat=1)
+    table["vars"] = {**table["vars"], "server_args": "--workers 2 --worker-exec"}
+    manifest = write_bench_kit(tmp_path / "kit", bench=table, profiles={})
+    store = tmp_path / "bench.sqlite"
+    result = run_cli(capsys, "bench", "-m", manifest, "--repo", history.path, "--store", store, "--commit",
+                     history["base"])  # fmt: skip
+    assert result.code == 0, result.out + result.err
+    doc = json.loads(run_cli(capsys, "show", "1", "--json", "--repo", history.path, "--store", store).out)
+    assert doc["header"]["proof"]["state"] == "proven"
+    chains: dict[str, list[int]] = {}
+    for p in doc["processes"]["probed"]:
+        chains.setdefault(p["ident"], []).append(p["exec_index"])
+    assert sorted(chains.values()) == [[0], [0, 1], [0, 1]]  # the server; each worker and its exec
+    shown = run_cli(capsys, "show", "1", "--processes", "--repo", history.path, "--store", store).out
+    assert sum(1 for line in shown.splitlines() if "  exec 1: child" in line) == 2
