@@ -84,6 +84,10 @@ BOUNDARIES = (
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
     ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),
     ("patchkit.git", "tempfile", "merge_texts' scratch files: only port's three-way merges"),
+    ("patchkit.commands.guard", "patchkit.guard.combined", "guard -m M --site: the tree and site checks together"),
+    ("patchkit.commands.guard", "patchkit.proof.sitecheck", "guard --site: the site scan, only when asked"),
+    ("patchkit.proof.site.sitecustomize", "time", "the probe's full-disk path: only when a write failed"),
+    ("patchkit.proof.site.sitecustomize", "errno", "the probe's full-disk path: only when a write failed"),
     (
         "patchkit.engine.range_check",
         "patchkit",
