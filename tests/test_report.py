@@ -354,7 +354,7 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
         assert traces["refused"] == refused
         ok = [r for r in runs if r["outcome"] == "ok" and panel["metric"] in r["stats"] and r["profile"] == "eagle3"]
         # A point per launch; a median (with its interval) per benchmarked commit, not per run.
-        assert traces["eagle3 launches"] == len(ok) == 9
+        assert traces["eagle3 launches"] == len(ok) == 11  # the bisect confirms its boundary: two launches a side
         assert traces["eagle3 median (interval)"] == len({r["commit"] for r in ok}) == 5
         assert traces["different"] == 1  # the first bad commit against its parent, two launches each
     assert dict(dom["panels"][0]["traces"])["baseline launches"] == 2  # no verify_ms for baseline
