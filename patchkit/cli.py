@@ -13,23 +13,8 @@ from typing import Any
 import click
 
 from patchkit import __version__
-
-EXIT_CODES_HELP = """\b
-Exit codes:
-  0  OK: every patch APPLY, SKIP or WARN (check: no required FAIL anywhere)
-  1  refused: a required patch FAILs (or any WARN with --strict);
-     nothing was written. Also: a precondition protecting your work
-     (uncommitted changes, files edited after patching)
-  2  bad input: usage, manifest (names file and key path), revision,
-     range or repository
-  3  internal error (a bug; the crash line names a log file with the
-     traceback, versions and command line)
-  4  busy: another patchkit holds this repository's lock
-  125 guard/run --bisect: a required patch cannot apply at this commit
-      (`git bisect run` skips it)
-  128 guard/run --bisect: the setup is wrong (unpatched, tampered, dirty,
-      shadowed) or patchkit failed: `git bisect run` stops
-"""
+from patchkit.errors import ExitCode
+from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
 
 _DEBUG = False
 
@@ -408,19 +393,6 @@ def import_diff(**kwargs: Any) -> int:
 
     return run(console=_console(), **kwargs)
 
-
-BENCH_EXIT_HELP = """\b
-Exit codes:
-  0  every run ok
-  1  a run was refused (patches, guard, version, environment, port)
-     or failed (server-failed, client-failed, metric-missing)
-  2  bad input: usage, manifest, [bench] table, revision, --set
-  3  internal error (a bug; the crash line names a log file with the
-     traceback, versions and command line)
-  130 interrupted (Ctrl-C or SIGTERM): the server group was stopped and
-      the run stored as `interrupted` (--executor slurm: the jobs keep
-      running; the same command, run again, collects them)
-"""
 
 STORE_HELP = (
     "The bench store (SQLite). Default: <git-common-dir>/patchkit/bench.sqlite. "
@@ -899,7 +871,7 @@ def _usage_line(exc: click.ClickException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from patchkit.errors import ExitCode, PatchkitError, RefusedError
+    from patchkit.errors import PatchkitError, RefusedError
 
     args = list(sys.argv[1:] if argv is None else argv)
     stdout = sys.stdout
@@ -924,7 +896,7 @@ def main(argv: list[str] | None = None) -> int:
     except (click.exceptions.Abort, KeyboardInterrupt):
         # click turns a Ctrl-C into Abort; either way, say what was and was not written.
         click.echo(f"patchkit: {_interrupted(args)}", err=True)
-        return 130
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         if not _stdout_closed():
             raise
@@ -942,12 +914,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 (a bug: one crash line; the traceback goes to a log file
         return _crash(exc, args)
     if rv is None:
-        return 0
+        return ExitCode.OK
     return int(rv)
-
-
-# What a shell reports for a command killed by SIGPIPE (128 + 13): `patchkit check ... | head -1`.
-EXIT_CLOSED_STDOUT = 141
 
 
 def _stdout_closed() -> bool:
@@ -970,7 +938,7 @@ def _quiet_on_closed_stdout() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-    return EXIT_CLOSED_STDOUT
+    return ExitCode.CLOSED_STDOUT
 
 
 def _interrupted(args: list[str]) -> str:
@@ -997,7 +965,6 @@ def _interrupted(args: list[str]) -> str:
 
 def _crash(exc: Exception, args: list[str]) -> int:
     from patchkit.crash import write_report
-    from patchkit.errors import ExitCode
 
     if _DEBUG:
         import traceback

@@ -14,7 +14,11 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Documented exit codes (README "Exit codes" is generated from the same list)."""
+    """Every exit code the CLI returns, and no other: a command returns a member, never a bare int.
+
+    docs/statuses.md's table and the ``--help`` epilogues are generated from this enum
+    (``patchkit.exit_docs``); a test fails when the committed text drifts from it.
+    """
 
     OK = 0  # every patch is APPLY, SKIP or WARN (without --strict)
     REFUSED = 1  # a required patch FAILs (or a WARN under --strict); nothing was written
@@ -23,6 +27,8 @@ class ExitCode(IntEnum):
     BUSY = 4  # another patchkit process holds the repository lock
     BISECT_SKIP = 125  # guard --bisect: this commit cannot be patched, `git bisect run` skips it
     BISECT_ABORT = 128  # guard --bisect: the setup is wrong (unpatched, tampered, dirty, shadowed); aborts the bisect
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (128 + SIGINT), as a shell reports a command killed by it
+    CLOSED_STDOUT = 141  # stdout's reader left (`| head`): 128 + SIGPIPE, as a SIGPIPE'd tool ends
 
 
 class PatchkitError(Exception):

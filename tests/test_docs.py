@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,3 +187,25 @@ def test_every_dataclass_says_what_it_is():
         for name in undocumented_dataclasses(path.read_text(encoding="utf-8"))
     ]
     assert not missing, missing
+
+
+def test_the_exit_code_table_is_generated_from_the_enum():
+    """docs/statuses.md's table is ``patchkit.exit_docs.statuses_table()``: on drift, run
+    ``python -m patchkit.exit_docs`` (or add the new code's words there)."""
+    from patchkit.exit_docs import DOC_MEANING, HELP_MEANING, committed_table, statuses_table
+
+    assert set(DOC_MEANING) == set(HELP_MEANING) == set(ExitCode)
+    assert committed_table(STATUSES_MD.read_text(encoding="utf-8")) == statuses_table()
+
+
+def test_the_help_epilogues_are_generated_from_the_enum(capsys):
+    """click prints an epilogue as it is (``\\b``), indented by two."""
+    from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
+
+    for args, epilog in (
+        (("--help",), EXIT_CODES_HELP),
+        (("check", "--help"), EXIT_CODES_HELP),
+        (("bench", "--help"), BENCH_EXIT_HELP),
+    ):
+        r = run_cli(capsys, *args)
+        assert textwrap.indent(epilog.removeprefix("\b\n"), "  ") in r.out, args

@@ -42,8 +42,6 @@ from patchkit.render import print_json
 if TYPE_CHECKING:
     from rich.console import Console
 
-INTERRUPTED = 130  # as the CLI answers any Ctrl-C (cli.py, BENCH_EXIT_HELP)
-
 
 def bench(
     args: BenchArgs,
@@ -96,5 +94,5 @@ def bench(
                 listed = "" if len(stored) == 1 else f" (runs stored: {', '.join(map(str, stored))})"
                 say(console, f"one run whole: patchkit show {stored[-1]}{listed}", "dim")
         if done.stopped:
-            return INTERRUPTED
+            return int(ExitCode.INTERRUPTED)
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in records) else ExitCode.REFUSED)

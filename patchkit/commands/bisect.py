@@ -54,8 +54,6 @@ from patchkit.report.documents import save_latest_bisect
 if TYPE_CHECKING:
     from rich.console import Console
 
-INTERRUPTED = 130
-
 
 def bisect(
     args: BenchArgs,
@@ -94,10 +92,10 @@ def bisect(
                 )
             except Interrupted as stop:
                 say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")
-                return INTERRUPTED
+                return int(ExitCode.INTERRUPTED)
             except KeyboardInterrupt:  # the submitter, waiting on Slurm: the jobs go on
                 say(console, SUBMITTER_INTERRUPTED, "bold yellow")
-                return INTERRUPTED
+                return int(ExitCode.INTERRUPTED)
     result = plan.document(report)
     save_latest_bisect(opened.session.store.path, result)  # `runs --plot` and `report` mark its first bad commit
     if json_out:

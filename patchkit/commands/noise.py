@@ -37,8 +37,6 @@ from patchkit.render import print_json
 if TYPE_CHECKING:
     from rich.console import Console
 
-INTERRUPTED = 130
-
 
 def noise(
     args: BenchArgs,
@@ -66,7 +64,7 @@ def noise(
                           note=note)  # fmt: skip
             if done.submitter:  # the jobs go on: nothing to report until the same command collects them
                 note(SUBMITTER_INTERRUPTED, always=True)
-                return INTERRUPTED
+                return int(ExitCode.INTERRUPTED)
             place = prior_place(executor)  # the key compare and bisect look the prior up by
             by_profile = {p: [r for r in done.records if r.profile == p] for p in chosen}
             reports = [
@@ -108,5 +106,5 @@ def noise(
                     say(console, line)
             show_noise(console, result)
         if done.interrupted:
-            return INTERRUPTED
+            return int(ExitCode.INTERRUPTED)
         return int(ExitCode.OK if all(r.outcome is Outcome.OK for r in done.records) else ExitCode.REFUSED)
