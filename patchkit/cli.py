@@ -15,6 +15,7 @@ import click
 from patchkit import __version__
 from patchkit.errors import ExitCode
 from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
+from patchkit.written import Written
 
 _DEBUG = False
 
@@ -29,6 +30,15 @@ def _console() -> Any:
     from patchkit.render import make_console
 
     return make_console()
+
+
+def _written() -> Written:
+    """This invocation's sink for the paths a verb writes whole (``main`` puts it in click's root context
+    object): what ``_interrupted`` names when Ctrl-C comes."""
+    root = click.get_current_context().find_root()
+    if not isinstance(root.obj, Written):
+        root.obj = Written()
+    return root.obj
 
 
 def manifest_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -94,7 +104,7 @@ def apply(**kwargs: Any) -> int:
     """Apply a manifest to a work tree: all of it, or nothing."""
     from patchkit.commands.apply import apply as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), written=_written(), **kwargs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -110,7 +120,7 @@ def revert(**kwargs: Any) -> int:
     """
     from patchkit.commands.revert import revert as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), written=_written(), **kwargs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -369,7 +379,7 @@ def capture(**kwargs: Any) -> int:
     """
     from patchkit.commands.capture import capture as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), written=_written(), **kwargs)
 
 
 @cli.command("import-diff", epilog=EXIT_CODES_HELP)
@@ -391,7 +401,7 @@ def import_diff(**kwargs: Any) -> int:
     """
     from patchkit.commands.import_diff import import_diff as run
 
-    return run(console=_console(), **kwargs)
+    return run(console=_console(), written=_written(), **kwargs)
 
 
 STORE_HELP = (
@@ -875,8 +885,9 @@ def main(argv: list[str] | None = None) -> int:
 
     args = list(sys.argv[1:] if argv is None else argv)
     stdout = sys.stdout
+    written = Written()
     try:
-        rv = cli.main(args=args, prog_name="patchkit", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="patchkit", standalone_mode=False, obj=written)
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
@@ -895,7 +906,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.USAGE
     except (click.exceptions.Abort, KeyboardInterrupt):
         # click turns a Ctrl-C into Abort; either way, say what was and was not written.
-        click.echo(f"patchkit: {_interrupted(args)}", err=True)
+        click.echo(f"patchkit: {_interrupted(args, written)}", err=True)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         if not _stdout_closed():
@@ -941,20 +952,18 @@ def _quiet_on_closed_stdout() -> int:
     return ExitCode.CLOSED_STDOUT
 
 
-def _interrupted(args: list[str]) -> str:
+def _interrupted(args: list[str], written: Written) -> str:
     """What an interrupted command leaves: for the verbs that write the tree, nothing or the files its
     finished (whole, recorded) writes changed; for capture and import-diff, nothing or the capture they
     published (whole); the others just stop (bench cleans up its own)."""
     if {"capture", "import-diff"} & set(args) and not {"apply", "revert"} & set(args):
-        captured = sys.modules.get("patchkit.capture.core")
-        published = list(getattr(captured, "PUBLISHED", ())) if captured is not None else []
+        published = written.paths
         if not published:
             return "interrupted (Ctrl-C); nothing was written"
         return f"interrupted (Ctrl-C) after writing {' and '.join(published)} (whole); nothing else was written"
     if not {"apply", "revert"} & set(args):
         return "interrupted (Ctrl-C)"
-    written = sys.modules.get("patchkit.engine.transaction")
-    paths = list(dict.fromkeys(getattr(written, "WRITTEN", ()))) if written is not None else []
+    paths = written.distinct()
     if not paths:
         return "interrupted (Ctrl-C); nothing was written"
     return (

@@ -51,6 +51,7 @@ from patchkit.manifest import load_manifest
 from patchkit.render import plural
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
+from patchkit.written import Written
 
 T = TypeVar("T")
 
@@ -429,6 +430,7 @@ def capture(
     out: Path,
     force: bool = False,
     verb: str = "capture",
+    written: Written | None = None,
 ) -> CaptureReport:
     """Capture the repository's work tree against ``base`` (default HEAD) into ``out``.
 
@@ -480,17 +482,14 @@ def capture(
             raise InternalError(f"capture could not verify {', '.join(sorted(bad))}: {'; '.join(bad.values())}")
         manifest_path, payload_dir = _publish(staging, out, name, force)
         published = True
-        PUBLISHED.extend([str(manifest_path), str(payload_dir)])
+        if written is not None:
+            written.add([str(manifest_path), str(payload_dir)])
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         if created and not published:
             with contextlib.suppress(OSError):
                 out.rmdir()  # made for this capture, which wrote nothing: not left behind (empty)
     return CaptureReport(name, commit, manifest_path, payload_dir, tuple(patches), untracked)
-
-
-# What this process's captures published, for the words of an interrupt (``cli.main``).
-PUBLISHED: list[str] = []
 
 
 def _plan_files(changes: Mapping[str, _FileChange]) -> dict[str, list[_Planned]]:

@@ -19,11 +19,22 @@ from patchkit.capture.core import CaptureReport, capture
 from patchkit.errors import RefusedError, UsageError
 from patchkit.git import GitFailed, Repo
 from patchkit.operations.diff import Mismatch, match_hunks, parse_diff, split_lines
+from patchkit.written import Written
 
 _FILE_START = re.compile(rb"^(diff --git |--- )", re.M)
 
 
-def import_diff(repo: Repo, patch: Path, *, name: str, base: str | None, out: Path, force: bool) -> CaptureReport:
+def import_diff(
+    repo: Repo,
+    patch: Path,
+    *,
+    name: str,
+    base: str | None,
+    out: Path,
+    force: bool,
+    written: Written | None = None,
+) -> CaptureReport:
+    """``written``: told the manifest's and the payloads' paths once they are published whole."""
     if not patch.is_file():
         raise UsageError(f"patch file {patch} does not exist", hint="give the path of a .patch or `git diff` output")
     data = patch.read_bytes()
@@ -42,7 +53,7 @@ def import_diff(repo: Repo, patch: Path, *, name: str, base: str | None, out: Pa
                     "nothing was written",
                     hint="pass --base REV with the commit the patch was made against",
                 ) from None
-            return capture(work, name=name, base=commit.sha, out=out, force=force, verb="import-diff")
+            return capture(work, name=name, base=commit.sha, out=out, force=force, verb="import-diff", written=written)
     finally:
         repo.remove_worktree(tree)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -13,6 +13,7 @@ from patchkit.errors import ExitCode, UsageError
 from patchkit.manifest import manifest_arg
 from patchkit.render import emit, groups_table, header, plural, print_json, results_table
 from patchkit.results import Status
+from patchkit.written import Written
 
 
 def apply(
@@ -27,17 +28,26 @@ def apply(
     strict: bool,
     wait: float,
     console: Console,
+    written: Written | None = None,
 ) -> int:
+    """``written``: the CLI's sink for the paths written whole (its words for an interrupt)."""
     loaded, git_repo = open_inputs(manifest, repo)
     with git_repo:
         if commit is not None:
             report = apply_at_commit(
-                loaded, git_repo, commit, worktree=worktree, dry_run=dry_run, strict=strict, wait=wait
+                loaded,
+                git_repo,
+                commit,
+                worktree=worktree,
+                dry_run=dry_run,
+                strict=strict,
+                wait=wait,
+                written=written,
             )
         else:
             if worktree is not None:
                 raise UsageError("--worktree needs --commit REV", hint="e.g. --commit HEAD --worktree ../sglang-head")
-            report = apply_worktree(loaded, git_repo, dry_run=dry_run, strict=strict, wait=wait)
+            report = apply_worktree(loaded, git_repo, dry_run=dry_run, strict=strict, wait=wait, written=written)
         if json_out:
             print_json(report.to_json())
         else:

@@ -12,13 +12,23 @@ from patchkit.capture.core import capture as run_capture
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.render import emit, plural, print_json
+from patchkit.written import Written
 
 
 def capture(
-    *, repo: str, name: str, base: str | None, out: str | None, force: bool, json_out: bool, console: Console
+    *,
+    repo: str,
+    name: str,
+    base: str | None,
+    out: str | None,
+    force: bool,
+    json_out: bool,
+    console: Console,
+    written: Written | None = None,
 ) -> int:
+    """``written``: the CLI's sink for what was published whole (its words for an interrupt)."""
     with Repo.discover(Path(repo)) as git_repo:
-        report = run_capture(git_repo, name=name, base=base, out=Path(out or "."), force=force)
+        report = run_capture(git_repo, name=name, base=base, out=Path(out or "."), force=force, written=written)
         show(report, json_out=json_out, console=console, verb="capture")
         return int(ExitCode.OK)
 

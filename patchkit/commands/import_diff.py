@@ -10,6 +10,7 @@ from patchkit.capture.import_diff import import_diff as run_import
 from patchkit.commands.capture import show
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
+from patchkit.written import Written
 
 
 def import_diff(
@@ -22,8 +23,12 @@ def import_diff(
     force: bool,
     json_out: bool,
     console: Console,
+    written: Written | None = None,
 ) -> int:
+    """``written``: the CLI's sink for what was published whole (its words for an interrupt)."""
     with Repo.discover(Path(repo)) as git_repo:
-        report = run_import(git_repo, Path(patch_file), name=name, base=base, out=Path(out or "."), force=force)
+        report = run_import(
+            git_repo, Path(patch_file), name=name, base=base, out=Path(out or "."), force=force, written=written
+        )
         show(report, json_out=json_out, console=console, verb="import-diff")
         return int(ExitCode.OK)

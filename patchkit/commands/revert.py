@@ -12,6 +12,7 @@ from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 from patchkit.render import plural, print_json
+from patchkit.written import Written
 
 
 def manifest_name(manifest: str, git_repo: Repo) -> str:
@@ -25,10 +26,20 @@ def manifest_name(manifest: str, git_repo: Repo) -> str:
         raise
 
 
-def revert(*, manifest: str, repo: str, force: bool, json_out: bool, wait: float, console: Console) -> int:
+def revert(
+    *,
+    manifest: str,
+    repo: str,
+    force: bool,
+    json_out: bool,
+    wait: float,
+    console: Console,
+    written: Written | None = None,
+) -> int:
+    """``written``: the CLI's sink for the paths restored whole (its words for an interrupt)."""
     with Repo.discover(Path(repo)) as git_repo:
         name = manifest_name(manifest, git_repo)
-        report = revert_worktree(name, git_repo, force=force, wait=wait)
+        report = revert_worktree(name, git_repo, force=force, wait=wait, written=written)
         if json_out:
             print_json(report.to_json())
             return int(ExitCode.OK)

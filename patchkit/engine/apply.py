@@ -38,6 +38,7 @@ from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import Source, WorktreeSource
+from patchkit.written import Written
 
 
 @dataclass(frozen=True)
@@ -115,11 +116,13 @@ def apply_worktree(
     dry_run: bool = False,
     strict: bool = False,
     wait: float = 0.0,
+    written: Written | None = None,
 ) -> ApplyReport:
-    """Evaluate in memory; write every changed file atomically, or nothing."""
+    """Evaluate in memory; write every changed file atomically, or nothing.  ``written``: told each
+    path once it is written whole."""
     root = repo.require_worktree("apply")
     with repo_lock(state_dir(repo), wait=wait):
-        return apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict)
+        return apply_locked(manifest, repo, root, dry_run=dry_run, strict=strict, written=written)
 
 
 def apply_locked(
@@ -131,6 +134,7 @@ def apply_locked(
     strict: bool,
     recover_first: bool = True,
     computed: tuple[Evaluation, list[Rendered]] | None = None,
+    written: Written | None = None,
 ) -> ApplyReport:
     """``recover_first=False``: the caller recovered already and holds a move journal of its own.
 
@@ -138,8 +142,8 @@ def apply_locked(
     which ``apply --commit`` made from the commit's blobs before checking it
     out (see ``commit_apply.still_valid``): not evaluated a second time.
     """
-    txn = Transaction(root, state_dir(repo))
-    notes = recover(repo, root) if recover_first else []
+    txn = Transaction(root, state_dir(repo), written=written)
+    notes = recover(repo, root, written=written) if recover_first else []
     notes.extend(_notes_for(repo, manifest))
     source = WorktreeSource(repo, root)
     commit = source.commit

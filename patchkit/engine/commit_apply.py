@@ -50,6 +50,7 @@ from patchkit.manifest import Manifest, manifest_arg
 from patchkit.render import plural
 from patchkit.results import PatchResult
 from patchkit.sources import CommitSource, FileRead, FileState
+from patchkit.written import Written
 
 Computed = tuple[Evaluation, list[Rendered]]
 
@@ -152,15 +153,19 @@ def apply_at_commit(
     dry_run: bool = False,
     strict: bool = False,
     wait: float = 0.0,
+    written: Written | None = None,
 ) -> ApplyReport:
+    """``written``: told each path once it is written whole (``apply_worktree``)."""
     target = repo.commit(rev)
     if worktree is not None:
         path = Path(worktree).resolve()
         with repo_lock(worktree_lock_dir(repo, path), wait=wait):
-            return _in_worktree(manifest, repo, target, path, dry_run=dry_run, strict=strict, wait=wait)
+            return _in_worktree(
+                manifest, repo, target, path, dry_run=dry_run, strict=strict, wait=wait, written=written
+            )
     root = repo.require_worktree("apply --commit without --worktree")
     with repo_lock(state_dir(repo), wait=wait):
-        return _move_and_apply(manifest, repo, root, target, dry_run=dry_run, strict=strict)
+        return _move_and_apply(manifest, repo, root, target, dry_run=dry_run, strict=strict, written=written)
 
 
 def worktree_lock_dir(repo: Repo, path: Path) -> Path:
@@ -199,9 +204,10 @@ def _move_and_apply(
     dry_run: bool,
     strict: bool,
     in_worktree: bool = False,
+    written: Written | None = None,
 ) -> ApplyReport:
-    txn = Transaction(root, state_dir(repo))
-    recovered = recover(repo, root)
+    txn = Transaction(root, state_dir(repo), written=written)
+    recovered = recover(repo, root, written=written)
     early, computed = _report_at(manifest, repo, target, where=str(root), strict=strict, dry_run=dry_run)
     if early is not None and early.refused:
         return early  # a required patch FAILs at REV: nothing moves
@@ -226,7 +232,14 @@ def _move_and_apply(
         # Already there: patch in place (an already patched tree is SKIP ALREADY_APPLIED, nothing written).
         computed = still_valid(computed, manifest, repo, root)
         report = apply_locked(
-            manifest, repo, root, dry_run=False, strict=strict, recover_first=False, computed=computed
+            manifest,
+            repo,
+            root,
+            dry_run=False,
+            strict=strict,
+            recover_first=False,
+            computed=computed,
+            written=written,
         )
         return replace(report, notes=tuple(recovered) + report.notes)
     branch = repo.branch()
@@ -298,6 +311,7 @@ def _move_and_apply(
             strict=strict,
             recover_first=False,
             computed=still_valid(computed, manifest, repo, root),
+            written=written,
         )
         crash_point("move:applied")
     except BaseException:
@@ -326,7 +340,15 @@ def _move_back(repo: Repo, commit: Commit | None, branch: str | None) -> None:
 
 
 def _in_worktree(
-    manifest: Manifest, repo: Repo, target: Commit, path: Path, *, dry_run: bool, strict: bool, wait: float
+    manifest: Manifest,
+    repo: Repo,
+    target: Commit,
+    path: Path,
+    *,
+    dry_run: bool,
+    strict: bool,
+    wait: float,
+    written: Written | None = None,
 ) -> ApplyReport:
     path = path.resolve()
     known = {p.resolve() for p in repo.worktrees()}
@@ -347,7 +369,14 @@ def _in_worktree(
             root = linked.require_worktree("apply --commit")
             with repo_lock(state_dir(linked), wait=wait):
                 report = _move_and_apply(
-                    manifest, linked, root, target, dry_run=dry_run, strict=strict, in_worktree=True
+                    manifest,
+                    linked,
+                    root,
+                    target,
+                    dry_run=dry_run,
+                    strict=strict,
+                    in_worktree=True,
+                    written=written,
                 )
         return replace(report, worktree=str(path))
     early, computed = _report_at(manifest, repo, target, where=str(path), strict=strict, dry_run=dry_run)
@@ -360,7 +389,9 @@ def _in_worktree(
     try:
         with Repo.discover(path) as linked, repo_lock(state_dir(linked), wait=wait):
             computed = still_valid(computed, manifest, linked, path)
-            report = apply_locked(manifest, linked, path, dry_run=False, strict=strict, computed=computed)
+            report = apply_locked(
+                manifest, linked, path, dry_run=False, strict=strict, computed=computed, written=written
+            )
     except BaseException:
         _remove_worktree(repo, path)
         raise

@@ -30,6 +30,7 @@ from patchkit.engine.transaction import FileWrite, Transaction, atomic_write
 from patchkit.errors import RepoError, UnwritableError
 from patchkit.git import GitFailed, Repo
 from patchkit.manifest import manifest_arg
+from patchkit.written import Written
 
 
 def _arg(repo: Repo, name: str) -> str:
@@ -69,10 +70,10 @@ def end_move(repo: Repo) -> None:
     move_path(repo).unlink(missing_ok=True)
 
 
-def recover(repo: Repo, root: Path) -> list[str]:
+def recover(repo: Repo, root: Path, *, written: Written | None = None) -> list[str]:
     """Roll back what a killed run left; one note per thing done.  Call under the lock."""
     notes = []
-    txn = Transaction(root, state_dir(repo))
+    txn = Transaction(root, state_dir(repo), written=written)
     recovered = txn.recover()
     if recovered:
         notes.append(f"rolled back a patchkit run that was interrupted while writing: {recovered.describe()}")

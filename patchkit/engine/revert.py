@@ -20,6 +20,7 @@ from patchkit.git import Repo
 from patchkit.manifest import manifest_arg
 from patchkit.render import plural
 from patchkit.sources.safety import outside_reason
+from patchkit.written import Written
 
 
 @dataclass(frozen=True)
@@ -48,15 +49,18 @@ class RevertReport:
         }
 
 
-def revert_worktree(name: str, repo: Repo, *, force: bool = False, wait: float = 0.0) -> RevertReport:
+def revert_worktree(
+    name: str, repo: Repo, *, force: bool = False, wait: float = 0.0, written: Written | None = None
+) -> RevertReport:
+    """``written``: told each path once it is restored whole (``apply_worktree``)."""
     root = repo.require_worktree("revert")
     with repo_lock(state_dir(repo), wait=wait):
-        return _revert_locked(name, repo, root, force=force)
+        return _revert_locked(name, repo, root, force=force, written=written)
 
 
-def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool) -> RevertReport:
-    txn = Transaction(root, state_dir(repo))
-    notes = tuple(recover(repo, root))
+def _revert_locked(name: str, repo: Repo, root: Path, *, force: bool, written: Written | None) -> RevertReport:
+    txn = Transaction(root, state_dir(repo), written=written)
+    notes = tuple(recover(repo, root, written=written))
     record = load_record(repo, name)
     if record is None:
         return RevertReport(name, str(root), (), (), True, notes)

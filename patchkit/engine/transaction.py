@@ -30,6 +30,7 @@ from patchkit.engine.files import sha256
 from patchkit.engine.leftovers import FILE_JOURNAL, journal_files
 from patchkit.errors import RefusedError, UnwritableError
 from patchkit.sources.safety import outside_reason
+from patchkit.written import Written
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
@@ -46,10 +47,6 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     except BaseException:
         _unlink(tmp)
         raise
-
-
-# Tree paths this process's transactions wrote, for the words of an interrupt (``cli.main``).
-WRITTEN: list[str] = []
 
 
 def _unlink(path: str | Path) -> None:
@@ -163,8 +160,11 @@ class Transaction:
     ``txn:temps``, ``txn:first-rename``, ``txn:files``, ``txn:state``.
     """
 
-    def __init__(self, root: Path, state_dir: Path) -> None:
+    def __init__(self, root: Path, state_dir: Path, *, written: Written | None = None) -> None:
+        """``written``: the caller's sink, told each tree path once its write is whole (the CLI's
+        words for an interrupt); None keeps nothing."""
         self.root = root
+        self.written = written
         self.state_dir = state_dir
         self.journal = state_dir / FILE_JOURNAL
         self.objects = ObjectStore(state_dir / "objects")
@@ -278,7 +278,8 @@ class Transaction:
                     replaced.append((full, old))
                 crash_point("txn:state")
                 settled = True
-                WRITTEN.extend(w.path for w in writes)
+                if self.written is not None:
+                    self.written.add(w.path for w in writes)
             except BaseException:
                 for w, full, old_mode in reversed(renamed):
                     atomic_write(full, w.before, old_mode)
