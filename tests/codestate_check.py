@@ -22,7 +22,8 @@ from collections.abc import Iterable
 
 import pytest
 
-from patchkit.operations.code import CodeState, canon
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import canon
 from patchkit.operations.lookup import DEF_KINDS
 
 # Statements that hold blocks (defs and compound statements): what a splice may extend.

@@ -19,8 +19,9 @@ from histories import MODEL_V1, write_manifest
 
 from patchkit.engine.evaluate import evaluate_file, gc_paused
 from patchkit.manifest import load_manifest
-from patchkit.operations import code
-from patchkit.operations.code import CodeState, canon
+from patchkit.operations import code, digests
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import canon
 from patchkit.sources.base import FileRead, FileState
 
 
@@ -251,20 +252,21 @@ def test_an_existing_def_is_canonicalised_once_per_text_and_decorators_count(tmp
     moved = "import os\n\n\n" + same
     other = same.replace("@staticmethod", "@classmethod")
     calls: list[ast.AST] = []
-    real = code.canon
+    real = digests.canon
 
     def counted(node):
         calls.append(node)
         return real(node)
 
     monkeypatch.setattr(code, "canon", counted)
+    monkeypatch.setattr(digests, "canon", counted)
     results = hook_results(tmp_path / "a", [same, moved, other])
     walked = [n for n in calls if isinstance(n, ast.FunctionDef) and n.name == "hook"]
     # The payload's def once, the upstream def once per text: same (moved reuses it), other.
     assert len(walked) == 3
     assert [r[:2] for r in results] == [("SKIP", "ALREADY_APPLIED"), ("SKIP", "ALREADY_APPLIED"), ("FAIL", "CONFLICT")]
     code.SPAN_MEMO.clear()
-    code.PAYLOAD_CANON.clear()
+    digests.PAYLOAD_CANON.clear()
     assert hook_results(tmp_path / "b", [other]) == results[2:]
 
 
@@ -291,11 +293,11 @@ def test_every_process_wide_analysis_memo_is_bounded() -> None:
     long pytest session with the guard's plugin loads many manifests): now at most the bound."""
     from patchkit.operations import insert
 
-    nodes = [ast.parse(f"x = {i}").body[0] for i in range(code.PAYLOAD_CANON.bound + 10)]
+    nodes = [ast.parse(f"x = {i}").body[0] for i in range(digests.PAYLOAD_CANON.bound + 10)]
     for node in nodes:
-        code.payload_canon(node)
-    assert len(code.PAYLOAD_CANON) <= code.PAYLOAD_CANON.bound
-    assert code.payload_canon(nodes[-1]) == canon(nodes[-1]) and code.payload_canon(nodes[0]) == canon(nodes[0])
-    for memo in (code.SPAN_MEMO, code.PAYLOAD_CANON, insert.NO_MATCH, insert.CLOSEST):
+        digests.payload_canon(node)
+    assert len(digests.PAYLOAD_CANON) <= digests.PAYLOAD_CANON.bound
+    assert digests.payload_canon(nodes[-1]) == canon(nodes[-1]) and digests.payload_canon(nodes[0]) == canon(nodes[0])
+    for memo in (code.SPAN_MEMO, digests.PAYLOAD_CANON, insert.NO_MATCH, insert.CLOSEST):
         assert 2 <= memo.bound <= 200_000
-    code.PAYLOAD_CANON.clear()
+    digests.PAYLOAD_CANON.clear()

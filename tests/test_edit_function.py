@@ -456,7 +456,7 @@ def test_validate_with_the_target_warns_where_the_string_really_lands_elsewhere(
 
 
 def test_remove_definitions_removes_what_it_expects_and_refuses_what_upstream_changed(tmp_path, capsys):
-    from patchkit.operations.code import digest
+    from patchkit.operations.digests import digest
 
     base = "import os\n\n\ndef keep():\n    return 1\n\n\n# old helper\ndef old():\n    return 2\n\n\nX = 3\n"
     expect = digest(__import__("ast").parse(base).body[2])

@@ -65,7 +65,8 @@ def test_add_methods_to_a_class_under_if_is_cuda(tmp_path, capsys):
 
 def replace_helper(tmp_path, text: str, line: int, payload: str):
     """A replace-function patch on `helper`, expecting the definition patchkit must pick (at ``line``)."""
-    from patchkit.operations.code import CodeState, digest
+    from patchkit.operations.code import CodeState
+    from patchkit.operations.digests import digest
 
     helper = CodeState.parse(TARGET, text).find_function("helper")[0]
     assert helper is not None and helper.lineno == line

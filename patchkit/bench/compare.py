@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from patchkit.bench.record import Outcome, RunRecord, patch_state
+from patchkit.bench.record import Outcome, PatchState, RunRecord, patch_state
 from patchkit.bench.verdict import Noise, Verdict, judge
 from patchkit.errors import UsageError
 from patchkit.git import Commit
@@ -316,7 +316,7 @@ def state_of(result: Mapping[str, Any]) -> str:
     if not isinstance(state, str):
         state = patch_state(result.get("status"), result.get("reason"))
     payload = result.get("payload")
-    if state == "applied" and isinstance(payload, str):
+    if state == PatchState.APPLIED and isinstance(payload, str):
         return f"applied {payload[: len('sha256:') + 12]}"
     return state
 

@@ -77,7 +77,7 @@ class Prepared:
                         "patch": x.patch,
                         "status": x.status.value,
                         "reason": reason,
-                        "state": patch_state(x.status.value, reason),
+                        "state": patch_state(x.status, x.reason),
                         "payload": f"sha256:{fingerprints[x.patch]}" if x.patch in fingerprints else None,
                     }
                 )

@@ -22,12 +22,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, TypeVar
 
 from patchkit.bench.metrics import summary
 from patchkit.git import Commit
 from patchkit.redact import redact_env, scrub, secret_values
+from patchkit.results import Reason, Status
+
+E = TypeVar("E", bound=Enum)
 
 
 class Outcome(StrEnum):
@@ -45,16 +48,37 @@ class Outcome(StrEnum):
         return self is Outcome.OK
 
 
-_STATE_OF_SKIP = {"ALREADY_APPLIED": "applied", "UPSTREAM_PROVIDES": "provided upstream"}
+class PatchState(StrEnum):
+    """Which code of a patch was in the tree when a run ran: a stored ``state`` is one of these
+    (``not applied`` followed by the status and reason that say why)."""
+
+    APPLIED = "applied"
+    PROVIDED_UPSTREAM = "provided upstream"
+    NOT_APPLIED = "not applied"
 
 
-def patch_state(status: str | None, reason: str | None) -> str:
+_STATE_OF_SKIP = {Reason.ALREADY_APPLIED: PatchState.APPLIED, Reason.UPSTREAM_PROVIDES: PatchState.PROVIDED_UPSTREAM}
+
+
+def _member(kind: type[E], value: E | str | None) -> E | None:
+    """``value`` as a member of ``kind`` (a stored string reads as its member); None when it names none."""
+    try:
+        return None if value is None else kind(value)
+    except ValueError:
+        return None
+
+
+def patch_state(status: Status | str | None, reason: Reason | str | None) -> str:
     """Which code of a patch was in the tree when a run ran, from what apply said: ``applied`` (APPLY,
     or SKIP ALREADY_APPLIED in a reused worktree: the same code), ``provided upstream``, or
-    ``not applied (STATUS REASON)``."""
-    if status == "APPLY" or (status == "SKIP" and reason in _STATE_OF_SKIP):
-        return "applied" if status == "APPLY" else _STATE_OF_SKIP[str(reason)]
-    return f"not applied ({' '.join(str(p) for p in (status, reason) if p)})"
+    ``not applied (STATUS REASON)``.  A stored record's strings are read as the enums they name."""
+    said, why = _member(Status, status), _member(Reason, reason)
+    if said is Status.APPLY:
+        return PatchState.APPLIED.value
+    if said is Status.SKIP and why in _STATE_OF_SKIP:
+        return _STATE_OF_SKIP[why].value
+    words = " ".join(p.value if isinstance(p, Enum) else str(p) for p in (status, reason) if p)
+    return f"{PatchState.NOT_APPLIED.value} ({words})"
 
 
 def now() -> str:

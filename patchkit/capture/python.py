@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from patchkit.capture.textdiff import unified_diff
-from patchkit.operations.code import canon, digest
 from patchkit.operations.diff import split_lines
+from patchkit.operations.digests import canon, digest
 from patchkit.operations.edit_function import function_lines
 from patchkit.operations.edit_imports import block_lines
 from patchkit.operations.edit_statement import is_main_block, statement_lines

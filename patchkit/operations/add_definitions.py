@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon, digest
+from patchkit.operations.code import CodeState
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
+from patchkit.operations.digests import canon, digest
 from patchkit.operations.wording import what_is_there
 from patchkit.results import Reason
 

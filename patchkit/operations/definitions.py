@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, OnConflict, Outcome
-from patchkit.operations.code import canon, digest_of_canon, payload_canon
+from patchkit.operations.digests import canon, digest_of_canon, payload_canon
 from patchkit.operations.lookup import replace_statement
 from patchkit.results import Reason
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import libcst as cst
 
 from patchkit.errors import InternalError
-from patchkit.operations.code import canon
+from patchkit.operations.digests import canon
 
 _EMPTY = cst.Module(body=[])
 

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon, import_index, parse_statement
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import canon, import_index, parse_statement
 from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
 from patchkit.operations.wording import one_line
 from patchkit.results import Reason

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, canon
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import canon
 from patchkit.operations.wording import one_line, what_is_there
 from patchkit.results import Reason
 

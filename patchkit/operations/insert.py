@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, PythonOperation, missing_in
-from patchkit.operations.code import CodeState, canon, parse_statement
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import canon, parse_statement
 from patchkit.operations.lookup import FunctionNode, StatementMatch, walk_statements
 from patchkit.operations.memo import Memo
 from patchkit.operations.replace_function import missing_function

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation
-from patchkit.operations.code import CodeState, import_index
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import import_index
 from patchkit.operations.ensure_import import import_anchor
 from patchkit.operations.lookup import bound_names
 from patchkit.results import Reason

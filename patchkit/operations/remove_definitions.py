@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 from patchkit.operations import edit_lazy
 from patchkit.operations.add_methods import member_index
 from patchkit.operations.base import LoadContext, Outcome, PythonOperation, missing_in
-from patchkit.operations.code import CodeState, digest, short_digest
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import digest, short_digest
 from patchkit.operations.lookup import bound_names
 from patchkit.operations.replace_function import DIGEST_RE
 from patchkit.operations.wording import what_is_there

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Outcome, PythonOperation, missing_in
-from patchkit.operations.code import CodeState, canon, digest, digest_of_canon, payload_canon, short_digest
+from patchkit.operations.code import CodeState
+from patchkit.operations.digests import canon, digest, digest_of_canon, payload_canon, short_digest
 from patchkit.operations.lookup import FunctionNode, not_found_class, replace_statement
 from patchkit.operations.payload import Placement
 from patchkit.operations.wording import what_is_there

@@ -27,8 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from patchkit.git import merge_texts
-from patchkit.operations.code import CodeState, canon
+from patchkit.operations.code import CodeState
 from patchkit.operations.diff import split_lines
+from patchkit.operations.digests import canon
 from patchkit.operations.edit_function import function_lines
 
 # How alike two defs' texts must be (difflib's ratio over their lines) to be called the same def moved,
