@@ -1,4 +1,4 @@
-"""The noise-aware bisect (``patchkit.bench.bisect``) against a plain one-launch bisect, under real launch noise.
+"""The noise-aware bisect (``patchkit.bench.stats.search``) against a plain one-launch bisect, under real launch noise.
 
 Each trial: a line of N commits (GOOD first, BAD last) with a planted step of
 d % down in throughput at a uniformly drawn commit.  A server launch's value is
@@ -58,9 +58,9 @@ from dataclasses import dataclass
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from patchkit.bench.bisect import Measurement, bisect
-from patchkit.bench.record import Outcome
-from patchkit.bench.verdict import noise_of
+from patchkit.bench.records.record import Outcome
+from patchkit.bench.stats.search import Measurement, bisect
+from patchkit.bench.stats.verdict import noise_of
 from patchkit.git import Commit
 
 MODELS = ("clean", "outliers", "heavy", "bimodal", "drift", "warmup", "stale", "two-step", "up-down", "fail",

@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_check import MANIFEST, PAYLOAD, build, compile_bytecode
 
-from patchkit.bench.record import RunRecord
-from patchkit.bench.store import Store
+from patchkit.bench.records.record import RunRecord
+from patchkit.bench.records.store import Store
 from patchkit.demo.history import git_env
 
 

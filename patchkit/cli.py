@@ -540,7 +540,7 @@ def bench(**kwargs: Any) -> int:
     prior); an `unknown` says how many launches per side would decide it.
     Without a prior, one launch a side decides nothing.
     """
-    from patchkit.bench.launches import BenchArgs
+    from patchkit.bench.execution.launches import BenchArgs
     from patchkit.commands.bench import bench as run
 
     return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
@@ -598,7 +598,7 @@ def noise(**kwargs: Any) -> int:
     bisect for a step of --plan-step over --plan-commits commits would likely
     cost (the hunt simulated at that spread), with its power.
     """
-    from patchkit.bench.launches import BenchArgs
+    from patchkit.bench.execution.launches import BenchArgs
     from patchkit.commands.noise import noise as run
 
     return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
@@ -866,7 +866,7 @@ def bisect(**kwargs: Any) -> int:
     end in a range at --max-launches 10. --slots 4 takes about a third of
     the rounds.
     """
-    from patchkit.bench.launches import BenchArgs
+    from patchkit.bench.execution.launches import BenchArgs
     from patchkit.commands.bisect import bisect as run
 
     return run(BenchArgs.take(kwargs, keep=("slots",)), console=_console(), **kwargs)

@@ -20,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from patchkit.commit import Commit
 from patchkit.errors import InternalError, RepoError, RevisionError
 
 # GIT_* variables git may keep from the user's environment: how to reach
@@ -261,24 +262,6 @@ class BlobReader:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-
-
-@dataclass(frozen=True)
-class Commit:
-    """A commit as reports name it: id, parents, author, author date and subject."""
-
-    sha: str
-    parents: tuple[str, ...]
-    author: str
-    date: str  # author date, ISO 8601
-    subject: str
-
-    @property
-    def short(self) -> str:
-        return self.sha[:10]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"commit": self.sha, "subject": self.subject, "author": self.author, "date": self.date}
 
 
 _LOG_FORMAT = "%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%s"

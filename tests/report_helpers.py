@@ -31,8 +31,8 @@ from bench_helpers import STANDIN, _section, standin_python
 from helpers import run_script
 from histories import MODEL_BROKEN, MODEL_RENAMED, MODEL_UPSTREAMED, MODEL_V1, MODEL_V2, write_manifest
 
-from patchkit.bench.record import RunRecord
-from patchkit.bench.store import Store
+from patchkit.bench.records.record import RunRecord
+from patchkit.bench.records.store import Store
 from patchkit.demo.history import History, HistoryBuilder
 from patchkit.demo.sglang import build_sglang_history
 

@@ -1,4 +1,4 @@
-"""The noise-aware search (patchkit.bench.hunt), driven by simulated launches."""
+"""The noise-aware search (patchkit.bench.stats.hunt), driven by simulated launches."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from patchkit.bench.hunt import GiveUp, HuntReport, default_budget, hunt, launches_to_decide
-from patchkit.bench.verdict import Call, Noise, noise_of
+from patchkit.bench.stats.hunt import GiveUp, HuntReport, default_budget, hunt, launches_to_decide
+from patchkit.bench.stats.verdict import Call, Noise, noise_of
 
 
 class History:
@@ -314,7 +314,7 @@ def test_the_bisect_output_names_the_outlier_the_spread_and_the_second_step() ->
 
     from helpers import rich_off_terminal
 
-    from patchkit.bench.bisect import Measurement, bisect
+    from patchkit.bench.stats.search import Measurement, bisect
     from patchkit.commands._bench_output import show_bisect
     from patchkit.git import Commit
 

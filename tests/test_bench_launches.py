@@ -277,7 +277,7 @@ def test_help_says_how_many_launches_to_plan(capsys):
     """The --help of bench, bisect and noise plans launches; bench's factors are the verdict's own arithmetic."""
     import math
 
-    from patchkit.bench.verdict import t_critical
+    from patchkit.bench.stats.verdict import t_critical
 
     bench = " ".join(cli(capsys, "bench", "--help").out.split())
     for n in (1, 2, 3, 7):  # a 10-launch prior (9 df), 99 %: the interval's half-width in sigmas, n launches a side

@@ -184,7 +184,7 @@ def test_set_may_only_override_known_names(tmp_path):
 def test_kimi_manifest_bench_profiles_and_metrics(project_root):
     from pathlib import Path
 
-    from patchkit.bench.metrics import extract
+    from patchkit.bench.records.metrics import extract
 
     bench = load_manifest(project_root / "manifests" / "kimi-k25-eagle3.toml").bench
     assert bench is not None

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from bench_helpers import bench_table, build_history, write_bench_kit
 
-from patchkit.bench.job import JobSpec, version_problem
-from patchkit.bench.prepare import scm_version, write_scm_version_file
+from patchkit.bench.execution.job import JobSpec, version_problem
+from patchkit.bench.execution.prepare import scm_version, write_scm_version_file
 from patchkit.demo.history import HistoryBuilder
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from patchkit.bench.provenance import QUERY_FIELDS, parse_query_csv, torch_facts
+from patchkit.bench.records.provenance import QUERY_FIELDS, parse_query_csv, torch_facts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "gpu"
 

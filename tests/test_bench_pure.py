@@ -6,10 +6,10 @@ import ast
 
 import pytest
 
-from patchkit.bench.bisect import Measurement, bisect, criterion
-from patchkit.bench.compare import between, compare, pick_pair
-from patchkit.bench.hunt import hunt
-from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.records.compare import between, compare, pick_pair
+from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.stats.hunt import hunt
+from patchkit.bench.stats.search import Measurement, bisect, criterion
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.proof import PROBE_DATA_SUFFIXES, PROBE_FAMILIES, PROBE_SITE_DIR
@@ -278,8 +278,9 @@ def test_reading_records_loads_no_process_machinery():
     import sys
 
     code = (
-        "import sys, patchkit.bench.store, patchkit.bench.compare, patchkit.bench.bisect; "
-        "print(sorted(m for m in ('patchkit.bench.job', 'psutil', 'patchkit.bench.session') if m in sys.modules))"
+        "import sys, patchkit.bench.records.store, patchkit.bench.records.compare, patchkit.bench.stats.search; "
+        "print(sorted(m for m in ('patchkit.bench.execution.job', 'psutil', 'patchkit.bench.execution.session') "
+        "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -290,8 +291,8 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
     landed on and whatever host submitted them: noise stores, compare, bisect and report look up that key."""
     from pathlib import Path
 
-    from patchkit.bench.executor import SlurmOptions
-    from patchkit.bench.store import Store
+    from patchkit.bench.execution.executor import SlurmOptions
+    from patchkit.bench.records.store import Store
     from patchkit.commands.compare import noise_priors
 
     assert record(1, host={"hostname": "gpu-1"}).place == "gpu-1"
@@ -323,9 +324,9 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
     last, not announced), or the submitter interrupted while the Slurm jobs go on (what was collected)."""
     from types import SimpleNamespace
 
-    import patchkit.bench.launches as launches
-    from patchkit.bench.launches import BenchArgs, launch
-    from patchkit.bench.session import Interrupted
+    import patchkit.bench.execution.launches as launches
+    from patchkit.bench.execution.launches import BenchArgs, launch
+    from patchkit.bench.execution.session import Interrupted
 
     commits = line(3)
     stored = [record(i + 1, c.sha) for i, c in enumerate(commits)]
@@ -353,3 +354,16 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
     args = BenchArgs.take(kwargs, keep=("slots",))
     assert (args.manifests, args.sets, args.cluster.executor, args.cluster.slots) == (("m",), ("a=1",), "slurm", 2)
     assert kwargs == {"slots": 2, "json_out": True}  # what the verb itself takes is left
+
+
+def test_the_public_import_paths_of_the_search_and_the_noise_still_work():
+    """bench/ is split by job (stats, records, execution); scripts keep their import paths."""
+    from patchkit.bench import stats
+    from patchkit.bench.bisect import BisectReport, Measurement, bisect
+    from patchkit.bench.stats import search, verdict
+    from patchkit.bench.verdict import Noise, noise_of
+    from patchkit.git import Commit
+
+    assert (bisect, Measurement, BisectReport) == (search.bisect, search.Measurement, search.BisectReport)
+    assert noise_of is verdict.noise_of and Noise is verdict.Noise and stats.__doc__
+    assert Commit.__module__ == "patchkit.commit"

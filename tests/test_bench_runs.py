@@ -25,7 +25,7 @@ import pytest
 from bench_helpers import SLOW_SUBJECT, bench_table, build_history, write_bench_kit
 from helpers import patchkit_script, run_cli
 
-from patchkit.bench.job import port_is_free
+from patchkit.bench.execution.job import port_is_free
 
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
@@ -370,7 +370,7 @@ def test_sigterm_ignored_gets_sigkill(capsys, history, tmp_path, store):
 
 
 def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_path):
-    from patchkit.bench.session import Session
+    from patchkit.bench.execution.session import Session
     from patchkit.git import Repo
     from patchkit.manifest import load_manifest
 

@@ -259,7 +259,7 @@ def test_a_rerun_while_the_jobs_still_run_leaves_their_trees_alone(
 ) -> None:
     """With 10-30 minute launches the re-run after a lost submitter meets jobs still running: it must not
     prepare their worktrees again (the probe inside each job refuses a loaded file changed since)."""
-    import patchkit.bench.session as session_module
+    import patchkit.bench.execution.session as session_module
 
     store = shared.parent / "bench.sqlite"
     command = argv(

@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
-from patchkit.bench.record import RunRecord
-from patchkit.bench.store import MIGRATIONS, SCHEMA_VERSION, Store
-from patchkit.bench.verdict import Noise
+from patchkit.bench.records.record import RunRecord
+from patchkit.bench.records.store import MIGRATIONS, SCHEMA_VERSION, Store
+from patchkit.bench.stats.verdict import Noise
 from patchkit.errors import RepoError, UsageError
 
 
@@ -134,7 +134,7 @@ def test_refuses_a_newer_schema(tmp_path):
 
 def test_a_metric_row_has_each_sides_stats_and_no_second_verdict():
     """The old rule over client runs ('significant') is gone from compare: the verdict over launches is the one."""
-    from patchkit.bench.compare import metric_deltas
+    from patchkit.bench.records.compare import metric_deltas
 
     ra = record(samples={"output_tok_s": [94.0, 95.0, 96.0]}, missing=[])
     rb = record(samples={"output_tok_s": [84.0, 85.0, 86.0]}, missing=[])
@@ -144,7 +144,7 @@ def test_a_metric_row_has_each_sides_stats_and_no_second_verdict():
 
 
 def test_provenance_diff_names_gpu_env_and_version_changes():
-    from patchkit.bench.compare import compare
+    from patchkit.bench.records.compare import compare
 
     sha = "c" * 40
     gpu = {"index": 0, "pstate": "P0", "pcie_width": 16, "sm_clock_mhz": 1980}

@@ -1,4 +1,5 @@
-"""The three-way verdict on per-launch values (patchkit.bench.verdict), and one side's level, on simulated launches."""
+"""The three-way verdict on per-launch values (patchkit.bench.stats.verdict), and one side's level,
+on simulated launches."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import pytest
 from scipy import stats
 
-from patchkit.bench.verdict import (
+from patchkit.bench.stats.verdict import (
     Call,
     Noise,
     judge,

@@ -1,4 +1,4 @@
-"""patchkit.bench.executor with trivial picklable functions: in-process, and on the real test Slurm.
+"""patchkit.bench.execution.executor with trivial picklable functions: in-process, and on the real test Slurm.
 
 The Slurm tests use functions of the standard library (``subprocess.getoutput``,
 ``time.sleep``) and ``executor.job_facts``, so what they prove is the
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from slurm_cluster import SlurmCluster
 
-from patchkit.bench.executor import (
+from patchkit.bench.execution.executor import (
     LocalExecutor,
     SlurmExecutor,
     SlurmOptions,
@@ -28,7 +28,7 @@ from patchkit.bench.executor import (
     scancel,
     slurm_states,
 )
-from patchkit.bench.store import Store
+from patchkit.bench.records.store import Store
 from patchkit.errors import UsageError
 
 
@@ -123,8 +123,8 @@ sys.exit(1)
 SUBMITTER = """
 import subprocess, sys
 from pathlib import Path
-from patchkit.bench.executor import SlurmExecutor, SlurmOptions, Task
-from patchkit.bench.store import Store
+from patchkit.bench.execution.executor import SlurmExecutor, SlurmOptions, Task
+from patchkit.bench.records.store import Store
 shared = Path(sys.argv[1])
 with Store(shared / "bench.sqlite") as store:
     executor = SlurmExecutor(SlurmOptions(shared_dir=shared, slots=2, timeout_min=5), poll_s=0.5)
@@ -188,7 +188,7 @@ def slurm_kit(tmp_path: Path, slurm: dict[str, object] | None) -> Path:
 
 
 def test_bench_slurm_table_gives_defaults_and_the_command_line_wins(tmp_path: Path) -> None:
-    from patchkit.bench.cluster import gpus_for, slurm_options
+    from patchkit.bench.execution.cluster import gpus_for, slurm_options
     from patchkit.manifest import load_manifest
 
     shared = tmp_path / "shared"
@@ -268,7 +268,7 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
     what the submission row kept (values, run directory) is what a lost job's record is made of."""
     from types import SimpleNamespace
 
-    from patchkit.bench.cluster import submitted_launch
+    from patchkit.bench.execution.cluster import submitted_launch
     from patchkit.git import Commit
 
     commit = Commit(sha="a" * 40, parents=(), author="a", date="2026-01-01T00:00:00+00:00", subject="s")
@@ -280,7 +280,7 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
 
 
 def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None:
-    from patchkit.bench.executor import raised_reason
+    from patchkit.bench.execution.executor import raised_reason
 
     text = (
         "Job (task=0) failed during processing with trace:\n----------------------\nTraceback (most recent call "

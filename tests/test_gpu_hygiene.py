@@ -12,8 +12,8 @@ import pytest
 from bench_helpers import build_history, write_bench_kit
 from helpers import run_cli
 
-from patchkit.bench.hygiene import differences, problems, snapshot_from
-from patchkit.bench.provenance import parse_query_csv
+from patchkit.bench.records.hygiene import differences, problems, snapshot_from
+from patchkit.bench.records.provenance import parse_query_csv
 
 GPU = Path(__file__).resolve().parent / "fixtures" / "gpu"
 BASE = (GPU / "nvsmi_query.csv").read_text()

@@ -35,7 +35,7 @@ from helpers import (
 from test_bench_store import record
 from test_guard import make_venv
 
-from patchkit.bench.store import Store
+from patchkit.bench.records.store import Store
 from patchkit.errors import UnwritableError
 
 # -- 1. import-diff on something that is not a text patch -------------------------------------
@@ -388,8 +388,9 @@ def test_a_store_directory_the_user_may_not_write_is_a_refusal_naming_permission
     state.chmod(0o555)
     drop = "-dac_override,-dac_read_search"
     opening = (  # what bench, noise and bisect do first; runs, which only reads, makes nothing
-        "import sys\nfrom pathlib import Path\nfrom patchkit.bench.store import Store\nfrom patchkit.errors import "
-        "UnwritableError\ntry:\n    Store(Path(sys.argv[1]))\nexcept UnwritableError as exc:\n"
+        "import sys\nfrom pathlib import Path\nfrom patchkit.bench.records.store import Store\n"
+        "from patchkit.errors import UnwritableError\ntry:\n    Store(Path(sys.argv[1]))\n"
+        "except UnwritableError as exc:\n"
         "    print(exc.one_line(), file=sys.stderr)\n    sys.exit(exc.exit_code)\n"
     )
     unprivileged = ["setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}", "--"]

@@ -26,7 +26,7 @@ import pytest
 from helpers import run_script
 from report_helpers import RANGES, DemoBench, LongHistory, demo_bench, embedded, long_history
 
-from patchkit.bench.verdict import level
+from patchkit.bench.stats.verdict import level
 
 MAX_BYTES = 5_000_000
 

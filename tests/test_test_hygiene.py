@@ -18,8 +18,8 @@ def private_imports(source: str) -> list[str]:
 
 
 def test_the_check_sees_a_private_import():
-    assert private_imports("from patchkit.bench.verdict import _t, judge\n") == [
-        "from patchkit.bench.verdict import _t"
+    assert private_imports("from patchkit.bench.stats.verdict import _t, judge\n") == [
+        "from patchkit.bench.stats.verdict import _t"
     ]
     assert private_imports("from os import _exit\nfrom patchkit import errors\n") == []
 

@@ -2,7 +2,7 @@
 
 One tree per state a user meets (unpatched, patched, edited after patching,
 interrupted, out of date), each judged three ways: ``status --json``,
-``guard --json``, and ``patchkit.bench.prepare.guard_tree`` (what ``patchkit
+``guard --json``, and ``patchkit.bench.execution.prepare.guard_tree`` (what ``patchkit
 bench`` refuses through, on its prepared worktree).  Agreement means: bench
 refuses exactly when the guard fails, naming the same checks; a tree status
 calls incomplete never passes the guard; and each thing status flags (edited,
@@ -18,7 +18,7 @@ import pytest
 from helpers import make_repo, run_cli, run_killed
 from histories import MODEL_V1, edit_payload, write_manifest
 
-from patchkit.bench.prepare import guard_tree
+from patchkit.bench.execution.prepare import guard_tree
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
 

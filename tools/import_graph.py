@@ -1,13 +1,19 @@
 """Print patchkit's module import graph and check its shape; exit status 1 on any violation.
 
-Reads the source with ast.  Three rules:
+Reads the source with ast.  Four rules:
 
 1. No package-level two-way cycle (imports under ``if TYPE_CHECKING:`` count
    too: a cycle there still ties the packages together).
 2. No arrow back up: the lower layers (``sources/``, ``manifest/``,
-   ``guard/``) never import the layers built on them.
+   ``guard/``) never import the layers built on them; nothing but the CLI
+   imports ``commands/``; inside ``bench/``, the statistics (``stats/``)
+   import neither ``records/`` nor ``execution/``, and ``records/`` does not
+   import ``execution/``.
 3. A function-local import only at a named cold boundary (``BOUNDARIES``):
    anywhere else it hides a dependency, so it goes to the top of the module.
+4. The statistics stay pure: no module that ``bench/stats/`` loads (its own
+   imports and theirs, through patchkit) imports a process, a database or a
+   scheduler (``PURE_FORBIDS``).
 
     python tools/import_graph.py [--quiet]
 """
@@ -32,8 +38,28 @@ UPWARD = {
         "patchkit.cli",
     ),
     "patchkit.guard": ("patchkit.commands", "patchkit.bench", "patchkit.cli"),
+    # Only the CLI reads the verbs: the engine, the bench and every library part return values to them.
+    **dict.fromkeys(
+        (
+            "patchkit.engine",
+            "patchkit.bench",
+            "patchkit.capture",
+            "patchkit.port",
+            "patchkit.proof",
+            "patchkit.report",
+            "patchkit.operations",
+            "patchkit.demo",
+        ),
+        ("patchkit.commands", "patchkit.cli"),
+    ),
+    "patchkit.bench.stats": ("patchkit.bench.records", "patchkit.bench.execution", "patchkit.git"),
+    "patchkit.bench.records": ("patchkit.bench.execution",),
 }
 """package -> the packages above it, which it must not import."""
+
+PURE = "patchkit.bench.stats"
+PURE_FORBIDS = ("subprocess", "psutil", "sqlite3", "submitit", "multiprocessing")
+"""What nothing the statistics load may import: they are functions of numbers, tested by calling them."""
 
 # (importing module or package, imported module or package, why the import waits): a prefix matches
 # itself and everything under it; "*" is any patchkit module; "PACKAGE.__init__" names that package's
@@ -58,7 +84,7 @@ BOUNDARIES = (
     ("*", "libcst", "libcst: only what edits a file parses with it; an analysis never does"),
     ("*", "rich", "rich: only what prints a table for a person"),
     ("*", "scipy", "scipy: only a comparison of bench runs"),
-    ("*", "patchkit.bench.verdict", "the launch verdict loads scipy: only where a comparison is made"),
+    ("*", "patchkit.bench.stats.verdict", "the launch verdict loads scipy: only where a comparison is made"),
     ("*", "plotext", "plotext: only `runs --plot`"),
     ("*", "submitit", "submitit: only `--executor slurm`"),
     ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),
@@ -125,11 +151,68 @@ def imported(node: ast.Import | ast.ImportFrom) -> list[str]:
 
 
 def imports(tree: ast.Module) -> set[str]:
+    return {name for name in all_imports(tree) if name.startswith("patchkit")}
+
+
+def all_imports(tree: ast.Module) -> set[str]:
+    """Every module ``tree`` imports, patchkit's and others' (``from a.b import c``: ``a.b``)."""
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.update(name for name in imported(node) if name.startswith("patchkit"))
+            found.update(imported(node))
     return found
+
+
+def load_time_imports(tree: ast.Module) -> set[str]:
+    """What importing the module runs: its imports outside functions and ``if TYPE_CHECKING:`` blocks."""
+    found: set[str] = set()
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.update(imported(node))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                visit(node.orelse)
+            else:
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    visit([n for n in getattr(node, field, []) if isinstance(n, ast.stmt)])
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(tree.body)
+    return found
+
+
+def loaded(start: str, graph: dict[str, set[str]]) -> set[str]:
+    """The patchkit modules importing ``start`` loads (``graph``: load-time imports): its imports, theirs,
+    and their packages' ``__init__``."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        parts = mod.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        todo.extend(dep for dep in graph.get(mod, ()) if dep in graph)
+    return seen & set(graph)
+
+
+def impure(trees: dict[str, tuple[Path, ast.Module]], graph: dict[str, set[str]]) -> list[str]:
+    """``stats module -> via module -> forbidden import`` for every way the statistics reach a process."""
+    at_load = {mod: load_time_imports(tree) for mod, (_path, tree) in trees.items()}
+    out = []
+    for mod in sorted(m for m in graph if under(m, PURE)):
+        for via in sorted(loaded(mod, at_load)):
+            out.extend(
+                f"{mod} -> {via} -> {name}"
+                for name in sorted(at_load[via])
+                if any(name == bad or name.startswith(bad + ".") for bad in PURE_FORBIDS)
+            )
+    return out
 
 
 def local_imports(tree: ast.Module) -> list[tuple[int, str]]:
@@ -200,11 +283,15 @@ def main(argv: list[str]) -> int:
                 unnamed.append(f"{path.relative_to(ROOT.parent)}:{line}: {name}")
     for where in unnamed:
         print(f"LOCAL IMPORT outside a named cold boundary: {where}")
+    dirty = impure(trees, graph)
+    for where in dirty:
+        print(f"IMPURE STATISTICS: {where}")
     print(
         f"{len(cycles)} package-level two-way cycle(s), {len(upward)} upward import(s), "
-        f"{len(unnamed)} function-local import(s) outside a named boundary"
+        f"{len(unnamed)} function-local import(s) outside a named boundary, "
+        f"{len(dirty)} impure import(s) under {PURE}"
     )
-    return 1 if cycles or upward or unnamed else 0
+    return 1 if cycles or upward or unnamed or dirty else 0
 
 
 if __name__ == "__main__":

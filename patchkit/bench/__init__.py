@@ -1,29 +1,24 @@
-"""Benchmarking patched trees: ``patchkit bench``, ``runs``, ``compare`` and ``bisect`` build on this.
+"""Benchmarking patched trees: ``patchkit bench``, ``noise``, ``runs``, ``compare`` and ``bisect`` build on this.
 
-* ``prepare``: a worktree per commit, every manifest applied, the guard, the
-  setuptools-scm version file.
-* ``job``: the unit of work, ``run_job(JobSpec) -> RunRecord``: start the
-  server in its own process group, wait for health, prove it runs this tree
-  with this environment, run the client, extract metrics, stop everything.
-* ``metrics``: reading numbers out of one run; ``provenance``: host,
-  interpreter, torch and GPU facts.
-* ``record``: ``RunRecord`` and ``Outcome``, the values everything else
-  passes around; ``store``: the SQLite store of records.
-* ``compare`` and ``bisect`` (with ``hunt`` and ``verdict``): pure functions over records and measurements.
-* ``session``: prepare + job + store, what ``bench``, ``noise`` and ``bisect`` drive; ``executor`` and
-  ``cluster``: the same launches as Slurm jobs.
-* ``launches``: what the three verbs share: their options (``BenchArgs``), the session they open, and the
-  launch loop, local or Slurm; ``bisecting``: a bisect in a session; ``aa``: the A/A report of ``noise``.
+Three sub-packages, one job each, so that the folder shows where "how a launch runs" ends and
+"how a verdict is reached" begins:
 
-Layers, bottom up: ``record`` (and ``metrics``) < ``store``, ``compare``,
-``bisect`` < ``provenance``, ``job`` < ``prepare`` < ``session`` < ``cluster`` <
-``launches`` < ``bisecting``; nothing here imports ``patchkit.commands``.  The
-verbs live in ``patchkit.commands``.
+* ``stats``: pure statistics and search over launch values (``spread``, ``verdict``, ``hunt``,
+  ``search``, ``plan``, ``outcome``), each returning a frozen report.  They import nothing from
+  the other two, nor any process, database or scheduler: a test calls them with numbers.
+* ``records``: what a launch leaves behind and reading it (``record``, ``metrics``,
+  ``provenance``, ``store``, ``runview``, ``hygiene``, ``compare``, ``aa``).  Built on ``stats``.
+* ``execution``: how a launch runs (``executor``, ``cluster``, ``job``, ``prepare``,
+  ``session``, ``launches``, ``bisecting``, ``smi``).  Built on both.
 
-The package itself imports nothing, so that reading records (``record``,
-``store``, ``compare``) never loads the job's process machinery: import
-``RunRecord`` and ``Outcome`` from ``patchkit.bench.record``, ``JobSpec`` and
-``run_job`` from ``patchkit.bench.job``.
+Layers, bottom up: ``stats`` < ``records`` < ``execution``; nothing here imports
+``patchkit.commands`` (``tools/import_graph.py`` checks all three).  The verbs live in
+``patchkit.commands``.
+
+The package itself imports nothing, so that reading records never loads the job's process
+machinery.  Two thin modules keep the public import paths of the search and the noise:
+``patchkit.bench.bisect`` (``bisect``, ``Measurement``, ``BisectReport``) and
+``patchkit.bench.verdict`` (``noise_of``).
 """
 
 from __future__ import annotations

@@ -21,15 +21,15 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from patchkit.bench.bisect import BisectReport, Step
-    from patchkit.bench.bisecting import BisectPlan
-    from patchkit.bench.compare import Comparison
+    from patchkit.bench.execution.bisecting import BisectPlan
+    from patchkit.bench.records.compare import Comparison
+    from patchkit.bench.stats.search import BisectReport, Step
     from patchkit.git import Commit
 
 NOT_PROVEN = "not proven"  # a run's proof state (patchkit.proof.runproof.NOT_PROVEN)

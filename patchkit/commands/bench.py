@@ -2,7 +2,7 @@
 
 For each commit: a worktree (reused), every ``-m`` manifest applied, the
 guard; a refused commit gets a ``refused`` record and nothing starts.  Then,
-per profile, ``--launches N`` jobs (``patchkit.bench.job.run_job``): N server
+per profile, ``--launches N`` jobs (``patchkit.bench.execution.job.run_job``): N server
 starts, each with its ``warmup + repeat`` client runs, interleaved round-robin
 across the commits unless ``--no-interleave`` (``launch_order``); the worktree
 is prepared once per commit.  The table has one row
@@ -13,7 +13,7 @@ run in progress as ``interrupted`` and ends with 130.
 ``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
 submitted as one array after the refused commits are stored; the records come
 back in the same order, and Ctrl-C stops only the waiting.  The launches
-themselves, local or Slurm, are ``patchkit.bench.launches.launch``.
+themselves, local or Slurm, are ``patchkit.bench.execution.launches.launch``.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from patchkit.bench.hygiene import NO_GPU_FACTS
-from patchkit.bench.hygiene import report as gpu_report
-from patchkit.bench.launches import BenchArgs, launch, launch_order, measuring, open_bench
-from patchkit.bench.record import Outcome
+from patchkit.bench.execution.launches import BenchArgs, launch, launch_order, measuring, open_bench
+from patchkit.bench.records.hygiene import NO_GPU_FACTS
+from patchkit.bench.records.hygiene import report as gpu_report
+from patchkit.bench.records.record import Outcome
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     explain_lines,

@@ -1,14 +1,14 @@
 """`patchkit bisect`: the first commit on the first-parent line from GOOD to BAD where a metric is bad.
 
-Everything is checked before the first launch (``patchkit.bench.bisecting.plan_bisect``):
+Everything is checked before the first launch (``patchkit.bench.execution.bisecting.plan_bisect``):
 the line (``Repo.commit_range``), every manifest at all of its commits from
 the blobs (``check_range``, no checkout: a commit where a required patch
 FAILs is skipped, never prepared nor benchmarked), where the launches run and
 the noise prior there.  ``BisectPlan.run`` hands the search to
-``patchkit.bench.bisect.bisect`` with a measure that benchmarks one commit in
+``patchkit.bench.stats.search.bisect`` with a measure that benchmarks one commit in
 the session (every run is stored).
 
-The search is noise-aware (``patchkit.bench.hunt``): launches are the
+The search is noise-aware (``patchkit.bench.stats.hunt``): launches are the
 replicates, a probed commit gets more launches (interleaved with GOOD's and
 BAD's) while the data cannot tell which side it is on, up to
 ``--max-launches``; the answer is a first bad commit with the evidence, or a
@@ -21,7 +21,7 @@ job array, ``bench.cluster.ScheduledRounds``; without ``--slots``,
 
 ``--budget N`` caps the launches of the whole search (default
 ``hunt.default_budget``); ``--dry-run`` checks everything, launches nothing
-and says what the hunt would likely cost (``patchkit.bench.plan``, the hunt
+and says what the hunt would likely cost (``patchkit.bench.stats.plan``, the hunt
 simulated at the prior's spread).
 
 Optional criteria, judged on the launches of GOOD and BAD: ``--min X``
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from patchkit.bench.bisecting import BisectPlan, Rule, check_ends, check_slots, plan_bisect, plan_costs
-from patchkit.bench.launches import BenchArgs, measuring, open_bench
-from patchkit.bench.session import Interrupted
+from patchkit.bench.execution.bisecting import BisectPlan, Rule, check_ends, check_slots, plan_bisect, plan_costs
+from patchkit.bench.execution.launches import BenchArgs, measuring, open_bench
+from patchkit.bench.execution.session import Interrupted
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     bisect_header,

@@ -1,6 +1,6 @@
 """`patchkit compare RUN_A RUN_B` (or `--commit A --commit B`): metrics side by side, then what changed.
 
-The comparison itself is ``patchkit.bench.compare.compare`` (pure); this verb
+The comparison itself is ``patchkit.bench.records.compare.compare`` (pure); this verb
 picks the two runs (``pick_pair``: the latest ``ok`` run of each commit with
 a common profile), takes each one's launches (the runs of its series, commit
 and profile), the noise priors stored where each side ran (``RunRecord.place``:
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.compare import Between, between, pick_pair
-from patchkit.bench.compare import compare as compare_runs
-from patchkit.bench.hygiene import NO_GPU_FACTS, differences, side_warnings
-from patchkit.bench.record import RunRecord
-from patchkit.bench.session import open_store
-from patchkit.bench.store import Store
-from patchkit.bench.verdict import Noise
+from patchkit.bench.execution.session import open_store
+from patchkit.bench.records.compare import Between, between, pick_pair
+from patchkit.bench.records.compare import compare as compare_runs
+from patchkit.bench.records.hygiene import NO_GPU_FACTS, differences, side_warnings
+from patchkit.bench.records.record import RunRecord
+from patchkit.bench.records.store import Store
+from patchkit.bench.stats.verdict import Noise
 from patchkit.commands._bench_output import say, show_comparison
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
@@ -71,7 +71,7 @@ def compare(
 
 
 def gpu_warnings(side_a: Sequence[RunRecord], side_b: Sequence[RunRecord]) -> dict[str, Any]:
-    """GPU hygiene of the two sides (bench/hygiene.py): each launch's problems, and what differs between the
+    """GPU hygiene of the two sides (bench/records/hygiene.py): each launch's problems, and what differs between the
     sides' first launches; ``facts`` False when neither side has nvidia-smi's answers."""
     first_a = next((r for r in side_a if r.gpu_hygiene is not None), None)
     first_b = next((r for r in side_b if r.gpu_hygiene is not None), None)

@@ -24,7 +24,7 @@ from typing import IO, cast
 
 from rich.console import Console
 
-from patchkit.bench.launches import BenchArgs
+from patchkit.bench.execution.launches import BenchArgs
 from patchkit.commands import apply as apply_cmd
 from patchkit.commands import check as check_cmd
 from patchkit.commands.bench import bench as bench_cmd

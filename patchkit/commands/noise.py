@@ -2,9 +2,9 @@
 
 One commit is benchmarked ``--launches N`` times (N server starts, each with
 its ``warmup + repeat`` client runs), interleaved across the profiles, by the
-launch loop ``bench`` uses (``patchkit.bench.launches.launch``: in this
+launch loop ``bench`` uses (``patchkit.bench.execution.launches.launch``: in this
 process, or each launch a Slurm job).  The report per profile and metric is
-``patchkit.bench.aa``'s: each launch's value, their spread (``verdict.noise_of``)
+``patchkit.bench.records.aa``'s: each launch's value, their spread (``verdict.noise_of``)
 and the odd-against-even A/A check; the spreads that pass are stored for the
 profile and where the launches ran (``cluster.prior_place``: this host, or
 the Slurm partition and constraint, never one node of it) in the store's
@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.aa import keep_priors
-from patchkit.bench.cluster import prior_place
-from patchkit.bench.launches import BenchArgs, launch, measuring, open_bench
-from patchkit.bench.plan import plan_hunt
-from patchkit.bench.record import Outcome
+from patchkit.bench.execution.cluster import prior_place
+from patchkit.bench.execution.launches import BenchArgs, launch, measuring, open_bench
+from patchkit.bench.records.aa import keep_priors
+from patchkit.bench.records.record import Outcome
+from patchkit.bench.stats.plan import plan_hunt
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     explain_lines,

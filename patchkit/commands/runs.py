@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.executor import slurm_states
-from patchkit.bench.session import open_store
+from patchkit.bench.execution.executor import slurm_states
+from patchkit.bench.execution.session import open_store
 from patchkit.commands._bench_output import pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo

@@ -1,6 +1,6 @@
 """`patchkit show RUN`: one stored run, whole, for a person (or, with --json, a tool).
 
-The view is ``patchkit.bench.runview`` (plain data); this verb prints it:
+The view is ``patchkit.bench.records.runview`` (plain data); this verb prints it:
 the header first (what ran, how it ended, whether the patches were in, the
 proof's verdict), then each section as a short heading line and a table.
 Sections are chosen with their flags (``--processes``, ``--files``, ``--env``,
@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.runview import SECTIONS, RunView, run_view
-from patchkit.bench.session import open_store
+from patchkit.bench.execution.session import open_store
+from patchkit.bench.records.runview import SECTIONS, RunView, run_view
 from patchkit.commands._bench_output import fmt, outcome_cell, say, show_table
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
@@ -339,7 +339,7 @@ def show_gpus(console: Console, data: Mapping[str, Any]) -> None:
 
 
 def show_hygiene(console: Console, data: Mapping[str, Any]) -> None:
-    """The launch's GPUs at its start and end (bench/hygiene.py), and what made them dirty."""
+    """The launch's GPUs at its start and end (bench/records/hygiene.py), and what made them dirty."""
     hygiene = data.get("hygiene")
     if not hygiene:
         return

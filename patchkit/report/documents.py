@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.record import RunRecord
-from patchkit.bench.session import open_store
-from patchkit.bench.spread import Noise
+from patchkit.bench.execution.session import open_store
+from patchkit.bench.records.record import RunRecord
+from patchkit.bench.stats.spread import Noise
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Repo
 

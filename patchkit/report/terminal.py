@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rich.console import Console
 
-from patchkit.bench.record import Outcome, RunRecord
+from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.errors import ExitCode, PatchkitError, UsageError
 from patchkit.git import Repo
 from patchkit.report.documents import StoredRuns

@@ -1,6 +1,6 @@
 """Levels and verdicts along the commit axis, per metric and profile.
 
-A server launch is the unit of variance (``patchkit/bench/verdict.py``): the
+A server launch is the unit of variance (``patchkit/bench/stats/verdict.py``): the
 launches of a commit are its ``ok`` runs, each one started server, and a
 launch's value is that run's median over its measured client runs.  Each
 benchmarked commit gets its level: the median of its launch values, and the
@@ -26,8 +26,8 @@ from itertools import pairwise
 from statistics import median
 from typing import Any
 
-from patchkit.bench.record import Outcome, RunRecord
-from patchkit.bench.spread import Noise
+from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.stats.spread import Noise
 
 THRESHOLD = 0.05
 
@@ -93,7 +93,7 @@ def verdicts_document(
     judgeable = [p for p in pairs if p["noise"] is not None or min(map(len, p["_values"])) >= 2]
     measurable = [lv for lv in levels if lv["noise"] is not None or len(lv["launches"]) >= 2]
     if judgeable or measurable:
-        from patchkit.bench.verdict import Noise, judge, level  # scipy: only when a verdict can be reached
+        from patchkit.bench.stats.verdict import Noise, judge, level  # scipy: only when a verdict can be reached
 
         def spread(found: Mapping[str, Any] | None) -> Noise | None:
             return None if found is None else Noise(float(found["sigma"]), int(found["df"]))

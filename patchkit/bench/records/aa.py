@@ -22,10 +22,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from patchkit.bench.compare import launch_values
-from patchkit.bench.record import Outcome, RunRecord
-from patchkit.bench.store import Store
-from patchkit.bench.verdict import Call, gpu_label, judge, noise_of, outliers
+from patchkit.bench.records.compare import launch_values
+from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.store import Store
+from patchkit.bench.stats.verdict import Call, gpu_label, judge, noise_of, outliers
 
 
 def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[str, Any]]:

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import paths
-from patchkit.bench.record import Outcome, RunRecord
-from patchkit.bench.spread import Noise
+from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.stats.spread import Noise
 from patchkit.errors import WRITE_ERRNOS, RepoError, UnwritableError, UsageError
 from patchkit.redact import redact_env
 

@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from patchkit.bench.record import Outcome, PatchState, RunRecord, patch_state
-from patchkit.bench.verdict import Noise, Verdict, judge
+from patchkit.bench.records.record import Outcome, PatchState, RunRecord, patch_state
+from patchkit.bench.stats.verdict import Noise, Verdict, judge
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.proof.compare import proof_changes

@@ -86,7 +86,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import special, stats
 
-from patchkit.bench.verdict import Call, Noise, Verdict, judge, resolution_floor
+from patchkit.bench.stats.verdict import Call, Noise, Verdict, judge, resolution_floor
 from patchkit.render import plural
 
 

@@ -25,27 +25,13 @@ from datetime import UTC, datetime
 from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
-from patchkit.bench.metrics import summary
+from patchkit.bench.records.metrics import summary
+from patchkit.bench.stats.outcome import Outcome
 from patchkit.git import Commit
 from patchkit.redact import redact_env, scrub, secret_values
 from patchkit.results import Reason, Status
 
 E = TypeVar("E", bound=Enum)
-
-
-class Outcome(StrEnum):
-    """How a run ended.  Only ``ok`` runs have numbers that compare and bisect may use."""
-
-    OK = "ok"
-    REFUSED = "refused"  # nothing started: patches, guard, port, version or env check said no
-    SERVER_FAILED = "server-failed"
-    CLIENT_FAILED = "client-failed"
-    METRIC_MISSING = "metric-missing"
-    INTERRUPTED = "interrupted"  # Ctrl-C or SIGTERM: what was measured so far, and the logs
-
-    @property
-    def usable(self) -> bool:
-        return self is Outcome.OK
 
 
 class PatchState(StrEnum):

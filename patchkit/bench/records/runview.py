@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.hygiene import problems
-from patchkit.bench.record import RunRecord
+from patchkit.bench.records.hygiene import problems
+from patchkit.bench.records.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
 
 SECTIONS = ("processes", "files", "env", "nccl", "gpus", "clients")

@@ -20,6 +20,9 @@ extra fields here, and the compute processes.  Every value nvidia-smi does not
 give is None, and None never counts as a difference or a problem: hygiene
 only says what it knows.
 
+The queries themselves run in ``execution.smi`` (``snapshot``); this module reads what they
+answered, and what a stored record's snapshots say.
+
 ``problems`` names a dirty GPU ("GPU 3 had another process, pid 812 (python3),
 14.0 GiB, at the start of launch 2"), uncorrected ECC errors, persistence
 mode off; ``differences`` names what differs between two sides' GPUs (power
@@ -28,11 +31,10 @@ limit, locked clocks, ...).  ``bench``, ``compare`` and ``show`` print them.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from patchkit.bench.provenance import parse_query_csv, run_quiet
+from patchkit.bench.records.provenance import parse_query_csv
 
 EXTRA_FIELDS = (
     "index",
@@ -123,16 +125,6 @@ def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps
     uuids = {g["uuid"]: g["index"] for g in gpus}
     apps = [{**a, "gpu": uuids.get(a.get("gpu_uuid"))} for a in parse_apps(apps_csv or "")]
     return {"gpus": gpus, "apps": apps, "apps_known": apps_csv is not None}
-
-
-def snapshot(base: Sequence[Mapping[str, Any]] | None, timeout: float = 20.0) -> dict[str, Any] | None:
-    """Ask nvidia-smi now (None without it, or when its base query gave nothing)."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None or base is None:
-        return None
-    extra = run_quiet([exe, f"--query-gpu={','.join(EXTRA_FIELDS)}", "--format=csv"], timeout=timeout)
-    apps = run_quiet([exe, f"--query-compute-apps={','.join(APPS_FIELDS)}", "--format=csv"], timeout=timeout)
-    return snapshot_from(base, extra, apps)
 
 
 def problems(hygiene: Mapping[str, Any] | None, launch: int) -> list[str]:

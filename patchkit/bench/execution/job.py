@@ -1,7 +1,7 @@
 """One benchmark run: ``run_job(JobSpec) -> RunRecord``, a plain function with no global state.
 
 The tree is already prepared (patched, guarded, version file written) when a
-job starts: the guard (``patchkit.bench.prepare``) has checked that the
+job starts: the guard (``patchkit.bench.execution.prepare``) has checked that the
 ``import_check`` modules import from the tree.  The job owns everything that
 has a process:
 
@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from patchkit.bench.hygiene import snapshot as hygiene_snapshot
-from patchkit.bench.metrics import extract
-from patchkit.bench.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
-from patchkit.bench.record import Outcome, RunRecord, now
+from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
+from patchkit.bench.records.metrics import extract
+from patchkit.bench.records.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
+from patchkit.bench.records.record import Outcome, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof import probe_env

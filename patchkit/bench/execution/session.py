@@ -23,11 +23,11 @@ from types import FrameType
 from typing import Any
 
 from patchkit import paths
-from patchkit.bench.job import JobSpec, run_job
-from patchkit.bench.prepare import Prepared, prepare_commit, worktree_root
-from patchkit.bench.provenance import host_facts
-from patchkit.bench.record import Outcome, RunRecord, now
-from patchkit.bench.store import Store, default_path
+from patchkit.bench.execution.job import JobSpec, run_job
+from patchkit.bench.execution.prepare import Prepared, prepare_commit, worktree_root
+from patchkit.bench.records.provenance import host_facts
+from patchkit.bench.records.record import Outcome, RunRecord, now
+from patchkit.bench.records.store import Store, default_path
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from patchkit.bench.executor import (
+from patchkit.bench.execution.executor import (
     SIGNAL_DELAY_S,
     Finished,
     SlurmExecutor,
@@ -40,10 +40,10 @@ from patchkit.bench.executor import (
     check_shared_dir,
     job_facts,
 )
-from patchkit.bench.job import JobSpec, run_job
-from patchkit.bench.provenance import host_facts
-from patchkit.bench.record import Outcome, RunRecord
-from patchkit.bench.session import Session, unstarted_record
+from patchkit.bench.execution.job import JobSpec, run_job
+from patchkit.bench.execution.session import Session, unstarted_record
+from patchkit.bench.records.provenance import host_facts
+from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig

@@ -24,10 +24,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
-from patchkit.bench.executor import SlurmExecutor
-from patchkit.bench.record import RunRecord
-from patchkit.bench.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
+from patchkit.bench.execution.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
+from patchkit.bench.execution.executor import SlurmExecutor
+from patchkit.bench.execution.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
+from patchkit.bench.records.record import RunRecord
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
 

@@ -10,7 +10,7 @@ slots: the command line over ``[bench.slurm]``) and the noise prior of that
 place, profile and metric.
 
 ``BisectPlan.run(on_step, note)`` hands the line to the pure search
-(``patchkit.bench.bisect.bisect``) with a measure that launches a commit in
+(``patchkit.bench.stats.search.bisect``) with a measure that launches a commit in
 the session (every run stored) or, on Slurm, a round of commits as one job
 array (``ScheduledRounds``: a re-run of a killed bisect reads its rounds
 back).  ``BisectPlan.document(report)`` is the ``bisect --json`` object.
@@ -22,18 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from patchkit.bench.bisect import BisectReport, IsBad, Measurement, Step, criterion
-from patchkit.bench.bisect import bisect as search
-from patchkit.bench.cluster import ScheduledRounds, prior_place
-from patchkit.bench.executor import SlurmExecutor
-from patchkit.bench.hunt import default_budget
-from patchkit.bench.launches import BenchArgs, Opened
-from patchkit.bench.plan import HuntPlan, plan_hunt
-from patchkit.bench.prepare import unpatchable_commits
-from patchkit.bench.provenance import gpu_facts
-from patchkit.bench.record import RunRecord
-from patchkit.bench.session import Session
-from patchkit.bench.verdict import Noise, gpu_label
+from patchkit.bench.execution.cluster import ScheduledRounds, prior_place
+from patchkit.bench.execution.executor import SlurmExecutor
+from patchkit.bench.execution.launches import BenchArgs, Opened
+from patchkit.bench.execution.prepare import unpatchable_commits
+from patchkit.bench.execution.session import Session
+from patchkit.bench.records.provenance import gpu_facts
+from patchkit.bench.records.record import RunRecord
+from patchkit.bench.stats.hunt import default_budget
+from patchkit.bench.stats.plan import HuntPlan, plan_hunt
+from patchkit.bench.stats.search import BisectReport, IsBad, Measurement, Step, criterion
+from patchkit.bench.stats.search import bisect as search
+from patchkit.bench.stats.verdict import Noise, gpu_label
 from patchkit.errors import UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest.bench import Metric

@@ -20,8 +20,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from patchkit.bench.hunt import Value, default_budget, hunt, launches_to_decide
-from patchkit.bench.verdict import Noise
+from patchkit.bench.stats.hunt import Value, default_budget, hunt, launches_to_decide
+from patchkit.bench.stats.verdict import Noise
 
 SEEDS = 60  # simulated hunts per plan: about a second at 64 commits
 

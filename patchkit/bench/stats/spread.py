@@ -2,7 +2,7 @@
 
 Its own module, free of scipy: the store returns priors (``Store.noise``), and
 the verbs that only list runs must not import the statistics to read them.
-``patchkit.bench.verdict`` re-exports both names, their public path.
+``patchkit.bench.stats.verdict`` re-exports both names, their public path.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from patchkit import paths
-from patchkit.bench.job import bench_env, bench_python
-from patchkit.bench.record import patch_state
+from patchkit.bench.execution.job import bench_env, bench_python
+from patchkit.bench.records.record import patch_state
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.check import check_range
 from patchkit.engine.commit_apply import apply_at_commit
