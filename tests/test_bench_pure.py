@@ -322,9 +322,8 @@ def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
 def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
     """bench and noise run their launches through one loop: every launch, a local launch interrupted (stored,
     last, not announced), or the submitter interrupted while the Slurm jobs go on (what was collected)."""
-    from types import SimpleNamespace
-
     import patchkit.bench.execution.launches as launches
+    from patchkit.bench.execution.executor import LocalExecutor, SlurmExecutor
     from patchkit.bench.execution.launches import BenchArgs, launch
     from patchkit.bench.execution.session import Interrupted
 
@@ -339,7 +338,7 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
             return found
 
     heard = []
-    done = launch(Local(), [(c, "eagle3") for c in commits], None, command="bench", on_record=heard.append)
+    done = launch(Local(), [(c, "eagle3") for c in commits], LocalExecutor(), command="bench", on_record=heard.append)
     assert done.interrupted and not done.submitter and done.stopped
     assert [r.run_id for r in done.records] == [1, 9] and [r.run_id for r in heard] == [1]
 
@@ -348,7 +347,8 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(launches, "run_scheduled", waiting)
-    slurm = launch(Local(), [(c, "eagle3") for c in commits], SimpleNamespace(), command="noise")  # type: ignore[arg-type]
+    slurm_executor = object.__new__(SlurmExecutor)  # no sbatch here: run_scheduled is the stand-in above
+    slurm = launch(Local(), [(c, "eagle3") for c in commits], slurm_executor, command="noise")
     assert slurm.submitter and not slurm.interrupted and [r.run_id for r in slurm.records] == [3]
     kwargs = {"manifests": ["m"], "repo": "r", "sets": ["a=1"], "executor": "slurm", "slots": 2, "json_out": True}
     args = BenchArgs.take(kwargs, keep=("slots",))

@@ -44,6 +44,35 @@ def test_local_executor_runs_in_process_in_order() -> None:
     assert seen == [os.getpid(), os.getpid()]
 
 
+def test_both_executors_answer_the_protocol_place_and_cancel(tmp_path: Path, monkeypatch) -> None:
+    """The verbs hold an ``Executor``: where its launches run (the prior's key), and cancel, for both kinds."""
+    import patchkit.bench.execution.executor as executor_module
+    from patchkit.bench.execution.cluster import LOCAL, scheduled_executor
+    from patchkit.bench.records.provenance import host_facts
+
+    local = LocalExecutor()
+    assert (local.name, local.slots, local.remote) == ("local", 1, False)
+    assert local.place == host_facts()["hostname"]
+    assert local.cancel("batch", None) == []  # type: ignore[arg-type]
+
+    class Ledger:
+        def submissions(self, batch: str) -> list[dict[str, object]]:
+            return [{"job_id": "7_0", "state": "submitted"}, {"job_id": "7_1", "state": "collected"}]
+
+    stopped: list[list[str]] = []
+    monkeypatch.setattr(executor_module, "scancel", stopped.append)
+    slurm = object.__new__(SlurmExecutor)
+    slurm.options = SlurmOptions(shared_dir=tmp_path, partition="gpu")
+    assert slurm.remote and slurm.place == "slurm:gpu"
+    assert slurm.cancel("b", Ledger()) == ["7_0"] and stopped == [["7_0"]]
+
+    class Session:  # the local default needs nothing of the session
+        config = None
+
+    monkeypatch.setattr("patchkit.bench.execution.cluster.slurm_options", lambda *a, **k: None)
+    assert isinstance(scheduled_executor(Session(), LOCAL, worktree_root=None), LocalExecutor)  # type: ignore[arg-type]
+
+
 def test_shared_dir_must_be_a_writable_directory(tmp_path: Path) -> None:
     assert check_shared_dir(tmp_path) == tmp_path
     assert list(tmp_path.iterdir()) == []  # the probe is gone

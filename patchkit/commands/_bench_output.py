@@ -389,7 +389,7 @@ def _ids(records: Sequence[RunRecord]) -> str:
 def bisect_header(plan: BisectPlan) -> str:
     """The line that opens a bisect: what is hunted, over how many commits, with how many launches, slots and
     budget, and the noise prior with where, when and on what it was measured (or why none is used)."""
-    again = "patchkit noise" + (" --executor slurm" if plan.executor is not None else "")
+    again = "patchkit noise" + (" --executor slurm" if plan.executor.remote else "")
     prior = plan.prior
     if prior is None:
         spread = plan.refused_prior or f"no noise prior for {plan.place} (run `{again}`)"

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from patchkit.bench.execution.cluster import ScheduledRounds, prior_place
-from patchkit.bench.execution.executor import SlurmExecutor
-from patchkit.bench.execution.launches import BenchArgs, Opened
+from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor
+from patchkit.bench.execution.launches import BenchArgs, Opened, run_local
 from patchkit.bench.execution.prepare import unpatchable_commits
 from patchkit.bench.execution.session import Session
 from patchkit.bench.records.provenance import gpu_facts
@@ -75,7 +75,7 @@ class BisectPlan:
     launches run and with how many slots, and the prior of that place."""
 
     session: Session
-    executor: SlurmExecutor | None
+    executor: Executor
     line: tuple[Commit, ...]
     unpatchable: Mapping[str, str]
     metric: Metric
@@ -99,13 +99,13 @@ class BisectPlan:
         """The search, every launch stored; Ctrl-C or SIGTERM raises (``Interrupted`` for a local launch, which
         is stored; a plain ``KeyboardInterrupt`` while waiting on Slurm, whose jobs go on)."""
         rounds = None
-        if self.executor is not None:  # each round of the search one Slurm array; a re-run reuses its rounds
+        if isinstance(self.executor, SlurmExecutor):  # each round one Slurm array; a re-run reuses its rounds
             identity = [self.line[0].sha, self.line[-1].sha, self.metric.name, str(self.max_launches)]
             rounds = ScheduledRounds(
                 self.session, self.profile, self.executor, command="bisect",
                 identity=[*identity, str(self.threshold)], note=note,
             )  # fmt: skip
-        measured = _Launches(self.session, self.profile, self.metric.name, rounds)
+        measured = _Launches(self.session, self.profile, self.metric.name, rounds, self.executor)
         report = search(
             self.line,
             measured.one,
@@ -174,11 +174,16 @@ class BisectPlan:
 class _Launches:
     """The search's measure: one launch of a commit, or (Slurm) a round of them, each stored, as Measurements."""
 
-    def __init__(self, session: Session, profile: str, metric: str, rounds: ScheduledRounds | None) -> None:
+    def __init__(
+        self, session: Session, profile: str, metric: str, rounds: ScheduledRounds | None, executor: Executor
+    ) -> None:
         self.session, self.profile, self.metric, self.rounds = session, profile, metric, rounds
+        self.local = LocalExecutor() if executor.remote else executor  # a single launch runs here
 
     def one(self, commit: Commit) -> Measurement:
-        return self.of(self.session.run(commit, self.profile))
+        """One launch, in this process (a Slurm search measures by rounds: ``many``)."""
+        (record,) = run_local(self.session, [(commit, self.profile)], self.local)
+        return self.of(record)
 
     def many(self, commits: Sequence[Commit]) -> list[Measurement]:
         assert self.rounds is not None
@@ -271,7 +276,7 @@ def plan_bisect(
     executor = opened.executor(slots=slots)
     place = prior_place(executor)  # where the launches run: the host, or the Slurm partition
     stored = session.store.noise(place, chosen, the_metric.name)
-    prior, refused = check_prior(stored, None if executor is not None else gpu_label(gpu_facts()))
+    prior, refused = check_prior(stored, None if executor.remote else gpu_label(gpu_facts()))
     return BisectPlan(
         session=session,
         executor=executor,
@@ -284,7 +289,7 @@ def plan_bisect(
         refused_prior=refused,
         budget=budget,
         place=place,
-        slots=LOCAL_SLOTS if executor is None else executor.slots,  # the command line over [bench.slurm]
+        slots=executor.slots if executor.remote else LOCAL_SLOTS,  # the command line over [bench.slurm]
         max_launches=max_launches,
         threshold=threshold,
     )

@@ -33,7 +33,9 @@ from typing import Any
 
 from patchkit.bench.execution.executor import (
     SIGNAL_DELAY_S,
+    Executor,
     Finished,
+    LocalExecutor,
     SlurmExecutor,
     SlurmOptions,
     Task,
@@ -42,7 +44,6 @@ from patchkit.bench.execution.executor import (
 )
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.session import Session, unstarted_record
-from patchkit.bench.records.provenance import host_facts
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.errors import UsageError
 from patchkit.git import Commit
@@ -455,18 +456,16 @@ class ClusterArgs:
 LOCAL = ClusterArgs()  # the default: in-process, one slot
 
 
-def prior_place(executor: SlurmExecutor | None) -> str:
+def prior_place(executor: Executor) -> str:
     """Where the launches of a verb run, as the noise prior is keyed: this host's name locally, the
     partition and constraint on Slurm (``SlurmOptions.place``), the same key ``RunRecord.place`` gives
     their records; ``noise`` stores under it, ``bisect`` and ``compare`` look it up."""
-    if executor is None:
-        return str(host_facts().get("hostname", ""))
-    return executor.options.place
+    return executor.place
 
 
-def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> SlurmExecutor | None:
-    """The verbs' one entry: the Slurm executor their options ask for (None: local), with the session's
-    worktrees and run directories moved onto the shared directory, which the jobs read."""
+def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> Executor:
+    """The verbs' one entry: the executor their options ask for (``LocalExecutor`` by default), for Slurm
+    with the session's worktrees and run directories moved onto the shared directory, which the jobs read."""
     options = slurm_options(
         session.config,
         executor=args.executor,
@@ -478,7 +477,7 @@ def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: st
         extra=args.slurm_extra,
     )
     if options is None:
-        return None
+        return LocalExecutor()
     if worktree_root is None:
         session.root = options.shared_dir / "worktrees"
     session.runs_dir = options.shared_dir / "bench-runs"

@@ -1,4 +1,13 @@
-"""Where launches run: in this process (``LocalExecutor``) or as Slurm jobs (``SlurmExecutor``, via submitit).
+"""Where launches run: the ``Executor`` protocol, in this process (``LocalExecutor``) or as Slurm jobs
+(``SlurmExecutor``, via submitit).
+
+Why one protocol: ``bench``, ``noise`` and ``bisect`` hand their launches to whichever executor the
+command line asks for (``cluster.scheduled_executor``) and read the results back the same way;
+nothing above this module asks "is this Slurm?" except to choose what a launch ships.  Its four
+verbs: submit a batch of tasks and get each result as it finishes (``map``), resume (a task
+whose key the ledger already holds is reattached, not submitted again), cancel (``cancel``: what
+a batch submitted and has not collected), and say where its launches run (``place``, the key of
+the noise prior).
 
 An executor takes ``Task`` values (a stable ``key``, a picklable argument and a
 small JSON ``label``) and a function, and yields one ``Finished`` per task, in
@@ -6,7 +15,8 @@ the order they finish.  The function is what a launch is: for bench it is
 ``ship``, which calls ``run_job(spec)`` and returns the record with the Slurm
 facts of the host it ran on.
 
-``LocalExecutor`` is today's behaviour: one slot, in-process, no pickling.
+``LocalExecutor`` is the default: one slot, in-process, no pickling, nothing to resume or cancel
+(Ctrl-C stops the launch that runs, and the session stores it as ``interrupted``).
 
 ``SlurmExecutor`` makes each launch one Slurm job; the tasks a call does not
 already know go in as one job array (``slurm_array_parallelism = slots``).  It
@@ -37,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from patchkit.errors import UsageError
+from patchkit.bench.records.provenance import host_facts
+from patchkit.errors import InternalError, UsageError
 from patchkit.render import plural
 
 # Slurm states after which a job produces nothing more; COMPLETED is the one that leaves a result.
@@ -94,11 +105,50 @@ class Ledger(Protocol):
     def set_submission_state(self, batch: str, key: str, state: str) -> None: ...
 
 
+class Executor(Protocol):
+    """Where a verb's launches run (see the module docstring): ``LocalExecutor`` or ``SlurmExecutor``."""
+
+    name: str  # "local" or "slurm": what a note or a JSON document calls it
+    slots: int  # launches at once
+
+    @property
+    def remote(self) -> bool:
+        """Whether launches run elsewhere (jobs): their GPUs are not this host's, a task must pickle."""
+        ...
+
+    @property
+    def place(self) -> str:
+        """The key of the noise prior of these launches (``RunRecord.place`` gives their records the same)."""
+        ...
+
+    def map(
+        self,
+        fn: Callable[[Any], Any],
+        tasks: Sequence[Task],
+        *,
+        batch: str,
+        ledger: Ledger | None,
+        note: Callable[[str], None] | None = None,
+    ) -> Iterator[Finished]:
+        """Submit the batch's tasks (reattaching to those the ledger holds) and yield each as it finishes."""
+        ...
+
+    def cancel(self, batch: str, ledger: Ledger) -> list[str]:
+        """Stop what ``batch`` submitted and has not collected; the ids stopped."""
+        ...
+
+
 class LocalExecutor:
     """In this process, one task at a time: exactly what bench did before executors existed."""
 
     name = "local"
     slots = 1
+    remote = False
+
+    @property
+    def place(self) -> str:
+        """This host's name: a local launch's prior is the host's."""
+        return str(host_facts().get("hostname", ""))
 
     def map(
         self,
@@ -111,6 +161,10 @@ class LocalExecutor:
     ) -> Iterator[Finished]:
         for task in tasks:
             yield Finished(task.key, fn(task.arg), "LOCAL", label=task.label)
+
+    def cancel(self, batch: str, ledger: Ledger) -> list[str]:
+        """Nothing runs detached from this process: nothing to stop."""
+        return []
 
 
 @dataclass(frozen=True)
@@ -225,7 +279,10 @@ def scancel(job_ids: Sequence[str]) -> None:
 
 
 class SlurmExecutor:
+    """Each launch one Slurm job, the batch's new tasks one job array (see the module docstring)."""
+
     name = "slurm"
+    remote = True
 
     def __init__(self, options: SlurmOptions, *, poll_s: float = 2.0, grace_s: float = RESULT_GRACE_S) -> None:
         if shutil.which("sbatch") is None:
@@ -238,6 +295,18 @@ class SlurmExecutor:
         self.folder = options.shared_dir / "submitit"
         self.poll_s = poll_s
         self.grace_s = grace_s
+
+    @property
+    def place(self) -> str:
+        """The partition (and constraint): a job may land on any node there."""
+        return self.options.place
+
+    def cancel(self, batch: str, ledger: Ledger) -> list[str]:
+        """``scancel`` every job of ``batch`` that was submitted and not collected."""
+        ids = [str(row["job_id"]) for row in ledger.submissions(batch) if row["state"] != "collected"]
+        if ids:
+            scancel(ids)
+        return ids
 
     def _executor(self, gpus: int | None) -> Any:
         import submitit
@@ -264,13 +333,17 @@ class SlurmExecutor:
         tasks: Sequence[Task],
         *,
         batch: str,
-        ledger: Ledger,
+        ledger: Ledger | None,
         note: Callable[[str], None] | None = None,
     ) -> Iterator[Finished]:
         """Submit what this batch has not submitted yet (one array per GPU count), reattach to what it
-        has, and yield each task as its job ends.  Collected tasks of the batch are not yielded again."""
+        has, and yield each task as its job ends.  Collected tasks of the batch are not yielded again.
+        The ledger is required: a submission is written down before anyone waits for it."""
         import submitit
         from submitit.core.utils import FailedJobError
+
+        if ledger is None:
+            raise InternalError("a Slurm batch needs a ledger (the bench store) to write its submissions to")
 
         say = note or (lambda line: None)
         known = {row["key"]: row for row in ledger.submissions(batch)}

@@ -4,13 +4,15 @@
 store, worktrees, ``--set``, ``--repeat``, ``--allow-dirty`` and the executor's,
 ``ClusterArgs``), built once from the command line, as a frozen value.
 ``open_bench(args)`` loads the manifests, opens the repository and the
-session; ``Opened.executor()`` is the Slurm executor the options ask for
-(None: in this process).  ``measuring(session, show)`` is what surrounds every
-verb's launches: the store open, the progress heard, SIGTERM taken as Ctrl-C.
+session; ``Opened.executor()`` is the ``Executor`` the options ask for
+(``LocalExecutor`` by default, ``SlurmExecutor`` with ``--executor slurm``).
+``measuring(session, show)`` is what surrounds every verb's launches: the store
+open, the progress heard, SIGTERM taken as Ctrl-C.
 
-``launch(session, pairs, executor)`` runs a list of (commit, profile)
-launches, in this process (``Session.run``, one after the other) or as Slurm
-jobs (``run_scheduled``), and says how it ended: every launch done; a local
+``launch(session, pairs, executor)`` hands a list of (commit, profile)
+launches to the executor: the local one runs ``Session.run`` for each, in this
+process, one after the other; the Slurm one ships each planned launch as a job
+(``run_scheduled``).  It says how it ended: every launch done; a local
 launch stopped by Ctrl-C or SIGTERM (stored as ``interrupted``, the last
 record); or the submitter stopped while it waited on Slurm, the jobs left
 running for the same command to collect.
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.bench.execution.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
-from patchkit.bench.execution.executor import SlurmExecutor
+from patchkit.bench.execution.executor import Executor, SlurmExecutor, Task
 from patchkit.bench.execution.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.records.record import RunRecord
 from patchkit.git import Commit, Repo
@@ -69,9 +71,9 @@ class Opened:
     session: Session
     args: BenchArgs
 
-    def executor(self, *, slots: int | None = None) -> SlurmExecutor | None:
-        """The Slurm executor the options ask for (None: in this process), the session's worktrees and run
-        directories moved onto the shared directory; ``slots`` over ``--slots``."""
+    def executor(self, *, slots: int | None = None) -> Executor:
+        """The executor the options ask for (Slurm: the session's worktrees and run directories moved onto
+        the shared directory); ``slots`` over ``--slots``."""
         cluster = self.args.cluster if slots is None else replace(self.args.cluster, slots=slots)
         return scheduled_executor(self.session, cluster, worktree_root=self.args.worktree_root)
 
@@ -122,7 +124,7 @@ class Launched:
 def launch(
     session: Session,
     pairs: Sequence[tuple[Commit, str]],
-    executor: SlurmExecutor | None,
+    executor: Executor,
     *,
     command: str,
     on_record: Callable[[RunRecord], None] = lambda record: None,
@@ -132,7 +134,7 @@ def launch(
     stored without submitting, a re-run collecting what an earlier one submitted).  ``on_record`` hears each
     record as it is stored (not a local launch's interrupted one, which ends the loop)."""
     records: list[RunRecord] = []
-    if executor is not None:
+    if isinstance(executor, SlurmExecutor):
         collected: list[RunRecord] = []
 
         def heard(record: RunRecord) -> None:
@@ -144,12 +146,26 @@ def launch(
         except KeyboardInterrupt:  # the submitter, waiting: the jobs go on
             return Launched(tuple(collected), submitter=True)
     try:
-        for commit, profile in pairs:
-            records.append(session.run(commit, profile))
-            on_record(records[-1])
+        for record in run_local(session, pairs, executor):
+            records.append(record)
+            on_record(record)
     except Interrupted as stop:
         return Launched((*records, stop.record), interrupted=True)
     return Launched(tuple(records))
+
+
+def run_local(session: Session, pairs: Sequence[tuple[Commit, str]], executor: Executor) -> Iterator[RunRecord]:
+    """Each (commit, profile) as ``Session.run`` launches it (prepare, job, store), handed to ``executor``
+    one task a launch, in order; Ctrl-C or SIGTERM raises ``Interrupted`` with the stored record."""
+
+    def one(pair: tuple[Commit, str]) -> RunRecord:
+        return session.run(*pair)
+
+    tasks = [
+        Task(f"{commit.sha}:{profile}:{index}", (commit, profile)) for index, (commit, profile) in enumerate(pairs)
+    ]
+    for finished in executor.map(one, tasks, batch="", ledger=None):
+        yield finished.value
 
 
 def launch_order(
