@@ -52,13 +52,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from patchkit.bench.execution.probed import probed_env
 from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
 from patchkit.bench.records.metrics import extract
 from patchkit.bench.records.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
 from patchkit.bench.records.record import Outcome, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
-from patchkit.proof import probe_env
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
@@ -557,9 +557,7 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
         return state.env
     state.probe_dir = spec.run_dir / "probe"
     state.probe_dir.mkdir(parents=True, exist_ok=True)
-    required = required_env(spec, state.env)
-    secrets = {name: value for name, value in required.items() if is_secret(name)}
-    return probe_env(state.env, state.probe_dir, env_names=sorted(required), secrets=secrets)
+    return probed_env(state.env, state.probe_dir, required_env(spec, state.env))
 
 
 def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:

@@ -67,6 +67,15 @@ def expected_env(bench: BenchConfig | None, tree: Path) -> tuple[dict[str, str],
     return expected, skipped
 
 
+def probed_env(env: Mapping[str, str], probe_dir: Path, expected: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with the probe first on PYTHONPATH, writing to ``probe_dir``, told which ``[bench].env`` names
+    to record at ``init_process_group`` (``expected``) and which of their values are secrets (kept out of
+    its files).  The one way a process is started under the probe: a bench server (``job.py``) and
+    ``run --probe``'s command alike."""
+    secrets = {name: value for name, value in expected.items() if is_secret(name)}
+    return probe_env(env, probe_dir, env_names=sorted(expected), secrets=secrets)
+
+
 def run_probed(
     command: Sequence[str],
     env: dict[str, str],
@@ -79,7 +88,6 @@ def run_probed(
     """Run CMD with the probe in every Python process it starts; account for every file that ran after it exits."""
     assert git_repo.root is not None  # run guards a work tree
     expected, skipped = expected_env(bench, git_repo.root)
-    secrets = {name: value for name, value in expected.items() if is_secret(name)}
     nccl = NcclLines() if wants_nccl_lines(env) else None
     sampler = LibrarySampler()
     keep = probe.directory is not None
@@ -88,7 +96,7 @@ def run_probed(
     cache = DigestCache.for_scope("run:" + root)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probed = probe_env(env, out, env_names=sorted(expected), secrets=secrets)
+        probed = probed_env(env, out, expected)
         code = run_passthrough(command, probed, cwd=None, lines=nccl, sampler=sampler)
         processes = read_probe_dir(out)
         tree = TreeFacts.of(git_repo, git_repo.root, commit)
