@@ -28,7 +28,7 @@ from patchkit.bench.execution.executor import (
     scancel,
     slurm_states,
 )
-from patchkit.bench.records.store import Store
+from patchkit.bench.records.store import Store, Submission
 from patchkit.errors import UsageError
 
 
@@ -56,8 +56,11 @@ def test_both_executors_answer_the_protocol_place_and_cancel(tmp_path: Path, mon
     assert local.cancel("batch", None) == []  # type: ignore[arg-type]
 
     class Ledger:
-        def submissions(self, batch: str) -> list[dict[str, object]]:
-            return [{"job_id": "7_0", "state": "submitted"}, {"job_id": "7_1", "state": "collected"}]
+        def submissions(self, batch: str) -> list[Submission]:
+            return [
+                Submission(batch, "a", "slurm", "7_0", "/f", {}, "t", "submitted", None),
+                Submission(batch, "b", "slurm", "7_1", "/f", {}, "t", "collected", 3),
+            ]
 
     stopped: list[list[str]] = []
     monkeypatch.setattr(executor_module, "scancel", stopped.append)
@@ -102,16 +105,16 @@ def test_slurm_array_writes_the_ledger_and_returns_each_result(slurm: SlurmClust
         done = {f.key: f for f in executor.map(job_facts, tasks, batch="b1", ledger=store)}
         rows = store.submissions("b1")
     assert sorted(done) == ["k0", "k1", "k2"]
-    arrays = {row["job_id"].split("_")[0] for row in rows}
+    arrays = {row.job_id.split("_")[0] for row in rows}
     assert len(arrays) == 1 and len(rows) == 3  # one job array, every task in the ledger
     for row in rows:
-        finished = done[row["key"]]
+        finished = done[row.key]
         assert finished.state == "COMPLETED"
         assert finished.value["node"] == slurm.node
-        assert f"{finished.value['array_job_id']}_{finished.value['array_index']}" == row["job_id"]
-        assert finished.slurm is not None and finished.slurm["job_id"] == row["job_id"]
+        assert f"{finished.value['array_job_id']}_{finished.value['array_index']}" == row.job_id
+        assert finished.slurm is not None and finished.slurm["job_id"] == row.job_id
         assert Path(finished.slurm["logs"]["stdout"]).is_file()
-        assert finished.label == row["label"]
+        assert finished.label == row.label
 
 
 def test_scancel_finishes_with_the_slurm_state_and_no_value(slurm: SlurmCluster, tmp_path: Path) -> None:
@@ -124,7 +127,7 @@ def test_scancel_finishes_with_the_slurm_state_and_no_value(slurm: SlurmCluster,
         )
         finished = next(results)
         canceller.wait(60)
-        job_id = store.submissions("b")[0]["job_id"]
+        job_id = store.submissions("b")[0].job_id
     assert canceller.returncode == 0
     assert finished.value is None
     assert finished.state == "CANCELLED"
@@ -153,7 +156,7 @@ SUBMITTER = """
 import subprocess, sys
 from pathlib import Path
 from patchkit.bench.execution.executor import SlurmExecutor, SlurmOptions, Task
-from patchkit.bench.records.store import Store
+from patchkit.bench.records.store import Store, Submission
 shared = Path(sys.argv[1])
 with Store(shared / "bench.sqlite") as store:
     executor = SlurmExecutor(SlurmOptions(shared_dir=shared, slots=2, timeout_min=5), poll_s=0.5)
@@ -302,7 +305,8 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
 
     commit = Commit(sha="a" * 40, parents=(), author="a", date="2026-01-01T00:00:00+00:00", subject="s")
     session: object = SimpleNamespace(config=object(), sets={}, allow_dirty=True)
-    row = {"folder": str(tmp_path / "gone"), "job_id": "7_1", "label": {"vars": {"tp": "8"}, "run_dir": "/r/1"}}
+    label = {"vars": {"tp": "8"}, "run_dir": "/r/1"}
+    row = Submission("b", "k", "slurm", "7_1", str(tmp_path / "gone"), label, "2026-01-01T00:00:00", "submitted", None)
     launch = submitted_launch(session, commit, "eagle3", row)  # type: ignore[arg-type]
     assert (launch.commit, launch.profile, dict(launch.vars), launch.run_dir) == (commit, "eagle3", {"tp": "8"}, "/r/1")
     assert launch.allow_dirty is True and launch.manifests == () and dict(launch.guard) == {}

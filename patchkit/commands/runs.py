@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.execution.executor import slurm_states
 from patchkit.bench.execution.session import open_store
+from patchkit.bench.records.store import Submission
 from patchkit.commands._bench_output import pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
@@ -62,25 +63,25 @@ def runs(
     return int(ExitCode.OK)
 
 
-def pending_rows(rows: Sequence[dict[str, Any]], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, Any]]:
+def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, Any]]:
     """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now."""
     rows = [
         r
         for r in rows
-        if (not shas or r["label"].get("commit") in shas) and (not profiles or r["label"].get("profile") in profiles)
+        if (not shas or r.label.get("commit") in shas) and (not profiles or r.label.get("profile") in profiles)
     ]
-    states = slurm_states([r["job_id"] for r in rows]) or {}  # Slurm not answering: every state UNKNOWN
+    states = slurm_states([r.job_id for r in rows]) or {}  # Slurm not answering: every state UNKNOWN
     return [
         {
-            "job_id": r["job_id"],
-            "slurm_state": states.get(r["job_id"], ("UNKNOWN", ""))[0],
-            "node": states.get(r["job_id"], ("", ""))[1] or None,
-            "commit": r["label"].get("commit"),
-            "subject": r["label"].get("subject"),
-            "profile": r["label"].get("profile"),
-            "submitted_at": r["submitted_at"],
-            "batch": r["batch"],
-            "folder": r["folder"],
+            "job_id": r.job_id,
+            "slurm_state": states.get(r.job_id, ("UNKNOWN", ""))[0],
+            "node": states.get(r.job_id, ("", ""))[1] or None,
+            "commit": r.label.get("commit"),
+            "subject": r.label.get("subject"),
+            "profile": r.label.get("profile"),
+            "submitted_at": r.submitted_at,
+            "batch": r.batch,
+            "folder": r.folder,
         }
         for r in rows
     ]

@@ -45,6 +45,7 @@ from patchkit.bench.execution.executor import (
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.session import Session, unstarted_record
 from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.store import Submission
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
@@ -299,13 +300,13 @@ def _stopped(finished: Finished, outcome: str, stopped: str | None) -> tuple[str
     return None
 
 
-def submitted_launch(session: Session, commit: Commit, profile: str, row: Mapping[str, Any]) -> Launch:
+def submitted_launch(session: Session, commit: Commit, profile: str, row: Submission) -> Launch:
     """A launch submitted by an earlier run of the command (its job may still be running from the tree,
     which is therefore not prepared again): the spec it was submitted with, read back from submitit's
     pickle in the shared folder, else what its submission row says."""
     import submitit
 
-    job: Any = submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"])
+    job: Any = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
     spec = None
     if job.paths.submitted_pickle.exists():
         try:
@@ -314,7 +315,7 @@ def submitted_launch(session: Session, commit: Commit, profile: str, row: Mappin
             spec = None  # unreadable, or pickled by another patchkit: the submission row's label
     if isinstance(spec, JobSpec):
         return Launch.of(spec)
-    label = row.get("label") or {}
+    label = row.label or {}
     values = label.get("vars") or session.config.resolve_vars(profile, session.sets)
     run_dir = str(label.get("run_dir", ""))
     return Launch(commit, profile, values, session.config, run_dir, allow_dirty=session.allow_dirty)
@@ -351,22 +352,22 @@ def run_scheduled(
         batch, resumed = store.open_batch(batch_key(command, keys, executor.options), command)
     else:
         resumed = store.use_batch(batch, command)
-    rows = {row["key"]: row for row in store.submissions(batch)}
+    rows = {row.key: row for row in store.submissions(batch)}
     if resumed and rows:
-        pending = sum(1 for row in rows.values() if row["state"] != "collected")
+        pending = sum(1 for row in rows.values() if not row.collected)
         note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
     out: dict[int, RunRecord] = {}
     tasks: list[Task] = []
     launches: dict[str, tuple[int, int, Launch | None]] = {}  # key: index in pairs, launch number, what was sent
     for index, ((commit, profile, launch), key) in enumerate(zip(ordered, keys, strict=True)):
         row = rows.get(key)
-        if row is not None and row["state"] == "collected" and row["run_id"] is not None:
-            out[index] = store.get(int(row["run_id"]))
+        if row is not None and row.collected and row.run_id is not None:
+            out[index] = store.get(int(row.run_id))
             on_record(out[index])
             continue
         if row is not None:  # submitted earlier and not collected: reattached, the tree left as it is
             launches[key] = (index, launch, None)
-            tasks.append(Task(key, None, row["label"]))
+            tasks.append(Task(key, None, row.label))
             continue
         planned = session.plan(commit, profile)
         if isinstance(planned, RunRecord):

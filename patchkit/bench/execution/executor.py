@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from patchkit.bench.records.provenance import host_facts
+from patchkit.bench.records.store import Submission
 from patchkit.errors import InternalError, UsageError
 from patchkit.render import plural
 
@@ -98,7 +99,7 @@ class Finished:
 class Ledger(Protocol):
     """Where submissions are written before anyone waits for them (the bench store)."""
 
-    def submissions(self, batch: str) -> list[dict[str, Any]]: ...
+    def submissions(self, batch: str) -> list[Submission]: ...
 
     def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None: ...
 
@@ -303,7 +304,7 @@ class SlurmExecutor:
 
     def cancel(self, batch: str, ledger: Ledger) -> list[str]:
         """``scancel`` every job of ``batch`` that was submitted and not collected."""
-        ids = [str(row["job_id"]) for row in ledger.submissions(batch) if row["state"] != "collected"]
+        ids = [str(row.job_id) for row in ledger.submissions(batch) if not row.collected]
         if ids:
             scancel(ids)
         return ids
@@ -346,13 +347,13 @@ class SlurmExecutor:
             raise InternalError("a Slurm batch needs a ledger (the bench store) to write its submissions to")
 
         say = note or (lambda line: None)
-        known = {row["key"]: row for row in ledger.submissions(batch)}
+        known = {row.key: row for row in ledger.submissions(batch)}
         watching: dict[str, tuple[Any, Mapping[str, Any]]] = {}
         for task in tasks:
             row = known.get(task.key)
-            if row is not None and row["state"] != "collected":
-                job: Any = submitit.SlurmJob(folder=Path(row["folder"]), job_id=row["job_id"])
-                watching[task.key] = (job, row["label"])
+            if row is not None and not row.collected:
+                job: Any = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
+                watching[task.key] = (job, row.label)
         if watching:
             ids = ", ".join(str(job.job_id) for job, _ in watching.values())
             say(f"collecting {plural(len(watching), 'job')} submitted earlier: {ids}")

@@ -22,6 +22,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,28 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def default_path(common_dir: Path) -> Path:
     return paths.bench_store(common_dir)
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One launch handed to the scheduler, as the store's ``submissions`` table keeps it: written before
+    anyone waits for it, so a re-run reattaches to the job (``folder``, ``job_id``) instead of paying
+    for it twice.  ``label`` is what ``runs --pending`` and a lost job's record show; ``run_id`` the
+    stored run once collected."""
+
+    batch: str
+    key: str
+    executor: str
+    job_id: str
+    folder: str
+    label: Mapping[str, Any]
+    submitted_at: str
+    state: str  # "submitted", "collected", or the Slurm state a lost job ended in
+    run_id: int | None
+
+    @property
+    def collected(self) -> bool:
+        return self.state == "collected"
 
 
 class Store:
@@ -321,7 +344,7 @@ class Store:
                     ),
                 )
 
-    def submissions(self, batch: str | None = None, *, pending: bool = False) -> list[dict[str, Any]]:
+    def submissions(self, batch: str | None = None, *, pending: bool = False) -> list[Submission]:
         """The submissions of one batch (all batches when None); ``pending``: those not collected yet."""
         query = "SELECT batch, key, executor, job_id, folder, label, submitted_at, state, run_id FROM submissions"
         where, args = [], []
@@ -333,8 +356,20 @@ class Store:
         if where:
             query += " WHERE " + " AND ".join(where)
         rows = self.db.execute(query + " ORDER BY submitted_at, job_id", args).fetchall()
-        names = ("batch", "key", "executor", "job_id", "folder", "label", "submitted_at", "state", "run_id")
-        return [{**dict(zip(names, r, strict=True)), "label": json.loads(r[5])} for r in rows]
+        return [
+            Submission(
+                batch=r[0],
+                key=r[1],
+                executor=r[2],
+                job_id=r[3],
+                folder=r[4],
+                label=json.loads(r[5]),
+                submitted_at=r[6],
+                state=r[7],
+                run_id=r[8],
+            )
+            for r in rows
+        ]
 
     def set_submission_state(self, batch: str, key: str, state: str) -> None:
         with self._transaction() as db:
