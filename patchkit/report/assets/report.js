@@ -401,7 +401,7 @@
       ". Generated " + esc(index.generated_at) + " by patchkit " + esc(index.patchkit) + ", plotly.js " + esc(index.plotly) + ".";
     const judged = verdicts.pairs.filter((p) => p.verdict).length;
     const measured = levels.filter((l) => l.interval).length;
-    $("notes").textContent = "Error bars: per benchmarked commit, the interval of its level from its launches (patchkit/bench/verdict.py, the rule compare uses: " +
+    $("notes").textContent = "Error bars: per benchmarked commit, the interval of its level from its launches (patchkit/bench/stats/verdict.py, the rule compare uses: " +
       "Student's t over the launches, with the noise prior of patchkit noise pooled in when a commit has few); " + measured + " of " + levels.length +
       " commit levels have one, the others have one launch and no noise prior. Verdicts: each benchmarked commit against the previous one " +
       "(same profile and metric), every ok run one server launch, judged at a " + Math.round(verdicts.threshold * 100) + " % threshold; " +
