@@ -6,8 +6,9 @@ import ast
 
 import pytest
 
-from patchkit.bench.records.compare import between, compare, pick_pair
+from patchkit.bench.records.compare import compare, pick_pair
 from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.stats.delta import between
 from patchkit.bench.stats.hunt import hunt
 from patchkit.bench.stats.search import Measurement, bisect, criterion
 from patchkit.errors import UsageError

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.execution.session import open_store
-from patchkit.bench.records.compare import Between, between, pick_pair
 from patchkit.bench.records.compare import compare as compare_runs
+from patchkit.bench.records.compare import pick_pair
 from patchkit.bench.records.hygiene import NO_GPU_FACTS, differences, side_warnings
 from patchkit.bench.records.record import RunRecord
 from patchkit.bench.records.store import Store
+from patchkit.bench.stats.delta import Between, between
 from patchkit.bench.stats.verdict import Noise
 from patchkit.commands._bench_output import say, show_comparison
 from patchkit.errors import ExitCode, UsageError
