@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,6 +16,11 @@ from patchkit import __version__
 from patchkit.errors import ExitCode
 from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
 from patchkit.written import Written
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+F = TypeVar("F", bound=Callable[..., object])  # a click command function, as each option decorator returns it
 
 _DEBUG = False
 
@@ -26,7 +31,7 @@ MANIFEST_HELP = (
 REPO_HELP = "The upstream git checkout to work on (default: current directory)."
 
 
-def _console() -> Any:
+def _console() -> Console:
     from patchkit.render import make_console
 
     return make_console()
@@ -41,19 +46,19 @@ def _written() -> Written:
     return root.obj
 
 
-def manifest_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def manifest_option(f: F) -> F:
     return click.option("-m", "--manifest", required=True, metavar="MANIFEST", help=MANIFEST_HELP)(f)
 
 
-def repo_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def repo_option(f: F) -> F:
     return click.option("--repo", default=".", show_default=True, metavar="DIR", help=REPO_HELP)(f)
 
 
-def json_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def json_option(f: F) -> F:
     return click.option("--json", "json_out", is_flag=True, help="Print one JSON object (see docs/json.md).")(f)
 
 
-def wait_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def wait_option(f: F) -> F:
     return click.option(
         "--wait",
         type=click.FloatRange(min=0),
@@ -254,7 +259,7 @@ def demo(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-def guard_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def guard_options(f: F) -> F:
     """The options `guard` and `run` share (applied bottom-up: listed in this order in --help)."""
     options = [
         click.option(
@@ -410,11 +415,11 @@ STORE_HELP = (
 )
 
 
-def store_option(f: Callable[..., Any]) -> Callable[..., Any]:
+def store_option(f: F) -> F:
     return click.option("--store", default=None, metavar="FILE", help=STORE_HELP)(f)
 
 
-def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def bench_options(f: F) -> F:
     """The options bench and bisect share: manifests, repo, --repeat, --set, --worktree-root, --store, --json."""
     options: list[Callable[..., Any]] = [
         click.option(
@@ -452,7 +457,7 @@ def bench_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def executor_options(f: Callable[..., Any], *, slots: bool = True) -> Callable[..., Any]:
+def executor_options(f: F, *, slots: bool = True) -> F:
     """Where launches run: --executor local (in-process, the default) or slurm, and the Slurm options.
 
     Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins.
@@ -766,7 +771,7 @@ def compare(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-def executor_options_without_slots(f: Callable[..., Any]) -> Callable[..., Any]:
+def executor_options_without_slots(f: F) -> F:
     return executor_options(f, slots=False)
 
 

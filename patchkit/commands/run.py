@@ -36,7 +36,6 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Console
 
@@ -47,7 +46,9 @@ from patchkit.commands.apply import show as show_apply
 from patchkit.engine.apply import apply_worktree
 from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
+from patchkit.git import Repo
 from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
+from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.proof.runproof import doubts
 from patchkit.proof.show import libraries_table, nccl_table, show_proof
@@ -97,8 +98,8 @@ def run(
 
 
 def _guard_and_run(
-    loaded: Any,
-    git_repo: Any,
+    loaded: Manifest,
+    git_repo: Repo,
     command: Sequence[str],
     console: Console,
     *,
@@ -139,7 +140,7 @@ def _guard_and_run(
 
 
 def _run_probed(
-    command: Sequence[str], env: dict[str, str], console: Console, *, git_repo: Any, commit: str,
+    command: Sequence[str], env: dict[str, str], console: Console, *, git_repo: Repo, commit: str,
     probe: ProbeOptions, bisect: bool, bench: BenchConfig | None = None,
 ) -> int:  # fmt: skip
     """Run CMD with the probe in every Python process it starts (``execution.probed.run_probed``), then say what
