@@ -171,6 +171,8 @@ def load_time_imports(tree: ast.Module) -> set[str]:
         for node in nodes:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 found.update(imported(node))
+                if isinstance(node, ast.ImportFrom) and node.module:  # `from pkg import mod` loads pkg.mod
+                    found.update(f"{node.module}.{alias.name}" for alias in node.names)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
