@@ -264,3 +264,9 @@ def test_every_page_is_in_the_site_navigation():
     pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     listed = set(re.findall(r":\s+([\w/.-]+\.md)\s*$", config, re.M))
     assert pages == listed, (sorted(pages - listed), sorted(listed - pages))
+
+
+@pytest.mark.parametrize("op", OP_NAMES)
+def test_every_op_is_in_the_concepts_table(op):
+    text = (ROOT / "docs" / "concepts" / "manifests.md").read_text(encoding="utf-8")
+    assert f"| [`{op}`](../manifest.md#{op}) |" in text
