@@ -13,7 +13,11 @@ place, profile and metric.
 (``patchkit.bench.bisect.bisect``) with a measure that launches a commit in
 the session (every run stored) or, on Slurm, a round of commits as one job
 array (``ScheduledRounds``: a re-run of a killed bisect reads its rounds
-back).  ``BisectPlan.document(report)`` is the ``bisect --json`` object.
+back).  ``BisectPlan.gpu_hygiene(report)`` reads the hunt's launches back from
+the store and judges their GPUs as ``bench`` does (``bench/hygiene.py``): a
+launch on a dirty GPU, and each commit's first launch on GPUs set up unlike
+GOOD's (a hunt compares every commit with GOOD's level, not only BAD).
+``BisectPlan.document(report, gpus)`` is the ``bisect --json`` object.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from patchkit.bench.bisect import bisect as search
 from patchkit.bench.cluster import ScheduledRounds, prior_place
 from patchkit.bench.executor import SlurmExecutor
 from patchkit.bench.hunt import default_budget
+from patchkit.bench.hygiene import report as gpu_report
 from patchkit.bench.launches import BenchArgs, Opened
 from patchkit.bench.plan import HuntPlan, plan_hunt
 from patchkit.bench.prepare import unpatchable_commits
@@ -150,8 +155,19 @@ class BisectPlan:
         return {"sigma": prior.sigma, "df": prior.df, "place": self.place, "measured_at": prior.measured_at,
                 "gpu": prior.gpu, "launches": prior.launches}  # fmt: skip
 
-    def document(self, report: BisectReport) -> dict[str, Any]:
-        """``bisect --json`` (docs/json.md)."""
+    def gpu_hygiene(self, report: BisectReport) -> dict[str, Any]:
+        """What bench says of its launches' GPUs (``hygiene.report``), for the hunt's launches as stored: each
+        launch's problems, and what differs between GOOD's first launch and each other commit's first (GOOD's
+        launches go first, so GOOD is the A side; a commit on other GPUs than GOOD's moves the boundary as
+        surely as BAD on them would).  Read from the store, so Slurm rounds read back count too."""
+        runs = dict.fromkeys(s.measurement.run for s in report.steps if s.measurement.run is not None)
+        records = [self.session.store.get(run) for run in runs]
+        good = self.line[0].sha
+        records.sort(key=lambda r: r.commit.sha != good)  # stable: the hunt's order within each side
+        return gpu_report(records)
+
+    def document(self, report: BisectReport, gpus: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``bisect --json`` (docs/json.md); ``gpus``: ``gpu_hygiene(report)``."""
         return {
             "version": 1,
             "command": "bisect",
@@ -168,6 +184,7 @@ class BisectPlan:
             },
             "allow_dirty": self.session.allow_dirty,
             **report.to_json(),
+            "gpu_hygiene": None if gpus is None else dict(gpus),
         }
 
 

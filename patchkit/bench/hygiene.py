@@ -23,7 +23,7 @@ only says what it knows.
 ``problems`` names a dirty GPU ("GPU 3 had another process, pid 812 (python3),
 14.0 GiB, at the start of launch 2"), uncorrected ECC errors, persistence
 mode off; ``differences`` names what differs between two sides' GPUs (power
-limit, locked clocks, ...).  ``bench``, ``compare`` and ``show`` print them.
+limit, locked clocks, ...).  ``bench``, ``compare``, ``bisect`` and ``show`` print them.
 """
 
 from __future__ import annotations
