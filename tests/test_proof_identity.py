@@ -17,7 +17,10 @@ from proof_env import SERVER, free_port, wait_healthy
 from test_proof_probe import stop
 
 from patchkit.proof import probe_env
-from patchkit.proof.records import read_probe_dir
+from patchkit.proof.account import account
+from patchkit.proof.check import stray_reasons
+from patchkit.proof.digests import DigestCache
+from patchkit.proof.records import local_key, read_probe_dir
 from patchkit.proof.unprobed import live_processes, unprobed
 
 
@@ -64,10 +67,12 @@ def test_a_worker_that_execs_is_one_process_with_a_chain_of_two_images(tmp_path:
         assert all(f"-{host}-" in n for n in names)
 
 
-def unshared(out: Path, hostname: str) -> subprocess.CompletedProcess[str]:
-    """A probed Python as pid 1 of a fresh pid namespace, on a host named ``hostname`` (its own UTS namespace)."""
+def unshared(out: Path, hostname: str, args: str = "") -> subprocess.CompletedProcess[str]:
+    """A probed Python as pid 1 of a fresh pid namespace, on a host named ``hostname`` (its own UTS namespace);
+    ``args``: what it runs (default: a -c that prints its pid and host)."""
     env = probe_env({k: v for k, v in os.environ.items() if not k.startswith("PATCHKIT_PROBE")}, out)
-    script = f"hostname {hostname} && exec {standin_python()} -c 'import os; print(os.getpid(), os.uname().nodename)'"
+    args = args or "-c 'import os; print(os.getpid(), os.uname().nodename)'"
+    script = f"hostname {hostname} && exec {standin_python()} {args}"
     return subprocess.run(
         ["unshare", "--uts", "--pid", "--fork", "sh", "-c", script], env=env, capture_output=True, text=True
     )
@@ -87,6 +92,34 @@ def test_two_hosts_and_a_reused_pid_write_one_shared_probe_directory_apart(tmp_p
     assert len({p.ident for p in processes}) == 3 and len(os.listdir(out)) == 3
     a1, a2 = (p for p in processes if p.host == "node-a")
     assert a1.start_ticks != a2.start_ticks and a1.exec_index == a2.exec_index == 0
+
+
+def test_the_accounting_keeps_two_hosts_and_a_reused_pid_apart(tmp_path: Path) -> None:
+    """Three processes, all pid 1 (node-a, node-b, node-a again), load one STRAY module from one shared probe
+    directory: the accounting names three loaders, each with its host (and start, for node-a's reused pid).  Keyed
+    by pid alone they were one "pid 1", with one process's name; and no table made from this machine's own
+    processes (the libraries each mapped) may take them for its own pid 1."""
+    out, code = tmp_path / "shared", tmp_path / "code"
+    out.mkdir()
+    code.mkdir()
+    (code / "shared_mod.py").write_text("VALUE = 1\n")
+    (code / "loader.py").write_text("import shared_mod\n")
+    runs = [unshared(out, host, f"{code / 'loader.py'} {host}") for host in ("node-a", "node-b", "node-a")]
+    if runs[0].returncode != 0:
+        pytest.skip(f"no namespaces here (unshare: {runs[0].stderr.strip()})")
+    assert [r.returncode for r in runs] == [0, 0, 0], [r.stderr for r in runs]
+    processes = read_probe_dir(out)
+    assert [(p.pid, p.host) for p in processes] == [(1, "node-a"), (1, "node-a"), (1, "node-b")]
+    accounting = account(processes, tree=None, cache=DigestCache(None))
+    [stray] = [v for v in accounting.strays if v.path == str(code / "shared_mod.py")]
+    assert stray.pids == (1,) and len(stray.processes) == 3 == len({p.ident for p in processes})
+    assert stray.to_json()["processes"] == sorted(p.ident for p in processes)
+    [line] = [r for r in stray_reasons(accounting, processes) if str(code / "shared_mod.py") in r]
+    loaders = line.split("; loaded by ", 1)[1].split("), ")
+    assert len(loaders) == 3, line
+    assert sum(x.startswith(f"pid 1 on node-a ({code / 'loader.py'} node-a, started ") for x in loaders) == 2
+    assert sum(x.startswith(f"pid 1 on node-b ({code / 'loader.py'} node-b") for x in loaders) == 1
+    assert [local_key(p) for p in processes] == [None, None, None]  # not this machine's pid 1
 
 
 def test_python_workers_the_probe_never_sees_are_named_with_why(tmp_path: Path) -> None:

@@ -9,16 +9,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from patchkit.proof.account import Accounting
+from patchkit.proof.account import Accounting, Verdict
 from patchkit.proof.records import ProcessFacts
 from patchkit.redact import is_secret
 
 
+def loaded_by(item: Verdict, processes: Sequence[ProcessFacts]) -> str:
+    """The processes that loaded a file, one name each (``Verdict.processes``, by identity): "pid 1234 (label)",
+    with "on HOST" when the run's processes ran on more than one host, and when to tell apart two processes of
+    one pid on one host (a reused pid)."""
+    by_ident = {p.ident: p for p in processes}  # in read order: an exec()ed process is named by its last image
+    many_hosts = len({p.host for p in processes}) > 1
+    found = [by_ident.get(ident) for ident in item.processes]
+    pids = [(p.host, p.pid) for p in found if p is not None]
+    names = []
+    for ident, proc in zip(item.processes, found, strict=True):
+        if proc is None:
+            names.append(f"{ident} (?)")
+            continue
+        where = f" on {proc.host or '?'}" if many_hosts else ""
+        started = proc.started_at or f"at tick {proc.start_ticks}"
+        when = f", started {started}" if pids.count((proc.host, proc.pid)) > 1 else ""
+        names.append(f"pid {proc.pid}{where} ({proc.label}{when})")
+    return ", ".join(names)
+
+
 def stray_reasons(accounting: Accounting, processes: Sequence[ProcessFacts]) -> list[str]:
-    labels = {p.pid: p.label for p in processes}
     out = []
     for item in accounting.strays:
-        who = ", ".join(f"pid {pid} ({labels.get(pid, '?')})" for pid in item.pids)
+        who = loaded_by(item, processes)
         owner = f" [{item.owner}]" if item.owner else ""
         out.append(f"STRAY {item.path}{owner}: {item.why}; loaded by {who}")
     return out
