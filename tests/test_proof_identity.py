@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -120,6 +121,52 @@ def test_the_accounting_keeps_two_hosts_and_a_reused_pid_apart(tmp_path: Path) -
     assert sum(x.startswith(f"pid 1 on node-a ({code / 'loader.py'} node-a, started ") for x in loaders) == 2
     assert sum(x.startswith(f"pid 1 on node-b ({code / 'loader.py'} node-b") for x in loaders) == 1
     assert [local_key(p) for p in processes] == [None, None, None]  # not this machine's pid 1
+
+
+REUSED_PID = """
+import json, os, subprocess, sys
+from pathlib import Path
+from patchkit.proof import probe_env
+from patchkit.proof.records import local_key, read_probe_dir
+from patchkit.proof.runproof import prove
+from patchkit.proof.unprobed import live_processes
+
+out, python = Path(sys.argv[1]), sys.argv[2]
+env = probe_env({k: v for k, v in os.environ.items() if not k.startswith("PATCHKIT_PROBE")}, out)
+subprocess.run(["unshare", "--pid", "--fork", python, "-c", "pass"], env=env, check=True)
+[facts] = read_probe_dir(out)
+live = [p for p in live_processes(1) if p.pid == 1]
+proof = prove(out, live=live, tree=None, allow_stray=(), expected={}, when="healthy")
+print(json.dumps({"file": [facts.pid, facts.start_ticks], "local": local_key(facts), "me": os.getpid(),
+                  "live": [[p.pid, p.start_ticks] for p in live], "unprobed": list(proof.unprobed),
+                  "libraries": len(proof.libraries)}))
+"""
+
+
+def test_a_probe_file_of_an_earlier_process_of_the_pid_proves_no_live_one(tmp_path: Path) -> None:
+    """In a pid namespace of its own (so that its pid 1, a shell, can be read), a Python runs a probed Python as
+    pid 1 of a nested namespace, then accounts for the live pid 1, the shell, against that file: same host, boot
+    and pid, another start time.  Matched by pid alone, the file proved the shell: it was left out of the server's
+    processes without a probe, and its libraries were given to the file's process."""
+    out = tmp_path / "probe"
+    out.mkdir()
+    script = tmp_path / "reused.py"
+    script.write_text(REUSED_PID)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PATCHKIT_PROBE")}
+    ran = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", 'python="$1"; shift; "$python" "$@"; exit $?',
+         "sh", sys.executable, str(script), str(out), standin_python()],
+        env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if ran.returncode != 0 and "unshare" in ran.stderr and "Traceback" not in ran.stderr:
+        pytest.skip(f"no namespaces here (unshare: {ran.stderr.strip()})")
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout)
+    assert seen["me"] != 1 and seen["file"][0] == 1 and seen["local"] == seen["file"]  # this host's pid 1, by file
+    [[pid, ticks]] = seen["live"]
+    assert pid == 1 and ticks != seen["file"][1]  # the live pid 1 is another process
+    assert [line for line in seen["unprobed"] if line.startswith("pid 1 (sh -c ")], seen["unprobed"]
+    assert seen["libraries"] == 0
 
 
 def test_python_workers_the_probe_never_sees_are_named_with_why(tmp_path: Path) -> None:

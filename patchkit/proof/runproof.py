@@ -33,7 +33,7 @@ from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
 from patchkit.proof.records import LocalKey, ProcessFacts, local_key, read_probe_dir, same_host
-from patchkit.proof.unprobed import LiveProcess, Unprobed
+from patchkit.proof.unprobed import LiveProcess, Unprobed, has_probe_file
 from patchkit.proof.unprobed import unprobed as find_unprobed
 from patchkit.render import plural
 
@@ -85,12 +85,12 @@ def prove(
     libraries = {
         (p.pid, p.start_ticks): mapped_libraries(p.pid, cache)
         for p in live
-        if p.pid in probed and p.pid not in missing_pids
+        if has_probe_file(p, probed) and p.pid not in missing_pids
     }
-    unprobed = tuple(
+    unprobed = tuple(  # by pid and start time: a file an earlier process of the pid wrote is not this one's
         f"pid {p.pid} ({shlex.join(p.argv)})"
         for p in sorted(live, key=lambda p: p.pid)
-        if p.pid not in probed or p.pid in missing_pids
+        if not has_probe_file(p, probed) or p.pid in missing_pids
     )
     accounting = account(processes, tree=tree, allow_stray=allow_stray, cache=cache, generated=generated)
     reasons = [*stray_reasons(accounting, processes), *env_reasons(processes, expected)]
