@@ -68,6 +68,9 @@ def test_variants_name_a_dirty_gpu_and_what_differs() -> None:
     assert unknown["gpus"][0]["app_clocks_locked"] is None and not unknown["apps_known"]
     assert differences({"start": unknown}, {"start": snap(extra=LOCKED)}) == []
     assert problems({"start": unknown, "end": unknown}, 1) == []
+    # an answer to another query (a wrapper that prints the base query's CSV whatever it is asked) is no process
+    other = snap(apps=BASE)
+    assert other["apps"] == [] and not other["apps_known"] and problems({"start": other, "end": other}, 1) == []
 
 
 @pytest.fixture(scope="module")

@@ -121,8 +121,16 @@ def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps
         gpu["app_clocks_locked"] = None if app is None or default is None else app != default
         gpus.append(gpu)
     uuids = {g["uuid"]: g["index"] for g in gpus}
-    apps = [{**a, "gpu": uuids.get(a.get("gpu_uuid"))} for a in parse_apps(apps_csv or "")]
-    return {"gpus": gpus, "apps": apps, "apps_known": apps_csv is not None}
+    known = apps_csv is not None and _has_column(apps_csv, "pid")  # else not the compute-process query's answer
+    apps = [{**a, "gpu": uuids.get(a.get("gpu_uuid"))} for a in parse_apps(apps_csv or "")] if known else []
+    return {"gpus": gpus, "apps": apps, "apps_known": known}
+
+
+def _has_column(csv: str, name: str) -> bool:
+    """Whether an nvidia-smi CSV answer's header names ``name``: an answer to another query (a wrapper that prints
+    the same text whatever it is asked) holds no process, and is unknown, not "no other process"."""
+    header = next((line for line in csv.splitlines() if line.strip()), "")
+    return name in (h.strip().split(" [", 1)[0] for h in header.split(","))
 
 
 def snapshot(base: Sequence[Mapping[str, Any]] | None, timeout: float = 20.0) -> dict[str, Any] | None:
