@@ -19,10 +19,12 @@ from test_proof_probe import stop
 
 from patchkit.proof import probe_env
 from patchkit.proof.account import account
-from patchkit.proof.check import stray_reasons
+from patchkit.proof.check import env_reasons, stray_reasons
 from patchkit.proof.digests import DigestCache
 from patchkit.proof.records import local_key, read_probe_dir
 from patchkit.proof.unprobed import live_processes, unprobed
+
+TORCH_STANDIN = Path(__file__).resolve().parent / "standin" / "torch_standin"
 
 
 def start(out: Path, *extra: str) -> subprocess.Popen[str]:
@@ -104,7 +106,10 @@ def test_the_accounting_keeps_two_hosts_and_a_reused_pid_apart(tmp_path: Path) -
     out.mkdir()
     code.mkdir()
     (code / "shared_mod.py").write_text("VALUE = 1\n")
-    (code / "loader.py").write_text("import shared_mod\n")
+    (code / "loader.py").write_text(  # loads the module, then joins a (one-rank, gloo) process group
+        f"import sys\nimport shared_mod\nsys.path.insert(0, {str(TORCH_STANDIN)!r})\n"
+        "import torch.distributed as dist\ndist.init_process_group('gloo', rank=0, world_size=1)\n"
+    )
     runs = [unshared(out, host, f"{code / 'loader.py'} {host}") for host in ("node-a", "node-b", "node-a")]
     if runs[0].returncode != 0:
         pytest.skip(f"no namespaces here (unshare: {runs[0].stderr.strip()})")
@@ -121,6 +126,11 @@ def test_the_accounting_keeps_two_hosts_and_a_reused_pid_apart(tmp_path: Path) -
     assert sum(x.startswith(f"pid 1 on node-a ({code / 'loader.py'} node-a, started ") for x in loaders) == 2
     assert sum(x.startswith(f"pid 1 on node-b ({code / 'loader.py'} node-b") for x in loaders) == 1
     assert [local_key(p) for p in processes] == [None, None, None]  # not this machine's pid 1
+    # a worker's missing variable at init_process_group names it the same way
+    reasons = env_reasons(processes, {"NCCL_MIN_NCHANNELS": "4"})
+    assert len(reasons) == 3
+    assert sum(r.startswith(f"pid 1 on node-a ({code / 'loader.py'} node-a, rank 0, started ") for r in reasons) == 2
+    assert sum(r.startswith(f"pid 1 on node-b ({code / 'loader.py'} node-b, rank 0): NCCL_MIN") for r in reasons) == 1
 
 
 REUSED_PID = """

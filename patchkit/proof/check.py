@@ -2,11 +2,14 @@
 
 Each reason is one line naming the pid, the process (title, multiprocessing
 name or argv), the file or the variable, and the expected and found values,
-so a refused run says exactly which worker saw what.
+so a refused run says exactly which worker saw what; with its host when the
+run spanned hosts, and its start when its pid named two processes there
+(``Names``: the accounting keys processes by identity, not pid).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from patchkit.proof.account import Accounting, Verdict
@@ -14,24 +17,31 @@ from patchkit.proof.records import ProcessFacts
 from patchkit.redact import is_secret
 
 
-def loaded_by(item: Verdict, processes: Sequence[ProcessFacts]) -> str:
-    """The processes that loaded a file, one name each (``Verdict.processes``, by identity): "pid 1234 (label)",
-    with "on HOST" when the run's processes ran on more than one host, and when to tell apart two processes of
-    one pid on one host (a reused pid)."""
-    by_ident = {p.ident: p for p in processes}  # in read order: an exec()ed process is named by its last image
-    many_hosts = len({p.host for p in processes}) > 1
-    found = [by_ident.get(ident) for ident in item.processes]
-    pids = [(p.host, p.pid) for p in found if p is not None]
-    names = []
-    for ident, proc in zip(item.processes, found, strict=True):
-        if proc is None:
-            names.append(f"{ident} (?)")
-            continue
-        where = f" on {proc.host or '?'}" if many_hosts else ""
+class Names:
+    """How a reason names a process of the run: "pid 1234 (label)", with "on HOST" when the run's processes ran
+    on more than one host, and when it started when two processes of the run had its pid on its host (a reused
+    pid): a pid alone names two processes there."""
+
+    def __init__(self, processes: Sequence[ProcessFacts]) -> None:
+        self.by_ident = {p.ident: p for p in processes}  # in read order: an exec()ed process, by its last image
+        self.many_hosts = len({p.host for p in processes}) > 1
+        self.shared = Counter((p.host, p.pid) for p in self.by_ident.values())
+
+    def __call__(self, proc: ProcessFacts, more: str = "") -> str:
+        where = f" on {proc.host or '?'}" if self.many_hosts else ""
         started = proc.started_at or f"at tick {proc.start_ticks}"
-        when = f", started {started}" if pids.count((proc.host, proc.pid)) > 1 else ""
-        names.append(f"pid {proc.pid}{where} ({proc.label}{when})")
-    return ", ".join(names)
+        when = f", started {started}" if self.shared[proc.host, proc.pid] > 1 else ""
+        return f"pid {proc.pid}{where} ({proc.label}{more}{when})"
+
+
+def loaded_by(item: Verdict, processes: Sequence[ProcessFacts]) -> str:
+    """The processes that loaded a file, one name each (``Verdict.processes``, by identity: ``Names``)."""
+    names = Names(processes)
+    out = []
+    for ident in item.processes:
+        proc = names.by_ident.get(ident)
+        out.append(f"{ident} (?)" if proc is None else names(proc))
+    return ", ".join(out)
 
 
 def stray_reasons(accounting: Accounting, processes: Sequence[ProcessFacts]) -> list[str]:
@@ -52,24 +62,23 @@ def env_reasons(processes: Sequence[ProcessFacts], expected: Mapping[str, str]) 
     digest is held to the variable being set.  Its reason names no value.
     """
     out = []
+    named = Names(processes)
     for proc in processes:
         for call in proc.inits:
+            who = named(proc, f", rank {call.rank}")
             for name, value in expected.items():
                 if is_secret(name):
                     verdict = call.secrets.get(name) or ("equal" if name in call.env else "unset")
                     if verdict != "equal":
                         what = "it unset" if verdict == "unset" else "another value"
                         out.append(
-                            f"pid {proc.pid} ({proc.label}, rank {call.rank}): {name} at init_process_group: "
-                            f"expected the value it was given, found {what} (a secret: no value is shown)"
+                            f"{who}: {name} at init_process_group: expected the value it was given, found {what} "
+                            "(a secret: no value is shown)"
                         )
                     continue
                 found = call.env.get(name)
                 if found != value:
                     start = proc.start_env.get(name)
                     note = f" (it started with {start!r})" if start != found else ""
-                    out.append(
-                        f"pid {proc.pid} ({proc.label}, rank {call.rank}): {name} at init_process_group: "
-                        f"expected {value!r}, found {found!r}{note}"
-                    )
+                    out.append(f"{who}: {name} at init_process_group: expected {value!r}, found {found!r}{note}")
     return out
