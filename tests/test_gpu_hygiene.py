@@ -152,10 +152,13 @@ def test_without_nvidia_smi_bench_says_no_gpu_facts_once(capsys, history, tmp_pa
     assert doc["gpus"]["gpus"] is None and doc["gpus"]["hygiene"] is None
 
 
-def test_bisect_warns_of_a_dirty_gpu_and_of_bad_on_other_gpus_than_good(capsys, history, tmp_path, monkeypatch) -> None:
-    """GOOD's launch on the clean H200, BAD's first launch on the variant (another process, a lower power limit,
-    locked clocks), every later launch clean again: the warnings name BAD's run and what differs from GOOD."""
-    path = fake_smi(tmp_path / "smi", {"a": (BASE, EXTRA, NO_APPS), "b": (LOWER_POWER, LOCKED, BUSY)}, "aba")
+def test_bisect_warns_of_dirty_gpus_and_of_launches_on_gpus_unlike_goods(
+    capsys, history, tmp_path, monkeypatch
+) -> None:
+    """GOOD's first launch on the clean H200, the next two launches on the variant (another process, a lower power
+    limit, locked clocks), every later launch clean again: the warnings name each dirty launch, and each difference
+    from GOOD's first launch once, with the runs that show it."""
+    path = fake_smi(tmp_path / "smi", {"a": (BASE, EXTRA, NO_APPS), "b": (LOWER_POWER, LOCKED, BUSY)}, "abba")
     monkeypatch.setenv("PATH", f"{path}:{os.environ['PATH']}")
     manifest = write_bench_kit(tmp_path / "kit", profiles={})
     args = ["bisect", "-m", manifest, "--repo", history.path, "--good", history["restore-model"], "--bad",
@@ -164,14 +167,18 @@ def test_bisect_warns_of_a_dirty_gpu_and_of_bad_on_other_gpus_than_good(capsys, 
     assert result.code == 0, result.out + result.err
     steps = [line.split() for line in result.out.splitlines() if line.startswith("  run ")]
     good, bad = history["restore-model"][:10], history["slow"][:10]
-    assert steps[0][2:5] == [good, "launch", "1"] and steps[1][:5] == ["run", "2", bad, "launch", "1"]
+    assert [s[:3] for s in steps[:2]] == [["run", "1", good], ["run", "2", bad]] and len(steps) >= 4
+    third = f"launch {steps[2][4]}"  # the hunt's third launch: GOOD's or BAD's second
+    busy = "GPU 0 had another process, pid 812 (python3), 14.0 GiB"
     warnings = [line for line in result.out.splitlines() if line.startswith("warning: ")]
     assert warnings == [
-        "warning: run 2: GPU 0 had another process, pid 812 (python3), 14.0 GiB, at the start of launch 1",
-        "warning: run 2: GPU 0 had another process, pid 812 (python3), 14.0 GiB, at the end of launch 1",
-        f"warning: {good} (A) vs {bad} (B): GPU 0 application clocks locked: A no, B yes",
-        f"warning: {good} (A) vs {bad} (B): GPU 0 application SM clock (MHz): A 1980, B 1410",
-        f"warning: {good} (A) vs {bad} (B): GPU 0 power limit (W): A 700.0, B 500.0",
+        f"warning: run 2: {busy}, at the start of launch 1",
+        f"warning: run 2: {busy}, at the end of launch 1",
+        f"warning: run 3: {busy}, at the start of {third}",
+        f"warning: run 3: {busy}, at the end of {third}",
+        f"warning: GOOD {good} run 1 (A) vs runs 2, 3 (B): GPU 0 application clocks locked: A no, B yes",
+        f"warning: GOOD {good} run 1 (A) vs runs 2, 3 (B): GPU 0 application SM clock (MHz): A 1980, B 1410",
+        f"warning: GOOD {good} run 1 (A) vs runs 2, 3 (B): GPU 0 power limit (W): A 700.0, B 500.0",
     ]
     assert "no GPU facts" not in result.out
     data = run_cli(capsys, *args, "--store", tmp_path / "again.sqlite", "--json").json  # every launch on a now

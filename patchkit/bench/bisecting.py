@@ -14,9 +14,10 @@ place, profile and metric.
 the session (every run stored) or, on Slurm, a round of commits as one job
 array (``ScheduledRounds``: a re-run of a killed bisect reads its rounds
 back).  ``BisectPlan.gpu_hygiene(report)`` reads the hunt's launches back from
-the store and judges their GPUs as ``bench`` does (``bench/hygiene.py``): a
-launch on a dirty GPU, and each commit's first launch on GPUs set up unlike
-GOOD's (a hunt compares every commit with GOOD's level, not only BAD).
+the store and judges their GPUs (``hygiene.hunt_report``): a launch on a dirty
+GPU, and any launch on GPUs set up unlike GOOD's first (a hunt compares every
+commit with GOOD's level, not only BAD, and runs long enough for a setting to
+change half-way).
 ``BisectPlan.document(report, gpus)`` is the ``bisect --json`` object.
 """
 
@@ -31,7 +32,7 @@ from patchkit.bench.bisect import bisect as search
 from patchkit.bench.cluster import ScheduledRounds, prior_place
 from patchkit.bench.executor import SlurmExecutor
 from patchkit.bench.hunt import default_budget
-from patchkit.bench.hygiene import report as gpu_report
+from patchkit.bench.hygiene import hunt_report
 from patchkit.bench.launches import BenchArgs, Opened
 from patchkit.bench.plan import HuntPlan, plan_hunt
 from patchkit.bench.prepare import unpatchable_commits
@@ -156,15 +157,11 @@ class BisectPlan:
                 "gpu": prior.gpu, "launches": prior.launches}  # fmt: skip
 
     def gpu_hygiene(self, report: BisectReport) -> dict[str, Any]:
-        """What bench says of its launches' GPUs (``hygiene.report``), for the hunt's launches as stored: each
-        launch's problems, and what differs between GOOD's first launch and each other commit's first (GOOD's
-        launches go first, so GOOD is the A side; a commit on other GPUs than GOOD's moves the boundary as
-        surely as BAD on them would).  Read from the store, so Slurm rounds read back count too."""
+        """``hygiene.hunt_report`` of the hunt's launches as stored, in the hunt's order: each launch's problems,
+        and what differs between GOOD's first launch and any other.  Read from the store, so that Slurm rounds
+        read back count too."""
         runs = dict.fromkeys(s.measurement.run for s in report.steps if s.measurement.run is not None)
-        records = [self.session.store.get(run) for run in runs]
-        good = self.line[0].sha
-        records.sort(key=lambda r: r.commit.sha != good)  # stable: the hunt's order within each side
-        return gpu_report(records)
+        return hunt_report([self.session.store.get(run) for run in runs], self.line[0].sha)
 
     def document(self, report: BisectReport, gpus: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """``bisect --json`` (docs/json.md); ``gpus``: ``gpu_hygiene(report)``."""

@@ -207,12 +207,37 @@ def side_warnings(records: Iterable[Any]) -> list[str]:
     return out
 
 
+def _facts(records: Sequence[Any]) -> bool:
+    """False when no launch that started a server had nvidia-smi's answers ("no GPU facts", said once)."""
+    ran = [r for r in records if r.commands.get("server")]
+    return any(r.gpus is not None for r in ran) or not ran
+
+
+def hunt_report(records: Sequence[Any], good: str) -> dict[str, Any]:
+    """What bisect says of its launches' GPUs: ``facts`` and ``problems`` as ``report``; ``differences``: every
+    other launch against GOOD's first (A), each difference once with the runs that show it.  A hunt runs for hours
+    and compares every commit's level with GOOD's: clocks locked half-way through, or a Slurm node set up unlike
+    GOOD's, moves the boundary whichever commit's launch it hit, so no launch is left out."""
+    out: dict[str, Any] = {"facts": _facts(records), "problems": side_warnings(records), "differences": []}
+    base = next((r for r in records if r.commit.sha == good and r.gpu_hygiene is not None), None)
+    if base is None:
+        return out
+    shown: dict[str, list[Any]] = {}
+    for record in records:
+        if record is not base and record.gpu_hygiene is not None:
+            for line in differences(base.gpu_hygiene, record.gpu_hygiene):
+                shown.setdefault(line, []).append(record.run_id)
+    for line, runs in shown.items():
+        which = f"run {runs[0]}" if len(runs) == 1 else f"runs {', '.join(map(str, runs))}"
+        out["differences"].append(f"GOOD {base.commit.short} run {base.run_id} (A) vs {which} (B): {line}")
+    return out
+
+
 def report(records: Sequence[Any]) -> dict[str, Any]:
     """What bench says of its launches' GPUs: ``facts`` (False: no launch that started a server had nvidia-smi's
     answers: "no GPU facts", said once), each launch's ``problems``, and the ``differences`` between each commit's
     first launch and the first commit's."""
-    ran = [r for r in records if r.commands.get("server")]
-    facts = any(r.gpus is not None for r in ran) or not ran
+    facts = _facts(records)
     firsts: dict[str, Any] = {}
     for record in records:
         if record.gpu_hygiene is not None:

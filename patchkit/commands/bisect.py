@@ -31,9 +31,9 @@ metric, above R for ``better = "lower"``).  Without one, BAD must differ from
 GOOD in the worse direction by the verdict.
 
 After the hunt, the GPU hygiene of its launches (``BisectPlan.gpu_hygiene``,
-judged as ``bench`` and ``compare`` judge theirs): a launch on a dirty GPU, and
-a commit whose first launch ran on GPUs set up unlike GOOD's, one warning
-each; "no GPU facts" once when no launch had nvidia-smi's answers.
+``hygiene.hunt_report``): a launch on a dirty GPU, one warning each, and each
+way any launch's GPUs were set up unlike GOOD's first, one warning naming the
+runs; "no GPU facts" once when no launch had nvidia-smi's answers.
 """
 
 from __future__ import annotations
