@@ -324,7 +324,7 @@ def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, hi
     data = result.json
     assert set(data) == {
         "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
-        "last_good", "maybe", "error", "allow_dirty", "search",
+        "last_good", "maybe", "error", "allow_dirty", "search", "gpu_hygiene",
     }  # fmt: skip
     assert data["first_bad"]["subject"] == SLOW_SUBJECT
     assert data["first_bad"]["commit"] == history["slow"]

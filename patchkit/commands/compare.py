@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.compare import Between, between, pick_pair
 from patchkit.bench.compare import compare as compare_runs
-from patchkit.bench.hygiene import NO_GPU_FACTS, differences, side_warnings
+from patchkit.bench.hygiene import differences, side_warnings
 from patchkit.bench.record import RunRecord
 from patchkit.bench.session import open_store
 from patchkit.bench.store import Store
 from patchkit.bench.verdict import Noise
-from patchkit.commands._bench_output import say, show_comparison
+from patchkit.commands._bench_output import show_comparison, show_gpu_hygiene
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.render import print_json
@@ -63,10 +63,7 @@ def compare(
         print_json({**result.to_json(), "gpu_hygiene": gpus})
     else:
         show_comparison(console, result)
-        if not gpus["facts"]:
-            say(console, NO_GPU_FACTS, "dim")
-        for line in [*gpus["problems"], *gpus["differences"]]:
-            say(console, f"warning: {line}", "bold yellow")
+        show_gpu_hygiene(console, gpus)
     return int(ExitCode.OK)
 
 
