@@ -112,6 +112,7 @@ DRIFT_SUSPECT = 2.5  # ... and from this many on, references are re-launched
 STEP_Z = 3.5  # a second step: two groups of commits on one side of the answer this many standard errors apart
 STEP_SUSPECT = 2.0  # between this and STEP_Z, more launches before deciding
 STEP_EXTRA = 6  # at most this many extra launches per commit to decide a suspected second step
+STEP_BUDGET = 4  # ... and this many in all: most suspicions are chance, and one that is not shows in four
 OWN_FROM = 4  # degrees of freedom of its own from which the hunt's spread replaces a smaller pooled one
 STALE_P = 0.01  # the variance-ratio test's level for calling the prior stale
 OUTLIER_Z = 4.0  # an endpoint launch this many spreads from its end's median is left out of the endpoint verdict
@@ -420,6 +421,7 @@ def hunt(
             picks = state.confirmations(k, model, slots)
             if not picks and not checked_steps:
                 picks = state.step_checks(k, model, slots)
+                state.step_used += len(picks)
                 if not picks:
                     checked_steps = True
             if not picks:
@@ -563,6 +565,7 @@ class _State:
         self.label: Callable[[int], str] = str  # how a position is named in the reasons
         self._model: _Model | None = None
         self._model_at = -1
+        self.step_used = 0  # launches asked for to decide a suspected second step
 
     def add(self, pos: int, value: Value) -> None:
         order = self.used
@@ -686,7 +689,10 @@ class _State:
         """More launches where a second step is suspected but not clear (``STEP_SUSPECT <= |z| < STEP_Z`` within a
         side): one at the commit of the suspected split's two with fewer launches, at most ``STEP_EXTRA`` extra."""
         chosen: list[tuple[int, str]] = []
+        slots = min(slots, STEP_BUDGET - self.step_used)
         for lo, hi in ((0, k - 1), (k, self.size - 1)):
+            if slots <= 0:
+                break
             found = model.side_step(lo, hi)
             if found is None or not STEP_SUSPECT <= abs(found[2]) < STEP_Z:
                 continue
