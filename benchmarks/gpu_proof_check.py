@@ -61,8 +61,8 @@ sys.path.insert(0, str(ROOT))
 from patchkit.proof import probe_env  # noqa: E402
 from patchkit.proof.digests import DigestCache  # noqa: E402
 from patchkit.proof.libs import LibrarySampler  # noqa: E402
-from patchkit.proof.nccllog import parse_nccl_log  # noqa: E402
-from patchkit.proof.records import read_probe_dir  # noqa: E402
+from patchkit.proof.nccllog import nccl_host, parse_nccl_log  # noqa: E402
+from patchkit.proof.records import local_key, read_probe_dir  # noqa: E402
 
 STANDIN_TORCH = ROOT / "tests" / "standin" / "torch_standin"
 TIMEOUT = 150  # seconds for the driver: the whole check stays under 3 minutes
@@ -235,13 +235,13 @@ def main() -> int:
         )
     libraries = sampler.libraries(DigestCache(None))
     (out / "libraries.json").write_text(
-        json.dumps({str(pid): [lib.to_json() for lib in libs] for pid, libs in libraries.items()}, indent=2) + "\n"
+        json.dumps({str(pid): [lib.to_json() for lib in libs] for (pid, _), libs in libraries.items()}, indent=2) + "\n"
     )
     nccl = parse_nccl_log(text.splitlines())
     if with_nccl:
         rank = ranks.get("nccl_rank0")
         call = rank.inits[-1] if rank else None
-        said = nccl.get(rank.pid) if rank else None
+        said = nccl.get((nccl_host(rank.host), rank.pid)) if rank else None
         check("NCCL printed its lines", said is not None and bool(said.env), f"{said.to_json() if said else None}")
         if rank is not None and call is not None and said is not None:
             for name, value in sorted(said.env.items()):
@@ -253,7 +253,8 @@ def main() -> int:
             unprinted = sorted(set(NCCL_ENV) - set(said.env))
             if unprinted:
                 skipped.append(f"NCCL printed no 'set by environment' line for {', '.join(unprinted)} (not read here)")
-            mapped = [lib for lib in libraries.get(rank.pid, ()) if os.path.basename(lib.path).startswith("libnccl")]
+            own = libraries.get(local_key(rank) or (rank.pid, None), ())  # this machine's process of that pid
+            mapped = [lib for lib in own if os.path.basename(lib.path).startswith("libnccl")]
             embedded = {lib.path: nccl_version_in(lib.path) for lib in mapped}
             check(
                 "a libnccl was mapped",

@@ -860,7 +860,10 @@ def bisect(**kwargs: Any) -> int:
     cannot apply are skipped without being benchmarked. Every run is stored.
     The `patchkit noise` spread of where the launches run (this host, or the
     Slurm partition) is the prior, checked against the search's own launches
-    and refused when it was measured on other GPUs.
+    and refused when it was measured on other GPUs. As bench and compare do,
+    it warns of a launch on a dirty GPU (another process, ECC errors,
+    persistence off) and of launches on GPUs set up unlike GOOD's first
+    (power limit, locked clocks, ...); "no GPU facts" without nvidia-smi.
 
     Exit 0 when a first bad commit is found, 1 for a range, no step or no
     answer, 2 for bad input, 130 when interrupted.

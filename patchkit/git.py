@@ -321,15 +321,6 @@ def parse_log(out: str) -> list[Commit]:
     return [_parse_commit(line) for line in out.splitlines() if line]
 
 
-def parse_path_changes(out: bytes) -> dict[str, dict[str, Entry]]:
-    changes: dict[str, dict[str, Entry]] = {}
-    for chunk in out.split(b"\x1e"):
-        record = parse_change_record(chunk)
-        if record is not None:
-            changes[record[0]] = record[1]
-    return changes
-
-
 def parse_change_record(chunk: bytes) -> tuple[str, dict[str, Entry]] | None:
     """One commit's record of ``spawn_path_changes``/``spawn_change_stream``: (sha, {path: entry or None})."""
     if not chunk.strip(b"\0\n"):

@@ -311,14 +311,21 @@ def rich_off_terminal(stream: Any) -> Any:
     )
 
 
+def documented_pages() -> list[Path]:
+    """README.md, then every page of the documentation site (``docs/**/*.md``), in a fixed order."""
+    root = Path(__file__).resolve().parents[1]
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
 def readme_commands() -> list[tuple[list[str], list[str]]]:
-    """(argv after `patchkit`, output lines) for every fenced README block that starts with `$ patchkit`."""
+    """(argv after `patchkit`, output lines) for every fenced block that starts with `$ patchkit`, in the
+    README and the documentation pages (``documented_pages``), the README's first."""
     import shlex
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    text = "\n".join(page.read_text(encoding="utf-8") for page in documented_pages())
     out = []
     block: list[str] | None = None
-    for line in readme.splitlines():
+    for line in text.splitlines():
         if line.startswith("```"):
             if block is None:
                 block = []

@@ -1,4 +1,4 @@
-"""What makes a cold range check cheap beyond the parse (issue 12), held to being invisible:
+"""What makes a cold range check cheap beyond the parse, held to being invisible:
 
 - ``CodeState.remembered`` shares values across file versions by the exact
   source text a statement was parsed from, but never for a tree a simulated
@@ -119,6 +119,7 @@ def test_evaluate_file_pauses_and_restores_the_collector(tmp_path) -> None:
         gc.enable()
 
 
+@pytest.mark.slow
 def test_close_matches_are_difflibs_own() -> None:
     """The insert op scores each candidate statement once per run; the suggestions must be exactly
     ``difflib.get_close_matches(wanted, texts, n=2, cutoff=0.5)``, ties and order included."""

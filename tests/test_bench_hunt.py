@@ -6,6 +6,7 @@ import math
 import random
 from collections.abc import Sequence
 
+import numpy as np
 import pytest
 
 from patchkit.bench.stats.hunt import GiveUp, HuntReport, default_budget, hunt, launches_to_decide
@@ -342,3 +343,33 @@ def test_the_bisect_output_names_the_outlier_the_spread_and_the_second_step() ->
     if launched.get(39, 0) >= 1 and report.outliers:
         assert "outliers (far from both levels; they move no boundary): " in text
         assert line[39].sha in {o["commit"] for o in data["outliers"]}
+
+
+def test_the_hunts_own_spread_is_not_shrunk_by_a_small_prior() -> None:
+    """Residuals that scatter 2 %, weighed first at a prior's 0.5 %: most lie beyond four of the prior's spreads,
+    where the mixture calls a launch an outlier.  The hunt's own estimate must still come out near 2 % (weighed at
+    the residuals' robust scale), or a stale prior would hide itself from the very check meant to catch it."""
+    from patchkit.bench.stats import hunt as hunt_module
+
+    rng = random.Random(7)
+    resid = np.array([rng.gauss(0.0, 0.02) for _ in range(40)])
+    weights = hunt_module._responsibilities(resid, 0.005)  # what EM hands over at the prior's spread
+    assert float(weights.sum()) < 35  # the premise: at the prior's spread several launches look like outliers
+    _, spread = hunt_module._spread(resid, weights, Noise(sigma=0.005, df=9), 0.0, 2, 0.005)
+    assert spread.hunt is not None and 0.015 < spread.hunt < 0.026
+    assert spread.stale and spread.sigma > 0.015
+
+
+def test_a_boundary_must_hold_at_the_spreads_upper_bound() -> None:
+    """A prior of 2 degrees of freedom says little about the spread: before a small step is named, the boundary's
+    commits get launches until it holds at the spread's upper bound too, and the answer is never wrong."""
+    asked_for_it = 0
+    for seed in range(6):
+        h = History(32, first_bad=11 + seed, d=0.05, sigma=0.012, seed=seed)
+        report = run(h, noise=Noise(sigma=0.012, df=2), expect="lower")
+        whys = [w for r in report.rounds for w in r.why]
+        asked_for_it += any(w.startswith("confirm: at the spread's upper bound") for w in whys)
+        assert report.first_bad in (h.first_bad, None)
+        if report.kind == "range":
+            assert report.lo is not None and report.hi is not None and report.lo <= h.first_bad <= report.hi
+    assert asked_for_it >= 1

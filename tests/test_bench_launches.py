@@ -19,6 +19,8 @@ from helpers import run_cli
 
 from patchkit.demo.history import History, HistoryBuilder
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 REGRESSION = "sched: chunked prefill by default"  # the planted 10 % drop of the 16-commit history
 
 

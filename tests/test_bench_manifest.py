@@ -1,5 +1,5 @@
-"""The [bench] table: the issue's example loads as written; errors name the key path and line, exit 2."""
-# ruff: noqa: E501  (the issue's [bench] example, verbatim)
+"""The [bench] table: a full SGLang example loads as written; errors name the key path and line, exit 2."""
+# ruff: noqa: E501  (a full SGLang [bench] example, verbatim)
 
 from __future__ import annotations
 

@@ -17,6 +17,8 @@ import pytest
 from bench_helpers import build_history, write_bench_kit
 from helpers import patchkit_script
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 TYPO = "[fix typo]: funtion -> function"
 WIDTHS = (60, 80, 120)
 

@@ -273,6 +273,7 @@ def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monke
     ]
 
 
+@pytest.mark.slow
 def test_reading_records_loads_no_process_machinery():
     """The report (and a Slurm submitter) read runs through record and store: no job, no psutil."""
     import subprocess

@@ -7,6 +7,8 @@ import pytest
 from bench_helpers import bench_table, build_history, write_bench_kit
 from helpers import run_cli
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 PLANTED = "hf_planted_0123456789abcdefPLANTED"
 CREDENTIAL = "db-credential-PLANTED-9876543210"
 

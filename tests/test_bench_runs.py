@@ -1,6 +1,6 @@
 """patchkit bench / runs / compare / bisect with real processes on loopback (tests/standin/).
 
-Every case of the issue's list: the happy path over two commits and two
+Every case a bench must handle: the happy path over two commits and two
 profiles; refusal on partial application (a marker file proves that neither
 server nor client ran); a server that never becomes healthy; one that exits
 during start-up; one that dies mid-run; a port already in use; a worker
@@ -64,6 +64,7 @@ def assert_nothing_left(pid_file: Path, port: str | int | None = None) -> None:
         assert port_is_free(int(port))
 
 
+@pytest.mark.slow
 def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, tmp_path):
     marker = tmp_path / "marker"
     result = bench(
@@ -141,6 +142,7 @@ def one(capsys, history, manifest, store, tmp_path, server_args, *extra, profile
     return result, result.json["runs"][0], pid_file
 
 
+@pytest.mark.slow
 def test_never_healthy_times_out_and_kills_the_group(capsys, history, tmp_path, store):
     manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(ready_timeout=1.5))
     started = time.monotonic()
@@ -236,6 +238,7 @@ def test_missing_metric_is_missing_not_zero(capsys, history, manifest, store, tm
     assert stored["stats"]["output_tok_s"]["median"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_is_stored_with_what_it_measured(history, manifest, tmp_path, sig):
     """Ctrl-C (or SIGTERM) in the second measured client run: the server group is stopped, the run is
@@ -272,6 +275,7 @@ def test_an_interrupted_run_is_stored_with_what_it_measured(history, manifest, t
     assert cmp.returncode == 2 and b"no ok runs" in cmp.stderr and b"interrupted" in cmp.stderr
 
 
+@pytest.mark.slow
 def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     result = bench(capsys, history, manifest, store, "--commit", history["restore-model"], "--commit",
                    history["docs-2"], "--profile", "eagle3")  # fmt: skip
@@ -299,6 +303,7 @@ def test_compare_names_the_planted_commit(capsys, history, manifest, store):
     assert SLOW_SUBJECT in people.out and "significant" not in people.out
 
 
+@pytest.mark.slow
 def test_compare_within_threshold_is_never_different(capsys, history, manifest, store):
     result = bench(capsys, history, manifest, store, "--commit", history["base"], "--commit", history["docs"],
                    "--profile", "baseline")  # fmt: skip
@@ -309,6 +314,7 @@ def test_compare_within_threshold_is_never_different(capsys, history, manifest, 
     assert "different" not in calls.values()
 
 
+@pytest.mark.slow
 def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, history, manifest, store):
     result = run_cli(
         capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["base"],
@@ -318,7 +324,7 @@ def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, hi
     data = result.json
     assert set(data) == {
         "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
-        "last_good", "maybe", "error", "allow_dirty", "search",
+        "last_good", "maybe", "error", "allow_dirty", "search", "gpu_hygiene",
     }  # fmt: skip
     assert data["first_bad"]["subject"] == SLOW_SUBJECT
     assert data["first_bad"]["commit"] == history["slow"]
@@ -331,6 +337,7 @@ def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, hi
     assert history["break-model"] not in {r["commit"] for r in stored}
 
 
+@pytest.mark.slow
 def test_bisect_with_absolute_threshold_on_a_lower_is_better_metric(capsys, history, manifest, store):
     result = run_cli(
         capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", history["docs"],
@@ -361,6 +368,7 @@ def test_bench_usage_errors(capsys, history, manifest, store):
     assert "no metric 'tok_s'" in cli("bisect", "--good", base, "--bad", tip, "--metric", "tok_s", "--min", "1")
 
 
+@pytest.mark.slow
 def test_sigterm_ignored_gets_sigkill(capsys, history, tmp_path, store):
     manifest = write_bench_kit(tmp_path / "kit", bench=bench_table(stop_grace=0.5, repeat=1))
     result, run, pids = one(capsys, history, manifest, store, tmp_path, "--ignore-sigterm")
@@ -397,6 +405,7 @@ def test_progress_phases_default_store_and_worktree_root(history, manifest, tmp_
     assert linked.common_dir == (history.path / ".git").resolve()
 
 
+@pytest.mark.slow
 def test_hand_edited_worktree_is_refused_and_the_next_commit_still_runs(
     capsys, history, manifest, store, tmp_path, monkeypatch
 ):
@@ -432,6 +441,7 @@ def test_unknown_placeholder_stops_before_anything(capsys, history, tmp_path):
     assert not root.exists() and not (tmp_path / "s.sqlite").exists()
 
 
+@pytest.mark.slow
 def test_bench_refuses_exactly_when_the_guard_does(capsys, history, manifest, store, tmp_path, monkeypatch):
     """An untracked file in a reused worktree: apply keeps it, the guard's clean check refuses it."""
     root = tmp_path / "wts"

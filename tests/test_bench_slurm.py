@@ -25,6 +25,8 @@ from slurm_cluster import SlurmCluster
 
 from patchkit.demo.history import History
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:

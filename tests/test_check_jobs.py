@@ -1,4 +1,4 @@
-"""Range checks on several cores, their JSON text and their stored hints (issue 12).
+"""Range checks on several cores, their JSON text and their stored hints.
 
 One worker is the reference: with N workers the report, its JSON text and
 its stats are the same, byte for byte.

@@ -24,6 +24,7 @@ from patchkit.sources import CommitSource
 PROJECT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["kimi-k25-eagle3", "eagle3-verify-timing"])
 def test_every_demo_commit_keeps_the_invariant(
     name: str, sglang_history, sglang_repo, monkeypatch: pytest.MonkeyPatch

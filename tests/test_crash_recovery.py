@@ -16,6 +16,8 @@ from histories import build_model_history, write_manifest
 
 from patchkit.demo.history import Executable
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 TARGET = "pkg/tool.py"
 BIG = "x" * 5_000_000  # a 5 MB file: temp files of that size must not be left behind
 

@@ -1,4 +1,4 @@
-"""Issue 7 item 9: every line an op inserts into a CRLF file ends with CRLF (no bare LF)."""
+"""Every line an op inserts into a CRLF file ends with CRLF (no bare LF)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,8 @@ from helpers import patchkit_script, readme_commands, run_script
 from patchkit.demo.sglang import build_sglang_history
 from patchkit.demo.standin.server import all_reduce_methods, ms_per_token
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 TITLES = [
     "1. patchkit check -m kimi-k25-eagle3 --range v0.5.8..main",
     "2. patchkit apply -m kimi-k25-eagle3 --commit rename-kimi",
@@ -78,19 +80,21 @@ def test_port_carries_the_manifest_to_the_renamed_class(kept):
     assert re.search(r"check --commit [0-9a-f]{10}: 2 APPLY: OK", two)
     ported = (work / "ported" / "manifests" / "kimi-k25-eagle3.toml").read_text()
     assert 'class = "KimiK25VLForConditionalGeneration"' in ported
-    assert ported.startswith("# ")  # the manifest's comments are kept
+    assert ported.startswith("#:schema ../patchkit/manifest/schema.json\n# ")  # its schema hint and comments are kept
 
 
 def test_the_readme_refused_apply_block_is_this_trees_output(kept, tmp_path):
     """The README's example: on the tree `patchkit demo --keep` leaves (at main, unpatched), its
     `apply --commit rename-kimi` prints exactly the README's block (which then says so)."""
     work, _out, _steps = kept
-    (argv, expected) = next((a, o) for a, o in readme_commands() if a[0] == "apply")
-    argv = [a.replace("/src/demo", str(work)) for a in argv]
-    r = run_script(*argv, cwd=tmp_path)
-    assert r.code == 1
-    got = r.out.replace(str(work), "/src/demo").splitlines()
-    assert got == expected, "README block differs; the real output is:\n" + "\n".join(got)
+    blocks = [(a, o) for a, o in readme_commands() if a[0] == "apply"]
+    assert len(blocks) >= 2  # the README's and docs/getting-started.md's
+    for argv, expected in blocks:
+        argv = [a.replace("/src/demo", str(work)) for a in argv]
+        r = run_script(*argv, cwd=tmp_path)
+        assert r.code == 1
+        got = r.out.replace(str(work), "/src/demo").splitlines()
+        assert got == expected, "the documented block differs; the real output is:\n" + "\n".join(got)
 
 
 def test_bench_interleaves_three_launches_each(kept):

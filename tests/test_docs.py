@@ -209,3 +209,87 @@ def test_the_help_epilogues_are_generated_from_the_enum(capsys):
     ):
         r = run_cli(capsys, *args)
         assert textwrap.indent(epilog.removeprefix("\b\n"), "  ") in r.out, args
+
+
+# The documentation site (mkdocs.yml): its reference pages cover every verb and every exit code.
+CLI_MD = ROOT / "docs" / "reference" / "cli.md"
+EXIT_CODES_MD = ROOT / "docs" / "reference" / "exit-codes.md"
+SCHEMA_MD = ROOT / "docs" / "reference" / "schema.md"
+
+
+def docs_hooks() -> Any:
+    """``tools/docs_hooks.py``, the MkDocs hooks that generate pages at build time, imported by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "tools" / "docs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def cli_verbs(group: Any = cli, prefix: str = "") -> list[str]:
+    """Every verb of the click group, sub-groups' verbs as ``group verb``, walked recursively."""
+    import click
+
+    out = []
+    for name, command in sorted(group.commands.items()):
+        out.append(prefix + name)
+        if isinstance(command, click.Group):
+            out += cli_verbs(command, prefix + name + " ")
+    return out
+
+
+def test_the_cli_walk_finds_the_verbs():
+    verbs = cli_verbs()
+    assert {"check", "apply", "guard", "bench", "compare", "bisect", "show", "port"} <= set(verbs)
+
+
+@pytest.mark.parametrize("verb", cli_verbs())
+def test_every_cli_verb_is_in_the_cli_reference(verb):
+    text = CLI_MD.read_text(encoding="utf-8")
+    assert re.search(rf"^\| `patchkit {re.escape(verb)}\b", text, re.M), (
+        f"`patchkit {verb}` has no row in the command table of docs/reference/cli.md"
+    )
+
+
+def test_the_cli_reference_renders_the_click_group():
+    """mkdocs-click renders every verb's --help from the group itself, so a new verb is on the site."""
+    text = CLI_MD.read_text(encoding="utf-8")
+    assert re.search(r"^::: mkdocs-click\n    :module: patchkit\.cli\n    :command: cli\n", text, re.M)
+
+
+@pytest.mark.parametrize("code", list(ExitCode), ids=lambda c: c.name)
+def test_every_exit_code_is_in_the_exit_code_reference(code):
+    page = docs_hooks().render_markers(EXIT_CODES_MD.read_text(encoding="utf-8"))
+    row = re.search(rf"^\| {int(code)} \| `{code.name}` \| (.*) \|$", page, re.M)
+    assert row, f"exit code {int(code)} ({code.name}) has no row in the generated docs/reference/exit-codes.md"
+    assert row.group(1).strip(), f"ExitCode.{code.name} has no comment to say what it means"
+
+
+def test_the_schema_reference_has_every_object_and_key():
+    page = docs_hooks().render_markers(SCHEMA_MD.read_text(encoding="utf-8"))
+    assert "<!-- generated:" not in page
+    for name in schema()["$defs"]:
+        assert f"## `{name}` {{ #{name} }}" in page, name
+    for key in set(property_names(schema())):
+        assert f"| `{key}` |" in page, key
+
+
+def test_an_unknown_generated_block_is_an_error():
+    with pytest.raises(ValueError, match="unknown generated block"):
+        docs_hooks().render_markers("<!-- generated: no-such-page -->\n")
+
+
+def test_every_page_is_in_the_site_navigation():
+    """mkdocs --strict reports a page missing from ``nav``; this says which, without MkDocs installed."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    listed = set(re.findall(r":\s+([\w/.-]+\.md)\s*$", config, re.M))
+    assert pages == listed, (sorted(pages - listed), sorted(listed - pages))
+
+
+@pytest.mark.parametrize("op", OP_NAMES)
+def test_every_op_is_in_the_concepts_table(op):
+    text = (ROOT / "docs" / "concepts" / "manifests.md").read_text(encoding="utf-8")
+    assert f"| [`{op}`](../manifest.md#{op}) |" in text

@@ -98,6 +98,7 @@ def test_job_facts_reads_slurms_environment() -> None:
     assert job_facts({})["gpu_ids"] == []
 
 
+@pytest.mark.slow
 def test_slurm_array_writes_the_ledger_and_returns_each_result(slurm: SlurmCluster, tmp_path: Path) -> None:
     executor = SlurmExecutor(SlurmOptions(shared_dir=tmp_path, slots=2, timeout_min=5), poll_s=0.5)
     with Store(tmp_path / "bench.sqlite") as store:
@@ -117,6 +118,7 @@ def test_slurm_array_writes_the_ledger_and_returns_each_result(slurm: SlurmClust
         assert finished.label == row.label
 
 
+@pytest.mark.slow
 def test_scancel_finishes_with_the_slurm_state_and_no_value(slurm: SlurmCluster, tmp_path: Path) -> None:
     executor = SlurmExecutor(SlurmOptions(shared_dir=tmp_path, timeout_min=5), poll_s=0.5)
     with Store(tmp_path / "bench.sqlite") as store:
@@ -166,6 +168,7 @@ with Store(shared / "bench.sqlite") as store:
 """
 
 
+@pytest.mark.slow
 def test_a_killed_submitter_rerun_collects_instead_of_resubmitting(slurm: SlurmCluster, tmp_path: Path) -> None:
     first = subprocess.Popen([sys.executable, "-c", SUBMITTER, str(tmp_path), "6"], env=slurm.env())
     db = tmp_path / "bench.sqlite"

@@ -68,6 +68,9 @@ def test_variants_name_a_dirty_gpu_and_what_differs() -> None:
     assert unknown["gpus"][0]["app_clocks_locked"] is None and not unknown["apps_known"]
     assert differences({"start": unknown}, {"start": snap(extra=LOCKED)}) == []
     assert problems({"start": unknown, "end": unknown}, 1) == []
+    # an answer to another query (a wrapper that prints the base query's CSV whatever it is asked) is no process
+    other = snap(apps=BASE)
+    assert other["apps"] == [] and not other["apps_known"] and problems({"start": other, "end": other}, 1) == []
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +78,11 @@ def history(tmp_path_factory: pytest.TempPathFactory):
     return build_history(tmp_path_factory.mktemp("hygiene") / "repo")
 
 
-def fake_smi(where: Path, sides: dict[str, tuple[str, str, str]]) -> Path:
-    """An nvidia-smi that answers side a's files for its first 6 calls (one launch: base, extra, apps at start and
-    end) and side b's after: the files above, as the real one prints them."""
+def fake_smi(where: Path, sides: dict[str, tuple[str, str, str]], launches: str) -> Path:
+    """An nvidia-smi that answers, as the real one prints them, the files above of the side ``launches`` names for
+    each launch in turn ("ab": a for the first, b for the second and every later one).  A launch is counted by
+    the compute-process queries answered (two per launch: at its start and at its end), so a query outside a
+    launch (bisect's check of the noise prior's GPUs) answers the next launch's side and moves nothing."""
     for side, (base, extra, apps) in sides.items():
         (where / side).mkdir(parents=True)
         (where / side / "base.csv").write_text(base)
@@ -87,8 +92,13 @@ def fake_smi(where: Path, sides: dict[str, tuple[str, str, str]]) -> Path:
     script.parent.mkdir()
     script.write_text(
         "#!/bin/sh\n"
-        f"echo x >> '{where}/calls'\n"
-        f"side=a; [ \"$(wc -l < '{where}/calls')\" -gt 6 ] && side=b\n"
+        f"calls='{where}/calls'\n"
+        'case "$1" in --query-compute-apps*) echo apps >> "$calls" ;; *) echo query >> "$calls" ;; esac\n'
+        'n=$(grep -c apps "$calls")\n'
+        'case "$1" in --query-compute-apps*) launch=$(( (n - 1) / 2 + 1 )) ;; *) launch=$(( n / 2 + 1 )) ;; esac\n'
+        f"sides='{launches}'\n"
+        'side=$(printf %s "$sides" | cut -c "$launch")\n'
+        '[ -n "$side" ] || side=$(printf %s "$sides" | tail -c 1)\n'
         'case "$1" in\n'
         f"  --query-gpu=index,clocks.max.memory*) cat '{where}'/$side/extra.csv ;;\n"
         f"  --query-compute-apps*) cat '{where}'/$side/apps.csv ;;\n"
@@ -100,7 +110,7 @@ def fake_smi(where: Path, sides: dict[str, tuple[str, str, str]]) -> Path:
 
 
 def test_bench_and_compare_warn_of_a_dirty_gpu_and_differing_sides(capsys, history, tmp_path, monkeypatch) -> None:
-    path = fake_smi(tmp_path / "smi", {"a": (BASE, EXTRA, NO_APPS), "b": (LOWER_POWER, LOCKED, BUSY)})
+    path = fake_smi(tmp_path / "smi", {"a": (BASE, EXTRA, NO_APPS), "b": (LOWER_POWER, LOCKED, BUSY)}, "ab")
     monkeypatch.setenv("PATH", f"{path}:{os.environ['PATH']}")
     manifest = write_bench_kit(tmp_path / "kit", profiles={})
     store = tmp_path / "bench.sqlite"
@@ -140,3 +150,51 @@ def test_without_nvidia_smi_bench_says_no_gpu_facts_once(capsys, history, tmp_pa
     assert [x for x in result.out.splitlines() if x.startswith("warning: ")] == []
     doc = run_cli(capsys, "show", "1", "--json", "--gpus", "--repo", history.path, "--store", store).json
     assert doc["gpus"]["gpus"] is None and doc["gpus"]["hygiene"] is None
+
+
+def test_bisect_warns_of_dirty_gpus_and_of_launches_on_gpus_unlike_goods(
+    capsys, history, tmp_path, monkeypatch
+) -> None:
+    """GOOD's first launch on the clean H200, the next two launches on the variant (another process, a lower power
+    limit, locked clocks), every later launch clean again: the warnings name each dirty launch, and each difference
+    from GOOD's first launch once, with the runs that show it."""
+    path = fake_smi(tmp_path / "smi", {"a": (BASE, EXTRA, NO_APPS), "b": (LOWER_POWER, LOCKED, BUSY)}, "abba")
+    monkeypatch.setenv("PATH", f"{path}:{os.environ['PATH']}")
+    manifest = write_bench_kit(tmp_path / "kit", profiles={})
+    args = ["bisect", "-m", manifest, "--repo", history.path, "--good", history["restore-model"], "--bad",
+            history["slow"], "--metric", "output_tok_s", "--ratio", "0.9"]  # fmt: skip
+    result = run_cli(capsys, *args, "--store", tmp_path / "bench.sqlite")
+    assert result.code == 0, result.out + result.err
+    steps = [line.split() for line in result.out.splitlines() if line.startswith("  run ")]
+    good, bad = history["restore-model"][:10], history["slow"][:10]
+    assert [s[:3] for s in steps[:2]] == [["run", "1", good], ["run", "2", bad]] and len(steps) >= 4
+    third = f"launch {steps[2][4]}"  # the hunt's third launch: GOOD's or BAD's second
+    busy = "GPU 0 had another process, pid 812 (python3), 14.0 GiB"
+    warnings = [line for line in result.out.splitlines() if line.startswith("warning: ")]
+    assert warnings == [
+        f"warning: run 2: {busy}, at the start of launch 1",
+        f"warning: run 2: {busy}, at the end of launch 1",
+        f"warning: run 3: {busy}, at the start of {third}",
+        f"warning: run 3: {busy}, at the end of {third}",
+        f"warning: GOOD {good} run 1 (A) vs runs 2, 3 (B): GPU 0 application clocks locked: A no, B yes",
+        f"warning: GOOD {good} run 1 (A) vs runs 2, 3 (B): GPU 0 application SM clock (MHz): A 1980, B 1410",
+        f"warning: GOOD {good} run 1 (A) vs runs 2, 3 (B): GPU 0 power limit (W): A 700.0, B 500.0",
+    ]
+    assert "no GPU facts" not in result.out
+    data = run_cli(capsys, *args, "--store", tmp_path / "again.sqlite", "--json").json  # every launch on a now
+    assert data["gpu_hygiene"] == {"facts": True, "problems": [], "differences": []}
+
+
+def test_without_nvidia_smi_bisect_says_no_gpu_facts_once(capsys, history, tmp_path) -> None:
+    if shutil.which("nvidia-smi") is not None:
+        pytest.skip("this machine has an nvidia-smi")
+    manifest = write_bench_kit(tmp_path / "kit", profiles={})
+    args = ["bisect", "-m", manifest, "--repo", history.path, "--store", tmp_path / "bench.sqlite",
+            "--good", history["restore-model"], "--bad", history["slow"], "--metric", "output_tok_s",
+            "--ratio", "0.9"]  # fmt: skip
+    result = run_cli(capsys, *args)
+    assert result.code == 0, result.out + result.err
+    assert result.out.count("no GPU facts") == 1
+    assert [x for x in result.out.splitlines() if x.startswith("warning: ")] == []
+    data = run_cli(capsys, *args, "--json").json
+    assert data["gpu_hygiene"] == {"facts": False, "problems": [], "differences": []}

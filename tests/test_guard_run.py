@@ -71,6 +71,7 @@ def test_run_passes_output_exit_code_and_environment(tree, tmp_path) -> None:
     assert load_record(Repo.discover(repo), "hooks") is None
 
 
+@pytest.mark.slow
 def test_keep_keeps_the_edits(tree, tmp_path) -> None:
     repo, manifest = tree
     script, seen = tmp_path / "bench.py", tmp_path / "seen.json"
@@ -82,6 +83,7 @@ def test_keep_keeps_the_edits(tree, tmp_path) -> None:
     assert porcelain(repo) == [" M pkg/model.py"]
 
 
+@pytest.mark.slow
 def test_failed_guard_never_starts_the_command(tree, tmp_path) -> None:
     repo, manifest = tree
     marker = tmp_path / "ran"
@@ -98,6 +100,7 @@ def test_failed_guard_never_starts_the_command(tree, tmp_path) -> None:
     assert porcelain(repo) == ["?? notes.txt"]
 
 
+@pytest.mark.slow
 def test_run_without_a_command_is_bad_input(tree) -> None:
     repo, manifest = tree
     proc = run(repo, manifest)
@@ -207,6 +210,7 @@ def build_bisect_history(path: Path) -> tuple[dict[str, str], list[str]]:
     return history.shas, labels
 
 
+@pytest.mark.slow
 def test_git_bisect_run_finds_the_planted_commit_and_skips_the_unpatchable(tmp_path) -> None:
     repo = tmp_path / "repo"
     shas, _labels = build_bisect_history(repo)
@@ -253,6 +257,7 @@ def test_benchmark():
 """
 
 
+@pytest.mark.slow
 def test_plugin_is_inert_without_the_option(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_bench=BENCH_TEST)
     result = pytester.runpytest("-p", "no:cacheprovider")
@@ -274,6 +279,7 @@ def test_plugin_aborts_the_session_on_an_unpatched_tree(pytester: pytest.Pyteste
     assert "1 passed" not in text
 
 
+@pytest.mark.slow
 def test_plugin_runs_the_tests_on_a_patched_tree(pytester: pytest.Pytester, tree) -> None:
     repo, manifest = tree
     assert run_script("apply", "-m", manifest, "--repo", repo).code == 0
@@ -293,6 +299,7 @@ def test_plugin_reports_bad_input_as_a_usage_error(pytester: pytest.Pytester, tr
     assert "patchkit: error:" in result.stderr.str()
 
 
+@pytest.mark.slow
 def test_options_after_the_command_belong_to_it_and_typos_do_not_run(tree, tmp_path) -> None:
     repo, manifest = tree
     assert run(repo, manifest, "--apply", "--keep").returncode == 2  # no command

@@ -1,6 +1,6 @@
-"""Issue 7, items 12-20: exit codes, one-line errors, crash reports, git's environment, unwrapped output.
+"""Exit codes, one-line errors, crash reports, git's environment, unwrapped output.
 
-Every test here runs real git repositories and, where the item is about what a
+Every test here runs real git repositories and, where the test is about what a
 user sees, the installed ``patchkit`` console script writing to a pipe.
 """
 
@@ -227,6 +227,7 @@ def test_git_environment_keeps_only_allowlisted_git_variables():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variables", [("GIT_DIR", "GIT_WORK_TREE"), ("GIT_OBJECT_DIRECTORY",), ("GIT_INDEX_FILE",)])
 def test_git_variables_of_another_repository_do_not_redirect_patchkit(tmp_path, variables):
     sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
@@ -279,6 +280,7 @@ def test_worktree_creation_held_by_another_run_is_busy(tmp_path):
     assert not wt.exists()
 
 
+@pytest.mark.slow
 def test_two_worktree_runs_racing_for_one_new_dir_never_exit_2(tmp_path):
     import subprocess
 
@@ -314,6 +316,7 @@ def test_bare_repository_hints_name_only_options_the_command_has(tmp_path):
     assert "--worktree DIR" in one_error_line(r.err)
 
 
+@pytest.mark.slow
 def test_refusal_in_a_worktree_does_not_suggest_worktree(tmp_path):
     sc = scenario(tmp_path, {TARGET: MODEL, "README.md": "hi\n"}, ADD_EXTRA, METHODS)
     wt = tmp_path / "wt"
@@ -408,6 +411,7 @@ def read_only(folder: Path) -> Iterator[str]:
         subprocess.run(["chattr", "-i", str(folder)], check=True)
 
 
+@pytest.mark.slow
 def test_read_only_directory_is_a_refusal_with_the_table_and_the_path(tmp_path):
     sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
     before = (sc.repo / TARGET).read_bytes()

@@ -1,4 +1,4 @@
-"""Issue 7, items 1, 2 and 10: no write outside the tree, --worktree scope, apply --commit at the current commit."""
+"""No write outside the tree, --worktree scope, apply --commit at the current commit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 7, items 13 and 15: not-found messages always show what the file has, and where an anchor differs."""
+"""Not-found messages always show what the file has, and where an anchor differs."""
 
 from __future__ import annotations
 

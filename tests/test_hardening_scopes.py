@@ -1,4 +1,4 @@
-"""Issue 7, item 14: definitions inside top-level ``if`` / ``try`` / ``else`` / ``except`` blocks are targets.
+"""Definitions inside top-level ``if`` / ``try`` / ``else`` / ``except`` blocks are targets.
 
 SGLang defines classes, functions and imports under ``if _is_cuda:`` and
 ``try: ... except ImportError:``.  Each op finds them there (analysis on the

@@ -9,9 +9,19 @@ from helpers import git
 from histories import build_model_history
 
 from patchkit.engine.listing import read_range, start_listing
-from patchkit.git import Repo, parse_log, parse_path_changes
+from patchkit.git import Entry, Repo, parse_change_record, parse_log
 
 FILES = ["pkg/model.py", "pkg/models/model.py"]
+
+
+def parse_path_changes(out: bytes) -> dict[str, dict[str, Entry]]:
+    """The whole output of ``spawn_path_changes`` parsed at once: the oracle the streamed reading must equal."""
+    changes: dict[str, dict[str, Entry]] = {}
+    for chunk in out.split(b"\x1e"):
+        record = parse_change_record(chunk)
+        if record is not None:
+            changes[record[0]] = record[1]
+    return changes
 
 
 @pytest.fixture(scope="module")

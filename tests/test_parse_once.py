@@ -1,4 +1,4 @@
-"""Each file version is parsed once: in a range check (issue 12 item 2), and by `apply --commit` (item 5).
+"""Each file version is parsed once: in a range check, and by `apply --commit`.
 
 A patch held back by ``requires`` makes its file be evaluated again only if
 it was APPLY (only a simulated APPLY changes what later patches see).

@@ -1,4 +1,4 @@
-"""Issue 7 item 8: an edited payload replaces patchkit's own older code; it is never "upstream's"."""
+"""An edited payload replaces patchkit's own older code; it is never "upstream's"."""
 
 from __future__ import annotations
 

@@ -603,6 +603,21 @@ def test_crlf_manifest_keeps_its_line_endings(tmp_path: Path, capsys: Any) -> No
     assert not list(kit.manifest.parent.glob("*.patchkit-tmp"))
 
 
+def test_a_schema_hint_on_the_first_line_is_kept(tmp_path: Path, capsys: Any) -> None:
+    """The bundled manifests open with Taplo's `#:schema` hint: a port rewrites the manifest around it."""
+    history = build(
+        tmp_path,
+        [("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}), ("rename", "kimi: rename", {KIMI: KIMI_V2})],
+    )
+    kit = hooks_kit(tmp_path)
+    hint = b"#:schema ../patchkit/manifest/schema.json"
+    kit.manifest.write_bytes((hint + b"\n" + kit.manifest.read_bytes()).replace(b"\n", b"\r\n"))
+    code, data = port_json(capsys, kit, history.path, history["rename"])
+    assert code == 0, data["patches"]
+    raw = kit.manifest.read_bytes()
+    assert raw.startswith(hint + b"\r\n") and b'class = "KimiK25VLForConditionalGeneration"\r\n' in raw
+
+
 # -- a file renamed: `file` and an edit-function diff's header paths follow ----------------------------------------
 
 

@@ -74,6 +74,7 @@ def test_a_venv_of_debians_python_runs_its_sitecustomize_and_is_not_refused(tmp_
     assert {v.path: v.category for v in accounting.verdicts}[str(DEBIAN)] == "stdlib"
 
 
+@pytest.mark.slow
 def test_the_probes_accounting_names_an_unowned_sitecustomize_a_pth_import_line_and_a_dirty_editable(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:

@@ -13,6 +13,8 @@ from proof_env import TORCH_VERSION, make_venv, site_packages, wheels, write_sou
 
 from patchkit.demo.history import HistoryBuilder
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 ENGINE = "python/sglang/srt/entrypoints/engine.py"
 ENGINE_TEXT = 'import os\n\n\ndef _set_envs_and_config():\n    os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "{n}"\n'
 

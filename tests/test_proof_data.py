@@ -56,6 +56,7 @@ def bench(capsys, history, venv: Path, root: Path, reads: list[str], **over):
     return result, shown.out, doc
 
 
+@pytest.mark.slow
 def test_a_config_from_the_tree_is_accounted_as_the_commits_blob(capsys, history, venv, tmp_path) -> None:
     result, shown, doc = bench(capsys, history, venv, tmp_path, [CONFIG])
     assert result.code == 0, result.out + result.err
@@ -69,6 +70,7 @@ def test_a_config_from_the_tree_is_accounted_as_the_commits_blob(capsys, history
     assert CONFIG in line and "  tree  " in line
 
 
+@pytest.mark.slow
 def test_an_unowned_config_in_site_packages_refuses_the_run_unless_allowed(capsys, history, venv, tmp_path) -> None:
     copy = site_packages(venv) / "sglang_configs" / "E=8,N=64,device_name=NVIDIA_H200.json"
     copy.parent.mkdir()

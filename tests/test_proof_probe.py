@@ -22,7 +22,7 @@ from patchkit.proof.account import account
 from patchkit.proof.check import env_reasons, stray_reasons
 from patchkit.proof.digests import DigestCache
 from patchkit.proof.libs import mapped_libraries
-from patchkit.proof.nccllog import parse_nccl_log
+from patchkit.proof.nccllog import nccl_host, parse_nccl_log
 from patchkit.proof.records import read_probe_dir
 
 SECRET = "hf_never_stored_4242"
@@ -112,8 +112,9 @@ def test_effective_env_differs_from_the_start_env_psutil_sees(venv: Path, tmp_pa
     ]
     # NCCL's own lines agree with the probe, per pid.
     nccl = parse_nccl_log(stderr.splitlines())
-    assert nccl[tp1.pid].env["NCCL_MIN_NCHANNELS"] == "8" and nccl[tp0.pid].env["NCCL_MIN_NCHANNELS"] == "4"
-    assert nccl[tp0.pid].version == "2.27.5+cuda12.9"
+    rank0, rank1 = nccl[nccl_host(tp0.host), tp0.pid], nccl[nccl_host(tp1.host), tp1.pid]  # by host and pid
+    assert rank1.env["NCCL_MIN_NCHANNELS"] == "8" and rank0.env["NCCL_MIN_NCHANNELS"] == "4"
+    assert rank0.version == "2.27.5+cuda12.9"
     # The libnccl each worker mapped (ctypes), with its digest.
     digest = hashlib.sha256(fake_nccl.read_bytes()).hexdigest()
     for pid, found in libs.items():

@@ -59,6 +59,7 @@ def run_probe(
     )
 
 
+@pytest.mark.slow
 def test_run_probe_accounts_for_tree_dist_and_stdlib_and_refuses_an_edited_dist_file(
     venv: Path, tmp_path: Path
 ) -> None:
@@ -105,6 +106,7 @@ def _pyc_taken_for(core: Path, compiled_text: str, source_text: str) -> Path:
     return pyc
 
 
+@pytest.mark.slow
 def test_a_stale_pyc_that_ran_in_place_of_a_clean_source_is_a_stray(venv: Path, tmp_path: Path) -> None:
     """The source hashes equal to its RECORD, but Python ran bytecode of other code: the proof must say so."""
     repo = make_repo(
@@ -188,6 +190,7 @@ better = "higher"
 """
 
 
+@pytest.mark.slow
 def test_run_probe_checks_bench_env_at_init_lists_mapped_libraries_and_reads_nccls_lines(
     venv: Path, tmp_path: Path
 ) -> None:

@@ -44,6 +44,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return python, checkout
 
 
+@pytest.mark.slow
 def test_clean_then_tampered_venv(venv: tuple[Path, Path], tmp_path: Path) -> None:
     python, checkout = venv
     site = site_packages(python)
@@ -91,6 +92,7 @@ def test_clean_then_tampered_venv(venv: tuple[Path, Path], tmp_path: Path) -> No
     }
 
 
+@pytest.mark.slow
 def test_the_stat_cache_sees_an_edit_that_keeps_size_and_mtime(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:

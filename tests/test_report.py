@@ -28,6 +28,8 @@ from report_helpers import RANGES, DemoBench, LongHistory, demo_bench, embedded,
 
 from patchkit.bench.stats.verdict import level
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 MAX_BYTES = 5_000_000
 
 

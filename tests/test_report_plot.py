@@ -16,6 +16,8 @@ import pytest
 from bench_helpers import SLOW_SUBJECT, build_history, write_bench_kit
 from helpers import ANSI_ESCAPE, patchkit_script, run_script
 
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
+
 
 @pytest.fixture(scope="module")
 def hunted(tmp_path_factory):

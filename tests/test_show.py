@@ -88,6 +88,7 @@ def show(capsys, stored, *args: str):
     return result
 
 
+@pytest.mark.slow
 def test_bench_and_runs_point_at_show(capsys, stored) -> None:
     history, store, last_bench = stored
     assert "one run whole: patchkit show 3" in last_bench.stdout

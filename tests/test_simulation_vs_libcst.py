@@ -74,6 +74,7 @@ def by_blobs(manifest: Manifest, repo: Repo, report) -> list[tuple[str, list, li
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["kimi-k25-eagle3", "eagle3-verify-timing"])
 def test_sglang_history_every_commit(tmp_path: Path, name: str, open_repo) -> None:
     history = build_sglang_history(tmp_path / "sglang")

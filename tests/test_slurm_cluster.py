@@ -5,8 +5,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 import submitit
 from slurm_cluster import SlurmCluster
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
 
 
 def test_sbatch_wait_runs_a_job(slurm: SlurmCluster, tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def test_failure_during_renames_rolls_back(tmp_path: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(transaction.os, "replace", failing_replace)
     txn = Transaction(root, state)
-    with pytest.raises(UnwritableError) as info:  # a refusal naming the file, not a crash (issue 7 item 12)
+    with pytest.raises(UnwritableError) as info:  # a refusal naming the file, not a crash
         txn.write([FileWrite(n, d, b"new\n", None) for n, d in files.items()])
     monkeypatch.setattr(transaction.os, "replace", real_replace)
     assert info.value.path == "pkg/b.py" and info.value.reason == "Input/output error"

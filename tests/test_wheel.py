@@ -1,4 +1,4 @@
-"""Issue 7, item 18: a non-editable install works from any directory.
+"""A non-editable install works from any directory.
 
 Builds the real wheel (``pip wheel --no-build-isolation``, offline, with the
 ``test`` extra's setuptools and wheel), installs it without dependencies into
@@ -18,6 +18,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
 
 ROOT = Path(__file__).resolve().parents[1]
 

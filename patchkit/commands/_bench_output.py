@@ -16,11 +16,12 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
+from patchkit.bench.records.hygiene import NO_GPU_FACTS
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
 
@@ -67,6 +68,15 @@ def say(console: Console, text: str, style: str = "") -> None:
         console.print(text, style=style, markup=False, highlight=False)
     else:
         console.print(text, markup=False, highlight=False)
+
+
+def show_gpu_hygiene(console: Console, gpus: Mapping[str, Any]) -> None:
+    """``hygiene.report``'s verdict, as bench, compare and bisect print it: "no GPU facts" once when no launch had
+    nvidia-smi's answers, then one warning per dirty launch and per difference between the sides' GPUs."""
+    if not gpus["facts"]:
+        say(console, NO_GPU_FACTS, "dim")
+    for line in [*gpus["problems"], *gpus["differences"]]:
+        say(console, f"warning: {line}", "bold yellow")
 
 
 def show_table(console: Console, table: Grid) -> None:

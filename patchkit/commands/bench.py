@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.launches import BenchArgs, launch, launch_order, measuring, open_bench
-from patchkit.bench.records.hygiene import NO_GPU_FACTS
 from patchkit.bench.records.hygiene import report as gpu_report
 from patchkit.bench.records.record import Outcome
 from patchkit.commands._bench_output import (
@@ -32,6 +31,7 @@ from patchkit.commands._bench_output import (
     record_printer,
     results_table,
     say,
+    show_gpu_hygiene,
     show_table,
     slurm_note,
     table_rows,
@@ -83,11 +83,7 @@ def bench(
             for record in records:
                 for line in explain_lines(record):
                     say(console, line)
-            gpus = gpu_report(records)
-            if not gpus["facts"]:
-                say(console, NO_GPU_FACTS, "dim")
-            for line in [*gpus["problems"], *gpus["differences"]]:
-                say(console, f"warning: {line}", "bold yellow")
+            show_gpu_hygiene(console, gpu_report(records))
             say(console, f"stored in {session.store.path}", "dim")
             stored = [r.run_id for r in records if r.run_id is not None]
             if stored:

@@ -29,6 +29,11 @@ Optional criteria, judged on the launches of GOOD and BAD: ``--min X``
 R`` (bad when median / GOOD's median is below R for a ``better = "higher"``
 metric, above R for ``better = "lower"``).  Without one, BAD must differ from
 GOOD in the worse direction by the verdict.
+
+After the hunt, the GPU hygiene of its launches (``BisectPlan.gpu_hygiene``,
+``hygiene.hunt_report``): a launch on a dirty GPU, one warning each, and each
+way any launch's GPUs were set up unlike GOOD's first, one warning naming the
+runs; "no GPU facts" once when no launch had nvidia-smi's answers.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from patchkit.commands._bench_output import (
     progress,
     say,
     show_bisect,
+    show_gpu_hygiene,
     slurm_note,
     step_printer,
 )
@@ -96,12 +102,14 @@ def bisect(
             except KeyboardInterrupt:  # the submitter, waiting on Slurm: the jobs go on
                 say(console, SUBMITTER_INTERRUPTED, "bold yellow")
                 return int(ExitCode.INTERRUPTED)
-    result = plan.document(report)
+            gpus = plan.gpu_hygiene(report)  # the hunt's launches read back while the store is open
+    result = plan.document(report, gpus)
     save_latest_bisect(opened.session.store.path, result)  # `runs --plot` and `report` mark its first bad commit
     if json_out:
         print_json(result)
     else:
         show_bisect(console, report, plan.metric.name)
+        show_gpu_hygiene(console, gpus)
     return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
 
 

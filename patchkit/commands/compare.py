@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.compare import compare as compare_runs
 from patchkit.bench.records.compare import pick_pair
-from patchkit.bench.records.hygiene import NO_GPU_FACTS, differences, side_warnings
+from patchkit.bench.records.hygiene import differences, side_warnings
 from patchkit.bench.records.record import RunRecord
 from patchkit.bench.records.store import Store
 from patchkit.bench.stats.delta import Between, between
 from patchkit.bench.stats.verdict import Noise
-from patchkit.commands._bench_output import say, show_comparison
+from patchkit.commands._bench_output import show_comparison, show_gpu_hygiene
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.render import print_json
@@ -64,10 +64,7 @@ def compare(
         print_json({**result.to_json(), "gpu_hygiene": gpus})
     else:
         show_comparison(console, result)
-        if not gpus["facts"]:
-            say(console, NO_GPU_FACTS, "dim")
-        for line in [*gpus["problems"], *gpus["differences"]]:
-            say(console, f"warning: {line}", "bold yellow")
+        show_gpu_hygiene(console, gpus)
     return int(ExitCode.OK)
 
 

@@ -215,14 +215,20 @@ def show_files(console: Console, data: Mapping[str, Any]) -> None:
         table.add_column("why")
         table.add_column("pids")
         for v in data["strays"]:
-            table.add_row(("STRAY", "bold red"), v["path"], v["owner"] or "-", v["why"] or "", _pids(v["pids"]))
+            table.add_row(("STRAY", "bold red"), v["path"], v["owner"] or "-", v["why"] or "", _pids(v))
         for v in data["allowed"]:
-            table.add_row("allowed", v["path"], v["owner"] or "-", v["why"] or "", _pids(v["pids"]))
+            table.add_row("allowed", v["path"], v["owner"] or "-", v["why"] or "", _pids(v))
         show_table(console, table)
 
 
-def _pids(pids: Sequence[int]) -> str:
-    return ", ".join(str(p) for p in pids)
+def _pids(verdict: Mapping[str, Any]) -> str:
+    """The loaders of a file: one per process (``processes``: host/boot/pid/start idents), with its host when
+    they ran on more than one; a record older than idents: its pids."""
+    idents = [str(i).split("/") for i in verdict.get("processes") or ()]
+    if not idents or any(len(parts) != 4 for parts in idents):
+        return ", ".join(str(p) for p in verdict["pids"])
+    many = len({parts[0] for parts in idents}) > 1
+    return ", ".join(f"{pid} on {host}" if many else pid for host, _boot, pid, _ticks in idents)
 
 
 def show_env(console: Console, data: Mapping[str, Any]) -> None:

@@ -4,7 +4,7 @@
   server's tree (``probe_env`` puts it first on ``PYTHONPATH``);
 * ``records``: the probe's per-process files, read back as frozen values;
 * ``libs``: from outside (psutil), the shared libraries each process mapped;
-* ``nccllog``: NCCL's own ``NCCL_DEBUG=INFO`` lines, per pid;
+* ``nccllog``: NCCL's own ``NCCL_DEBUG=INFO`` lines, per host and pid;
 * ``dists`` and ``digests``: site directories, their distributions and RECORD
   hashes, with a stat cache of file digests;
 * ``account``: every file that ran, put in one category (tree, dist,

@@ -80,15 +80,17 @@ class TreeFacts:
 @dataclass(frozen=True)
 class Verdict:
     """Where one file that ran belongs: its category (tree, dist, editable, ..., stray, allowed), its owner, why when
-    it is a STRAY, and the processes that loaded it."""
+    it is a STRAY, and the processes that loaded it: by identity (``ProcessFacts.ident``: host, boot, pid, start),
+    so that two hosts' pid 1234, or a pid reused by a later worker, are two loaders, not one."""
 
     path: str
     category: str
     owner: str | None  # "sglang 0.5.3", "sglang from /src (at abc123)", the commit, or None
     why: str | None  # for a STRAY: what is wrong
-    pids: tuple[int, ...]
+    pids: tuple[int, ...]  # the loaders' pids, as a person reads them (one per pid: see ``processes``)
     read: bool = False  # a data file a process read (the probe's open hook), not code that ran
     sha256: str | None = None  # for a data file: its digest when accounted
+    processes: tuple[str, ...] = ()  # every loader's ident, one per process whatever it exec()s
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -97,6 +99,7 @@ class Verdict:
             "owner": self.owner,
             "why": self.why,
             "pids": list(self.pids),
+            "processes": list(self.processes),
         }
         if self.read:
             out["sha256"] = self.sha256
@@ -178,13 +181,13 @@ def account(
     cache: DigestCache,
     generated: Sequence[JitCache] = (),
 ) -> Accounting:
-    loads: dict[str, list[tuple[int, LoadedFile]]] = {}
+    # each file with the process images that loaded it (not their pids: two hosts' pid 1234 are two processes)
+    loads: dict[str, list[tuple[ProcessFacts, LoadedFile]]] = {}
     site_dirs: list[str] = []
     stdlibs: set[str] = set()
-    bytecode = {proc.pid: proc.bytecode for proc in processes if proc.bytecode is not None}
     for proc in processes:
         for item in proc.files:
-            loads.setdefault(item.path, []).append((proc.pid, item))
+            loads.setdefault(item.path, []).append((proc, item))
         site_dirs += [d for d in proc.site_dirs if d not in site_dirs]
         if proc.stdlib:
             stdlibs.update((os.path.realpath(proc.stdlib), os.path.normpath(proc.stdlib)))
@@ -197,8 +200,10 @@ def account(
     verdicts = []
     for path in sorted(loads):
         seen = loads[path]
-        pids = tuple(sorted({pid for pid, _ in seen}))
-        configs = dict.fromkeys(bytecode[pid] for pid in pids if pid in bytecode)
+        pids = tuple(sorted({proc.pid for proc, _ in seen}))
+        idents = tuple(sorted({proc.ident for proc, _ in seen}))
+        # the bytecode settings of the images that loaded it (an exec()ed image may run another Python)
+        configs = dict.fromkeys(proc.bytecode for proc, _ in seen if proc.bytecode is not None)
         category, owner, why = _classify(
             path,
             real[path],
@@ -227,7 +232,7 @@ def account(
                 digest = hex_of(cache.sha256(real[path], os.stat(real[path])))
             except OSError:
                 digest = None
-        verdicts.append(Verdict(path, category, owner, why, pids, read, digest))
+        verdicts.append(Verdict(path, category, owner, why, pids, read, digest, idents))
     cache.save()
     commits = {}
     for dist in index.editables:
@@ -240,7 +245,7 @@ def account(
 def _classify(
     path: str,
     real: str,
-    seen: list[tuple[int, LoadedFile]],
+    seen: list[tuple[ProcessFacts, LoadedFile]],
     tree: TreeFacts | None,
     tree_root: str | None,
     blobs: Mapping[str, Any],
@@ -255,14 +260,14 @@ def _classify(
     try:
         st = os.stat(path)
     except OSError:
-        return "stray", None, f"gone since pid {seen[0][0]} loaded it"
-    for pid, item in seen:
+        return "stray", None, f"gone since pid {seen[0][0].pid} loaded it"
+    for proc, item in seen:
         if (item.size, item.mtime_ns) != (st.st_size, st.st_mtime_ns):
             return (
                 "stray",
                 None,
                 (
-                    f"changed since pid {pid} loaded it (size {item.size} -> {st.st_size}, "
+                    f"changed since pid {proc.pid} loaded it (size {item.size} -> {st.st_size}, "
                     f"mtime_ns {item.mtime_ns} -> {st.st_mtime_ns})"
                 ),
             )

@@ -26,6 +26,8 @@ from typing import Any
 import psutil
 
 from patchkit.proof.digests import DigestCache, hex_of
+from patchkit.proof.records import LocalKey
+from patchkit.proof.unprobed import start_ticks
 
 NOTABLE = ("libnccl", "libcudart", "libcuda")
 
@@ -71,7 +73,7 @@ class LibrarySampler:
 
     def __init__(self, *, first: float = 0.2, most: float = 2.0) -> None:
         self.first, self.most = first, most
-        self.seen: dict[int, set[str]] = {}
+        self.seen: dict[LocalKey, set[str]] = {}  # a reused pid is another process: keyed with its start
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._root: psutil.Process | None = None
@@ -112,12 +114,12 @@ class LibrarySampler:
                 continue
             found = {m.path for m in maps if os.path.basename(m.path).startswith(NOTABLE) and os.path.isabs(m.path)}
             if found:
-                self.seen.setdefault(proc.pid, set()).update(found)
+                self.seen.setdefault((proc.pid, start_ticks(proc.pid)), set()).update(found)
 
-    def libraries(self, cache: DigestCache) -> Mapping[int, tuple[MappedLibrary, ...]]:
-        """pid -> its notable libraries, with size and sha256 (of the file as it is now)."""
+    def libraries(self, cache: DigestCache) -> Mapping[LocalKey, tuple[MappedLibrary, ...]]:
+        """(pid, start ticks) -> its notable libraries, with size and sha256 (of the file as it is now)."""
         out = {}
-        for pid, paths in sorted(self.seen.items()):
+        for key, paths in sorted(self.seen.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
             libs = []
             for path in sorted(paths):
                 try:
@@ -125,5 +127,5 @@ class LibrarySampler:
                     libs.append(MappedLibrary(path, st.st_size, hex_of(cache.sha256(path, st))))
                 except OSError:
                     libs.append(MappedLibrary(path))
-            out[pid] = tuple(libs)
+            out[key] = tuple(libs)
         return out

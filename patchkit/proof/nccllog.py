@@ -17,8 +17,10 @@ that matter here, as NCCL's source prints them (v2.27.5 and master alike):
 * ``NCCL version 2.27.5+cuda12.9`` (``showVersion``, ``src/init.cc``): the
   library that is actually loaded.
 
-Lines from processes that interleave on one stream are told apart by pid;
-anything else in the log is ignored.
+Lines from processes that interleave on one stream are told apart by host
+and pid (two nodes' pid 1234 are two processes); a pid reused on one host
+within one log cannot be told apart (NCCL's prefix holds no start time), and
+its first process's values win.  Anything else in the log is ignored.
 """
 
 from __future__ import annotations
@@ -56,15 +58,15 @@ class NcclProcess:
         }
 
 
-def parse_nccl_log(lines: Iterable[str]) -> dict[int, NcclProcess]:
-    """pid -> what NCCL printed for it (first value wins, as NCCL reads each variable once)."""
-    found: dict[int, dict[str, Any]] = {}
+def parse_nccl_log(lines: Iterable[str]) -> dict[tuple[str, int], NcclProcess]:
+    """(host, pid) -> what NCCL printed for it (first value wins, as NCCL reads each variable once)."""
+    found: dict[tuple[str, int], dict[str, Any]] = {}
     for raw in lines:
         match = _LINE.match(raw.rstrip("\r\n"))
         if match is None:
             continue
-        pid = int(match["pid"])
-        entry = found.setdefault(pid, {"host": match["host"], "devices": [], "version": None, "env": {}})
+        key = (match["host"], int(match["pid"]))
+        entry = found.setdefault(key, {"host": match["host"], "devices": [], "version": None, "env": {}})
         if match["dev"] not in entry["devices"]:
             entry["devices"].append(match["dev"])
         message = match["message"].strip()
@@ -78,7 +80,16 @@ def parse_nccl_log(lines: Iterable[str]) -> dict[int, NcclProcess]:
         version = _VERSION.match(message)
         if version is not None and entry["version"] is None:
             entry["version"] = version["version"]
-    return {pid: NcclProcess(pid, e["host"], tuple(e["devices"]), e["version"], e["env"]) for pid, e in found.items()}
+    return {
+        (host, pid): NcclProcess(pid, host, tuple(e["devices"]), e["version"], e["env"])
+        for (host, pid), e in found.items()
+    }
+
+
+def nccl_host(host: str | None) -> str:
+    """A host name as NCCL prefixes its lines with it (cut at its first dot), to match a probe's record with them;
+    "" for a record without a host (an older probe)."""
+    return (host or "").split(".", 1)[0]
 
 
 class NcclLines:
@@ -94,7 +105,7 @@ class NcclLines:
         if self.MARK in line:
             self.lines.append(line.decode("utf-8", "replace"))
 
-    def parse(self) -> dict[int, NcclProcess]:
+    def parse(self) -> dict[tuple[str, int], NcclProcess]:
         return parse_nccl_log(self.lines)
 
 

@@ -264,6 +264,17 @@ def read_probe_dir(directory: Path) -> list[ProcessFacts]:
     return sorted(found, key=lambda p: (p.pid, p.host or "", p.start_ticks or 0, p.exec_index))
 
 
+# A process of this machine and boot as psutil sees it: (pid, kernel start ticks).  Tables filled from outside
+# the processes (the libraries each mapped) are keyed so: a pid reused during a run is another key, and a probe
+# record is matched with it only when it ran here (``local_key``), never another host's same pid.
+LocalKey = tuple[int, int | None]
+
+
+def local_key(process: ProcessFacts) -> LocalKey | None:
+    """The process's key among this machine's live processes; None when it ran on another host or boot."""
+    return (process.pid, process.start_ticks) if same_host(process) else None
+
+
 def same_host(process: ProcessFacts) -> bool:
     """Whether the process ran on this machine and boot (an older probe's record, without a host: assumed so):
     only such a pid can be matched with what psutil sees here."""

@@ -32,8 +32,8 @@ from patchkit.proof.digests import DigestCache
 from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
-from patchkit.proof.records import ProcessFacts, read_probe_dir, same_host
-from patchkit.proof.unprobed import LiveProcess, Unprobed
+from patchkit.proof.records import LocalKey, ProcessFacts, local_key, read_probe_dir, same_host
+from patchkit.proof.unprobed import LiveProcess, Unprobed, has_probe_file
 from patchkit.proof.unprobed import unprobed as find_unprobed
 from patchkit.render import plural
 
@@ -48,7 +48,7 @@ class Proof:
 
     when: str  # healthy | stop
     processes: tuple[ProcessFacts, ...]
-    libraries: Mapping[int, tuple[MappedLibrary, ...]]
+    libraries: Mapping[LocalKey, tuple[MappedLibrary, ...]]  # (pid, start ticks) of this machine's processes
     unprobed: tuple[str, ...]  # "pid N (cmdline)" of the server's tree without a probe file
     accounting: Accounting
     reasons: tuple[str, ...]
@@ -82,11 +82,15 @@ def prove(
             break
         time.sleep(0.05)
     missing_pids = {m.pid for m in missing}
-    libraries = {p.pid: mapped_libraries(p.pid, cache) for p in live if p.pid in probed and p.pid not in missing_pids}
-    unprobed = tuple(
+    libraries = {
+        (p.pid, p.start_ticks): mapped_libraries(p.pid, cache)
+        for p in live
+        if has_probe_file(p, probed) and p.pid not in missing_pids
+    }
+    unprobed = tuple(  # by pid and start time: a file an earlier process of the pid wrote is not this one's
         f"pid {p.pid} ({shlex.join(p.argv)})"
         for p in sorted(live, key=lambda p: p.pid)
-        if p.pid not in probed or p.pid in missing_pids
+        if not has_probe_file(p, probed) or p.pid in missing_pids
     )
     accounting = account(processes, tree=tree, allow_stray=allow_stray, cache=cache, generated=generated)
     reasons = [*stray_reasons(accounting, processes), *env_reasons(processes, expected)]
@@ -118,17 +122,21 @@ def nccl_json(server_log: Path) -> dict[str, Any]:
             found = parse_nccl_log(f)
     except OSError:
         return {}
-    return {str(pid): item.to_json() for pid, item in sorted(found.items())}
+    # "host:pid", as NCCL prefixes its lines: two hosts' pid 1234 are two entries
+    return {f"{host}:{pid}": item.to_json() for (host, pid), item in sorted(found.items())}
 
 
-def _processes_json(processes: Iterable[ProcessFacts], libraries: Mapping[int, Sequence[MappedLibrary]]) -> list[Any]:
+def _processes_json(
+    processes: Iterable[ProcessFacts], libraries: Mapping[LocalKey, Sequence[MappedLibrary]]
+) -> list[Any]:
     out = []
     processes = list(processes)
-    last = {p.pid: p.exec_index for p in processes}  # what psutil saw mapped is the latest image's, after exec()
+    last: dict[str, int] = {}  # what psutil saw mapped is the latest image's, after exec()
     for p in processes:
-        last[p.pid] = max(last[p.pid], p.exec_index)
+        last[p.ident] = max(last.get(p.ident, 0), p.exec_index)
     for proc in processes:
-        libs = libraries.get(proc.pid, ()) if proc.exec_index == last[proc.pid] else ()
+        key = local_key(proc)  # another host's pid 1234 is not the 1234 psutil saw here
+        libs = libraries.get(key, ()) if key is not None and proc.exec_index == last[proc.ident] else ()
         item = proc.to_json()
         item["libraries"] = [lib.to_json() for lib in libs if lib.notable]
         item["mapped"] = len(libs)

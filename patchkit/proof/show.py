@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from patchkit.proof.account import Accounting
+from patchkit.proof.check import loaded_by
 from patchkit.proof.libs import MappedLibrary
-from patchkit.proof.nccllog import NcclProcess
-from patchkit.proof.records import ProcessFacts
+from patchkit.proof.nccllog import NcclProcess, nccl_host
+from patchkit.proof.records import LocalKey, ProcessFacts, local_key
 from patchkit.proof.runproof import doubts
 from patchkit.render import Grid, emit, plural
 
@@ -28,15 +29,13 @@ def accounting_line(accounting: Accounting) -> str:
 
 
 def strays_table(accounting: Accounting, processes: Sequence[ProcessFacts]) -> Grid:
-    labels = {p.pid: p.label for p in processes}
     table = Grid()
     table.add_column("STRAY", whole=True)
     table.add_column("file")
     table.add_column("why")
     table.add_column("loaded by")
     for item in accounting.strays:
-        who = ", ".join(f"pid {pid} ({labels.get(pid, '?')})" for pid in item.pids)
-        table.add_row("STRAY", item.path, item.why or "", who)
+        table.add_row("STRAY", item.path, item.why or "", loaded_by(item, processes))
     return table
 
 
@@ -67,31 +66,33 @@ def show_proof(console: Console, processes: Sequence[ProcessFacts], accounting: 
         emit(console, strays_table(accounting, processes))
 
 
-def libraries_table(libraries: Mapping[int, Sequence[MappedLibrary]], processes: Sequence[ProcessFacts]) -> Grid:
-    """Per process, the libnccl/libcudart/libcuda it mapped while it ran: path, size, sha256."""
-    labels = {p.pid: p.label for p in processes}
+def libraries_table(libraries: Mapping[LocalKey, Sequence[MappedLibrary]], processes: Sequence[ProcessFacts]) -> Grid:
+    """Per process, the libnccl/libcudart/libcuda it mapped while it ran: path, size, sha256.  A process is
+    (pid, start ticks) here: a pid reused during the run is another row, named by its own probe record."""
+    labels: dict[LocalKey | None, str] = {local_key(p): p.label for p in processes}
     table = Grid()
     table.add_column("pid", whole=True)
     table.add_column("process")
     table.add_column("library mapped")
     table.add_column("size", justify="right", whole=True)
     table.add_column("sha256", whole=True)
-    for pid, libs in sorted(libraries.items()):
+    for key, libs in sorted(libraries.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         for lib in libs:
             size = "-" if lib.size is None else str(lib.size)
-            table.add_row(str(pid), labels.get(pid, "-"), lib.path, size, (lib.sha256 or "-")[:16])
+            table.add_row(str(key[0]), labels.get(key, "-"), lib.path, size, (lib.sha256 or "-")[:16])
     return table
 
 
-def nccl_table(found: Mapping[int, NcclProcess], processes: Sequence[ProcessFacts]) -> Grid:
-    """NCCL's own word per process (NCCL_DEBUG=INFO): its version, and each variable it read."""
-    labels = {p.pid: p.label for p in processes}
+def nccl_table(found: Mapping[tuple[str, int], NcclProcess], processes: Sequence[ProcessFacts]) -> Grid:
+    """NCCL's own word per process (NCCL_DEBUG=INFO): its version, and each variable it read; a line's process is
+    its host and pid (``nccl_host``), so another host's pid 1234 is never named by this one's."""
+    labels = {(nccl_host(p.host), p.pid): p.label for p in processes}
     table = Grid()
     table.add_column("pid", whole=True)
     table.add_column("process")
     table.add_column("NCCL version", whole=True)
     table.add_column("NCCL: set by environment")
-    for pid, item in sorted(found.items()):
+    for key, item in sorted(found.items()):
         env = " ".join(f"{k}={v}" for k, v in sorted(item.env.items()))
-        table.add_row(str(pid), labels.get(pid, "-"), item.version or "-", env or "-")
+        table.add_row(str(item.pid), labels.get(key, "-"), item.version or "-", env or "-")
     return table

@@ -136,13 +136,19 @@ def why_unprobed(proc: LiveProcess) -> str:
     return "it had the probe's environment but wrote no probe file (still starting, or the probe could not write)"
 
 
+def has_probe_file(proc: LiveProcess, probed: Mapping[int, set[int | None]]) -> bool:
+    """Whether a probe file of this host is this live process's: its pid *and* start time (a file of an earlier
+    process that had the pid is not; ``None``, a probe older than start times, matches any process of the pid)."""
+    starts = probed.get(proc.pid)
+    return starts is not None and (None in starts or proc.start_ticks is None or proc.start_ticks in starts)
+
+
 def unprobed(live: Iterable[LiveProcess], probed: Mapping[int, set[int | None]]) -> list[Unprobed]:
     """Every live Python process without a probe file of its own.  ``probed``: pid -> the start times the probe's
     files of this host recorded for it (``None`` from a probe older than start times: any process of that pid)."""
     out = []
     for proc in live:
-        starts = probed.get(proc.pid)
-        if starts is not None and (None in starts or proc.start_ticks is None or proc.start_ticks in starts):
+        if has_probe_file(proc, probed):
             continue
         if is_python(proc):
             why = why_unprobed(proc)

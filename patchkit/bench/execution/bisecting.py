@@ -13,7 +13,12 @@ place, profile and metric.
 (``patchkit.bench.stats.search.bisect``) with a measure that launches a commit in
 the session (every run stored) or, on Slurm, a round of commits as one job
 array (``ScheduledRounds``: a re-run of a killed bisect reads its rounds
-back).  ``BisectPlan.document(report)`` is the ``bisect --json`` object.
+back).  ``BisectPlan.gpu_hygiene(report)`` reads the hunt's launches back from
+the store and judges their GPUs (``hygiene.hunt_report``): a launch on a dirty
+GPU, and any launch on GPUs set up unlike GOOD's first (a hunt compares every
+commit with GOOD's level, not only BAD, and runs long enough for a setting to
+change half-way).
+``BisectPlan.document(report, gpus)`` is the ``bisect --json`` object.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExec
 from patchkit.bench.execution.launches import BenchArgs, Opened, run_local
 from patchkit.bench.execution.prepare import unpatchable_commits
 from patchkit.bench.execution.session import Session
+from patchkit.bench.records.hygiene import hunt_report
 from patchkit.bench.records.provenance import gpu_facts
 from patchkit.bench.records.record import RunRecord
 from patchkit.bench.stats.hunt import default_budget
@@ -150,8 +156,15 @@ class BisectPlan:
         return {"sigma": prior.sigma, "df": prior.df, "place": self.place, "measured_at": prior.measured_at,
                 "gpu": prior.gpu, "launches": prior.launches}  # fmt: skip
 
-    def document(self, report: BisectReport) -> dict[str, Any]:
-        """``bisect --json`` (docs/json.md)."""
+    def gpu_hygiene(self, report: BisectReport) -> dict[str, Any]:
+        """``hygiene.hunt_report`` of the hunt's launches as stored, in the hunt's order: each launch's problems,
+        and what differs between GOOD's first launch and any other.  Read from the store, so that Slurm rounds
+        read back count too."""
+        runs = dict.fromkeys(s.measurement.run for s in report.steps if s.measurement.run is not None)
+        return hunt_report([self.session.store.get(run) for run in runs], self.line[0].sha)
+
+    def document(self, report: BisectReport, gpus: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``bisect --json`` (docs/json.md); ``gpus``: ``gpu_hygiene(report)``."""
         return {
             "version": 1,
             "command": "bisect",
@@ -168,6 +181,7 @@ class BisectPlan:
             },
             "allow_dirty": self.session.allow_dirty,
             **report.to_json(),
+            "gpu_hygiene": None if gpus is None else dict(gpus),
         }
 
 

@@ -47,7 +47,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -196,42 +196,58 @@ def _group_members(pgid: int) -> list[int]:
     return out
 
 
-def _alive(pids: set[int]) -> list[int]:
+Member = tuple[int, float]  # a process of the server's tree: (pid, psutil's create time), its identity here
+
+
+def _members(procs: Iterable[Any]) -> set[Member]:
+    """``_tree``'s processes as identities: a pid alone could be reused by another process before the stop."""
+    import psutil
+
+    out = set()
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):  # gone since it was listed
+            out.add((proc.pid, proc.create_time()))
+    return out
+
+
+def alive(known: set[Member]) -> list[int]:
+    """The pids of the known members still running: the same pid *and* create time (a pid that a later, unrelated
+    process took is not the server's, and is never signalled)."""
     import psutil
 
     out = []
-    for pid in pids:
+    for pid, created in known:
         try:
             proc = psutil.Process(pid)
-            if proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
                 out.append(pid)
         except psutil.NoSuchProcess:
             continue
     return out
 
 
-def stop_group(proc: subprocess.Popen[bytes], known: set[int], grace: float) -> list[str]:
+def stop_group(proc: subprocess.Popen[bytes], known: set[Member], grace: float) -> list[str]:
     """SIGTERM the group (and known tree members), SIGKILL after ``grace``; problems left, as text."""
     pgid = proc.pid
     for sig in (signal.SIGTERM, signal.SIGKILL):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, sig)
-        for pid in _alive(known):
+        for pid in alive(known):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
         while time.monotonic() < deadline:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.05)  # returns as soon as the leader exits
-            if proc.poll() is not None and not _group_members(pgid) and not _alive(known):
+            if proc.poll() is not None and not _group_members(pgid) and not alive(known):
                 break
             if proc.poll() is not None:
                 time.sleep(0.02)  # the leader is gone but members are not: wait() no longer blocks
-        if proc.poll() is not None and not _group_members(pgid) and not _alive(known):
+        if proc.poll() is not None and not _group_members(pgid) and not alive(known):
             break
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=1)
-    left = sorted(set(_group_members(pgid)) | set(_alive(known)))
+    left = sorted(set(_group_members(pgid)) | set(alive(known)))
     return [f"process {pid} of the server's group is still running after SIGKILL" for pid in left]
 
 
@@ -377,7 +393,7 @@ class _JobState:
     clients: list[dict[str, str]] = field(default_factory=list)
     env_checked_pids: list[int] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
-    known: set[int] = field(default_factory=set)  # pids seen in the server's tree
+    known: set[Member] = field(default_factory=set)  # processes seen in the server's tree (pid, create time)
     log_fh: IO[bytes] | None = None
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
     proof_healthy: Any = None  # patchkit.proof.runproof.Proof, read once healthy
@@ -539,7 +555,7 @@ def _verify(spec: JobSpec, state: _JobState, say: Progress) -> None:
     if problem:
         raise _Stop(Outcome.REFUSED, problem)
     say("checking worker environments", "")
-    state.known.update(p.pid for p in _tree(state.proc.pid))
+    state.known.update(_members(_tree(state.proc.pid)))
     checked, problems = check_start_env(state.proc.pid, required_env(spec, state.env))
     if problems:
         raise _Stop(
@@ -654,7 +670,7 @@ def _stop(spec: JobSpec, state: _JobState, say: Progress) -> list[str]:
     try:
         if state.proc is not None:
             say("stopping server", "")
-            state.known.update(p.pid for p in _tree(state.proc.pid))
+            state.known.update(_members(_tree(state.proc.pid)))
             leftovers = stop_group(state.proc, state.known, spec.config.stop_grace)
             port = int(state.vars.get("port", 0) or 0)
             deadline = time.monotonic() + 5

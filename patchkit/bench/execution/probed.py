@@ -25,7 +25,7 @@ from patchkit.proof.digests import DigestCache
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.libs import LibrarySampler, MappedLibrary
 from patchkit.proof.nccllog import NcclLines, wants_nccl_lines
-from patchkit.proof.records import ProcessFacts, read_probe_dir
+from patchkit.proof.records import LocalKey, ProcessFacts, read_probe_dir
 from patchkit.redact import is_secret
 
 
@@ -46,7 +46,7 @@ class ProbedRun:
     code: int
     processes: Sequence[ProcessFacts]
     accounting: Accounting
-    libraries: Mapping[int, tuple[MappedLibrary, ...]]  # pid -> its notable libraries
+    libraries: Mapping[LocalKey, tuple[MappedLibrary, ...]]  # (pid, start) -> its notable libraries
     nccl: NcclLines | None
     skipped: tuple[str, ...]
     reasons: tuple[str, ...]

@@ -26,7 +26,7 @@ answered, and what a stored record's snapshots say.
 ``problems`` names a dirty GPU ("GPU 3 had another process, pid 812 (python3),
 14.0 GiB, at the start of launch 2"), uncorrected ECC errors, persistence
 mode off; ``differences`` names what differs between two sides' GPUs (power
-limit, locked clocks, ...).  ``bench``, ``compare`` and ``show`` print them.
+limit, locked clocks, ...).  ``bench``, ``compare``, ``bisect`` and ``show`` print them.
 """
 
 from __future__ import annotations
@@ -123,8 +123,16 @@ def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps
         gpu["app_clocks_locked"] = None if app is None or default is None else app != default
         gpus.append(gpu)
     uuids = {g["uuid"]: g["index"] for g in gpus}
-    apps = [{**a, "gpu": uuids.get(a.get("gpu_uuid"))} for a in parse_apps(apps_csv or "")]
-    return {"gpus": gpus, "apps": apps, "apps_known": apps_csv is not None}
+    known = apps_csv is not None and _has_column(apps_csv, "pid")  # else not the compute-process query's answer
+    apps = [{**a, "gpu": uuids.get(a.get("gpu_uuid"))} for a in parse_apps(apps_csv or "")] if known else []
+    return {"gpus": gpus, "apps": apps, "apps_known": known}
+
+
+def _has_column(csv: str, name: str) -> bool:
+    """Whether an nvidia-smi CSV answer's header names ``name``: an answer to another query (a wrapper that prints
+    the same text whatever it is asked) holds no process, and is unknown, not "no other process"."""
+    header = next((line for line in csv.splitlines() if line.strip()), "")
+    return name in (h.strip().split(" [", 1)[0] for h in header.split(","))
 
 
 def problems(hygiene: Mapping[str, Any] | None, launch: int) -> list[str]:
@@ -191,12 +199,37 @@ def side_warnings(records: Iterable[Any]) -> list[str]:
     return out
 
 
+def _facts(records: Sequence[Any]) -> bool:
+    """False when no launch that started a server had nvidia-smi's answers ("no GPU facts", said once)."""
+    ran = [r for r in records if r.commands.get("server")]
+    return any(r.gpus is not None for r in ran) or not ran
+
+
+def hunt_report(records: Sequence[Any], good: str) -> dict[str, Any]:
+    """What bisect says of its launches' GPUs: ``facts`` and ``problems`` as ``report``; ``differences``: every
+    other launch against GOOD's first (A), each difference once with the runs that show it.  A hunt runs for hours
+    and compares every commit's level with GOOD's: clocks locked half-way through, or a Slurm node set up unlike
+    GOOD's, moves the boundary whichever commit's launch it hit, so no launch is left out."""
+    out: dict[str, Any] = {"facts": _facts(records), "problems": side_warnings(records), "differences": []}
+    base = next((r for r in records if r.commit.sha == good and r.gpu_hygiene is not None), None)
+    if base is None:
+        return out
+    shown: dict[str, list[Any]] = {}
+    for record in records:
+        if record is not base and record.gpu_hygiene is not None:
+            for line in differences(base.gpu_hygiene, record.gpu_hygiene):
+                shown.setdefault(line, []).append(record.run_id)
+    for line, runs in shown.items():
+        which = f"run {runs[0]}" if len(runs) == 1 else f"runs {', '.join(map(str, runs))}"
+        out["differences"].append(f"GOOD {base.commit.short} run {base.run_id} (A) vs {which} (B): {line}")
+    return out
+
+
 def report(records: Sequence[Any]) -> dict[str, Any]:
     """What bench says of its launches' GPUs: ``facts`` (False: no launch that started a server had nvidia-smi's
     answers: "no GPU facts", said once), each launch's ``problems``, and the ``differences`` between each commit's
     first launch and the first commit's."""
-    ran = [r for r in records if r.commands.get("server")]
-    facts = any(r.gpus is not None for r in ran) or not ran
+    facts = _facts(records)
     firsts: dict[str, Any] = {}
     for record in records:
         if record.gpu_hygiene is not None:

@@ -41,6 +41,7 @@ from typing import Any
 from patchkit.bench.records.hygiene import problems
 from patchkit.bench.records.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
+from patchkit.proof.nccllog import nccl_host
 
 SECTIONS = ("processes", "files", "env", "nccl", "gpus", "clients")
 FILE_CLASSES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "data", "stray", "allowed")
@@ -135,13 +136,13 @@ def _probe_status(process: Mapping[str, Any]) -> str:
     return "ok" if process.get("exited") or process.get("init") or process.get("files") else "started"
 
 
-def _role(process: Mapping[str, Any], pids: set[Any]) -> str:
+def _role(process: Mapping[str, Any], pids: set[tuple[Any, Any]], host: str | None) -> str:
     """The process's title or multiprocessing name; a process named only by its argv: ``server`` for the one
-    the server command started (its parent ran no probe), else ``child``."""
+    the server command started (its parent ran no probe on its host: ``pids`` are (host, pid)), else ``child``."""
     label = str(process.get("label") or "")
     if label and label != " ".join(process.get("argv") or ()):
         return label
-    return "server" if process.get("ppid") not in pids else "child"
+    return "server" if (host, process.get("ppid")) not in pids else "child"
 
 
 def processes_section(record: RunRecord) -> dict[str, Any]:
@@ -150,15 +151,16 @@ def processes_section(record: RunRecord) -> dict[str, Any]:
     host = record.host.get("hostname")
     probed = []
     processes = list(proof.get("processes") or ())
-    pids = {p.get("pid") for p in processes}
+    pids = {(p.get("host") or host, p.get("pid")) for p in processes}  # a parent is one of its own host's
     for process in processes:
         inits = process.get("init") or ()
+        where = process.get("host") or host  # a probe older than its own host field: the run's host
         probed.append(
             {
                 "pid": process.get("pid"),
                 "ppid": process.get("ppid"),
-                "host": process.get("host") or host,  # a probe older than its own host field: the run's host
-                "role": _role(process, pids),
+                "host": where,
+                "role": _role(process, pids, where),
                 "ident": process.get("ident"),  # host/boot/pid/start: one process whatever it exec()s
                 "exec_index": int(process.get("exec_index") or 0),  # N: the image after its Nth exec()
                 "rank": _rank(process),
@@ -283,11 +285,15 @@ def _without_probe(env: Mapping[str, str]) -> dict[str, str]:
 def nccl_section(record: RunRecord) -> dict[str, Any]:
     """NCCL's own lines per process (version, devices, each variable it read) and the NCCL/CUDA libraries mapped."""
     proof = _proof(record)
-    roles = {p.get("pid"): p.get("label") for p in proof.get("processes") or ()}
+    host = record.host.get("hostname")
+    # a line's process is (host as NCCL prints it, pid): another host's pid 1234 is never named by this one's
+    roles = {(nccl_host(p.get("host") or host), p.get("pid")): p.get("label") for p in proof.get("processes") or ()}
     lines = []
-    for key, item in sorted((proof.get("nccl") or {}).items(), key=lambda kv: int(kv[0])):
-        pid = int(key)
-        lines.append({**dict(item), "pid": pid, "role": roles.get(pid)})
+    for key, item in (proof.get("nccl") or {}).items():  # keyed "host:pid" (a record before that: "pid")
+        pid = int(item.get("pid") if item.get("pid") is not None else str(key).rpartition(":")[2])
+        where = item.get("host") or nccl_host(host)
+        lines.append({**dict(item), "pid": pid, "role": roles.get((nccl_host(where), pid))})
+    lines.sort(key=lambda line: (str(line.get("host") or ""), line["pid"]))
     libraries = []
     for process in proof.get("processes") or ():
         for lib in process.get("libraries") or ():

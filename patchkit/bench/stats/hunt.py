@@ -112,6 +112,7 @@ DRIFT_SUSPECT = 2.5  # ... and from this many on, references are re-launched
 STEP_Z = 3.5  # a second step: two groups of commits on one side of the answer this many standard errors apart
 STEP_SUSPECT = 2.0  # between this and STEP_Z, more launches before deciding
 STEP_EXTRA = 6  # at most this many extra launches per commit to decide a suspected second step
+STEP_BUDGET = 4  # ... and this many in all: most suspicions are chance, and one that is not shows in four
 OWN_FROM = 4  # degrees of freedom of its own from which the hunt's spread replaces a smaller pooled one
 STALE_P = 0.01  # the variance-ratio test's level for calling the prior stale
 OUTLIER_Z = 4.0  # an endpoint launch this many spreads from its end's median is left out of the endpoint verdict
@@ -420,6 +421,7 @@ def hunt(
             picks = state.confirmations(k, model, slots)
             if not picks and not checked_steps:
                 picks = state.step_checks(k, model, slots)
+                state.step_used += len(picks)
                 if not picks:
                     checked_steps = True
             if not picks:
@@ -563,6 +565,7 @@ class _State:
         self.label: Callable[[int], str] = str  # how a position is named in the reasons
         self._model: _Model | None = None
         self._model_at = -1
+        self.step_used = 0  # launches asked for to decide a suspected second step
 
     def add(self, pos: int, value: Value) -> None:
         order = self.used
@@ -603,10 +606,12 @@ class _State:
             return self.noise
         return Noise(sigma=floor, df=self.noise.df)
 
-    def model(self, exclude: tuple[int, int] | None = None) -> _Model:
+    def model(self, exclude: tuple[int, int] | None = None, inflate: float = 1.0) -> _Model:
         """The fitted model over every launch (cached per launch count), or without one launch
-        (``exclude``: position and index among its launches)."""
-        if exclude is None and self._model is not None and self._model_at == self.used:
+        (``exclude``: position and index among its launches), or with its posterior at ``inflate`` times the
+        fitted spread."""
+        plain = exclude is None and inflate == 1.0
+        if plain and self._model is not None and self._model_at == self.used:
             return self._model
         pos, x, t = [], [], []
         for p in self.measured_positions():
@@ -618,8 +623,8 @@ class _State:
                 t.append(order)
         floor = resolution_floor([v for p in self.counts for v in self.raw[p]])
         model = _Model.fit(np.array(pos), np.array(x), np.array(t, dtype=float), self.size, self.sign,
-                           self.noise, floor)  # fmt: skip
-        if exclude is None:
+                           self.noise, floor, inflate)  # fmt: skip
+        if plain:
             self._model, self._model_at = model, self.used
         return model
 
@@ -644,25 +649,50 @@ class _State:
                 )
         if chosen or any(self.counts.get(p, 0) < CONFIRM for p in (k - 1, k)):
             return chosen[:slots]
+        # The launch whose absence hurts most shows where the evidence is thinnest: one more launch there, at
+        # the same commit (its neighbour's launches say nothing of how that commit itself measured).
+        worst: tuple[float, int, int] | None = None
         for p in (k - 1, k):
             for i in range(self.counts[p]):
-                if self.counts[p] < 2:
-                    continue
                 kept = self.model(exclude=(p, i)).posterior.single(k)
-                if kept < LOO_MASS:
-                    weak = min((q for q in (k - 1, k) if self.can_launch(q)), key=lambda q: self.counts[q],
-                               default=None)  # fmt: skip
-                    if weak is None:
-                        return []
-                    return [(weak, f"confirm: without launch {i + 1} of {self.label(p)}, {self.label(k)} keeps "
-                                   f"{kept:.3f}")]  # fmt: skip
-        return []
+                if kept < LOO_MASS and (worst is None or kept < worst[0]):
+                    worst = (kept, p, i)
+        if worst is None:
+            return self.spread_check(k, model)
+        kept, p, i = worst
+        where = [q for q in (p, (2 * k - 1) - p) if self.can_launch(q)]
+        if not where:
+            return []
+        return [(where[0], f"confirm: without launch {i + 1} of {self.label(p)}, {self.label(k)} keeps {kept:.3f}")]
+
+    def spread_check(self, k: int, model: _Model) -> list[tuple[int, str]]:
+        """One more launch at ``k - 1`` or ``k`` while ``k`` would fall below ``LOO_MASS`` at the spread's
+        one-sided 95 % upper bound given its degrees of freedom.
+
+        The posterior is only as sure as its spread: a prior measured on a quieter day, and a hunt whose own
+        launches happened to scatter little, both make a spread too small, and then a boundary resting on a
+        few launches reads as certain.  The spread is an estimate from ``df`` degrees of freedom; the answer
+        must hold at any spread the data does not rule out (a chi-square bound), which costs nothing where
+        the step is several spreads and a launch or two where it is not."""
+        df = max(model.spread.df, 1.0)
+        upper = math.sqrt(df / float(special.chdtri(df, 0.90)))  # chdtri(df, q): the chi-square's 1-q quantile
+        kept = self.model(inflate=upper).posterior.single(k)
+        if kept >= LOO_MASS:
+            return []
+        where = sorted((q for q in (k - 1, k) if self.can_launch(q)), key=lambda q: (self.counts[q], -q))
+        if not where:
+            return []
+        return [(where[0], f"confirm: at the spread's upper bound {model.spread.sigma * upper:.2%} "
+                           f"({df:.0f} df), {self.label(k)} keeps {kept:.3f}")]  # fmt: skip
 
     def step_checks(self, k: int, model: _Model, slots: int) -> list[tuple[int, str]]:
         """More launches where a second step is suspected but not clear (``STEP_SUSPECT <= |z| < STEP_Z`` within a
         side): one at the commit of the suspected split's two with fewer launches, at most ``STEP_EXTRA`` extra."""
         chosen: list[tuple[int, str]] = []
+        slots = min(slots, STEP_BUDGET - self.step_used)
         for lo, hi in ((0, k - 1), (k, self.size - 1)):
+            if slots <= 0:
+                break
             found = model.side_step(lo, hi)
             if found is None or not STEP_SUSPECT <= abs(found[2]) < STEP_Z:
                 continue
@@ -827,6 +857,7 @@ class _Model:
         sign: float,
         noise: Noise | None,
         floor: float,
+        inflate: float = 1.0,
     ) -> _Model:
         marks = np.unique(pos)
         if len(marks) < 2 or marks[0] != 0 or marks[-1] != size - 1:
@@ -856,6 +887,8 @@ class _Model:
         m.weights = fit.weights[best]
         m.mu_left, m.mu_right = float(fit.mu_l[best]), float(fit.mu_r[best])
         m.drift_on = drift
+        if inflate != 1.0:  # the same fit, its posterior at a wider spread (the confirmation's spread check)
+            logs = fit.logs(left, marks, sigma * inflate, sign)
         probs = np.exp(logs - logs.max())
         probs /= probs.sum()
         m.posterior = _Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()))
@@ -968,7 +1001,7 @@ def _fit_all(
         fit = start.refine(left, x, t, sigma, drift, groups)
         logs = fit.logs(left, marks, sigma, sign)
         best = int(np.argmax(logs))
-        new_sigma, spread = _spread(fit.resid[best], fit.weights[best], noise, floor, 3 if drift else 2)
+        new_sigma, spread = _spread(fit.resid[best], fit.weights[best], noise, floor, 3 if drift else 2, sigma)
         moved = abs(new_sigma - sigma) > 0.05 * sigma
         sigma = new_sigma
         if not moved:
@@ -997,9 +1030,19 @@ def _responsibilities(resid: np.ndarray, sigma: float) -> np.ndarray:
 
 
 def _spread(
-    resid: np.ndarray, weights: np.ndarray, noise: Noise | None, floor: float, params: int
+    resid: np.ndarray, weights: np.ndarray, noise: Noise | None, floor: float, params: int, sigma: float
 ) -> tuple[float, Spread]:
-    """The spread from the weighted residuals, pooled with the prior; the prior checked by a variance ratio."""
+    """The spread from the weighted residuals, pooled with the prior; the prior checked by a variance ratio.
+
+    The hunt's own spread is what checks the prior, so it must not lean on it: the mixture's weights come from
+    the spread in use (``sigma``, the prior at first), and a prior half the truth would make ordinary launches
+    two of its spreads out look like outliers, shrink the hunt's own estimate toward the prior and hide the very
+    staleness the check is for.  So the own estimate weighs each residual at the larger of ``sigma`` and the
+    residuals' robust scale (1.4826 x their median absolute value), which a real outlier, a few launches in a
+    hundred, does not move."""
+    robust = 1.4826 * float(np.median(np.abs(resid))) if len(resid) else 0.0
+    if robust > sigma:
+        weights = np.maximum(weights, _responsibilities(resid, robust))  # a restored third level keeps its 1
     ss = float(np.sum(weights * resid * resid))
     df = float(np.sum(weights)) - params
     own = math.sqrt(ss / df) if df >= 1 else None

@@ -28,7 +28,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         world_size = int(os.environ.get("WORLD_SIZE", "1"))
     _group.update(backend=backend or "gloo", rank=rank, world_size=world_size)
     if _group["backend"] == "nccl" and os.environ.get("NCCL_DEBUG", "").upper() == "INFO":
-        prefix = f"{socket.gethostname()}:{os.getpid()}:{threading.get_native_id()} [{rank}] NCCL INFO"
+        prefix = f"{socket.gethostname().split('.')[0]}:{os.getpid()}:{threading.get_native_id()} [{rank}] NCCL INFO"
         lines = [f"{prefix} NCCL version {NCCL_VERSION}"]
         lines += [
             f"{prefix} {name} set by environment to {_as_nccl_prints(value)}"
