@@ -377,6 +377,7 @@ def test_replace_function_merges_upstream_edit_on_other_lines(tmp_path: Path, ca
     assert change["key"] == "expect" and change["commit"] == history["mode"]
     assert change["to"] == digest_at(capsys, repo, history["mode"], EAGLE, "EAGLEWorker.verify")
     assert "edit-function" in change["note"]  # a one-line change: the report says edit-function fits it better
+    assert port["evidence"] is None  # upstream's edit made none of our lines: nothing to measure
     assert table(kit)["expect"] == change["to"]
     intended = EAGLE_V2.replace(
         "        res = spec_info.verify",
@@ -494,12 +495,20 @@ def test_step_by_step_where_one_jump_conflicts(tmp_path: Path, capsys: Any) -> N
     jump = git_merge_file(work)
     assert jump > 0
 
+    shown = run_cli(capsys, "port", "-m", kit.manifest, "--repo", repo, "--to", history["stream"], "--dry-run")
+    assert "upstream made 1 of its 2 changed lines at" in shown.out, shown.out
+    assert "does the rest still earn its place?" in shown.out and "--without verify-sync" in shown.out
     code, data = port_json(capsys, kit, repo, history["stream"])
     assert code == 0, data["patches"]
     port = by_patch(data)["verify-sync"]
     assert port["how"] == "merged"
     assert [c["commit"] for c in port["changes"]] == [history["take"], history["stream"]]
     assert data["walked"] == 3 and data["stops"] == 2  # the README commit touches no target file
+    # upstream took one of our two lines at "take": port asks for the evidence that the rest is still needed
+    evidence = port["evidence"]
+    assert evidence["commit"] == history["take"] and (evidence["made"], evidence["of"]) == (1, 2)
+    short = history["stream"][:10]
+    assert evidence["command"] == f"patchkit bench -m {data['manifest']['path']} --without verify-sync --commit {short}"
     intended = edited.replace('batch.forward_mode = "decode"', 'batch.forward_mode = "spec_decode"')
     assert same_ast(applied_tree(capsys, kit, repo, history["stream"], EAGLE), intended)
 
