@@ -24,6 +24,9 @@ does not apply here is carried over this one step:
   gets the new digest; an overlap refuses the patch, naming both sides;
 * a patch that applied and now reads SKIP is one upstream took, at this
   commit.
+* a variant of a ``[[group]]`` is carried as any patch is when it was the
+  one in effect and no variant of its group fits here; while another one
+  fits, it is the group's unused variant and stays as written.
 
 Porting step by step is what makes a merge work where one jump from the
 start to the target would conflict (upstream first taking part of the
@@ -323,6 +326,7 @@ class _Track:
     failed: tuple[Commit, str, PortConflict | None] | None = None
     upstreamed: Commit | None = None
     partly: tuple[Commit, int, int] | None = None  # where upstream first made some of its lines: (commit, made, of)
+    in_effect: bool = True  # its code applied or was in place at the last stop (not a group's unused variant)
 
 
 class Porter:
@@ -350,7 +354,9 @@ class Porter:
         at the last stop (the target) and how many commits were stopped at."""
         first = self._evaluate(self.start)
         for patch, result in zip(self.current.patches, first.results, strict=True):
-            self.tracks[patch.id] = _Track(self.start, patch.file, _target_of(self._table(patch)), last=result.status)
+            self.tracks[patch.id] = _Track(
+                self.start, patch.file, _target_of(self._table(patch)), last=result.status, in_effect=result.in_effect
+            )
         stops = 0
         last = first
         for commit, paths in walk:
@@ -365,13 +371,17 @@ class Porter:
         return self.work.table(patch.id)[1]
 
     def _to_carry(self, patch: Patch, result: PatchResult) -> bool:
-        """A patch that applied (or was in place) at the last stop and does not here, for a reason of its own."""
+        """A patch that applied (or was in place) at the last stop and does not here, for a reason of its own.
+
+        A variant of a ``[[group]]`` is carried when it was the one in effect and no variant fits here (the
+        group leaves it its own FAIL); while another variant fits, it is that group's unused one
+        (OTHER_VARIANT, ``ok``) and stays as it is, for the commits it serves."""
         track = self.tracks[patch.id]
         return (
             not result.ok
             and track.failed is None
             and track.last in (Status.APPLY, Status.SKIP)
-            and patch.group is None
+            and track.in_effect
             and result.reason is not Reason.DEPENDENCY
         )
 
@@ -405,6 +415,7 @@ class Porter:
                 why = f"{result.reason.value if result.reason else result.status.value}: {result.message}"
                 track.failed = (commit, why, None)
             track.last = result.status
+            track.in_effect = result.in_effect
         return here
 
     # -- carrying one patch over one step ----------------------------------------------------
@@ -745,7 +756,7 @@ class Porter:
                     or "applies at the target as it is"
                 )
                 if patch.group is not None and not changes:
-                    message = f"variant of group {patch.group}: not ported (a group picks its variants)"
+                    message = f"variant of group {patch.group}: applies at the target as it is"
             out.append(
                 PatchPort(
                     patch=patch.id,
