@@ -16,6 +16,9 @@ import pytest
 from bench_helpers import MODEL, bench_table, build_history, write_bench_kit
 from helpers import run_cli
 
+from patchkit.bench.record import RunRecord
+from patchkit.report.trends import verdicts_document
+
 SHORT = 10  # Commit.short
 FAST_WITH_HOOKS = f"--slow-if-contains {MODEL}=set_eagle3_layers_to_capture --slow-factor 1.25"
 
@@ -79,6 +82,14 @@ def test_without_a_patch_that_helps_says_keep_and_never_mixes_the_sides(capsys, 
     (change,) = compared.json["provenance"]["patches"]
     assert change["patch"] == "hooks" and change["a"].startswith("applied sha256:")
     assert change["b"] == "left out (bench --without)"
+    # compare --commit and the report's levels take the runs with every patch only
+    picked = cli(capsys, "compare", "--commit", history["base"], "--commit", history["base"], "--repo", history.path,
+                 "--store", store, "--json")  # fmt: skip
+    assert picked.code == 0, picked.err
+    assert picked.json["a"]["without"] is None and picked.json["b"]["without"] is None
+    records = [RunRecord.from_json(r) for r in runs]
+    (level,) = verdicts_document(records, [history["base"]], ["output_tok_s"])["levels"]
+    assert level["runs"] == item["launches"]["with"] and level["median"] == 125.0
     # runs and show say which side a run is
     listed = cli(capsys, "runs", "--repo", history.path, "--store", store)
     assert listed.code == 0 and listed.out.count("std without hooks") == 2
