@@ -13,10 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bench_helpers import MODEL, bench_table, build_history, write_bench_kit
+from bench_helpers import MODEL, MODEL_TEXT, bench_table, build_history, write_bench_kit
 from helpers import run_cli
 
 from patchkit.bench.record import RunRecord
+from patchkit.demo.history import HistoryBuilder
 from patchkit.report.trends import verdicts_document
 
 SHORT = 10  # Commit.short
@@ -137,3 +138,23 @@ def test_bad_input_is_one_line_and_exit_2(capsys, history, manifest, tmp_path):
 def test_help_names_without(capsys):
     result = cli(capsys, "bench", "--help")
     assert "--without PATCH" in result.out and "--threshold" in result.out
+
+
+def test_a_patch_upstream_provides_says_so_and_drops(capsys, manifest, tmp_path):
+    """Where upstream already has the hooks, both trees hold the same code (the fast one): the line says
+    upstream has it, and the verdict is drop."""
+    builder = HistoryBuilder(tmp_path / "repo")
+    builder.commit("base", "Initial import", {
+        ".gitignore": "python/sglang/_version.py\n__pycache__/\n",
+        "python/sglang/__init__.py": "",
+        MODEL: MODEL_TEXT + "\n    def set_eagle3_layers_to_capture(self, layers):\n        self.layers = layers\n",
+        "perf/throughput.txt": "100\n",
+    })  # fmt: skip
+    history = builder.build()
+    result = bench(capsys, history, manifest, tmp_path / "s.sqlite", "--without", "hooks", "--launches", "2", "--json")
+    assert result.code == 0, result.err
+    (item,) = result.json["evidence"]
+    short = history["base"][:SHORT]
+    assert item["line"].startswith(f"hooks: upstream has its code at {short}; with vs without (std): "), item["line"]
+    assert [r["stats"]["output_tok_s"]["median"] for r in result.json["runs"]] == [125.0] * 4
+    assert item["decision"] == "drop" and item["line"].endswith("-> drop")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from patchkit.bench.compare import Comparison, MetricDelta, compare
@@ -44,6 +45,7 @@ class LeftOut:
     manifest: str
     display: str
     patch: str
+    file: str  # its target file
 
     def to_json(self) -> dict[str, str]:
         return {"manifest": self.manifest, "patch": self.patch}
@@ -91,7 +93,7 @@ def leave_out(manifests: Sequence[Manifest], spec: str) -> tuple[tuple[Manifest,
     digest = hashlib.sha256(f"{manifest.digest}\0without {patch_id}".encode()).hexdigest()
     minus = replace(manifest, patches=tuple(p for p in manifest.patches if p.id != patch_id), digest=digest)
     out = tuple(minus if m is manifest else m for m in manifests)
-    return out, LeftOut(manifest.name, manifest.display, patch_id)
+    return out, LeftOut(manifest.name, manifest.display, patch_id, patch.file)
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def evidence(
     with_side = [r for r in mine if r.without is None]
     without_side = [r for r in mine if r.without is not None]
     head = f"{left.patch}: with vs without at {(mine[0].commit.short if mine else '?')} ({profile})"
+    if mine and _same_code(with_side, without_side, left.file):
+        head = f"{left.patch}: upstream has its code at {mine[0].commit.short}; with vs without ({profile})"
     usable_a = [r for r in with_side if r.outcome is Outcome.OK]
     usable_b = [r for r in without_side if r.outcome is Outcome.OK]
     if not usable_a or not usable_b:
@@ -149,6 +153,18 @@ def evidence(
     decision, why = decide(result)
     calls = ", ".join(_call(m) for m in result.metrics)
     return Evidence(left, profile, result, decision, why, f"{head}: {calls} -> {decision}{f' ({why})' if why else ''}")
+
+
+def _same_code(with_side: Sequence[RunRecord], without_side: Sequence[RunRecord], file: str) -> bool:
+    """Whether the patch's file is byte for byte the same in both trees (read from the launches' worktrees):
+    upstream already has what the patch writes, so the two sides differ in nothing but the record."""
+    trees = [Path(str(side[0].commands.get("cwd"))) for side in (with_side, without_side) if side and side[0].commands]
+    if len(trees) != 2:
+        return False
+    try:
+        return (trees[0] / file).read_bytes() == (trees[1] / file).read_bytes()
+    except OSError:
+        return False
 
 
 def decide(result: Comparison) -> tuple[str, str]:

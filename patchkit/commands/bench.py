@@ -174,8 +174,9 @@ def judge_sides(
     from patchkit.commands.compare import noise_priors
 
     assert second.without is not None
-    manifest = next(m for m in second.manifests if m.name == second.without["manifest"])
-    left = LeftOut(manifest.name, manifest.display, second.without["patch"])
+    name, patch_id = second.without["manifest"], second.without["patch"]
+    manifest = next(m for m in first.manifests if m.name == name)  # the with side's: it has the patch
+    left = LeftOut(manifest.name, manifest.display, patch_id, manifest.patch(patch_id).file)
     out = []
     for profile in profiles:
         ok = [r for r in records if r.profile == profile and r.without is None and r.outcome is Outcome.OK]
