@@ -131,7 +131,6 @@ def launch(
     """Every (commit, profile) launched, in order: in this process, or each one a Slurm job (refused commits
     stored without submitting, a re-run collecting what an earlier one submitted).  ``on_record`` hears each
     record as it is stored (not a local launch's interrupted one, which ends the loop)."""
-    records: list[RunRecord] = []
     if executor is not None:
         collected: list[RunRecord] = []
 
@@ -143,8 +142,17 @@ def launch(
             return Launched(tuple(run_scheduled(session, pairs, executor, command=command, note=note, on_record=heard)))
         except KeyboardInterrupt:  # the submitter, waiting: the jobs go on
             return Launched(tuple(collected), submitter=True)
+    return launch_here([(session, commit, profile) for commit, profile in pairs], on_record=on_record)
+
+
+def launch_here(
+    order: Sequence[tuple[Session, Commit, str]], *, on_record: Callable[[RunRecord], None] = lambda record: None
+) -> Launched:
+    """Every launch in this process, in order, each by its own session (``bench --without`` interleaves two
+    sessions over one commit: every patch, and all but one), until Ctrl-C or SIGTERM."""
+    records: list[RunRecord] = []
     try:
-        for commit, profile in pairs:
+        for session, commit, profile in order:
             records.append(session.run(commit, profile))
             on_record(records[-1])
     except Interrupted as stop:
