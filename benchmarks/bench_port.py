@@ -13,8 +13,14 @@ selection rule:
    (parent P) and each older first-parent commit Q = P~k (k in ``BACK``),
    C's change is put on Q's files with ``git merge-file`` (base P, ours C,
    theirs Q): that is the change as a user would have written it at Q.  A
-   cell is dropped when that merge conflicts, or when Q already has it.  The
-   change is captured with the real ``import-diff`` at Q.
+   cell is dropped when Q already has it.  Where that merge conflicts
+   (upstream moved or rewrote the code between Q and P), the change is put
+   on Q by patchkit instead: C's change captured with ``import-diff`` at P,
+   applied at Q (``engine.evaluate`` and ``render``); a cell is dropped when
+   that does not apply either.  These cells are the ones where a line merge
+   cannot follow the code, so git's merge in step 3 conflicts there too:
+   the cells where git conflicts but port may succeed, checked against C
+   itself.  The change is captured with the real ``import-diff`` at Q.
 3. **A port cell** is one where that manifest FAILs at P (upstream moved
    between Q and P in a way the manifest cannot take as it is).  There:
    * git: ``git merge-file`` of each file (base Q, ours Q + change, theirs P);
@@ -55,7 +61,7 @@ from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo, merge_texts
-from patchkit.manifest import load_manifest
+from patchkit.manifest import Manifest, load_manifest
 from patchkit.port import port
 from patchkit.sources.commit import CommitSource
 
@@ -77,6 +83,7 @@ class PortCell:
     git_same_as_commit: bool | None = None
     why: str = ""
     renamed: bool = False  # a file of the change was renamed between Q and P (git's rename detection)
+    placed_by: str = "git"  # how the change was put on Q: git merge-file, or patchkit (C's change applied at Q)
 
 
 @dataclass
@@ -85,7 +92,8 @@ class Tally:
 
     commits: int = 0
     pairs: int = 0
-    git_cannot_place: int = 0
+    git_cannot_place: int = 0  # neither git merge-file nor C's change as a manifest puts it on Q
+    ops_placed: int = 0  # git merge-file conflicts, C's change as a manifest applies at Q
     already_there: int = 0
     import_refused: int = 0
     applies_as_is: int = 0
@@ -126,6 +134,7 @@ def run(repo_path: Path, n_commits: int, max_lines: int) -> Tally:
     chosen = [sha for sha in reversed(order) if selectable(repo_path, sha, max_lines)][:n_commits]
     tally.commits = len(chosen)
     scratch = Path(tempfile.mkdtemp(prefix="bench-port-"))
+    at_p: dict[str, Manifest | None] = {}  # C's change captured at P, once per commit
     try:
         with Repo.discover(repo_path) as repo:
             for sha in chosen:
@@ -139,7 +148,7 @@ def run(repo_path: Path, n_commits: int, max_lines: int) -> Tally:
                         break
                     older = order[index[parent] - k]
                     tally.pairs += 1
-                    one(repo, repo_path, sha, parent, older, k, files, scratch, tally)
+                    one(repo, repo_path, sha, parent, older, k, files, scratch, tally, at_p)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return tally
@@ -155,22 +164,19 @@ def one(
     files: list[str],
     scratch: Path,
     tally: Tally,
+    at_p: dict[str, Manifest | None],
 ) -> None:
-    at_q: dict[str, str] = {}
-    ours_q: dict[str, str] = {}
     was = renamed_between(repo_path, older, parent)  # path at P -> its path at Q, for files git calls renamed
-    for path in files:
-        old_path = was.get(path, path)
-        base, ours = (show_file(repo_path, rev, path) for rev in (parent, sha))
-        theirs = show_file(repo_path, older, old_path)
-        if base is None or ours is None or theirs is None:
+    placed_by = "git"
+    placed = place_by_git(repo_path, sha, parent, older, files, was)
+    if placed is None:
+        placed_by = "patchkit"
+        placed = place_by_ops(repo, repo_path, sha, parent, older, files, was, scratch, at_p)
+        if placed is None:
             tally.git_cannot_place += 1
             return
-        merged, conflicts = merge_texts(base, ours, theirs, ("c", "p", "q"))
-        if conflicts:
-            tally.git_cannot_place += 1
-            return
-        at_q[path], ours_q[path] = theirs, merged
+        tally.ops_placed += 1
+    at_q, ours_q = placed
     if all(at_q[p] == ours_q[p] for p in files):
         tally.already_there += 1
         return
@@ -195,7 +201,9 @@ def one(
         )
         git_merged[path] = None if conflicts else merged
     git_clean = all(v is not None for v in git_merged.values())
-    cell = PortCell(sha[:10], older[:10], k, git_clean, "refused", renamed=any(p in was for p in files))
+    cell = PortCell(
+        sha[:10], older[:10], k, git_clean, "refused", renamed=any(p in was for p in files), placed_by=placed_by
+    )
     truth = {p: show_file(repo_path, sha, p) for p in files}
     if git_clean:
         cell.git_same_as_commit = all(same_code(git_merged[p], truth[p], p) for p in files)
@@ -228,10 +236,77 @@ def one(
     tally.cells.append(cell)
 
 
+Placed = tuple[dict[str, str], dict[str, str]]  # per file of the change: its text at Q, and with the change
+
+
+def place_by_git(
+    repo_path: Path, sha: str, parent: str, older: str, files: list[str], was: dict[str, str]
+) -> Placed | None:
+    """C's change put on Q's files with ``git merge-file`` (base P, ours C, theirs Q); None where it conflicts."""
+    at_q: dict[str, str] = {}
+    ours_q: dict[str, str] = {}
+    for path in files:
+        base, ours = (show_file(repo_path, rev, path) for rev in (parent, sha))
+        theirs = show_file(repo_path, older, was.get(path, path))
+        if base is None or ours is None or theirs is None:
+            return None
+        merged, conflicts = merge_texts(base, ours, theirs, ("c", "p", "q"))
+        if conflicts:
+            return None
+        at_q[path], ours_q[path] = theirs, merged
+    return at_q, ours_q
+
+
+def place_by_ops(
+    repo: Repo,
+    repo_path: Path,
+    sha: str,
+    parent: str,
+    older: str,
+    files: list[str],
+    was: dict[str, str],
+    scratch: Path,
+    at_p: dict[str, Manifest | None],
+) -> Placed | None:
+    """C's change put on Q by patchkit: captured with ``import-diff`` at P (once per commit), evaluated and
+    rendered at Q.  None where a file was renamed in between (the line merge's case), or it does not apply."""
+    if any(p in was for p in files):
+        return None
+    if sha not in at_p:
+        work = scratch / f"{sha[:10]}-at-p"
+        work.mkdir()
+        patch = work / "change.patch"
+        texts = [(p, show_file(repo_path, parent, p), show_file(repo_path, sha, p)) for p in files]
+        patch.write_text("".join(unified_diff(p, a or "", b or "") for p, a, b in texts), encoding="utf-8")
+        try:
+            at_p[sha] = load_manifest(
+                import_diff(repo, patch, name="at-p", base=parent, out=work / "kit", force=True).manifest
+            )
+        except PatchkitError:
+            at_p[sha] = None
+    manifest = at_p[sha]
+    if manifest is None:
+        return None
+    rendered, evaluation = render(evaluate(manifest, CommitSource(repo, repo.commit(older)), hints=False))
+    if evaluation.refused():
+        return None
+    got = {r.path: r.after.decode("utf-8", "surrogateescape") for r in rendered}
+    at_q = {p: show_file(repo_path, older, p) for p in files}
+    if any(text is None for text in at_q.values()):
+        return None
+    return {p: t or "" for p, t in at_q.items()}, {p: got.get(p, at_q[p] or "") for p in files}
+
+
 def show(tally: Tally) -> None:
     print(f"patchkit from {Path(patchkit.__file__).parent}")
     print(f"{tally.commits} commits selected; {tally.pairs} (commit, older commit) pairs")
-    print(f"  {tally.git_cannot_place:>5}  the change cannot be put on the older commit (git merge-file conflicts)")
+    print(
+        f"  {tally.git_cannot_place:>5}  the change cannot be put on the older commit (git merge-file conflicts, "
+        "and C's change as a manifest does not apply there)"
+    )
+    print(
+        f"  {tally.ops_placed:>5}  git merge-file conflicts there, C's change as a manifest applies: put on by patchkit"
+    )
     print(f"  {tally.already_there:>5}  the older commit has it already")
     print(f"  {tally.import_refused:>5}  import-diff refused it there")
     print(f"  {tally.applies_as_is:>5}  the manifest applies at the parent as it is (nothing to port)")
@@ -274,11 +349,10 @@ def show(tally: Tally) -> None:
                 f"{c.written_at} (P~{c.back}): {c.why or c.how}"
             )
     for c in conflicted:
-        if c.port == "ported":
-            print(
-                f"  git conflicts, port carries it: {c.commit} written at {c.written_at} (P~{c.back}): "
-                f"{c.how}; same as C: {c.same_as_commit}"
-            )
+        print(
+            f"  git conflicts, port {'carries it' if c.port == 'ported' else c.port}: {c.commit} written at "
+            f"{c.written_at} (P~{c.back}, placed by {c.placed_by}): {c.why or c.how}; same as C: {c.same_as_commit}"
+        )
 
 
 def main() -> None:

@@ -535,6 +535,21 @@ def executor_options(f: F, *, slots: bool = True) -> F:
     is_flag=True,
     help="Run a commit's launches back to back instead of round-robin across commits (A1 B1 A2 B2 ...).",
 )
+@click.option(
+    "--without",
+    default=None,
+    metavar="PATCH",
+    help="Evidence for dropping a patch: bench one commit with every patch and with PATCH left out (ID, or "
+    "MANIFEST:ID), launches alternating, then compare's verdict per profile: drop, keep, or how many launches "
+    "would decide. The runs without it are stored as such.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=0.05,
+    show_default=True,
+    help="With --without: the band of 'same', as in compare (0.05 = 5 %).",
+)
 def bench(**kwargs: Any) -> int:
     """Benchmark patched trees: per commit and profile, start the server, run the client, store every run.
 
@@ -544,6 +559,11 @@ def bench(**kwargs: Any) -> int:
     3.1σ with 2, 2.5σ with 3 and 1.5σ with 7 (99 % interval, a 10-launch
     prior); an `unknown` says how many launches per side would decide it.
     Without a prior, one launch a side decides nothing.
+
+    Does a patch still earn its place (`port` names the ones upstream took
+    in part)? `--without PATCH` benches the commit with and without it and
+    says: SAME -> drop, worse without it -> keep, unknown -> the launches
+    per side that would decide.
     """
     from patchkit.bench.execution.launches import BenchArgs
     from patchkit.commands.bench import bench as run

@@ -30,7 +30,7 @@ from patchkit.bench.execution.job import port_is_free
 RUN_KEYS = {
     "run", "commit", "profile", "outcome", "reason", "details", "started_at", "finished_at", "vars", "commands",
     "env", "manifests", "guard", "host", "interpreter", "torch", "gpus", "server_info", "samples", "stats",
-    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof", "executor", "gpu_hygiene",
+    "missing", "metrics", "logs", "allow_dirty", "launch", "series", "proof", "executor", "gpu_hygiene", "without",
 }  # fmt: skip
 
 
@@ -73,7 +73,8 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     )  # fmt: skip
     assert result.code == 0, result.err
     data = result.json
-    assert set(data) == {"version", "command", "store", "runs", "table", "gpu_hygiene"}
+    assert set(data) == {"version", "command", "store", "runs", "table", "gpu_hygiene", "without", "evidence"}
+    assert data["without"] is None and data["evidence"] == []
     assert [(r["commit"]["sha"], r["profile"], r["outcome"]) for r in data["runs"]] == [
         (history["base"], "eagle3", "ok"),
         (history["base"], "baseline", "ok"),
@@ -83,8 +84,8 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     assert set(data["runs"][0]) == RUN_KEYS
     assert data["runs"][0]["executor"] is None  # the local executor: in this process, as before
     assert set(data["table"][0]) == {
-        "run", "commit", "subject", "profile", "outcome", "launch", "metric", "median", "min", "max", "n", "missing",
-        "ratio", "proof",
+        "run", "commit", "subject", "profile", "outcome", "without", "launch", "metric", "median", "min", "max", "n",
+        "missing", "ratio", "proof",
     }  # fmt: skip
     rows = {(r["commit"], r["profile"], r["metric"]): r for r in data["table"]}
     assert rows[(history["tip"], "eagle3", "output_tok_s")]["ratio"] == pytest.approx(0.65)

@@ -1,7 +1,8 @@
 """`patchkit demo`: each of the six steps does what the quick start says (the console script, a real subprocess).
 
 One demo run (module fixture, --keep) is read step by step: the range check,
-the refused apply at the renamed class, the interleaved bench of the good and
+the refused apply at the renamed class, port carrying the manifest over the rename and a second one over a pull
+that moves the function it replaces, the interleaved bench of the good and
 the bad commit, compare's verdict and the commits between, the half-patched
 tree refused by the guard, and bisect naming "Fix PCG MoE Error (#17739)".
 The kept store is then read back with `patchkit runs`, as the closing lines
@@ -81,6 +82,29 @@ def test_port_carries_the_manifest_to_the_renamed_class(kept):
     ported = (work / "ported" / "manifests" / "kimi-k25-eagle3.toml").read_text()
     assert 'class = "KimiK25VLForConditionalGeneration"' in ported
     assert ported.startswith("#:schema ../patchkit/manifest/schema.json\n# ")  # its schema hint and comments are kept
+
+
+def test_port_follows_a_function_a_pull_moved_to_another_module(kept, tmp_path):
+    """The second pull moves apply_rope to layers/kimi_rope.py: port rewrites kimi-rope's `file`, and the
+    ported manifest applies there with the code it meant (the moved function, with our line)."""
+    work, _out, steps = kept
+    two = steps[2]
+    assert "$ patchkit port -m " in two and "kimi-rope.toml --to move-rope" in two
+    assert re.search(
+        r"rope-complex64 +moved +APPLY +file: python/sglang/srt/models/kimi_k25\.py -> "
+        r"python/sglang/srt/layers/kimi_rope\.py at [0-9a-f]{10}",
+        two,
+    )
+    assert re.search(r"check --commit [0-9a-f]{10}: 1 APPLY: OK", two)
+    ported = work / "ported" / "manifests" / "kimi-rope.toml"
+    assert 'file = "python/sglang/srt/layers/kimi_rope.py"' in ported.read_text()
+    tree = tmp_path / "tree"  # a clone: the kept repository keeps no worktree of this test's
+    subprocess.run(["git", "clone", "-q", "--branch", "move-rope", str(work / "sglang"), str(tree)], check=True)
+    r = run_script("apply", "-m", ported, "--repo", tree)
+    assert r.code == 0, r.out + r.err
+    rope = (tree / "python/sglang/srt/layers/kimi_rope.py").read_text()
+    assert "turn = freqs_cis[..., None, :].to(torch.complex64)" in rope
+    assert "def apply_rope" not in (tree / "python/sglang/srt/models/kimi_k25.py").read_text()
 
 
 def test_the_readme_refused_apply_block_is_this_trees_output(kept, tmp_path):

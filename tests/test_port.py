@@ -377,6 +377,7 @@ def test_replace_function_merges_upstream_edit_on_other_lines(tmp_path: Path, ca
     assert change["key"] == "expect" and change["commit"] == history["mode"]
     assert change["to"] == digest_at(capsys, repo, history["mode"], EAGLE, "EAGLEWorker.verify")
     assert "edit-function" in change["note"]  # a one-line change: the report says edit-function fits it better
+    assert port["evidence"] is None  # upstream's edit made none of our lines: nothing to measure
     assert table(kit)["expect"] == change["to"]
     intended = EAGLE_V2.replace(
         "        res = spec_info.verify",
@@ -494,12 +495,20 @@ def test_step_by_step_where_one_jump_conflicts(tmp_path: Path, capsys: Any) -> N
     jump = git_merge_file(work)
     assert jump > 0
 
+    shown = run_cli(capsys, "port", "-m", kit.manifest, "--repo", repo, "--to", history["stream"], "--dry-run")
+    assert "upstream made 1 of its 2 changed lines at" in shown.out, shown.out
+    assert "does the rest still earn its place?" in shown.out and "--without verify-sync" in shown.out
     code, data = port_json(capsys, kit, repo, history["stream"])
     assert code == 0, data["patches"]
     port = by_patch(data)["verify-sync"]
     assert port["how"] == "merged"
     assert [c["commit"] for c in port["changes"]] == [history["take"], history["stream"]]
     assert data["walked"] == 3 and data["stops"] == 2  # the README commit touches no target file
+    # upstream took one of our two lines at "take": port asks for the evidence that the rest is still needed
+    evidence = port["evidence"]
+    assert evidence["commit"] == history["take"] and (evidence["made"], evidence["of"]) == (1, 2)
+    short = history["stream"][:10]
+    assert evidence["command"] == f"patchkit bench -m {data['manifest']['path']} --without verify-sync --commit {short}"
     intended = edited.replace('batch.forward_mode = "decode"', 'batch.forward_mode = "spec_decode"')
     assert same_ast(applied_tree(capsys, kit, repo, history["stream"], EAGLE), intended)
 
@@ -735,3 +744,106 @@ def test_edit_imports_merges_upstream_edit_in_the_block(tmp_path: Path, capsys: 
     assert by_patch(data)["tl-import"]["how"] == "merged"
     intended = theirs_block.replace("import triton\n", "import triton.language as tl\n") + body
     assert same_ast(applied_tree(capsys, kit, repo, history["time"], file), intended)
+
+
+# -- a [[group]]'s variants -------------------------------------------------------------------------------
+
+FP8 = "python/sglang/srt/layers/fused/fp8.py"
+FP8_V1 = d(
+    '''
+    """FP8 weight helpers."""
+    import torch
+
+
+    def fuse_weights(q, k, v):
+        """Stack the q, k, v projections into one weight, in fp8."""
+        out = torch.cat([q, k, v], dim=0)
+        return out.to(torch.float8_e4m3fn)
+    '''
+)
+FP8_PAYLOAD = FP8_V1.replace("return out.to(torch.float8_e4m3fn)", "return out.to(torch.float8_e4m3fn).contiguous()")
+
+
+def group_kit(tmp_path: Path, capsys: Any, repo: Path, base: str, fp8_at: str) -> Kit:
+    """One change in two variants: linear.py's fuse_weights (in effect at ``base``), and the fp8 module's (written
+    against ``fp8_at``, where that file exists)."""
+    kit = Kit(tmp_path / "kit")
+    linear = digest_at(capsys, repo, base, LINEAR, "fuse_weights")
+    fp8 = digest_at(capsys, repo, fp8_at, FP8, "fuse_weights")
+    kit.write(
+        text=d(
+            f'''
+            schema = 1
+            name = "test"
+
+            [[group]]
+            id = "fuse"
+            members = ["bf16-fuse", "fp8-fuse"]
+
+            [[patch]]
+            id = "bf16-fuse"
+            op = "replace-function"
+            file = "{LINEAR}"
+            function = "fuse_weights"
+            source = "../patches/fuse.py"
+            expect = "{linear}"
+
+            [[patch]]
+            id = "fp8-fuse"
+            op = "replace-function"
+            file = "{FP8}"
+            function = "fuse_weights"
+            source = "../patches/fp8.py"
+            expect = "{fp8}"
+            '''
+        ),
+        payloads={"fuse.py": FUSE_PAYLOAD, "fp8.py": FP8_PAYLOAD},
+    )
+    return kit
+
+
+def test_group_variant_in_effect_is_carried_when_no_variant_fits(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("fp8", "Add the fp8 helpers (#17990)", {FP8: FP8_V1}),
+            ("hide", "Drop the fp8 helpers for now (#17995)", {FP8: None}),
+            ("move", "Move fuse_weights to layers/fused/weights.py (#18001)", {LINEAR: LINEAR_V2, WEIGHTS: WEIGHTS_V2}),
+        ],
+    )
+    repo = history.path
+    kit = group_kit(tmp_path, capsys, repo, history["base"], history["fp8"])
+    before = table(kit, 1)
+    code, data = port_json(capsys, kit, repo, history["move"], "--from", history["hide"])
+    assert code == 0, data["patches"]
+    ports = by_patch(data)
+    # the variant in effect (bf16, in linear.py) was left with no variant fitting at "move": port carries it
+    assert ports["bf16-fuse"]["how"] == "moved"
+    assert [(c["key"], c["from"], c["to"]) for c in ports["bf16-fuse"]["changes"]] == [("file", LINEAR, WEIGHTS)]
+    # the unused variant (its file is gone) stays as written, for the commits it serves
+    assert ports["fp8-fuse"]["how"] == "unchanged" and ports["fp8-fuse"]["changes"] == []
+    assert table(kit, 0)["file"] == WEIGHTS and table(kit, 1) == before
+    assert tomllib.loads(kit.manifest.read_text())["group"] == [{"id": "fuse", "members": ["bf16-fuse", "fp8-fuse"]}]
+    intended = WEIGHTS_V2.replace("torch.cat([q, k, v], dim=0)", "torch.cat([q, k, v], dim=0).to(torch.bfloat16)")
+    assert same_ast(applied_tree(capsys, kit, repo, history["move"], WEIGHTS), intended)
+
+
+def test_group_variant_is_left_alone_while_another_variant_fits(tmp_path: Path, capsys: Any) -> None:
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("fp8", "Add the fp8 helpers (#17990)", {FP8: FP8_V1}),
+            ("move", "Move fuse_weights to layers/fused/weights.py (#18001)", {LINEAR: LINEAR_V2, WEIGHTS: WEIGHTS_V2}),
+        ],
+    )
+    repo = history.path
+    kit = group_kit(tmp_path, capsys, repo, history["base"], history["fp8"])
+    before = manifest_bytes(kit)
+    code, data = port_json(capsys, kit, repo, history["move"], "--from", history["fp8"])
+    assert code == 0, data["patches"]
+    ports = by_patch(data)
+    assert ports["bf16-fuse"]["how"] == "unchanged" and ports["bf16-fuse"]["reason"] == "OTHER_VARIANT"
+    assert ports["fp8-fuse"]["how"] == "unchanged" and ports["fp8-fuse"]["status"] == "APPLY"
+    assert data["files"] == [] and manifest_bytes(kit) == before  # the group already covers the target

@@ -85,6 +85,12 @@ BOUNDARIES = (
     ("*", "rich", "rich: only what prints a table for a person"),
     ("*", "scipy", "scipy: only a comparison of bench runs"),
     ("*", "patchkit.bench.stats.verdict", "the launch verdict loads scipy: only where a comparison is made"),
+    (
+        "patchkit.commands.bench",
+        "patchkit.bench.records.without",
+        "bench --without: its verdict loads scipy, only when asked",
+    ),
+    ("patchkit.commands.bench", "patchkit.commands.compare", "bench --without: the noise priors compare reads"),
     ("*", "plotext", "plotext: only `runs --plot`"),
     ("*", "submitit", "submitit: only `--executor slurm`"),
     ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),

@@ -117,7 +117,7 @@ def run_line(record: RunRecord) -> str:
     """One line as each run ends; it carries the subject, which the table leaves out to keep its numbers wide."""
     commit = record.commit
     launch = f" launch {record.launch}" if record.launch > 1 else ""
-    return f"run {record.run_id}: {commit.short} {record.profile}{launch}: {record.outcome.value}  {commit.subject}"
+    return f"run {record.run_id}: {commit.short} {record.label}{launch}: {record.outcome.value}  {commit.subject}"
 
 
 def explain_lines(record: RunRecord) -> list[str]:
@@ -127,9 +127,9 @@ def explain_lines(record: RunRecord) -> list[str]:
         if record.proof_state != NOT_PROVEN:
             return []
         proof = record.proof or {}
-        out = [f"{record.commit.short} {record.profile} not proven: {proof.get('reason')}"]
+        out = [f"{record.commit.short} {record.label} not proven: {proof.get('reason')}"]
         return out + [f"  {line}" for line in list(proof.get("reasons") or [])[:30]]
-    out = [f"{record.commit.short} {record.profile} {record.outcome.value}: {record.reason}"]
+    out = [f"{record.commit.short} {record.label} {record.outcome.value}: {record.reason}"]
     out.extend(f"  {line}" for line in record.details[:30])
     for item in record.missing[:10]:
         out.append(f"  missing {item['metric']} in run {item['run']}: see {item['log']}")
@@ -191,7 +191,7 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
             str(row["run"]),
             *([str(row.get("launch", 1))] if launches else []),
             row["commit"][:10],
-            row["profile"],
+            row["profile"] + (f" without {row['without']['patch']}" if row.get("without") else ""),
             row["metric"] or "-",
             fmt(row["median"]),
             fmt(row["min"]),
@@ -223,7 +223,7 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     for r in records:
         started = r.started_at[:19].replace("T", " ")
         stats = r.stats()
-        head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.profile]
+        head: list[Cell] = [str(r.run_id), started, r.commit.short, r.commit.subject, r.label]
         head.append(outcome_cell(r.outcome, r.proof_state))
         if scheduled:
             head.append(str((r.executor or {}).get("job_id") or "-"))
@@ -312,7 +312,7 @@ def slurm_where(record: RunRecord) -> str:
 def show_comparison(console: Console, result: Comparison) -> None:
     a, b = result.a, result.b
     for label, r in (("A", a), ("B", b)):
-        say(console, f"{label} = run {r.run_id} {r.commit.short} {r.commit.subject} ({r.profile}, {r.outcome.value})")
+        say(console, f"{label} = run {r.run_id} {r.commit.short} {r.commit.subject} ({r.label}, {r.outcome.value})")
     for r in result.no_data:
         say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
     if result.no_data:

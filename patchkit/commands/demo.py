@@ -4,7 +4,9 @@ Builds a small git repository shaped like SGLang around the Kimi-K2.5 and
 EAGLE-3 changes of early 2026 (see ``patchkit.demo.sglang``), then replays
 the story of a throughput drop: a range check of the Kimi manifest (and the
 timing manifest's windows, one line per group), the refused apply at a
-renamed class (and ``port`` carrying a copy of the manifest there), a bench
+renamed class (and ``port`` carrying a copy of the manifest there, then a
+second manifest over a pull that moves the function it replaces to a new
+module: ``patchkit.demo.pull``), a bench
 of a good and a bad commit (two launches each, interleaved), compare with its verdict and what changed between them, a
 half-patched tree refused by the guard, and a bisect that names the commit.
 The server and client are the demo's stand-ins (``patchkit/demo/standin/``,
@@ -41,7 +43,8 @@ from patchkit.demo.hunt import (
     standin_python,
     write_bench_manifest,
 )
-from patchkit.demo.sglang import MAIN, RENAME_BRANCH, build_sglang_history
+from patchkit.demo.pull import FUNCTION, MOVE_BRANCH, ROPE_MODULE, move_commit, write_rope_manifest
+from patchkit.demo.sglang import KIMI_K25, MAIN, RENAME_BRANCH, build_sglang_history
 from patchkit.engine.apply import apply_worktree
 from patchkit.engine.check import check_range
 from patchkit.engine.commit_apply import apply_at_commit
@@ -103,15 +106,16 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
     said = io.StringIO()
     console = make_console(cast("IO[str]", _Tee(shown.file, said)))
     path = work / "sglang"
-    history = build_sglang_history(path)
+    history = build_sglang_history(path, extra=[move_commit()])
     store = work / "bench.sqlite"
     good, bad = history[GOOD], history[BAD]
     with Repo.discover(path) as repo:
         kimi = load_manifest("kimi-k25-eagle3")
         timing = load_manifest("eagle3-verify-timing")
         console.print(
-            f"Built an SGLang-shaped upstream at {path}: {len(history.order)} commits on {MAIN} and "
-            f"{RENAME_BRANCH} (a branch that renames the Kimi-K2.5 class), tag v0.5.8."
+            f"Built an SGLang-shaped upstream at {path}: {len(history.order)} commits on {MAIN}, "
+            f"{RENAME_BRANCH} (a branch that renames the Kimi-K2.5 class) and {MOVE_BRANCH} (a pull on it that "
+            f"moves {FUNCTION} to a module of its own), tag v0.5.8."
         )
 
         span = f"{RANGE_START}..{MAIN}"
@@ -148,6 +152,7 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
             "KimiK25VLForConditionalGeneration" in ported.read_text(encoding="utf-8"), "port did not follow the rename"
         )
         _expect(repo.head() == head and not repo.changed_tracked_files(), "port changed the upstream tree")
+        _port_moved_function(console, repo, work / "ported")
 
     try:
         python = standin_python(work)
@@ -199,6 +204,27 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         planted = repo.commit(history[PLANTED])
     _expect(f"FIRST BAD: {planted.short} {planted.subject}" in _said(said), f"bisect did not name {PLANTED}")
     return good[:10], bad[:10]
+
+
+def _port_moved_function(console: Console, repo: Repo, folder: Path) -> None:
+    """The second pull: upstream moves a function our kimi-rope manifest replaces to a new module, and `port`
+    follows it there (``file`` changes; the payload and ``expect`` stay, the code being the same)."""
+    rope = write_rope_manifest(folder, repo)
+    head = repo.head()
+    console.print()
+    console.print(
+        f"The next pull ({MOVE_BRANCH}) moves {FUNCTION} out of {KIMI_K25} into {ROPE_MODULE}. Our kimi-rope "
+        f"manifest (in {rope.parent}) replaces that function; `port` finds where it went:",
+        markup=False,
+    )
+    console.print(f"$ patchkit port -m {rope} --to {MOVE_BRANCH}", markup=False, soft_wrap=True)
+    code = port_cmd(
+        manifest=str(rope), repo=str(repo.root), to=MOVE_BRANCH, start=None, dry_run=False,
+        drop_upstreamed=False, json_out=False, console=console,
+    )  # fmt: skip
+    _expect(code == 0, f"port to {MOVE_BRANCH} exited {code}")
+    _expect(f'file = "{ROPE_MODULE}"' in rope.read_text(encoding="utf-8"), "port did not follow the moved function")
+    _expect(repo.head() == head and not repo.changed_tracked_files(), "port changed the upstream tree")
 
 
 def _copy_manifest(manifest: Manifest, folder: Path) -> Path:

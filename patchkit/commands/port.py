@@ -146,6 +146,8 @@ def _print(console: Console, plan: PortPlan, *, dry_run: bool, written: bool, ch
         for change in p.changes:
             if change.note:
                 what += f"\n{change.key} at {change.commit.short if change.commit else '-'}: {change.note}"
+        if p.evidence is not None:
+            what += f"\n{p.evidence.why}: does the rest still earn its place? {p.evidence.command}"
         if p.dropped:
             what += "\ndropped from the manifest (--drop-upstreamed)"
         elif p.how is How.UPSTREAMED:

@@ -99,7 +99,7 @@ def show_header(console: Console, head: Mapping[str, Any], run: int) -> None:
     write_pieces(
         console,
         [
-            (f"  profile {head['profile']}{launch}: ", ""),
+            (f"  profile {head['profile']}{_without(head)}{launch}: ", ""),
             *cell_pieces(outcome),
             (f"  {_time(head['started_at'])} .. {_time(head['finished_at'])[11:]} on {where}", ""),
         ],
@@ -411,3 +411,9 @@ def show_clients(console: Console, data: Mapping[str, Any]) -> None:
     first = next((r for r in runs if r["command"]), None)
     if first is not None:
         print_indented(console, f"client command: {' '.join(first['command'])}", indent=2, style="dim")
+
+
+def _without(head: Mapping[str, Any]) -> str:
+    """A ``bench --without`` launch says which patch its tree lacks, next to the profile."""
+    left = head.get("without")
+    return f" without {left['manifest']}:{left['patch']}" if left else ""

@@ -57,8 +57,8 @@ from __future__ import annotations
 
 import textwrap
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -131,6 +131,7 @@ class DemoCommit:
     add: tuple[str, ...] = ()
     delete: tuple[str, ...] = ()
     edits: tuple[Edit, ...] = ()
+    texts: Mapping[str, str] = field(default_factory=dict)  # files written with this text (a commit outside the table)
 
     @property
     def message(self) -> str:
@@ -139,6 +140,7 @@ class DemoCommit:
     def changes(self, before: Mapping[str, FileValue]) -> dict[str, FileValue]:
         """The files this commit writes (``None``: deletes), given the tree it starts from."""
         changed: dict[str, FileValue] = {name: file_text(name) for name in self.add}
+        changed.update(self.texts)
         for name in self.delete:
             if name not in before:
                 raise InternalError(f"demo history data: {self.label} deletes {name}, which it does not have")
@@ -193,15 +195,17 @@ def file_text(path: str) -> str:
     return (DATA / "files" / f"{path}.txt").read_text(encoding="utf-8")
 
 
-def build_sglang_history(path: Path) -> History:
+def build_sglang_history(path: Path, *, extra: Sequence[DemoCommit] = ()) -> History:
     """Write the SGLang-shaped repository at ``path`` (non-bare, ``main`` checked out).
 
     Commit ids are the same on every build (fixed authors, dates and
     contents).  ``LABELS`` documents every label of the returned ``History``.
+    ``extra``: commits after the table's (the demo's own side branches), which
+    change none of the table's commit ids.
     """
     builder = HistoryBuilder(Path(path))
     tips: dict[str, str] = {}
-    for c in TIMELINE:
+    for c in (*TIMELINE, *extra):
         if c.parent is not None:
             builder.start_branch(c.branch, c.parent)
         base = c.parent or tips.get(c.branch)

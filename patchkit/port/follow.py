@@ -119,6 +119,20 @@ def indent(text: str, col: int, newline: str = "\n") -> list[str]:
     return [(pad + line if line.strip() else "") + newline for line in text.splitlines()]
 
 
+def taken(base: str, ours: str, theirs: str) -> tuple[int, int]:
+    """(of the lines ours adds or rewrites, how many upstream's version added too; how many ours adds or
+    rewrites): upstream taking part of a patch is what makes port ask whether the rest still earns its place."""
+
+    def added(new: str) -> list[str]:
+        old = [line.strip() for line in base.splitlines()]
+        lines = [line.strip() for line in new.splitlines()]
+        opcodes = difflib.SequenceMatcher(None, old, lines, autojunk=False).get_opcodes()
+        return [x for tag, _i1, _i2, j1, j2 in opcodes if tag in ("replace", "insert") for x in lines[j1:j2] if x]
+
+    ours_added, theirs_added = added(ours), set(added(theirs))
+    return sum(1 for line in ours_added if line in theirs_added), len(ours_added)
+
+
 def similarity(a: str, b: str) -> float:
     """How alike two texts are, line by line (leading spaces ignored): difflib's ratio."""
     left = [line.strip() for line in a.splitlines() if line.strip()]

@@ -24,6 +24,9 @@ does not apply here is carried over this one step:
   gets the new digest; an overlap refuses the patch, naming both sides;
 * a patch that applied and now reads SKIP is one upstream took, at this
   commit.
+* a variant of a ``[[group]]`` is carried as any patch is when it was the
+  one in effect and no variant of its group fits here; while another one
+  fits, it is the group's unused variant and stays as written.
 
 Porting step by step is what makes a merge work where one jump from the
 start to the target would conflict (upstream first taking part of the
@@ -61,7 +64,7 @@ from patchkit.manifest.edit import ManifestText
 from patchkit.operations.diff import match_hunks, parse_diff, splice_hunks, split_lines
 from patchkit.operations.edit_function import Region, ScopedHunks
 from patchkit.operations.replace_function import function_digest
-from patchkit.port.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity
+from patchkit.port.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity, taken
 from patchkit.results import PatchResult, Reason, Status
 from patchkit.sources import CommitSource
 
@@ -149,6 +152,7 @@ class PatchPort:
     conflict: PortConflict | None = None
     upstreamed_at: Commit | None = None
     dropped: bool = False
+    evidence: Evidence | None = None  # upstream took part of it: measure whether the rest still earns its place
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -165,7 +169,28 @@ class PatchPort:
             "conflict": self.conflict.to_json() if self.conflict else None,
             "upstreamed_at": self.upstreamed_at.sha if self.upstreamed_at else None,
             "dropped": self.dropped,
+            "evidence": self.evidence.to_json() if self.evidence else None,
         }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a ported patch may no longer be needed (upstream made some of its lines, at ``commit``) and the
+    ``bench --without`` that measures it at the target."""
+
+    commit: Commit
+    made: int  # of the lines the patch adds or rewrites, how many upstream's version added too
+    of: int
+    command: str
+
+    @property
+    def why(self) -> str:
+        return (
+            f"upstream made {self.made} of its {self.of} changed lines at {self.commit.short} {self.commit.subject!r}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit.sha, "made": self.made, "of": self.of, "why": self.why, "command": self.command}
 
 
 @dataclass(frozen=True)
@@ -300,6 +325,8 @@ class _Track:
     last: Status = Status.APPLY  # its verdict at the last stop
     failed: tuple[Commit, str, PortConflict | None] | None = None
     upstreamed: Commit | None = None
+    partly: tuple[Commit, int, int] | None = None  # where upstream first made some of its lines: (commit, made, of)
+    in_effect: bool = True  # its code applied or was in place at the last stop (not a group's unused variant)
 
 
 class Porter:
@@ -307,6 +334,7 @@ class Porter:
 
     def __init__(self, manifest: Manifest, repo: Repo, start: Start, target: Commit) -> None:
         self.repo = repo
+        self.manifest = manifest
         self.found = start
         self.start = start.commit
         self.target = target
@@ -326,7 +354,9 @@ class Porter:
         at the last stop (the target) and how many commits were stopped at."""
         first = self._evaluate(self.start)
         for patch, result in zip(self.current.patches, first.results, strict=True):
-            self.tracks[patch.id] = _Track(self.start, patch.file, _target_of(self._table(patch)), last=result.status)
+            self.tracks[patch.id] = _Track(
+                self.start, patch.file, _target_of(self._table(patch)), last=result.status, in_effect=result.in_effect
+            )
         stops = 0
         last = first
         for commit, paths in walk:
@@ -341,13 +371,17 @@ class Porter:
         return self.work.table(patch.id)[1]
 
     def _to_carry(self, patch: Patch, result: PatchResult) -> bool:
-        """A patch that applied (or was in place) at the last stop and does not here, for a reason of its own."""
+        """A patch that applied (or was in place) at the last stop and does not here, for a reason of its own.
+
+        A variant of a ``[[group]]`` is carried when it was the one in effect and no variant fits here (the
+        group leaves it its own FAIL); while another variant fits, it is that group's unused one
+        (OTHER_VARIANT, ``ok``) and stays as it is, for the commits it serves."""
         track = self.tracks[patch.id]
         return (
             not result.ok
             and track.failed is None
             and track.last in (Status.APPLY, Status.SKIP)
-            and patch.group is None
+            and track.in_effect
             and result.reason is not Reason.DEPENDENCY
         )
 
@@ -381,6 +415,7 @@ class Porter:
                 why = f"{result.reason.value if result.reason else result.status.value}: {result.message}"
                 track.failed = (commit, why, None)
             track.last = result.status
+            track.in_effect = result.in_effect
         return here
 
     # -- carrying one patch over one step ----------------------------------------------------
@@ -588,6 +623,7 @@ class Porter:
         if ours is None:
             raise _Stop(f"the payload defines no {name}")
         merged = self._merged(patch, qualname, commit, theirs.first, merge(base.text, ours.text, theirs.text))
+        self._note_taken(patch, commit, base.text, ours.text, theirs.text)
         self.work.current[payload_path] = _splice(payload_text, ours, merged).encode("utf-8")
         state = parse(patch.file, here)
         found = function_digest(state, qualname) if state is not None else None
@@ -655,6 +691,7 @@ class Porter:
             raise _Stop(f"the diff of {patch.id} does not apply at {track.base.short} either")
         ours = splice_hunks(base_lines, hunks, spots, reverse=False)
         merged = self._merged(patch, what, commit, theirs_first, merge(base_raw, ours, theirs_raw))
+        self._note_taken(patch, commit, base_raw, ours, theirs_raw)
         diff = unified_diff(patch.file, theirs_raw, merged)
         preamble = b"".join(line for line in raw.splitlines(keepends=True) if not line.startswith(b"diff --git"))
         head = preamble.split(b"--- ", 1)[0] if b"--- " in preamble else b""
@@ -663,6 +700,13 @@ class Porter:
         note = f"upstream's edit of {what} merged; the diff's hunks rewritten against it"
         self._record(patch.id, PortChange(How.MERGED, commit, "source", table["source"], table["source"], note))
         return True
+
+    def _note_taken(self, patch: Patch, commit: Commit, base: str, ours: str, theirs: str) -> None:
+        """Remember the first commit whose edit made some of the lines the patch makes (upstream took part of it)."""
+        track = self.tracks[patch.id]
+        made, of = taken(base, ours, theirs)
+        if made and track.partly is None:
+            track.partly = (commit, made, of)
 
     # -- the result ---------------------------------------------------------------------------------
 
@@ -712,7 +756,7 @@ class Porter:
                     or "applies at the target as it is"
                 )
                 if patch.group is not None and not changes:
-                    message = f"variant of group {patch.group}: not ported (a group picks its variants)"
+                    message = f"variant of group {patch.group}: applies at the target as it is"
             out.append(
                 PatchPort(
                     patch=patch.id,
@@ -726,11 +770,21 @@ class Porter:
                     conflict=conflict,
                     upstreamed_at=track.upstreamed if how is How.UPSTREAMED else None,
                     dropped=False,
+                    evidence=self._evidence(patch, how, track),
                 )
             )
         if drop:
             out = self._drop(out)
         return out
+
+    def _evidence(self, patch: Patch, how: How, track: _Track) -> Evidence | None:
+        """A patch still carried (merged, moved, renamed) after upstream made some of its lines: the bench that
+        says whether the rest still earns its place."""
+        if track.partly is None or how not in (How.MERGED, How.MOVED, How.RENAMED, How.UNCHANGED):
+            return None
+        commit, made, of = track.partly
+        command = f"patchkit bench -m {self.manifest.display} --without {patch.id} --commit {self.target.short}"
+        return Evidence(commit, made, of, command)
 
     def _drop(self, ports: list[PatchPort]) -> list[PatchPort]:
         """Remove the upstreamed patches no other patch requires and no group lists."""

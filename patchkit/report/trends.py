@@ -45,8 +45,8 @@ def verdicts_document(
     launches: dict[tuple[str, str], dict[str, list[tuple[int | None, float]]]] = {}
     hosts: dict[tuple[str, str], str] = {}  # (profile, commit) -> the host of its latest launch
     for r in records:
-        if r.outcome is not Outcome.OK or r.commit.sha not in position:
-            continue
+        if r.outcome is not Outcome.OK or r.commit.sha not in position or r.without is not None:
+            continue  # a `bench --without` launch measured another tree than the manifests': not this commit's level
         hosts[(r.profile, r.commit.sha)] = r.place  # the key of its noise prior: host, or Slurm partition
         for metric in metrics:
             value = r.median(metric)

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.bench.execution.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
-from patchkit.bench.execution.executor import Executor, SlurmExecutor, Task
+from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor, Task
 from patchkit.bench.execution.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.records.record import RunRecord
 from patchkit.git import Commit, Repo
@@ -133,7 +133,6 @@ def launch(
     """Every (commit, profile) launched, in order: in this process, or each one a Slurm job (refused commits
     stored without submitting, a re-run collecting what an earlier one submitted).  ``on_record`` hears each
     record as it is stored (not a local launch's interrupted one, which ends the loop)."""
-    records: list[RunRecord] = []
     if isinstance(executor, SlurmExecutor):
         collected: list[RunRecord] = []
 
@@ -145,8 +144,21 @@ def launch(
             return Launched(tuple(run_scheduled(session, pairs, executor, command=command, note=note, on_record=heard)))
         except KeyboardInterrupt:  # the submitter, waiting: the jobs go on
             return Launched(tuple(collected), submitter=True)
+    return launch_here([(session, commit, profile) for commit, profile in pairs], executor, on_record=on_record)
+
+
+def launch_here(
+    order: Sequence[tuple[Session, Commit, str]],
+    executor: Executor | None = None,
+    *,
+    on_record: Callable[[RunRecord], None] = lambda record: None,
+) -> Launched:
+    """Every launch in this process, in order, each by its own session (``bench --without`` interleaves two
+    sessions over one commit: every patch, and all but one), handed to the local executor one task a launch,
+    until Ctrl-C or SIGTERM."""
+    records: list[RunRecord] = []
     try:
-        for record in run_local(session, pairs, executor):
+        for record in run_here(order, executor or LocalExecutor()):
             records.append(record)
             on_record(record)
     except Interrupted as stop:
@@ -154,18 +166,21 @@ def launch(
     return Launched(tuple(records))
 
 
+def run_here(order: Sequence[tuple[Session, Commit, str]], executor: Executor) -> Iterator[RunRecord]:
+    """Each (session, commit, profile) as ``Session.run`` launches it, handed to ``executor`` one task a launch."""
+
+    def one(item: tuple[Session, Commit, str]) -> RunRecord:
+        return item[0].run(item[1], item[2])
+
+    tasks = [Task(f"{commit.sha}:{profile}:{i}", (s, commit, profile)) for i, (s, commit, profile) in enumerate(order)]
+    for finished in executor.map(one, tasks, batch="", ledger=None):
+        yield finished.value
+
+
 def run_local(session: Session, pairs: Sequence[tuple[Commit, str]], executor: Executor) -> Iterator[RunRecord]:
     """Each (commit, profile) as ``Session.run`` launches it (prepare, job, store), handed to ``executor``
     one task a launch, in order; Ctrl-C or SIGTERM raises ``Interrupted`` with the stored record."""
-
-    def one(pair: tuple[Commit, str]) -> RunRecord:
-        return session.run(*pair)
-
-    tasks = [
-        Task(f"{commit.sha}:{profile}:{index}", (commit, profile)) for index, (commit, profile) in enumerate(pairs)
-    ]
-    for finished in executor.map(one, tasks, batch="", ledger=None):
-        yield finished.value
+    return run_here([(session, commit, profile) for commit, profile in pairs], executor)
 
 
 def launch_order(

@@ -107,6 +107,8 @@ class Session:
     progress: Callable[[Commit, str, str, str], None] | None = None
     runs_dir: Path | None = None  # where run directories go (--shared-dir/bench-runs); default: next to the store
     series: str = field(default_factory=lambda: new_series())  # noqa: PLW0108 (defined below)
+    # bench --without: the patch these manifests leave out, {"manifest", "patch"}, stamped on every record
+    without: Mapping[str, str] | None = None
     _prepared: dict[str, Prepared] = field(default_factory=dict)
     _launched: dict[tuple[str, str], int] = field(default_factory=dict)
 
@@ -204,17 +206,39 @@ class Session:
         launch = self.next_launch(commit, profile)
         progress = self.progress
 
+        shown = profile if self.without is None else f"{profile} without {self.without['patch']}"
+
         def say(phase: str, detail: str) -> None:
             if progress is not None:
-                progress(commit, profile, phase, detail)
+                progress(commit, shown, phase, detail)
 
         planned = self.plan(commit, profile, say)
         record = planned if isinstance(planned, RunRecord) else run_job(planned, say, base_env=dict(os.environ))
-        record = replace(record, launch=launch, series=self.series)
+        record = replace(record, launch=launch, series=self.series, without=self.without,
+                         manifests=left_out(record.manifests, self.without))  # fmt: skip
         stored = record.with_run_id(self.store.add(record))
         if stored.outcome is Outcome.INTERRUPTED:
             raise Interrupted(stored)
         return stored
+
+
+LEFT_OUT = "left out (bench --without)"  # the state of the patch a without side's tree lacks
+
+
+def left_out(
+    manifests: tuple[Mapping[str, Any], ...], without: Mapping[str, str] | None
+) -> tuple[Mapping[str, Any], ...]:
+    """The records' patch states with the patch ``bench --without`` left out named in its manifest: so that
+    ``compare`` and ``show`` say that patch was absent on purpose, not that it failed or vanished."""
+    if without is None:
+        return manifests
+    out = []
+    for manifest in manifests:
+        if manifest.get("name") == without["manifest"]:
+            entry = {"patch": without["patch"], "status": None, "reason": None, "state": LEFT_OUT, "payload": None}
+            manifest = {**manifest, "results": [*manifest.get("results", ()), entry]}
+        out.append(manifest)
+    return tuple(out)
 
 
 def new_series() -> str:

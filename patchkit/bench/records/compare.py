@@ -257,10 +257,15 @@ def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | N
     """The latest ``ok`` run of each of two commits, of one profile (``profile``, else the one they share
     whose latest run is newest); the same commit twice gives its last two ``ok`` runs.  ``found`` is
     (the revision as given, its runs oldest first) twice.  Interrupted, refused and failed runs are
-    never picked; when no pair exists, a UsageError names the runs that were found."""
+    never picked, nor the runs of a ``bench --without`` (a tree less one patch: compare them by run number);
+    when no pair exists, a UsageError names the runs that were found."""
     (_, runs_a), (_, runs_b) = found
-    ok_a = [r for r in runs_a if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
-    ok_b = [r for r in runs_b if r.outcome is Outcome.OK and (profile is None or r.profile == profile)]
+
+    def usable(record: RunRecord) -> bool:
+        return record.outcome is Outcome.OK and record.without is None and profile in (None, record.profile)
+
+    ok_a = [r for r in runs_a if usable(r)]
+    ok_b = [r for r in runs_b if usable(r)]
     common = {r.profile for r in ok_a} & {r.profile for r in ok_b}
     if not common:
         where = f" of profile {profile!r}" if profile else " of a profile both have"

@@ -133,6 +133,8 @@ class RunRecord:
     proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
     # nvidia-smi at the start and end of the launch (bench/hygiene.py): {"start", "end"}; None: no nvidia-smi
     gpu_hygiene: Mapping[str, Any] | None = None
+    # bench --without: the patch left out of this launch's tree, {"manifest", "patch"}; None: every patch given
+    without: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -154,7 +156,14 @@ class RunRecord:
             "subject": self.commit.subject,
             "profile": self.profile,
             "outcome": self.outcome.value,
+            "without": None if self.without is None else dict(self.without),
         }
+
+    @property
+    def label(self) -> str:
+        """The profile, and the patch a ``bench --without`` launch left out: the two sides of one commit and
+        profile are never read as one."""
+        return self.profile if self.without is None else f"{self.profile} without {self.without['patch']}"
 
     @property
     def proof_state(self) -> str | None:  # NOT_PROVEN, "proven", "refused"
@@ -231,12 +240,15 @@ class RunRecord:
             "proof": None if self.proof is None else dict(self.proof),
             "executor": None if self.executor is None else dict(self.executor),
             "gpu_hygiene": None if self.gpu_hygiene is None else dict(self.gpu_hygiene),
+            "without": None if self.without is None else dict(self.without),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
         plain = {name: data[name] for name in AS_STORED}  # required, and kept as they are
-        kept: dict[str, Any] = {n: data.get(n) for n in ("executor", "series", "proof", "gpu_hygiene")}  # newer
+        kept: dict[str, Any] = {
+            n: data.get(n) for n in ("executor", "series", "proof", "gpu_hygiene", "without")
+        }  # newer
         return cls(
             commit=commit_from_json(data["commit"]),
             outcome=Outcome(data["outcome"]),

@@ -94,6 +94,7 @@ def header_section(record: RunRecord) -> dict[str, Any]:
         "subject": record.commit.subject,
         "author_date": record.commit.date,
         "profile": record.profile,
+        "without": None if record.without is None else dict(record.without),
         "launch": record.launch,
         "series": record.series,
         "outcome": record.outcome.value,

@@ -432,7 +432,8 @@ class Store:
         return [RunRecord.from_json(json.loads(r[0])) for r in self.db.execute(query, args)]
 
     def launches(self, of: RunRecord) -> list[RunRecord]:
-        """Every run of ``of``'s series, commit and profile (its launches, ``of`` among them), by launch number.
+        """Every run of ``of``'s series, commit and profile (its launches, ``of`` among them), by launch number,
+        on ``of``'s side of a ``bench --without`` (the launches with every patch, or those without the one).
 
         A run stored before launches existed (no series) is a series of one."""
         if of.series is None:
@@ -441,7 +442,8 @@ class Store:
             "SELECT record FROM runs WHERE series = ? AND commit_sha = ? AND profile = ? ORDER BY launch, id",
             (of.series, of.commit.sha, of.profile),
         )
-        return [RunRecord.from_json(json.loads(r[0])) for r in rows]
+        side = of.without
+        return [record for r in rows if (record := RunRecord.from_json(json.loads(r[0]))).without == side]
 
     def add_noise(
         self,
