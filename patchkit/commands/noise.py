@@ -15,7 +15,7 @@ prior where a side has few launches.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.cluster import prior_place
 from patchkit.bench.execution.launches import BenchArgs, launch, measuring, open_bench
@@ -87,7 +87,7 @@ def noise(
                         row["plan"] = plan_hunt(
                             plan_commits, row["sigma"], plan_step, prior_launches=row["df"] + 1
                         ).as_json()
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "version": 1,
             "command": "noise",
             "commit": target.sha,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.executor import slurm_states
 from patchkit.bench.execution.session import open_store
@@ -63,7 +63,7 @@ def runs(
     return int(ExitCode.OK)
 
 
-def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, Any]]:
+def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, object]]:
     """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now."""
     rows = [
         r
