@@ -289,7 +289,7 @@ class Diff(TextOperation[str]):
         written, sha, hunks = read_diff_payload(table, ctx, "the diff op edits an existing file")
         return cls(source=written, sha256=sha, hunks=hunks)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"diff": self.sha256}
 
     def _verdict(self, text: str) -> tuple[str, list[str], list[int] | Mismatch, list[int] | Mismatch]:

@@ -154,7 +154,7 @@ class Submission:
     executor: str
     job_id: str
     folder: str
-    label: Mapping[str, Any]
+    label: Mapping[str, Any]  # the submission's JSON label, read back by key
     submitted_at: str
     state: str  # "submitted", "collected", or the Slurm state a lost job ended in
     run_id: int | None
@@ -325,7 +325,7 @@ class Store:
 
     # -- submissions (bench --executor slurm) -------------------------------------
 
-    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, object]]) -> None:
         """Record what was just handed to the scheduler, in one transaction, before anyone waits on it."""
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         with self._transaction() as db:
@@ -481,7 +481,7 @@ class Store:
 
     def latest(self, commit: str, profile: str | None = None) -> RunRecord | None:
         query = "SELECT record FROM runs WHERE commit_sha = ?"
-        args: list[Any] = [commit]
+        args: list[object] = [commit]
         if profile is not None:
             query += " AND profile = ?"
             args.append(profile)
