@@ -23,7 +23,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.records.hygiene import NO_GPU_FACTS
 from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.stats.delta import Summary
 from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
+
+_NO_SUMMARY: Summary = {"median": None, "min": None, "max": None, "n": 0, "missing": 0}  # a side without the metric
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -143,7 +146,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     for record in records:
         stats = record.stats()
         if not any(s["n"] or s["missing"] for s in stats.values()):  # nothing measured: one row
-            rows.append(_row(record, None, {}, None))
+            rows.append(_row(record, None, _NO_SUMMARY, None))
             continue
         for metric, s in stats.items():
             key = (record.profile, metric)
@@ -155,7 +158,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float | None) -> dict[str, Any]:
+def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> dict[str, Any]:
     return {
         **record.ident(),
         "launch": record.launch,
@@ -336,7 +339,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
         table.add_column("interval", justify="right")
         table.add_column("verdict")
         for row in result.metrics:
-            x, y = row.a or {}, row.b or {}
+            x, y = row.a or _NO_SUMMARY, row.b or _NO_SUMMARY
             v = row.verdict
             ratio = v.ratio if v is not None and v.ratio is not None else row.ratio
             interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"

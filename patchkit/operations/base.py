@@ -223,7 +223,7 @@ class Operation(ABC, Generic[State, Plan]):
         return ()
 
     @abstractmethod
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """Everything the verdict depends on besides the file (for cache keys)."""
 
     def adds(self) -> set[str]:

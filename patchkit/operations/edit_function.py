@@ -269,7 +269,7 @@ class NamedHunks(ScopedHunks):
         written, sha, hunks = cls.read_hunks(table, ctx, cls.what)
         return cls(target=table[cls.key], source=written, sha256=sha, hunks=hunks)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {self.key: self.target, "diff": self.sha256}
 
     @property

@@ -46,7 +46,7 @@ class PatchChange:
     a: str | None  # its state in run A: "applied sha256:...", "provided upstream", "not applied ..."; None: absent
     b: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"manifest": self.manifest, "patch": self.patch, "a": self.a, "b": self.b}
 
 
@@ -84,7 +84,7 @@ class Comparison:
             "proof": self.proof,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 2,
             "command": "compare",
@@ -162,10 +162,10 @@ def metric_deltas(a: RunRecord, b: RunRecord) -> list[MetricDelta]:
     sa, sb = a.stats(), b.stats()
     rows = []
     for name in dict.fromkeys([*sa, *sb]):
-        x, y = sa.get(name, {}), sb.get(name, {})
-        ma, mb = x.get("median"), y.get("median")
+        x, y = sa.get(name), sb.get(name)
+        ma, mb = None if x is None else x["median"], None if y is None else y["median"]
         ratio = mb / ma if ma and mb is not None else None
-        rows.append(MetricDelta(name, x or None, y or None, ratio))
+        rows.append(MetricDelta(name, x, y, ratio))
     return rows
 
 

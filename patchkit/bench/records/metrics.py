@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from patchkit.bench.stats.delta import Summary
 from patchkit.manifest.bench import Metric
 
 _AGGREGATE: dict[str, Callable[[list[float]], float]] = {
@@ -80,7 +81,7 @@ def extract(metric: Metric, *, stdout: str, output: Path, server_log: str) -> fl
     return float(_AGGREGATE[metric.aggregate](values))
 
 
-def summary(samples: Sequence[float | None]) -> dict[str, object]:
+def summary(samples: Sequence[float | None]) -> Summary:
     """median, min, max and counts over the present samples (None where there are none)."""
     present = [s for s in samples if s is not None]
     if not present:

@@ -26,6 +26,7 @@ from enum import Enum, StrEnum
 from typing import Any, TypeVar
 
 from patchkit.bench.records.metrics import summary
+from patchkit.bench.stats.delta import Summary
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.git import Commit
 from patchkit.redact import redact_env, scrub, secret_values
@@ -171,11 +172,12 @@ class RunRecord:
         state = (self.proof or {}).get("state")
         return str(state) if state is not None else None
 
-    def stats(self) -> dict[str, dict[str, Any]]:
+    def stats(self) -> dict[str, Summary]:
         return {name: summary(values) for name, values in self.samples.items()}
 
     def median(self, metric: str) -> float | None:
-        value = self.stats().get(metric, {}).get("median")
+        stats = self.stats().get(metric)
+        value = None if stats is None else stats["median"]
         return None if value is None else float(value)
 
     def has_data(self) -> bool:
