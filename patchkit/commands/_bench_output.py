@@ -139,7 +139,7 @@ def explain_lines(record: RunRecord) -> list[str]:
     return out
 
 
-def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+def table_rows(records: Sequence[RunRecord]) -> list[dict[str, object]]:
     """One row per commit, profile and metric; ratio = median / the first commit's median (the first that has one)."""
     first: dict[tuple[str, str], float] = {}
     rows: list[dict[str, Any]] = []
@@ -158,7 +158,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> dict[str, Any]:
+def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> dict[str, object]:
     return {
         **record.ident(),
         "launch": record.launch,

@@ -50,7 +50,7 @@ class Metric:
     def applies_to(self, profile: str) -> bool:
         return not self.profiles or profile in self.profiles
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "profiles": list(self.profiles),
@@ -147,7 +147,7 @@ class BenchConfig:
         values.update(overrides)
         return values
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "python": self.python,
             "pythonpath": list(self.pythonpath),

@@ -97,7 +97,7 @@ class AddMethods(PythonOperation[DefPlan]):
         place = Placement.of(self.payload, len(self.class_name.split(".")), target, column)
         return [w for m in self.methods for w in self.payload.string_warnings(m.node, place, f"method {m.name}")]
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         out: dict[str, Any] = {
             "class": self.class_name,
             "methods": [(m.name, canon(m.node)) for m in self.methods],

@@ -93,7 +93,7 @@ class MoveImport(PythonOperation[Plan]):
             new_group=table.get("new_group", False),
         )
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         out: dict[str, Any] = {"name": self.name, "from": self.source, "to": self.dest}
         if self.position != "after" or self.after_canon is not None:
             out.update(position=self.position, after=self.after_canon)

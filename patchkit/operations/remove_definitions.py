@@ -67,7 +67,7 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
             ctx.error("names", f"lists {', '.join(dupes)} more than once")
         return cls(names=names, expect=expect, class_name=table.get("class"))
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"names": list(self.names), "expect": list(self.expect), "class": self.class_name}
 
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:

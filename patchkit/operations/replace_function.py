@@ -110,7 +110,7 @@ class ReplaceFunction(PythonOperation[None]):
         place = Placement.of(self.payload, len(self.function.split(".")) - 1, target, column)
         return self.payload.string_warnings(self.node, place, f"function {self.function}")
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
 
     def own_code(self) -> tuple[str, ...]:

@@ -122,7 +122,7 @@ def _lib(lib: Mapping[str, Any] | None) -> str | None:
     return f"{lib['path']} sha256:{digest[:16]}"
 
 
-def _strays(proof: Mapping[str, Any]) -> dict[str, Any]:
+def _strays(proof: Mapping[str, Any]) -> dict[str, object]:
     out: dict[str, Any] = {}
     for when in ("healthy", "stop"):
         summary = (proof.get("accounting") or {}).get(when) or {}

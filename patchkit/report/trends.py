@@ -39,7 +39,7 @@ def verdicts_document(
     *,
     noise: Mapping[tuple[str, str, str], Noise] | None = None,
     threshold: float = THRESHOLD,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``{"version", "threshold", "basis", "levels": [...], "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
     position = {sha: i for i, sha in enumerate(axis)}
     launches: dict[tuple[str, str], dict[str, list[tuple[int | None, float]]]] = {}
@@ -53,7 +53,7 @@ def verdicts_document(
             if value is not None and value > 0:
                 launches.setdefault((metric, r.profile), {}).setdefault(r.commit.sha, []).append((r.run_id, value))
 
-    def prior(metric: str, profile: str, commit: str) -> dict[str, Any] | None:
+    def prior(metric: str, profile: str, commit: str) -> dict[str, object] | None:
         found = (noise or {}).get((hosts[(profile, commit)], profile, metric))
         return None if found is None else {"sigma": found.sigma, "df": found.df}
 

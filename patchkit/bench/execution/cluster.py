@@ -55,7 +55,7 @@ EXECUTORS = ("local", "slurm")
 LOG_TAIL = 20
 
 
-def ship(spec: JobSpec) -> dict[str, Any]:
+def ship(spec: JobSpec) -> dict[str, object]:
     """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran.
 
     ``stopped``: what stopped the launch early, if anything (``SIGTERM``: scancel or the end of the job;
@@ -210,7 +210,7 @@ def batch_key(command: str, keys: Sequence[str], options: SlurmOptions) -> str:
     return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def label(spec: JobSpec) -> dict[str, Any]:
+def label(spec: JobSpec) -> dict[str, object]:
     """What a submission row keeps of its spec: enough for `runs --pending` and for a lost job's record."""
     return {
         "commit": spec.commit.sha,

@@ -189,7 +189,7 @@ class SlurmOptions:
         constraint = self.extra.get("constraint")
         return f"{where},constraint={constraint}" if constraint else where
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "shared_dir": str(self.shared_dir),
             "partition": self.partition,
@@ -440,7 +440,7 @@ class SlurmExecutor:
         return Finished(key, value, ended, None, {**facts, "state": ended}, label)
 
     @staticmethod
-    def facts(job: Any, state: str, node: str) -> dict[str, Any]:
+    def facts(job: Any, state: str, node: str) -> dict[str, object]:
         main, _, index = str(job.job_id).partition("_")
         return {
             "job_id": str(job.job_id),
@@ -464,7 +464,7 @@ def raised_reason(text: str) -> str:
     return next((line for line in lines if line), "an error")
 
 
-def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, object]:
     """Inside a Slurm job: its id, array index, node and GPUs, as Slurm's environment gives them."""
     env = os.environ if environ is None else environ
     gpus = env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS") or env.get("CUDA_VISIBLE_DEVICES") or ""

@@ -626,7 +626,7 @@ def _prove_at_stop(
     return outcome, reason, details
 
 
-def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, Any]:
+def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, object]:
     if not spec.config.probe:
         return {"state": NOT_PROVEN, "reason": "[bench].probe = false"}
     return state.proof or {"state": NOT_PROVEN, "reason": "no server process ran"}

@@ -80,7 +80,7 @@ def _number(value: Any) -> int | float | None:
     return int(number) if number.is_integer() else number
 
 
-def parse_apps(text: str) -> list[dict[str, Any]]:
+def parse_apps(text: str) -> list[dict[str, object]]:
     """Rows of ``nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv``."""
     out = []
     for row in parse_query_csv(text):
@@ -91,7 +91,7 @@ def parse_apps(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps_csv: str | None) -> dict[str, Any]:
+def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps_csv: str | None) -> dict[str, object]:
     """One moment's hygiene from nvidia-smi's answers: ``base`` (the parsed base query, ``provenance.gpu_facts``),
     the extra query's CSV and the compute processes' CSV (None: that query failed)."""
     extra = {}
@@ -205,7 +205,7 @@ def _facts(records: Sequence[Any]) -> bool:
     return any(r.gpus is not None for r in ran) or not ran
 
 
-def hunt_report(records: Sequence[Any], good: str) -> dict[str, Any]:
+def hunt_report(records: Sequence[Any], good: str) -> dict[str, object]:
     """What bisect says of its launches' GPUs: ``facts`` and ``problems`` as ``report``; ``differences``: every
     other launch against GOOD's first (A), each difference once with the runs that show it.  A hunt runs for hours
     and compares every commit's level with GOOD's: clocks locked half-way through, or a Slurm node set up unlike
@@ -225,7 +225,7 @@ def hunt_report(records: Sequence[Any], good: str) -> dict[str, Any]:
     return out
 
 
-def report(records: Sequence[Any]) -> dict[str, Any]:
+def report(records: Sequence[Any]) -> dict[str, object]:
     """What bench says of its launches' GPUs: ``facts`` (False: no launch that started a server had nvidia-smi's
     answers: "no GPU facts", said once), each launch's ``problems``, and the ``differences`` between each commit's
     first launch and the first commit's."""

@@ -72,7 +72,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def commit_to_json(commit: Commit) -> dict[str, Any]:
+def commit_to_json(commit: Commit) -> dict[str, object]:
     """A commit as records store it: ``sha``, ``subject``, ``date`` (as before), ``author``, ``parents``."""
     return {
         "sha": commit.sha,
@@ -149,7 +149,7 @@ class RunRecord:
     def with_run_id(self, run_id: int) -> RunRecord:
         return replace(self, run_id=run_id)
 
-    def ident(self) -> dict[str, Any]:
+    def ident(self) -> dict[str, object]:
         """What names a run in tables and JSON: run number, commit, subject, profile, outcome."""
         return {
             "run": self.run_id,
@@ -184,7 +184,7 @@ class RunRecord:
         """Whether any metric has a measured value (a refused or early-failed run has none)."""
         return any(v is not None for values in self.samples.values() for v in values)
 
-    def summary_json(self) -> dict[str, Any]:
+    def summary_json(self) -> dict[str, object]:
         """The short form ``runs --json`` lists (and the report reads): ident, reason, when, where, stats."""
         return {
             **self.ident(),
@@ -203,7 +203,7 @@ class RunRecord:
         launches land on any node there.  A Slurm record older than that key gives its node."""
         return str((self.executor or {}).get("place") or self.host.get("hostname", ""))
 
-    def executor_summary(self) -> dict[str, Any] | None:
+    def executor_summary(self) -> dict[str, object] | None:
         """Where a scheduled run ran (Slurm job id, array index, node, GPUs); None for an in-process run."""
         job = self.executor
         if not job:
@@ -211,7 +211,7 @@ class RunRecord:
         keys = ("name", "job_id", "array_index", "node", "gpu_ids", "state")
         return {key: job.get(key) for key in keys}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "run": self.run_id,
             "commit": commit_to_json(self.commit),
