@@ -29,11 +29,11 @@ class Interrupted:
     """A killed run's leftovers, as ``status`` reports them (nothing is changed)."""
 
     files: tuple[str, ...]  # tree paths a file transaction was writing
-    moved_from: dict[str, Any] | None  # {"commit", "branch"} when apply --commit was moving HEAD
+    moved_from: dict[str, object] | None  # {"commit", "branch"} when apply --commit was moving HEAD
     moving_to: str | None
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "files": list(self.files),
             "moved_from": self.moved_from,

@@ -30,7 +30,7 @@ BUILTINS = ("port", "output", "tree", "python")
 TEMPLATE_KEYS = ("server", "health", "server_info", "client")
 DEFAULT_INHERIT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 
-LineOf = Callable[[list[Any]], int | None]
+LineOf = Callable[[list[object]], int | None]
 
 
 @dataclass(frozen=True)
@@ -195,14 +195,14 @@ def render(template: str, values: Mapping[str, str]) -> str:
 def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> BenchConfig:
     """A schema-valid ``[bench]`` table -> BenchConfig, or a ManifestError naming the key path."""
 
-    def fail(path: list[Any], message: str, hint: str | None = None) -> ManifestError:
+    def fail(path: list[object], message: str, hint: str | None = None) -> ManifestError:
 
         return ManifestError(message, file=display, key_path=key_path(path), line=line_of(path), hint=hint)
 
     metrics: list[Metric] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(table["metric"]):
-        path: list[Any] = ["bench", "metric", index]
+        path: list[object] = ["bench", "metric", index]
         name = item["name"]
         if name in seen:
             raise fail([*path, "name"], f"duplicate metric name {name!r} (bench.metric[{seen[name] + 1}] has it too)")
@@ -267,7 +267,7 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
 
     # Every placeholder must be known for every profile.
     scopes = [(n, {**base_vars, **p.vars}) for n, p in profiles.items()] or [("default", base_vars)]
-    templated: list[tuple[list[Any], str]] = [(["bench", k], table[k]) for k in TEMPLATE_KEYS if k in table]
+    templated: list[tuple[list[object], str]] = [(["bench", k], table[k]) for k in TEMPLATE_KEYS if k in table]
     templated += [(["bench", "env", k], v) for k, v in table.get("env", {}).items()]
     for name, p in profiles.items():
         templated += [(["bench", "profiles", name, "env", k], v) for k, v in p.env.items()]

@@ -124,7 +124,7 @@ class ScopedHunks(PythonOperation[Plan]):
     hunks: tuple[Hunk, ...]
 
     @classmethod
-    def read_hunks(cls, table: Mapping[str, Any], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
+    def read_hunks(cls, table: Mapping[str, object], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
         written, sha, hunks = read_diff_payload(table, ctx, f"{cls.op_name} edits {what}")
         for hunk in hunks:
             if hunk.old_start < 1 or not hunk.old:
@@ -297,7 +297,7 @@ class EditFunction(NamedHunks):
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.target, reason, is_class=False)
 
-    def region(self, state: CodeState) -> Region | Outcome[Any]:
+    def region(self, state: CodeState) -> Region | Outcome[object]:
         fn, _owner, missing_class = state.find_function(self.target)
         if fn is None:
             return missing_function(state, self.target, missing_class)

@@ -253,7 +253,7 @@ class MoveImport(PythonOperation[Plan]):
                     body.insert(at, edit.grouped_below(new, self.new_group))
         return module.with_changes(body=body)
 
-    def _cst_after_index(self, body: list[Any]) -> int | None:
+    def _cst_after_index(self, body: list[object]) -> int | None:
         return edit_lazy().cst_import_index(body, self.after_canon)
 
 

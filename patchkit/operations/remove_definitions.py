@@ -162,7 +162,7 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
     def transform(self, module: cst.Module, outcome: Outcome[tuple[str, ...]]) -> cst.Module:
         edit = edit_lazy()
 
-        def without(body: list[Any]) -> list[Any]:
+        def without(body: list[object]) -> list[object]:
             out = list(body)
             for name in outcome.planned:
                 index = max(i for i, stmt in enumerate(out) if edit.binds(name)(stmt))

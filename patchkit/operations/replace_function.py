@@ -172,7 +172,7 @@ class ReplaceFunction(PythonOperation[None]):
         )
 
 
-def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome[Any]:
+def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome[object]:
     """For `patchkit digest`: the digest and line, or the not-found outcome."""
     node, _owner, missing_class = state.find_function(qualname)
     if node is None:

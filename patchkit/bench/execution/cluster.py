@@ -102,7 +102,7 @@ def slurm_stops_the_launch() -> Iterator[list[str]]:
             signal.signal(signum, earlier)
 
 
-def _timed_out(submitits: Any) -> bool:
+def _timed_out(submitits: object) -> bool:
     """Whether the time-limit signal is the time limit, as submitit's own handler decides it (else a
     preemption); a signal no submitit handler awaits is taken as the time limit."""
     check = getattr(getattr(submitits, "__self__", None), "has_timed_out", None)
@@ -234,8 +234,8 @@ class Launch:
     vars: Mapping[str, str]
     config: BenchConfig
     run_dir: str
-    manifests: tuple[Mapping[str, Any], ...] = ()
-    guard: Mapping[str, Any] = field(default_factory=dict)
+    manifests: tuple[Mapping[str, object], ...] = ()
+    guard: Mapping[str, object] = field(default_factory=dict)
     allow_dirty: bool = False
 
     @classmethod

@@ -78,8 +78,9 @@ class Task:
     made, and the label a pending or lost job shows."""
 
     key: str  # stable across re-runs of the same command: what "already submitted" is matched on
-    arg: Any  # the function's one argument (picklable for Slurm)
-    label: Mapping[str, Any] = field(default_factory=dict)  # JSON: what `runs --pending` and a lost job's record show
+    arg: object  # the function's one argument (picklable for Slurm)
+    # JSON: what `runs --pending` and a lost job's record show
+    label: Mapping[str, object] = field(default_factory=dict)
     gpus: int | None = None  # GPUs this launch needs on its node (Slurm: --gpus-per-node)
 
 
@@ -101,7 +102,7 @@ class Ledger(Protocol):
 
     def submissions(self, batch: str) -> list[Submission]: ...
 
-    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, object]]) -> None: ...
 
     def set_submission_state(self, batch: str, key: str, state: str) -> None: ...
 
@@ -313,7 +314,7 @@ class SlurmExecutor:
         import submitit
 
         executor = submitit.SlurmExecutor(folder=self.folder / "%A")
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "time": self.options.timeout_min,
             "signal_delay_s": SIGNAL_DELAY_S,
             "array_parallelism": self.options.slots,
@@ -352,7 +353,7 @@ class SlurmExecutor:
         for task in tasks:
             row = known.get(task.key)
             if row is not None and not row.collected:
-                job: Any = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
+                job: object = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
                 watching[task.key] = (job, row.label)
         if watching:
             ids = ", ".join(str(job.job_id) for job, _ in watching.values())

@@ -83,8 +83,8 @@ class JobSpec:
     run_dir: Path  # logs and output files of this run; kept
     warmup: int
     repeat: int
-    manifests: tuple[Mapping[str, Any], ...] = ()  # name, digest, results: recorded as given
-    guard: Mapping[str, Any] = field(default_factory=dict)  # the guard report: recorded as given
+    manifests: tuple[Mapping[str, object], ...] = ()  # name, digest, results: recorded as given
+    guard: Mapping[str, object] = field(default_factory=dict)  # the guard report: recorded as given
     guard_env: Mapping[str, str] = field(default_factory=dict)  # variables the guard adds
     expected_version: str | None = None  # what scm_version_file holds in this tree
     allow_dirty: bool = False  # recorded: the guard was told to allow changes outside patchkit's edits
@@ -385,9 +385,9 @@ class _JobState:
     values: dict[str, str] = field(default_factory=dict)  # placeholders: vars, tree, python
     commands: dict[str, Any] = field(default_factory=dict)
     interpreter: dict[str, Any] | None = None
-    torch: dict[str, Any] | None = None
-    gpus: list[dict[str, Any]] | None = None
-    server_info: dict[str, Any] | None = None
+    torch: dict[str, object] | None = None
+    gpus: list[dict[str, object]] | None = None
+    server_info: dict[str, object] | None = None
     samples: dict[str, list[float | None]] = field(default_factory=dict)
     missing: list[dict[str, Any]] = field(default_factory=list)
     clients: list[dict[str, str]] = field(default_factory=list)
@@ -398,7 +398,7 @@ class _JobState:
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
     proof_healthy: Any = None  # patchkit.proof.runproof.Proof, read once healthy
     proof: dict[str, Any] | None = None  # the record's "proof"
-    gpu_hygiene: dict[str, Any] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
+    gpu_hygiene: dict[str, object] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
 
 
 def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mapping[str, str] | None = None) -> RunRecord:

@@ -284,13 +284,13 @@ def unstarted_record(
     details: tuple[str, ...],
     values: Mapping[str, str],
     manifests: tuple[Mapping[str, Any], ...],
-    guard: Mapping[str, Any],
+    guard: Mapping[str, object],
     config: BenchConfig,
     *,
     allow_dirty: bool = False,
-    host: Mapping[str, Any] | None = None,
-    logs: Mapping[str, Any] | None = None,
-    executor: Mapping[str, Any] | None = None,
+    host: Mapping[str, object] | None = None,
+    logs: Mapping[str, object] | None = None,
+    executor: Mapping[str, object] | None = None,
 ) -> RunRecord:
     """A record of a launch that measured nothing here: refused before starting, or (Slurm) a job that
     ended without sending its record back."""

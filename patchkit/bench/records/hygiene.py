@@ -69,7 +69,7 @@ TEMPERATURE_GAP = 15  # degrees C between the sides' starts that is worth a warn
 NO_GPU_FACTS = "no GPU facts (no nvidia-smi answered): clocks, power, ECC and other GPU processes were not checked"
 
 
-def _number(value: Any) -> int | float | None:
+def _number(value: object) -> int | float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     try:
@@ -184,7 +184,7 @@ def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> lis
     return out
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)

@@ -118,11 +118,11 @@ class RunRecord:
     guard: Mapping[str, Any]
     host: Mapping[str, Any]
     interpreter: Mapping[str, Any] | None
-    torch: Mapping[str, Any] | None
-    gpus: tuple[Mapping[str, Any], ...] | None
-    server_info: Mapping[str, Any] | None
+    torch: Mapping[str, object] | None
+    gpus: tuple[Mapping[str, object], ...] | None
+    server_info: Mapping[str, object] | None
     samples: Mapping[str, tuple[float | None, ...]]
-    missing: tuple[Mapping[str, Any], ...]  # {"metric", "run", "log"}
+    missing: tuple[Mapping[str, object], ...]  # {"metric", "run", "log"}
     logs: Mapping[str, Any]
     details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
