@@ -45,7 +45,7 @@ from patchkit.bench.execution.executor import (
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.session import Session, unstarted_record
 from patchkit.bench.records.record import Outcome, RunRecord
-from patchkit.bench.records.store import Submission
+from patchkit.bench.records.store import Submission, SubmissionLabel
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
@@ -210,7 +210,7 @@ def batch_key(command: str, keys: Sequence[str], options: SlurmOptions) -> str:
     return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def label(spec: JobSpec) -> dict[str, object]:
+def label(spec: JobSpec) -> SubmissionLabel:
     """What a submission row keeps of its spec: enough for `runs --pending` and for a lost job's record."""
     return {
         "commit": spec.commit.sha,

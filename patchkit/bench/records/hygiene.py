@@ -32,9 +32,12 @@ limit, locked clocks, ...).  ``bench``, ``compare``, ``bisect`` and ``show`` pri
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.records.provenance import parse_query_csv
+
+if TYPE_CHECKING:
+    from patchkit.bench.records.record import RunRecord
 
 EXTRA_FIELDS = (
     "index",
@@ -190,7 +193,7 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def side_warnings(records: Iterable[Any]) -> list[str]:
+def side_warnings(records: Iterable[RunRecord]) -> list[str]:
     """Each launch's problems, as ``run N: ...`` lines (``records``: RunRecords)."""
     out = []
     for record in records:
@@ -199,38 +202,43 @@ def side_warnings(records: Iterable[Any]) -> list[str]:
     return out
 
 
-def _facts(records: Sequence[Any]) -> bool:
+def _facts(records: Sequence[RunRecord]) -> bool:
     """False when no launch that started a server had nvidia-smi's answers ("no GPU facts", said once)."""
     ran = [r for r in records if r.commands.get("server")]
     return any(r.gpus is not None for r in ran) or not ran
 
 
-def hunt_report(records: Sequence[Any], good: str) -> dict[str, object]:
+def hunt_report(records: Sequence[RunRecord], good: str) -> dict[str, object]:
     """What bisect says of its launches' GPUs: ``facts`` and ``problems`` as ``report``; ``differences``: every
     other launch against GOOD's first (A), each difference once with the runs that show it.  A hunt runs for hours
     and compares every commit's level with GOOD's: clocks locked half-way through, or a Slurm node set up unlike
     GOOD's, moves the boundary whichever commit's launch it hit, so no launch is left out."""
-    out: dict[str, Any] = {"facts": _facts(records), "problems": side_warnings(records), "differences": []}
+    differences_seen: list[str] = []
+    out: dict[str, object] = {
+        "facts": _facts(records),
+        "problems": side_warnings(records),
+        "differences": differences_seen,
+    }
     base = next((r for r in records if r.commit.sha == good and r.gpu_hygiene is not None), None)
     if base is None:
         return out
-    shown: dict[str, list[Any]] = {}
+    shown: dict[str, list[int | None]] = {}
     for record in records:
         if record is not base and record.gpu_hygiene is not None:
             for line in differences(base.gpu_hygiene, record.gpu_hygiene):
                 shown.setdefault(line, []).append(record.run_id)
     for line, runs in shown.items():
         which = f"run {runs[0]}" if len(runs) == 1 else f"runs {', '.join(map(str, runs))}"
-        out["differences"].append(f"GOOD {base.commit.short} run {base.run_id} (A) vs {which} (B): {line}")
+        differences_seen.append(f"GOOD {base.commit.short} run {base.run_id} (A) vs {which} (B): {line}")
     return out
 
 
-def report(records: Sequence[Any]) -> dict[str, object]:
+def report(records: Sequence[RunRecord]) -> dict[str, object]:
     """What bench says of its launches' GPUs: ``facts`` (False: no launch that started a server had nvidia-smi's
     answers: "no GPU facts", said once), each launch's ``problems``, and the ``differences`` between each commit's
     first launch and the first commit's."""
     facts = _facts(records)
-    firsts: dict[str, Any] = {}
+    firsts: dict[str, RunRecord] = {}
     for record in records:
         if record.gpu_hygiene is not None:
             firsts.setdefault(record.commit.sha, record)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from patchkit import paths
 from patchkit.bench.records.record import Outcome, RunRecord
@@ -142,6 +142,20 @@ def default_path(common_dir: Path) -> Path:
     return paths.bench_store(common_dir)
 
 
+class SubmissionLabel(TypedDict, total=False):
+    """A submission's JSON label (``cluster.label``): the launch it stands for, as far as a lost job's record needs."""
+
+    commit: str
+    subject: str
+    date: str
+    profile: str
+    vars: dict[str, str]
+    run_dir: str
+    tree: str
+    warmup: int
+    repeat: int
+
+
 @dataclass(frozen=True)
 class Submission:
     """One launch handed to the scheduler, as the store's ``submissions`` table keeps it: written before
@@ -154,7 +168,7 @@ class Submission:
     executor: str
     job_id: str
     folder: str
-    label: Mapping[str, Any]  # the submission's JSON label, read back by key
+    label: SubmissionLabel  # what `runs --pending` and a lost job's record read back
     submitted_at: str
     state: str  # "submitted", "collected", or the Slurm state a lost job ended in
     run_id: int | None
