@@ -115,9 +115,9 @@ class RunRecord:
     commands: Mapping[str, Any]
     env: Mapping[str, str]  # redacted (see the module docstring)
     manifests: tuple[Mapping[str, Any], ...]
-    guard: Mapping[str, Any]
-    host: Mapping[str, Any]
-    interpreter: Mapping[str, Any] | None
+    guard: Mapping[str, object]
+    host: Mapping[str, object]
+    interpreter: Mapping[str, object] | None
     torch: Mapping[str, object] | None
     gpus: tuple[Mapping[str, object], ...] | None
     server_info: Mapping[str, object] | None
@@ -128,12 +128,12 @@ class RunRecord:
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
-    executor: Mapping[str, Any] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
+    executor: Mapping[str, object] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
     proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
     # nvidia-smi at the start and end of the launch (bench/hygiene.py): {"start", "end"}; None: no nvidia-smi
-    gpu_hygiene: Mapping[str, Any] | None = None
+    gpu_hygiene: Mapping[str, object] | None = None
     # bench --without: the patch left out of this launch's tree, {"manifest", "patch"}; None: every patch given
     without: Mapping[str, str] | None = None
 
@@ -195,6 +195,12 @@ class RunRecord:
             "executor": self.executor_summary(),
             "proof": self.proof_state,
         }
+
+    @property
+    def hostname(self) -> str | None:
+        """The host the launch ran on, as ``host_facts`` recorded it (None: not recorded)."""
+        name = self.host.get("hostname")
+        return name if isinstance(name, str) else None
 
     @property
     def place(self) -> str:

@@ -149,7 +149,7 @@ def _role(process: Mapping[str, Any], pids: set[tuple[Any, Any]], host: str | No
 def processes_section(record: RunRecord) -> dict[str, object]:
     """Every process the probe saw, in pid order, and every process of the server's tree that it did not see."""
     proof = _proof(record)
-    host = record.host.get("hostname")
+    host = record.hostname
     probed = []
     processes = list(proof.get("processes") or ())
     pids = {(p.get("host") or host, p.get("pid")) for p in processes}  # a parent is one of its own host's
@@ -286,7 +286,7 @@ def _without_probe(env: Mapping[str, str]) -> dict[str, str]:
 def nccl_section(record: RunRecord) -> dict[str, object]:
     """NCCL's own lines per process (version, devices, each variable it read) and the NCCL/CUDA libraries mapped."""
     proof = _proof(record)
-    host = record.host.get("hostname")
+    host = record.hostname
     # a line's process is (host as NCCL prints it, pid): another host's pid 1234 is never named by this one's
     roles = {(nccl_host(p.get("host") or host), p.get("pid")): p.get("label") for p in proof.get("processes") or ()}
     lines = []
