@@ -50,7 +50,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.execution.probed import probed_env
 from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
@@ -61,10 +61,13 @@ from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
-from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
+from patchkit.proof.runproof import NOT_PROVEN, Proof, proof_json, prove
 from patchkit.proof.unprobed import live_processes
 from patchkit.redact import is_secret, scrub, secret_values
 from patchkit.render import plural
+
+if TYPE_CHECKING:
+    import psutil
 
 LOG_TAIL_LINES = 20
 
@@ -171,7 +174,7 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
     return tuple(f"  | {line}" for line in text.splitlines()[-lines:])
 
 
-def _tree(pid: int) -> list[Any]:
+def _tree(pid: int) -> list[psutil.Process]:
     import psutil
 
     try:
@@ -199,7 +202,7 @@ def _group_members(pgid: int) -> list[int]:
 Member = tuple[int, float]  # a process of the server's tree: (pid, psutil's create time), its identity here
 
 
-def _members(procs: Iterable[Any]) -> set[Member]:
+def _members(procs: Iterable[psutil.Process]) -> set[Member]:
     """``_tree``'s processes as identities: a pid alone could be reused by another process before the stop."""
     import psutil
 
@@ -396,7 +399,7 @@ class _JobState:
     known: set[Member] = field(default_factory=set)  # processes seen in the server's tree (pid, create time)
     log_fh: IO[bytes] | None = None
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
-    proof_healthy: Any = None  # patchkit.proof.runproof.Proof, read once healthy
+    proof_healthy: Proof | None = None  # read once healthy
     proof: dict[str, Any] | None = None  # the record's "proof"
     gpu_hygiene: dict[str, object] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
 
@@ -576,7 +579,7 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
     return probed_env(state.env, state.probe_dir, required_env(spec, state.env))
 
 
-def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
+def _prove(spec: JobSpec, state: _JobState, when: str) -> Proof:
     assert state.probe_dir is not None
     live = live_processes(state.proc.pid) if when == "healthy" and state.proc is not None else []
     return prove(
