@@ -195,7 +195,7 @@ class Operation(ABC, Generic[State, Plan]):
 
     @classmethod
     @abstractmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation[State, Plan]:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> Operation[State, Plan]:
         """Build from a schema-valid table; raise ManifestError via ``ctx.error``."""
 
     @abstractmethod

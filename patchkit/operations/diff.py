@@ -285,7 +285,7 @@ class Diff(TextOperation[str]):
     hunks: tuple[Hunk, ...]
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Diff:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> Diff:
         written, sha, hunks = read_diff_payload(table, ctx, "the diff op edits an existing file")
         return cls(source=written, sha256=sha, hunks=hunks)
 

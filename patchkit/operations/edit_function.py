@@ -170,7 +170,7 @@ class ScopedHunks(PythonOperation[Plan]):
             )
         return self._text_ok(state, node.lineno)
 
-    def _text_ok(self, state: CodeState, line: int) -> Outcome[Any] | None:
+    def _text_ok(self, state: CodeState, line: int) -> Outcome[object] | None:
         if state.text.count("\r") != state.text.count("\r\n"):
             return Outcome.fail(
                 Reason.UNSUPPORTED_TARGET,

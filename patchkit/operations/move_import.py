@@ -94,7 +94,7 @@ class MoveImport(PythonOperation[Plan]):
         )
 
     def identity(self) -> dict[str, object]:
-        out: dict[str, Any] = {"name": self.name, "from": self.source, "to": self.dest}
+        out: dict[str, object] = {"name": self.name, "from": self.source, "to": self.dest}
         if self.position != "after" or self.after_canon is not None:
             out.update(position=self.position, after=self.after_canon)
         if self.new_group:

@@ -460,7 +460,7 @@ class Porter:
             self._retarget_diff_header(self._table(patch), old, new)
             self._record(patch.id, PortChange(How.MOVED, commit, "file", old, new, "git: file renamed"))
 
-    def _retarget_diff_header(self, table: Mapping[str, Any], old: str, new: str) -> None:
+    def _retarget_diff_header(self, table: Mapping[str, object], old: str, new: str) -> None:
         if table["op"] not in ("edit-function", "edit-statement", "edit-imports", "diff"):
             return
         path = self.work.payload_path(table)

@@ -123,7 +123,7 @@ def _lib(lib: Mapping[str, Any] | None) -> str | None:
 
 
 def _strays(proof: Mapping[str, Any]) -> dict[str, object]:
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for when in ("healthy", "stop"):
         summary = (proof.get("accounting") or {}).get(when) or {}
         for item in [*summary.get("strays", []), *summary.get("allowed", [])]:

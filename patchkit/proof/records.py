@@ -226,7 +226,7 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
     )
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

@@ -94,7 +94,7 @@ class Finished:
     state: str  # "COMPLETED", "CANCELLED", ... ("LOCAL" in-process)
     reason: str | None = None  # why there is no value
     slurm: Mapping[str, Any] | None = None  # job id, array index, logs, state (Slurm only)
-    label: Mapping[str, Any] = field(default_factory=dict)
+    label: Mapping[str, object] = field(default_factory=dict)
 
 
 class Ledger(Protocol):

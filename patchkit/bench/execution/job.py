@@ -387,7 +387,7 @@ class _JobState:
     env: dict[str, str] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)  # placeholders: vars, tree, python
     commands: dict[str, Any] = field(default_factory=dict)
-    interpreter: dict[str, Any] | None = None
+    interpreter: dict[str, object] | None = None
     torch: dict[str, object] | None = None
     gpus: list[dict[str, object]] | None = None
     server_info: dict[str, object] | None = None

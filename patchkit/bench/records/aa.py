@@ -38,7 +38,7 @@ def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[s
         flagged = outliers(values)
         odd, even = values[0::2], values[1::2]
         aa = judge(odd, even, threshold=threshold, confidence=0.99, noise=None)
-        row: dict[str, Any] = {
+        row: dict[str, object] = {
             "metric": name,
             "launches": len(values),
             "values": list(values),
