@@ -83,7 +83,7 @@ def noise(
             for item in reports:
                 for row in item["metrics"]:
                     row["plan"] = None
-                    if row["stored"] and row["sigma"] is not None:
+                    if row["stored"] and row["sigma"] is not None and row["df"] is not None:
                         row["plan"] = plan_hunt(
                             plan_commits, row["sigma"], plan_step, prior_launches=row["df"] + 1
                         ).as_json()
