@@ -22,9 +22,24 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.records.hygiene import NO_GPU_FACTS
-from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.record import Outcome, RunIdent, RunRecord
 from patchkit.bench.stats.delta import Summary
 from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
+
+
+class ResultRow(RunIdent):
+    """One row of ``bench``'s table and ``--json`` rows: a run's metric, its stats and its ratio to the first commit."""
+
+    launch: int
+    metric: str | None
+    median: float | None
+    min: float | None
+    max: float | None
+    n: int
+    missing: int
+    ratio: float | None
+    proof: str | None
+
 
 _NO_SUMMARY: Summary = {"median": None, "min": None, "max": None, "n": 0, "missing": 0}  # a side without the metric
 
@@ -139,10 +154,10 @@ def explain_lines(record: RunRecord) -> list[str]:
     return out
 
 
-def table_rows(records: Sequence[RunRecord]) -> list[dict[str, object]]:
+def table_rows(records: Sequence[RunRecord]) -> list[ResultRow]:
     """One row per commit, profile and metric; ratio = median / the first commit's median (the first that has one)."""
     first: dict[tuple[str, str], float] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[ResultRow] = []
     for record in records:
         stats = record.stats()
         if not any(s["n"] or s["missing"] for s in stats.values()):  # nothing measured: one row
@@ -158,7 +173,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, object]]:
     return rows
 
 
-def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> dict[str, object]:
+def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> ResultRow:
     return {
         **record.ident(),
         "launch": record.launch,
@@ -173,7 +188,7 @@ def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None)
     }
 
 
-def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
+def results_table(rows: Sequence[ResultRow]) -> Grid:
     table = Grid()
     launches = any(row.get("launch", 1) > 1 for row in rows)
     table.add_column("run", justify="right", whole=True)
@@ -190,11 +205,12 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
     table.add_column("outcome", whole=True)
     for row in rows:
         n = f"{row['n']}" + (f" ({row['missing']} missing)" if row["missing"] else "")
+        without = row.get("without")
         table.add_row(
             str(row["run"]),
             *([str(row.get("launch", 1))] if launches else []),
             row["commit"][:10],
-            row["profile"] + (f" without {row['without']['patch']}" if row.get("without") else ""),
+            row["profile"] + (f" without {without['patch']}" if without else ""),
             row["metric"] or "-",
             fmt(row["median"]),
             fmt(row["min"]),

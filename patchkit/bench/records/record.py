@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from patchkit.bench.records.metrics import summary
 from patchkit.bench.stats.delta import Summary
@@ -100,6 +100,17 @@ AS_STORED = (
 )  # fmt: skip
 
 
+class RunIdent(TypedDict):
+    """What names a run in tables and JSON (``RunRecord.ident``)."""
+
+    run: int | None
+    commit: str
+    subject: str
+    profile: str
+    outcome: str
+    without: dict[str, str] | None
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """Everything one server launch of a commit with a profile leaves behind: its outcome, the metric samples, and the
@@ -149,7 +160,7 @@ class RunRecord:
     def with_run_id(self, run_id: int) -> RunRecord:
         return replace(self, run_id=run_id)
 
-    def ident(self) -> dict[str, object]:
+    def ident(self) -> RunIdent:
         """What names a run in tables and JSON: run number, commit, subject, profile, outcome."""
         return {
             "run": self.run_id,
