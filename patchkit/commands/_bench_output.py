@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from patchkit.bench.records.hygiene import NO_GPU_FACTS
 from patchkit.bench.records.record import Outcome, RunIdent, RunRecord
@@ -39,6 +39,20 @@ class ResultRow(RunIdent):
     missing: int
     ratio: float | None
     proof: str | None
+
+
+class PendingRow(TypedDict):
+    """One row of ``runs --pending``: a submitted launch not collected yet, with its Slurm state now."""
+
+    job_id: str
+    slurm_state: str
+    node: str | None
+    commit: str | None
+    subject: str | None
+    profile: str | None
+    submitted_at: str
+    batch: str
+    folder: str
 
 
 _NO_SUMMARY: Summary = {"median": None, "min": None, "max": None, "n": 0, "missing": 0}  # a side without the metric
@@ -255,7 +269,7 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     return table
 
 
-def pending_table(rows: Sequence[dict[str, Any]]) -> Grid:
+def pending_table(rows: Sequence[PendingRow]) -> Grid:
     """``runs --pending``: one row per submitted launch not collected yet, with its Slurm state now."""
     table = Grid()
     table.add_column("job", whole=True)
