@@ -98,7 +98,7 @@ class AddMethods(PythonOperation[DefPlan]):
         return [w for m in self.methods for w in self.payload.string_warnings(m.node, place, f"method {m.name}")]
 
     def identity(self) -> dict[str, object]:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "class": self.class_name,
             "methods": [(m.name, canon(m.node)) for m in self.methods],
             "on_conflict": self.on_conflict.value,

@@ -158,7 +158,7 @@ class ScopedHunks(PythonOperation[Plan]):
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
         """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
 
-    def _own_lines(self, state: CodeState, node: ast.stmt, name: str, needs: str) -> Outcome[Any] | None:
+    def _own_lines(self, state: CodeState, node: ast.stmt, name: str, needs: str) -> Outcome[object] | None:
         """The FAIL of a region that is not lines of the file as read: ``node`` (or code in it) was
         spliced in by an earlier patch, or the file ends a line with a bare '\\r'."""
         if any(id(sub) in state.added_by for sub in ast.walk(node)):

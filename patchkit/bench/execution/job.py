@@ -327,7 +327,7 @@ def _ansi_c(word: str) -> str:
 # -- the job ------------------------------------------------------------------------
 
 
-def version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
+def version_problem(spec: JobSpec, info: Mapping[str, object] | None) -> str | None:
     config = spec.config
     if config.version_file is None and spec.expected_version is None:
         return None
