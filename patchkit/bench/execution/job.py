@@ -56,7 +56,7 @@ from patchkit.bench.execution.probed import probed_env
 from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
 from patchkit.bench.records.metrics import extract
 from patchkit.bench.records.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
-from patchkit.bench.records.record import Outcome, RunRecord, now
+from patchkit.bench.records.record import Outcome, RunCommands, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof.account import TreeFacts
@@ -386,7 +386,7 @@ class _JobState:
     server_log: Path
     env: dict[str, str] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)  # placeholders: vars, tree, python
-    commands: dict[str, Any] = field(default_factory=dict)
+    commands: RunCommands = field(default_factory=RunCommands)
     interpreter: dict[str, object] | None = None
     torch: dict[str, object] | None = None
     gpus: list[dict[str, object]] | None = None

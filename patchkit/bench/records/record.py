@@ -100,6 +100,16 @@ AS_STORED = (
 )  # fmt: skip
 
 
+class RunCommands(TypedDict, total=False):
+    """The commands a launch ran, rendered (secrets scrubbed); empty when it never got to start a server."""
+
+    server: list[str]
+    health: str
+    server_info: str | None
+    client: list[list[str]]  # warm-ups first, then the measured runs
+    cwd: str
+
+
 class RunIdent(TypedDict):
     """What names a run in tables and JSON (``RunRecord.ident``)."""
 
@@ -123,7 +133,7 @@ class RunRecord:
     started_at: str
     finished_at: str
     vars: Mapping[str, str]
-    commands: Mapping[str, Any]
+    commands: RunCommands
     env: Mapping[str, str]  # redacted (see the module docstring)
     manifests: tuple[Mapping[str, Any], ...]
     guard: Mapping[str, object]
