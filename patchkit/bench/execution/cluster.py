@@ -282,7 +282,7 @@ def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
         logs={
             "slurm_stdout": logs.get("stdout"),
             "slurm_stderr": logs.get("stderr"),
-            "run_dir": finished.label.get("run_dir", launch.run_dir),  # the job's, from its submission
+            "run_dir": str(finished.label.get("run_dir", launch.run_dir)),  # the job's, from its submission (a str)
         },
         executor={"name": "slurm", **slurm, "gpu_ids": []},
     )

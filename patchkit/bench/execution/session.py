@@ -26,7 +26,7 @@ from patchkit import paths
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.prepare import Prepared, prepare_commit, worktree_root
 from patchkit.bench.records.provenance import host_facts
-from patchkit.bench.records.record import Outcome, RunRecord, now
+from patchkit.bench.records.record import Outcome, RunLogs, RunRecord, now
 from patchkit.bench.records.store import Store, default_path
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
@@ -289,7 +289,7 @@ def unstarted_record(
     *,
     allow_dirty: bool = False,
     host: Mapping[str, object] | None = None,
-    logs: Mapping[str, object] | None = None,
+    logs: RunLogs | None = None,
     executor: Mapping[str, object] | None = None,
 ) -> RunRecord:
     """A record of a launch that measured nothing here: refused before starting, or (Slurm) a job that

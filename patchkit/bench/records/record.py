@@ -110,6 +110,18 @@ class RunCommands(TypedDict, total=False):
     cwd: str
 
 
+class RunLogs(TypedDict, total=False):
+    """Where a launch's logs lie: the run directory, the server's log and each client run's (in process); the
+    Slurm job's stdout and stderr (a job that ended without a result)."""
+
+    run_dir: str
+    server: str
+    clients: list[dict[str, str]]
+    env_checked_pids: list[int]
+    slurm_stdout: str | None
+    slurm_stderr: str | None
+
+
 class RunIdent(TypedDict):
     """What names a run in tables and JSON (``RunRecord.ident``)."""
 
@@ -144,7 +156,7 @@ class RunRecord:
     server_info: Mapping[str, object] | None
     samples: Mapping[str, tuple[float | None, ...]]
     missing: tuple[Mapping[str, object], ...]  # {"metric", "run", "log"}
-    logs: Mapping[str, Any]
+    logs: RunLogs
     details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
     metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
