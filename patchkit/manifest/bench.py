@@ -20,7 +20,7 @@ import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from patchkit.errors import ManifestError, UsageError
 from patchkit.manifest.locate import key_path
@@ -31,6 +31,19 @@ TEMPLATE_KEYS = ("server", "health", "server_info", "client")
 DEFAULT_INHERIT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 
 LineOf = Callable[[list[object]], int | None]
+
+
+class MetricJson(TypedDict):
+    """A ``Metric`` as records keep it (``RunRecord.metrics``)."""
+
+    name: str
+    profiles: list[str]
+    source: str
+    better: str
+    key: str | None
+    regex: list[str]
+    aggregate: str
+    unit: str | None
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,7 @@ class Metric:
     def applies_to(self, profile: str) -> bool:
         return not self.profiles or profile in self.profiles
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> MetricJson:
         return {
             "name": self.name,
             "profiles": list(self.profiles),

@@ -29,6 +29,7 @@ from patchkit.bench.records.metrics import summary
 from patchkit.bench.stats.delta import Summary
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.git import Commit
+from patchkit.manifest.bench import MetricJson
 from patchkit.redact import redact_env, scrub, secret_values
 from patchkit.results import Reason, Status
 
@@ -158,7 +159,7 @@ class RunRecord:
     missing: tuple[Mapping[str, object], ...]  # {"metric", "run", "log"}
     logs: RunLogs
     details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
-    metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
+    metrics: tuple[MetricJson, ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
     executor: Mapping[str, object] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
