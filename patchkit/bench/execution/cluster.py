@@ -44,7 +44,7 @@ from patchkit.bench.execution.executor import (
 )
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.session import Session, unstarted_record
-from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.record import ManifestJson, Outcome, RunRecord
 from patchkit.bench.records.store import Submission, SubmissionLabel
 from patchkit.errors import UsageError
 from patchkit.git import Commit
@@ -234,7 +234,7 @@ class Launch:
     vars: Mapping[str, str]
     config: BenchConfig
     run_dir: str
-    manifests: tuple[Mapping[str, object], ...] = ()
+    manifests: tuple[ManifestJson, ...] = ()
     guard: Mapping[str, object] = field(default_factory=dict)
     allow_dirty: bool = False
 

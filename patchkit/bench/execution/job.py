@@ -56,7 +56,7 @@ from patchkit.bench.execution.probed import probed_env
 from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
 from patchkit.bench.records.metrics import extract
 from patchkit.bench.records.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
-from patchkit.bench.records.record import Outcome, RunCommands, RunRecord, now
+from patchkit.bench.records.record import ManifestJson, Outcome, RunCommands, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof.account import TreeFacts
@@ -86,7 +86,7 @@ class JobSpec:
     run_dir: Path  # logs and output files of this run; kept
     warmup: int
     repeat: int
-    manifests: tuple[Mapping[str, object], ...] = ()  # name, digest, results: recorded as given
+    manifests: tuple[ManifestJson, ...] = ()  # name, digest, results: recorded as given
     guard: Mapping[str, object] = field(default_factory=dict)  # the guard report: recorded as given
     guard_env: Mapping[str, str] = field(default_factory=dict)  # variables the guard adds
     expected_version: str | None = None  # what scm_version_file holds in this tree

@@ -123,6 +123,24 @@ class RunLogs(TypedDict, total=False):
     slurm_stderr: str | None
 
 
+class PatchStateJson(TypedDict, total=False):
+    """One patch's result in a run's manifest (older records: status and reason, without state)."""
+
+    patch: str
+    status: str | None
+    reason: str | None
+    state: str
+    payload: str | None
+
+
+class ManifestJson(TypedDict, total=False):
+    """A manifest as a run applied it: its name, digest and each patch's result."""
+
+    name: str
+    digest: str
+    results: list[PatchStateJson]
+
+
 class RunIdent(TypedDict):
     """What names a run in tables and JSON (``RunRecord.ident``)."""
 
@@ -148,7 +166,7 @@ class RunRecord:
     vars: Mapping[str, str]
     commands: RunCommands
     env: Mapping[str, str]  # redacted (see the module docstring)
-    manifests: tuple[Mapping[str, Any], ...]
+    manifests: tuple[ManifestJson, ...]
     guard: Mapping[str, object]
     host: Mapping[str, object]
     interpreter: Mapping[str, object] | None
