@@ -27,9 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from patchkit.bench.records.record import Outcome, PatchState, RunRecord, patch_state
+from patchkit.bench.records.record import Outcome, PatchState, PatchStateJson, RunRecord, patch_state
 from patchkit.bench.stats.delta import Between, Difference, MetricDelta, differences
 from patchkit.bench.stats.verdict import Noise, judge
 from patchkit.errors import UsageError
@@ -216,7 +215,7 @@ def _pooled(launches: Sequence[RunRecord]) -> RunRecord:
     return replace(usable[-1], samples={k: tuple(v) for k, v in samples.items()})
 
 
-def state_of(result: Mapping[str, Any]) -> str:
+def state_of(result: PatchStateJson) -> str:
     """A patch's state in a run (``RunRecord.manifests`` results): its ``state`` (older records: derived
     from status and reason), with the first 12 hex digits of its payload digest when applied."""
     state = result.get("state")
