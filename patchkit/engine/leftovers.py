@@ -77,7 +77,7 @@ def where(origin: dict[str, Any]) -> str:
     return f"branch {origin['branch']} ({sha})" if origin.get("branch") else f"commit {sha}"
 
 
-def go_back(origin: dict[str, Any]) -> str:
+def go_back(origin: dict[str, object]) -> str:
     """The git command that returns to where a move started."""
     return f"git checkout {origin.get('branch') or origin.get('commit')}"
 
