@@ -462,7 +462,7 @@ def executor_options(f: F, *, slots: bool = True) -> F:
 
     Every Slurm option has a default in the manifest's [bench.slurm] table; the command line wins.
     ``slots``: add --slots here (bisect has its own, which is also the search's probes per round)."""
-    options: list[Callable[..., object]] = [
+    options: list[Callable[..., Any]] = [
         click.option(
             "--executor",
             type=click.Choice(["local", "slurm"]),
