@@ -8,7 +8,6 @@ of that, so the value type sits in a module that imports nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -25,5 +24,5 @@ class Commit:
     def short(self) -> str:
         return self.sha[:10]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str]:
         return {"commit": self.sha, "subject": self.subject, "author": self.author, "date": self.date}

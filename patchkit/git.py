@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from patchkit.commit import Commit
 from patchkit.errors import InternalError, RepoError, RevisionError
@@ -86,6 +86,26 @@ class GitFailed(Exception):
         self.stderr = stderr.strip()
 
 
+@overload
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    check: bool = True,
+    text: Literal[True] = True,
+    env: Mapping[str, str] | None = None,
+) -> str: ...
+@overload
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    *,
+    input: bytes | None = None,
+    check: bool = True,
+    text: Literal[False],
+    env: Mapping[str, str] | None = None,
+) -> bytes: ...
 def run_git(
     args: Sequence[str],
     cwd: Path,
@@ -94,7 +114,7 @@ def run_git(
     check: bool = True,
     text: bool = True,
     env: Mapping[str, str] | None = None,
-) -> Any:
+) -> str | bytes:
     """Run git; returns stdout (str, or bytes when ``text=False``).
 
     ``env``: variables set on top of the allowlisted environment (the demo's

@@ -37,7 +37,7 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
-def fragment(value: Any, depth: int = 0) -> str:
+def fragment(value: object, depth: int = 0) -> str:
     """``value`` encoded as it reads ``depth`` containers deep."""
     if type(value) is dict:
         pairs = []

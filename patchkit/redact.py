@@ -11,7 +11,7 @@ words; a test keeps the two equal.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import overload
 
 SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL")
 REDACTED = "<redacted>"
@@ -23,7 +23,7 @@ def is_secret(name: str) -> bool:
     return any(word in upper for word in SECRET_WORDS)
 
 
-def redact_env(env: Mapping[str, Any] | None) -> dict[str, str]:
+def redact_env(env: Mapping[str, object] | None) -> dict[str, str]:
     """``env`` (names to values) with the value of every secret-looking name replaced by ``<redacted>``."""
     if not env:
         return {}
@@ -40,7 +40,11 @@ def secret_values(*envs: Mapping[str, str]) -> list[str]:
     return sorted((v for v in found if len(v) >= MIN_SECRET), key=lambda v: (-len(v), v))
 
 
-def scrub(value: Any, secrets: Sequence[str]) -> Any:
+@overload
+def scrub(value: str, secrets: Sequence[str]) -> str: ...
+@overload
+def scrub(value: object, secrets: Sequence[str]) -> object: ...
+def scrub(value: object, secrets: Sequence[str]) -> object:
     """``value`` (a string, or mappings and sequences of them) with every occurrence of a secret replaced."""
     if not secrets:
         return value

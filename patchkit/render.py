@@ -365,7 +365,7 @@ def _expand_tabs(text: str) -> str:
     return "\n".join(lines)
 
 
-def emit(console: Console, renderable: Any) -> None:
+def emit(console: Console, renderable: object) -> None:
     """Print a table; off a terminal, without the padding rich leaves at line ends."""
     if isinstance(renderable, Grid):
         if isinstance(console, PlainConsole) or not console.is_terminal:
@@ -380,7 +380,7 @@ def emit(console: Console, renderable: Any) -> None:
     console.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
-def print_json(data: Any, stream: IO[str] | None = None) -> None:
+def print_json(data: object, stream: IO[str] | None = None) -> None:
     out = stream or sys.stdout
     out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     out.flush()

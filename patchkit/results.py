@@ -126,7 +126,7 @@ class PatchResult:
     def with_hint(self, hint: str | None) -> PatchResult:
         return replace(self, hint=hint)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "patch": self.patch,
             "op": self.op,
@@ -177,7 +177,7 @@ class GroupResult:
     def ok(self) -> bool:
         return self.status in (Status.APPLY, Status.SKIP) and self.reason is not Reason.OTHER_VARIANT
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "group": self.group,
             "status": self.status.value,

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from patchkit.capture.python import Proposal, Unfit, propose, visible
 from patchkit.capture.textdiff import count_changes, unified_diff
@@ -69,7 +69,7 @@ class CapturedPatch:
     change: str
     why: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"id": self.id, "op": self.op, "file": self.file, "change": self.change, "why": self.why}
 
 
@@ -85,7 +85,7 @@ class CaptureReport:
     patches: tuple[CapturedPatch, ...]
     untracked: tuple[str, ...]  # left alone, listed so that nothing goes unmentioned
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 1,
             "command": "capture",
@@ -254,7 +254,7 @@ def _replan(change: _FileChange, planned: list[_Planned], why: str) -> list[_Pla
     return [_diff_plan(change, why)]
 
 
-def _toml(value: Any) -> str:
+def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):

@@ -34,7 +34,6 @@ import difflib
 import itertools
 import textwrap
 from dataclasses import dataclass
-from typing import Any
 
 from patchkit.capture.textdiff import unified_diff
 from patchkit.operations.diff import split_lines
@@ -65,7 +64,7 @@ class Proposal:
     op: str
     file: str
     name: str  # readable part of the id, e.g. "import-os", "eagleworker.verify"
-    keys: tuple[tuple[str, Any], ...]  # op keys in manifest order, `source` excluded
+    keys: tuple[tuple[str, object], ...]  # op keys in manifest order, `source` excluded
     payload: str | None  # Python payload text, if the op takes one
     change: str  # what changed, for people
     why: str  # why this op
@@ -188,7 +187,14 @@ class _File:
         return ast.get_source_segment(self.base_text, stmt) or ast.unparse(stmt)
 
     def add(
-        self, op: str, name: str, keys: dict[str, Any], payload: str | None, change: str, why: str, suffix: str = ".py"
+        self,
+        op: str,
+        name: str,
+        keys: dict[str, object],
+        payload: str | None,
+        change: str,
+        why: str,
+        suffix: str = ".py",
     ) -> None:
         self.out.append(Proposal(op, self.path, name, tuple(keys.items()), payload, change, why, suffix))
 
@@ -295,7 +301,7 @@ class _File:
         if any(n is None for n in names):
             bad = stmts[names.index(None)]
             raise Unfit(f"adds {_describe(bad)}, which is not a definition")
-        keys: dict[str, Any] = {"names": names}
+        keys: dict[str, object] = {"names": names}
         where = "at the end of the module"
         if at < len(self.base.body):
             following = self.base.body[at]
@@ -346,7 +352,7 @@ class _File:
         over, under = self.gap(self.lines, above, stmts[0]), self.gap(self.lines, stmts[-1], below)
         block_end = self.import_block_end()
         is_import = (ast.Import, ast.ImportFrom)
-        keys: dict[str, Any] = {}
+        keys: dict[str, object] = {}
         if any(self.gap(self.lines, a, b) for a, b in itertools.pairwise(stmts)):
             raise Unfit(f"adds {_describe(stmts[0])} and imports after it with blank lines or comments between them")
         placed_after = isinstance(previous, is_import) or (previous is not None and at == block_end)
@@ -423,7 +429,7 @@ class _File:
             _level, to_module, _ = after[key]
             src = "." * level + (module or "")
             dest = "." * after[key][0] + (to_module or "")
-            keys: dict[str, Any] = {"name": key[1], "from": src, "to": dest}
+            keys: dict[str, object] = {"name": key[1], "from": src, "to": dest}
             placed = self.moved_placement(old, new, key[1], (level, module), (after[key][0], to_module))
             keys.update(placed)
             above = placed.get("position") == "before"
@@ -452,7 +458,7 @@ class _File:
         name: str,
         source: tuple[int, str | None],
         dest: tuple[int, str | None],
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """The ``move-import`` keys that place the name's new import as the edit wrote it.
 
         Where the old statement kept other names, the new line stands right below what is left of
@@ -477,7 +483,7 @@ class _File:
             return body[i] if 0 <= i < len(body) else None
 
         if n + 1 == r:  # above what is left of the old import, under the lines that were above it
-            keys: dict[str, Any] = {"position": "before"}
+            keys: dict[str, object] = {"position": "before"}
             between = self.gap(self.lines, moved, rest)
             kept = self.gap(self.lines, near(target, n - 1), moved) == self.gap(base_lines, near(base, o - 1), was)
         elif r + 1 == n:  # below it, over the lines that were below it
@@ -637,7 +643,7 @@ class _File:
             raise Unfit(
                 f"deletes {_describe(bad)}{where}, which is not a definition (remove-definitions removes those)"
             )
-        keys: dict[str, Any] = {"names": names, "expect": [digest(s) for s in stmts]}
+        keys: dict[str, object] = {"names": names, "expect": [digest(s) for s in stmts]}
         if owner:
             keys = {"class": owner, **keys}
         self.add(
@@ -657,7 +663,7 @@ class _File:
             bad = next(s for s in added if not isinstance(s, FunctionNode))
             raise Unfit(f"adds {_describe(bad)} to class {qual}, which is not a method")
         names = [s.name for s in added]  # type: ignore[attr-defined]
-        keys: dict[str, Any] = {"class": qual, "methods": names}
+        keys: dict[str, object] = {"class": qual, "methods": names}
         where, why = "", "new methods at the end of an existing class"
         if at < len(base):
             above = _member_name(base[at - 1]) if at > 0 else None

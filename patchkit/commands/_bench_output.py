@@ -19,11 +19,43 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from patchkit.bench.records.hygiene import NO_GPU_FACTS
-from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.record import Outcome, RunIdent, RunRecord
+from patchkit.bench.stats.delta import Summary
 from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
+
+
+class ResultRow(RunIdent):
+    """One row of ``bench``'s table and ``--json`` rows: a run's metric, its stats and its ratio to the first commit."""
+
+    launch: int
+    metric: str | None
+    median: float | None
+    min: float | None
+    max: float | None
+    n: int
+    missing: int
+    ratio: float | None
+    proof: str | None
+
+
+class PendingRow(TypedDict):
+    """One row of ``runs --pending``: a submitted launch not collected yet, with its Slurm state now."""
+
+    job_id: str
+    slurm_state: str
+    node: str | None
+    commit: str | None
+    subject: str | None
+    profile: str | None
+    submitted_at: str
+    batch: str
+    folder: str
+
+
+_NO_SUMMARY: Summary = {"median": None, "min": None, "max": None, "n": 0, "missing": 0}  # a side without the metric
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -136,14 +168,14 @@ def explain_lines(record: RunRecord) -> list[str]:
     return out
 
 
-def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+def table_rows(records: Sequence[RunRecord]) -> list[ResultRow]:
     """One row per commit, profile and metric; ratio = median / the first commit's median (the first that has one)."""
     first: dict[tuple[str, str], float] = {}
-    rows: list[dict[str, Any]] = []
+    rows: list[ResultRow] = []
     for record in records:
         stats = record.stats()
         if not any(s["n"] or s["missing"] for s in stats.values()):  # nothing measured: one row
-            rows.append(_row(record, None, {}, None))
+            rows.append(_row(record, None, _NO_SUMMARY, None))
             continue
         for metric, s in stats.items():
             key = (record.profile, metric)
@@ -155,7 +187,7 @@ def table_rows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
     return rows
 
 
-def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float | None) -> dict[str, Any]:
+def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> ResultRow:
     return {
         **record.ident(),
         "launch": record.launch,
@@ -170,7 +202,7 @@ def _row(record: RunRecord, metric: str | None, s: dict[str, Any], ratio: float 
     }
 
 
-def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
+def results_table(rows: Sequence[ResultRow]) -> Grid:
     table = Grid()
     launches = any(row.get("launch", 1) > 1 for row in rows)
     table.add_column("run", justify="right", whole=True)
@@ -187,11 +219,12 @@ def results_table(rows: Sequence[dict[str, Any]]) -> Grid:
     table.add_column("outcome", whole=True)
     for row in rows:
         n = f"{row['n']}" + (f" ({row['missing']} missing)" if row["missing"] else "")
+        without = row.get("without")
         table.add_row(
             str(row["run"]),
             *([str(row.get("launch", 1))] if launches else []),
             row["commit"][:10],
-            row["profile"] + (f" without {row['without']['patch']}" if row.get("without") else ""),
+            row["profile"] + (f" without {without['patch']}" if without else ""),
             row["metric"] or "-",
             fmt(row["median"]),
             fmt(row["min"]),
@@ -236,7 +269,7 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     return table
 
 
-def pending_table(rows: Sequence[dict[str, Any]]) -> Grid:
+def pending_table(rows: Sequence[PendingRow]) -> Grid:
     """``runs --pending``: one row per submitted launch not collected yet, with its Slurm state now."""
     table = Grid()
     table.add_column("job", whole=True)
@@ -336,7 +369,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
         table.add_column("interval", justify="right")
         table.add_column("verdict")
         for row in result.metrics:
-            x, y = row.a or {}, row.b or {}
+            x, y = row.a or _NO_SUMMARY, row.b or _NO_SUMMARY
             v = row.verdict
             ratio = v.ratio if v is not None and v.ratio is not None else row.ratio
             interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.engine.range_check import RangeCheck
 from patchkit.errors import ExitCode
@@ -14,6 +14,7 @@ from patchkit.results import Status
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
     from rich.console import Console
+    from rich.progress import Progress, TaskID
 
     from patchkit.engine.check import CheckReport, GroupWindow, Window
     from patchkit.results import GroupResult, PatchResult
@@ -78,8 +79,8 @@ class _progress:
 
     def __init__(self, wanted: bool | None) -> None:
         self.wanted = wanted
-        self.bar: Any = None
-        self.task = None
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> Callable[[int, int], None] | None:
         interactive = sys.stderr.isatty()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.compare import compare as compare_runs
@@ -68,7 +68,7 @@ def compare(
     return int(ExitCode.OK)
 
 
-def gpu_warnings(side_a: Sequence[RunRecord], side_b: Sequence[RunRecord]) -> dict[str, Any]:
+def gpu_warnings(side_a: Sequence[RunRecord], side_b: Sequence[RunRecord]) -> dict[str, object]:
     """GPU hygiene of the two sides (bench/records/hygiene.py): each launch's problems, and what differs between the
     sides' first launches; ``facts`` False when neither side has nvidia-smi's answers."""
     first_a = next((r for r in side_a if r.gpu_hygiene is not None), None)

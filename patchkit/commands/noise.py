@@ -15,7 +15,7 @@ prior where a side has few launches.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.cluster import prior_place
 from patchkit.bench.execution.launches import BenchArgs, launch, measuring, open_bench
@@ -83,11 +83,11 @@ def noise(
             for item in reports:
                 for row in item["metrics"]:
                     row["plan"] = None
-                    if row["stored"] and row["sigma"] is not None:
+                    if row["stored"] and row["sigma"] is not None and row["df"] is not None:
                         row["plan"] = plan_hunt(
                             plan_commits, row["sigma"], plan_step, prior_launches=row["df"] + 1
                         ).as_json()
-        result: dict[str, Any] = {
+        result: dict[str, object] = {
             "version": 1,
             "command": "noise",
             "commit": target.sha,

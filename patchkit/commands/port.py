@@ -63,7 +63,7 @@ def port(
     with Repo.discover(Path(repo)) as git_repo:
         plan = plan_port(loaded, git_repo, to, start=start, drop_upstreamed=drop_upstreamed)
         written = False
-        check: dict[str, Any] | None = None
+        check: dict[str, object] | None = None
         if not plan.refused and not dry_run and plan.files:
             write_all(plan.files)
             written = True

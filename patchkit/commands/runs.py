@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.executor import slurm_states
 from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.store import Submission
-from patchkit.commands._bench_output import pending_table, runs_table, say, show_table
+from patchkit.commands._bench_output import PendingRow, pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.render import print_json
@@ -63,7 +63,7 @@ def runs(
     return int(ExitCode.OK)
 
 
-def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequence[str]) -> list[dict[str, Any]]:
+def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequence[str]) -> list[PendingRow]:
     """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now."""
     rows = [
         r

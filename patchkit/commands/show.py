@@ -379,7 +379,7 @@ def show_hygiene(console: Console, data: Mapping[str, Any]) -> None:
         say(console, f"  warning: {line}", "bold yellow")
 
 
-def _dash(value: Any) -> str:
+def _dash(value: object) -> str:
     return "-" if value is None else str(value)
 
 

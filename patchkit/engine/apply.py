@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from patchkit.engine import abandonable
 from patchkit.engine.evaluate import Evaluation, Rendered, evaluate, render
@@ -65,7 +64,7 @@ class ApplyReport:
     unwritable: str | None = None  # refused because this path could not be written ("path: reason")
     unwritable_advice: str | None = None  # what fixes it, after the cause (space, quota, read-only, permissions)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 1,
             "command": "apply",
@@ -254,7 +253,7 @@ def _new_record(
     old_patches = {entry["id"]: entry for entry in old.patches} if old else {}
     patches = []
     for r in evaluation.results:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "id": r.patch,
             "status": r.status.value,
             "reason": r.reason.value if r.reason else None,

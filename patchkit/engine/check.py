@@ -26,7 +26,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit import paths
 from patchkit.engine import pool
@@ -61,7 +61,7 @@ class CommitResults:
     failed: bool  # a required patch FAILs here
     groups: tuple[GroupResult, ...] = ()  # one per [[group]], manifest order
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             **self.commit.to_json(),
             "results": [r.to_json() for r in self.results],
@@ -97,7 +97,7 @@ class Window(_Run):
     commits: tuple[Commit, ...]
     first_result: PatchResult
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "patch": self.patch,
             "status": self.status.value,
@@ -121,7 +121,7 @@ class GroupWindow(_Run):
     commits: tuple[Commit, ...]
     first_result: GroupResult
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "group": self.group,
             "status": self.status.value,
@@ -183,7 +183,7 @@ class CheckReport:
     def matrix(self) -> dict[str, dict[str, tuple[Status, Reason | None]]]:
         return {c.commit.sha: {r.patch: (r.status, r.reason) for r in c.results} for c in self.commits}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {**self._json_head(), "commits": [c.to_json() for c in self.commits], **self._json_tail()}
 
     def json_text(self) -> str:
@@ -230,10 +230,10 @@ class CheckReport:
             yield "\n" + INDENT + "]"
         yield after
 
-    def _json_head(self) -> dict[str, Any]:
+    def _json_head(self) -> dict[str, object]:
         return {"version": 1, "command": "check", "manifest": self.manifest.to_json()}
 
-    def _json_tail(self) -> dict[str, Any]:
+    def _json_tail(self) -> dict[str, object]:
         good = self.last_good
         return {
             "windows": [w.to_json() for w in self.windows],

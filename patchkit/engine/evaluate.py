@@ -40,7 +40,7 @@ class FileEval:
     read: FileRead
     patches: tuple[Patch, ...]
     results: tuple[PatchResult, ...]
-    outcomes: tuple[Outcome[Any] | None, ...]  # None where the patch was not analysed
+    outcomes: tuple[Outcome[object] | None, ...]  # None where the patch was not analysed
 
     @property
     def changes(self) -> bool:
@@ -141,7 +141,7 @@ def _evaluate_file(
     held = held or {}
     text, problem = decode(read)
     results: list[PatchResult] = []
-    outcomes: list[Outcome[Any] | None] = []
+    outcomes: list[Outcome[object] | None] = []
     state: CodeState | TextState | None = None  # the contract's state: text ops never parse Python
     if problem is None and patches and all(isinstance(p.op, TextOperation) for p in patches):
         state = TextState(read.path, text or "")
@@ -209,7 +209,7 @@ def _evaluate_file(
 
 def resolve_requires(
     manifest: Manifest,
-    reads: Mapping[str, Any],
+    reads: Mapping[str, object],
     evaluate: Callable[[Any, Sequence[Patch], Mapping[str, str]], Any] = evaluate_file,
 ) -> dict[str, Any]:
     """Evaluate every file, holding back patches whose requirements fail, to a fixpoint.

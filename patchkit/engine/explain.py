@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from patchkit.engine.check import check_range
 from patchkit.engine.evaluate import decode, evaluate
@@ -39,7 +38,7 @@ class Introduction:
     diff: str  # the hunks of the target file that touch what the patch targets
     renamed_to: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             **self.commit.to_json(),
             "parent": self.parent.sha if self.parent else None,
@@ -71,7 +70,7 @@ class ExplainReport:
     def failing(self) -> bool:
         return not self.result.ok
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 1,
             "command": "explain",

@@ -29,11 +29,11 @@ class Interrupted:
     """A killed run's leftovers, as ``status`` reports them (nothing is changed)."""
 
     files: tuple[str, ...]  # tree paths a file transaction was writing
-    moved_from: dict[str, Any] | None  # {"commit", "branch"} when apply --commit was moving HEAD
+    moved_from: dict[str, object] | None  # {"commit", "branch"} when apply --commit was moving HEAD
     moving_to: str | None
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "files": list(self.files),
             "moved_from": self.moved_from,
@@ -77,7 +77,7 @@ def where(origin: dict[str, Any]) -> str:
     return f"branch {origin['branch']} ({sha})" if origin.get("branch") else f"commit {sha}"
 
 
-def go_back(origin: dict[str, Any]) -> str:
+def go_back(origin: dict[str, object]) -> str:
     """The git command that returns to where a move started."""
     return f"git checkout {origin.get('branch') or origin.get('commit')}"
 

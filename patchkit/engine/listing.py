@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from patchkit.errors import InternalError, RevisionError
 from patchkit.git import Commit, Entry, GitFailed, Pending, Repo, change_records, parse_log
@@ -107,6 +107,13 @@ def tips(spec: RangeSpec) -> list[str]:
 Changes = dict[str, dict[str, Entry]]  # commit -> {path: its entry}
 
 
+class _LogBox(TypedDict, total=False):
+    """What the thread reading the commit list leaves: its text, or git's failure."""
+
+    text: str
+    error: GitFailed
+
+
 def read_range(
     log: Pending, stream: Pending | None, on_change: Callable[[Mapping[str, Entry]], None] | None = None
 ) -> tuple[list[Commit], Changes]:
@@ -125,7 +132,7 @@ def read_range(
     """
     if stream is None:
         return parse_log(log.text()), {}
-    box: dict[str, Any] = {}
+    box: _LogBox = {}
 
     def read_log() -> None:
         try:

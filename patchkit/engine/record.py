@@ -42,7 +42,7 @@ class FileRecord:
     after_sha256: str  # content patchkit left
     clean_before: bool  # before == the file at the base commit
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "path": self.path,
             "mode": self.mode,
@@ -171,7 +171,7 @@ class Record:
     files: tuple[FileRecord, ...]
     patches: tuple[dict[str, Any], ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": RECORD_VERSION,
             "patchkit": __version__,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from patchkit.engine.lock import repo_lock
 from patchkit.engine.record import all_records, edited_since, layers, load_record, record_rel, state_dir
@@ -36,7 +35,7 @@ class RevertReport:
     nothing_recorded: bool
     recovered: tuple[str, ...] = ()  # what an interrupted run had left, rolled back first
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 1,
             "command": "revert",

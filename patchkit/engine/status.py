@@ -8,7 +8,6 @@ which recorded files were edited since, and what a killed run left.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from patchkit.engine import abandonable
 from patchkit.engine.evaluate import evaluate
@@ -69,7 +68,7 @@ class StatusReport:
             and all(r.status is Status.SKIP for r in self.results if r.required)
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 1,
             "command": "status",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.results import Reason, Status
 
@@ -78,7 +78,7 @@ class Upstreamed:
             f"the change there, so rebase the patch on {self.changed.short} rather than drop it"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "patch": self.patch,
             "taken": _commit_json(self.taken),

@@ -18,7 +18,7 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.engine.files import sha256
 from patchkit.engine.leftovers import Interrupted
@@ -45,10 +45,10 @@ class Check:
     check: str  # "commit", "patches", "record", "clean", "import:<package>"
     ok: bool  # passes (severity "ok" or "warning")
     message: str  # one line; for a failure, also what to do
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Mapping[str, object] = field(default_factory=dict)
     severity: str = OK
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "check": self.check,
             "ok": self.ok,
@@ -58,11 +58,11 @@ class Check:
         }
 
 
-def _passed(name: str, message: str, details: dict[str, Any], *, warning: bool = False) -> Check:
+def _passed(name: str, message: str, details: Mapping[str, object], *, warning: bool = False) -> Check:
     return Check(name, True, message, details, WARNING if warning else OK)
 
 
-def _failed(name: str, message: str, details: dict[str, Any]) -> Check:
+def _failed(name: str, message: str, details: Mapping[str, object]) -> Check:
     return Check(name, False, message, details, ERROR)
 
 
@@ -193,7 +193,7 @@ def check_record(
         else None
     )
     if record is None:
-        details: dict[str, Any] = {
+        details: dict[str, object] = {
             "recorded": False,
             "files": [],
             "edited": [],
@@ -430,7 +430,7 @@ def check_import(
 ) -> Check:
     """``facts.python`` resolves ``package`` to a location inside the tree at ``root``."""
     name = f"import:{package.name}"
-    details: dict[str, Any] = {
+    details: dict[str, object] = {
         "package": package.name,
         "python": facts.python,
         "location": package.location,

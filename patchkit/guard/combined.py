@@ -20,7 +20,6 @@ imports the site verification.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from patchkit.errors import ExitCode
 from patchkit.guard.report import GuardReport, bisect_tail
@@ -66,7 +65,7 @@ class TreeAndSite:
             failed.append(f"site: {plural(len(self.site.findings), 'file')} not accounted for")
         return f"GUARD FAILED: {', '.join(failed)}{bisect_tail(code)}.", "bold red"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The tree's ``guard --json`` with the site's ``guard --site --json`` under ``site``; ``ok``,
         ``verdict`` and ``exit_code`` are the combined ones (``tree_ok``: the tree's alone)."""
         data = self.tree.to_json(bisect=self.bisect)

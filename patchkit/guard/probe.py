@@ -37,7 +37,6 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from patchkit.errors import UsageError
 
@@ -135,7 +134,7 @@ class PackageFacts:
     version: str | None  # installed distribution version, from metadata
     error: str | None  # a finder raised while resolving (the package did not run)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"location": self.location, "locations": list(self.locations), "version": self.version}
 
 

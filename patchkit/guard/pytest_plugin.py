@@ -20,7 +20,7 @@ every session, and most sessions do not use it.
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -92,7 +92,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config.stash[REPORT_KEY] = report
 
 
-def pytest_report_header(config: pytest.Config) -> Any:
+def pytest_report_header(config: pytest.Config) -> str | None:
     report = config.stash.get(REPORT_KEY, None)
     if report is None or report.commit is None:
         return None

@@ -16,7 +16,7 @@ Exit codes follow from the report (``exit_code``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.engine.status import StatusReport
 from patchkit.errors import ExitCode
@@ -94,7 +94,7 @@ class GuardReport:
         code = self.exit_code(bisect=bisect)
         return {0: "good", 1: "refused", 125: "skip", 128: "abort"}[code]
 
-    def to_json(self, *, bisect: bool = False) -> dict[str, Any]:
+    def to_json(self, *, bisect: bool = False) -> dict[str, object]:
         facts = self.interpreter
         return {
             "version": 1,

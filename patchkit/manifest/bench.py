@@ -20,7 +20,7 @@ import re
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from patchkit.errors import ManifestError, UsageError
 from patchkit.manifest.locate import key_path
@@ -30,7 +30,20 @@ BUILTINS = ("port", "output", "tree", "python")
 TEMPLATE_KEYS = ("server", "health", "server_info", "client")
 DEFAULT_INHERIT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 
-LineOf = Callable[[list[Any]], int | None]
+LineOf = Callable[[list[object]], int | None]
+
+
+class MetricJson(TypedDict):
+    """A ``Metric`` as records keep it (``RunRecord.metrics``)."""
+
+    name: str
+    profiles: list[str]
+    source: str
+    better: str
+    key: str | None
+    regex: list[str]
+    aggregate: str
+    unit: str | None
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,7 @@ class Metric:
     def applies_to(self, profile: str) -> bool:
         return not self.profiles or profile in self.profiles
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MetricJson:
         return {
             "name": self.name,
             "profiles": list(self.profiles),
@@ -147,7 +160,7 @@ class BenchConfig:
         values.update(overrides)
         return values
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "python": self.python,
             "pythonpath": list(self.pythonpath),
@@ -195,14 +208,14 @@ def render(template: str, values: Mapping[str, str]) -> str:
 def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> BenchConfig:
     """A schema-valid ``[bench]`` table -> BenchConfig, or a ManifestError naming the key path."""
 
-    def fail(path: list[Any], message: str, hint: str | None = None) -> ManifestError:
+    def fail(path: list[object], message: str, hint: str | None = None) -> ManifestError:
 
         return ManifestError(message, file=display, key_path=key_path(path), line=line_of(path), hint=hint)
 
     metrics: list[Metric] = []
     seen: dict[str, int] = {}
     for index, item in enumerate(table["metric"]):
-        path: list[Any] = ["bench", "metric", index]
+        path: list[object] = ["bench", "metric", index]
         name = item["name"]
         if name in seen:
             raise fail([*path, "name"], f"duplicate metric name {name!r} (bench.metric[{seen[name] + 1}] has it too)")
@@ -267,7 +280,7 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
 
     # Every placeholder must be known for every profile.
     scopes = [(n, {**base_vars, **p.vars}) for n, p in profiles.items()] or [("default", base_vars)]
-    templated: list[tuple[list[Any], str]] = [(["bench", k], table[k]) for k in TEMPLATE_KEYS if k in table]
+    templated: list[tuple[list[object], str]] = [(["bench", k], table[k]) for k in TEMPLATE_KEYS if k in table]
     templated += [(["bench", "env", k], v) for k, v in table.get("env", {}).items()]
     for name, p in profiles.items():
         templated += [(["bench", "profiles", name, "env", k], v) for k, v in p.env.items()]

@@ -18,7 +18,6 @@ import copy
 import json
 import re
 import tomllib
-from typing import Any
 
 from patchkit.errors import InternalError
 
@@ -26,7 +25,7 @@ _TABLE = re.compile(r"^\s*\[")
 _HEADER = re.compile(r"^\s*\[\[\s*patch\s*\]\]\s*(#.*)?$")
 
 
-def toml_literal(value: Any) -> str:
+def toml_literal(value: object) -> str:
     """A TOML value for a string or a list of strings (a JSON string is a valid TOML basic string)."""
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
@@ -70,7 +69,7 @@ class ManifestText:
                 raise InternalError(f"cannot find the end of the value of {key!r} (line {i + 1})")
         return None
 
-    def set(self, index: int, key: str, value: Any) -> None:
+    def set(self, index: int, key: str, value: object) -> None:
         """Set ``patch[index].key`` to ``value`` (a string or a list of strings)."""
         start, end = self._table(index)
         expected = copy.deepcopy(self.data)
@@ -121,7 +120,7 @@ class ManifestText:
             return line[match.start() :]
         return ""
 
-    def _replace(self, first: int, stop: int, new: list[str], expected: dict[str, Any]) -> None:
+    def _replace(self, first: int, stop: int, new: list[str], expected: dict[str, object]) -> None:
         lines = self.lines[:first] + new + self.lines[stop:]
         try:
             got = tomllib.loads("".join(lines))

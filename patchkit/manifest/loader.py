@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.errors import ManifestError, PatchkitError, UsageError
 from patchkit.manifest.groups import check_composition, check_requires, load_groups
@@ -132,11 +132,11 @@ def load_manifest(
     )
 
 
-def _bench_parser(table: dict[str, Any] | None, display: str, lines: Lines) -> Callable[[], BenchConfig | None]:
+def _bench_parser(table: dict[str, object] | None, display: str, lines: Lines) -> Callable[[], BenchConfig | None]:
     return bench_given if table is None else partial(_parse_bench, table, display, lines)
 
 
-def _parse_bench(table: dict[str, Any], display: str, lines: Lines) -> BenchConfig:
+def _parse_bench(table: dict[str, object], display: str, lines: Lines) -> BenchConfig:
     # Only a manifest with a [bench] table imports its parser, and only when the table is built.
     from patchkit.manifest.bench import parse_bench
 

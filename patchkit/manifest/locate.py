@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 
-def key_path(path: Iterable[Any]) -> str:
+def key_path(path: Iterable[object]) -> str:
     out = ""
     for part in path:
         if isinstance(part, int):
@@ -70,7 +69,7 @@ class Lines:
             return re.compile(rf"^\s*\[\[\s*{dotted}\s*\]\]\s*(#.*)?$")
         return re.compile(rf"^\s*\[\s*{dotted}\s*\]\s*(#.*)?$")
 
-    def bench_line_of(self, path: list[Any]) -> int | None:
+    def bench_line_of(self, path: Sequence[object]) -> int | None:
         """The line of a key under [bench]: its own table if it has one, else the nearest enclosing one."""
         rest = list(path[1:])
         if rest[:1] == ["metric"] and len(rest) >= 2 and isinstance(rest[1], int):

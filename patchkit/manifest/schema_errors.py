@@ -7,21 +7,31 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import ManifestError
 from patchkit.manifest.locate import Lines, key_path
 from patchkit.manifest.resolve import close_matches
 from patchkit.results import Reason
 
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
+
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 
 
 @lru_cache(maxsize=1)
-def _validator() -> Any:
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return schema
+
+
+@lru_cache(maxsize=1)
+def _validator() -> Validator:
     import jsonschema
 
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema = _schema()
     # The schema itself is checked against its metaschema by the test suite,
     # not on every run (it costs as much as validating a manifest).
     return jsonschema.validators.validator_for(schema)(schema)
@@ -62,17 +72,18 @@ def validate_schema(data: Mapping[str, Any], display: str, lines: Lines) -> None
     # When an op's own keys fail, 2020-12 also reports them as "unevaluated";
     # such an error that names no actually unknown key is noise.
     errors = [e for e in errors if not _spurious(e)] or errors
-    errors.sort(key=lambda e: (_PRIORITY.get(e.validator, 0), _sort_path(e.absolute_path)))
+    errors.sort(key=lambda e: (_PRIORITY.get(str(e.validator), 0), _sort_path(e.absolute_path)))
     error = errors[0]
     path = list(error.absolute_path)
     message, key, hint, line_key = _word(error)
     if key is not None:
         path.append(key)
-    table = path[0] if len(path) >= 2 and path[0] in ("patch", "group") and isinstance(path[1], int) else None
+    row = path[1] if len(path) >= 2 and path[0] in ("patch", "group") and isinstance(path[1], int) else None
+    table = path[0] if row is not None else None
     leaf = path[-1] if path and isinstance(path[-1], str) else None
-    if table is not None:
+    if table is not None and row is not None:
         leaf = path[2] if len(path) > 2 and isinstance(path[2], str) else None
-        line = lines.line_of(path[1] + 1, line_key or leaf, table=str(table))
+        line = lines.line_of(row + 1, line_key or leaf, table=str(table))
     elif path[:1] == ["bench"]:
         line = lines.bench_line_of(path)
     else:
@@ -80,14 +91,14 @@ def validate_schema(data: Mapping[str, Any], display: str, lines: Lines) -> None
     raise ManifestError(message, file=display, key_path=key_path(path) or None, line=line, hint=hint)
 
 
-def _spurious(error: Any) -> bool:
+def _spurious(error: ValidationError) -> bool:
     if error.validator != "unevaluatedProperties" or not isinstance(error.instance, dict):
         return False
     known = _known_keys(error, error.instance)
     return all(k in known for k in error.instance)
 
 
-def _sort_path(path: Iterable[Any]) -> tuple[Any, ...]:
+def _sort_path(path: Iterable[str | int]) -> tuple[tuple[int, str | int], ...]:
     return tuple((0, p) if isinstance(p, int) else (1, str(p)) for p in path)
 
 
@@ -95,21 +106,21 @@ Worded = tuple[str, str | int | None, str | None, str | None]
 """(message, extra key to append to the path, hint, key whose line to show if not the path's)."""
 
 
-def _leaf(error: Any) -> Any:
+def _leaf(error: ValidationError) -> str | int | None:
     path = list(error.absolute_path)
     return path[-1] if path else None
 
 
-def _op_of(instance: Any) -> Any:
+def _op_of(instance: object) -> object:
     return instance.get("op") if isinstance(instance, dict) else None
 
 
-def _required(error: Any) -> Worded:
+def _required(error: ValidationError) -> Worded:
     instance = error.instance
     missing = re.search(r"'([^']+)' is a required property", error.message)
     name = missing.group(1) if missing else "?"
     op = _op_of(instance)
-    common = _validator().schema["$defs"]["patch"]["properties"]
+    common = _schema()["$defs"]["patch"]["properties"]
     what = f" for op {op!r}" if op and name not in common and _leaf(error) != "patch" else ""
     hint = None
     typo: list[str] = []
@@ -121,7 +132,7 @@ def _required(error: Any) -> Worded:
     return f"missing required key {name!r}{what}", name, hint, typo[0] if typo else None
 
 
-def _unknown_key(error: Any) -> Worded:
+def _unknown_key(error: ValidationError) -> Worded:
     instance = error.instance
     known = _known_keys(error, instance)
     extra = sorted(k for k in instance if k not in known) if isinstance(instance, dict) else []
@@ -133,12 +144,12 @@ def _unknown_key(error: Any) -> Worded:
     return f"unknown key{scope}", name, hint, None
 
 
-def _enum(error: Any) -> Worded:
+def _enum(error: ValidationError) -> Worded:
     instance, leaf = error.instance, _leaf(error)
     if leaf == "hints" and isinstance(instance, str):
         # propertyNames: the bad *key* of the hints table
         return f"{instance!r} is not a reason code", instance, _reason_codes(), None
-    allowed = error.validator_value
+    allowed = error.validator_value if isinstance(error.validator_value, list) else []
     options = [str(a) for a in allowed]
     close = (
         close_matches(str(instance), options)
@@ -149,23 +160,24 @@ def _enum(error: Any) -> Worded:
     return f"unknown {label} {instance!r}; expected one of: {', '.join(map(str, allowed))}", None, hint, None
 
 
-def _const(error: Any) -> Worded:
+def _const(error: ValidationError) -> Worded:
     if _leaf(error) == "schema":
         message = f"schema must be {error.validator_value} (this patchkit reads schema 1), got {error.instance!r}"
         return message, None, None, None
     return f"must be {error.validator_value!r}", None, None, None
 
 
-def _type(error: Any) -> Worded:
+def _type(error: ValidationError) -> Worded:
     return f"must be {_a(error.validator_value)}, got {_type_name(error.instance)}", None, None, None
 
 
-def _pattern(error: Any) -> Worded:
+def _pattern(error: ValidationError) -> Worded:
     instance, path = error.instance, list(error.absolute_path)
     leaf = _leaf(error)
     if path[:1] == ["bench"]:
         if path[-1:] == ["profiles"]:  # propertyNames: the bad key itself
-            return f"{instance!r} is not a profile name", instance, "use a-z, 0-9, '.', '_' and '-'", None
+            key = instance if isinstance(instance, str) else None
+            return f"{instance!r} is not a profile name", key, "use a-z, 0-9, '.', '_' and '-'", None
         named = next((p for p in reversed(path) if isinstance(p, str)), "")
         return f"{instance!r} {_BENCH_PATTERN_MESSAGES.get(named, 'has the wrong form')}", None, None, None
     if len(path) >= 2 and path[-2] in ("members", "requires"):  # an id in a list
@@ -177,23 +189,23 @@ def _pattern(error: Any) -> Worded:
     return f"{instance!r} {_PATTERN_MESSAGES.get(str(leaf), 'has the wrong form')}", None, None, None
 
 
-def _not_empty(error: Any) -> Worded:
+def _not_empty(error: ValidationError) -> Worded:
     return "must not be empty", None, None, None
 
 
-def _exclusive_minimum(error: Any) -> Worded:
+def _exclusive_minimum(error: ValidationError) -> Worded:
     return f"must be more than {error.validator_value}, got {error.instance!r}", None, None, None
 
 
-def _minimum(error: Any) -> Worded:
+def _minimum(error: ValidationError) -> Worded:
     return f"must be at least {error.validator_value}, got {error.instance!r}", None, None, None
 
 
-def _unique_items(error: Any) -> Worded:
+def _unique_items(error: ValidationError) -> Worded:
     return "lists the same value twice", None, None, None
 
 
-def _one_of(error: Any) -> Worded:
+def _one_of(error: ValidationError) -> Worded:
     instance = error.instance
     if _leaf(error) != "expect":
         return _as_jsonschema_says(error)
@@ -206,19 +218,19 @@ def _one_of(error: Any) -> Worded:
     return "must be a digest 'sha256:<64 hex digits>' or a list of them", None, hint, None
 
 
-def _not(error: Any) -> Worded:
+def _not(error: ValidationError) -> Worded:
     return "give either `position` or `before`, not both", "before", None, None
 
 
-def _property_names(error: Any) -> Worded:
+def _property_names(error: ValidationError) -> Worded:
     return f"{error.instance!r} is not a reason code", None, _reason_codes(), None
 
 
-def _as_jsonschema_says(error: Any) -> Worded:
+def _as_jsonschema_says(error: ValidationError) -> Worded:
     return error.message, None, None, None
 
 
-_WORDING: dict[str, Callable[[Any], Worded]] = {
+_WORDING: dict[str, Callable[[ValidationError], Worded]] = {
     "required": _required,
     "unevaluatedProperties": _unknown_key,
     "additionalProperties": _unknown_key,
@@ -239,14 +251,14 @@ _WORDING: dict[str, Callable[[Any], Worded]] = {
 """A validator's name -> how its error reads to a manifest's author; any other says what jsonschema says."""
 
 
-def _word(error: Any) -> Worded:
-    return _WORDING.get(error.validator, _as_jsonschema_says)(error)
+def _word(error: ValidationError) -> Worded:
+    return _WORDING.get(str(error.validator), _as_jsonschema_says)(error)
 
 
-def _known_keys(error: Any, instance: Any) -> set[str]:
-    schema = _validator().schema
+def _known_keys(error: ValidationError, instance: object) -> set[str]:
+    schema = _schema()
     if error.validator == "additionalProperties":
-        return set(error.schema.get("properties", {}))
+        return set(error.schema.get("properties", {})) if isinstance(error.schema, Mapping) else set()
     known = set(schema["$defs"]["patch"]["properties"])
     op = instance.get("op") if isinstance(instance, dict) else None
     op_schema = schema["$defs"].get(f"op-{op}")
@@ -255,7 +267,7 @@ def _known_keys(error: Any, instance: Any) -> set[str]:
     return known
 
 
-def _a(kind: Any) -> str:
+def _a(kind: object) -> str:
     names = {
         "string": "a string",
         "boolean": "true or false",
@@ -266,10 +278,10 @@ def _a(kind: Any) -> str:
     }
     if isinstance(kind, list):
         return " or ".join(names.get(k, str(k)) for k in kind)
-    return names.get(kind, str(kind))
+    return names.get(str(kind), str(kind))
 
 
-def _type_name(value: Any) -> str:
+def _type_name(value: object) -> str:
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, str):

@@ -56,7 +56,7 @@ class AddDefinitions(PythonOperation[DefPlan]):
             before=table.get("before"),
         )
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {
             "definitions": [(d.name, canon(d.node)) for d in self.definitions],
             "on_conflict": self.on_conflict.value,

@@ -97,8 +97,8 @@ class AddMethods(PythonOperation[DefPlan]):
         place = Placement.of(self.payload, len(self.class_name.split(".")), target, column)
         return [w for m in self.methods for w in self.payload.string_warnings(m.node, place, f"method {m.name}")]
 
-    def identity(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def identity(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "class": self.class_name,
             "methods": [(m.name, canon(m.node)) for m in self.methods],
             "on_conflict": self.on_conflict.value,

@@ -195,7 +195,7 @@ class Operation(ABC, Generic[State, Plan]):
 
     @classmethod
     @abstractmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Operation[State, Plan]:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> Operation[State, Plan]:
         """Build from a schema-valid table; raise ManifestError via ``ctx.error``."""
 
     @abstractmethod
@@ -223,7 +223,7 @@ class Operation(ABC, Generic[State, Plan]):
         return ()
 
     @abstractmethod
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """Everything the verdict depends on besides the file (for cache keys)."""
 
     def adds(self) -> set[str]:

@@ -25,7 +25,7 @@ import ast
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 from patchkit.operations.digests import canon, digest
 from patchkit.operations.lookup import (
@@ -72,7 +72,7 @@ class CodeState:
     _in_place: bool = field(default=False, repr=False, compare=False)  # ... by an op that edits in place
     _edited_names: set[str] = field(default_factory=set, repr=False, compare=False)  # see def_text()
     _module: list[ScopedStatement] | None = field(default=None, repr=False, compare=False)
-    _derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # see derived()
+    _derived: dict[str, object] = field(default_factory=dict, repr=False, compare=False)  # see derived()
 
     @classmethod
     def parse(cls, path: str, text: str) -> CodeState:

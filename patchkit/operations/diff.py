@@ -285,11 +285,11 @@ class Diff(TextOperation[str]):
     hunks: tuple[Hunk, ...]
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Diff:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> Diff:
         written, sha, hunks = read_diff_payload(table, ctx, "the diff op edits an existing file")
         return cls(source=written, sha256=sha, hunks=hunks)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"diff": self.sha256}
 
     def _verdict(self, text: str) -> tuple[str, list[str], list[int] | Mismatch, list[int] | Mismatch]:

@@ -62,18 +62,18 @@ def _locate(
 # for which definition of a name is the target (code.resolve_scoped).  The
 # analysis reports an ambiguous name before any edit, so here it is a bug.
 
-Step = tuple[int, Any]  # (index in the block, how to enter the sub-block there, or None at the end)
+Step = tuple[int, object]  # (index in the block, how to enter the sub-block there, or None at the end)
 
 
-def _sub_blocks(stmt: cst.BaseStatement) -> list[tuple[Any, Any, list[cst.BaseStatement]]]:
+def _sub_blocks(stmt: cst.BaseStatement) -> list[tuple[object, object, list[cst.BaseStatement]]]:
     """(selector, block key, statements) for the branches of an if / try statement."""
-    out: list[tuple[Any, Any, list[cst.BaseStatement]]] = []
+    out: list[tuple[object, object, list[cst.BaseStatement]]] = []
 
     def block(node: cst.BaseSuite) -> list[cst.BaseStatement] | None:
         return list(node.body) if isinstance(node, cst.IndentedBlock) else None  # one-line suites: not targets
 
     if isinstance(stmt, cst.If):
-        branches: list[tuple[Any, cst.BaseSuite]] = [("body", stmt.body)]
+        branches: list[tuple[object, cst.BaseSuite]] = [("body", stmt.body)]
         if isinstance(stmt.orelse, cst.Else):
             branches.append(("else", stmt.orelse.body))
         for selector, suite in branches:
@@ -83,7 +83,7 @@ def _sub_blocks(stmt: cst.BaseStatement) -> list[tuple[Any, Any, list[cst.BaseSt
         if isinstance(stmt.orelse, cst.If):  # `elif`: the ast sees an `else:` block holding one `if`
             out.append(("elif", ("elif", id(stmt)), [stmt.orelse]))
     elif isinstance(stmt, (cst.Try, cst.TryStar)):
-        suites: list[tuple[Any, cst.BaseSuite]] = [("body", stmt.body)]
+        suites: list[tuple[object, cst.BaseSuite]] = [("body", stmt.body)]
         handlers: Sequence[Any] = stmt.handlers
         suites += [(("handler", k), handler.body) for k, handler in enumerate(handlers)]
         if stmt.orelse is not None:
@@ -117,8 +117,8 @@ def _with_sub_block(stmt: Any, selector: Any, stmts: list[cst.BaseStatement]) ->
 
 
 def _scope_walk(
-    body: Sequence[cst.BaseStatement], key: Any = "top", path: tuple[Step, ...] = ()
-) -> Iterator[tuple[cst.BaseStatement, Any, tuple[Step, ...]]]:
+    body: Sequence[cst.BaseStatement], key: object = "top", path: tuple[Step, ...] = ()
+) -> Iterator[tuple[cst.BaseStatement, object, tuple[Step, ...]]]:
     for index, stmt in enumerate(body):
         yield stmt, key, (*path, (index, None))
         for selector, sub_key, stmts in _sub_blocks(stmt):

@@ -124,7 +124,7 @@ class ScopedHunks(PythonOperation[Plan]):
     hunks: tuple[Hunk, ...]
 
     @classmethod
-    def read_hunks(cls, table: Mapping[str, Any], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
+    def read_hunks(cls, table: Mapping[str, object], ctx: LoadContext, what: str) -> tuple[str, str, tuple[Hunk, ...]]:
         written, sha, hunks = read_diff_payload(table, ctx, f"{cls.op_name} edits {what}")
         for hunk in hunks:
             if hunk.old_start < 1 or not hunk.old:
@@ -158,7 +158,7 @@ class ScopedHunks(PythonOperation[Plan]):
     def graft(self, state: CodeState, plan: Plan) -> tuple[list[ast.stmt], set[int]]:
         """Put the edited region's statements into ``state.tree``; (new statements, ids of their nodes)."""
 
-    def _own_lines(self, state: CodeState, node: ast.stmt, name: str, needs: str) -> Outcome[Any] | None:
+    def _own_lines(self, state: CodeState, node: ast.stmt, name: str, needs: str) -> Outcome[object] | None:
         """The FAIL of a region that is not lines of the file as read: ``node`` (or code in it) was
         spliced in by an earlier patch, or the file ends a line with a bare '\\r'."""
         if any(id(sub) in state.added_by for sub in ast.walk(node)):
@@ -170,7 +170,7 @@ class ScopedHunks(PythonOperation[Plan]):
             )
         return self._text_ok(state, node.lineno)
 
-    def _text_ok(self, state: CodeState, line: int) -> Outcome[Any] | None:
+    def _text_ok(self, state: CodeState, line: int) -> Outcome[object] | None:
         if state.text.count("\r") != state.text.count("\r\n"):
             return Outcome.fail(
                 Reason.UNSUPPORTED_TARGET,
@@ -269,7 +269,7 @@ class NamedHunks(ScopedHunks):
         written, sha, hunks = cls.read_hunks(table, ctx, cls.what)
         return cls(target=table[cls.key], source=written, sha256=sha, hunks=hunks)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {self.key: self.target, "diff": self.sha256}
 
     @property
@@ -297,7 +297,7 @@ class EditFunction(NamedHunks):
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
         return missing_in(self.target, reason, is_class=False)
 
-    def region(self, state: CodeState) -> Region | Outcome[Any]:
+    def region(self, state: CodeState) -> Region | Outcome[object]:
         fn, _owner, missing_class = state.find_function(self.target)
         if fn is None:
             return missing_function(state, self.target, missing_class)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from patchkit.operations.base import LoadContext, Operation, Outcome
 from patchkit.operations.code import CodeState
@@ -59,11 +58,11 @@ class EditImports(ScopedHunks):
     op_name = "edit-imports"
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EditImports:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> EditImports:
         written, sha, hunks = cls.read_hunks(table, ctx, "the import block")
         return cls(source=written, sha256=sha, hunks=hunks)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"imports": True, "diff": self.sha256}
 
     @property

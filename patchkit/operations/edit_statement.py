@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
 
 from patchkit.operations.base import Outcome
 from patchkit.operations.code import CodeState
@@ -83,7 +82,7 @@ class EditStatement(NamedHunks):
             return 'the `if __name__ == "__main__":` block'
         return f"the statement that binds {self.target}"
 
-    def region(self, state: CodeState) -> Region | Outcome[Any]:
+    def region(self, state: CodeState) -> Region | Outcome[object]:
         body = state.tree.body
         index = statement_index(body, self.target)
         if index is None:

@@ -142,8 +142,8 @@ class EnsureImport(PythonOperation[str]):
             new_group=table.get("new_group", False),
         )
 
-    def identity(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"import": self.code, "after": self.after_canon}
+    def identity(self) -> dict[str, object]:
+        out: dict[str, object] = {"import": self.code, "after": self.after_canon}
         if self.before_canon is not None or self.position is not None:
             out.update(before=self.before_canon, position=self.position)
         if self.new_group:

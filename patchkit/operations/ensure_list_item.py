@@ -46,7 +46,7 @@ class EnsureListItem(PythonOperation[None]):
             ctx.error("item", f"{item!r} is not a Python expression ({exc.msg})")
         return cls(target=table["target"], item=item.strip(), item_node=node)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"target": self.target, "item": canon(self.item_node)}
 
     def edits(self) -> set[str]:

@@ -96,7 +96,7 @@ class Insert(PythonOperation[int]):
             other.position,
         )
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {
             "function": self.function,
             "anchor": self.anchor_canon,

@@ -93,8 +93,8 @@ class MoveImport(PythonOperation[Plan]):
             new_group=table.get("new_group", False),
         )
 
-    def identity(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "from": self.source, "to": self.dest}
+    def identity(self) -> dict[str, object]:
+        out: dict[str, object] = {"name": self.name, "from": self.source, "to": self.dest}
         if self.position != "after" or self.after_canon is not None:
             out.update(position=self.position, after=self.after_canon)
         if self.new_group:
@@ -253,7 +253,7 @@ class MoveImport(PythonOperation[Plan]):
                     body.insert(at, edit.grouped_below(new, self.new_group))
         return module.with_changes(body=body)
 
-    def _cst_after_index(self, body: list[Any]) -> int | None:
+    def _cst_after_index(self, body: list[object]) -> int | None:
         return edit_lazy().cst_import_index(body, self.after_canon)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.operations.lookup import (
     AmbiguousTarget,
@@ -138,7 +138,7 @@ class Payload:
     text: str
     tree: ast.Module
     sha256: str
-    _cst: Any = field(default=None, repr=False)
+    _cst: cst.Module | None = field(default=None, repr=False)
 
     def cst_module(self) -> cst.Module:
         # libcst is imported only when something is actually edited: a range

@@ -67,7 +67,7 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
             ctx.error("names", f"lists {', '.join(dupes)} more than once")
         return cls(names=names, expect=expect, class_name=table.get("class"))
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"names": list(self.names), "expect": list(self.expect), "class": self.class_name}
 
     def missing_target(self, reason: Reason) -> tuple[str, str] | None:
@@ -162,7 +162,7 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
     def transform(self, module: cst.Module, outcome: Outcome[tuple[str, ...]]) -> cst.Module:
         edit = edit_lazy()
 
-        def without(body: list[Any]) -> list[Any]:
+        def without(body: list[object]) -> list[object]:
             out = list(body)
             for name in outcome.planned:
                 index = max(i for i, stmt in enumerate(out) if edit.binds(name)(stmt))

@@ -110,7 +110,7 @@ class ReplaceFunction(PythonOperation[None]):
         place = Placement.of(self.payload, len(self.function.split(".")) - 1, target, column)
         return self.payload.string_warnings(self.node, place, f"function {self.function}")
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         return {"function": self.function, "node": canon(self.node), "expect": list(self.expect)}
 
     def own_code(self) -> tuple[str, ...]:
@@ -172,7 +172,7 @@ class ReplaceFunction(PythonOperation[None]):
         )
 
 
-def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome[Any]:
+def function_digest(state: CodeState, qualname: str) -> tuple[str, int] | Outcome[object]:
     """For `patchkit digest`: the digest and line, or the not-found outcome."""
     node, _owner, missing_class = state.find_function(qualname)
     if node is None:

@@ -103,7 +103,7 @@ class PortChange:
     after: str
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "how": self.how.value,
             "commit": self.commit.sha if self.commit else None,
@@ -126,7 +126,7 @@ class PortConflict:
     ours: tuple[str, ...]
     upstream: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "commit": self.commit.sha,
             "subject": self.commit.subject,
@@ -154,7 +154,7 @@ class PatchPort:
     dropped: bool = False
     evidence: Evidence | None = None  # upstream took part of it: measure whether the rest still earns its place
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "patch": self.patch,
             "op": self.op,
@@ -189,7 +189,7 @@ class Evidence:
             f"upstream made {self.made} of its {self.of} changed lines at {self.commit.short} {self.commit.subject!r}"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"commit": self.commit.sha, "made": self.made, "of": self.of, "why": self.why, "command": self.command}
 
 
@@ -221,7 +221,7 @@ class PortPlan:
     def refused(self) -> bool:
         return any(p.required and p.result.status is Status.FAIL for p in self.patches)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 1,
             "command": "port",
@@ -272,13 +272,13 @@ class Workspace:
             target.write_bytes(data)
         return load_manifest(self._mirror(self.path))
 
-    def table(self, patch_id: str) -> tuple[int, dict[str, Any]]:
+    def table(self, patch_id: str) -> tuple[int, dict[str, object]]:
         for index, table in enumerate(self.toml.data["patch"], start=1):
             if table["id"] == patch_id:
                 return index, table
         raise KeyError(patch_id)
 
-    def set(self, patch_id: str, key: str, value: Any) -> None:
+    def set(self, patch_id: str, key: str, value: object) -> None:
         index, _table = self.table(patch_id)
         self.toml.set(index, key, value)
 
@@ -460,7 +460,7 @@ class Porter:
             self._retarget_diff_header(self._table(patch), old, new)
             self._record(patch.id, PortChange(How.MOVED, commit, "file", old, new, "git: file renamed"))
 
-    def _retarget_diff_header(self, table: Mapping[str, Any], old: str, new: str) -> None:
+    def _retarget_diff_header(self, table: Mapping[str, object], old: str, new: str) -> None:
         if table["op"] not in ("edit-function", "edit-statement", "edit-imports", "diff"):
             return
         path = self.work.payload_path(table)
@@ -649,7 +649,7 @@ class Porter:
             raise _Stop(f"{qualname} changed its indentation at {commit.short}: the diff's lines cannot follow")
         return self._merge_hunks(patch, table, commit, qualname, base.raw, theirs.raw, theirs.first)
 
-    def _merge_region(self, patch: Patch, table: dict[str, Any], commit: Commit) -> bool:
+    def _merge_region(self, patch: Patch, table: dict[str, object], commit: Commit) -> bool:
         """edit-imports / edit-statement: the op's own region (the import block, the statement) at the last
         commit where the patch applied and at ``commit``, merged as an edit-function's function is."""
         op = patch.op

@@ -38,7 +38,6 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from patchkit.engine.record import all_records
 from patchkit.errors import PatchkitError
@@ -73,7 +72,7 @@ class TreeFacts:
         written.update(extra or {})
         return cls(root, commit, repo.tree_blobs(commit), repo.object_format, written)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"root": str(self.root), "commit": self.commit, "written": dict(self.written)}
 
 
@@ -92,8 +91,8 @@ class Verdict:
     sha256: str | None = None  # for a data file: its digest when accounted
     processes: tuple[str, ...] = ()  # every loader's ident, one per process whatever it exec()s
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {
             "path": self.path,
             "category": self.category,
             "owner": self.owner,
@@ -136,7 +135,7 @@ class Accounting:
         """Every data file that was read, whatever its category (tree, dist, data, STRAY...)."""
         return tuple(v for v in self.verdicts if v.read)
 
-    def summary_json(self) -> dict[str, Any]:
+    def summary_json(self) -> dict[str, object]:
         """What the run record keeps: counts, every STRAY and every allowed one, the globs, distributions."""
         return {
             "counts": self.counts,
@@ -248,7 +247,7 @@ def _classify(
     seen: list[tuple[ProcessFacts, LoadedFile]],
     tree: TreeFacts | None,
     tree_root: str | None,
-    blobs: Mapping[str, Any],
+    blobs: Mapping[str, object],
     index: SiteIndex,
     checkouts: Checkouts,
     stdlibs: Iterable[str],

@@ -50,14 +50,14 @@ def ranges(labels: Sequence[str]) -> str:
 
 
 def _by_label(proof: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, Any]] = {}
+    out: dict[str, Mapping[str, object]] = {}
     for proc in (proof or {}).get("processes", []):
         if proc.get("init"):
             out.setdefault(str(proc.get("label")), proc)
     return out
 
 
-def _grouped(rows: Mapping[tuple[str, Any, Any], list[str]], what: str) -> list[tuple[str, Any, Any]]:
+def _grouped(rows: Mapping[tuple[str, object, object], list[str]], what: str) -> list[tuple[str, object, object]]:
     return [(f"{what.format(key=key)} in {ranges(labels)}", a, b) for (key, a, b), labels in rows.items()]
 
 
@@ -76,16 +76,16 @@ def state_of(proof: Mapping[str, Any] | None) -> str:
 def proof_changes(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[tuple[str, Any, Any]]:
     """(key, value in A, value in B) for every difference; the ``proof`` row first when a side is not proven;
     only that row when a side has no processes to compare."""
-    out: list[tuple[str, Any, Any]] = []
+    out: list[tuple[str, object, object]] = []
     sa, sb = state_of(a), state_of(b)
     if sa != "proven" or sb != "proven":
         out.append(("proof", sa, sb))
     if not a or not b or "processes" not in a or "processes" not in b:
         return out
     pa, pb = _by_label(a), _by_label(b)
-    env_rows: dict[tuple[str, Any, Any], list[str]] = {}
-    version_rows: dict[tuple[str, Any, Any], list[str]] = {}
-    lib_rows: dict[tuple[str, Any, Any], list[str]] = {}
+    env_rows: dict[tuple[str, object, object], list[str]] = {}
+    version_rows: dict[tuple[str, object, object], list[str]] = {}
+    lib_rows: dict[tuple[str, object, object], list[str]] = {}
     for label in sorted(set(pa) | set(pb)):
         ia = (pa.get(label) or {}).get("init") or [{}]
         ib = (pb.get(label) or {}).get("init") or [{}]
@@ -122,8 +122,8 @@ def _lib(lib: Mapping[str, Any] | None) -> str | None:
     return f"{lib['path']} sha256:{digest[:16]}"
 
 
-def _strays(proof: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _strays(proof: Mapping[str, Any]) -> dict[str, object]:
+    out: dict[str, object] = {}
     for when in ("healthy", "stop"):
         summary = (proof.get("accounting") or {}).get(when) or {}
         for item in [*summary.get("strays", []), *summary.get("allowed", [])]:

@@ -28,9 +28,12 @@ import marshal
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from patchkit.paths import user_cache
+
+if TYPE_CHECKING:
+    from patchkit.proof.dists import Entry
 
 CACHE_VERSION = 3
 _CHUNK = 1 << 20
@@ -57,7 +60,7 @@ class DigestCache:
     def __init__(self, file: Path | None) -> None:
         self.file = file
         self.entries: dict[str, tuple[int, int, int, int, str]] = {}
-        self.records: dict[str, tuple[tuple[int, int, int, int], tuple[Any, ...]]] = {}
+        self.records: dict[str, tuple[tuple[int, int, int, int], tuple[Entry, ...]]] = {}
         self.headers: dict[str, tuple[tuple[int, int, int, int], bytes]] = {}  # .pyc files: their first bytes
         self.dirty = False
         self.hits = 0
@@ -96,14 +99,14 @@ class DigestCache:
             self.dirty = True
         return digest
 
-    def record(self, path: str, st: os.stat_result) -> tuple[Any, ...] | None:
+    def record(self, path: str, st: os.stat_result) -> tuple[Entry, ...] | None:
         """A RECORD file's parsed rows, when the file's stat is what it was when they were parsed."""
         found = self.records.get(path)
         if found is not None and found[0] == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):
             return found[1]
         return None
 
-    def remember_record(self, path: str, st: os.stat_result, entries: tuple[Any, ...]) -> None:
+    def remember_record(self, path: str, st: os.stat_result, entries: tuple[Entry, ...]) -> None:
         if self.file is not None:
             self.records[path] = ((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino), entries)
             self.dirty = True

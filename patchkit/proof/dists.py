@@ -15,7 +15,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 from urllib.parse import unquote, urlparse
 
 # One RECORD line: (absolute normalised path, hash algorithm, digest in RECORD form, size).  A plain tuple: a
@@ -52,7 +52,7 @@ class Distribution:
     def label(self) -> str:
         return f"{self.name} {self.version}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "version": self.version,

@@ -21,7 +21,6 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import psutil
 
@@ -45,7 +44,7 @@ class MappedLibrary:
     def notable(self) -> bool:
         return os.path.basename(self.path).startswith(NOTABLE)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"path": self.path, "size": self.size, "sha256": self.sha256}
 
 

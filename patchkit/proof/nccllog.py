@@ -48,7 +48,7 @@ class NcclProcess:
     version: str | None
     env: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "pid": self.pid,
             "host": self.host,

@@ -51,7 +51,7 @@ class InitCall:
     # secret-looking expected names (HF_TOKEN), compared inside the process: equal | different | unset
     secrets: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "env": dict(self.env),
             "backend": self.backend,
@@ -121,7 +121,7 @@ class ProcessFacts:
     def rank(self) -> int | None:
         return self.inits[-1].rank if self.inits else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "pid": self.pid,
             "ppid": self.ppid,
@@ -226,17 +226,17 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
     )
 
 
-def _int_or_none(value: Any) -> int | None:
+def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _verdicts(item: Any) -> dict[str, str]:
+def _verdicts(item: object) -> dict[str, str]:
     if not isinstance(item, dict):
         return {}
     return {str(k): str(v) for k, v in item.items() if v in ("equal", "different", "unset")}
 
 
-def _bytecode(item: Any) -> BytecodeConfig | None:
+def _bytecode(item: object) -> BytecodeConfig | None:
     if not isinstance(item, dict) or not isinstance(item.get("tag"), str):
         return None  # cache_tag None: an interpreter that writes no bytecode
     prefix = item.get("prefix")

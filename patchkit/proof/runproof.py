@@ -24,7 +24,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from patchkit.proof.account import Accounting, TreeFacts, account
 from patchkit.proof.check import env_reasons, stray_reasons
@@ -116,7 +115,7 @@ def doubts(processes: Iterable[ProcessFacts]) -> list[str]:
     return out
 
 
-def nccl_json(server_log: Path) -> dict[str, Any]:
+def nccl_json(server_log: Path) -> dict[str, object]:
     try:
         with server_log.open(encoding="utf-8", errors="replace") as f:
             found = parse_nccl_log(f)
@@ -128,7 +127,7 @@ def nccl_json(server_log: Path) -> dict[str, Any]:
 
 def _processes_json(
     processes: Iterable[ProcessFacts], libraries: Mapping[LocalKey, Sequence[MappedLibrary]]
-) -> list[Any]:
+) -> list[dict[str, object]]:
     out = []
     processes = list(processes)
     last: dict[str, int] = {}  # what psutil saw mapped is the latest image's, after exec()
@@ -144,7 +143,7 @@ def _processes_json(
     return out
 
 
-def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, probe_dir: Path) -> dict[str, Any]:
+def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, probe_dir: Path) -> dict[str, object]:
     """The record's ``proof``: state, per-process facts, libraries, both accountings, distributions, NCCL lines."""
     last = stop or healthy
     if last is None:
@@ -181,7 +180,7 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
     else:
         state, why = "proven", None
 
-    def summary(proof: Proof | None) -> dict[str, Any] | None:
+    def summary(proof: Proof | None) -> dict[str, object] | None:
         if proof is None:
             return None
         data = proof.accounting.summary_json()

@@ -68,7 +68,7 @@ class Finding:
     owner: str | None  # "NAME VERSION", "NAME from DIR", or None: owned by none
     detail: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "path": self.path, "owner": self.owner, "detail": self.detail}
 
 
@@ -82,7 +82,7 @@ class Editable:
     commit: str | None  # None: not a git checkout
     dirty: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
             "version": self.version,
@@ -115,7 +115,7 @@ class SiteReport:
     def ok(self) -> bool:
         return not self.findings
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "python": self.python,
             "executable": self.executable,
@@ -136,7 +136,7 @@ class SiteReport:
         }
 
 
-def interpreter_sites(python: str) -> dict[str, Any]:
+def interpreter_sites(python: str) -> dict[str, Any]:  # json.loads of what the interpreter printed
     """PY's executable, version, prefix, stdlib and site directories (one short process)."""
     try:
         proc = subprocess.run([python, "-c", SITE_SCRIPT], check=False, capture_output=True, text=True, timeout=60)

@@ -24,7 +24,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*[dmu]?$")
 # Options of the interpreter that take a value (the next word when not attached): they do not end the options.
@@ -55,7 +54,7 @@ class Unprobed:
     def line(self) -> str:
         return f"pid {self.pid} ({' '.join(self.argv) or '?'}) ran without the probe: {self.why}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"pid": self.pid, "argv": list(self.argv), "why": self.why}
 
 

@@ -18,7 +18,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.record import RunRecord
@@ -27,12 +26,12 @@ from patchkit.engine.transaction import atomic_write
 from patchkit.git import Repo
 
 
-def json_text(document: Mapping[str, Any]) -> str:
+def json_text(document: Mapping[str, object]) -> str:
     """The text a verb's ``--json`` prints for ``document`` (``render.print_json``)."""
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
-def runs_document(records: Sequence[RunRecord], store: Path) -> dict[str, Any]:
+def runs_document(records: Sequence[RunRecord], store: Path) -> dict[str, object]:
     """The ``runs --json`` object (docs/json.md "runs --json")."""
     return {"version": 1, "command": "runs", "store": str(store), "runs": [r.summary_json() for r in records]}
 
@@ -43,11 +42,11 @@ class StoredRuns:
 
     path: Path
     records: tuple[RunRecord, ...]
-    bisect: Mapping[str, Any] | None
+    bisect: Mapping[str, object] | None
     # (host, profile, metric) -> {"sigma", "df", ...}: the launch-to-launch spread `patchkit noise` stored
     noise: Mapping[tuple[str, str, str], Noise] = field(default_factory=dict)
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> dict[str, object]:
         return runs_document(self.records, self.path)
 
 
@@ -72,12 +71,12 @@ def latest_bisect_path(store: Path) -> Path:
     return store.with_suffix(".bisect.json")
 
 
-def save_latest_bisect(store: Path, document: Mapping[str, Any]) -> None:
+def save_latest_bisect(store: Path, document: Mapping[str, object]) -> None:
     """Keep ``bisect --json``'s object as the store's latest bisect (written atomically)."""
     atomic_write(latest_bisect_path(store), json_text(document).encode("utf-8"), 0o644)
 
 
-def load_latest_bisect(store: Path) -> dict[str, Any] | None:
+def load_latest_bisect(store: Path) -> dict[str, object] | None:
     """The latest bisect's object, or None when none was kept (or the file is not one: it is only a marker)."""
     try:
         data = json.loads(latest_bisect_path(store).read_text(encoding="utf-8"))

@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from html import escape
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
 
 from patchkit.engine.transaction import atomic_write
 from patchkit.errors import InternalError
@@ -115,12 +114,12 @@ def _plotlyjs_version(path: Path) -> str:
     return found[1] if found else "unknown"
 
 
-def script_json(data: Any) -> str:
+def script_json(data: object) -> str:
     """JSON safe inside a <script> element: '<' only occurs in strings, where \\u003c means the same."""
     return json.dumps(data, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c")
 
 
-def build_page(title: str, index: Mapping[str, Any], documents: Sequence[Document], cache_dir: Path | None) -> bytes:
+def build_page(title: str, index: Mapping[str, object], documents: Sequence[Document], cache_dir: Path | None) -> bytes:
     plotly_version, plotly_packed = plotly_js_packed(cache_dir)
     full_index = {
         **index,

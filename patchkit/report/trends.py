@@ -24,12 +24,40 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from statistics import median
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.bench.stats.spread import Noise
 
 THRESHOLD = 0.05
+
+
+class _Prior(TypedDict):
+    sigma: float
+    df: int
+
+
+class _Level(TypedDict):
+    metric: str
+    profile: str
+    commit: str
+    runs: list[int | None]
+    launches: list[float]
+    median: float
+    noise: _Prior | None
+    interval: dict[str, object] | None
+
+
+class _Pair(TypedDict):
+    metric: str
+    profile: str
+    previous: str
+    commit: str
+    runs_a: list[int | None]
+    runs_b: list[int | None]
+    noise: _Prior | None
+    verdict: dict[str, object] | None
+    _values: NotRequired[tuple[list[float], list[float]]]  # A's and B's launches, until judged
 
 
 def verdicts_document(
@@ -39,7 +67,7 @@ def verdicts_document(
     *,
     noise: Mapping[tuple[str, str, str], Noise] | None = None,
     threshold: float = THRESHOLD,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """``{"version", "threshold", "basis", "levels": [...], "pairs": [...]}``: docs/json.md "report" ("verdicts")."""
     position = {sha: i for i, sha in enumerate(axis)}
     launches: dict[tuple[str, str], dict[str, list[tuple[int | None, float]]]] = {}
@@ -53,12 +81,12 @@ def verdicts_document(
             if value is not None and value > 0:
                 launches.setdefault((metric, r.profile), {}).setdefault(r.commit.sha, []).append((r.run_id, value))
 
-    def prior(metric: str, profile: str, commit: str) -> dict[str, Any] | None:
+    def prior(metric: str, profile: str, commit: str) -> _Prior | None:
         found = (noise or {}).get((hosts[(profile, commit)], profile, metric))
         return None if found is None else {"sigma": found.sigma, "df": found.df}
 
-    levels: list[dict[str, Any]] = []
-    pairs: list[dict[str, Any]] = []
+    levels: list[_Level] = []
+    pairs: list[_Pair] = []
     for (metric, profile), by_commit in launches.items():
         ordered = sorted(by_commit, key=position.__getitem__)
         for commit in ordered:
@@ -95,7 +123,7 @@ def verdicts_document(
     if judgeable or measurable:
         from patchkit.bench.stats.verdict import Noise, judge, level  # scipy: only when a verdict can be reached
 
-        def spread(found: Mapping[str, Any] | None) -> Noise | None:
+        def spread(found: _Prior | None) -> Noise | None:
             return None if found is None else Noise(float(found["sigma"]), int(found["df"]))
 
         for pair in judgeable:

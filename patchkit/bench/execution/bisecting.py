@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from patchkit.bench.execution.cluster import ScheduledRounds, prior_place
 from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor
@@ -130,7 +130,7 @@ class BisectPlan:
             rounds.finish()
         return report
 
-    def document_plan(self) -> dict[str, Any]:
+    def document_plan(self) -> dict[str, object]:
         """``bisect --dry-run --json``'s header: what would be hunted, where, with which prior."""
         return {
             "version": 1,
@@ -149,21 +149,21 @@ class BisectPlan:
             "refused_prior": self.refused_prior,
         }
 
-    def _prior_json(self) -> dict[str, Any] | None:
+    def _prior_json(self) -> dict[str, object] | None:
         prior = self.prior
         if prior is None:
             return None
         return {"sigma": prior.sigma, "df": prior.df, "place": self.place, "measured_at": prior.measured_at,
                 "gpu": prior.gpu, "launches": prior.launches}  # fmt: skip
 
-    def gpu_hygiene(self, report: BisectReport) -> dict[str, Any]:
+    def gpu_hygiene(self, report: BisectReport) -> dict[str, object]:
         """``hygiene.hunt_report`` of the hunt's launches as stored, in the hunt's order: each launch's problems,
         and what differs between GOOD's first launch and any other.  Read from the store, so that Slurm rounds
         read back count too."""
         runs = dict.fromkeys(s.measurement.run for s in report.steps if s.measurement.run is not None)
         return hunt_report([self.session.store.get(run) for run in runs], self.line[0].sha)
 
-    def document(self, report: BisectReport, gpus: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    def document(self, report: BisectReport, gpus: Mapping[str, object] | None = None) -> dict[str, object]:
         """``bisect --json`` (docs/json.md); ``gpus``: ``gpu_hygiene(report)``."""
         return {
             "version": 1,

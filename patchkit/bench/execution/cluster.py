@@ -44,8 +44,8 @@ from patchkit.bench.execution.executor import (
 )
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.session import Session, unstarted_record
-from patchkit.bench.records.record import Outcome, RunRecord
-from patchkit.bench.records.store import Submission
+from patchkit.bench.records.record import ManifestJson, Outcome, RunRecord
+from patchkit.bench.records.store import Submission, SubmissionLabel
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
@@ -55,7 +55,7 @@ EXECUTORS = ("local", "slurm")
 LOG_TAIL = 20
 
 
-def ship(spec: JobSpec) -> dict[str, Any]:
+def ship(spec: JobSpec) -> dict[str, object]:
     """Inside the Slurm job: one launch, as ``bench`` would run it locally, and where it ran.
 
     ``stopped``: what stopped the launch early, if anything (``SIGTERM``: scancel or the end of the job;
@@ -102,7 +102,7 @@ def slurm_stops_the_launch() -> Iterator[list[str]]:
             signal.signal(signum, earlier)
 
 
-def _timed_out(submitits: Any) -> bool:
+def _timed_out(submitits: object) -> bool:
     """Whether the time-limit signal is the time limit, as submitit's own handler decides it (else a
     preemption); a signal no submitit handler awaits is taken as the time limit."""
     check = getattr(getattr(submitits, "__self__", None), "has_timed_out", None)
@@ -210,7 +210,7 @@ def batch_key(command: str, keys: Sequence[str], options: SlurmOptions) -> str:
     return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def label(spec: JobSpec) -> dict[str, Any]:
+def label(spec: JobSpec) -> SubmissionLabel:
     """What a submission row keeps of its spec: enough for `runs --pending` and for a lost job's record."""
     return {
         "commit": spec.commit.sha,
@@ -234,8 +234,8 @@ class Launch:
     vars: Mapping[str, str]
     config: BenchConfig
     run_dir: str
-    manifests: tuple[Mapping[str, Any], ...] = ()
-    guard: Mapping[str, Any] = field(default_factory=dict)
+    manifests: tuple[ManifestJson, ...] = ()
+    guard: Mapping[str, object] = field(default_factory=dict)
     allow_dirty: bool = False
 
     @classmethod
@@ -282,7 +282,7 @@ def record_of(finished: Finished, launch: Launch | None) -> RunRecord:
         logs={
             "slurm_stdout": logs.get("stdout"),
             "slurm_stderr": logs.get("stderr"),
-            "run_dir": finished.label.get("run_dir", launch.run_dir),  # the job's, from its submission
+            "run_dir": str(finished.label.get("run_dir", launch.run_dir)),  # the job's, from its submission (a str)
         },
         executor={"name": "slurm", **slurm, "gpu_ids": []},
     )

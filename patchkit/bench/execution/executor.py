@@ -78,8 +78,9 @@ class Task:
     made, and the label a pending or lost job shows."""
 
     key: str  # stable across re-runs of the same command: what "already submitted" is matched on
-    arg: Any  # the function's one argument (picklable for Slurm)
-    label: Mapping[str, Any] = field(default_factory=dict)  # JSON: what `runs --pending` and a lost job's record show
+    arg: object  # the function's one argument (picklable for Slurm)
+    # JSON: what `runs --pending` and a lost job's record show
+    label: Mapping[str, object] = field(default_factory=dict)
     gpus: int | None = None  # GPUs this launch needs on its node (Slurm: --gpus-per-node)
 
 
@@ -93,7 +94,7 @@ class Finished:
     state: str  # "COMPLETED", "CANCELLED", ... ("LOCAL" in-process)
     reason: str | None = None  # why there is no value
     slurm: Mapping[str, Any] | None = None  # job id, array index, logs, state (Slurm only)
-    label: Mapping[str, Any] = field(default_factory=dict)
+    label: Mapping[str, object] = field(default_factory=dict)
 
 
 class Ledger(Protocol):
@@ -101,7 +102,7 @@ class Ledger(Protocol):
 
     def submissions(self, batch: str) -> list[Submission]: ...
 
-    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None: ...
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, object]]) -> None: ...
 
     def set_submission_state(self, batch: str, key: str, state: str) -> None: ...
 
@@ -189,7 +190,7 @@ class SlurmOptions:
         constraint = self.extra.get("constraint")
         return f"{where},constraint={constraint}" if constraint else where
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "shared_dir": str(self.shared_dir),
             "partition": self.partition,
@@ -313,7 +314,7 @@ class SlurmExecutor:
         import submitit
 
         executor = submitit.SlurmExecutor(folder=self.folder / "%A")
-        params: dict[str, Any] = {
+        params: dict[str, object] = {
             "time": self.options.timeout_min,
             "signal_delay_s": SIGNAL_DELAY_S,
             "array_parallelism": self.options.slots,
@@ -352,7 +353,7 @@ class SlurmExecutor:
         for task in tasks:
             row = known.get(task.key)
             if row is not None and not row.collected:
-                job: Any = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
+                job: object = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
                 watching[task.key] = (job, row.label)
         if watching:
             ids = ", ".join(str(job.job_id) for job, _ in watching.values())
@@ -440,7 +441,7 @@ class SlurmExecutor:
         return Finished(key, value, ended, None, {**facts, "state": ended}, label)
 
     @staticmethod
-    def facts(job: Any, state: str, node: str) -> dict[str, Any]:
+    def facts(job: Any, state: str, node: str) -> dict[str, object]:
         main, _, index = str(job.job_id).partition("_")
         return {
             "job_id": str(job.job_id),
@@ -464,7 +465,7 @@ def raised_reason(text: str) -> str:
     return next((line for line in lines if line), "an error")
 
 
-def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def job_facts(environ: Mapping[str, str] | None = None) -> dict[str, object]:
     """Inside a Slurm job: its id, array index, node and GPUs, as Slurm's environment gives them."""
     env = os.environ if environ is None else environ
     gpus = env.get("SLURM_STEP_GPUS") or env.get("SLURM_JOB_GPUS") or env.get("CUDA_VISIBLE_DEVICES") or ""

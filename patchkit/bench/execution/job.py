@@ -50,21 +50,24 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.execution.probed import probed_env
 from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
 from patchkit.bench.records.metrics import extract
 from patchkit.bench.records.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
-from patchkit.bench.records.record import Outcome, RunRecord, now
+from patchkit.bench.records.record import ManifestJson, Outcome, RunCommands, RunRecord, now
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
-from patchkit.proof.runproof import NOT_PROVEN, proof_json, prove
+from patchkit.proof.runproof import NOT_PROVEN, Proof, proof_json, prove
 from patchkit.proof.unprobed import live_processes
 from patchkit.redact import is_secret, scrub, secret_values
 from patchkit.render import plural
+
+if TYPE_CHECKING:
+    import psutil
 
 LOG_TAIL_LINES = 20
 
@@ -83,8 +86,8 @@ class JobSpec:
     run_dir: Path  # logs and output files of this run; kept
     warmup: int
     repeat: int
-    manifests: tuple[Mapping[str, Any], ...] = ()  # name, digest, results: recorded as given
-    guard: Mapping[str, Any] = field(default_factory=dict)  # the guard report: recorded as given
+    manifests: tuple[ManifestJson, ...] = ()  # name, digest, results: recorded as given
+    guard: Mapping[str, object] = field(default_factory=dict)  # the guard report: recorded as given
     guard_env: Mapping[str, str] = field(default_factory=dict)  # variables the guard adds
     expected_version: str | None = None  # what scm_version_file holds in this tree
     allow_dirty: bool = False  # recorded: the guard was told to allow changes outside patchkit's edits
@@ -171,7 +174,7 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
     return tuple(f"  | {line}" for line in text.splitlines()[-lines:])
 
 
-def _tree(pid: int) -> list[Any]:
+def _tree(pid: int) -> list[psutil.Process]:
     import psutil
 
     try:
@@ -199,7 +202,7 @@ def _group_members(pgid: int) -> list[int]:
 Member = tuple[int, float]  # a process of the server's tree: (pid, psutil's create time), its identity here
 
 
-def _members(procs: Iterable[Any]) -> set[Member]:
+def _members(procs: Iterable[psutil.Process]) -> set[Member]:
     """``_tree``'s processes as identities: a pid alone could be reused by another process before the stop."""
     import psutil
 
@@ -324,7 +327,7 @@ def _ansi_c(word: str) -> str:
 # -- the job ------------------------------------------------------------------------
 
 
-def version_problem(spec: JobSpec, info: Mapping[str, Any] | None) -> str | None:
+def version_problem(spec: JobSpec, info: Mapping[str, object] | None) -> str | None:
     config = spec.config
     if config.version_file is None and spec.expected_version is None:
         return None
@@ -383,11 +386,11 @@ class _JobState:
     server_log: Path
     env: dict[str, str] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)  # placeholders: vars, tree, python
-    commands: dict[str, Any] = field(default_factory=dict)
-    interpreter: dict[str, Any] | None = None
-    torch: dict[str, Any] | None = None
-    gpus: list[dict[str, Any]] | None = None
-    server_info: dict[str, Any] | None = None
+    commands: RunCommands = field(default_factory=RunCommands)
+    interpreter: dict[str, object] | None = None
+    torch: dict[str, object] | None = None
+    gpus: list[dict[str, object]] | None = None
+    server_info: dict[str, object] | None = None
     samples: dict[str, list[float | None]] = field(default_factory=dict)
     missing: list[dict[str, Any]] = field(default_factory=list)
     clients: list[dict[str, str]] = field(default_factory=list)
@@ -396,9 +399,9 @@ class _JobState:
     known: set[Member] = field(default_factory=set)  # processes seen in the server's tree (pid, create time)
     log_fh: IO[bytes] | None = None
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
-    proof_healthy: Any = None  # patchkit.proof.runproof.Proof, read once healthy
+    proof_healthy: Proof | None = None  # read once healthy
     proof: dict[str, Any] | None = None  # the record's "proof"
-    gpu_hygiene: dict[str, Any] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
+    gpu_hygiene: dict[str, object] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
 
 
 def run_job(spec: JobSpec, progress: Progress | None = None, *, base_env: Mapping[str, str] | None = None) -> RunRecord:
@@ -576,7 +579,7 @@ def _server_env(spec: JobSpec, state: _JobState) -> dict[str, str]:
     return probed_env(state.env, state.probe_dir, required_env(spec, state.env))
 
 
-def _prove(spec: JobSpec, state: _JobState, when: str) -> Any:
+def _prove(spec: JobSpec, state: _JobState, when: str) -> Proof:
     assert state.probe_dir is not None
     live = live_processes(state.proc.pid) if when == "healthy" and state.proc is not None else []
     return prove(
@@ -626,7 +629,7 @@ def _prove_at_stop(
     return outcome, reason, details
 
 
-def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, Any]:
+def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, object]:
     if not spec.config.probe:
         return {"state": NOT_PROVEN, "reason": "[bench].probe = false"}
     return state.proof or {"state": NOT_PROVEN, "reason": "no server process ran"}

@@ -34,7 +34,7 @@ from typing import Any
 
 from patchkit import paths
 from patchkit.bench.execution.job import bench_env, bench_python
-from patchkit.bench.records.record import patch_state
+from patchkit.bench.records.record import ManifestJson, PatchStateJson, patch_state
 from patchkit.engine.apply import ApplyReport, apply_worktree
 from patchkit.engine.check import check_range
 from patchkit.engine.commit_apply import apply_at_commit
@@ -58,18 +58,18 @@ class Prepared:
     reports: tuple[ApplyReport, ...]
     refused: bool
     reasons: tuple[str, ...]  # why it is refused: patch, status, reason, message
-    guard: dict[str, Any]
+    guard: dict[str, Any]  # the guard's JSON report, read back by key (refusal)
     guard_env: dict[str, str]
     version: str | None  # what scm_version_file holds
 
-    def manifests_json(self) -> list[dict[str, Any]]:
+    def manifests_json(self) -> list[ManifestJson]:
         """Per manifest, per patch: what apply did (status, reason) and the state that gives the tree
         (``patch_state``), with the patch's payload digest (its operation's fingerprint: every input
         of the code it writes), so that compare can tell which patched code ran."""
-        out = []
+        out: list[ManifestJson] = []
         for report in self.reports:
             fingerprints = {p.id: p.op.fingerprint for p in report.manifest.patches}
-            results = []
+            results: list[PatchStateJson] = []
             for x in report.results:
                 reason = x.reason.value if x.reason else None
                 results.append(
@@ -201,7 +201,7 @@ def guard_tree(
     env: Mapping[str, str] | None = None,
     allow_dirty: bool = False,
     generated: Sequence[str] = (),
-) -> tuple[dict[str, Any], list[str]]:
+) -> tuple[dict[str, object], list[str]]:
     """The guard step: (report to store, problems that refuse the run).
 
     ``patchkit.guard.evaluate_guard`` per manifest, as ``patchkit guard -m M``

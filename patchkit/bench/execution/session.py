@@ -20,13 +20,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 from patchkit import paths
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.prepare import Prepared, prepare_commit, worktree_root
 from patchkit.bench.records.provenance import host_facts
-from patchkit.bench.records.record import Outcome, RunRecord, now
+from patchkit.bench.records.record import ManifestJson, Outcome, PatchStateJson, RunLogs, RunRecord, now
 from patchkit.bench.records.store import Store, default_path
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
@@ -225,9 +224,7 @@ class Session:
 LEFT_OUT = "left out (bench --without)"  # the state of the patch a without side's tree lacks
 
 
-def left_out(
-    manifests: tuple[Mapping[str, Any], ...], without: Mapping[str, str] | None
-) -> tuple[Mapping[str, Any], ...]:
+def left_out(manifests: tuple[ManifestJson, ...], without: Mapping[str, str] | None) -> tuple[ManifestJson, ...]:
     """The records' patch states with the patch ``bench --without`` left out named in its manifest: so that
     ``compare`` and ``show`` say that patch was absent on purpose, not that it failed or vanished."""
     if without is None:
@@ -235,7 +232,13 @@ def left_out(
     out = []
     for manifest in manifests:
         if manifest.get("name") == without["manifest"]:
-            entry = {"patch": without["patch"], "status": None, "reason": None, "state": LEFT_OUT, "payload": None}
+            entry: PatchStateJson = {
+                "patch": without["patch"],
+                "status": None,
+                "reason": None,
+                "state": LEFT_OUT,
+                "payload": None,
+            }
             manifest = {**manifest, "results": [*manifest.get("results", ()), entry]}
         out.append(manifest)
     return tuple(out)
@@ -283,14 +286,14 @@ def unstarted_record(
     reason: str,
     details: tuple[str, ...],
     values: Mapping[str, str],
-    manifests: tuple[Mapping[str, Any], ...],
-    guard: Mapping[str, Any],
+    manifests: tuple[ManifestJson, ...],
+    guard: Mapping[str, object],
     config: BenchConfig,
     *,
     allow_dirty: bool = False,
-    host: Mapping[str, Any] | None = None,
-    logs: Mapping[str, Any] | None = None,
-    executor: Mapping[str, Any] | None = None,
+    host: Mapping[str, object] | None = None,
+    logs: RunLogs | None = None,
+    executor: Mapping[str, object] | None = None,
 ) -> RunRecord:
     """A record of a launch that measured nothing here: refused before starting, or (Slurm) a job that
     ended without sending its record back."""

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from patchkit.bench.records.hygiene import APPS_FIELDS, EXTRA_FIELDS, snapshot_from
 from patchkit.bench.records.provenance import run_quiet
 
 
-def snapshot(base: Sequence[Mapping[str, Any]] | None, timeout: float = 20.0) -> dict[str, Any] | None:
+def snapshot(base: Sequence[Mapping[str, object]] | None, timeout: float = 20.0) -> dict[str, object] | None:
     """Ask nvidia-smi now (None without it, or when its base query gave nothing)."""
     exe = shutil.which("nvidia-smi")
     if exe is None or base is None:

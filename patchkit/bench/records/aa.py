@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from patchkit.bench.records.compare import launch_values
 from patchkit.bench.records.record import Outcome, RunRecord
@@ -28,7 +28,31 @@ from patchkit.bench.records.store import Store
 from patchkit.bench.stats.verdict import Call, gpu_label, judge, noise_of, outliers
 
 
-def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[str, Any]]:
+class AaRow(TypedDict):
+    """One metric's row of the A/A report (``noise --json``'s ``profiles[].metrics[]``)."""
+
+    metric: str
+    launches: int
+    values: list[float]
+    outliers: list[int]
+    median: float | None
+    sigma: float | None
+    df: int | None
+    aa: dict[str, object]
+    stored: bool
+    why: str
+    plan: NotRequired[dict[str, object] | None]  # noise: the hunt this spread plans, added by the command
+
+
+class ProfileNoise(TypedDict):
+    """One profile's A/A report (``keep_priors``)."""
+
+    profile: str
+    host: str
+    metrics: list[AaRow]
+
+
+def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[AaRow]:
     """Per metric: the launch values, their spread, and the odd-against-even A/A verdict."""
     names = list(dict.fromkeys(name for r in launches for name in r.samples))
     rows = []
@@ -38,7 +62,7 @@ def aa_report(launches: Sequence[RunRecord], *, threshold: float) -> list[dict[s
         flagged = outliers(values)
         odd, even = values[0::2], values[1::2]
         aa = judge(odd, even, threshold=threshold, confidence=0.99, noise=None)
-        row: dict[str, Any] = {
+        row: AaRow = {
             "metric": name,
             "launches": len(values),
             "values": list(values),
@@ -71,7 +95,7 @@ def keep_priors(
     commit: str,
     series: str,
     interrupted: bool,
-) -> dict[str, Any]:
+) -> ProfileNoise:
     """One profile's A/A report (``noise --json``'s ``profiles[]``), each spread that passed the check stored
     as the prior of ``place`` (``cluster.prior_place``), profile and metric, unless the run was interrupted."""
     report = aa_report(records, threshold=threshold)
@@ -79,6 +103,7 @@ def keep_priors(
     gpu = gpus.pop() if len(gpus) == 1 else None  # launches on mixed GPUs: not one GPU's prior
     for row in report:
         if row["stored"] and not interrupted:
+            assert row["sigma"] is not None and row["df"] is not None  # stored: the spread was measured
             store.add_noise(
                 host=place,
                 profile=profile,

@@ -27,9 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from patchkit.bench.records.record import Outcome, PatchState, RunRecord, patch_state
+from patchkit.bench.records.record import Outcome, PatchState, PatchStateJson, RunRecord, patch_state
 from patchkit.bench.stats.delta import Between, Difference, MetricDelta, differences
 from patchkit.bench.stats.verdict import Noise, judge
 from patchkit.errors import UsageError
@@ -46,7 +45,7 @@ class PatchChange:
     a: str | None  # its state in run A: "applied sha256:...", "provided upstream", "not applied ..."; None: absent
     b: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"manifest": self.manifest, "patch": self.patch, "a": self.a, "b": self.b}
 
 
@@ -84,7 +83,7 @@ class Comparison:
             "proof": self.proof,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "version": 2,
             "command": "compare",
@@ -162,10 +161,10 @@ def metric_deltas(a: RunRecord, b: RunRecord) -> list[MetricDelta]:
     sa, sb = a.stats(), b.stats()
     rows = []
     for name in dict.fromkeys([*sa, *sb]):
-        x, y = sa.get(name, {}), sb.get(name, {})
-        ma, mb = x.get("median"), y.get("median")
+        x, y = sa.get(name), sb.get(name)
+        ma, mb = None if x is None else x["median"], None if y is None else y["median"]
         ratio = mb / ma if ma and mb is not None else None
-        rows.append(MetricDelta(name, x or None, y or None, ratio))
+        rows.append(MetricDelta(name, x, y, ratio))
     return rows
 
 
@@ -216,7 +215,7 @@ def _pooled(launches: Sequence[RunRecord]) -> RunRecord:
     return replace(usable[-1], samples={k: tuple(v) for k, v in samples.items()})
 
 
-def state_of(result: Mapping[str, Any]) -> str:
+def state_of(result: PatchStateJson) -> str:
     """A patch's state in a run (``RunRecord.manifests`` results): its ``state`` (older records: derived
     from status and reason), with the first 12 hex digits of its payload digest when applied."""
     state = result.get("state")

@@ -32,9 +32,12 @@ limit, locked clocks, ...).  ``bench``, ``compare``, ``bisect`` and ``show`` pri
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.records.provenance import parse_query_csv
+
+if TYPE_CHECKING:
+    from patchkit.bench.records.record import RunRecord
 
 EXTRA_FIELDS = (
     "index",
@@ -69,7 +72,7 @@ TEMPERATURE_GAP = 15  # degrees C between the sides' starts that is worth a warn
 NO_GPU_FACTS = "no GPU facts (no nvidia-smi answered): clocks, power, ECC and other GPU processes were not checked"
 
 
-def _number(value: Any) -> int | float | None:
+def _number(value: object) -> int | float | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     try:
@@ -80,7 +83,7 @@ def _number(value: Any) -> int | float | None:
     return int(number) if number.is_integer() else number
 
 
-def parse_apps(text: str) -> list[dict[str, Any]]:
+def parse_apps(text: str) -> list[dict[str, object]]:
     """Rows of ``nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv``."""
     out = []
     for row in parse_query_csv(text):
@@ -91,7 +94,7 @@ def parse_apps(text: str) -> list[dict[str, Any]]:
     return out
 
 
-def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps_csv: str | None) -> dict[str, Any]:
+def snapshot_from(base: Sequence[Mapping[str, Any]], extra_csv: str | None, apps_csv: str | None) -> dict[str, object]:
     """One moment's hygiene from nvidia-smi's answers: ``base`` (the parsed base query, ``provenance.gpu_facts``),
     the extra query's CSV and the compute processes' CSV (None: that query failed)."""
     extra = {}
@@ -184,13 +187,13 @@ def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> lis
     return out
 
 
-def _show(value: Any) -> str:
+def _show(value: object) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
 
 
-def side_warnings(records: Iterable[Any]) -> list[str]:
+def side_warnings(records: Iterable[RunRecord]) -> list[str]:
     """Each launch's problems, as ``run N: ...`` lines (``records``: RunRecords)."""
     out = []
     for record in records:
@@ -199,38 +202,43 @@ def side_warnings(records: Iterable[Any]) -> list[str]:
     return out
 
 
-def _facts(records: Sequence[Any]) -> bool:
+def _facts(records: Sequence[RunRecord]) -> bool:
     """False when no launch that started a server had nvidia-smi's answers ("no GPU facts", said once)."""
     ran = [r for r in records if r.commands.get("server")]
     return any(r.gpus is not None for r in ran) or not ran
 
 
-def hunt_report(records: Sequence[Any], good: str) -> dict[str, Any]:
+def hunt_report(records: Sequence[RunRecord], good: str) -> dict[str, object]:
     """What bisect says of its launches' GPUs: ``facts`` and ``problems`` as ``report``; ``differences``: every
     other launch against GOOD's first (A), each difference once with the runs that show it.  A hunt runs for hours
     and compares every commit's level with GOOD's: clocks locked half-way through, or a Slurm node set up unlike
     GOOD's, moves the boundary whichever commit's launch it hit, so no launch is left out."""
-    out: dict[str, Any] = {"facts": _facts(records), "problems": side_warnings(records), "differences": []}
+    differences_seen: list[str] = []
+    out: dict[str, object] = {
+        "facts": _facts(records),
+        "problems": side_warnings(records),
+        "differences": differences_seen,
+    }
     base = next((r for r in records if r.commit.sha == good and r.gpu_hygiene is not None), None)
     if base is None:
         return out
-    shown: dict[str, list[Any]] = {}
+    shown: dict[str, list[int | None]] = {}
     for record in records:
         if record is not base and record.gpu_hygiene is not None:
             for line in differences(base.gpu_hygiene, record.gpu_hygiene):
                 shown.setdefault(line, []).append(record.run_id)
     for line, runs in shown.items():
         which = f"run {runs[0]}" if len(runs) == 1 else f"runs {', '.join(map(str, runs))}"
-        out["differences"].append(f"GOOD {base.commit.short} run {base.run_id} (A) vs {which} (B): {line}")
+        differences_seen.append(f"GOOD {base.commit.short} run {base.run_id} (A) vs {which} (B): {line}")
     return out
 
 
-def report(records: Sequence[Any]) -> dict[str, Any]:
+def report(records: Sequence[RunRecord]) -> dict[str, object]:
     """What bench says of its launches' GPUs: ``facts`` (False: no launch that started a server had nvidia-smi's
     answers: "no GPU facts", said once), each launch's ``problems``, and the ``differences`` between each commit's
     first launch and the first commit's."""
     facts = _facts(records)
-    firsts: dict[str, Any] = {}
+    firsts: dict[str, RunRecord] = {}
     for record in records:
         if record.gpu_hygiene is not None:
             firsts.setdefault(record.commit.sha, record)

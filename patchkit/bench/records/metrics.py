@@ -12,8 +12,8 @@ import re
 import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
+from patchkit.bench.stats.delta import Summary
 from patchkit.manifest.bench import Metric
 
 _AGGREGATE: dict[str, Callable[[list[float]], float]] = {
@@ -27,7 +27,7 @@ _AGGREGATE: dict[str, Callable[[list[float]], float]] = {
 }
 
 
-def last_json_line(path: Path) -> dict[str, Any] | None:
+def last_json_line(path: Path) -> dict[str, object] | None:
     """The last line of a JSONL file that parses as a JSON object, or None."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -46,10 +46,10 @@ def last_json_line(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _lookup(data: dict[str, Any], key: str) -> Any:
+def _lookup(data: dict[str, object], key: str) -> object:
     if key in data:
         return data[key]
-    node: Any = data
+    node: object = data
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
             return None
@@ -81,7 +81,7 @@ def extract(metric: Metric, *, stdout: str, output: Path, server_log: str) -> fl
     return float(_AGGREGATE[metric.aggregate](values))
 
 
-def summary(samples: Sequence[float | None]) -> dict[str, Any]:
+def summary(samples: Sequence[float | None]) -> Summary:
     """median, min, max and counts over the present samples (None where there are none)."""
     present = [s for s in samples if s is not None]
     if not present:

@@ -98,7 +98,7 @@ def _number(text: str) -> int | float | None:
     return int(number) if number.is_integer() and "." not in value else number
 
 
-def parse_query_csv(text: str) -> list[dict[str, Any]]:
+def parse_query_csv(text: str) -> list[dict[str, object]]:
     """Rows of ``nvidia-smi --query-gpu=... --format=csv`` (with its header line), one dict per GPU."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
@@ -109,7 +109,7 @@ def parse_query_csv(text: str) -> list[dict[str, Any]]:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(header):
             continue
-        gpu: dict[str, Any] = {}
+        gpu: dict[str, object] = {}
         for name, cell in zip(header, cells, strict=True):
             key = _COLUMNS.get(name, name)
             if cell in ("[N/A]", "N/A", "[Not Supported]", ""):
@@ -122,7 +122,7 @@ def parse_query_csv(text: str) -> list[dict[str, Any]]:
     return gpus
 
 
-def gpu_facts(timeout: float = 20.0) -> list[dict[str, Any]] | None:
+def gpu_facts(timeout: float = 20.0) -> list[dict[str, object]] | None:
     """GPU facts from nvidia-smi, or None where there is no nvidia-smi (or it fails)."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
@@ -150,7 +150,7 @@ def run_quiet(
     return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
 
-def host_facts() -> dict[str, Any]:
+def host_facts() -> dict[str, object]:
     return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine()}
 
 
@@ -187,7 +187,7 @@ else:
 
 def probe_json(
     python: str, code: str, env: Mapping[str, str], cwd: str, timeout: float, args: Sequence[str] = ()
-) -> Any:
+) -> Any:  # json.loads of what the probe printed
     """The JSON value a ``python -c code args...`` probe prints last, or None."""
     out = run_quiet([python, "-c", code, *args], timeout=timeout, env=env, cwd=cwd)
     try:
@@ -196,13 +196,13 @@ def probe_json(
         return None
 
 
-def interpreter_facts(python: str, env: Mapping[str, str], cwd: str, timeout: float = 60.0) -> dict[str, Any] | None:
+def interpreter_facts(python: str, env: Mapping[str, str], cwd: str, timeout: float = 60.0) -> dict[str, object] | None:
     """sys.version, the executable and PACKAGES' versions, as the bench interpreter sees them."""
-    result: dict[str, Any] | None = probe_json(python, _PACKAGE_PROBE % (PACKAGES,), env, cwd, timeout)
+    result: dict[str, object] | None = probe_json(python, _PACKAGE_PROBE % (PACKAGES,), env, cwd, timeout)
     return result
 
 
-def torch_facts(python: str, env: Mapping[str, str], cwd: str, timeout: float = 120.0) -> dict[str, Any] | None:
+def torch_facts(python: str, env: Mapping[str, str], cwd: str, timeout: float = 120.0) -> dict[str, object] | None:
     """torch, CUDA, cuDNN and NCCL versions as torch reports them; None without torch."""
-    result: dict[str, Any] | None = probe_json(python, _TORCH_PROBE, env, cwd, timeout)
+    result: dict[str, object] | None = probe_json(python, _TORCH_PROBE, env, cwd, timeout)
     return result

@@ -23,11 +23,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from patchkit.bench.records.metrics import summary
+from patchkit.bench.stats.delta import Summary
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.git import Commit
+from patchkit.manifest.bench import MetricJson
 from patchkit.redact import redact_env, scrub, secret_values
 from patchkit.results import Reason, Status
 
@@ -71,7 +73,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-def commit_to_json(commit: Commit) -> dict[str, Any]:
+def commit_to_json(commit: Commit) -> dict[str, object]:
     """A commit as records store it: ``sha``, ``subject``, ``date`` (as before), ``author``, ``parents``."""
     return {
         "sha": commit.sha,
@@ -99,6 +101,57 @@ AS_STORED = (
 )  # fmt: skip
 
 
+class RunCommands(TypedDict, total=False):
+    """The commands a launch ran, rendered (secrets scrubbed); empty when it never got to start a server."""
+
+    server: list[str]
+    health: str
+    server_info: str | None
+    client: list[list[str]]  # warm-ups first, then the measured runs
+    cwd: str
+
+
+class RunLogs(TypedDict, total=False):
+    """Where a launch's logs lie: the run directory, the server's log and each client run's (in process); the
+    Slurm job's stdout and stderr (a job that ended without a result)."""
+
+    run_dir: str
+    server: str
+    clients: list[dict[str, str]]
+    env_checked_pids: list[int]
+    slurm_stdout: str | None
+    slurm_stderr: str | None
+
+
+class PatchStateJson(TypedDict, total=False):
+    """One patch's result in a run's manifest (older records: status and reason, without state)."""
+
+    patch: str
+    status: str | None
+    reason: str | None
+    state: str
+    payload: str | None
+
+
+class ManifestJson(TypedDict, total=False):
+    """A manifest as a run applied it: its name, digest and each patch's result."""
+
+    name: str
+    digest: str
+    results: list[PatchStateJson]
+
+
+class RunIdent(TypedDict):
+    """What names a run in tables and JSON (``RunRecord.ident``)."""
+
+    run: int | None
+    commit: str
+    subject: str
+    profile: str
+    outcome: str
+    without: dict[str, str] | None
+
+
 @dataclass(frozen=True)
 class RunRecord:
     """Everything one server launch of a commit with a profile leaves behind: its outcome, the metric samples, and the
@@ -111,28 +164,28 @@ class RunRecord:
     started_at: str
     finished_at: str
     vars: Mapping[str, str]
-    commands: Mapping[str, Any]
+    commands: RunCommands
     env: Mapping[str, str]  # redacted (see the module docstring)
-    manifests: tuple[Mapping[str, Any], ...]
-    guard: Mapping[str, Any]
-    host: Mapping[str, Any]
-    interpreter: Mapping[str, Any] | None
-    torch: Mapping[str, Any] | None
-    gpus: tuple[Mapping[str, Any], ...] | None
-    server_info: Mapping[str, Any] | None
+    manifests: tuple[ManifestJson, ...]
+    guard: Mapping[str, object]
+    host: Mapping[str, object]
+    interpreter: Mapping[str, object] | None
+    torch: Mapping[str, object] | None
+    gpus: tuple[Mapping[str, object], ...] | None
+    server_info: Mapping[str, object] | None
     samples: Mapping[str, tuple[float | None, ...]]
-    missing: tuple[Mapping[str, Any], ...]  # {"metric", "run", "log"}
-    logs: Mapping[str, Any]
+    missing: tuple[Mapping[str, object], ...]  # {"metric", "run", "log"}
+    logs: RunLogs
     details: tuple[str, ...] = ()  # log tails, offending pids: what explains the outcome
-    metrics: tuple[Mapping[str, Any], ...] = ()  # the [[bench.metric]] tables the samples were read with
+    metrics: tuple[MetricJson, ...] = ()  # the [[bench.metric]] tables the samples were read with
     run_id: int | None = None
     allow_dirty: bool = False  # --allow-dirty: the guard's clean check was not asked for
-    executor: Mapping[str, Any] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
+    executor: Mapping[str, object] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
     proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
     # nvidia-smi at the start and end of the launch (bench/hygiene.py): {"start", "end"}; None: no nvidia-smi
-    gpu_hygiene: Mapping[str, Any] | None = None
+    gpu_hygiene: Mapping[str, object] | None = None
     # bench --without: the patch left out of this launch's tree, {"manifest", "patch"}; None: every patch given
     without: Mapping[str, str] | None = None
 
@@ -148,7 +201,7 @@ class RunRecord:
     def with_run_id(self, run_id: int) -> RunRecord:
         return replace(self, run_id=run_id)
 
-    def ident(self) -> dict[str, Any]:
+    def ident(self) -> RunIdent:
         """What names a run in tables and JSON: run number, commit, subject, profile, outcome."""
         return {
             "run": self.run_id,
@@ -171,18 +224,19 @@ class RunRecord:
         state = (self.proof or {}).get("state")
         return str(state) if state is not None else None
 
-    def stats(self) -> dict[str, dict[str, Any]]:
+    def stats(self) -> dict[str, Summary]:
         return {name: summary(values) for name, values in self.samples.items()}
 
     def median(self, metric: str) -> float | None:
-        value = self.stats().get(metric, {}).get("median")
+        stats = self.stats().get(metric)
+        value = None if stats is None else stats["median"]
         return None if value is None else float(value)
 
     def has_data(self) -> bool:
         """Whether any metric has a measured value (a refused or early-failed run has none)."""
         return any(v is not None for values in self.samples.values() for v in values)
 
-    def summary_json(self) -> dict[str, Any]:
+    def summary_json(self) -> dict[str, object]:
         """The short form ``runs --json`` lists (and the report reads): ident, reason, when, where, stats."""
         return {
             **self.ident(),
@@ -195,13 +249,19 @@ class RunRecord:
         }
 
     @property
+    def hostname(self) -> str | None:
+        """The host the launch ran on, as ``host_facts`` recorded it (None: not recorded)."""
+        name = self.host.get("hostname")
+        return name if isinstance(name, str) else None
+
+    @property
     def place(self) -> str:
         """The key of the noise prior of this run's launches (``patchkit noise``): the host, for a run in this
         process; for a Slurm job, the partition and constraint it was submitted to (``executor.place``), since
         launches land on any node there.  A Slurm record older than that key gives its node."""
         return str((self.executor or {}).get("place") or self.host.get("hostname", ""))
 
-    def executor_summary(self) -> dict[str, Any] | None:
+    def executor_summary(self) -> dict[str, object] | None:
         """Where a scheduled run ran (Slurm job id, array index, node, GPUs); None for an in-process run."""
         job = self.executor
         if not job:
@@ -209,7 +269,7 @@ class RunRecord:
         keys = ("name", "job_id", "array_index", "node", "gpu_ids", "state")
         return {key: job.get(key) for key in keys}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "run": self.run_id,
             "commit": commit_to_json(self.commit),

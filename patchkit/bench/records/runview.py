@@ -54,10 +54,10 @@ class RunView:
     the same for the terminal and for ``show --json``."""
 
     run: int
-    header: Mapping[str, Any]
-    sections: Mapping[str, Any]  # name -> that section's data, only the sections asked for
+    header: Mapping[str, object]
+    sections: Mapping[str, dict[str, object]]  # name -> that section's data, only the sections asked for
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"run": self.run, "header": dict(self.header), **{k: self.sections[k] for k in self.sections}}
 
 
@@ -79,7 +79,7 @@ def _proof(record: RunRecord) -> Mapping[str, Any]:
     return record.proof or {}
 
 
-def header_section(record: RunRecord) -> dict[str, Any]:
+def header_section(record: RunRecord) -> dict[str, object]:
     """What the run was and how far to trust it: commit, profile, outcome, patch states, versions, the proof."""
     proof = record.proof
     patches = []
@@ -146,10 +146,10 @@ def _role(process: Mapping[str, Any], pids: set[tuple[Any, Any]], host: str | No
     return "server" if (host, process.get("ppid")) not in pids else "child"
 
 
-def processes_section(record: RunRecord) -> dict[str, Any]:
+def processes_section(record: RunRecord) -> dict[str, object]:
     """Every process the probe saw, in pid order, and every process of the server's tree that it did not see."""
     proof = _proof(record)
-    host = record.host.get("hostname")
+    host = record.hostname
     probed = []
     processes = list(proof.get("processes") or ())
     pids = {(p.get("host") or host, p.get("pid")) for p in processes}  # a parent is one of its own host's
@@ -184,7 +184,7 @@ def processes_section(record: RunRecord) -> dict[str, Any]:
     return {"probed": probed, "unprobed": unprobed, "recorded": record.proof is not None and "processes" in proof}
 
 
-def files_section(record: RunRecord) -> dict[str, Any]:
+def files_section(record: RunRecord) -> dict[str, object]:
     """The files that ran, counted by class (at stop, else once healthy), and each STRAY and allowed one by path."""
     proof = _proof(record)
     accounting = proof.get("accounting") or {}
@@ -218,7 +218,7 @@ def _recorded_name(name: str) -> bool:
     return name.startswith(PROBE_FAMILIES)
 
 
-def env_section(record: RunRecord) -> dict[str, Any]:
+def env_section(record: RunRecord) -> dict[str, object]:
     """The effective environment per rank, against the launch's, one row per variable.
 
     A column is a rank's environment at ``init_process_group`` (its last call);
@@ -227,7 +227,7 @@ def env_section(record: RunRecord) -> dict[str, Any]:
     the probe records (its families): one the launch passed and a rank lacks is
     a difference too.  ``None`` is unset."""
     proof = _proof(record)
-    columns: list[dict[str, Any]] = []
+    columns: list[dict[str, Any]] = []  # a rank's pid, role, rank and env, read back to sort and compare
     for process in proof.get("processes") or ():
         inits = process.get("init") or ()
         if inits:
@@ -283,10 +283,10 @@ def _without_probe(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def nccl_section(record: RunRecord) -> dict[str, Any]:
+def nccl_section(record: RunRecord) -> dict[str, object]:
     """NCCL's own lines per process (version, devices, each variable it read) and the NCCL/CUDA libraries mapped."""
     proof = _proof(record)
-    host = record.host.get("hostname")
+    host = record.hostname
     # a line's process is (host as NCCL prints it, pid): another host's pid 1234 is never named by this one's
     roles = {(nccl_host(p.get("host") or host), p.get("pid")): p.get("label") for p in proof.get("processes") or ()}
     lines = []
@@ -303,7 +303,7 @@ def nccl_section(record: RunRecord) -> dict[str, Any]:
     return {"log": lines, "libraries": libraries, "torch_nccl": torch.get("nccl")}
 
 
-def gpus_section(record: RunRecord) -> dict[str, Any]:
+def gpus_section(record: RunRecord) -> dict[str, object]:
     """nvidia-smi's facts as stored (None: no nvidia-smi, or it failed) and torch's CUDA stack."""
     return {
         "gpus": None if record.gpus is None else [dict(g) for g in record.gpus],
@@ -313,7 +313,7 @@ def gpus_section(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def clients_section(record: RunRecord) -> dict[str, Any]:
+def clients_section(record: RunRecord) -> dict[str, object]:
     """Each client run, warm-ups first: its command, its logs, and (measured runs) each metric's value.
 
     The record keeps the warm-ups' logs and commands with the measured runs'

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from patchkit import paths
 from patchkit.bench.records.record import Outcome, RunRecord
@@ -142,6 +142,20 @@ def default_path(common_dir: Path) -> Path:
     return paths.bench_store(common_dir)
 
 
+class SubmissionLabel(TypedDict, total=False):
+    """A submission's JSON label (``cluster.label``): the launch it stands for, as far as a lost job's record needs."""
+
+    commit: str
+    subject: str
+    date: str
+    profile: str
+    vars: dict[str, str]
+    run_dir: str
+    tree: str
+    warmup: int
+    repeat: int
+
+
 @dataclass(frozen=True)
 class Submission:
     """One launch handed to the scheduler, as the store's ``submissions`` table keeps it: written before
@@ -154,7 +168,7 @@ class Submission:
     executor: str
     job_id: str
     folder: str
-    label: Mapping[str, Any]
+    label: SubmissionLabel  # what `runs --pending` and a lost job's record read back
     submitted_at: str
     state: str  # "submitted", "collected", or the Slurm state a lost job ended in
     run_id: int | None
@@ -325,7 +339,7 @@ class Store:
 
     # -- submissions (bench --executor slurm) -------------------------------------
 
-    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def add_submissions(self, batch: str, rows: Sequence[Mapping[str, object]]) -> None:
         """Record what was just handed to the scheduler, in one transaction, before anyone waits on it."""
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         with self._transaction() as db:
@@ -481,7 +495,7 @@ class Store:
 
     def latest(self, commit: str, profile: str | None = None) -> RunRecord | None:
         query = "SELECT record FROM runs WHERE commit_sha = ?"
-        args: list[Any] = [commit]
+        args: list[object] = [commit]
         if profile is not None:
             query += " AND profile = ?"
             args.append(profile)

@@ -27,7 +27,6 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from patchkit.bench.records.compare import Comparison, MetricDelta, compare
 from patchkit.bench.records.record import Outcome, RunRecord
@@ -108,7 +107,7 @@ class Evidence:
     why: str
     line: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         comparison = self.comparison
         return {
             **self.left_out.to_json(),

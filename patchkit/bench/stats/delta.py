@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from patchkit.bench.stats.verdict import Verdict
 from patchkit.commit import Commit
+
+
+class Summary(TypedDict):
+    """What ``patchkit.bench.records.metrics.summary`` says of a metric's samples."""
+
+    median: float | None
+    min: float | None
+    max: float | None
+    n: int
+    missing: int
 
 
 @dataclass(frozen=True)
@@ -21,8 +31,8 @@ class MetricDelta:
     the launches (``call``)."""
 
     metric: str
-    a: Mapping[str, Any] | None  # the stats of run A (median, min, max, n, missing); None when A lacks the metric
-    b: Mapping[str, Any] | None
+    a: Summary | None  # the stats of run A (median, min, max, n, missing); None when A lacks the metric
+    b: Summary | None
     ratio: float | None  # b median / a median
     verdict: Verdict | None = None  # over the launches: ratio, interval, different / same / unknown
     launch_values: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())  # one value per usable launch, A and B
@@ -40,7 +50,7 @@ class MetricDelta:
             return f"different ({'better' if up == (self.better == 'higher') else 'worse'})"
         return self.verdict.call.value
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "metric": self.metric,
             "a": None if self.a is None else dict(self.a),
@@ -56,10 +66,10 @@ class Difference:
     """One leaf key of the provenance (dotted, ``[i]`` for list items) whose value differs: A's value and B's."""
 
     key: str
-    a: Any
-    b: Any
+    a: object
+    b: object
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"key": self.key, "a": self.a, "b": self.b}
 
 
@@ -70,7 +80,7 @@ class Between:
     direction: str
     commits: tuple[Commit, ...] = ()  # newest first
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "direction": self.direction,
             "commits": [{"commit": c.sha, "subject": c.subject, "date": c.date} for c in self.commits],
@@ -88,7 +98,7 @@ def between(forward: Sequence[Commit], backward: Sequence[Commit], *, same: bool
     return Between("diverged", tuple(reversed(forward)))
 
 
-def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def _flat(prefix: str, value: object, out: dict[str, object]) -> None:
     if isinstance(value, Mapping):
         for key, item in value.items():
             _flat(f"{prefix}.{key}" if prefix else str(key), item, out)
@@ -99,10 +109,10 @@ def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def differences(a: Any, b: Any, prefix: str) -> list[Difference]:
+def differences(a: object, b: object, prefix: str) -> list[Difference]:
     """Every leaf key (dotted, ``[i]`` for list items) whose value differs between ``a`` and ``b``."""
-    fa: dict[str, Any] = {}
-    fb: dict[str, Any] = {}
+    fa: dict[str, object] = {}
+    fb: dict[str, object] = {}
     _flat(prefix, a, fa)
     _flat(prefix, b, fb)
     return [Difference(k, fa.get(k), fb.get(k)) for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k)]

@@ -71,7 +71,7 @@ class Step:
     at: str | None = None  # when it ended (UTC, ISO 8601)
     outlier: bool = False  # the launch model treats this launch as an outlier (it moves no boundary)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "commit": self.commit.sha,
             "subject": self.commit.subject,
@@ -102,7 +102,7 @@ class OtherCommits:
     before: Commit  # the commit before lo: GOOD of the bisect that would find it
     hint: str  # the command that hunts it
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"first": self.lo.sha, "last": self.hi.sha, "ratio": self.ratio, "z": self.z,
                 "same_way": self.same_way, "hint": self.hint}  # fmt: skip
 
@@ -115,7 +115,7 @@ class Skip:
     commit: Commit
     why: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"commit": self.commit.sha, "subject": self.commit.subject, "why": self.why}
 
 
@@ -157,7 +157,7 @@ class BisectReport:
         """The launches the launch model treats as outliers."""
         return tuple(s for s in self.steps if s.outlier)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         first = self.first_bad
         return {
             "good": self.good.sha,

@@ -55,6 +55,7 @@ import sys
 
 TYPE_CHECKING = False  # typing is not imported: it is not loaded at start-up, and the probe must stay cheap
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")
@@ -106,7 +107,7 @@ class Probe:
         self.fault = os.environ.get("PATCHKIT_PROBE_FAULT")
         self.patched = False
         # modules whose functions the probe wraps once the program has imported them (never before)
-        self.watch: dict[str, Any] = {
+        self.watch: dict[str, Callable[[], None]] = {
             "torch.distributed": self.patch_torch,
             "torch.distributed.distributed_c10d": self.patch_torch,
             "importlib.util": self.patch_importlib,
@@ -360,7 +361,7 @@ class Probe:
         return spec
 
     # -- torch.distributed.init_process_group -------------------------------------------------------
-    def wrap_loader(self, spec: object, then: Any) -> None:
+    def wrap_loader(self, spec: object, then: Callable[[], None]) -> None:
         loader = getattr(spec, "loader", None)
         exec_module: Any = getattr(loader, "exec_module", None)
         if exec_module is None:
@@ -417,7 +418,7 @@ class Probe:
                 return
             probe = self
 
-            def spec_from_file_location(*args: Any, **kwargs: Any) -> Any:
+            def spec_from_file_location(*args: object, **kwargs: object) -> object:
                 spec = original(*args, **kwargs)
                 try:
                     origin = getattr(spec, "origin", None)
@@ -716,7 +717,7 @@ def _errno_name(error: OSError) -> str:
         return "EIO"
 
 
-def _recorded_at_load(spec: Any) -> bool:
+def _recorded_at_load(spec: object) -> bool:
     """A source module ``_install_path_stats`` records as its loader reads it: finding it, or making its spec,
     is not running it (the spec of a ``.pyc`` or an extension module is still recorded when made)."""
     loader = getattr(spec, "loader", None)
@@ -782,7 +783,7 @@ def _install_open_hook(probe: Probe) -> None:
     suffixes = DATA_SUFFIXES
     write_only = os.O_WRONLY | os.O_RDWR
 
-    def hook(event: str, args: tuple[Any, ...]) -> None:
+    def hook(event: str, args: tuple[object, ...]) -> None:
         if event != "open":
             return
         path = args[0]
