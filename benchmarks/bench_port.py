@@ -49,6 +49,7 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from itertools import islice
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -127,14 +128,16 @@ def same_code(a: str | None, b: str | None, path: str) -> bool:
         return a == b
 
 
-def run(repo_path: Path, n_commits: int, max_lines: int) -> Tally:
+def run(repo_path: Path, n_commits: int, max_lines: int, save: Path | None = None) -> Tally:
     tally = Tally()
     order = first_parent_list(repo_path)
     index = {sha: i for i, sha in enumerate(order)}
-    chosen = [sha for sha in reversed(order) if selectable(repo_path, sha, max_lines)][:n_commits]
+    # lazily: a long history (SGLang's ~15k first-parent commits) is not scanned past the newest n
+    chosen = list(islice((sha for sha in reversed(order) if selectable(repo_path, sha, max_lines)), n_commits))
     tally.commits = len(chosen)
     scratch = Path(tempfile.mkdtemp(prefix="bench-port-"))
     at_p: dict[str, Manifest | None] = {}  # C's change captured at P, once per commit
+    done = 0
     try:
         with Repo.discover(repo_path) as repo:
             for sha in chosen:
@@ -149,6 +152,9 @@ def run(repo_path: Path, n_commits: int, max_lines: int) -> Tally:
                     older = order[index[parent] - k]
                     tally.pairs += 1
                     one(repo, repo_path, sha, parent, older, k, files, scratch, tally, at_p)
+                done += 1
+                if save is not None:  # after each commit, so that a run cut short keeps what it did
+                    save.write_text(json.dumps({"commits_done": done, **asdict(tally)}, indent=2))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return tally
@@ -362,10 +368,8 @@ def main() -> None:
     parser.add_argument("--max-lines", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    tally = run(args.repo, args.commits, args.max_lines)
+    tally = run(args.repo, args.commits, args.max_lines, save=args.json)
     show(tally)
-    if args.json is not None:
-        args.json.write_text(json.dumps(asdict(tally), indent=2))
 
 
 if __name__ == "__main__":
