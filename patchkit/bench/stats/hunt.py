@@ -55,7 +55,10 @@ still names ``k`` with at least ``LOO_MASS`` of the posterior.  Only the
 launches of ``k - 1`` and ``k`` can carry the boundary: any other launch sits
 well inside a side, where the mixture bounds its weight; so an outlier, or one
 unlucky launch of a bimodal server, is always outvoted before an answer
-stands.  Launches carry their order: the drift term joins the fit when its
+stands.  And ``k`` must keep ``LOO_MASS`` at the spread's one-sided 90 %
+upper bound for its degrees of freedom (``_State.spread_check``): the
+posterior is only as sure as its spread, and a prior from a quieter day can
+make it too small.  Launches carry their order: the drift term joins the fit when its
 estimate is ``DRIFT_Z`` standard errors from zero without it; while it is
 ``DRIFT_SUSPECT`` from zero GOOD and BAD are launched again (a reference in
 each round with slots to spare, and every ``REF_EVERY // 2`` launches), and on
