@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
@@ -298,5 +298,5 @@ def _anchor_text(anchor: str) -> str:
 MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised
 
 
-def _sequence_digest(stmts: Any) -> str:
+def _sequence_digest(stmts: Iterable[ast.AST]) -> str:
     return "sha256:" + hashlib.sha256(canon(list(stmts)).encode("utf-8")).hexdigest()

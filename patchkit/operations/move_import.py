@@ -25,7 +25,7 @@ An ``as`` alias is carried over.  If the module already imports ``name`` from
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -257,11 +257,11 @@ class MoveImport(PythonOperation[Plan]):
         return edit_lazy().cst_import_index(body, self.after_canon)
 
 
-def _alias_name(alias: Any) -> str:
+def _alias_name(alias: cst.ImportAlias) -> str:
     return edit_lazy().code_of(alias.name).strip()
 
 
-def _cst_index(body: list[Any], spec: str, name: str) -> int:
+def _cst_index(body: Sequence[cst.BaseStatement], spec: str, name: str) -> int:
     import libcst
 
     code_of = edit_lazy().code_of
