@@ -315,11 +315,14 @@ def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast
     return stmt
 
 
-def import_anchor(ctx: LoadContext, table: Mapping[str, Any], key: str) -> tuple[str | None, str | None]:
+def import_anchor(ctx: LoadContext, table: Mapping[str, object], key: str) -> tuple[str | None, str | None]:
     """(as written, ``canon``) of the import statement an optional ``key`` (``after``, ``before``) names,
     for ``code.import_index`` / ``edit.cst_import_index``; a manifest error if it is not one."""
-    written = table.get(key)
-    return (None, None) if written is None else (written, canon(_import_statement(ctx, key, written)))
+    value = table.get(key)
+    if value is None:
+        return None, None
+    written = str(value)  # the schema has checked it is a string
+    return written, canon(_import_statement(ctx, key, written))
 
 
 def _describe(stmt: ast.stmt) -> str:

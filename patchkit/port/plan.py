@@ -282,8 +282,8 @@ class Workspace:
         index, _table = self.table(patch_id)
         self.toml.set(index, key, value)
 
-    def payload_path(self, table: Mapping[str, Any]) -> Path:
-        return (self.path.parent / table["source"]).resolve()
+    def payload_path(self, table: Mapping[str, object]) -> Path:
+        return (self.path.parent / str(table["source"])).resolve()
 
     def changes(self) -> list[FileChange]:
         self.current[self.path] = self.toml.text.encode("utf-8")
