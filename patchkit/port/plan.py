@@ -802,9 +802,11 @@ class Porter:
         return out
 
 
-def _target_of(table: Mapping[str, Any]) -> str | None:
-    key = FUNCTION_OPS.get(table["op"]) or CLASS_OPS.get(table["op"])
-    return table.get(key) if key else None
+def _target_of(table: Mapping[str, object]) -> str | None:
+    op = str(table["op"])  # the schema has checked these are strings
+    key = FUNCTION_OPS.get(op) or CLASS_OPS.get(op)
+    target = table.get(key) if key else None
+    return None if target is None else str(target)
 
 
 def _def_line(text: str) -> str:
