@@ -121,8 +121,8 @@ class EnsureImport(PythonOperation[str]):
     new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
-        code = table["import"]
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> EnsureImport:
+        code = str(table["import"])  # the schema has checked each value's type: str() and bool() only narrow
         stmt = _import_statement(ctx, "import", code)
         if any(alias.name == "*" for alias in stmt.names):
             ctx.error("import", "star imports cannot be ensured: name each symbol")
@@ -138,8 +138,8 @@ class EnsureImport(PythonOperation[str]):
             after_canon=after_canon,
             before=before,
             before_canon=before_canon,
-            position=table.get("position"),
-            new_group=table.get("new_group", False),
+            position=None if table.get("position") is None else str(table["position"]),
+            new_group=bool(table.get("new_group", False)),
         )
 
     def identity(self) -> dict[str, object]:
