@@ -27,9 +27,9 @@ patch then touches only lines it owns.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
@@ -274,7 +274,11 @@ class EnsureImport(PythonOperation[str]):
             self._insert_at_default_place(body, stmt)
         return module.with_changes(body=body)
 
-    def _insert_at_default_place(self, body: list[Any], stmt: Any) -> None:
+    def _insert_at_default_place(
+        self,
+        body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement],
+        stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+    ) -> None:
         """After the block's last import or the docstring; in a module with neither, at the top."""
         edit = edit_lazy()
         at = edit.import_block_end(body)
@@ -283,7 +287,7 @@ class EnsureImport(PythonOperation[str]):
         else:  # under the file's leading comments (libcst's module header), above its first statement
             body[0:1] = edit.grouped_above(stmt, body[0], self.new_group)
 
-    def _cst_before_index(self, body: list[Any]) -> int | None:
+    def _cst_before_index(self, body: Sequence[cst.BaseStatement]) -> int | None:
         edit = edit_lazy()
         if self.before is not None:
             found = edit.cst_import_index(body, self.before_canon, last=False)
