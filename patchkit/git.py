@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, overload
+from typing import IO, Literal, overload
 
 from patchkit.commit import Commit
 from patchkit.errors import InternalError, RepoError, RevisionError
@@ -145,9 +145,11 @@ def run_git(
 AHEAD_PIPE = 1 << 20
 
 
-def _grow_pipe(pipe: Any) -> None:
+def _grow_pipe(pipe: IO[bytes] | None) -> None:
     """Grow a pipe to ``AHEAD_PIPE``; where that is refused or unknown (not Linux, a lowered
     ``fs.pipe-max-size``, the user's pipe quota spent), it stays as it is: only slower."""
+    if pipe is None:
+        return
     try:
         import fcntl
 

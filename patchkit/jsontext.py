@@ -18,21 +18,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from json.encoder import encode_basestring as encode_str  # what dumps(ensure_ascii=False) uses
-from typing import Any
 
 INDENT = "  "
 
 
-def _scalar(value: Any) -> str | None:
+def _scalar(value: object) -> str | None:
     """The text of a str, None, bool or int (floats and the rest: None, so the caller uses json)."""
     kind = type(value)
-    if kind is str:
+    if kind is str and isinstance(value, str):
         return encode_str(value)
     if value is None:
         return "null"
     if kind is bool:
         return "true" if value else "false"
-    if kind is int:
+    if kind is int and isinstance(value, int):
         return int.__repr__(value)
     return None
 

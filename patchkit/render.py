@@ -34,7 +34,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, cast
 from patchkit.results import GroupResult, PatchResult, Status
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, ConsoleOptions
     from rich.table import Table
     from rich.text import Text
 
@@ -311,7 +311,7 @@ def _breaking_text_class() -> type[Text]:
                     out.append(piece)
             return out
 
-        def __rich_measure__(self, console: Console, options: Any) -> Measurement:
+        def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
             lines = self.plain.split("\n")
             widest = max((_width(line) for line in lines), default=0)
             pieces = [_width(p.rstrip(" ")) for line in lines for p in break_segments(line)]

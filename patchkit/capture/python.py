@@ -339,7 +339,7 @@ class _File:
         with no import yet).  One placed *above* the statement below it takes the lines that were
         above that statement: before an import (``before``; ``position = "top"`` for the block's
         first; the default place at the very top of a module with neither imports nor docstring).
-        A blank line on the other side is ``new_group``.  Any other layout, or a place away from
+        A blank line on the other side is ``new_group``.  Every other layout, or a place away from
         the block, no placement says."""
         body = self.base.body
         previous = body[at - 1] if at > 0 else None

@@ -27,6 +27,8 @@ from patchkit.render import Cell, Grid, cell_pieces, plural, print_indented, pri
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from patchkit.proof.document import VerdictJson
+
 UNSET = "(unset)"
 
 
@@ -221,7 +223,7 @@ def show_files(console: Console, data: Mapping[str, Any]) -> None:
         show_table(console, table)
 
 
-def _pids(verdict: Mapping[str, Any]) -> str:
+def _pids(verdict: VerdictJson) -> str:
     """The loaders of a file: one per process (``processes``: host/boot/pid/start idents), with its host when
     they ran on more than one; a record older than idents: its pids."""
     idents = [str(i).split("/") for i in verdict.get("processes") or ()]

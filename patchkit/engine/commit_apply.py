@@ -7,7 +7,7 @@ re-ran a patch script that printed a WARN nobody could interpret.  Here:
   if a required patch FAILs there, nothing happens at all.
 * Without ``--worktree`` the tree may hold only patchkit's own recorded edits
   (files still exactly as patchkit left them).  Those are reverted, the tree
-  is checked out at REV (detached) and the manifest applied.  Any other
+  is checked out at REV (detached) and the manifest applied.  Every other
   uncommitted change refuses the move, listed.  Nothing is ever stashed.
   If a step fails midway, the tree is put back: original commit or branch,
   patched files and records.  Before the first change, the move is journaled

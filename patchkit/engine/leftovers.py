@@ -11,9 +11,10 @@ both writers so that the read-only commands never load the write machinery.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from patchkit.engine.lock import is_held
 from patchkit.engine.record import state_dir
@@ -22,6 +23,27 @@ from patchkit.git import Repo
 
 FILE_JOURNAL = "journal.json"
 MOVE_JOURNAL = "move.json"
+
+
+class MoveOrigin(TypedDict):
+    """Where an ``apply --commit`` move started: the commit, and the branch unless HEAD was detached."""
+
+    commit: str | None
+    branch: str | None
+
+
+# ``move.json`` as ``recovery.start_move`` writes it ("from" is a keyword: the functional form).
+MoveJournal = TypedDict(
+    "MoveJournal",
+    {
+        "version": int,
+        "manifest": str,
+        "from": MoveOrigin,
+        "to": str,
+        "ours": dict[str, str],  # tree path -> digest of patchkit's content in the transaction's objects
+        "records": dict[str, str],  # manifest name -> digest of its record
+    },
+)
 
 
 @dataclass(frozen=True)
@@ -57,10 +79,10 @@ def move_path(repo: Repo) -> Path:
     return state_dir(repo) / MOVE_JOURNAL
 
 
-def load_move(repo: Repo) -> dict[str, Any] | None:
+def load_move(repo: Repo) -> MoveJournal | None:
     """The move journal of an ``apply --commit`` that did not finish, or None."""
     try:
-        data: dict[str, Any] = json.loads(move_path(repo).read_text(encoding="utf-8"))
+        data: MoveJournal = json.loads(move_path(repo).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
@@ -71,13 +93,13 @@ def load_move(repo: Repo) -> dict[str, Any] | None:
     return data
 
 
-def where(origin: dict[str, Any]) -> str:
+def where(origin: MoveOrigin) -> str:
     """Where a move started, in words: the branch (and its commit), or the detached commit."""
     sha = (origin.get("commit") or "")[:10]
     return f"branch {origin['branch']} ({sha})" if origin.get("branch") else f"commit {sha}"
 
 
-def go_back(origin: dict[str, object]) -> str:
+def go_back(origin: Mapping[str, object]) -> str:
     """The git command that returns to where a move started."""
     return f"git checkout {origin.get('branch') or origin.get('commit')}"
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from patchkit.engine.leftovers import go_back, load_move, move_path, where
+from patchkit.engine.leftovers import MoveJournal, go_back, load_move, move_path, where
 from patchkit.engine.record import Record, load_record, record_bytes, record_path, record_rel, state_dir
 from patchkit.engine.transaction import FileWrite, Transaction, atomic_write
 from patchkit.errors import RepoError, UnwritableError
@@ -51,7 +50,7 @@ def start_move(
     records: list[Record],
 ) -> None:
     """Journal an ``apply --commit`` move before anything changes."""
-    data = {
+    data: MoveJournal = {
         "version": 1,
         "manifest": manifest,
         "from": {"commit": commit, "branch": branch},
@@ -84,7 +83,7 @@ def recover(repo: Repo, root: Path, *, written: Written | None = None) -> list[s
     return notes
 
 
-def _recover_move(repo: Repo, root: Path, txn: Transaction, move: dict[str, Any]) -> str:
+def _recover_move(repo: Repo, root: Path, txn: Transaction, move: MoveJournal) -> str:
     origin = move["from"]
     head, branch = repo.head(), repo.branch()
     moved = head != origin["commit"] or (origin["branch"] is not None and branch != origin["branch"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation
@@ -37,12 +37,14 @@ class AddDefinitions(PythonOperation[DefPlan]):
     before: str | None
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> AddDefinitions:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> AddDefinitions:
+        # The schema has checked each value's type (names: a list of strings): the conversions only narrow.
+        names = table.get("names")
         payload = ctx.payload(table)
         definitions = select(
             ctx,
             payload.definitions(),
-            table.get("names"),
+            [str(name) for name in names] if isinstance(names, list) else None,
             key="names",
             empty=f"{payload.display} has no module-level definitions to add",
             missing=lambda name: f"{payload.display} defines no module-level {name!r}",
@@ -52,8 +54,8 @@ class AddDefinitions(PythonOperation[DefPlan]):
             payload=payload,
             definitions=definitions,
             on_conflict=OnConflict(table.get("on_conflict", "fail")),
-            position=table.get("position", "end"),
-            before=table.get("before"),
+            position=str(table.get("position", "end")),
+            before=None if table.get("before") is None else str(table["before"]),
         )
 
     def identity(self) -> dict[str, object]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation, missing_in
@@ -44,10 +44,11 @@ class AddMethods(PythonOperation[DefPlan]):
     place: tuple[str, str] | None = None  # ("after" | "before", member name)
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> AddMethods:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> AddMethods:
+        # The schema has checked each value's type (methods: a list of strings): the conversions only narrow.
         payload = ctx.payload(table)
-        class_name = table["class"]
-        payload_class = table.get("payload_class", class_name)
+        class_name = str(table["class"])
+        payload_class = str(table.get("payload_class", class_name))
         node = payload.find_class(payload_class)
         if node is None:
             key = "payload_class" if "payload_class" in table else "class"
@@ -57,7 +58,8 @@ class AddMethods(PythonOperation[DefPlan]):
                 hint="the payload must hold a class of that name whose body has the methods",
             )
         available = {m.name: m for m in payload.methods_of(node)}
-        wanted = table.get("methods")
+        listed = table.get("methods")
+        wanted = [str(name) for name in listed] if isinstance(listed, list) else None
         methods = select(
             ctx,
             available,
@@ -74,7 +76,7 @@ class AddMethods(PythonOperation[DefPlan]):
         placed = [key for key in ("after", "before") if key in table]
         if len(placed) > 1:
             ctx.error("before", "`after` and `before` both place the methods: keep one")
-        place = (placed[0], table[placed[0]]) if placed else None
+        place = (placed[0], str(table[placed[0]])) if placed else None
         if place is not None and place[1] in {m.name for m in methods}:
             ctx.error(placed[0], f"{place[1]!r} is one of the methods this patch adds; name a member already there")
         return cls(

@@ -133,8 +133,8 @@ class LoadContext:
         path = self.key if key is None else f"{self.key}.{key}"
         raise ManifestError(message, file=self.display, key_path=path, line=self.line_of(key), hint=hint)
 
-    def payload(self, table: Mapping[str, Any], key: str = "source") -> Payload:
-        written = table[key]
+    def payload(self, table: Mapping[str, object], key: str = "source") -> Payload:
+        written = str(table[key])  # the schema has checked it is a string
         path = self.manifest_path.parent / written
         try:
             return self.payloads.load(path, written)
@@ -149,9 +149,9 @@ class LoadContext:
         except SyntaxError as exc:
             self.error(key, f"payload file {written!r} is not valid Python: {exc.msg} at line {exc.lineno}")
 
-    def raw_payload(self, table: Mapping[str, Any], key: str = "source") -> bytes:
+    def raw_payload(self, table: Mapping[str, object], key: str = "source") -> bytes:
         """A payload's bytes, not parsed (it still counts in the manifest digest)."""
-        written = table[key]
+        written = str(table[key])  # the schema has checked it is a string
         path = self.manifest_path.parent / written
         try:
             return self.payloads.load_raw(path)

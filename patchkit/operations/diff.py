@@ -35,7 +35,6 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from patchkit.errors import InternalError
 from patchkit.operations.base import LoadContext, Outcome, TextOperation, TextState
@@ -243,11 +242,11 @@ def hunk_verdict(lines: Sequence[str], hunks: Sequence[Hunk]) -> tuple[str, list
     return "conflict", forward, backward
 
 
-def read_diff_payload(table: Mapping[str, Any], ctx: LoadContext, edits: str) -> tuple[str, str, tuple[Hunk, ...]]:
+def read_diff_payload(table: Mapping[str, object], ctx: LoadContext, edits: str) -> tuple[str, str, tuple[Hunk, ...]]:
     """(source as written, sha256 of the payload, hunks) of a one-file diff payload of ``table["file"]``.
 
     ``edits`` ends the refusal of a diff that creates or deletes a file ("the diff op edits ...")."""
-    written = table["source"]
+    written = str(table["source"])  # the schema has checked it is a string
     data = ctx.raw_payload(table)
     try:
         old_path, new_path, hunks = parse_diff(data)

@@ -84,7 +84,7 @@ def _sub_blocks(stmt: cst.BaseStatement) -> list[tuple[object, object, list[cst.
             out.append(("elif", ("elif", id(stmt)), [stmt.orelse]))
     elif isinstance(stmt, (cst.Try, cst.TryStar)):
         suites: list[tuple[object, cst.BaseSuite]] = [("body", stmt.body)]
-        handlers: Sequence[Any] = stmt.handlers
+        handlers: Sequence[cst.ExceptHandler | cst.ExceptStarHandler] = stmt.handlers
         suites += [(("handler", k), handler.body) for k, handler in enumerate(handlers)]
         if stmt.orelse is not None:
             suites.append(("else", stmt.orelse.body))

@@ -265,9 +265,9 @@ class NamedHunks(ScopedHunks):
     target: str = ""  # the key's value
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Self:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> Self:
         written, sha, hunks = cls.read_hunks(table, ctx, cls.what)
-        return cls(target=table[cls.key], source=written, sha256=sha, hunks=hunks)
+        return cls(target=str(table[cls.key]), source=written, sha256=sha, hunks=hunks)  # a string: the schema
 
     def identity(self) -> dict[str, object]:
         return {self.key: self.target, "diff": self.sha256}

@@ -27,9 +27,9 @@ patch then touches only lines it owns.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
@@ -121,8 +121,8 @@ class EnsureImport(PythonOperation[str]):
     new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureImport:
-        code = table["import"]
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> EnsureImport:
+        code = str(table["import"])  # the schema has checked each value's type: str() and bool() only narrow
         stmt = _import_statement(ctx, "import", code)
         if any(alias.name == "*" for alias in stmt.names):
             ctx.error("import", "star imports cannot be ensured: name each symbol")
@@ -138,8 +138,8 @@ class EnsureImport(PythonOperation[str]):
             after_canon=after_canon,
             before=before,
             before_canon=before_canon,
-            position=table.get("position"),
-            new_group=table.get("new_group", False),
+            position=None if table.get("position") is None else str(table["position"]),
+            new_group=bool(table.get("new_group", False)),
         )
 
     def identity(self) -> dict[str, object]:
@@ -274,7 +274,11 @@ class EnsureImport(PythonOperation[str]):
             self._insert_at_default_place(body, stmt)
         return module.with_changes(body=body)
 
-    def _insert_at_default_place(self, body: list[Any], stmt: Any) -> None:
+    def _insert_at_default_place(
+        self,
+        body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement],
+        stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement,
+    ) -> None:
         """After the block's last import or the docstring; in a module with neither, at the top."""
         edit = edit_lazy()
         at = edit.import_block_end(body)
@@ -283,7 +287,7 @@ class EnsureImport(PythonOperation[str]):
         else:  # under the file's leading comments (libcst's module header), above its first statement
             body[0:1] = edit.grouped_above(stmt, body[0], self.new_group)
 
-    def _cst_before_index(self, body: list[Any]) -> int | None:
+    def _cst_before_index(self, body: Sequence[cst.BaseStatement]) -> int | None:
         edit = edit_lazy()
         if self.before is not None:
             found = edit.cst_import_index(body, self.before_canon, last=False)
@@ -315,11 +319,14 @@ def _import_statement(ctx: LoadContext, key: str, code: str) -> ast.Import | ast
     return stmt
 
 
-def import_anchor(ctx: LoadContext, table: Mapping[str, Any], key: str) -> tuple[str | None, str | None]:
+def import_anchor(ctx: LoadContext, table: Mapping[str, object], key: str) -> tuple[str | None, str | None]:
     """(as written, ``canon``) of the import statement an optional ``key`` (``after``, ``before``) names,
     for ``code.import_index`` / ``edit.cst_import_index``; a manifest error if it is not one."""
-    written = table.get(key)
-    return (None, None) if written is None else (written, canon(_import_statement(ctx, key, written)))
+    value = table.get(key)
+    if value is None:
+        return None, None
+    written = str(value)  # the schema has checked it is a string
+    return written, canon(_import_statement(ctx, key, written))
 
 
 def _describe(stmt: ast.stmt) -> str:

@@ -38,13 +38,13 @@ class EnsureListItem(PythonOperation[None]):
     item_node: ast.expr
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> EnsureListItem:
-        item = table["item"]
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> EnsureListItem:
+        item = str(table["item"])  # item and target: strings, as the schema has checked
         try:
             node = ast.parse(item.strip(), mode="eval").body
         except SyntaxError as exc:
             ctx.error("item", f"{item!r} is not a Python expression ({exc.msg})")
-        return cls(target=table["target"], item=item.strip(), item_node=node)
+        return cls(target=str(table["target"]), item=item.strip(), item_node=node)
 
     def identity(self) -> dict[str, object]:
         return {"target": self.target, "item": canon(self.item_node)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
@@ -58,14 +58,14 @@ class Insert(PythonOperation[int]):
     statements: tuple[ast.stmt, ...]
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> Insert:
-        anchor = table["anchor"]
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> Insert:
+        anchor = str(table["anchor"])  # anchor, body_of, function, position: strings, as the schema has checked
         try:
             anchor_node = parse_statement(anchor)
         except ValueError as exc:
             ctx.error("anchor", f"{one_line(anchor)!r} {exc}")
         payload = ctx.payload(table)
-        body_of = table["body_of"]
+        body_of = str(table["body_of"])
         fn = payload.find_function(body_of)
         if fn is None:
             ctx.error(
@@ -77,10 +77,10 @@ class Insert(PythonOperation[int]):
         if not statements or all(isinstance(s, ast.Pass) for s in statements):
             ctx.error("body_of", f"{body_of} in {payload.display} has no statements to insert")
         return cls(
-            function=table["function"],
+            function=str(table["function"]),
             anchor=anchor,
             anchor_canon=canon(anchor_node),
-            position=table["position"],
+            position=str(table["position"]),
             payload=payload,
             body_of=body_of,
             statements=tuple(statements),
@@ -298,5 +298,5 @@ def _anchor_text(anchor: str) -> str:
 MAX_PREVIOUS = 20  # the longest older version of an insert that is recognised
 
 
-def _sequence_digest(stmts: Any) -> str:
+def _sequence_digest(stmts: Iterable[ast.AST]) -> str:
     return "sha256:" + hashlib.sha256(canon(list(stmts)).encode("utf-8")).hexdigest()

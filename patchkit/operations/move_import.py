@@ -25,7 +25,7 @@ An ``as`` alias is carried over.  If the module already imports ``name`` from
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,20 +77,20 @@ class MoveImport(PythonOperation[Plan]):
     new_group: bool = False  # a blank line between the new line and what it is placed against
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> MoveImport:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> MoveImport:
         if table["from"] == table["to"]:
             ctx.error("to", f"`from` and `to` are the same module ({table['to']!r})")
         if "position" in table and "after" in table:
             ctx.error("after", "`position` and `after` both place the new import: keep one")
         after, after_canon = import_anchor(ctx, table, "after")
-        return cls(
-            name=table["name"],
-            source=table["from"],
-            dest=table["to"],
-            position=table.get("position", "after"),
+        return cls(  # the schema has checked each value's type: str() and bool() only narrow
+            name=str(table["name"]),
+            source=str(table["from"]),
+            dest=str(table["to"]),
+            position=str(table.get("position", "after")),
             after=after,
             after_canon=after_canon,
-            new_group=table.get("new_group", False),
+            new_group=bool(table.get("new_group", False)),
         )
 
     def identity(self) -> dict[str, object]:
@@ -257,11 +257,11 @@ class MoveImport(PythonOperation[Plan]):
         return edit_lazy().cst_import_index(body, self.after_canon)
 
 
-def _alias_name(alias: Any) -> str:
+def _alias_name(alias: cst.ImportAlias) -> str:
     return edit_lazy().code_of(alias.name).strip()
 
 
-def _cst_index(body: list[Any], spec: str, name: str) -> int:
+def _cst_index(body: Sequence[cst.BaseStatement], spec: str, name: str) -> int:
     import libcst
 
     code_of = edit_lazy().code_of

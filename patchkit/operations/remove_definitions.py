@@ -54,9 +54,11 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
     class_name: str | None = None
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> RemoveDefinitions:
-        names = tuple(table["names"])
-        expect = tuple(table["expect"])
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> RemoveDefinitions:
+        # The schema has checked each value's type (names, expect: lists of strings): the conversions only narrow.
+        listed, digests = table["names"], table["expect"]
+        names = tuple(str(name) for name in listed) if isinstance(listed, list) else ()
+        expect = tuple(str(digest) for digest in digests) if isinstance(digests, list) else ()
         if len(expect) != len(names):
             ctx.error("expect", f"gives {len(expect)} digest(s) for {len(names)} name(s): one per name, in order")
         for index, value in enumerate(expect):
@@ -65,7 +67,8 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             ctx.error("names", f"lists {', '.join(dupes)} more than once")
-        return cls(names=names, expect=expect, class_name=table.get("class"))
+        class_name = table.get("class")
+        return cls(names=names, expect=expect, class_name=None if class_name is None else str(class_name))
 
     def identity(self) -> dict[str, object]:
         return {"names": list(self.names), "expect": list(self.expect), "class": self.class_name}

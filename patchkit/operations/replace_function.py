@@ -69,10 +69,11 @@ class ReplaceFunction(PythonOperation[None]):
     expect: tuple[str, ...]
 
     @classmethod
-    def from_table(cls, table: Mapping[str, Any], ctx: LoadContext) -> ReplaceFunction:
+    def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> ReplaceFunction:
+        # The schema has checked each value's type (expect: a string or a list of strings): the conversions narrow.
         payload = ctx.payload(table)
-        function = table["function"]
-        payload_function = table.get("payload_function", function)
+        function = str(table["function"])
+        payload_function = str(table.get("payload_function", function))
         node = payload.find_function(payload_function)
         if node is None and "." in payload_function and "payload_function" not in table:
             # A payload may hold just the function at module level.
@@ -88,7 +89,7 @@ class ReplaceFunction(PythonOperation[None]):
                 hint="a replacement keeps the target's name",
             )
         raw = table["expect"]
-        expect = (raw,) if isinstance(raw, str) else tuple(raw)
+        expect = (raw,) if isinstance(raw, str) else tuple(str(d) for d in raw) if isinstance(raw, list) else ()
         for index, value in enumerate(expect):
             if not DIGEST_RE.match(value):
                 key = "expect" if isinstance(raw, str) else f"expect[{index + 1}]"

@@ -282,8 +282,8 @@ class Workspace:
         index, _table = self.table(patch_id)
         self.toml.set(index, key, value)
 
-    def payload_path(self, table: Mapping[str, Any]) -> Path:
-        return (self.path.parent / table["source"]).resolve()
+    def payload_path(self, table: Mapping[str, object]) -> Path:
+        return (self.path.parent / str(table["source"])).resolve()
 
     def changes(self) -> list[FileChange]:
         self.current[self.path] = self.toml.text.encode("utf-8")
@@ -802,9 +802,11 @@ class Porter:
         return out
 
 
-def _target_of(table: Mapping[str, Any]) -> str | None:
-    key = FUNCTION_OPS.get(table["op"]) or CLASS_OPS.get(table["op"])
-    return table.get(key) if key else None
+def _target_of(table: Mapping[str, object]) -> str | None:
+    op = str(table["op"])  # the schema has checked these are strings
+    key = FUNCTION_OPS.get(op) or CLASS_OPS.get(op)
+    target = table.get(key) if key else None
+    return None if target is None else str(target)
 
 
 def _def_line(text: str) -> str:

@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from patchkit.proof.document import LibraryJson
+
 _NUMBERED = re.compile(r"^(?P<stem>.*?)(?P<n>\d+)$")
 
 
@@ -115,7 +117,7 @@ def proof_changes(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> l
     return out
 
 
-def _lib(lib: Mapping[str, Any] | None) -> str | None:
+def _lib(lib: LibraryJson | None) -> str | None:
     if lib is None:
         return None
     digest = lib.get("sha256") or "?"

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 _LINE = re.compile(
     r"^(?:\[[^\]]*\] )?(?P<host>[^\s:\[]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>[^\]]*)\] NCCL INFO (?P<message>.*)$"
@@ -58,9 +58,18 @@ class NcclProcess:
         }
 
 
+class _Seen(TypedDict):
+    """One process's NCCL lines so far, while ``parse_nccl_log`` reads."""
+
+    host: str
+    devices: list[str]
+    version: str | None
+    env: dict[str, str]
+
+
 def parse_nccl_log(lines: Iterable[str]) -> dict[tuple[str, int], NcclProcess]:
     """(host, pid) -> what NCCL printed for it (first value wins, as NCCL reads each variable once)."""
-    found: dict[tuple[str, int], dict[str, Any]] = {}
+    found: dict[tuple[str, int], _Seen] = {}
     for raw in lines:
         match = _LINE.match(raw.rstrip("\r\n"))
         if match is None:

@@ -25,7 +25,7 @@ start.  Then, without importing anything from them:
   an uncommitted change in the checkout is a finding per file.
 
 Digests go through the stat cache (``digests.DigestCache``; ``--no-cache``
-hashes everything).  Any finding makes the exit code 1.
+hashes everything).  Every finding makes the exit code 1.
 """
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ def submitted_launch(session: Session, commit: Commit, profile: str, row: Submis
     pickle in the shared folder, else what its submission row says."""
     import submitit
 
-    job: Any = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
+    job: submitit.SlurmJob[object] = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
     spec = None
     if job.paths.submitted_pickle.exists():
         try:

@@ -45,12 +45,15 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from patchkit.bench.records.provenance import host_facts
 from patchkit.bench.records.store import Submission
 from patchkit.errors import InternalError, UsageError
 from patchkit.render import plural
+
+if TYPE_CHECKING:
+    from submitit import SlurmExecutor as SubmititExecutor
 
 # Slurm states after which a job produces nothing more; COMPLETED is the one that leaves a result.
 ENDED = frozenset(
@@ -95,6 +98,34 @@ class Finished:
     reason: str | None = None  # why there is no value
     slurm: Mapping[str, Any] | None = None  # job id, array index, logs, state (Slurm only)
     label: Mapping[str, object] = field(default_factory=dict)
+
+
+class JobPaths(Protocol):
+    """Where a submitit job keeps its files (``submitit.core.utils.JobPaths``)."""
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def stdout(self) -> Path: ...
+
+    @property
+    def stderr(self) -> Path: ...
+
+    @property
+    def result_pickle(self) -> Path: ...
+
+
+class SlurmJob(Protocol):
+    """The part of a ``submitit.Job`` this module reads: its id, its files, its result."""
+
+    @property
+    def job_id(self) -> str: ...
+
+    @property
+    def paths(self) -> JobPaths: ...
+
+    def result(self) -> object: ...
 
 
 class Ledger(Protocol):
@@ -310,7 +341,7 @@ class SlurmExecutor:
             scancel(ids)
         return ids
 
-    def _executor(self, gpus: int | None) -> Any:
+    def _executor(self, gpus: int | None) -> SubmititExecutor:
         import submitit
 
         executor = submitit.SlurmExecutor(folder=self.folder / "%A")
@@ -349,11 +380,11 @@ class SlurmExecutor:
 
         say = note or (lambda line: None)
         known = {row.key: row for row in ledger.submissions(batch)}
-        watching: dict[str, tuple[Any, Mapping[str, Any]]] = {}
+        watching: dict[str, tuple[SlurmJob, Mapping[str, object]]] = {}
         for task in tasks:
             row = known.get(task.key)
             if row is not None and not row.collected:
-                job: object = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
+                job: SlurmJob = submitit.SlurmJob(folder=Path(row.folder), job_id=row.job_id)
                 watching[task.key] = (job, row.label)
         if watching:
             ids = ", ".join(str(job.job_id) for job, _ in watching.values())
@@ -386,7 +417,7 @@ class SlurmExecutor:
         yield from self._wait(watching, say)
 
     def _wait(
-        self, watching: dict[str, tuple[Any, Mapping[str, Any]]], say: Callable[[str], None]
+        self, watching: dict[str, tuple[SlurmJob, Mapping[str, object]]], say: Callable[[str], None]
     ) -> Iterator[Finished]:
         since: dict[str, float] = {}  # when a job was first seen COMPLETED, or forgotten, without a result
         ending: dict[str, float] = {}  # when a job's result was first seen while Slurm still ran the job
@@ -423,11 +454,11 @@ class SlurmExecutor:
             if watching:
                 time.sleep(self.poll_s)
 
-    def _collect(self, key: str, job: Any, label: Mapping[str, Any], facts: dict[str, Any]) -> Finished:
+    def _collect(self, key: str, job: SlurmJob, label: Mapping[str, object], facts: dict[str, object]) -> Finished:
         """The job's result, with Slurm's end state (COMPLETED where Slurm has none to say yet)."""
         from submitit.core.utils import FailedJobError, UncompletedJobError
 
-        ended = facts["state"] if facts["state"] in ENDED else "COMPLETED"
+        ended = str(facts["state"]) if facts["state"] in ENDED else "COMPLETED"
         try:
             value = job.result()
         except (FailedJobError, UncompletedJobError) as exc:
@@ -441,7 +472,7 @@ class SlurmExecutor:
         return Finished(key, value, ended, None, {**facts, "state": ended}, label)
 
     @staticmethod
-    def facts(job: Any, state: str, node: str) -> dict[str, object]:
+    def facts(job: SlurmJob, state: str, node: str) -> dict[str, object]:
         main, _, index = str(job.job_id).partition("_")
         return {
             "job_id": str(job.job_id),

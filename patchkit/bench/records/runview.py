@@ -36,11 +36,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from patchkit.bench.records.hygiene import problems
 from patchkit.bench.records.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
+from patchkit.proof.document import ProcessJson
 from patchkit.proof.nccllog import nccl_host
 
 SECTIONS = ("processes", "files", "env", "nccl", "gpus", "clients")
@@ -122,12 +123,12 @@ def header_section(record: RunRecord) -> dict[str, object]:
     }
 
 
-def _rank(process: Mapping[str, Any]) -> int | None:
+def _rank(process: ProcessJson) -> int | None:
     inits = process.get("init") or ()
     return inits[-1].get("rank") if inits else None
 
 
-def _probe_status(process: Mapping[str, Any]) -> str:
+def _probe_status(process: ProcessJson) -> str:
     if process.get("incomplete"):
         return f"incomplete ({process['incomplete']})"
     errors = list(process.get("errors") or ())
@@ -137,7 +138,7 @@ def _probe_status(process: Mapping[str, Any]) -> str:
     return "ok" if process.get("exited") or process.get("init") or process.get("files") else "started"
 
 
-def _role(process: Mapping[str, Any], pids: set[tuple[Any, Any]], host: str | None) -> str:
+def _role(process: ProcessJson, pids: set[tuple[object, object]], host: str | None) -> str:
     """The process's title or multiprocessing name; a process named only by its argv: ``server`` for the one
     the server command started (its parent ran no probe on its host: ``pids`` are (host, pid)), else ``child``."""
     label = str(process.get("label") or "")
@@ -213,6 +214,15 @@ def files_section(record: RunRecord) -> dict[str, object]:
     }
 
 
+class _EnvColumn(TypedDict):
+    """One rank's (or process's) column of ``env_section``: read back to sort and compare."""
+
+    pid: int | None
+    role: str | None
+    rank: int | None
+    env: dict[str, str]
+
+
 def _recorded_name(name: str) -> bool:
     """Whether the probe records this variable whatever [bench].env says (its families)."""
     return name.startswith(PROBE_FAMILIES)
@@ -227,7 +237,7 @@ def env_section(record: RunRecord) -> dict[str, object]:
     the probe records (its families): one the launch passed and a rank lacks is
     a difference too.  ``None`` is unset."""
     proof = _proof(record)
-    columns: list[dict[str, Any]] = []  # a rank's pid, role, rank and env, read back to sort and compare
+    columns: list[_EnvColumn] = []
     for process in proof.get("processes") or ():
         inits = process.get("init") or ()
         if inits:
@@ -265,7 +275,7 @@ def env_section(record: RunRecord) -> dict[str, object]:
         )
     return {
         "source": None if not columns else source,
-        "columns": [{k: c[k] for k in ("pid", "role", "rank")} for c in columns],
+        "columns": [{"pid": c["pid"], "role": c["role"], "rank": c["rank"]} for c in columns],
         "rows": rows,
     }
 
