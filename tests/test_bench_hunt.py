@@ -373,3 +373,35 @@ def test_a_boundary_must_hold_at_the_spreads_upper_bound() -> None:
         if report.kind == "range":
             assert report.lo is not None and report.hi is not None and report.lo <= h.first_bad <= report.hi
     assert asked_for_it >= 1
+
+
+def test_a_prior_too_small_makes_no_second_step_of_ordinary_scatter() -> None:
+    """One 5 % step, launches scattering 1 %, and a noise prior at a fifth of that (an A/A run on a quiet day, or
+    one whose trimming took out ordinary launches).  The prior is called stale, and a second step is then judged
+    at the hunt's own spreads: commits a spread apart are no 'second regression' (before, 6 of these 12 hunts
+    reported one)."""
+    for seed in range(12):
+        h = History(512, first_bad=100 + 31 * seed, d=0.05, sigma=0.01, seed=seed)
+        report = run(h, noise=Noise(sigma=0.002, df=7), expect="lower")
+        assert report.kind == "found" and report.first_bad == h.first_bad, report.why
+        assert report.spread is not None and report.spread.stale
+        assert report.others == (), report.others
+
+
+def test_good_on_one_launch_is_launched_again_when_its_side_hints_at_a_second_step() -> None:
+    """Commits 1..39 run 2.5 % below GOOD (a second, smaller regression right after GOOD), then a 30 % drop at 40.
+    GOOD's one launch against the rest of its side is a z of about 2: the one split a single launch decides.
+    GOOD is launched again before the answer, and the second step is reported."""
+
+    def value(p: int, n: int, order: int) -> float:
+        level = 100.0 * (1.0 if p == 0 else 0.975) * (0.7 if p >= 40 else 1.0)
+        return level * jitter(p, n)
+
+    h = Scripted(64, value)
+    report = hunt(64, h, noise=Noise(sigma=0.01, df=9), expect="lower")
+    assert report.kind == "found" and report.first_bad == 40, report.why
+    whys = [w for r in report.rounds for w in r.why]
+    checks = [w for w in whys if w.startswith("second step?")]
+    assert checks and checks[0].startswith("second step? GOOD on one launch against the rest of its side"), whys
+    assert h.count[0] >= 2
+    assert len(report.others) == 1 and report.others[0].lo <= 1 <= report.others[0].hi

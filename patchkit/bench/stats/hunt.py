@@ -113,7 +113,8 @@ REF_EVERY = 16  # a long hunt launches a reference (GOOD or BAD) when it has had
 DRIFT_Z = 3.0  # a drift estimate this many standard errors from zero is reported as drift
 DRIFT_SUSPECT = 2.5  # ... and from this many on, references are re-launched
 STEP_Z = 3.5  # a second step: two groups of commits on one side of the answer this many standard errors apart
-STEP_SUSPECT = 2.0  # between this and STEP_Z, more launches before deciding
+STEP_SUSPECT = 2.3  # between this and STEP_Z, more launches before deciding
+END_SUSPECT = 1.5  # ... or from this many, between GOOD (BAD) on one launch and the rest of its side
 STEP_EXTRA = 6  # at most this many extra launches per commit to decide a suspected second step
 STEP_BUDGET = 4  # ... and this many in all: most suspicions are chance, and one that is not shows in four
 OWN_FROM = 4  # degrees of freedom of its own from which the hunt's spread replaces a smaller pooled one
@@ -670,7 +671,7 @@ class _State:
 
     def spread_check(self, k: int, model: _Model) -> list[tuple[int, str]]:
         """One more launch at ``k - 1`` or ``k`` while ``k`` would fall below ``LOO_MASS`` at the spread's
-        one-sided 95 % upper bound given its degrees of freedom.
+        one-sided 90 % upper bound given its degrees of freedom.
 
         The posterior is only as sure as its spread: a prior measured on a quieter day, and a hunt whose own
         launches happened to scatter little, both make a spread too small, and then a boundary resting on a
@@ -697,6 +698,18 @@ class _State:
             if slots <= 0:
                 break
             found = model.side_step(lo, hi)
+            if found is not None and abs(found[2]) >= STEP_Z:
+                continue
+            end = lo if lo == 0 else hi
+            if self.counts.get(end, 0) == 1 and self.can_launch(end) and len(chosen) < slots:
+                # GOOD or BAD on one launch: its split from the rest of its side is the one a single launch
+                # decides, and the end is the commit a second step leaves alone on its level.
+                at = [f for f in model.side_splits(lo, hi) if end in f[:2]]
+                if at and END_SUSPECT <= abs(at[0][2]) < STEP_Z:
+                    name = "GOOD" if end == 0 else "BAD"
+                    chosen.append((end, f"second step? {name} on one launch against the rest of its side at "
+                                        f"z = {at[0][2]:.1f}"))  # fmt: skip
+                    continue
             if found is None or not STEP_SUSPECT <= abs(found[2]) < STEP_Z:
                 continue
             a, b, z, _ = found
@@ -906,6 +919,12 @@ class _Model:
         return self.drift_beta if self.drift_on else 0.0
 
     @property
+    def trusted_prior(self) -> Noise | None:
+        """The noise prior, unless the variance-ratio test called it stale: a second step is judged at the
+        hunt's own spreads then, as a prior a fifth of the truth would make ordinary scatter look like a step."""
+        return None if self.spread.stale else self.noise
+
+    @property
     def replicate_sigma(self) -> float:
         """The spread of repeated launches of one commit (pooled with the prior): the step model's spread also
         holds whatever a second step adds to a side, which would hide that step from ``side_step``."""
@@ -918,41 +937,49 @@ class _Model:
             mean = float(np.sum(w * x) / np.sum(w))
             ss += float(np.sum(w * (x - mean) ** 2))
             df += float(np.sum(w)) - 1
-        if self.noise is not None:
-            ss += self.noise.df * self.noise.sigma**2
-            df += self.noise.df
+        if self.trusted_prior is not None:
+            ss += self.trusted_prior.df * self.trusted_prior.sigma**2
+            df += self.trusted_prior.df
         if df < 2:
             return self.spread.sigma
         return max(math.sqrt(ss / df) * _widen(df), self.floor, FLOOR)
 
-    def side_step(self, lo: int, hi: int) -> tuple[int, int, float, float] | None:
-        """The clearest step among the measured commits of ``lo..hi`` (one side of the answer): the measured
-        commits either side of it, its z and its size (log scale).  Each commit's launches are weighted by the
-        mixture against the commit's own median (an outlier of one commit cannot fake a step), the drift
-        removed; every split between measured commits is tried (``STEP_Z`` is high enough for the handful of
-        splits a side has)."""
+    def side_splits(self, lo: int, hi: int) -> list[tuple[int, int, float, float]]:
+        """Every split between the measured commits of ``lo..hi`` (one side of the answer) with launches on both
+        sides of it: the measured commits either side, its z and its size (log scale).  Each commit's launches
+        are weighted by the mixture against the commit's own median (an outlier of one commit cannot fake a
+        step), the drift removed; the z is judged at ``_split_sigma``."""
         marks = [p for p in np.unique(self.pos).tolist() if lo <= p <= hi]
         if len(marks) < 2:
-            return None
+            return []
         sigma = self.replicate_sigma
-        sums, counts = [], []
+        sums, counts, squares = [], [], []
         for p in marks:
             x = self.x[self.pos == p] - self.correction * self.t[self.pos == p]
             w = _responsibilities(x - float(np.median(x)), sigma)
             sums.append(float(np.sum(w * x)))
             counts.append(float(np.sum(w)))
-        cs, cn = np.cumsum(sums), np.cumsum(counts)
-        best: tuple[int, int, float, float] | None = None
-        splits: list[tuple[int, float]] = []  # (split index, log weight) of each split with launches on both sides
+            squares.append(float(np.sum(w * x * x)))
+        cs, cn, cq = np.cumsum(sums), np.cumsum(counts), np.cumsum(squares)
+        out = []
         for j in range(len(marks) - 1):
             nl, nr = float(cn[j]), float(cn[-1] - cn[j])
             if nl < 0.5 or nr < 0.5:
                 continue
-            diff = (float(cs[-1] - cs[j]) / nr) - float(cs[j]) / nl
-            z = diff / (sigma * math.sqrt(1 / nl + 1 / nr))
-            splits.append((j, z * z / 2 + math.log(marks[j + 1] - marks[j])))
-            if best is None or abs(z) > abs(best[2]):
-                best = (marks[j], marks[j + 1], z, diff)
+            sl, sr = float(cs[j]), float(cs[-1] - cs[j])
+            diff = sr / nr - sl / nl
+            spread = _split_sigma(sigma, float(cq[-1]) - sl * sl / nl - sr * sr / nr, nl + nr - 2, self.trusted_prior)
+            out.append((marks[j], marks[j + 1], diff / (spread * math.sqrt(1 / nl + 1 / nr)), diff))
+        return out
+
+    def side_step(self, lo: int, hi: int) -> tuple[int, int, float, float] | None:
+        """The clearest step among the measured commits of ``lo..hi`` (``side_splits``): where it lies (the
+        central 99 % of the splits' posterior, as the commits that bound it), its z and its size (log scale).
+        Every split between measured commits is tried (``STEP_Z`` is high enough for the handful of splits a
+        side has)."""
+        found = self.side_splits(lo, hi)
+        best = max(found, key=lambda f: abs(f[2]), default=None)
+        splits = [(j, f[2] * f[2] / 2 + math.log(f[1] - f[0])) for j, f in enumerate(found)]
         if best is None:
             return None
         # Where the step lies: the splits' posterior under one step in the side (likelihood ratio exp(z^2 / 2), a
@@ -967,7 +994,7 @@ class _Model:
             if run / total < 0.995 <= (run + m) / total:
                 last = j
             run += m
-        return marks[first], marks[last + 1], best[2], best[3]
+        return found[first][0], found[last][1], best[2], best[3]
 
     def drift(self) -> Drift:
         count = len(self.x)
@@ -1077,6 +1104,20 @@ def _spread(
     sigma = max(pooled * _widen(pooled_df), lowest)
     source = f"the noise prior {noise.sigma:.2%} ({noise.df} df) pooled with the hunt's launches"
     return sigma, Spread(sigma, pooled_df, source, prior=noise.sigma, hunt=own)
+
+
+def _split_sigma(replicate: float, ss: float, df: float, noise: Noise | None) -> float:
+    """The spread a second step's z is judged at: the spread of repeated launches, or the side's own scatter about
+    the split's two levels, pooled with the prior, where that is wider.
+
+    The scatter about the split's own levels holds no step of the split, so a real second step cannot inflate
+    it; and it is what catches a spread of repeated launches that leans on a prior too small for this day (a
+    prior at a fifth of the truth once made commits 1 % apart read as a second step at z = 6.6)."""
+    if noise is not None:
+        ss, df = ss + noise.df * noise.sigma**2, df + noise.df
+    if df < OWN_FROM or ss <= 0:
+        return replicate
+    return max(replicate, math.sqrt(ss / df) * _widen(df))
 
 
 def _widen(df: float) -> float:
