@@ -210,3 +210,17 @@ def test_a_level_pools_the_noise_prior_as_judge_does_and_one_launch_alone_has_no
     assert same.low is not None and same.high is not None and same.low < 61.1 < same.high
     assert math.log(same.high / same.low) < 0.1
     assert level([61.0, 0.0]).low is None and level([]).center is None
+
+
+def test_an_a_a_spread_keeps_ordinary_launches() -> None:
+    """Ten Gaussian launches with no outlier among them: the robust spread that flags outliers must not take out
+    ordinary ones, or the prior comes out too small.  The median absolute deviation did in 3.4 % of such runs
+    (five launches that happen to cluster); Qn in under 1.5 %."""
+    rng = random.Random(11)
+    trimmed = 0
+    for _ in range(2000):
+        values = [100.0 * math.exp(rng.gauss(0.0, 0.01)) for _ in range(10)]
+        got = noise_of(values)
+        assert got is not None
+        trimmed += got.df < 9
+    assert trimmed < 30, trimmed
