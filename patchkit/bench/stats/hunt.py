@@ -116,7 +116,7 @@ STEP_Z = 3.5  # a second step: two groups of commits on one side of the answer t
 STEP_SUSPECT = 2.3  # between this and STEP_Z, more launches before deciding
 END_SUSPECT = 1.5  # ... or from this many, between GOOD (BAD) on one launch and the rest of its side
 STEP_EXTRA = 6  # at most this many extra launches per commit to decide a suspected second step
-STEP_BUDGET = 4  # ... and this many in all: most suspicions are chance, and one that is not shows in four
+STEP_BUDGET = 6  # ... and this many in all: most suspicions are chance, and one that is not shows in a few
 OWN_FROM = 4  # degrees of freedom of its own from which the hunt's spread replaces a smaller pooled one
 STALE_P = 0.01  # the variance-ratio test's level for calling the prior stale
 OUTLIER_Z = 4.0  # an endpoint launch this many spreads from its end's median is left out of the endpoint verdict
@@ -690,33 +690,35 @@ class _State:
                            f"({df:.0f} df), {self.label(k)} keeps {kept:.3f}")]  # fmt: skip
 
     def step_checks(self, k: int, model: _Model, slots: int) -> list[tuple[int, str]]:
-        """More launches where a second step is suspected but not clear (``STEP_SUSPECT <= |z| < STEP_Z`` within a
-        side): one at the commit of the suspected split's two with fewer launches, at most ``STEP_EXTRA`` extra."""
+        """More launches where a second step is suspected but not clear (``STEP_SUSPECT <= |z|`` within a side, and
+        ``z`` below ``STEP_Z`` or one launch on a side of the split): one at the commit either side of the split
+        with fewer launches, at most ``STEP_EXTRA`` extra; or at GOOD (BAD) on one launch when its own split from
+        the rest of its side reaches ``END_SUSPECT`` the hunted way."""
         chosen: list[tuple[int, str]] = []
         slots = min(slots, STEP_BUDGET - self.step_used)
         for lo, hi in ((0, k - 1), (k, self.size - 1)):
             if slots <= 0:
                 break
             found = model.side_step(lo, hi)
-            if found is not None and abs(found[2]) >= STEP_Z:
+            if found is not None and found.clear:
                 continue
             end = lo if lo == 0 else hi
             if self.counts.get(end, 0) == 1 and self.can_launch(end) and len(chosen) < slots:
                 # GOOD or BAD on one launch: its split from the rest of its side is the one a single launch
                 # decides, and the end is the commit a second step leaves alone on its level.
                 at = [f for f in model.side_splits(lo, hi) if end in f[:2]]
-                if at and END_SUSPECT <= abs(at[0][2]) < STEP_Z:
+                if at and END_SUSPECT <= at[0][2] * self.sign:  # the hunted way: a second regression
                     name = "GOOD" if end == 0 else "BAD"
                     chosen.append((end, f"second step? {name} on one launch against the rest of its side at "
                                         f"z = {at[0][2]:.1f}"))  # fmt: skip
                     continue
-            if found is None or not STEP_SUSPECT <= abs(found[2]) < STEP_Z:
+            if found is None or abs(found.z) < STEP_SUSPECT:
                 continue
-            a, b, z, _ = found
-            for p in sorted((a, b), key=lambda q: self.counts[q]):
+            for p in sorted((found.a, found.b), key=lambda q: self.counts[q]):
                 base = CONFIRM if p in (k - 1, k) else 1
                 if self.can_launch(p) and self.counts[p] < base + STEP_EXTRA and len(chosen) < slots:
-                    chosen.append((p, f"second step? {self.label(a)} vs {self.label(b)} at z = {z:.1f}"))
+                    what = f"{self.label(found.a)} vs {self.label(found.b)} at z = {found.z:.1f}"
+                    chosen.append((p, f"second step? {what}"))
                     break
         return chosen
 
@@ -724,9 +726,9 @@ class _State:
         out = []
         for side, lo, hi in (("before", 0, k - 1), ("after", k, self.size - 1)):
             found = model.side_step(lo, hi)
-            if found is not None and abs(found[2]) >= STEP_Z:
-                a, b, z, diff = found
-                out.append(OtherStep(side, a + 1, b, math.exp(diff), z, (diff > 0) == (self.sign > 0)))
+            if found is not None and found.clear:
+                same = (found.diff > 0) == (self.sign > 0)
+                out.append(OtherStep(side, found.lo + 1, found.hi, math.exp(found.diff), found.z, same))
         return tuple(out)
 
     def evidence(self, k: int, alpha: float) -> tuple[Verdict, Verdict]:
@@ -832,6 +834,25 @@ class _State:
                 f"({need} per commit for a {math.expm1(effect):.1%} step at {sigma:.2%} spread){cap}")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class _SideStep:
+    """The clearest step within one side of the answer: the commits that bound where it lies (``lo``, ``hi``), the
+    two either side of its most likely split (``a``, ``b``), its z, its size (log scale), and the launches on the
+    split's thinner side (``least``: a step with one launch on a side is one launch's word, never reported)."""
+
+    lo: int
+    hi: int
+    a: int
+    b: int
+    z: float
+    diff: float
+    least: float
+
+    @property
+    def clear(self) -> bool:
+        return abs(self.z) >= STEP_Z and self.least >= CONFIRM - 0.5
+
+
 class _Model:
     """The contamination-mixture step model fitted to every launch: the posterior over splits, the spread,
     the drift and the launch weights of the most likely split."""
@@ -919,36 +940,49 @@ class _Model:
         return self.drift_beta if self.drift_on else 0.0
 
     @property
-    def trusted_prior(self) -> Noise | None:
-        """The noise prior, unless the variance-ratio test called it stale: a second step is judged at the
-        hunt's own spreads then, as a prior a fifth of the truth would make ordinary scatter look like a step."""
-        return None if self.spread.stale else self.noise
-
-    @property
     def replicate_sigma(self) -> float:
         """The spread of repeated launches of one commit (pooled with the prior): the step model's spread also
         holds whatever a second step adds to a side, which would hide that step from ``side_step``."""
+        ss, df = self._replicates(())
+        if self.noise is not None:
+            ss += self.noise.df * self.noise.sigma**2
+            df += self.noise.df
+        if df < 2:
+            return self.spread.sigma
+        return max(math.sqrt(ss / df) * _widen(df), self.floor, FLOOR)
+
+    def _prior_too_small(self) -> bool:
+        """Whether the repeated launches scatter more than the prior allows (the variance-ratio test at
+        ``STALE_P``).  Not the spread's ``stale``: the step model's spread also holds a second step, and a test
+        on it would call the prior stale exactly where a second step is to be judged."""
+        if self.noise is None:
+            return False
+        ss, df = self._replicates(())
+        if df < 2:
+            return False
+        ratio = (ss / df) / max(self.noise.sigma**2, FLOOR**2)
+        return float(special.fdtrc(df, self.noise.df, ratio)) < STALE_P
+
+    def _replicates(self, leave: Collection[int]) -> tuple[float, float]:
+        """The weighted sum of squares of repeated launches about their commit's mean, and its degrees of freedom,
+        over the measured commits not in ``leave``."""
         ss, df = 0.0, 0.0
         for p in np.unique(self.pos).tolist():
             x = self.x[self.pos == p] - self.correction * self.t[self.pos == p]
-            if len(x) < 2:
+            if len(x) < 2 or p in leave:
                 continue
             w = _responsibilities(x - float(np.median(x)), self.spread.sigma)
             mean = float(np.sum(w * x) / np.sum(w))
             ss += float(np.sum(w * (x - mean) ** 2))
             df += float(np.sum(w)) - 1
-        if self.trusted_prior is not None:
-            ss += self.trusted_prior.df * self.trusted_prior.sigma**2
-            df += self.trusted_prior.df
-        if df < 2:
-            return self.spread.sigma
-        return max(math.sqrt(ss / df) * _widen(df), self.floor, FLOOR)
+        return ss, df
 
-    def side_splits(self, lo: int, hi: int) -> list[tuple[int, int, float, float]]:
+    def side_splits(self, lo: int, hi: int) -> list[tuple[int, int, float, float, float]]:
         """Every split between the measured commits of ``lo..hi`` (one side of the answer) with launches on both
-        sides of it: the measured commits either side, its z and its size (log scale).  Each commit's launches
+        sides of it: the measured commits either side, its z, its size (log scale) and the launches (weighted) on
+        its thinner side.  Each commit's launches
         are weighted by the mixture against the commit's own median (an outlier of one commit cannot fake a
-        step), the drift removed; the z is judged at ``_split_sigma``."""
+        step), the drift removed; the z is Student's t at the split's pooled spread, as a normal z (``_as_normal``)."""
         marks = [p for p in np.unique(self.pos).tolist() if lo <= p <= hi]
         if len(marks) < 2:
             return []
@@ -961,6 +995,12 @@ class _Model:
             counts.append(float(np.sum(w)))
             squares.append(float(np.sum(w * x * x)))
         cs, cn, cq = np.cumsum(sums), np.cumsum(counts), np.cumsum(squares)
+        # Each split's spread pools the side's scatter about the split's two levels (no step of the split is in
+        # it), the repeated launches of the other side, and the prior unless it was called stale.
+        split_ss, split_df = self._replicates(marks)
+        if self.noise is not None and not self._prior_too_small():
+            split_ss += self.noise.df * self.noise.sigma**2
+            split_df += self.noise.df
         out = []
         for j in range(len(marks) - 1):
             nl, nr = float(cn[j]), float(cn[-1] - cn[j])
@@ -968,11 +1008,14 @@ class _Model:
                 continue
             sl, sr = float(cs[j]), float(cs[-1] - cs[j])
             diff = sr / nr - sl / nl
-            spread = _split_sigma(sigma, float(cq[-1]) - sl * sl / nl - sr * sr / nr, nl + nr - 2, self.trusted_prior)
-            out.append((marks[j], marks[j + 1], diff / (spread * math.sqrt(1 / nl + 1 / nr)), diff))
+            spread, df = split_ss + float(cq[-1]) - sl * sl / nl - sr * sr / nr, split_df + nl + nr - 2
+            if df < 1 or spread <= 0:
+                continue
+            t = diff / (math.sqrt(spread / df) * math.sqrt(1 / nl + 1 / nr))
+            out.append((marks[j], marks[j + 1], _as_normal(t, df), diff, min(nl, nr)))
         return out
 
-    def side_step(self, lo: int, hi: int) -> tuple[int, int, float, float] | None:
+    def side_step(self, lo: int, hi: int) -> _SideStep | None:
         """The clearest step among the measured commits of ``lo..hi`` (``side_splits``): where it lies (the
         central 99 % of the splits' posterior, as the commits that bound it), its z and its size (log scale).
         Every split between measured commits is tried (``STEP_Z`` is high enough for the handful of splits a
@@ -994,7 +1037,7 @@ class _Model:
             if run / total < 0.995 <= (run + m) / total:
                 last = j
             run += m
-        return found[first][0], found[last][1], best[2], best[3]
+        return _SideStep(found[first][0], found[last][1], best[0], best[1], best[2], best[3], best[4])
 
     def drift(self) -> Drift:
         count = len(self.x)
@@ -1106,18 +1149,13 @@ def _spread(
     return sigma, Spread(sigma, pooled_df, source, prior=noise.sigma, hunt=own)
 
 
-def _split_sigma(replicate: float, ss: float, df: float, noise: Noise | None) -> float:
-    """The spread a second step's z is judged at: the spread of repeated launches, or the side's own scatter about
-    the split's two levels, pooled with the prior, where that is wider.
-
-    The scatter about the split's own levels holds no step of the split, so a real second step cannot inflate
-    it; and it is what catches a spread of repeated launches that leans on a prior too small for this day (a
-    prior at a fifth of the truth once made commits 1 % apart read as a second step at z = 6.6)."""
-    if noise is not None:
-        ss, df = ss + noise.df * noise.sigma**2, df + noise.df
-    if df < OWN_FROM or ss <= 0:
-        return replicate
-    return max(replicate, math.sqrt(ss / df) * _widen(df))
+def _as_normal(t: float, df: float) -> float:
+    """Student's t at ``df`` as the normal z of the same tail: a spread from few degrees of freedom makes a large t
+    common, and ``STEP_Z`` is a normal z (at 20 df, t = 3.6 is z = 3.1)."""
+    if df >= 1000:
+        return t
+    tail = float(special.stdtr(df, -abs(t)))
+    return math.copysign(-float(special.ndtri(tail)), t) if tail > 0 else t
 
 
 def _widen(df: float) -> float:
