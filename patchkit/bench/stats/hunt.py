@@ -707,7 +707,7 @@ class _State:
                 # GOOD or BAD on one launch: its split from the rest of its side is the one a single launch
                 # decides, and the end is the commit a second step leaves alone on its level.
                 at = [f for f in model.side_splits(lo, hi) if end in f[:2]]
-                if at and END_SUSPECT <= at[0][2] * self.sign:  # the hunted way: a second regression
+                if at and at[0][2] * self.sign >= END_SUSPECT:  # the hunted way: a second regression
                     name = "GOOD" if end == 0 else "BAD"
                     chosen.append((end, f"second step? {name} on one launch against the rest of its side at "
                                         f"z = {at[0][2]:.1f}"))  # fmt: skip
