@@ -124,8 +124,6 @@ OUTLIER_WEIGHT = 0.5  # a launch whose Gaussian responsibility is below this is 
 ORDER_SCALE = 100.0  # the drift is fitted per 100 launches (conditioning)
 EM_STEPS = 4  # EM steps per split fit
 DRIFT_FROM = 6  # launches before the drift term is fitted
-PRIOR_DF = 6.0  # the most degrees of freedom a noise prior brings to the pooled spread (it is from another day)
-SPREAD_BOUND = 0.90  # the confirmation's spread check holds at this one-sided chi-square upper bound
 FLOOR = 1e-6  # the least launch spread the model assumes (0.0001 %), below any real noise
 
 
@@ -681,7 +679,7 @@ class _State:
         must hold at any spread the data does not rule out (a chi-square bound), which costs nothing where
         the step is several spreads and a launch or two where it is not."""
         df = max(model.spread.df, 1.0)
-        upper = math.sqrt(df / float(special.chdtri(df, SPREAD_BOUND)))  # chdtri(df, q): the chi-square's 1-q quantile
+        upper = math.sqrt(df / float(special.chdtri(df, 0.90)))  # chdtri(df, q): the chi-square's 1-q quantile
         kept = self.model(inflate=upper).posterior.single(k)
         if kept >= LOO_MASS:
             return []
@@ -1001,8 +999,8 @@ class _Model:
         # it), the repeated launches of the other side, and the prior unless it was called stale.
         split_ss, split_df = self._replicates(marks)
         if self.noise is not None and not self._prior_too_small():
-            split_ss += min(self.noise.df, PRIOR_DF) * self.noise.sigma**2
-            split_df += min(self.noise.df, PRIOR_DF)
+            split_ss += self.noise.df * self.noise.sigma**2
+            split_df += self.noise.df
         out = []
         for j in range(len(marks) - 1):
             nl, nr = float(cn[j]), float(cn[-1] - cn[j])
@@ -1128,9 +1126,8 @@ def _spread(
             return sigma, Spread(sigma, max(df, 0.0), "no prior and no spread of its own yet: a wide guess")
         sigma = max(own * _widen(df), lowest)
         return sigma, Spread(sigma, df, f"the hunt's own launches ({df:.0f} df; no noise prior)", hunt=own)
-    prior_df = min(float(noise.df), PRIOR_DF)
-    prior_ss = prior_df * noise.sigma**2
-    pooled_df = prior_df + max(df, 0.0)
+    prior_ss = noise.df * noise.sigma**2
+    pooled_df = noise.df + max(df, 0.0)
     pooled = math.sqrt((prior_ss + ss) / pooled_df) if pooled_df > 0 else noise.sigma
     if own is not None and df >= 2:
         ratio = own**2 / max(noise.sigma**2, lowest**2)
