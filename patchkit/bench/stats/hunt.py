@@ -113,7 +113,7 @@ REF_EVERY = 16  # a long hunt launches a reference (GOOD or BAD) when it has had
 DRIFT_Z = 3.0  # a drift estimate this many standard errors from zero is reported as drift
 DRIFT_SUSPECT = 2.5  # ... and from this many on, references are re-launched
 STEP_Z = 3.5  # a second step: two groups of commits on one side of the answer this many standard errors apart
-STEP_SUSPECT = 2.3  # between this and STEP_Z, more launches before deciding
+STEP_SUSPECT = 2.5  # between this and STEP_Z, more launches before deciding
 END_SUSPECT = 1.5  # ... or from this many, between GOOD (BAD) on one launch and the rest of its side
 STEP_EXTRA = 6  # at most this many extra launches per commit to decide a suspected second step
 STEP_BUDGET = 6  # ... and this many in all: most suspicions are chance, and one that is not shows in a few
@@ -124,6 +124,7 @@ OUTLIER_WEIGHT = 0.5  # a launch whose Gaussian responsibility is below this is 
 ORDER_SCALE = 100.0  # the drift is fitted per 100 launches (conditioning)
 EM_STEPS = 4  # EM steps per split fit
 DRIFT_FROM = 6  # launches before the drift term is fitted
+MARGINAL_POINTS = 29  # spreads on the grid the posterior integrates the spread over (x0.3 .. x5 the fitted one)
 FLOOR = 1e-6  # the least launch spread the model assumes (0.0001 %), below any real noise
 
 
@@ -926,6 +927,8 @@ class _Model:
         m.drift_on = drift
         if inflate != 1.0:  # the same fit, its posterior at a wider spread (the confirmation's spread check)
             logs = fit.logs(left, marks, sigma * inflate, sign)
+        else:
+            logs = _marginal_logs(fit, left, marks, sigma, sign, noise, floor)
         probs = np.exp(logs - logs.max())
         probs /= probs.sum()
         m.posterior = _Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()))
@@ -958,10 +961,7 @@ class _Model:
         if self.noise is None:
             return False
         ss, df = self._replicates(())
-        if df < 2:
-            return False
-        ratio = (ss / df) / max(self.noise.sigma**2, FLOOR**2)
-        return float(special.fdtrc(df, self.noise.df, ratio)) < STALE_P
+        return _rejects(self.noise, ss, df)
 
     def _replicates(self, leave: Collection[int]) -> tuple[float, float]:
         """The weighted sum of squares of repeated launches about their commit's mean, and its degrees of freedom,
@@ -996,11 +996,10 @@ class _Model:
             squares.append(float(np.sum(w * x * x)))
         cs, cn, cq = np.cumsum(sums), np.cumsum(counts), np.cumsum(squares)
         # Each split's spread pools the side's scatter about the split's two levels (no step of the split is in
-        # it), the repeated launches of the other side, and the prior unless it was called stale.
+        # it), the repeated launches of the other side, and the prior unless that scatter, or the repeated
+        # launches, reject it.
         split_ss, split_df = self._replicates(marks)
-        if self.noise is not None and not self._prior_too_small():
-            split_ss += self.noise.df * self.noise.sigma**2
-            split_df += self.noise.df
+        prior = None if self._prior_too_small() else self.noise
         out = []
         for j in range(len(marks) - 1):
             nl, nr = float(cn[j]), float(cn[-1] - cn[j])
@@ -1009,6 +1008,8 @@ class _Model:
             sl, sr = float(cs[j]), float(cs[-1] - cs[j])
             diff = sr / nr - sl / nl
             spread, df = split_ss + float(cq[-1]) - sl * sl / nl - sr * sr / nr, split_df + nl + nr - 2
+            if prior is not None and not _rejects(prior, spread, df):
+                spread, df = spread + prior.df * prior.sigma**2, df + prior.df
             if df < 1 or spread <= 0:
                 continue
             t = diff / (math.sqrt(spread / df) * math.sqrt(1 / nl + 1 / nr))
@@ -1082,6 +1083,31 @@ def _fit_all(
     return fit, logs, best, sigma, spread
 
 
+def _marginal_logs(
+    fit: _SplitFit, left: np.ndarray, marks: np.ndarray, center: float, sign: float, noise: Noise | None, floor: float
+) -> np.ndarray:
+    """Each split's log posterior with the spread integrated out rather than fixed at its estimate: the mixture
+    likelihood of every launch on a grid of spreads around the fitted one, weighed by the noise prior's scaled
+    inverse chi-square (its sigma and degrees of freedom; Jeffreys' 1 / sigma without a prior).
+
+    Why: a posterior at one spread is as sure as that spread is right, and the spread is an estimate.  A prior
+    from a quieter day, or a hunt whose launches happened to scatter little, made a boundary on a few launches
+    read as 99.9 % certain.  Integrated, the launches and the prior weigh each spread by how well it explains
+    them, and a boundary must hold across the spreads they allow (400 seeds, prior at half the truth, 512
+    commits, d = 1.5 sigma: 1.5 % wrong hunts at the fitted spread, 0.5 % integrated)."""
+    grid = np.maximum(center * np.exp(np.linspace(-1.2, 1.6, MARGINAL_POINTS)), max(floor, FLOOR))
+    rows = []
+    for spread in grid.tolist():
+        if noise is not None:
+            prior = -(noise.df + 1) * math.log(spread) - noise.df * noise.sigma**2 / (2 * spread * spread)
+        else:
+            prior = -math.log(spread)
+        rows.append(fit.logs(left, marks, spread, sign) + prior + math.log(spread))  # d sigma = sigma d log sigma
+    stack = np.array(rows)
+    top = stack.max(axis=0)
+    return top + np.log(np.exp(stack - top).sum(axis=0))
+
+
 def _start_sigma(noise: Noise | None, x: np.ndarray, index: np.ndarray, floor: float) -> float:
     """A first spread for the weights: the prior, else the median absolute deviation within commits."""
     if noise is not None:
@@ -1147,6 +1173,15 @@ def _spread(
     sigma = max(pooled * _widen(pooled_df), lowest)
     source = f"the noise prior {noise.sigma:.2%} ({noise.df} df) pooled with the hunt's launches"
     return sigma, Spread(sigma, pooled_df, source, prior=noise.sigma, hunt=own)
+
+
+def _rejects(noise: Noise, ss: float, df: float) -> bool:
+    """Whether a sum of squares of ``df`` degrees of freedom scatters more than the prior allows: the variance-ratio
+    test at ``STALE_P`` (fewer than two degrees of freedom reject nothing)."""
+    if df < 2 or ss <= 0:
+        return False
+    ratio = (ss / df) / max(noise.sigma**2, FLOOR**2)
+    return float(special.fdtrc(df, noise.df, ratio)) < STALE_P
 
 
 def _as_normal(t: float, df: float) -> float:
