@@ -55,6 +55,13 @@ class Proof:
     unaccounted: tuple[Unprobed, ...] = ()  # the Python processes among unprobed, with why: also "not proven"
 
 
+def proof_cache(tree: TreeFacts | None, probe_dir: Path) -> DigestCache:
+    """The digest cache of a proof: one per tree, whichever verb proves it, so that a ``run --probe`` and a
+    ``bench`` of one worktree hash its files once.  The scope keeps its ``bench:`` prefix, so the caches that
+    bench runs already filled stay warm."""
+    return DigestCache.for_scope("bench:" + (str(tree.root) if tree is not None else str(probe_dir)))
+
+
 def prove(
     probe_dir: Path,
     *,
@@ -64,9 +71,15 @@ def prove(
     expected: Mapping[str, str],
     when: str,
     generated: Sequence[JitCache] = (),
+    cache: DigestCache | None = None,
 ) -> Proof:
-    """``live``: the server's processes now (``unprobed.live_processes``; empty at stop: they are gone)."""
-    cache = DigestCache.for_scope("bench:" + (str(tree.root) if tree is not None else str(probe_dir)))
+    """The one verdict of a probed run: ``bench``'s server at health and at stop, ``run --probe``'s command
+    once it exited (``execution.probed``), so both refuse, doubt and name what was not accounted for alike.
+
+    ``live``: the server's processes now (``unprobed.live_processes``; empty at stop: they are gone, and so
+    no process can be found unprobed then).  ``cache``: the digest cache to hash with (``proof_cache``
+    by default); a caller that hashes more with it (``run --probe``'s sampled libraries) saves it."""
+    cache = cache if cache is not None else proof_cache(tree, probe_dir)
     deadline = time.monotonic() + PENDING_WAIT
     while True:
         processes = tuple(read_probe_dir(probe_dir))
