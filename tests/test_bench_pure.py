@@ -406,3 +406,44 @@ def test_the_public_import_paths_of_the_search_and_the_noise_still_work():
     assert (bisect, Measurement, BisectReport) == (search.bisect, search.Measurement, search.BisectReport)
     assert noise_of is verdict.noise_of and Noise is verdict.Noise and stats.__doc__
     assert Commit.__module__ == "patchkit.commit"
+
+
+def test_a_proof_stored_by_an_older_patchkit_reads_back_as_it_was(tmp_path):
+    """RunRecord.proof is typed (proof/document.py's ProofJson) and read as stored: a record from before hosts,
+    idents and the stop accounting (NCCL's lines keyed by pid alone, no "unaccounted") round-trips through the
+    store unchanged, and show's sections and compare's proof rows read what it has."""
+    import json
+
+    from patchkit.bench.records.runview import run_view
+    from patchkit.bench.records.store import Store
+    from patchkit.proof.compare import proof_changes
+
+    old_proof = {
+        "state": "proven",
+        "reason": None,
+        "reasons": [],
+        "probe_dir": "/runs/1/probe",
+        "processes": [
+            {"pid": 4250, "ppid": 4242, "label": "scheduler_TP0", "argv": ["-c"], "files": 12, "exited": True,
+             "init": [{"env": {"NCCL_P2P_LEVEL": "NVL"}, "rank": 0, "world_size": 1, "torch": "2.9", "nccl": "2.27"}],
+             "libraries": [{"path": "/x/libnccl.so.2", "size": 3, "sha256": "ab" * 32}]},
+        ],
+        "unprobed": ["pid 4242 (/bin/sh -c serve)"],
+        "accounting": {"healthy": {"counts": {"tree": 3, "stray": 0}, "strays": [], "allowed": []}},
+        "distributions": [{"name": "torch", "version": "2.9", "site_dir": "/v"}],
+        "nccl": {"4250": {"pid": 4250, "devices": ["0"], "version": "2.27.5", "env": {"NCCL_P2P_LEVEL": "NVL"}}},
+    }  # fmt: skip
+    with Store(tmp_path / "bench.sqlite") as store:
+        back = store.get(store.add(record(1, proof=old_proof, host={"hostname": "gpu-1"})))
+    assert json.dumps(back.proof, sort_keys=True) == json.dumps(old_proof, sort_keys=True)
+    view = run_view(back).to_json()
+    assert view["header"]["proof"] == {"state": "proven", "reason": None, "reasons": [], "probe_dir": "/runs/1/probe"}
+    (probed,) = view["processes"]["probed"]
+    assert (probed["host"], probed["role"], probed["rank"], probed["ident"]) == ("gpu-1", "scheduler_TP0", 0, None)
+    assert view["processes"]["unprobed"] == [{"pid": 4242, "command": "/bin/sh -c serve", "probe": "none", "why": None}]
+    assert view["files"]["at"] == "healthy" and view["files"]["counts"]["tree"] == 3
+    (line,) = view["nccl"]["log"]
+    assert (line["pid"], line["role"], line["version"]) == (4250, "scheduler_TP0", "2.27.5")
+    newer = json.loads(json.dumps(old_proof))
+    newer["processes"][0]["init"][0]["env"]["NCCL_P2P_LEVEL"] = "SYS"
+    assert proof_changes(back.proof, newer) == [("effective env NCCL_P2P_LEVEL in scheduler_TP0", "NVL", "SYS")]

@@ -28,6 +28,7 @@ from pathlib import Path
 from patchkit.proof.account import Accounting, TreeFacts, account
 from patchkit.proof.check import env_reasons, stray_reasons
 from patchkit.proof.digests import DigestCache
+from patchkit.proof.document import AccountingJson, NcclJson, ProcessJson, ProofJson
 from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
@@ -128,7 +129,7 @@ def doubts(processes: Iterable[ProcessFacts]) -> list[str]:
     return out
 
 
-def nccl_json(server_log: Path) -> dict[str, object]:
+def nccl_json(server_log: Path) -> dict[str, NcclJson]:
     try:
         with server_log.open(encoding="utf-8", errors="replace") as f:
             found = parse_nccl_log(f)
@@ -140,7 +141,7 @@ def nccl_json(server_log: Path) -> dict[str, object]:
 
 def _processes_json(
     processes: Iterable[ProcessFacts], libraries: Mapping[LocalKey, Sequence[MappedLibrary]]
-) -> list[dict[str, object]]:
+) -> list[ProcessJson]:
     out = []
     processes = list(processes)
     last: dict[str, int] = {}  # what psutil saw mapped is the latest image's, after exec()
@@ -156,7 +157,7 @@ def _processes_json(
     return out
 
 
-def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, probe_dir: Path) -> dict[str, object]:
+def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, probe_dir: Path) -> ProofJson:
     """The record's ``proof``: state, per-process facts, libraries, both accountings, distributions, NCCL lines."""
     last = stop or healthy
     if last is None:
@@ -193,7 +194,7 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
     else:
         state, why = "proven", None
 
-    def summary(proof: Proof | None) -> dict[str, object] | None:
+    def summary(proof: Proof | None) -> AccountingJson | None:
         if proof is None:
             return None
         data = proof.accounting.summary_json()
