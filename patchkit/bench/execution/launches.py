@@ -199,6 +199,7 @@ def run_here(
         return
     if not order:
         return
+    assert not executor.remote, "a batch read back in order needs the executor's results in order: a local one"
     store = order[0][0].store
     assert all(s.store is store for s, _, _ in order), "one batch, one ledger: the sessions share a store"
     numbered = [(s, c, p, s.next_launch(c, p)) for s, c, p in order]
