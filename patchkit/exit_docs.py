@@ -58,8 +58,9 @@ DOC_MEANING: Mapping[ExitCode, str] = {
         "Interrupted (Ctrl-C, or SIGTERM for `bench`, `bisect` and `noise`): the message says what was and was "
         "not written (`apply`/`revert`: the files whose whole, recorded writes finished; `capture`/`import-diff`: "
         "the capture published whole). `bench`/`bisect`/`noise`: the server's process group was stopped and the "
-        "run stored as `interrupted` (`--executor slurm`: the jobs keep running; the same command, run again, "
-        "collects them)."
+        "run stored as `interrupted`; `bench` and `noise` run again with the same command read back the launches "
+        "stored and launch the rest, the interrupted one included (`--executor slurm`: the jobs keep running; "
+        "the same command, run again, collects them)."
     ),
     ExitCode.CLOSED_STDOUT: (
         "The reader of stdout left (`patchkit check ...` piped into `head -1`): patchkit ends quietly, as a "
@@ -100,7 +101,8 @@ BENCH_HELP_MEANING: Mapping[ExitCode, str] = {
     ExitCode.USAGE: "bad input: usage, manifest, [bench] table, revision, --set",
     ExitCode.INTERNAL: HELP_MEANING[ExitCode.INTERNAL],
     ExitCode.INTERRUPTED: (
-        "interrupted (Ctrl-C or SIGTERM): the server group was stopped and the run stored as `interrupted` "
+        "interrupted (Ctrl-C or SIGTERM): the server group was stopped and the run stored as `interrupted`; "
+        "bench and noise run again with the same command read back the launches stored and launch the rest "
         "(--executor slurm: the jobs keep running; the same command, run again, collects them)"
     ),
 }

@@ -321,28 +321,65 @@ def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
     assert slurm_where(record(3)) == ""
 
 
-def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
+def test_the_shared_launch_loop_says_how_it_ended(monkeypatch, tmp_path):
     """bench and noise run their launches through one loop: every launch, a local launch interrupted (stored,
-    last, not announced), or the submitter interrupted while the Slurm jobs go on (what was collected)."""
+    last, not announced), or the submitter interrupted while the Slurm jobs go on (what was collected).  The
+    local launches are a batch of the store's ledger: the same command run again reads back what was stored,
+    in its place, and launches the interrupted one and the rest; once done, the batch is finished."""
     import patchkit.bench.execution.launches as launches
     from patchkit.bench.execution.executor import LocalExecutor, SlurmExecutor
     from patchkit.bench.execution.launches import BenchArgs, launch
     from patchkit.bench.execution.session import Interrupted
+    from patchkit.bench.records.store import Store
 
     commits = line(3)
     stored = [record(i + 1, c.sha) for i, c in enumerate(commits)]
 
-    class Local:
-        def run(self, commit, profile):
-            found = next(r for r in stored if r.commit.sha == commit.sha)
-            if commit == commits[1]:
-                raise Interrupted(record(9, commit.sha, outcome="interrupted", reason="^C"))
-            return found
+    class Local:  # a session over a real store: what Session.run does with the ledger, without a server
+        def __init__(self, store, interrupt):
+            self.store, self.interrupt, self.ran = store, interrupt, []
 
-    heard = []
-    done = launch(Local(), [(c, "eagle3") for c in commits], LocalExecutor(), command="bench", on_record=heard.append)
-    assert done.interrupted and not done.submitter and done.stopped
-    assert [r.run_id for r in done.records] == [1, 9] and [r.run_id for r in heard] == [1]
+        def next_launch(self, commit, profile):
+            return 1
+
+        def launch_key(self, commit, profile, ordinal):
+            return f"{commit.sha[-4:]}-{profile}-{ordinal}"
+
+        def run(self, commit, profile, *, launch=None, submission=None):
+            self.ran.append(commit.sha)
+            if commit == self.interrupt:
+                stop = record(0, commit.sha, outcome="interrupted", reason="^C")
+                stop = stop.with_run_id(self.store.add(stop))
+                self.store.set_submission_state(*submission, "interrupted")
+                raise Interrupted(stop)
+            found = next(r for r in stored if r.commit.sha == commit.sha)
+            return found.with_run_id(self.store.add(found, submission=submission))
+
+    with Store(tmp_path / "bench.sqlite") as store:
+        first, heard = Local(store, commits[1]), []
+        done = launch(first, [(c, "eagle3") for c in commits], LocalExecutor(), command="bench", on_record=heard.append)
+        assert done.interrupted and not done.submitter and done.stopped
+        assert [r.run_id for r in done.records] == [1, 2] and [r.run_id for r in heard] == [1]
+        assert first.ran == [commits[0].sha, commits[1].sha]
+        (batch,) = {row.batch for row in store.submissions()}
+        assert {row.key[:4]: row.state for row in store.submissions(batch)} == {
+            "0000": "collected",
+            "0001": "interrupted",
+        }
+        assert all(row.executor == "local" for row in store.submissions(batch))
+
+        again, notes = Local(store, None), []
+        done = launch(again, [(c, "eagle3") for c in commits], LocalExecutor(), command="bench", note=notes.append)
+        assert not done.stopped and [r.run_id for r in done.records] == [1, 3, 4]  # run 1 read back, in its place
+        assert again.ran == [commits[1].sha, commits[2].sha]
+        assert notes == [
+            f"resuming batch {batch}: 1 launch stored earlier, read back; 2 to run",
+            "running again 1 launch an earlier run of this batch did not settle (1 interrupted)",
+        ]
+        assert {row.state for row in store.submissions(batch)} == {"collected"}
+        third = Local(store, None)
+        launch(third, [(c, "eagle3") for c in commits], LocalExecutor(), command="bench")
+        assert len(third.ran) == 3  # the batch was finished: the same command is a new batch, launched whole
 
     def waiting(session, pairs, executor, *, command, note, on_record):
         on_record(stored[2])
@@ -350,7 +387,7 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch):
 
     monkeypatch.setattr(launches, "run_scheduled", waiting)
     slurm_executor = object.__new__(SlurmExecutor)  # no sbatch here: run_scheduled is the stand-in above
-    slurm = launch(Local(), [(c, "eagle3") for c in commits], slurm_executor, command="noise")
+    slurm = launch(Local(None, None), [(c, "eagle3") for c in commits], slurm_executor, command="noise")
     assert slurm.submitter and not slurm.interrupted and [r.run_id for r in slurm.records] == [3]
     kwargs = {"manifests": ["m"], "repo": "r", "sets": ["a=1"], "executor": "slurm", "slots": 2, "json_out": True}
     args = BenchArgs.take(kwargs, keep=("slots",))
@@ -369,3 +406,44 @@ def test_the_public_import_paths_of_the_search_and_the_noise_still_work():
     assert (bisect, Measurement, BisectReport) == (search.bisect, search.Measurement, search.BisectReport)
     assert noise_of is verdict.noise_of and Noise is verdict.Noise and stats.__doc__
     assert Commit.__module__ == "patchkit.commit"
+
+
+def test_a_proof_stored_by_an_older_patchkit_reads_back_as_it_was(tmp_path):
+    """RunRecord.proof is typed (proof/document.py's ProofJson) and read as stored: a record from before hosts,
+    idents and the stop accounting (NCCL's lines keyed by pid alone, no "unaccounted") round-trips through the
+    store unchanged, and show's sections and compare's proof rows read what it has."""
+    import json
+
+    from patchkit.bench.records.runview import run_view
+    from patchkit.bench.records.store import Store
+    from patchkit.proof.compare import proof_changes
+
+    old_proof = {
+        "state": "proven",
+        "reason": None,
+        "reasons": [],
+        "probe_dir": "/runs/1/probe",
+        "processes": [
+            {"pid": 4250, "ppid": 4242, "label": "scheduler_TP0", "argv": ["-c"], "files": 12, "exited": True,
+             "init": [{"env": {"NCCL_P2P_LEVEL": "NVL"}, "rank": 0, "world_size": 1, "torch": "2.9", "nccl": "2.27"}],
+             "libraries": [{"path": "/x/libnccl.so.2", "size": 3, "sha256": "ab" * 32}]},
+        ],
+        "unprobed": ["pid 4242 (/bin/sh -c serve)"],
+        "accounting": {"healthy": {"counts": {"tree": 3, "stray": 0}, "strays": [], "allowed": []}},
+        "distributions": [{"name": "torch", "version": "2.9", "site_dir": "/v"}],
+        "nccl": {"4250": {"pid": 4250, "devices": ["0"], "version": "2.27.5", "env": {"NCCL_P2P_LEVEL": "NVL"}}},
+    }  # fmt: skip
+    with Store(tmp_path / "bench.sqlite") as store:
+        back = store.get(store.add(record(1, proof=old_proof, host={"hostname": "gpu-1"})))
+    assert json.dumps(back.proof, sort_keys=True) == json.dumps(old_proof, sort_keys=True)
+    view = run_view(back).to_json()
+    assert view["header"]["proof"] == {"state": "proven", "reason": None, "reasons": [], "probe_dir": "/runs/1/probe"}
+    (probed,) = view["processes"]["probed"]
+    assert (probed["host"], probed["role"], probed["rank"], probed["ident"]) == ("gpu-1", "scheduler_TP0", 0, None)
+    assert view["processes"]["unprobed"] == [{"pid": 4242, "command": "/bin/sh -c serve", "probe": "none", "why": None}]
+    assert view["files"]["at"] == "healthy" and view["files"]["counts"]["tree"] == 3
+    (line,) = view["nccl"]["log"]
+    assert (line["pid"], line["role"], line["version"]) == (4250, "scheduler_TP0", "2.27.5")
+    newer = json.loads(json.dumps(old_proof))
+    newer["processes"][0]["init"][0]["env"]["NCCL_P2P_LEVEL"] = "SYS"
+    assert proof_changes(back.proof, newer) == [("effective env NCCL_P2P_LEVEL in scheduler_TP0", "NVL", "SYS")]

@@ -300,3 +300,60 @@ def test_jit_cache_directories_follow_the_servers_environment(tmp_path: Path) ->
     assert found["torch extensions"] == "/scratch/xdg/torch_extensions"
     assert found["FlashInfer"] == "/scratch/f/.cache/flashinfer"
     assert {c.name: c.root for c in jit_caches({**named, "TRITON_CACHE_DIR": "/x/tc"})}["Triton"] == "/x/tc"
+
+
+@pytest.mark.slow
+def test_run_probe_and_bench_share_one_proof_pipeline(
+    venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """run --probe's verdict is prove()'s at stop, the call bench makes on its server: the same reasons (every
+    STRAY in bench's words, with who loaded it, then each [bench].env value lacking at init_process_group),
+    the same accounting and doubts, and the same digest cache (one scope per tree, whichever verb proves it)."""
+    from patchkit.bench.execution.probed import ProbeOptions, expected_env, run_probed
+    from patchkit.git import Repo
+    from patchkit.manifest import load_manifest
+    from patchkit.proof.account import TreeFacts
+    from patchkit.proof.runproof import proof_cache, prove
+
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1, "bench.py": BENCH},
+    )
+    manifest = write_manifest(tmp_path / "kit")
+    manifest.write_text(manifest.read_text() + BENCH_TABLE)
+    bench = load_manifest(str(manifest)).bench
+    assert bench is not None
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(repo)
+    env = {k: v for k, v in os.environ.items() if k != "NCCL_MIN_NCHANNELS"}  # TP0 lacks [bench].env's value
+    env["HF_TOKEN"] = "hf_run_secret_7171"
+    core = site_packages(venv) / "alpha" / "core.py"
+    original = core.read_text()
+    write_source(core, original.replace("41", "40"))
+    probe_dir = tmp_path / "probe"
+    try:
+        with Repo.discover(repo) as git_repo:
+            commit = git_repo.commit("HEAD").sha
+            done = run_probed(
+                [str(venv), "bench.py"], env, git_repo=git_repo, commit=commit,
+                probe=ProbeOptions(str(probe_dir), ()), bench=bench,
+            )  # fmt: skip
+            tree = TreeFacts.of(git_repo, repo, commit)
+            expected, skipped = expected_env(bench, repo)
+            # what job._prove asks at stop, on the probe's files this run kept
+            again = prove(probe_dir, live=[], tree=tree, allow_stray=(), expected=expected, when="stop",
+                          generated=jit_caches(env))  # fmt: skip
+    finally:
+        write_source(core, original)
+    assert done.code == 0 and capfd.readouterr().out == "bench done 41\n"
+    proof = done.proof
+    assert proof.when == "stop" and proof.unaccounted == () and proof.unprobed == ()
+    assert (proof.reasons, proof.doubts, proof.accounting) == (again.reasons, again.doubts, again.accounting)
+    stray, lacking = proof.reasons
+    assert stray.startswith(f"STRAY {core} [alpha-dist 1.0]: ") and "; loaded by pid " in stray and "bench.py" in stray
+    assert "(scheduler_TP0, rank 0): NCCL_MIN_NCHANNELS at init_process_group: expected '4', found None" in lacking
+    assert done.skipped == tuple(skipped) == ("SERVER_PORT",)
+    assert proof_cache(tree, probe_dir).file is not None and proof_cache(tree, probe_dir).file.exists()
+    assert [p.name for p in (tmp_path / "cache" / "patchkit" / "digests").iterdir()] == [
+        proof_cache(tree, probe_dir).file.name
+    ]

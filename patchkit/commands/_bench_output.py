@@ -298,10 +298,11 @@ SUBMITTER_INTERRUPTED = "interrupted: the submitted jobs keep running; run the s
 
 
 class _Note:
-    """What the submitter does (submitted, collecting, a job's state changes): as progress goes."""
+    """What the executor does (resuming a batch; on Slurm: submitted, collecting, a job's state changes): as
+    progress goes."""
 
-    def __init__(self, console: Console, verb: str, quiet: bool) -> None:
-        self.console, self.verb, self.quiet = console, verb, quiet
+    def __init__(self, console: Console, verb: str, quiet: bool, where: str) -> None:
+        self.console, self.verb, self.quiet, self.where = console, verb, quiet, where
 
     def __call__(self, line: str, *, always: bool = False) -> None:
         if self.console.is_terminal and not self.quiet:
@@ -310,12 +311,13 @@ class _Note:
             say(self.console, line)
         else:  # off a terminal, or stdout is JSON: timestamped on stderr, like the phases of a local run
             stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            print(f"{stamp} {self.verb} slurm: {line}", file=sys.stderr, flush=True)
+            print(f"{stamp} {self.verb} {self.where}: {line}", file=sys.stderr, flush=True)
 
 
-def slurm_note(console: Console, verb: str, *, quiet: bool) -> _Note:
-    """The submitter's notes (submitted, collecting, a job's state changes), as progress goes."""
-    return _Note(console, verb, quiet)
+def launch_note(console: Console, verb: str, *, quiet: bool, executor: str) -> _Note:
+    """The executor's notes (a batch resumed; on Slurm: submitted, collecting, a job's state changes), as
+    progress goes; off a terminal each line names the verb and the executor (``bench local: ...``)."""
+    return _Note(console, verb, quiet, executor)
 
 
 def record_printer(console: Console, *, quiet: bool) -> Callable[[RunRecord], None]:

@@ -8,7 +8,9 @@ across the commits unless ``--no-interleave`` (``launch_order``); the worktree
 is prepared once per commit.  The table has one row
 per commit, profile and metric: median, min-max, and the ratio of the median
 to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
-run in progress as ``interrupted`` and ends with 130.
+run in progress as ``interrupted`` and ends with 130; the same command run
+again resumes the batch: what was stored is read back, the rest launched
+(``execution.launches.run_here``).
 
 ``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
 submitted as one array after the refused commits are stored; the records come
@@ -44,13 +46,13 @@ from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     explain_lines,
+    launch_note,
     progress,
     record_printer,
     results_table,
     say,
     show_gpu_hygiene,
     show_table,
-    slurm_note,
     table_rows,
 )
 from patchkit.errors import ExitCode, UsageError
@@ -86,14 +88,15 @@ def bench(
         chosen = session.profiles(profiles)
         executor = opened.executor()
         order = launch_order(targets, chosen, launches or session.config.launches, interleave=not no_interleave)
-        note = slurm_note(console, "bench", quiet=json_out)
+        note = launch_note(console, "bench", quiet=json_out, executor=executor.name)
         printer = record_printer(console, quiet=json_out)
         with progress(console, "bench", live=not json_out) as show, measuring(session, show):
             if other is None:
                 done = launch(session, order, executor, command="bench", on_record=printer, note=note)
             else:
                 other.progress = show
-                done = launch_here(sides(session, other, order, interleave=not no_interleave), on_record=printer)
+                order_sides = sides(session, other, order, interleave=not no_interleave)
+                done = launch_here(order_sides, command="bench", on_record=printer, note=note)
             found = (
                 [] if other is None or done.stopped else judge_sides(session, other, chosen, done.records, threshold)
             )

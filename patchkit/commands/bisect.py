@@ -46,11 +46,11 @@ from patchkit.bench.execution.session import Interrupted
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     bisect_header,
+    launch_note,
     progress,
     say,
     show_bisect,
     show_gpu_hygiene,
-    slurm_note,
     step_printer,
 )
 from patchkit.errors import ExitCode
@@ -94,7 +94,7 @@ def bisect(
             try:
                 report = plan.run(
                     on_step=step_printer(console, plan.metric.name, quiet=json_out),
-                    note=slurm_note(console, "bisect", quiet=json_out),
+                    note=launch_note(console, "bisect", quiet=json_out, executor=plan.executor.name),
                 )
             except Interrupted as stop:
                 say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")

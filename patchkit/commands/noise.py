@@ -25,11 +25,11 @@ from patchkit.bench.stats.plan import plan_hunt
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     explain_lines,
+    launch_note,
     progress,
     record_printer,
     say,
     show_noise,
-    slurm_note,
 )
 from patchkit.errors import ExitCode, UsageError
 from patchkit.render import print_json
@@ -57,7 +57,7 @@ def noise(
         target = opened.repo.commit(commit)
         chosen = session.profiles(profiles)
         executor = opened.executor()
-        note = slurm_note(console, "noise", quiet=json_out)
+        note = launch_note(console, "noise", quiet=json_out, executor=executor.name)
         pairs = [(target, profile) for _ in range(launches) for profile in chosen]
         with progress(console, "noise", live=not json_out) as show, measuring(session, show):
             done = launch(session, pairs, executor, command="noise", on_record=record_printer(console, quiet=json_out),

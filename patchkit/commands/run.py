@@ -50,7 +50,7 @@ from patchkit.git import Repo
 from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_for_imports
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
-from patchkit.proof.runproof import doubts
+from patchkit.proof.check import stray_reasons
 from patchkit.proof.show import libraries_table, nccl_table, show_proof
 from patchkit.render import emit, plural
 
@@ -144,18 +144,19 @@ def _run_probed(
     probe: ProbeOptions, bisect: bool, bench: BenchConfig | None = None,
 ) -> int:  # fmt: skip
     """Run CMD with the probe in every Python process it starts (``execution.probed.run_probed``), then say what
-    the accounting of every file that ran found.
+    the proof found: the verdict is ``proof.runproof.prove``'s at stop, the one a bench server gets.
 
-    A STRAY, or a ``[bench].env`` value a process lacked at ``init_process_group``, makes the exit code 1
-    (128 under --bisect: the setup is wrong), whatever CMD's own; otherwise CMD's exit code passes through.
+    A STRAY, or a ``[bench].env`` value a process lacked at ``init_process_group`` (``Proof.reasons``), makes
+    the exit code 1 (128 under --bisect: the setup is wrong), whatever CMD's own; otherwise CMD's exit code
+    passes through.  The probe's own failures (``Proof.doubts``) leave it not proven, not refused.
     """
     refused = ExitCode.BISECT_ABORT if bisect else ExitCode.REFUSED
     done = run_probed(command, env, git_repo=git_repo, commit=commit, probe=probe, bench=bench)
-    code, processes, accounting, nccl, reasons = done.code, done.processes, done.accounting, done.nccl, done.reasons
-    libraries = done.libraries
-    show_proof(console, processes, accounting)
-    if libraries:
-        emit(console, libraries_table(libraries, processes))
+    proof, code, nccl = done.proof, done.code, done.nccl
+    processes, accounting = proof.processes, proof.accounting
+    show_proof(console, processes, accounting)  # every STRAY, in a table with who loaded it
+    if proof.libraries:
+        emit(console, libraries_table(proof.libraries, processes))
     if nccl is not None:
         found = nccl.parse()
         if found:
@@ -164,21 +165,22 @@ def _run_probed(
             console.print("NCCL: no 'NCCL INFO' line in CMD's output", markup=False)
     for name in done.skipped:
         console.print(f"[bench].env {name} is not checked: its value needs a placeholder only bench sets", markup=False)
-    for line in reasons:
+    tabled = set(stray_reasons(accounting, processes))  # already in the STRAY table: not said twice
+    lacking = [line for line in proof.reasons if line not in tabled]
+    for line in lacking:
         console.print(line, markup=False, style="bold red")
-    failed = doubts(processes)
     if not processes:
         console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
-    elif failed and not accounting.strays and not reasons:
+    elif proof.doubts and not proof.reasons:
+        failed = plural(len(proof.doubts), "process", "processes")
         console.print(
-            f"patchkit run --probe: not proven: the probe failed in {plural(len(failed), 'process', 'processes')}, "
-            "so what it saw is incomplete",
+            f"patchkit run --probe: not proven: the probe failed in {failed}, so what it saw is incomplete",
             markup=False,
         )
-    if accounting.strays or reasons:
+    if proof.reasons:
         what = [plural(len(accounting.strays), "STRAY file") + " ran"] if accounting.strays else []
-        if reasons:
-            what.append(f"{plural(len(reasons), 'process')} without [bench].env's value at init_process_group")
+        if lacking:
+            what.append(f"{plural(len(lacking), 'process')} without [bench].env's value at init_process_group")
         console.print(
             f"patchkit run --probe: {' and '.join(what)}; exit {int(refused)} (CMD exited {code})",
             markup=False,

@@ -64,11 +64,16 @@ def runs(
 
 
 def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequence[str]) -> list[PendingRow]:
-    """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now."""
+    """Submitted launches not collected yet (of these commits and profiles), each with what Slurm says now.
+
+    Only Slurm's: a local batch's launch that is not collected (interrupted, or its patchkit killed) waits
+    for nothing and runs nowhere; the same command run again launches it again."""
     rows = [
         r
         for r in rows
-        if (not shas or r.label.get("commit") in shas) and (not profiles or r.label.get("profile") in profiles)
+        if r.executor == "slurm"
+        and (not shas or r.label.get("commit") in shas)
+        and (not profiles or r.label.get("profile") in profiles)
     ]
     states = slurm_states([r.job_id for r in rows]) or {}  # Slurm not answering: every state UNKNOWN
     return [

@@ -46,6 +46,7 @@ from patchkit.proof import PROBE_SITE_DIR
 from patchkit.proof.bytecode import BytecodeConfig, stale_bytecode
 from patchkit.proof.digests import DigestCache, hash_file, hex_of
 from patchkit.proof.dists import ALGO, DIGEST, Distribution, SiteIndex
+from patchkit.proof.document import AccountingJson, VerdictJson
 from patchkit.proof.jitcache import JitCache
 from patchkit.proof.records import LoadedFile, ProcessFacts
 
@@ -91,8 +92,8 @@ class Verdict:
     sha256: str | None = None  # for a data file: its digest when accounted
     processes: tuple[str, ...] = ()  # every loader's ident, one per process whatever it exec()s
 
-    def to_json(self) -> dict[str, object]:
-        out: dict[str, object] = {
+    def to_json(self) -> VerdictJson:
+        out: VerdictJson = {
             "path": self.path,
             "category": self.category,
             "owner": self.owner,
@@ -135,7 +136,7 @@ class Accounting:
         """Every data file that was read, whatever its category (tree, dist, data, STRAY...)."""
         return tuple(v for v in self.verdicts if v.read)
 
-    def summary_json(self) -> dict[str, object]:
+    def summary_json(self) -> AccountingJson:
         """What the run record keeps: counts, every STRAY and every allowed one, the globs, distributions."""
         return {
             "counts": self.counts,

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from patchkit.proof.document import LibraryJson
+from patchkit.proof.document import LibraryJson, ProcessJson, ProofJson
 
 _NUMBERED = re.compile(r"^(?P<stem>.*?)(?P<n>\d+)$")
 
@@ -51,8 +50,8 @@ def ranges(labels: Sequence[str]) -> str:
     return ", ".join([*parts, *sorted(set(plain))])
 
 
-def _by_label(proof: Mapping[str, Any] | None) -> dict[str, Mapping[str, Any]]:
-    out: dict[str, Mapping[str, object]] = {}
+def _by_label(proof: ProofJson | None) -> dict[str, ProcessJson]:
+    out: dict[str, ProcessJson] = {}
     for proc in (proof or {}).get("processes", []):
         if proc.get("init"):
             out.setdefault(str(proc.get("label")), proc)
@@ -63,7 +62,7 @@ def _grouped(rows: Mapping[tuple[str, object, object], list[str]], what: str) ->
     return [(f"{what.format(key=key)} in {ranges(labels)}", a, b) for (key, a, b), labels in rows.items()]
 
 
-def state_of(proof: Mapping[str, Any] | None) -> str:
+def state_of(proof: ProofJson | None) -> str:
     """``proven``, or ``not proven (why)`` / ``refused (N reasons)``, as compare's ``proof`` row shows a side."""
     if not proof:
         return "not proven (no server was started)"
@@ -75,7 +74,7 @@ def state_of(proof: Mapping[str, Any] | None) -> str:
     return f"{state} ({reason})" if reason and state != "proven" else state
 
 
-def proof_changes(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[tuple[str, Any, Any]]:
+def proof_changes(a: ProofJson | None, b: ProofJson | None) -> list[tuple[str, object, object]]:
     """(key, value in A, value in B) for every difference; the ``proof`` row first when a side is not proven;
     only that row when a side has no processes to compare."""
     out: list[tuple[str, object, object]] = []
@@ -124,10 +123,10 @@ def _lib(lib: LibraryJson | None) -> str | None:
     return f"{lib['path']} sha256:{digest[:16]}"
 
 
-def _strays(proof: Mapping[str, Any]) -> dict[str, object]:
+def _strays(proof: ProofJson) -> dict[str, object]:
     out: dict[str, object] = {}
-    for when in ("healthy", "stop"):
-        summary = (proof.get("accounting") or {}).get(when) or {}
+    accounting = proof.get("accounting") or {}
+    for summary in (accounting.get("healthy") or {}, accounting.get("stop") or {}):
         for item in [*summary.get("strays", []), *summary.get("allowed", [])]:
             out.setdefault(item["path"], item.get("why"))
     return out

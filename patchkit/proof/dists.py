@@ -15,8 +15,11 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    from patchkit.proof.document import DistributionJson
 
 # One RECORD line: (absolute normalised path, hash algorithm, digest in RECORD form, size).  A plain tuple: a
 # site directory has tens of thousands, and `guard --site` with a warm cache is little more than a walk over them.
@@ -52,7 +55,7 @@ class Distribution:
     def label(self) -> str:
         return f"{self.name} {self.version}"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> DistributionJson:
         return {
             "name": self.name,
             "version": self.version,

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import psutil
 
 from patchkit.proof.digests import DigestCache, hex_of
+from patchkit.proof.document import LibraryJson
 from patchkit.proof.records import LocalKey
 from patchkit.proof.unprobed import start_ticks
 
@@ -44,7 +45,7 @@ class MappedLibrary:
     def notable(self) -> bool:
         return os.path.basename(self.path).startswith(NOTABLE)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> LibraryJson:
         return {"path": self.path, "size": self.size, "sha256": self.sha256}
 
 

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from patchkit.proof.document import NcclJson
+
 _LINE = re.compile(
     r"^(?:\[[^\]]*\] )?(?P<host>[^\s:\[]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>[^\]]*)\] NCCL INFO (?P<message>.*)$"
 )
@@ -48,7 +50,7 @@ class NcclProcess:
     version: str | None
     env: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> NcclJson:
         return {
             "pid": self.pid,
             "host": self.host,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from patchkit.proof.bytecode import BytecodeConfig
+from patchkit.proof.document import InitJson, ProcessJson
 from patchkit.redact import redact_env
 
 FILE_KINDS = ("module", "pth", "probe", "chained", "data")
@@ -51,7 +52,7 @@ class InitCall:
     # secret-looking expected names (HF_TOKEN), compared inside the process: equal | different | unset
     secrets: dict[str, str] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> InitJson:
         return {
             "env": dict(self.env),
             "backend": self.backend,
@@ -121,7 +122,7 @@ class ProcessFacts:
     def rank(self) -> int | None:
         return self.inits[-1].rank if self.inits else None
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> ProcessJson:
         return {
             "pid": self.pid,
             "ppid": self.ppid,

@@ -28,6 +28,7 @@ from pathlib import Path
 from patchkit.proof.account import Accounting, TreeFacts, account
 from patchkit.proof.check import env_reasons, stray_reasons
 from patchkit.proof.digests import DigestCache
+from patchkit.proof.document import AccountingJson, NcclJson, ProcessJson, ProofJson
 from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
@@ -55,6 +56,13 @@ class Proof:
     unaccounted: tuple[Unprobed, ...] = ()  # the Python processes among unprobed, with why: also "not proven"
 
 
+def proof_cache(tree: TreeFacts | None, probe_dir: Path) -> DigestCache:
+    """The digest cache of a proof: one per tree, whichever verb proves it, so that a ``run --probe`` and a
+    ``bench`` of one worktree hash its files once.  The scope keeps its ``bench:`` prefix, so the caches that
+    bench runs already filled stay warm."""
+    return DigestCache.for_scope("bench:" + (str(tree.root) if tree is not None else str(probe_dir)))
+
+
 def prove(
     probe_dir: Path,
     *,
@@ -64,9 +72,15 @@ def prove(
     expected: Mapping[str, str],
     when: str,
     generated: Sequence[JitCache] = (),
+    cache: DigestCache | None = None,
 ) -> Proof:
-    """``live``: the server's processes now (``unprobed.live_processes``; empty at stop: they are gone)."""
-    cache = DigestCache.for_scope("bench:" + (str(tree.root) if tree is not None else str(probe_dir)))
+    """The one verdict of a probed run: ``bench``'s server at health and at stop, ``run --probe``'s command
+    once it exited (``execution.probed``), so both refuse, doubt and name what was not accounted for alike.
+
+    ``live``: the server's processes now (``unprobed.live_processes``; empty at stop: they are gone, and so
+    no process can be found unprobed then).  ``cache``: the digest cache to hash with (``proof_cache``
+    by default); a caller that hashes more with it (``run --probe``'s sampled libraries) saves it."""
+    cache = cache if cache is not None else proof_cache(tree, probe_dir)
     deadline = time.monotonic() + PENDING_WAIT
     while True:
         processes = tuple(read_probe_dir(probe_dir))
@@ -115,7 +129,7 @@ def doubts(processes: Iterable[ProcessFacts]) -> list[str]:
     return out
 
 
-def nccl_json(server_log: Path) -> dict[str, object]:
+def nccl_json(server_log: Path) -> dict[str, NcclJson]:
     try:
         with server_log.open(encoding="utf-8", errors="replace") as f:
             found = parse_nccl_log(f)
@@ -127,7 +141,7 @@ def nccl_json(server_log: Path) -> dict[str, object]:
 
 def _processes_json(
     processes: Iterable[ProcessFacts], libraries: Mapping[LocalKey, Sequence[MappedLibrary]]
-) -> list[dict[str, object]]:
+) -> list[ProcessJson]:
     out = []
     processes = list(processes)
     last: dict[str, int] = {}  # what psutil saw mapped is the latest image's, after exec()
@@ -143,7 +157,7 @@ def _processes_json(
     return out
 
 
-def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, probe_dir: Path) -> dict[str, object]:
+def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, probe_dir: Path) -> ProofJson:
     """The record's ``proof``: state, per-process facts, libraries, both accountings, distributions, NCCL lines."""
     last = stop or healthy
     if last is None:
@@ -180,7 +194,7 @@ def proof_json(healthy: Proof | None, stop: Proof | None, *, server_log: Path, p
     else:
         state, why = "proven", None
 
-    def summary(proof: Proof | None) -> dict[str, object] | None:
+    def summary(proof: Proof | None) -> AccountingJson | None:
         if proof is None:
             return None
         data = proof.accounting.summary_json()

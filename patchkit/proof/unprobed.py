@@ -25,6 +25,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from patchkit.proof.document import UnaccountedJson
+
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*[dmu]?$")
 # Options of the interpreter that take a value (the next word when not attached): they do not end the options.
 _WITH_VALUE = frozenset("WXQ")
@@ -54,7 +56,7 @@ class Unprobed:
     def line(self) -> str:
         return f"pid {self.pid} ({' '.join(self.argv) or '?'}) ran without the probe: {self.why}"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> UnaccountedJson:
         return {"pid": self.pid, "argv": list(self.argv), "why": self.why}
 
 

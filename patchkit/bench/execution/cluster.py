@@ -185,28 +185,23 @@ def gpus_for(options: SlurmOptions, values: Mapping[str, str]) -> int | None:
 
 
 def task_key(session: Session, commit: Commit, profile: str, ordinal: int) -> str:
-    """What makes two launches the same launch: commit, profile, values, counts, manifests, ordinal.
-
-    Computed from the session alone, without preparing the tree: a re-run of a command whose
-    submitter died must not touch the worktree of a launch still running from it."""
-    text = json.dumps(
-        {
-            "commit": commit.sha,
-            "profile": profile,
-            "vars": dict(session.config.resolve_vars(profile, session.sets)),
-            "warmup": session.config.warmup,
-            "repeat": session.repeat or session.config.repeat,
-            "manifests": [m.digest for m in session.manifests],
-            "allow_dirty": session.allow_dirty,
-            "ordinal": ordinal,
-        },
-        sort_keys=True,
-    )
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    """What makes two launches the same launch (``Session.launch_key``, which local batches key by too)."""
+    return session.launch_key(commit, profile, ordinal)
 
 
 def batch_key(command: str, keys: Sequence[str], options: SlurmOptions) -> str:
-    text = json.dumps({"command": command, "tasks": list(keys), "options": options.to_json()}, sort_keys=True)
+    """A Slurm batch: the command, its launches and the Slurm options."""
+    return _batch_key(command, keys, {"options": options.to_json()})
+
+
+def local_batch_key(command: str, keys: Sequence[str], place: str) -> str:
+    """A local batch: the command, its launches and the host that runs them (a store on a shared disk may
+    hold another host's batch of the same command: its launches measured that host, not this one)."""
+    return _batch_key(command, keys, {"executor": "local", "place": place})
+
+
+def _batch_key(command: str, keys: Sequence[str], where: Mapping[str, object]) -> str:
+    text = json.dumps({"command": command, "tasks": list(keys), **where}, sort_keys=True)
     return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 

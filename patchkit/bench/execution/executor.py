@@ -15,8 +15,11 @@ the order they finish.  The function is what a launch is: for bench it is
 ``ship``, which calls ``run_job(spec)`` and returns the record with the Slurm
 facts of the host it ran on.
 
-``LocalExecutor`` is the default: one slot, in-process, no pickling, nothing to resume or cancel
-(Ctrl-C stops the launch that runs, and the session stores it as ``interrupted``).
+``LocalExecutor`` is the default: one slot, in-process, no pickling.  It resumes as far as a launch in
+this process can: with a ledger, each task is written to it just before it runs, a task the batch holds
+as collected is not run again, and one an earlier run started and did not settle is run again (there
+is no job to reattach to: nothing of it outlived that process).  It has nothing to cancel: Ctrl-C stops
+the launch that runs, and the session stores it as ``interrupted``.
 
 ``SlurmExecutor`` makes each launch one Slurm job; the tasks a call does not
 already know go in as one job array (``slurm_array_parallelism = slots``).  It
@@ -42,6 +45,7 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,7 +176,7 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """In this process, one task at a time: exactly what bench did before executors existed."""
+    """In this process, one task at a time, in order; with a ledger, each task written to it before it runs."""
 
     name = "local"
     slots = 1
@@ -192,12 +196,53 @@ class LocalExecutor:
         ledger: Ledger | None = None,
         note: Callable[[str], None] | None = None,
     ) -> Iterator[Finished]:
+        """Run each task here, in order, and yield it as it returns.
+
+        Without a ledger (a bisect's single launch), that is all.  With one, the batch resumes as far as a
+        launch in this process can: a task the ledger holds as collected is not run again, nor yielded (as
+        on Slurm: the caller reads its record back); one that an earlier run of the batch started and did
+        not settle (interrupted, refused before it started, or its patchkit killed) is run again, since
+        nothing of it outlives the process that ran it: there is no job to reattach to.  Every other task
+        is written to the ledger (``local``, this process's pid) just before it runs, so the ledger says
+        which launches were started, not which were meant to be."""
+        if ledger is None:
+            for task in tasks:
+                yield Finished(task.key, fn(task.arg), "LOCAL", label=task.label)
+            return
+        say = note or (lambda line: None)
+        known = {row.key: row for row in ledger.submissions(batch)}
+        again = [known[t.key] for t in tasks if t.key in known and not known[t.key].collected]
+        if again:
+            states = Counter(UNSETTLED.get(row.state, row.state) for row in again)
+            said = ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
+            say(f"running again {plural(len(again), 'launch')} an earlier run of this batch did not settle ({said})")
         for task in tasks:
+            row = known.get(task.key)
+            if row is not None and row.collected:
+                continue
+            if row is None:
+                ledger.add_submissions(
+                    batch,
+                    [{"key": task.key, "executor": "local", "job_id": f"pid {os.getpid()}", "folder": "",
+                      "label": dict(task.label)}],
+                )  # fmt: skip
             yield Finished(task.key, fn(task.arg), "LOCAL", label=task.label)
 
     def cancel(self, batch: str, ledger: Ledger) -> list[str]:
-        """Nothing runs detached from this process: nothing to stop."""
+        """Nothing to stop, so ``[]``: a local launch lives and dies with the patchkit that runs it (Ctrl-C or
+        SIGTERM there stops its server and stores it ``interrupted``); nothing of a batch runs detached from
+        that process, as a Slurm job does.  The ledger is left as it is, as Slurm's cancel leaves it: a
+        re-run of the command runs the launches it holds unsettled again."""
         return []
+
+
+# How a local ledger row that was not collected reads in the note of the run that takes it up again.
+UNSETTLED = {
+    "interrupted": "interrupted",
+    "refused": "refused before it started",
+    "submitted": "started by a patchkit that was killed or still runs",
+    "deleted": "whose stored run was deleted",
+}
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ from patchkit.bench.records.record import ManifestJson, Outcome, RunCommands, Ru
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof.account import TreeFacts
+from patchkit.proof.document import ProofJson
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, Proof, proof_json, prove
 from patchkit.proof.unprobed import live_processes
@@ -400,7 +401,7 @@ class _JobState:
     log_fh: IO[bytes] | None = None
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
     proof_healthy: Proof | None = None  # read once healthy
-    proof: dict[str, Any] | None = None  # the record's "proof"
+    proof: ProofJson | None = None  # the record's "proof"
     gpu_hygiene: dict[str, object] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
 
 
@@ -629,7 +630,7 @@ def _prove_at_stop(
     return outcome, reason, details
 
 
-def _proof_record(spec: JobSpec, state: _JobState) -> dict[str, object]:
+def _proof_record(spec: JobSpec, state: _JobState) -> ProofJson:
     if not spec.config.probe:
         return {"state": NOT_PROVEN, "reason": "[bench].probe = false"}
     return state.proof or {"state": NOT_PROVEN, "reason": "no server process ran"}

@@ -12,10 +12,13 @@ open, the progress heard, SIGTERM taken as Ctrl-C.
 ``launch(session, pairs, executor)`` hands a list of (commit, profile)
 launches to the executor: the local one runs ``Session.run`` for each, in this
 process, one after the other; the Slurm one ships each planned launch as a job
-(``run_scheduled``).  It says how it ended: every launch done; a local
-launch stopped by Ctrl-C or SIGTERM (stored as ``interrupted``, the last
-record); or the submitter stopped while it waited on Slurm, the jobs left
-running for the same command to collect.
+(``run_scheduled``).  Either way the launches are one batch of the store's
+ledger, so the same command run again after an interruption reads back what
+is stored and launches only the rest (``run_here``, ``run_scheduled``).  It
+says how it ended: every launch done; a local launch stopped by Ctrl-C or
+SIGTERM (stored as ``interrupted``, the last record); or the submitter stopped
+while it waited on Slurm, the jobs left running for the same command to
+collect.
 """
 
 from __future__ import annotations
@@ -26,12 +29,13 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.execution.cluster import LOCAL, ClusterArgs, run_scheduled, scheduled_executor
+from patchkit.bench.execution.cluster import LOCAL, ClusterArgs, local_batch_key, run_scheduled, scheduled_executor
 from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor, Task
 from patchkit.bench.execution.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.records.record import RunRecord
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
+from patchkit.render import plural
 
 Show = Callable[[Commit, str, str, str], None]  # a session's progress: commit, profile, phase, detail
 
@@ -131,8 +135,10 @@ def launch(
     note: Callable[[str], None] = lambda line: None,
 ) -> Launched:
     """Every (commit, profile) launched, in order: in this process, or each one a Slurm job (refused commits
-    stored without submitting, a re-run collecting what an earlier one submitted).  ``on_record`` hears each
-    record as it is stored (not a local launch's interrupted one, which ends the loop)."""
+    stored without submitting).  Either way the launches are one batch of the store's ledger, so a re-run
+    of the command after an interruption reads back what is stored and launches only the rest.
+    ``on_record`` hears each record as it is stored or read back (not a local launch's interrupted one,
+    which ends the loop)."""
     if isinstance(executor, SlurmExecutor):
         collected: list[RunRecord] = []
 
@@ -144,21 +150,24 @@ def launch(
             return Launched(tuple(run_scheduled(session, pairs, executor, command=command, note=note, on_record=heard)))
         except KeyboardInterrupt:  # the submitter, waiting: the jobs go on
             return Launched(tuple(collected), submitter=True)
-    return launch_here([(session, commit, profile) for commit, profile in pairs], executor, on_record=on_record)
+    order = [(session, commit, profile) for commit, profile in pairs]
+    return launch_here(order, executor, command=command, on_record=on_record, note=note)
 
 
 def launch_here(
     order: Sequence[tuple[Session, Commit, str]],
     executor: Executor | None = None,
     *,
+    command: str | None = None,
     on_record: Callable[[RunRecord], None] = lambda record: None,
+    note: Callable[[str], None] = lambda line: None,
 ) -> Launched:
     """Every launch in this process, in order, each by its own session (``bench --without`` interleaves two
     sessions over one commit: every patch, and all but one), handed to the local executor one task a launch,
-    until Ctrl-C or SIGTERM."""
+    until Ctrl-C or SIGTERM.  ``command``: the launches are that command's batch (``run_here``)."""
     records: list[RunRecord] = []
     try:
-        for record in run_here(order, executor or LocalExecutor()):
+        for record in run_here(order, executor or LocalExecutor(), command=command, note=note):
             records.append(record)
             on_record(record)
     except Interrupted as stop:
@@ -166,20 +175,66 @@ def launch_here(
     return Launched(tuple(records))
 
 
-def run_here(order: Sequence[tuple[Session, Commit, str]], executor: Executor) -> Iterator[RunRecord]:
-    """Each (session, commit, profile) as ``Session.run`` launches it, handed to ``executor`` one task a launch."""
+def run_here(
+    order: Sequence[tuple[Session, Commit, str]],
+    executor: Executor,
+    *,
+    command: str | None = None,
+    note: Callable[[str], None] = lambda line: None,
+) -> Iterator[RunRecord]:
+    """Each (session, commit, profile) as ``Session.run`` launches it, handed to ``executor`` one task a launch.
 
-    def one(item: tuple[Session, Commit, str]) -> RunRecord:
-        return item[0].run(item[1], item[2])
+    With ``command``, the launches are one batch of the store's ledger, keyed by the command, each
+    launch (``Session.launch_key``) and this host, as a Slurm batch is (``cluster.run_scheduled``): a
+    re-run of the same command after an interruption (Ctrl-C, SIGTERM, a crash) resumes it.  A launch
+    that the batch holds as collected is read back from the store, in its place in the order, not run
+    again; an interrupted one, one refused before it started and one whose patchkit was killed run
+    again (``LocalExecutor.map``).  Once every launch is stored the batch is finished, and the same
+    command after that is a new batch that launches everything.  Without ``command`` (a bisect's
+    single launches) there is no batch."""
+    if command is None:
+        tasks = [Task(f"{c.sha}:{p}:{i}", (s, c, p, None, None)) for i, (s, c, p) in enumerate(order)]
+        for finished in executor.map(_run_one, tasks, batch="", ledger=None):
+            yield finished.value
+        return
+    if not order:
+        return
+    assert not executor.remote, "a batch read back in order needs the executor's results in order: a local one"
+    store = order[0][0].store
+    assert all(s.store is store for s, _, _ in order), "one batch, one ledger: the sessions share a store"
+    numbered = [(s, c, p, s.next_launch(c, p)) for s, c, p in order]
+    keys = [s.launch_key(c, p, launch - 1) for s, c, p, launch in numbered]
+    batch, resumed = store.open_batch(local_batch_key(command, keys, executor.place), command)
+    rows = {row.key: row for row in store.submissions(batch)}
+    stored = {key for key, row in rows.items() if row.collected and row.run_id is not None}
+    for key, row in rows.items():
+        if row.collected and key not in stored:  # its run was deleted from the store: launched again
+            store.set_submission_state(batch, key, "deleted")
+    if resumed and rows:
+        left = sum(1 for key in keys if key not in stored)
+        note(f"resuming batch {batch}: {plural(len(stored), 'launch')} stored earlier, read back; {left} to run")
+    tasks = [
+        Task(key, (s, c, p, launch, (batch, key)), {"commit": c.sha, "subject": c.subject, "profile": p})
+        for (s, c, p, launch), key in zip(numbered, keys, strict=True)
+        if key not in stored
+    ]
+    ran = executor.map(_run_one, tasks, batch=batch, ledger=store, note=note)
+    for key in keys:
+        if key in stored:
+            yield store.get(int(rows[key].run_id or 0))
+        else:
+            yield next(ran).value
+    store.finish_batch(batch)
 
-    tasks = [Task(f"{commit.sha}:{profile}:{i}", (s, commit, profile)) for i, (s, commit, profile) in enumerate(order)]
-    for finished in executor.map(one, tasks, batch="", ledger=None):
-        yield finished.value
+
+def _run_one(item: tuple[Session, Commit, str, int | None, tuple[str, str] | None]) -> RunRecord:
+    session, commit, profile, launch, submission = item
+    return session.run(commit, profile, launch=launch, submission=submission)
 
 
 def run_local(session: Session, pairs: Sequence[tuple[Commit, str]], executor: Executor) -> Iterator[RunRecord]:
     """Each (commit, profile) as ``Session.run`` launches it (prepare, job, store), handed to ``executor``
-    one task a launch, in order; Ctrl-C or SIGTERM raises ``Interrupted`` with the stored record."""
+    one task a launch, in order, in no batch; Ctrl-C or SIGTERM raises ``Interrupted`` with the stored record."""
     return run_here([(session, commit, profile) for commit, profile in pairs], executor)
 
 

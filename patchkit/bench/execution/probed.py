@@ -1,10 +1,14 @@
 """``run --probe``'s proof: a command run with the probe in every Python process, then accounted for.
 
 Why here: the steps are the job's own (``job.py``: the probe's environment with the expected
-``[bench].env`` names and secrets, the process run, the probe's files read, every file that ran
-accounted for against the tree, the libraries sampled), for a command of the user's instead of
-a server; ``commands/run.py`` only words the result.  ``run_probed`` returns a frozen
-``ProbedRun``; nothing is printed here.
+``[bench].env`` names and secrets, the process run, then ``proof.runproof.prove`` at stop), for a
+command of the user's instead of a server; ``commands/run.py`` only words the result.  The verdict
+is ``prove``'s, the one bench's server gets, so the two cannot drift apart: the same reasons (every
+STRAY, every ``[bench].env`` value a process lacked at ``init_process_group``), the same doubts (the
+probe's own failures) and the same cache of digests.  What differs is only what a command that has
+exited allows: no process is alive to match with the probe's files (``live=()``, so none is named
+unprobed), and the libraries are the ones ``LibrarySampler`` saw mapped while it ran.
+``run_probed`` returns a frozen ``ProbedRun``; nothing is printed here.
 """
 
 from __future__ import annotations
@@ -12,20 +16,18 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from patchkit.bench.execution.supervisor import run_passthrough
 from patchkit.git import Repo
 from patchkit.manifest.bench import BenchConfig, render
 from patchkit.proof import probe_env
-from patchkit.proof.account import Accounting, TreeFacts, account
-from patchkit.proof.check import env_reasons
-from patchkit.proof.digests import DigestCache
+from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
-from patchkit.proof.libs import LibrarySampler, MappedLibrary
+from patchkit.proof.libs import LibrarySampler
 from patchkit.proof.nccllog import NcclLines, wants_nccl_lines
-from patchkit.proof.records import LocalKey, ProcessFacts, read_probe_dir
+from patchkit.proof.runproof import Proof, proof_cache, prove
 from patchkit.redact import is_secret
 
 
@@ -39,17 +41,14 @@ class ProbeOptions:
 
 @dataclass(frozen=True)
 class ProbedRun:
-    """What a probed command left: its exit code, the processes the probe saw, their accounting, the
-    libraries they mapped, NCCL's lines (None when not asked for), the ``[bench].env`` names not
-    checked, and each process that lacked a ``[bench].env`` value at ``init_process_group``."""
+    """What a probed command left: its exit code, ``prove``'s verdict at stop (its ``libraries`` those the
+    sampler saw mapped while the command ran), NCCL's lines (None when not asked for), and the
+    ``[bench].env`` names not checked (their value needs a placeholder only bench sets)."""
 
     code: int
-    processes: Sequence[ProcessFacts]
-    accounting: Accounting
-    libraries: Mapping[LocalKey, tuple[MappedLibrary, ...]]  # (pid, start) -> its notable libraries
+    proof: Proof
     nccl: NcclLines | None
     skipped: tuple[str, ...]
-    reasons: tuple[str, ...]
 
 
 def expected_env(bench: BenchConfig | None, tree: Path) -> tuple[dict[str, str], list[str]]:
@@ -85,28 +84,31 @@ def run_probed(
     probe: ProbeOptions,
     bench: BenchConfig | None = None,
 ) -> ProbedRun:
-    """Run CMD with the probe in every Python process it starts; account for every file that ran after it exits."""
+    """Run CMD with the probe in every Python process it starts; once it exits, ``prove`` what ran."""
     assert git_repo.root is not None  # run guards a work tree
     expected, skipped = expected_env(bench, git_repo.root)
     nccl = NcclLines() if wants_nccl_lines(env) else None
     sampler = LibrarySampler()
     keep = probe.directory is not None
     out = Path(probe.directory) if probe.directory is not None else Path(tempfile.mkdtemp(prefix="patchkit-probe-"))
-    root = str(git_repo.root)
-    cache = DigestCache.for_scope("run:" + root)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probed = probed_env(env, out, expected)
-        code = run_passthrough(command, probed, cwd=None, lines=nccl, sampler=sampler)
-        processes = read_probe_dir(out)
+        code = run_passthrough(command, probed_env(env, out, expected), cwd=None, lines=nccl, sampler=sampler)
         tree = TreeFacts.of(git_repo, git_repo.root, commit)
-        accounting = account(
-            processes, tree=tree, allow_stray=probe.allow_stray, cache=cache, generated=jit_caches(env)
+        cache = proof_cache(tree, out)
+        proof = prove(
+            out,
+            live=(),  # CMD has exited: its processes are gone
+            tree=tree,
+            allow_stray=probe.allow_stray,
+            expected=expected,
+            when="stop",
+            generated=jit_caches(env),
+            cache=cache,
         )
-        libraries = sampler.libraries(cache)
+        proof = replace(proof, libraries=sampler.libraries(cache))
         cache.save()
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
-    reasons = tuple(env_reasons(processes, expected))
-    return ProbedRun(code, processes, accounting, libraries, nccl, tuple(skipped), reasons)
+    return ProbedRun(code, proof, nccl, tuple(skipped))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -198,11 +199,41 @@ class Session:
         self._launched[(commit.sha, profile)] = launch
         return launch
 
-    def run(self, commit: Commit, profile: str) -> RunRecord:
-        """One server launch of ``commit`` with ``profile``: the next launch number of this series for the pair.
+    def launch_key(self, commit: Commit, profile: str, ordinal: int) -> str:
+        """What makes two launches the same launch: commit, profile, values, counts, manifests, the patch
+        ``--without`` leaves out, and the launch's ordinal among those of its (commit, profile).
 
-        The worktree is prepared at the first launch of a commit and reused by the next ones."""
-        launch = self.next_launch(commit, profile)
+        The key a batch's ledger matches a launch with (Slurm and local alike), computed from the session
+        alone, without preparing the tree: a re-run of a command whose submitter died must not touch the
+        worktree of a launch still running from it."""
+        fields: dict[str, object] = {
+            "commit": commit.sha,
+            "profile": profile,
+            "vars": dict(self.config.resolve_vars(profile, self.sets)),
+            "warmup": self.config.warmup,
+            "repeat": self.repeat or self.config.repeat,
+            "manifests": [m.digest for m in self.manifests],
+            "allow_dirty": self.allow_dirty,
+            "ordinal": ordinal,
+        }
+        if self.without is not None:  # only then: the keys of batches already in a store stay what they were
+            fields["without"] = dict(self.without)
+        text = json.dumps(fields, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def run(
+        self, commit: Commit, profile: str, *, launch: int | None = None, submission: tuple[str, str] | None = None
+    ) -> RunRecord:
+        """One server launch of ``commit`` with ``profile``: launch number ``launch`` of this series for the pair
+        (default: the next one).
+
+        The worktree is prepared at the first launch of a commit and reused by the next ones.  ``submission``
+        (batch, key): the ledger row of a local batch (``launches.run_here``) that this launch settles.  A launch
+        that ran to its end marks it collected, in the transaction that stores the record, so that a re-run of
+        the command reads the record back instead of launching again; an ``interrupted`` launch, and one
+        refused before it started, leave it uncollected, with that outcome as its state: the re-run launches
+        them again (the guard may pass by then; an interrupted launch is the one the re-run is for)."""
+        launch = self.next_launch(commit, profile) if launch is None else launch
         progress = self.progress
 
         shown = profile if self.without is None else f"{profile} without {self.without['patch']}"
@@ -215,7 +246,10 @@ class Session:
         record = planned if isinstance(planned, RunRecord) else run_job(planned, say, base_env=dict(os.environ))
         record = replace(record, launch=launch, series=self.series, without=self.without,
                          manifests=left_out(record.manifests, self.without))  # fmt: skip
-        stored = record.with_run_id(self.store.add(record))
+        settled = not isinstance(planned, RunRecord) and record.outcome is not Outcome.INTERRUPTED
+        stored = record.with_run_id(self.store.add(record, submission=submission if settled else None))
+        if submission is not None and not settled:
+            self.store.set_submission_state(*submission, record.outcome.value)
         if stored.outcome is Outcome.INTERRUPTED:
             raise Interrupted(stored)
         return stored

@@ -30,6 +30,7 @@ from patchkit.bench.stats.delta import Summary
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.git import Commit
 from patchkit.manifest.bench import MetricJson
+from patchkit.proof.document import ProofJson
 from patchkit.redact import redact_env, scrub, secret_values
 from patchkit.results import Reason, Status
 
@@ -183,7 +184,7 @@ class RunRecord:
     executor: Mapping[str, object] | None = None  # where it ran when not in-process: Slurm job id, node, GPUs, logs
     launch: int = 1  # which server launch of its (commit, profile) in its series (1 = the first)
     series: str | None = None  # one patchkit bench / bisect / noise invocation: its launches belong together
-    proof: Mapping[str, Any] | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
+    proof: ProofJson | None = None  # the probe's facts and accounting (patchkit/proof); None: no server ran
     # nvidia-smi at the start and end of the launch (bench/hygiene.py): {"start", "end"}; None: no nvidia-smi
     gpu_hygiene: Mapping[str, object] | None = None
     # bench --without: the patch left out of this launch's tree, {"manifest", "patch"}; None: every patch given

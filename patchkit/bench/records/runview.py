@@ -36,12 +36,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from patchkit.bench.records.hygiene import problems
 from patchkit.bench.records.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
-from patchkit.proof.document import ProcessJson
+from patchkit.proof.document import ProcessJson, ProofJson
 from patchkit.proof.nccllog import nccl_host
 
 SECTIONS = ("processes", "files", "env", "nccl", "gpus", "clients")
@@ -76,7 +76,7 @@ def run_view(record: RunRecord, sections: Sequence[str] = SECTIONS) -> RunView:
     return RunView(int(record.run_id or 0), header_section(record), chosen)
 
 
-def _proof(record: RunRecord) -> Mapping[str, Any]:
+def _proof(record: RunRecord) -> ProofJson:
     return record.proof or {}
 
 
@@ -138,7 +138,7 @@ def _probe_status(process: ProcessJson) -> str:
     return "ok" if process.get("exited") or process.get("init") or process.get("files") else "started"
 
 
-def _role(process: ProcessJson, pids: set[tuple[object, object]], host: str | None) -> str:
+def _role(process: ProcessJson, pids: set[tuple[str | None, int | None]], host: str | None) -> str:
     """The process's title or multiprocessing name; a process named only by its argv: ``server`` for the one
     the server command started (its parent ran no probe on its host: ``pids`` are (host, pid)), else ``child``."""
     label = str(process.get("label") or "")
@@ -301,7 +301,8 @@ def nccl_section(record: RunRecord) -> dict[str, object]:
     roles = {(nccl_host(p.get("host") or host), p.get("pid")): p.get("label") for p in proof.get("processes") or ()}
     lines = []
     for key, item in (proof.get("nccl") or {}).items():  # keyed "host:pid" (a record before that: "pid")
-        pid = int(item.get("pid") if item.get("pid") is not None else str(key).rpartition(":")[2])
+        known = item.get("pid")
+        pid = int(known) if known is not None else int(str(key).rpartition(":")[2])
         where = item.get("host") or nccl_host(host)
         lines.append({**dict(item), "pid": pid, "role": roles.get((nccl_host(where), pid))})
     lines.sort(key=lambda line: (str(line.get("host") or ""), line["pid"]))

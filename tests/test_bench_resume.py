@@ -1,0 +1,154 @@
+"""A local batch resumed: ``bench`` interrupted, or its patchkit killed, then the same command run again.
+
+End to end with the stand-in server and client on 127.0.0.1 (tests/standin/): the re-run reads back the
+launch the store holds, in its place, and launches only the one that was interrupted.  The executor on
+its own, in a process killed with SIGKILL mid-task: the ledger says which launch was started, and the
+re-run runs it again, not the one collected.  ``runs --pending`` lists no local launch (nothing of one
+waits anywhere) and the local executor's cancel stops nothing and leaves the ledger as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from bench_helpers import build_history, write_bench_kit
+from helpers import patchkit_script
+
+from patchkit.bench.execution.executor import LocalExecutor, Task
+from patchkit.bench.records.store import Store
+from patchkit.commands.runs import pending_rows
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    return build_history(tmp_path_factory.mktemp("bench") / "repo")
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    return write_bench_kit(tmp_path_factory.mktemp("kit"))
+
+
+def _wait_for(check, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _finished(proc: subprocess.Popen[str], timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """``proc`` to its end; one that runs past ``timeout`` (a re-run that launched everything again reaches
+    the client that hangs) is stopped as Ctrl-C stops bench, so its server is stopped too, and fails."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        pytest.fail(f"still running after {timeout} s: {err}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.mark.slow
+def test_a_local_bench_interrupted_then_run_again_launches_only_what_is_not_stored(history, manifest, tmp_path):
+    """Two launches; Ctrl-C in the second's last client run.  The same command again: launch 1 is read back
+    (its run id, not a new server), launch 2 runs, and the batch is finished."""
+    marker, store, pid_file = tmp_path / "marker", tmp_path / "s.sqlite", tmp_path / "pids"
+    command = [
+        patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store", str(store),
+        "--commit", history["tip"], "--profile", "eagle3", "--launches", "2", "--json",
+        "--set", f"marker={marker}", "--set", f"server_args=--workers 1 --pid-file {pid_file}",
+        "--set", "client_args=--hang-at 6",  # warmup 1 + repeat 2 a launch: the second launch's last client
+    ]  # fmt: skip
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    _wait_for(lambda: marker.exists() and marker.read_text().split().count("client") == 6)
+    time.sleep(0.3)
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err.decode()
+    before = json.loads(out)["runs"]
+    assert [(r["launch"], r["outcome"]) for r in before] == [(1, "ok"), (2, "interrupted")]
+
+    marker.write_text("")  # count the re-run's servers and clients alone (and let its clients finish)
+    again = _finished(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       stdin=subprocess.DEVNULL))  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    after = json.loads(again.stdout)["runs"]
+    assert [(r["run"], r["launch"], r["outcome"]) for r in after] == [
+        (before[0]["run"], 1, "ok"),  # read back from the store
+        (before[1]["run"] + 1, 2, "ok"),  # launched now
+    ]
+    assert after[0]["series"] == before[0]["series"] != after[1]["series"]
+    assert marker.read_text().split() == ["server", "client", "client", "client"]  # one launch, not two
+    notes = [line.split(" bench local: ", 1)[1] for line in again.stderr.splitlines() if " bench local: " in line]
+    assert notes[0].startswith("resuming batch bench-") and notes[0].endswith(
+        ": 1 launch stored earlier, read back; 1 to run"
+    )
+    assert notes[1] == "running again 1 launch an earlier run of this batch did not settle (1 interrupted)"
+
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (3,)  # the interrupted run is kept
+        assert db.execute("SELECT finished_at IS NOT NULL FROM batches").fetchall() == [(1,)]
+        rows = db.execute("SELECT executor, state, run_id FROM submissions ORDER BY run_id").fetchall()
+    assert rows == [("local", "collected", before[0]["run"]), ("local", "collected", after[1]["run"])]
+    pending = subprocess.run(
+        [patchkit_script(), "runs", "--pending", "--json", "--repo", str(history.path), "--store", str(store)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(pending.stdout)["pending"] == []
+
+
+KILLED = """
+import sys, time
+from pathlib import Path
+from patchkit.bench.execution.executor import LocalExecutor, Task
+
+from patchkit.bench.records.store import Store
+
+with Store(Path(sys.argv[1])) as store:
+    tasks = [Task("a", 0.0, {"commit": "a"}), Task("b", 600.0, {"commit": "b"}), Task("c", 0.0, {"commit": "c"})]
+    for finished in LocalExecutor().map(time.sleep, tasks, batch="b#1", ledger=store):
+        store.set_submission_state("b#1", finished.key, "collected")
+        print(finished.key, flush=True)
+"""
+
+
+def test_a_killed_local_batch_runs_again_what_it_started_and_not_what_it_collected(tmp_path: Path) -> None:
+    path = tmp_path / "bench.sqlite"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), *sys.path])}
+    proc = subprocess.Popen([sys.executable, "-c", KILLED, str(path)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stdout.readline() == "a\n"
+
+    def started_b() -> bool:
+        with Store(path) as store:
+            return "b" in {row.key for row in store.submissions("b#1")}
+
+    _wait_for(started_b)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    with Store(path) as store:
+        rows = {row.key: row for row in store.submissions("b#1")}
+        assert {key: row.state for key, row in rows.items()} == {"a": "collected", "b": "submitted"}  # c never began
+        assert {row.job_id for row in rows.values()} == {f"pid {proc.pid}"} and rows["b"].executor == "local"
+        assert pending_rows(store.submissions(pending=True), (), ()) == []  # nothing of it waits anywhere
+        assert LocalExecutor().cancel("b#1", store) == []  # nothing to stop; the ledger as it was
+        assert {key: row.state for key, row in rows.items()} == {r.key: r.state for r in store.submissions("b#1")}
+
+        ran: list[str] = []
+        notes: list[str] = []
+        tasks = [Task("a", "a", {}), Task("b", "b", {}), Task("c", "c", {})]
+        done = list(LocalExecutor().map(ran.append, tasks, batch="b#1", ledger=store, note=notes.append))
+        assert [f.key for f in done] == ["b", "c"] and ran == ["b", "c"]
+        assert notes == [
+            "running again 1 launch an earlier run of this batch did not settle "
+            "(1 started by a patchkit that was killed or still runs)"
+        ]
+        now = {row.key: row for row in store.submissions("b#1")}
+        assert now["c"].job_id == f"pid {os.getpid()}" and now["b"].job_id == f"pid {proc.pid}"  # who began each
