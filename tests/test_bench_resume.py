@@ -75,12 +75,19 @@ def test_a_local_bench_interrupted_then_run_again_launches_only_what_is_not_stor
     assert first.returncode == 130, err.decode()
     before = json.loads(out)["runs"]
     assert [(r["launch"], r["outcome"]) for r in before] == [(1, "ok"), (2, "interrupted")]
+    begun = json.loads(out)["batch"]
+    assert {k: begun[k] for k in ("executor", "resumed", "fresh", "read_back", "abandoned")} == {
+        "executor": "local", "resumed": False, "fresh": False, "read_back": [], "abandoned": [],
+    }  # fmt: skip
 
     marker.write_text("")  # count the re-run's servers and clients alone (and let its clients finish)
     again = _finished(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        stdin=subprocess.DEVNULL))  # fmt: skip
     assert again.returncode == 0, again.stderr
     after = json.loads(again.stdout)["runs"]
+    assert json.loads(again.stdout)["batch"] == {
+        **begun, "resumed": True, "read_back": [before[0]["run"]],  # the same batch, taken up
+    }  # fmt: skip
     assert [(r["run"], r["launch"], r["outcome"]) for r in after] == [
         (before[0]["run"], 1, "ok"),  # read back from the store
         (before[1]["run"] + 1, 2, "ok"),  # launched now
@@ -88,8 +95,9 @@ def test_a_local_bench_interrupted_then_run_again_launches_only_what_is_not_stor
     assert after[0]["series"] == before[0]["series"] != after[1]["series"]
     assert marker.read_text().split() == ["server", "client", "client", "client"]  # one launch, not two
     notes = [line.split(" bench local: ", 1)[1] for line in again.stderr.splitlines() if " bench local: " in line]
-    assert notes[0].startswith("resuming batch bench-") and notes[0].endswith(
-        ": 1 launch stored earlier, read back; 1 to run"
+    assert notes[0] == (
+        f"resuming batch {begun['id']}: 1 launch stored earlier, read back; 1 to run; --fresh starts a new batch "
+        "instead"
     )
     assert notes[1] == "running again 1 launch an earlier run of this batch did not settle (1 interrupted)"
 
