@@ -273,7 +273,7 @@ def begin_batch(
         abandoned.append(old)
         cancelled.extend(stopped)
         stored = sum(1 for row in rows if row.collected)
-        said = f"{plural(stored, 'launch')} stored (its runs stay in the store), {len(pending)} abandoned"
+        said = f"{plural(stored, 'launch', 'launches')} stored (its runs stay in the store), {len(pending)} abandoned"
         if stopped:
             said += f"; its Slurm jobs not collected cancelled: {', '.join(stopped)}"
         note(f"--fresh: set aside the unfinished batch {old}: {said}")

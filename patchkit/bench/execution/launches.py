@@ -240,7 +240,7 @@ def run_here(
     if begun.resumed:
         left = sum(1 for key in keys if key not in stored)
         note(
-            f"resuming batch {batch}: {plural(len(stored), 'launch')} stored earlier, read back; {left} to run; "
+            f"resuming batch {batch}: {plural(len(stored), 'launch', 'launches')} stored earlier, read back; {left} to run; "
             + RESUME_HINT
         )
     tasks = [
