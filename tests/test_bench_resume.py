@@ -160,3 +160,105 @@ def test_a_killed_local_batch_runs_again_what_it_started_and_not_what_it_collect
         ]
         now = {row.key: row for row in store.submissions("b#1")}
         assert now["c"].job_id == f"pid {os.getpid()}" and now["b"].job_id == f"pid {proc.pid}"  # who began each
+
+
+def _notes(stderr: str, verb: str) -> list[str]:
+    """The executor's notes of a run off a terminal: ``<stamp> <verb> local: <note>`` on stderr."""
+    return [line.split(f" {verb} local: ", 1)[1] for line in stderr.splitlines() if f" {verb} local: " in line]
+
+
+def _interrupted(command: list[str], marker: Path, clients: int) -> dict:
+    """``command`` run until its ``clients``-th client run (counted in ``marker``) hangs, then Ctrl-C: exit 130."""
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    _wait_for(lambda: marker.read_text().split().count("client") == clients)
+    time.sleep(0.3)
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err.decode()
+    return json.loads(out)
+
+
+@pytest.mark.slow
+def test_fresh_runs_every_launch_again_and_no_later_run_resumes_the_batch_it_set_aside(history, manifest, tmp_path):
+    """Ctrl-C in launch 2 of 2; the same command with --fresh starts both servers again (launch 1 is not read
+    back) in a new batch; the plain command after that starts both again too: the batch --fresh set aside is
+    finished for good, or that run would have read its launch 1 back and run only launch 2."""
+    marker, store = tmp_path / "marker", tmp_path / "s.sqlite"
+    command = [
+        patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store", str(store),
+        "--commit", history["tip"], "--profile", "eagle3", "--launches", "2", "--json",
+        "--set", f"marker={marker}", "--set", "server_args=--workers 1", "--set", "client_args=--hang-at 7",
+    ]  # fmt: skip
+    marker.write_text("client\n")  # one counted already: the first run's 6th client run (its last) is the 7th
+    before = _interrupted(command, marker, 7)
+    assert [(r["launch"], r["outcome"]) for r in before["runs"]] == [(1, "ok"), (2, "interrupted")]
+    old = before["batch"]["id"]
+    top = before["runs"][1]["run"]
+
+    marker.write_text("")  # from here on a run's 6 client runs never reach the 7th: none hangs
+    fresh = _finished(subprocess.Popen([*command, "--fresh"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, stdin=subprocess.DEVNULL))  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    doc = json.loads(fresh.stdout)
+    assert [(r["run"], r["launch"], r["outcome"]) for r in doc["runs"]] == [(top + 1, 1, "ok"), (top + 2, 2, "ok")]
+    assert marker.read_text().split() == ["server", "client", "client", "client"] * 2  # a server for each launch
+    assert doc["batch"] == {
+        "id": doc["batch"]["id"], "executor": "local", "resumed": False, "fresh": True, "read_back": [],
+        "abandoned": [old], "cancelled": [],
+    }  # fmt: skip
+    assert doc["batch"]["id"] == old.replace("#1", "#2")
+    assert _notes(fresh.stderr, "bench") == [
+        f"--fresh: set aside the unfinished batch {old}: 1 launch stored (its runs stay in the store), 1 abandoned"
+    ]
+
+    marker.write_text("")
+    plain = _finished(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       stdin=subprocess.DEVNULL))  # fmt: skip
+    assert plain.returncode == 0, plain.stderr
+    again = json.loads(plain.stdout)
+    assert [(r["run"], r["launch"], r["outcome"]) for r in again["runs"]] == [(top + 3, 1, "ok"), (top + 4, 2, "ok")]
+    assert marker.read_text().split() == ["server", "client", "client", "client"] * 2
+    assert again["batch"]["resumed"] is False and again["batch"]["read_back"] == []
+    assert again["batch"]["id"] == old.replace("#1", "#3") and again["batch"]["abandoned"] == []
+    assert _notes(plain.stderr, "bench") == []  # nothing resumed, nothing set aside
+
+    with sqlite3.connect(store) as db:
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (6,)  # the set-aside batch's runs are kept
+        assert db.execute("SELECT count(*) FROM batches WHERE finished_at IS NULL").fetchone() == (0,)
+        rows = db.execute("SELECT batch, state, run_id FROM submissions ORDER BY batch, submitted_at").fetchall()
+    assert [(batch[-2:], state) for batch, state, _ in rows] == [
+        ("#1", "collected"), ("#1", "abandoned"), ("#2", "collected"), ("#2", "collected"), ("#3", "collected"),
+        ("#3", "collected"),
+    ]  # fmt: skip
+    pending = subprocess.run(
+        [patchkit_script(), "runs", "--pending", "--json", "--repo", str(history.path), "--store", str(store)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert json.loads(pending.stdout)["pending"] == []
+
+
+@pytest.mark.slow
+def test_noise_fresh_launches_every_launch_of_an_interrupted_run_again(history, manifest, tmp_path):
+    """noise takes --fresh the same way: its interrupted A/A run set aside, its 3 launches all run again."""
+    marker, store = tmp_path / "marker", tmp_path / "s.sqlite"
+    command = [
+        patchkit_script(), "noise", "-m", str(manifest), "--repo", str(history.path), "--store", str(store),
+        "--commit", history["tip"], "--profile", "eagle3", "--launches", "3", "--json",
+        "--set", f"marker={marker}", "--set", "server_args=--workers 1", "--set", "client_args=--hang-at 10",
+    ]  # fmt: skip
+    marker.write_text("client\n")  # the first run's 9th client run (launch 3's last) is the 10th: it hangs
+    before = _interrupted(command, marker, 10)
+    assert len(before["runs"]) == 3 and before["batch"]["fresh"] is False
+    marker.write_text("")
+    fresh = _finished(subprocess.Popen([*command, "--fresh"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, stdin=subprocess.DEVNULL))  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    doc = json.loads(fresh.stdout)
+    assert doc["runs"] == [max(before["runs"]) + i for i in (1, 2, 3)]  # none read back
+    assert marker.read_text().split() == ["server", "client", "client", "client"] * 3
+    assert doc["batch"]["fresh"] is True and doc["batch"]["resumed"] is False
+    assert doc["batch"]["abandoned"] == [before["batch"]["id"]] and doc["batch"]["read_back"] == []
+    assert _notes(fresh.stderr, "noise") == [
+        f"--fresh: set aside the unfinished batch {before['batch']['id']}: 2 launches stored (its runs stay in the "
+        "store), 1 abandoned"
+    ]
