@@ -5,6 +5,9 @@ launch the store holds, in its place, and launches only the one that was interru
 its own, in a process killed with SIGKILL mid-task: the ledger says which launch was started, and the
 re-run runs it again, not the one collected.  ``runs --pending`` lists no local launch (nothing of one
 waits anywhere) and the local executor's cancel stops nothing and leaves the ledger as it is.
+
+``--fresh`` (bench and noise): the interrupted batch set aside, every launch started again in a new batch,
+and the plain command after it does not resume the set-aside one; a bisect's batch set aside with its rounds.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pytest
 from bench_helpers import build_history, write_bench_kit
 from helpers import patchkit_script
 
+from patchkit.bench.execution.cluster import begin_batch
 from patchkit.bench.execution.executor import LocalExecutor, Task
 from patchkit.bench.records.store import Store
 from patchkit.commands.runs import pending_rows
@@ -262,3 +266,35 @@ def test_noise_fresh_launches_every_launch_of_an_interrupted_run_again(history, 
         f"--fresh: set aside the unfinished batch {before['batch']['id']}: 2 launches stored (its runs stay in the "
         "store), 1 abandoned"
     ]
+
+
+def test_fresh_sets_a_batch_aside_with_its_rounds_and_runs_pending_lists_none_of_its_launches(tmp_path: Path) -> None:
+    """A bisect's batch holds its launches in rounds (``<batch>/round-I``): --fresh sets them aside with it, and
+    touches no other batch."""
+
+    def row(key: str, job: str) -> dict[str, object]:
+        return {"key": key, "executor": "slurm", "job_id": job, "folder": "/shared/submitit", "label": {}}
+
+    with Store(tmp_path / "bench.sqlite") as store:
+        batch, _ = store.open_batch("bisect-k", "bisect")
+        for i, rows in ((1, [row("a", "7_0"), row("b", "7_1")]), (2, [row("c", "8_0")])):
+            store.use_batch(f"{batch}/round-{i}", "bisect")
+            store.add_submissions(f"{batch}/round-{i}", rows)
+        store.set_submission_state(f"{batch}/round-1", "a", "collected")
+        other, _ = store.open_batch("bisect-other", "bisect")
+        store.add_submissions(other, [row("d", "9_0")])
+
+        notes: list[str] = []
+        begun = begin_batch(store, "bisect-k", "bisect", LocalExecutor(), fresh=True, note=notes.append)
+        assert (begun.batch, begun.resumed, begun.fresh, begun.abandoned) == ("bisect-k#2", False, True, (batch,))
+        assert notes == [f"--fresh: set aside the unfinished batch {batch}: 1 launch stored (its runs stay in the "
+                         "store), 2 abandoned"]  # fmt: skip
+        assert {r.key: r.state for r in store.submissions()} == {
+            "a": "collected", "b": "abandoned", "c": "abandoned", "d": "submitted",
+        }  # fmt: skip
+        assert [r.key for r in store.submissions(pending=True)] == ["d"]  # what runs --pending reads
+        unfinished = store.db.execute("SELECT batch FROM batches WHERE finished_at IS NULL ORDER BY batch")
+        assert [b for (b,) in unfinished] == ["bisect-k#2", other]
+
+        plain = begin_batch(store, "bisect-k", "bisect", LocalExecutor(), fresh=False, note=notes.append)
+        assert (plain.batch, plain.resumed, plain.abandoned) == ("bisect-k#2", False, ())  # launched nothing yet
