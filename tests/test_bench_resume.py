@@ -298,3 +298,31 @@ def test_fresh_sets_a_batch_aside_with_its_rounds_and_runs_pending_lists_none_of
 
         plain = begin_batch(store, "bisect-k", "bisect", LocalExecutor(), fresh=False, note=notes.append)
         assert (plain.batch, plain.resumed, plain.abandoned) == ("bisect-k#2", False, ())  # launched nothing yet
+
+
+@pytest.mark.slow
+def test_bench_without_fresh_runs_both_sides_again(history, manifest, tmp_path):
+    """``bench --without`` is a batch of two sessions' launches, resumed the same way: --fresh sets its interrupted
+    batch aside and launches both sides again, the side that was stored included."""
+    marker, store = tmp_path / "marker", tmp_path / "s.sqlite"
+    command = [
+        patchkit_script(), "bench", "-m", str(manifest), "--repo", str(history.path), "--store", str(store),
+        "--commit", history["tip"], "--profile", "eagle3", "--without", "hooks", "--json",
+        "--set", f"marker={marker}", "--set", "server_args=--workers 1", "--set", "client_args=--hang-at 7",
+    ]  # fmt: skip
+    marker.write_text("client\n")  # the without side's last client run is the 7th: it hangs
+    before = _interrupted(command, marker, 7)
+    assert [(r["without"] is None, r["outcome"]) for r in before["runs"]] == [(True, "ok"), (False, "interrupted")]
+    marker.write_text("")
+    fresh = _finished(subprocess.Popen([*command, "--fresh"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True, stdin=subprocess.DEVNULL))  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr
+    doc = json.loads(fresh.stdout)
+    top = before["runs"][1]["run"]
+    assert [(r["run"], r["without"] is None, r["outcome"]) for r in doc["runs"]] == [
+        (top + 1, True, "ok"), (top + 2, False, "ok"),
+    ]  # fmt: skip
+    assert marker.read_text().split() == ["server", "client", "client", "client"] * 2  # the with side again too
+    assert doc["batch"]["abandoned"] == [before["batch"]["id"]] and doc["batch"]["read_back"] == []
+    (item,) = doc["evidence"]
+    assert item["launches"] == {"with": [top + 1], "without": [top + 2]}  # judged on the new launches alone
