@@ -96,8 +96,8 @@ def noise(
             "launches": launches,
             "threshold": threshold,
             "runs": [r.run_id for records in by_profile.values() for r in records],
-            "profiles": reports,
             "batch": None if done.batch is None else done.batch.to_json(),
+            "profiles": reports,
         }
         if json_out:
             print_json(result)

@@ -239,10 +239,8 @@ def run_here(
     on_batch(replace(begun, read_back=tuple(int(rows[key].run_id or 0) for key in keys if key in stored)))
     if begun.resumed:
         left = sum(1 for key in keys if key not in stored)
-        note(
-            f"resuming batch {batch}: {plural(len(stored), 'launch', 'launches')} stored earlier, read back; {left} to run; "
-            + RESUME_HINT
-        )
+        read = plural(len(stored), "launch", "launches")
+        note(f"resuming batch {batch}: {read} stored earlier, read back; {left} to run; {RESUME_HINT}")
     tasks = [
         Task(key, (s, c, p, launch, (batch, key)), {"commit": c.sha, "subject": c.subject, "profile": p})
         for (s, c, p, launch), key in zip(numbered, keys, strict=True)
