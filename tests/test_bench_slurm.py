@@ -242,6 +242,11 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     assert sorted(r["executor"]["job_id"] for r in again.json["runs"]) == sorted(submitted)
     assert all(r["outcome"] == "ok" for r in again.json["runs"])
     assert squeue_all() == queued  # nothing new reached Slurm
+    # every launch reattached, none read back: none had been collected
+    assert {k: again.json["batch"][k] for k in ("executor", "resumed", "fresh", "read_back", "cancelled")} == {
+        "executor": "slurm", "resumed": True, "fresh": False, "read_back": [], "cancelled": [],
+    }  # fmt: skip
+    assert "0 collected, 2 submitted earlier, not collected; --fresh starts a new batch instead" in again.err
     assert [s["job_id"] for s in submissions(store)] == submitted
     assert (
         run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--pending", "--json").json["pending"] == []
@@ -250,6 +255,7 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     fresh = run_cli(capsys, *command, "--json")
     assert fresh.code == 0, fresh.err
     assert not {r["executor"]["job_id"] for r in fresh.json["runs"]} & set(submitted)
+    assert fresh.json["batch"]["resumed"] is False and fresh.json["batch"]["id"] != again.json["batch"]["id"]
 
 
 def test_a_rerun_while_the_jobs_still_run_leaves_their_trees_alone(

@@ -431,8 +431,8 @@ def run_scheduled(
         begun = Begun(batch, executor.name, store.use_batch(batch, command) and bool(store.submissions(batch)))
     batch = begun.batch
     rows = {row.key: row for row in store.submissions(batch)}
-    read_back = tuple(int(row.run_id) for row in rows.values() if row.collected and row.run_id is not None)
-    on_batch(replace(begun, read_back=read_back))
+    held = [rows[key] for key in keys if key in rows]  # in the order of pairs, as they are read back below
+    on_batch(replace(begun, read_back=tuple(int(r.run_id) for r in held if r.collected and r.run_id is not None)))
     if begun.resumed:
         pending = sum(1 for row in rows.values() if not row.collected)
         note(
