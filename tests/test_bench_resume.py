@@ -229,10 +229,11 @@ def test_fresh_runs_every_launch_again_and_no_later_run_resumes_the_batch_it_set
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (6,)  # the set-aside batch's runs are kept
         assert db.execute("SELECT count(*) FROM batches WHERE finished_at IS NULL").fetchone() == (0,)
-        rows = db.execute("SELECT batch, state, run_id FROM submissions ORDER BY batch, submitted_at").fetchall()
-    assert [(batch[-2:], state) for batch, state, _ in rows] == [
-        ("#1", "collected"), ("#1", "abandoned"), ("#2", "collected"), ("#2", "collected"), ("#3", "collected"),
-        ("#3", "collected"),
+        rows = db.execute("SELECT batch, state, run_id FROM submissions ORDER BY batch, run_id").fetchall()
+    assert [(batch[-2:], state, run) for batch, state, run in rows] == [
+        ("#1", "abandoned", None), ("#1", "collected", before["runs"][0]["run"]),  # launch 2 never to run again
+        ("#2", "collected", top + 1), ("#2", "collected", top + 2), ("#3", "collected", top + 3),
+        ("#3", "collected", top + 4),
     ]  # fmt: skip
     pending = subprocess.run(
         [patchkit_script(), "runs", "--pending", "--json", "--repo", str(history.path), "--store", str(store)],
