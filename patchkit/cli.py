@@ -515,9 +515,23 @@ def executor_options(f: F, *, slots: bool = True) -> F:
     return f
 
 
+FRESH_HELP = (
+    "Start a new batch: run every launch again, even if an unfinished batch of this same command (interrupted, "
+    "or its patchkit killed) holds some; without it that batch is resumed. The unfinished batch is set aside "
+    "for good: the runs it stored stay in the store, and no later run resumes it. With --executor slurm its "
+    "jobs not yet collected are cancelled (scancel): nothing would collect them, and they would take the "
+    "slots and load the nodes the new launches measure."
+)
+
+
+def fresh_option(f: F, *, help_text: str = FRESH_HELP) -> F:
+    return click.option("--fresh", is_flag=True, help=help_text)(f)
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
 @executor_options
+@fresh_option
 @click.option(
     "--commit", "commits", multiple=True, metavar="REV", help="A commit to benchmark (default HEAD). Repeatable."
 )
@@ -564,6 +578,11 @@ def bench(**kwargs: Any) -> int:
     in part)? `--without PATCH` benches the commit with and without it and
     says: SAME -> drop, worse without it -> keep, unknown -> the launches
     per side that would decide.
+
+    Interrupted (Ctrl-C, SIGTERM, a crash)? The same command run again
+    resumes its batch: the launches stored are read back, the rest run
+    ("resuming batch ..." says so; --json: `batch.resumed`). `--fresh`
+    runs every launch again instead.
     """
     from patchkit.bench.execution.launches import BenchArgs
     from patchkit.commands.bench import bench as run
@@ -574,6 +593,7 @@ def bench(**kwargs: Any) -> int:
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
 @executor_options
+@fresh_option
 @click.option("--commit", default="HEAD", show_default=True, metavar="REV", help="The commit run against itself.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="A [bench] profile (default: all). Repeatable.")
 @click.option(
@@ -621,7 +641,9 @@ def noise(**kwargs: Any) -> int:
     Launches far from the others (a noisy neighbour, a cold cache) are left
     out of the spread and listed. Each stored spread also gets a plan: what a
     bisect for a step of --plan-step over --plan-commits commits would likely
-    cost (the hunt simulated at that spread), with its power.
+    cost (the hunt simulated at that spread), with its power. Interrupted, the
+    same command run again resumes its batch (the launches stored read back);
+    `--fresh` runs every launch again instead.
     """
     from patchkit.bench.execution.launches import BenchArgs
     from patchkit.commands.noise import noise as run
@@ -795,9 +817,19 @@ def executor_options_without_slots(f: F) -> F:
     return executor_options(f, slots=False)
 
 
+def bisect_fresh_option(f: F) -> F:
+    return fresh_option(
+        f,
+        help_text="--executor slurm: start the search over: a killed bisect's rounds are not read back, its jobs "
+        "not yet collected are cancelled (scancel) and its batch is set aside for good (the runs it stored stay "
+        "in the store). A local bisect keeps no batch: it always starts over.",
+    )
+
+
 @cli.command(epilog=BENCH_EXIT_HELP)
 @bench_options
 @executor_options_without_slots
+@bisect_fresh_option
 @click.option("--good", required=True, metavar="REV", help="A commit where the metric is good.")
 @click.option("--bad", required=True, metavar="REV", help="A later commit (first-parent line) where it is bad.")
 @click.option("--metric", required=True, metavar="NAME", help="A [[bench.metric]] name.")

@@ -60,7 +60,7 @@ DOC_MEANING: Mapping[ExitCode, str] = {
         "the capture published whole). `bench`/`bisect`/`noise`: the server's process group was stopped and the "
         "run stored as `interrupted`; `bench` and `noise` run again with the same command read back the launches "
         "stored and launch the rest, the interrupted one included (`--executor slurm`: the jobs keep running; "
-        "the same command, run again, collects them)."
+        "the same command, run again, collects them); with `--fresh` they run every launch again instead."
     ),
     ExitCode.CLOSED_STDOUT: (
         "The reader of stdout left (`patchkit check ...` piped into `head -1`): patchkit ends quietly, as a "
@@ -103,7 +103,8 @@ BENCH_HELP_MEANING: Mapping[ExitCode, str] = {
     ExitCode.INTERRUPTED: (
         "interrupted (Ctrl-C or SIGTERM): the server group was stopped and the run stored as `interrupted`; "
         "bench and noise run again with the same command read back the launches stored and launch the rest "
-        "(--executor slurm: the jobs keep running; the same command, run again, collects them)"
+        "(--executor slurm: the jobs keep running; the same command, run again, collects them); --fresh runs "
+        "every launch again"
     ),
 }
 """The codes a bench verb (``bench``, ``noise``, ``bisect``) returns, in its own words."""

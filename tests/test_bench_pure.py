@@ -373,15 +373,17 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch, tmp_path):
         assert not done.stopped and [r.run_id for r in done.records] == [1, 3, 4]  # run 1 read back, in its place
         assert again.ran == [commits[1].sha, commits[2].sha]
         assert notes == [
-            f"resuming batch {batch}: 1 launch stored earlier, read back; 2 to run",
+            f"resuming batch {batch}: 1 launch stored earlier, read back; 2 to run; --fresh starts a new batch instead",
             "running again 1 launch an earlier run of this batch did not settle (1 interrupted)",
         ]
+        assert done.batch is not None
+        assert (done.batch.batch, done.batch.resumed, done.batch.read_back) == (batch, True, (1,))
         assert {row.state for row in store.submissions(batch)} == {"collected"}
         third = Local(store, None)
         launch(third, [(c, "eagle3") for c in commits], LocalExecutor(), command="bench")
         assert len(third.ran) == 3  # the batch was finished: the same command is a new batch, launched whole
 
-    def waiting(session, pairs, executor, *, command, note, on_record):
+    def waiting(session, pairs, executor, *, command, fresh, note, on_record, on_batch):
         on_record(stored[2])
         raise KeyboardInterrupt
 

@@ -73,7 +73,10 @@ def test_happy_path_two_commits_two_profiles(capsys, history, manifest, store, t
     )  # fmt: skip
     assert result.code == 0, result.err
     data = result.json
-    assert set(data) == {"version", "command", "store", "runs", "table", "gpu_hygiene", "without", "evidence"}
+    assert set(data) == {"version", "command", "store", "runs", "table", "gpu_hygiene", "without", "evidence", "batch"}
+    assert {k: data["batch"][k] for k in ("executor", "resumed", "fresh", "read_back", "abandoned")} == {
+        "executor": "local", "resumed": False, "fresh": False, "read_back": [], "abandoned": [],
+    }  # fmt: skip
     assert data["without"] is None and data["evidence"] == []
     assert [(r["commit"]["sha"], r["profile"], r["outcome"]) for r in data["runs"]] == [
         (history["base"], "eagle3", "ok"),

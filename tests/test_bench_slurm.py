@@ -3,7 +3,8 @@
 A 2 x 2 matrix as one job array; a commit the guard refuses never reaches
 Slurm; ``scancel`` of a running job is stored as ``interrupted`` with the Slurm
 state; the submitter killed with SIGKILL and the same command run again
-collects the jobs it had submitted instead of submitting new ones.  The
+collects the jobs it had submitted instead of submitting new ones, and
+``--fresh`` cancels them and submits every launch again.  The
 local executor's path stays in test_bench_runs.py, which runs without Slurm.
 """
 
@@ -241,6 +242,11 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     assert sorted(r["executor"]["job_id"] for r in again.json["runs"]) == sorted(submitted)
     assert all(r["outcome"] == "ok" for r in again.json["runs"])
     assert squeue_all() == queued  # nothing new reached Slurm
+    # every launch reattached, none read back: none had been collected
+    assert {k: again.json["batch"][k] for k in ("executor", "resumed", "fresh", "read_back", "cancelled")} == {
+        "executor": "slurm", "resumed": True, "fresh": False, "read_back": [], "cancelled": [],
+    }  # fmt: skip
+    assert "0 collected, 2 submitted earlier, not collected; --fresh starts a new batch instead" in again.err
     assert [s["job_id"] for s in submissions(store)] == submitted
     assert (
         run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--pending", "--json").json["pending"] == []
@@ -249,6 +255,7 @@ def test_the_submitter_killed_and_the_command_rerun_collects_instead_of_resubmit
     fresh = run_cli(capsys, *command, "--json")
     assert fresh.code == 0, fresh.err
     assert not {r["executor"]["job_id"] for r in fresh.json["runs"]} & set(submitted)
+    assert fresh.json["batch"]["resumed"] is False and fresh.json["batch"]["id"] != again.json["batch"]["id"]
 
 
 def test_a_rerun_while_the_jobs_still_run_leaves_their_trees_alone(
@@ -300,6 +307,44 @@ def test_a_rerun_while_the_jobs_still_run_leaves_their_trees_alone(
     assert [r["outcome"] for r in again.json["runs"]] == ["ok", "ok"]
     assert sorted(r["executor"]["job_id"] for r in again.json["runs"]) == sorted(submitted)
     assert [s["job_id"] for s in submissions(store)] == submitted  # nothing submitted again
+
+
+def test_fresh_cancels_the_jobs_of_the_batch_it_sets_aside_and_submits_every_launch_again(
+    slurm: SlurmCluster, capsys: pytest.CaptureFixture[str], history: History, manifest: Path, shared: Path
+) -> None:
+    """The submitter stopped with one job running and one queued; the same command with --fresh cancels both
+    (nothing would ever collect them, and they would share the node with the new launches) and submits every
+    launch again, in a new batch; ``runs --pending`` lists none of the cancelled jobs."""
+    store = shared.parent / "bench.sqlite"
+    command = argv(
+        history, manifest, store, shared, "--profile", "baseline", "--commit", history["base"], "--commit",
+        history["slow"], "--set", "server_args=--workers 1 --delay 6",
+    )  # fmt: skip
+    first = subprocess.Popen([patchkit_script(), *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_running(store, first, count=2)  # the first job runs, the second waits behind --slots 1
+    first.send_signal(signal.SIGTERM)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    old = [s["job_id"] for s in submissions(store)]
+    fresh = run_cli(capsys, *command, "--fresh", "--json")
+    assert fresh.code == 0, fresh.err
+    runs = fresh.json["runs"]
+    assert [(r["commit"]["sha"], r["outcome"]) for r in runs] == [(history["base"], "ok"), (history["slow"], "ok")]
+    assert not {r["executor"]["job_id"] for r in runs} & set(old)  # submitted again, none collected
+    batch = fresh.json["batch"]
+    assert (batch["executor"], batch["fresh"], batch["resumed"], batch["read_back"]) == ("slurm", True, False, [])
+    assert sorted(batch["cancelled"]) == sorted(old) and len(batch["abandoned"]) == 1
+    assert f"--fresh: set aside the unfinished batch {batch['abandoned'][0]}: 0 launches stored" in fresh.err
+    listed = subprocess.run(
+        ["squeue", "-h", "-r", "-t", "all", "-o", "%i %T"], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    states = dict(line.split() for line in listed if line.strip())
+    assert {states[job] for job in old} == {"CANCELLED"}
+    assert {s["job_id"]: s["state"] for s in submissions(store)} == {
+        **dict.fromkeys(old, "abandoned"), **{r["executor"]["job_id"]: "collected" for r in runs},
+    }  # fmt: skip
+    pending = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--pending", "--json")
+    assert pending.json["pending"] == []
 
 
 def test_a_job_cancelled_while_its_submitter_was_dead_is_stored_from_the_spec_it_was_sent(

@@ -10,7 +10,8 @@ per commit, profile and metric: median, min-max, and the ratio of the median
 to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130; the same command run
 again resumes the batch: what was stored is read back, the rest launched
-(``execution.launches.run_here``).
+(``execution.launches.run_here``), unless ``--fresh``: a new batch, every
+launch run again, the unfinished one set aside (``cluster.begin_batch``).
 
 ``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
 submitted as one array after the refused commits are stored; the records come
@@ -92,11 +93,12 @@ def bench(
         printer = record_printer(console, quiet=json_out)
         with progress(console, "bench", live=not json_out) as show, measuring(session, show):
             if other is None:
-                done = launch(session, order, executor, command="bench", on_record=printer, note=note)
+                done = launch(session, order, executor, command="bench", fresh=args.fresh, on_record=printer,
+                              note=note)  # fmt: skip
             else:
                 other.progress = show
                 order_sides = sides(session, other, order, interleave=not no_interleave)
-                done = launch_here(order_sides, command="bench", on_record=printer, note=note)
+                done = launch_here(order_sides, command="bench", fresh=args.fresh, on_record=printer, note=note)
             found = (
                 [] if other is None or done.stopped else judge_sides(session, other, chosen, done.records, threshold)
             )
@@ -115,6 +117,7 @@ def bench(
                     "gpu_hygiene": gpu_report(records),
                     "without": None if other is None else other.without,
                     "evidence": [e.to_json() for e in found],
+                    "batch": None if done.batch is None else done.batch.to_json(),
                 }
             )
         else:

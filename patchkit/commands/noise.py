@@ -60,8 +60,8 @@ def noise(
         note = launch_note(console, "noise", quiet=json_out, executor=executor.name)
         pairs = [(target, profile) for _ in range(launches) for profile in chosen]
         with progress(console, "noise", live=not json_out) as show, measuring(session, show):
-            done = launch(session, pairs, executor, command="noise", on_record=record_printer(console, quiet=json_out),
-                          note=note)  # fmt: skip
+            done = launch(session, pairs, executor, command="noise", fresh=args.fresh,
+                          on_record=record_printer(console, quiet=json_out), note=note)  # fmt: skip
             if done.submitter:  # the jobs go on: nothing to report until the same command collects them
                 note(SUBMITTER_INTERRUPTED, always=True)
                 return int(ExitCode.INTERRUPTED)
@@ -96,6 +96,7 @@ def noise(
             "launches": launches,
             "threshold": threshold,
             "runs": [r.run_id for records in by_profile.values() for r in records],
+            "batch": None if done.batch is None else done.batch.to_json(),
             "profiles": reports,
         }
         if json_out:

@@ -94,6 +94,7 @@ class BisectPlan:
     threshold: float
     refused_prior: str | None = None  # why the stored prior was not used (measured on other GPUs)
     budget: int | None = None  # --budget: total launches (None: hunt.default_budget)
+    fresh: bool = False  # --fresh: on Slurm, the search's unfinished batch set aside, its rounds not read back
 
     @property
     def launch_budget(self) -> int:
@@ -109,7 +110,7 @@ class BisectPlan:
             identity = [self.line[0].sha, self.line[-1].sha, self.metric.name, str(self.max_launches)]
             rounds = ScheduledRounds(
                 self.session, self.profile, self.executor, command="bisect",
-                identity=[*identity, str(self.threshold)], note=note,
+                identity=[*identity, str(self.threshold)], fresh=self.fresh, note=note,
             )  # fmt: skip
         measured = _Launches(self.session, self.profile, self.metric.name, rounds, self.executor)
         report = search(
@@ -306,4 +307,5 @@ def plan_bisect(
         slots=executor.slots if executor.remote else LOCAL_SLOTS,  # the command line over [bench.slurm]
         max_launches=max_launches,
         threshold=threshold,
+        fresh=opened.args.fresh,
     )

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypedDict
 
 from patchkit.bench.execution.executor import (
     SIGNAL_DELAY_S,
@@ -45,7 +45,7 @@ from patchkit.bench.execution.executor import (
 from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.session import Session, unstarted_record
 from patchkit.bench.records.record import ManifestJson, Outcome, RunRecord
-from patchkit.bench.records.store import Submission, SubmissionLabel
+from patchkit.bench.records.store import Store, Submission, SubmissionLabel
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
@@ -205,6 +205,83 @@ def _batch_key(command: str, keys: Sequence[str], where: Mapping[str, object]) -
     return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
+def _within(row: Submission, batch: str) -> bool:
+    """Whether the launch is of ``batch`` or of one of its rounds (``<batch>/round-I``)."""
+    return row.batch == batch or row.batch.startswith(f"{batch}/")
+
+
+class BatchJson(TypedDict):
+    """``Begun.to_json``: the ``batch`` of ``bench --json`` and ``noise --json`` (docs/json.md)."""
+
+    id: str
+    executor: str
+    resumed: bool
+    read_back: list[int]
+    fresh: bool
+    abandoned: list[str]
+    cancelled: list[str]
+
+
+RESUME_HINT = "--fresh starts a new batch instead"  # what every "resuming batch" note ends with
+
+
+@dataclass(frozen=True)
+class Begun:
+    """How a verb's batch began (``begin_batch``): which one, whether an unfinished one of the same command was
+    taken up, and what ``--fresh`` set aside instead."""
+
+    batch: str
+    executor: str  # "local" or "slurm"
+    resumed: bool  # an unfinished batch of this command, holding launches, was taken up
+    fresh: bool = False  # --fresh: no earlier batch taken up, whatever the store held
+    read_back: tuple[int, ...] = ()  # the runs of the batch read back from the store, not launched by this command
+    abandoned: tuple[str, ...] = ()  # the unfinished batches of this command that --fresh set aside
+    cancelled: tuple[str, ...] = ()  # their Slurm jobs, not collected, that --fresh cancelled
+
+    def to_json(self) -> BatchJson:
+        return {
+            "id": self.batch,
+            "executor": self.executor,
+            "resumed": self.resumed,
+            "read_back": list(self.read_back),
+            "fresh": self.fresh,
+            "abandoned": list(self.abandoned),
+            "cancelled": list(self.cancelled),
+        }
+
+
+def begin_batch(
+    store: Store, key: str, command: str, executor: Executor, *, fresh: bool, note: Callable[[str], None]
+) -> Begun:
+    """The batch of this command's key: the unfinished one, resumed; or with ``fresh`` (and when every earlier
+    one finished), a new one.
+
+    ``fresh`` sets every unfinished batch of the key aside first (``Store.abandon_batch``): finished, so that
+    no later run of the command resumes it, its launches not collected ``abandoned``.  The runs it stored stay
+    in the store (``runs`` lists them; they are not this batch's: their series is another).  On Slurm its jobs
+    not collected are cancelled first (``Executor.cancel``, each round of a bisect too): nothing would ever
+    collect them, and a job still queued or running would take the slots and GPUs the new batch's jobs need,
+    load the nodes they measure and run from the worktrees the new batch prepares again.  Locally nothing
+    of an earlier batch runs: there is nothing to cancel."""
+    abandoned: list[str] = []
+    cancelled: list[str] = []
+    for old in store.unfinished_batches(key) if fresh else ():
+        rows = [row for row in store.submissions() if _within(row, old)]
+        pending = [row for row in rows if not row.collected and not row.abandoned]
+        stopped = [job for part in sorted({row.batch for row in pending}) for job in executor.cancel(part, store)]
+        store.abandon_batch(old)
+        abandoned.append(old)
+        cancelled.extend(stopped)
+        stored = sum(1 for row in rows if row.collected)
+        said = f"{plural(stored, 'launch', 'launches')} stored (its runs stay in the store), {len(pending)} abandoned"
+        if stopped:
+            said += f"; its Slurm jobs not collected cancelled: {', '.join(stopped)}"
+        note(f"--fresh: set aside the unfinished batch {old}: {said}")
+    batch, resumed = store.open_batch(key, command)
+    resumed = resumed and any(_within(row, batch) for row in store.submissions())  # none launched: nothing resumed
+    return Begun(batch, executor.name, resumed, fresh, abandoned=tuple(abandoned), cancelled=tuple(cancelled))
+
+
 def label(spec: JobSpec) -> SubmissionLabel:
     """What a submission row keeps of its spec: enough for `runs --pending` and for a lost job's record."""
     return {
@@ -331,12 +408,16 @@ def run_scheduled(
     *,
     command: str,
     batch: str | None = None,
+    fresh: bool = False,
     note: Callable[[str], None] = lambda line: None,
     on_record: Callable[[RunRecord], None] = lambda record: None,
+    on_batch: Callable[[Begun], None] = lambda begun: None,
 ) -> list[RunRecord]:
     """Every (commit, profile) launched on Slurm (refused ones stored without submitting); records in
-    the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one; with
-    ``batch`` (a round of a bisect), exactly that batch, finished or not.
+    the order of ``pairs``.  Resumes this command's unfinished batch, if the store has one, unless
+    ``fresh`` (``begin_batch``: the unfinished one set aside, its jobs not collected cancelled); with
+    ``batch`` (a round of a bisect), exactly that batch, finished or not.  ``on_batch`` hears how the
+    batch began, before anything is submitted.
 
     A launch the batch already holds is read back (collected) or reattached to (submitted): its tree
     is not prepared again, since its job may be running from it; only the rest is planned."""
@@ -344,13 +425,20 @@ def run_scheduled(
     ordered = [(commit, profile, session.next_launch(commit, profile)) for commit, profile in pairs]
     keys = [task_key(session, commit, profile, launch - 1) for commit, profile, launch in ordered]
     if batch is None:
-        batch, resumed = store.open_batch(batch_key(command, keys, executor.options), command)
+        begun = begin_batch(store, batch_key(command, keys, executor.options), command, executor, fresh=fresh,
+                            note=note)  # fmt: skip
     else:
-        resumed = store.use_batch(batch, command)
+        begun = Begun(batch, executor.name, store.use_batch(batch, command) and bool(store.submissions(batch)))
+    batch = begun.batch
     rows = {row.key: row for row in store.submissions(batch)}
-    if resumed and rows:
+    held = [rows[key] for key in keys if key in rows]  # in the order of pairs, as they are read back below
+    on_batch(replace(begun, read_back=tuple(int(r.run_id) for r in held if r.collected and r.run_id is not None)))
+    if begun.resumed:
         pending = sum(1 for row in rows.values() if not row.collected)
-        note(f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected")
+        note(
+            f"resuming batch {batch}: {len(rows) - pending} collected, {pending} submitted earlier, not collected; "
+            + RESUME_HINT
+        )
     out: dict[int, RunRecord] = {}
     tasks: list[Task] = []
     launches: dict[str, tuple[int, int, Launch | None]] = {}  # key: index in pairs, launch number, what was sent
@@ -390,7 +478,9 @@ class ScheduledRounds:
 
     A search is deterministic given its values, so a re-run of a killed bisect asks the same rounds
     again: round ``i`` is the sub-batch ``<search batch>/round-i``, whose collected launches are read
-    back and whose submitted ones are reattached, so no launch is paid for twice."""
+    back and whose submitted ones are reattached, so no launch is paid for twice.  ``fresh``: the
+    search's unfinished batch is set aside with its rounds, their jobs not collected cancelled
+    (``begin_batch``), and every round is launched anew."""
 
     def __init__(
         self,
@@ -400,13 +490,15 @@ class ScheduledRounds:
         *,
         command: str,
         identity: Sequence[str],
+        fresh: bool = False,
         note: Callable[[str], None] = lambda line: None,
         on_record: Callable[[RunRecord], None] = lambda record: None,
     ) -> None:
         self.session, self.profile, self.executor = session, profile, executor
         self.command, self.note, self.on_record = command, note, on_record
         key = batch_key(command, [*identity, profile], executor.options)
-        self.batch, self.resumed = session.store.open_batch(key, command)
+        begun = begin_batch(session.store, key, command, executor, fresh=fresh, note=note)  # --fresh: rounds too
+        self.batch, self.resumed = begun.batch, begun.resumed
         self.rounds: list[list[RunRecord]] = []  # each round's records, in the order asked
 
     def round(self, commits: Sequence[Commit]) -> list[RunRecord]:

@@ -215,7 +215,8 @@ class LocalExecutor:
         if again:
             states = Counter(UNSETTLED.get(row.state, row.state) for row in again)
             said = ", ".join(f"{count} {state}" for state, count in sorted(states.items()))
-            say(f"running again {plural(len(again), 'launch')} an earlier run of this batch did not settle ({said})")
+            what = plural(len(again), "launch", "launches")
+            say(f"running again {what} an earlier run of this batch did not settle ({said})")
         for task in tasks:
             row = known.get(task.key)
             if row is not None and row.collected:

@@ -1,8 +1,8 @@
 """What ``bench``, ``noise`` and ``bisect`` share: their options, the session they open, and the launch loop.
 
 ``BenchArgs`` is the options every one of them takes (manifests, repository,
-store, worktrees, ``--set``, ``--repeat``, ``--allow-dirty`` and the executor's,
-``ClusterArgs``), built once from the command line, as a frozen value.
+store, worktrees, ``--set``, ``--repeat``, ``--allow-dirty``, ``--fresh`` and the
+executor's, ``ClusterArgs``), built once from the command line, as a frozen value.
 ``open_bench(args)`` loads the manifests, opens the repository and the
 session; ``Opened.executor()`` is the ``Executor`` the options ask for
 (``LocalExecutor`` by default, ``SlurmExecutor`` with ``--executor slurm``).
@@ -14,11 +14,12 @@ launches to the executor: the local one runs ``Session.run`` for each, in this
 process, one after the other; the Slurm one ships each planned launch as a job
 (``run_scheduled``).  Either way the launches are one batch of the store's
 ledger, so the same command run again after an interruption reads back what
-is stored and launches only the rest (``run_here``, ``run_scheduled``).  It
-says how it ended: every launch done; a local launch stopped by Ctrl-C or
-SIGTERM (stored as ``interrupted``, the last record); or the submitter stopped
-while it waited on Slurm, the jobs left running for the same command to
-collect.
+is stored and launches only the rest (``run_here``, ``run_scheduled``);
+``--fresh`` sets that unfinished batch aside and starts a new one
+(``cluster.begin_batch``).  It says how its batch began and how it ended:
+every launch done; a local launch stopped by Ctrl-C or SIGTERM (stored as
+``interrupted``, the last record); or the submitter stopped while it waited
+on Slurm, the jobs left running for the same command to collect.
 """
 
 from __future__ import annotations
@@ -29,7 +30,16 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.execution.cluster import LOCAL, ClusterArgs, local_batch_key, run_scheduled, scheduled_executor
+from patchkit.bench.execution.cluster import (
+    LOCAL,
+    RESUME_HINT,
+    Begun,
+    ClusterArgs,
+    begin_batch,
+    local_batch_key,
+    run_scheduled,
+    scheduled_executor,
+)
 from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor, Task
 from patchkit.bench.execution.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
 from patchkit.bench.records.record import RunRecord
@@ -51,6 +61,7 @@ class BenchArgs:
     sets: tuple[str, ...] = ()
     repeat: int | None = None
     allow_dirty: bool = False
+    fresh: bool = False  # --fresh: a new batch, the unfinished one of the same command set aside (``begin_batch``)
     cluster: ClusterArgs = LOCAL  # --executor and the Slurm options
 
     @classmethod
@@ -119,6 +130,7 @@ class Launched:
     records: tuple[RunRecord, ...]
     interrupted: bool = False  # a local launch stopped by Ctrl-C or SIGTERM: the last record, stored interrupted
     submitter: bool = False  # Ctrl-C or SIGTERM while waiting on Slurm: the jobs keep running
+    batch: Begun | None = None  # the store's batch they were, and how it began (resumed, or --fresh)
 
     @property
     def stopped(self) -> bool:
@@ -131,27 +143,31 @@ def launch(
     executor: Executor,
     *,
     command: str,
+    fresh: bool = False,
     on_record: Callable[[RunRecord], None] = lambda record: None,
     note: Callable[[str], None] = lambda line: None,
 ) -> Launched:
     """Every (commit, profile) launched, in order: in this process, or each one a Slurm job (refused commits
     stored without submitting).  Either way the launches are one batch of the store's ledger, so a re-run
-    of the command after an interruption reads back what is stored and launches only the rest.
-    ``on_record`` hears each record as it is stored or read back (not a local launch's interrupted one,
-    which ends the loop)."""
+    of the command after an interruption reads back what is stored and launches only the rest, unless
+    ``fresh`` (``cluster.begin_batch``).  ``on_record`` hears each record as it is stored or read back (not
+    a local launch's interrupted one, which ends the loop)."""
     if isinstance(executor, SlurmExecutor):
         collected: list[RunRecord] = []
+        begun: list[Begun] = []
 
         def heard(record: RunRecord) -> None:
             collected.append(record)
             on_record(record)
 
         try:
-            return Launched(tuple(run_scheduled(session, pairs, executor, command=command, note=note, on_record=heard)))
+            records = run_scheduled(session, pairs, executor, command=command, fresh=fresh, note=note,
+                                    on_record=heard, on_batch=begun.append)  # fmt: skip
         except KeyboardInterrupt:  # the submitter, waiting: the jobs go on
-            return Launched(tuple(collected), submitter=True)
+            return Launched(tuple(collected), submitter=True, batch=begun[0] if begun else None)
+        return Launched(tuple(records), batch=begun[0] if begun else None)
     order = [(session, commit, profile) for commit, profile in pairs]
-    return launch_here(order, executor, command=command, on_record=on_record, note=note)
+    return launch_here(order, executor, command=command, fresh=fresh, on_record=on_record, note=note)
 
 
 def launch_here(
@@ -159,20 +175,24 @@ def launch_here(
     executor: Executor | None = None,
     *,
     command: str | None = None,
+    fresh: bool = False,
     on_record: Callable[[RunRecord], None] = lambda record: None,
     note: Callable[[str], None] = lambda line: None,
 ) -> Launched:
     """Every launch in this process, in order, each by its own session (``bench --without`` interleaves two
     sessions over one commit: every patch, and all but one), handed to the local executor one task a launch,
-    until Ctrl-C or SIGTERM.  ``command``: the launches are that command's batch (``run_here``)."""
+    until Ctrl-C or SIGTERM.  ``command``: the launches are that command's batch (``run_here``; ``fresh``:
+    a new one)."""
     records: list[RunRecord] = []
+    begun: list[Begun] = []
     try:
-        for record in run_here(order, executor or LocalExecutor(), command=command, note=note):
+        for record in run_here(order, executor or LocalExecutor(), command=command, fresh=fresh, note=note,
+                               on_batch=begun.append):  # fmt: skip
             records.append(record)
             on_record(record)
     except Interrupted as stop:
-        return Launched((*records, stop.record), interrupted=True)
-    return Launched(tuple(records))
+        return Launched((*records, stop.record), interrupted=True, batch=begun[0] if begun else None)
+    return Launched(tuple(records), batch=begun[0] if begun else None)
 
 
 def run_here(
@@ -180,7 +200,9 @@ def run_here(
     executor: Executor,
     *,
     command: str | None = None,
+    fresh: bool = False,
     note: Callable[[str], None] = lambda line: None,
+    on_batch: Callable[[Begun], None] = lambda begun: None,
 ) -> Iterator[RunRecord]:
     """Each (session, commit, profile) as ``Session.run`` launches it, handed to ``executor`` one task a launch.
 
@@ -190,7 +212,9 @@ def run_here(
     that the batch holds as collected is read back from the store, in its place in the order, not run
     again; an interrupted one, one refused before it started and one whose patchkit was killed run
     again (``LocalExecutor.map``).  Once every launch is stored the batch is finished, and the same
-    command after that is a new batch that launches everything.  Without ``command`` (a bisect's
+    command after that is a new batch that launches everything.  ``fresh`` (``--fresh``): a new batch
+    now, the unfinished one set aside (``cluster.begin_batch``), so every launch runs again.
+    ``on_batch`` hears how the batch began, before the first launch.  Without ``command`` (a bisect's
     single launches) there is no batch."""
     if command is None:
         tasks = [Task(f"{c.sha}:{p}:{i}", (s, c, p, None, None)) for i, (s, c, p) in enumerate(order)]
@@ -204,15 +228,19 @@ def run_here(
     assert all(s.store is store for s, _, _ in order), "one batch, one ledger: the sessions share a store"
     numbered = [(s, c, p, s.next_launch(c, p)) for s, c, p in order]
     keys = [s.launch_key(c, p, launch - 1) for s, c, p, launch in numbered]
-    batch, resumed = store.open_batch(local_batch_key(command, keys, executor.place), command)
+    begun = begin_batch(store, local_batch_key(command, keys, executor.place), command, executor, fresh=fresh,
+                        note=note)  # fmt: skip
+    batch = begun.batch
     rows = {row.key: row for row in store.submissions(batch)}
     stored = {key for key, row in rows.items() if row.collected and row.run_id is not None}
     for key, row in rows.items():
         if row.collected and key not in stored:  # its run was deleted from the store: launched again
             store.set_submission_state(batch, key, "deleted")
-    if resumed and rows:
+    on_batch(replace(begun, read_back=tuple(int(rows[key].run_id or 0) for key in keys if key in stored)))
+    if begun.resumed:
         left = sum(1 for key in keys if key not in stored)
-        note(f"resuming batch {batch}: {plural(len(stored), 'launch')} stored earlier, read back; {left} to run")
+        read = plural(len(stored), "launch", "launches")
+        note(f"resuming batch {batch}: {read} stored earlier, read back; {left} to run; {RESUME_HINT}")
     tasks = [
         Task(key, (s, c, p, launch, (batch, key)), {"commit": c.sha, "subject": c.subject, "profile": p})
         for (s, c, p, launch), key in zip(numbered, keys, strict=True)

@@ -177,6 +177,11 @@ class Submission:
     def collected(self) -> bool:
         return self.state == "collected"
 
+    @property
+    def abandoned(self) -> bool:
+        """Its batch was set aside (``--fresh``) before it was collected: nothing runs or collects it again."""
+        return self.state == "abandoned"
+
 
 class Store:
     """Opening migrates the file (a write); a filesystem that refuses a write (full, quota, read-only,
@@ -365,8 +370,8 @@ class Store:
         if batch is not None:
             where.append("batch = ?")
             args.append(batch)
-        if pending:
-            where.append("state != 'collected'")
+        if pending:  # waiting on something: neither collected nor set aside by --fresh
+            where.append("state NOT IN ('collected', 'abandoned')")
         if where:
             query += " WHERE " + " AND ".join(where)
         rows = self.db.execute(query + " ORDER BY submitted_at, job_id", args).fetchall()
@@ -391,20 +396,50 @@ class Store:
 
     def open_batch(self, key: str, command: str) -> tuple[str, bool]:
         """``(batch, resumed)``: the unfinished batch of this command's key (a re-run after the submitter
-        died), or a new one, ``KEY#N``, when every earlier batch of it finished."""
+        died), or a new one, ``KEY#N``, when every earlier batch of it finished (or was abandoned)."""
         stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
         with self._transaction() as db:
-            rows = db.execute(
-                "SELECT batch, finished_at FROM batches WHERE batch LIKE ? AND batch NOT LIKE '%/%' "
-                "ORDER BY started_at",
-                (f"{key}#%",),
-            ).fetchall()
+            rows = self._batches_of(db, key)
             unfinished = [batch for batch, finished in rows if finished is None]
             if unfinished:
                 return unfinished[-1], True
             batch = f"{key}#{len(rows) + 1}"
             db.execute("INSERT INTO batches VALUES (?, ?, ?, NULL)", (batch, command, stamp))
         return batch, False
+
+    def unfinished_batches(self, key: str) -> list[str]:
+        """The batches of this command's key that did not finish, oldest first (``open_batch`` resumes the last)."""
+        return [batch for batch, finished in self._batches_of(self.db, key) if finished is None]
+
+    @staticmethod
+    def _batches_of(db: sqlite3.Connection, key: str) -> list[tuple[str, str | None]]:
+        rows = db.execute(
+            "SELECT batch, finished_at FROM batches WHERE batch LIKE ? AND batch NOT LIKE '%/%' ORDER BY started_at",
+            (f"{key}#%",),
+        ).fetchall()
+        return [(str(batch), finished) for batch, finished in rows]
+
+    def abandon_batch(self, batch: str) -> list[Submission]:
+        """Set ``batch`` (and its rounds, ``<batch>/...``) aside, as ``--fresh`` does, in one transaction: it is
+        finished, so the same command no longer resumes it, and each of its launches not collected is
+        ``abandoned``, so no re-run runs or collects it again (nor does ``runs --pending`` list it).  The runs
+        it stored stay.  Returns the launches abandoned, as they were (job ids and states)."""
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
+        under = (batch, f"{batch}/%")  # a batch name has no % nor _
+        with self._transaction() as db:
+            left = [
+                row for row in self.submissions(pending=True) if row.batch == batch or row.batch.startswith(f"{batch}/")
+            ]
+            db.execute(
+                "UPDATE batches SET finished_at = ? WHERE (batch = ? OR batch LIKE ?) AND finished_at IS NULL",
+                (stamp, *under),
+            )
+            db.execute(
+                "UPDATE submissions SET state = 'abandoned' WHERE (batch = ? OR batch LIKE ?) "
+                "AND state NOT IN ('collected', 'abandoned')",
+                under,
+            )
+        return left
 
     def use_batch(self, batch: str, command: str) -> bool:
         """A batch by its exact name (a round of a bisect), created if new; True when it existed."""
