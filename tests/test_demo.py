@@ -198,3 +198,16 @@ def test_the_server_reads_its_speed_from_the_tree(tmp_path):
     assert "pynccl" not in all_reduce_methods(trees["add-kimi"])
     assert ms_per_token(trees["add-kimi"]) == pytest.approx(1000 / 94)
     assert ms_per_token(trees["dsv2-weight-mixin"]) == pytest.approx(1000 / 60)
+
+
+def test_the_demo_holds_on_a_narrow_terminal(tmp_path, monkeypatch):
+    """On a real terminal 80 columns wide (util-linux `script` gives it a pty), compare's table wraps its verdict
+    cell ("differe / nt / (worse)"); the demo checked the printed text and failed there.  It checks the values."""
+    monkeypatch.delenv("COLUMNS")  # the suite pins 200 columns; here the terminal's own width must rule
+    command = f"stty cols 80; {shlex.quote(patchkit_script())} demo"
+    result = subprocess.run(
+        ["script", "-qec", command, "/dev/null"], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "did not go as designed" not in result.stdout
+    assert "FIRST BAD" in result.stdout

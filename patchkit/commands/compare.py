@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.session import open_store
+from patchkit.bench.records.compare import Comparison, pick_pair
 from patchkit.bench.records.compare import compare as compare_runs
-from patchkit.bench.records.compare import pick_pair
 from patchkit.bench.records.hygiene import differences, side_warnings
 from patchkit.bench.records.record import RunRecord
 from patchkit.bench.records.store import Store
@@ -42,6 +42,16 @@ def compare(
     json_out: bool,
     console: Console,
 ) -> int:
+    result, gpus = compared(runs=runs, commits=commits, profile=profile, threshold=threshold, repo=repo, store=store)
+    show(result, gpus, json_out=json_out, console=console)
+    return int(ExitCode.OK)
+
+
+def compared(
+    *, runs: Sequence[str], commits: Sequence[str], profile: str | None, threshold: float, repo: str, store: str | None
+) -> tuple[Comparison, dict[str, object]]:
+    """The comparison ``compare`` shows, and its GPU hygiene: the values, for a caller that checks them (the demo)
+    rather than reading a table a narrow terminal wraps."""
     with Repo.discover(Path(repo)) as git_repo:
         with open_store(git_repo, store, create=False) as opened:
             a, b = _pick(opened, git_repo, runs, commits, profile)
@@ -59,13 +69,15 @@ def compare(
             noise=noise,
             noise_b=noise_b,
         )
-    gpus = gpu_warnings(side_a, side_b)
+    return result, gpu_warnings(side_a, side_b)
+
+
+def show(result: Comparison, gpus: dict[str, object], *, json_out: bool, console: Console) -> None:
     if json_out:
         print_json({**result.to_json(), "gpu_hygiene": gpus})
     else:
         show_comparison(console, result)
         show_gpu_hygiene(console, gpus)
-    return int(ExitCode.OK)
 
 
 def gpu_warnings(side_a: Sequence[RunRecord], side_b: Sequence[RunRecord]) -> dict[str, object]:

@@ -17,21 +17,19 @@ demo exits non-zero if patchkit did not behave as shown.
 
 from __future__ import annotations
 
-import io
 import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, cast
 
 from rich.console import Console
 
 from patchkit.bench.execution.launches import BenchArgs
 from patchkit.commands import apply as apply_cmd
 from patchkit.commands import check as check_cmd
+from patchkit.commands import compare as compare_cmd
 from patchkit.commands.bench import bench as bench_cmd
 from patchkit.commands.bisect import bisect as bisect_cmd
-from patchkit.commands.compare import compare as compare_cmd
 from patchkit.commands.guard import guard as guard_cmd
 from patchkit.commands.port import port as port_cmd
 from patchkit.demo.hunt import (
@@ -51,7 +49,7 @@ from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.errors import ExitCode, InternalError, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import Manifest, load_manifest
-from patchkit.render import make_console
+from patchkit.report.documents import load_latest_bisect
 
 
 def demo(*, keep: str | None, console: Console) -> int:
@@ -102,9 +100,7 @@ def _expect(condition: bool, what: str) -> None:
 
 def _run(work: Path, shown: Console) -> tuple[str, str]:
     """The six steps; returns the good and the bad commit (short ids) for the closing lines."""
-    # the steps print to the user's terminal and are recorded, so the demo can check what each one said
-    said = io.StringIO()
-    console = make_console(cast("IO[str]", _Tee(shown.file, said)))
+    console = shown
     path = work / "sglang"
     history = build_sglang_history(path, extra=[move_commit()])
     store = work / "bench.sqlite"
@@ -175,11 +171,11 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
     _expect(code == 0, f"bench exited {code}")
 
     _step(console, f"4. patchkit compare --commit {good[:10]} --commit {bad[:10]}")
-    compare_cmd(
-        runs=[], commits=[good, bad], profile=None, threshold=0.05, repo=str(path), store=str(store),
-        json_out=False, console=console,
-    )  # fmt: skip
-    _expect("different (worse)" in _said(said), "compare did not call the bad commit worse")
+    compared, gpus = compare_cmd.compared(
+        runs=[], commits=[good, bad], profile=None, threshold=0.05, repo=str(path), store=str(store)
+    )
+    compare_cmd.show(compared, gpus, json_out=False, console=console)
+    _expect(any(m.call == "different (worse)" for m in compared.metrics), "compare did not call the bad commit worse")
 
     _step(console, "5. patchkit guard -m kimi-k25-eagle3 on a half-patched tree   (bench refuses it: nothing starts)")
     with Repo.discover(path) as repo:
@@ -202,7 +198,9 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
     _expect(code == 0, f"bisect exited {code}")
     with Repo.discover(path) as repo:
         planted = repo.commit(history[PLANTED])
-    _expect(f"FIRST BAD: {planted.short} {planted.subject}" in _said(said), f"bisect did not name {PLANTED}")
+    found = load_latest_bisect(store) or {}
+    first_bad = found.get("first_bad")
+    _expect(isinstance(first_bad, dict) and first_bad.get("commit") == planted.sha, f"bisect did not name {PLANTED}")
     return good[:10], bad[:10]
 
 
@@ -236,28 +234,3 @@ def _copy_manifest(manifest: Manifest, folder: Path) -> Path:
     payloads = manifest.path.parent.parent / "patches"
     shutil.copytree(payloads, folder / "patches")
     return target
-
-
-def _said(said: io.StringIO) -> str:
-    """What the steps printed since the last call."""
-    text = said.getvalue()
-    said.seek(0)
-    said.truncate()
-    return text
-
-
-class _Tee(io.TextIOBase):
-    """The user's stream, with a copy of everything written kept (the demo checks what each step said)."""
-
-    def __init__(self, stream: IO[str], copy: io.StringIO) -> None:
-        self.stream, self.copy = stream, copy
-
-    def write(self, text: str) -> int:
-        self.copy.write(text)
-        return self.stream.write(text)
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return self.stream.isatty()
