@@ -52,9 +52,9 @@ from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import plural
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
+from patchkit.wording import plural
 
 BACK = (1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144)
 FORWARD = (0, 1, 2, 4, 8, 16, 32, 64)  # 0: C itself (the change is there)

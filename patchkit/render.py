@@ -431,7 +431,3 @@ def groups_table(groups: Sequence[GroupResult]) -> Grid:
             g.message,
         )
     return table
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    return f"{count} {word if count == 1 else (many or word + 's')}"

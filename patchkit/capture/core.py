@@ -48,9 +48,9 @@ from patchkit.engine.evaluate import evaluate, render
 from patchkit.errors import InternalError, ManifestError, RefusedError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import plural
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
+from patchkit.wording import plural
 from patchkit.written import Written
 
 T = TypeVar("T")

@@ -24,7 +24,8 @@ from typing import IO, TYPE_CHECKING, Any, TypedDict
 from patchkit.bench.records.hygiene import NO_GPU_FACTS
 from patchkit.bench.records.record import Outcome, RunIdent, RunRecord
 from patchkit.bench.stats.delta import Summary
-from patchkit.render import Cell, Grid, Piece, cell_pieces, emit, plural
+from patchkit.render import Cell, Grid, Piece, cell_pieces, emit
+from patchkit.wording import plural
 
 
 class ResultRow(RunIdent):

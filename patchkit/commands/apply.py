@@ -11,8 +11,9 @@ from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode, UsageError
 from patchkit.manifest import manifest_arg
-from patchkit.render import emit, groups_table, header, plural, print_json, results_table
+from patchkit.render import emit, groups_table, header, print_json, results_table
 from patchkit.results import Status
+from patchkit.wording import plural
 from patchkit.written import Written
 
 

@@ -11,7 +11,8 @@ from patchkit.capture.core import CaptureReport, summarize
 from patchkit.capture.core import capture as run_capture
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.render import emit, plural, print_json
+from patchkit.render import emit, print_json
+from patchkit.wording import plural
 from patchkit.written import Written
 
 

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from patchkit.engine.range_check import RangeCheck
 from patchkit.errors import ExitCode
 from patchkit.git import Commit
-from patchkit.render import STATUS_STYLE, Piece, make_console, plural, print_indented, write_pieces
+from patchkit.render import STATUS_STYLE, Piece, make_console, print_indented, write_pieces
 from patchkit.results import Status
+from patchkit.wording import plural
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
     from rich.console import Console

@@ -14,12 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.compare import Comparison, pick_pair
 from patchkit.bench.records.compare import compare as compare_runs
 from patchkit.bench.records.hygiene import differences, side_warnings
 from patchkit.bench.records.record import RunRecord
-from patchkit.bench.records.store import Store
+from patchkit.bench.records.store import Store, open_store
 from patchkit.bench.stats.delta import Between, between
 from patchkit.bench.stats.verdict import Noise
 from patchkit.commands._bench_output import show_comparison, show_gpu_hygiene

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from patchkit.errors import ExitCode, UsageError
 from patchkit.proof.sitecheck import SiteReport, check_site
-from patchkit.render import Grid, emit, plural, print_json
+from patchkit.render import Grid, emit, print_json
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console

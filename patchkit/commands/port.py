@@ -28,8 +28,9 @@ from patchkit.manifest import load_manifest
 from patchkit.manifest.resolve import BUNDLED_ROOT
 from patchkit.port import FileChange, How, PortPlan
 from patchkit.port import port as plan_port
-from patchkit.render import Grid, emit, plural, print_json, status_piece, write_pieces
+from patchkit.render import Grid, emit, print_json, status_piece, write_pieces
 from patchkit.results import Status
+from patchkit.wording import plural
 
 HOW_STYLE = {
     How.MOVED: "cyan",

@@ -19,10 +19,10 @@ from patchkit import __version__, paths
 from patchkit.engine.range_check import RangeCheck, load_all
 from patchkit.engine.transaction import atomic_write
 from patchkit.errors import ExitCode, UnwritableError, UsageError
-from patchkit.render import plural
 from patchkit.report.documents import StoredRuns, json_text, load_runs
 from patchkit.report.page import Document, build_page
 from patchkit.report.trends import verdicts_document
+from patchkit.wording import plural
 
 
 def report(

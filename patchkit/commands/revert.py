@@ -11,7 +11,8 @@ from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import plural, print_json
+from patchkit.render import print_json
+from patchkit.wording import plural
 from patchkit.written import Written
 
 

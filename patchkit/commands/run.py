@@ -52,7 +52,8 @@ from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.proof.check import stray_reasons
 from patchkit.proof.show import libraries_table, nccl_table, show_proof
-from patchkit.render import emit, plural
+from patchkit.render import emit
+from patchkit.wording import plural
 
 
 def run(

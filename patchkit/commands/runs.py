@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.executor import slurm_states
-from patchkit.bench.execution.session import open_store
-from patchkit.bench.records.store import Submission
+from patchkit.bench.records.store import Submission, open_store
 from patchkit.commands._bench_output import PendingRow, pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo

@@ -17,12 +17,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.runview import SECTIONS, RunView, run_view
+from patchkit.bench.records.store import open_store
 from patchkit.commands._bench_output import fmt, outcome_cell, say, show_table
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
-from patchkit.render import Cell, Grid, cell_pieces, plural, print_indented, print_json, write_pieces
+from patchkit.render import Cell, Grid, cell_pieces, print_indented, print_json, write_pieces
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console

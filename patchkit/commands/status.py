@@ -10,8 +10,9 @@ from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.guard.checks import stale_phrase
 from patchkit.manifest import manifest_arg
-from patchkit.render import emit, groups_table, header, plural, print_json, results_table
+from patchkit.render import emit, groups_table, header, print_json, results_table
 from patchkit.results import Status
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console

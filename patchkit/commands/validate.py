@@ -11,8 +11,9 @@ from patchkit.engine.evaluate import payload_warnings
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import emit, plural, print_json
+from patchkit.render import emit, print_json
 from patchkit.sources import WorktreeSource
+from patchkit.wording import plural
 
 
 def validate(*, manifest: str, repo: str | None, json_out: bool, console: Console) -> int:

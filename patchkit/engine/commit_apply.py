@@ -47,9 +47,9 @@ from patchkit.engine.transaction import FileWrite, Transaction, crash_point
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, GitFailed, Repo
 from patchkit.manifest import Manifest, manifest_arg
-from patchkit.render import plural
 from patchkit.results import PatchResult
 from patchkit.sources import CommitSource, FileRead, FileState
+from patchkit.wording import plural
 from patchkit.written import Written
 
 Computed = tuple[Evaluation, list[Rendered]]

@@ -17,8 +17,8 @@ from patchkit.engine.transaction import FileWrite, Transaction
 from patchkit.errors import RefusedError
 from patchkit.git import Repo
 from patchkit.manifest import manifest_arg
-from patchkit.render import plural
 from patchkit.sources.safety import outside_reason
+from patchkit.wording import plural
 from patchkit.written import Written
 
 

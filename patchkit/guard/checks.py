@@ -26,8 +26,8 @@ from patchkit.engine.record import Layers, Record
 from patchkit.engine.status import StatusReport
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, manifest_arg
-from patchkit.render import plural
 from patchkit.results import PatchResult, Status
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from patchkit.guard.probe import InterpreterFacts, PackageFacts

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from patchkit.errors import ExitCode
 from patchkit.guard.report import GuardReport, bisect_tail
 from patchkit.proof.sitecheck import SiteReport
-from patchkit.render import plural
+from patchkit.wording import plural
 
 _VERDICTS = {0: "good", 1: "refused", 125: "skip", 128: "abort"}
 

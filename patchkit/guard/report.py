@@ -23,8 +23,9 @@ from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.guard.checks import Check
 from patchkit.manifest import Manifest
-from patchkit.render import Grid, emit, header, plural, results_table
+from patchkit.render import Grid, emit, header, results_table
 from patchkit.results import PatchResult, Status
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console

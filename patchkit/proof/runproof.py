@@ -35,7 +35,7 @@ from patchkit.proof.nccllog import parse_nccl_log
 from patchkit.proof.records import LocalKey, ProcessFacts, local_key, read_probe_dir, same_host
 from patchkit.proof.unprobed import LiveProcess, Unprobed, has_probe_file
 from patchkit.proof.unprobed import unprobed as find_unprobed
-from patchkit.render import plural
+from patchkit.wording import plural
 
 NOT_PROVEN = "not proven"
 PENDING_WAIT = 5.0  # seconds to wait for the probe file of a process that has the probe's environment

@@ -11,7 +11,8 @@ from patchkit.proof.libs import MappedLibrary
 from patchkit.proof.nccllog import NcclProcess, nccl_host
 from patchkit.proof.records import LocalKey, ProcessFacts, local_key
 from patchkit.proof.runproof import doubts
-from patchkit.render import Grid, emit, plural
+from patchkit.render import Grid, emit
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console

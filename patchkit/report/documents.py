@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchkit.bench.execution.session import open_store
 from patchkit.bench.records.record import RunRecord
+from patchkit.bench.records.store import open_store
 from patchkit.bench.stats.spread import Noise
 from patchkit.engine.transaction import atomic_write
 from patchkit.git import Repo

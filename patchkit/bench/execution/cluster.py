@@ -49,7 +49,7 @@ from patchkit.bench.records.store import Store, Submission, SubmissionLabel
 from patchkit.errors import UsageError
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
-from patchkit.render import plural
+from patchkit.wording import plural
 
 EXECUTORS = ("local", "slurm")
 LOG_TAIL = 20

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from patchkit.bench.records.provenance import host_facts
 from patchkit.bench.records.store import Submission
 from patchkit.errors import InternalError, UsageError
-from patchkit.render import plural
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from submitit import SlurmExecutor as SubmititExecutor

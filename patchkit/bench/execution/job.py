@@ -65,7 +65,7 @@ from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, Proof, proof_json, prove
 from patchkit.proof.unprobed import live_processes
 from patchkit.redact import is_secret, scrub, secret_values
-from patchkit.render import plural
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     import psutil

@@ -45,7 +45,7 @@ from patchkit.bench.execution.session import Interrupted, Session, parse_sets, s
 from patchkit.bench.records.record import RunRecord
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
-from patchkit.render import plural
+from patchkit.wording import plural
 
 Show = Callable[[Commit, str, str, str], None]  # a session's progress: commit, profile, phase, detail
 

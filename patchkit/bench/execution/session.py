@@ -27,13 +27,13 @@ from patchkit.bench.execution.job import JobSpec, run_job
 from patchkit.bench.execution.prepare import Prepared, prepare_commit, worktree_root
 from patchkit.bench.records.provenance import host_facts
 from patchkit.bench.records.record import ManifestJson, Outcome, PatchStateJson, RunLogs, RunRecord, now
-from patchkit.bench.records.store import Store, default_path
+from patchkit.bench.records.store import Store, open_store
 from patchkit.errors import RefusedError, RepoError, UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.proof.account import TreeFacts
-from patchkit.render import plural
+from patchkit.wording import plural
 
 
 def bench_config(manifests: Sequence[Manifest]) -> BenchConfig:
@@ -58,11 +58,6 @@ def parse_sets(sets: Sequence[str]) -> dict[str, str]:
             raise UsageError(f"--set {item!r} is not KEY=VALUE", hint="e.g. --set prompts=50")
         out[key.strip()] = value
     return out
-
-
-def open_store(repo: Repo, path: str | None, *, create: bool = True) -> Store:
-    """The bench store ``--store`` names, else the repository's; ``create=False`` for the verbs that only read."""
-    return Store(Path(path).resolve() if path else default_path(repo.common_dir), create=create)
 
 
 @contextmanager

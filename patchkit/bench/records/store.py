@@ -25,13 +25,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from patchkit import paths
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.bench.stats.spread import Noise
 from patchkit.errors import WRITE_ERRNOS, RepoError, UnwritableError, UsageError
 from patchkit.redact import redact_env
+
+if TYPE_CHECKING:
+    from patchkit.git import Repo
 
 # Each entry upgrades the schema from version i to i + 1.
 MIGRATIONS: tuple[str, ...] = (
@@ -140,6 +143,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 def default_path(common_dir: Path) -> Path:
     return paths.bench_store(common_dir)
+
+
+def open_store(repo: Repo, path: str | None, *, create: bool = True) -> Store:
+    """The bench store ``--store`` names, else the repository's; ``create=False`` for the verbs that only read.
+
+    It lives with the store, not with the launch machinery, so that a verb that only reads (``runs``,
+    ``show``, ``compare``, ``report``) loads nothing of ``bench.execution``."""
+    return Store(Path(path).resolve() if path else default_path(repo.common_dir), create=create)
 
 
 class SubmissionLabel(TypedDict, total=False):

@@ -90,7 +90,7 @@ import numpy as np
 from scipy import special, stats
 
 from patchkit.bench.stats.verdict import Call, Noise, Verdict, judge, resolution_floor
-from patchkit.render import plural
+from patchkit.wording import plural
 
 
 @dataclass(frozen=True)

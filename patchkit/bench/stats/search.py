@@ -36,7 +36,7 @@ from patchkit.bench.stats.hunt import Drift, GiveUp, HuntReport, OtherStep, Roun
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.bench.stats.verdict import Noise, Verdict, judge, level
 from patchkit.commit import Commit
-from patchkit.render import plural
+from patchkit.wording import plural
 
 StepVerdict = Literal["good", "bad", "unclear", "skip"]
 SURE = 0.99  # a step is called good / bad when its commit's posterior is this sure

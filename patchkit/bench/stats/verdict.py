@@ -68,7 +68,7 @@ from functools import lru_cache
 from scipy import stats
 
 from patchkit.bench.stats.spread import Noise, gpu_label
-from patchkit.render import plural
+from patchkit.wording import plural
 
 __all__ = ["Noise", "gpu_label", "judge", "level", "noise_of"]  # Noise, gpu_label: from the scipy-free spread module
 
