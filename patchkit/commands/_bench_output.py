@@ -19,44 +19,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import IO, TYPE_CHECKING, Any, TypedDict
+from typing import IO, TYPE_CHECKING, Any
 
 from patchkit.bench.records.hygiene import NO_GPU_FACTS
-from patchkit.bench.records.record import Outcome, RunIdent, RunRecord
-from patchkit.bench.stats.delta import Summary
+from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.rows import NO_SUMMARY, PendingRow, ResultRow
 from patchkit.render import Cell, Grid, Piece, cell_pieces, emit
 from patchkit.wording import plural
-
-
-class ResultRow(RunIdent):
-    """One row of ``bench``'s table and ``--json`` rows: a run's metric, its stats and its ratio to the first commit."""
-
-    launch: int
-    metric: str | None
-    median: float | None
-    min: float | None
-    max: float | None
-    n: int
-    missing: int
-    ratio: float | None
-    proof: str | None
-
-
-class PendingRow(TypedDict):
-    """One row of ``runs --pending``: a submitted launch not collected yet, with its Slurm state now."""
-
-    job_id: str
-    slurm_state: str
-    node: str | None
-    commit: str | None
-    subject: str | None
-    profile: str | None
-    submitted_at: str
-    batch: str
-    folder: str
-
-
-_NO_SUMMARY: Summary = {"median": None, "min": None, "max": None, "n": 0, "missing": 0}  # a side without the metric
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -167,40 +136,6 @@ def explain_lines(record: RunRecord) -> list[str]:
     for item in record.missing[:10]:
         out.append(f"  missing {item['metric']} in run {item['run']}: see {item['log']}")
     return out
-
-
-def table_rows(records: Sequence[RunRecord]) -> list[ResultRow]:
-    """One row per commit, profile and metric; ratio = median / the first commit's median (the first that has one)."""
-    first: dict[tuple[str, str], float] = {}
-    rows: list[ResultRow] = []
-    for record in records:
-        stats = record.stats()
-        if not any(s["n"] or s["missing"] for s in stats.values()):  # nothing measured: one row
-            rows.append(_row(record, None, _NO_SUMMARY, None))
-            continue
-        for metric, s in stats.items():
-            key = (record.profile, metric)
-            if s["median"] is not None:
-                first.setdefault(key, s["median"])
-            base = first.get(key)
-            ratio = s["median"] / base if base and s["median"] is not None else None
-            rows.append(_row(record, metric, s, ratio))
-    return rows
-
-
-def _row(record: RunRecord, metric: str | None, s: Summary, ratio: float | None) -> ResultRow:
-    return {
-        **record.ident(),
-        "launch": record.launch,
-        "metric": metric,
-        "median": s.get("median"),
-        "min": s.get("min"),
-        "max": s.get("max"),
-        "n": s.get("n", 0),
-        "missing": s.get("missing", 0),
-        "ratio": ratio,
-        "proof": record.proof_state,
-    }
 
 
 def results_table(rows: Sequence[ResultRow]) -> Grid:
@@ -372,9 +307,8 @@ def show_comparison(console: Console, result: Comparison) -> None:
         table.add_column("interval", justify="right")
         table.add_column("verdict")
         for row in result.metrics:
-            x, y = row.a or _NO_SUMMARY, row.b or _NO_SUMMARY
+            x, y = row.a or NO_SUMMARY, row.b or NO_SUMMARY
             v = row.verdict
-            ratio = v.ratio if v is not None and v.ratio is not None else row.ratio
             interval = "-" if v is None or v.low is None or v.high is None else f"{v.low:.3f} - {v.high:.3f}"
             call = row.call
             if v is not None and v.call.value == "unknown":
@@ -388,7 +322,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
                 str(len(row.launch_values[1])),
                 fmt(y.get("median")),
                 _range(y.get("min"), y.get("max")),
-                fmt(ratio, 3),
+                fmt(row.shown_ratio, 3),
                 interval,
                 (call, "bold red" if worse else ""),
             )

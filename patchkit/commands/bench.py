@@ -44,6 +44,7 @@ from patchkit.bench.execution.launches import (
 from patchkit.bench.execution.session import Session
 from patchkit.bench.records.hygiene import report as gpu_report
 from patchkit.bench.records.record import Outcome, RunRecord
+from patchkit.bench.records.rows import table_rows
 from patchkit.commands._bench_output import (
     SUBMITTER_INTERRUPTED,
     explain_lines,
@@ -54,7 +55,6 @@ from patchkit.commands._bench_output import (
     say,
     show_gpu_hygiene,
     show_table,
-    table_rows,
 )
 from patchkit.errors import ExitCode, UsageError
 from patchkit.render import print_json

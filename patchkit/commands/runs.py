@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.executor import slurm_states
+from patchkit.bench.records.rows import PendingRow
 from patchkit.bench.records.store import Submission, open_store
-from patchkit.commands._bench_output import PendingRow, pending_table, runs_table, say, show_table
+from patchkit.commands._bench_output import pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.render import print_json
