@@ -3,7 +3,9 @@
 Reads the source with ast.  Four rules:
 
 1. No package-level two-way cycle (imports under ``if TYPE_CHECKING:`` count
-   too: a cycle there still ties the packages together).
+   too: a cycle there still ties the packages together).  A front end that
+   lives inside a lower package (``FRONT_ENDS``: the pytest plugin in
+   ``guard/``) is a node of its own, at the top of the graph.
 2. No arrow back up: the lower layers (``sources/``, ``manifest/``,
    ``guard/``) never import the layers built on them; nothing but the CLI
    imports ``commands/``; inside ``bench/``, the statistics (``stats/``)
@@ -61,6 +63,15 @@ PURE = "patchkit.bench.stats"
 PURE_FORBIDS = ("subprocess", "psutil", "sqlite3", "submitit", "multiprocessing")
 """What nothing the statistics load may import: they are functions of numbers, tested by calling them."""
 
+FRONT_ENDS = {
+    "patchkit.cli": "the command line: it makes the console every verb prints on",
+    "patchkit.commands": "the verbs: each prints its result for a person (or --json)",
+    "patchkit.guard.pytest_plugin": "pytest's front end: it stops a session with the guard's report, printed as "
+    "`patchkit guard` prints it; it lives in guard/ because its path is the public pytest11 entry point and "
+    "the home of REPORT_KEY, and nothing imports it",
+}
+"""The modules that print for a person, and so may import the views: the top of the graph."""
+
 # (importing module or package, imported module or package, why the import waits): a prefix matches
 # itself and everything under it; "*" is any patchkit module; "PACKAGE.__init__" names that package's
 # own module only (not its submodules).
@@ -93,7 +104,13 @@ BOUNDARIES = (
     ("patchkit.commands.bench", "patchkit.commands.compare", "bench --without: the noise priors compare reads"),
     ("*", "plotext", "plotext: only `runs --plot`"),
     ("*", "submitit", "submitit: only `--executor slurm`"),
-    ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),
+    ("patchkit.commands.runs", "patchkit.views.plot", "the terminal plot (plotext): only `runs --plot`"),
+    (
+        "patchkit.commands.runs",
+        "patchkit.bench.execution",
+        "`runs --pending` asks Slurm for its jobs' states (the executor's squeue/sacct): only --pending loads the "
+        "launch machinery, plain `runs` reads the store",
+    ),
     (
         "patchkit.commands.guard",
         "patchkit.commands.guard_site",
@@ -257,6 +274,10 @@ def boundary(importer: str, name: str) -> str | None:
 
 
 def package(module: str) -> str:
+    """The node of the package-level graph: ``patchkit.X``, or a front end that lives inside a lower package."""
+    for front in FRONT_ENDS:
+        if front.count(".") > 1 and under(module, front):
+            return front
     return ".".join(module.split(".")[:2])
 
 

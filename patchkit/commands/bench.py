@@ -45,25 +45,22 @@ from patchkit.bench.execution.session import Session
 from patchkit.bench.records.hygiene import report as gpu_report
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.bench.records.rows import table_rows
-from patchkit.commands._bench_output import (
+from patchkit.errors import ExitCode, UsageError
+from patchkit.views.bench import (
     SUBMITTER_INTERRUPTED,
     explain_lines,
     launch_note,
-    progress,
     record_printer,
     results_table,
-    say,
     show_gpu_hygiene,
-    show_table,
 )
-from patchkit.errors import ExitCode, UsageError
-from patchkit.render import print_json
+from patchkit.views.console import print_json, say, show_table
+from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from patchkit.bench.records.without import Evidence
     from patchkit.git import Commit
+    from patchkit.views.console import Console
 
 
 def bench(

@@ -21,8 +21,7 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.launches import BenchArgs
 from patchkit.commands import apply as apply_cmd
@@ -50,6 +49,9 @@ from patchkit.errors import ExitCode, InternalError, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.report.documents import load_latest_bisect
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def demo(*, keep: str | None, console: Console) -> int:

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 from patchkit.errors import ExitCode, UsageError
 from patchkit.proof.sitecheck import SiteReport, check_site
-from patchkit.render import Grid, emit, print_json
+from patchkit.views.console import emit, print_json
+from patchkit.views.grid import Grid
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 _KIND = {

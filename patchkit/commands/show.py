@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.records.runview import SECTIONS, RunView, run_view
 from patchkit.bench.records.store import open_store
-from patchkit.commands._bench_output import fmt, outcome_cell, say, show_table
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
-from patchkit.render import Cell, Grid, cell_pieces, print_indented, print_json, write_pieces
+from patchkit.views.bench import fmt, outcome_cell
+from patchkit.views.console import print_indented, print_json, say, show_table, write_pieces
+from patchkit.views.grid import Cell, Grid, cell_pieces
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from patchkit.proof.document import VerdictJson
+    from patchkit.views.console import Console
 
 UNSET = "(unset)"
 

@@ -1,4 +1,5 @@
-"""The accounting and the per-process facts as a person reads them (``run --probe``, bench)."""
+"""The proof as a person reads it (``run --probe``): the accounting of the files that ran, each STRAY, and the
+per-process facts (init_process_group, the libraries mapped, NCCL's own word)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from patchkit.proof.libs import MappedLibrary
 from patchkit.proof.nccllog import NcclProcess, nccl_host
 from patchkit.proof.records import LocalKey, ProcessFacts, local_key
 from patchkit.proof.runproof import doubts
-from patchkit.render import Grid, emit
+from patchkit.views.console import emit
+from patchkit.views.grid import Grid
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def accounting_line(accounting: Accounting) -> str:
