@@ -54,7 +54,7 @@ from patchkit.views.bench import (
     results_table,
     show_gpu_hygiene,
 )
-from patchkit.views.console import print_json, say, show_table
+from patchkit.views.console import emit, print_json, say
 from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def bench(
                 }
             )
         else:
-            show_table(console, results_table(rows))
+            emit(console, results_table(rows))
             for record in records:
                 for line in explain_lines(record):
                     say(console, line)

@@ -44,7 +44,7 @@ def show(report: CaptureReport, *, json_out: bool, console: Console, verb: str) 
     console.print(f"patchkit {verb}  {report.name}  against {report.base.sha} {report.base.subject!r}", markup=False)
     table = Grid()
     for column in ("file", "change", "chosen op", "why"):
-        table.add_column(column)
+        table.add_column(column, whole=column == "chosen op", prose=column == "why")
     for row in summarize(report.patches):
         table.add_row(*row)
     emit(console, table)

@@ -47,7 +47,7 @@ def findings_table(report: SiteReport) -> Grid:
     table.add_column("finding", whole=True)
     table.add_column("file")
     table.add_column("owner")
-    table.add_column("detail")
+    table.add_column("detail", prose=True)
     for item in (*report.findings, *report.notes):
         table.add_row(_KIND[item.kind], item.path, item.owner or "owned by none", item.detail)
     return table

@@ -143,7 +143,7 @@ def _print(console: Console, plan: PortPlan, *, dry_run: bool, written: bool, ch
     table.add_column("patch")
     table.add_column("how", whole=True)
     table.add_column("status", whole=True)
-    table.add_column("what")
+    table.add_column("what", prose=True)
     for index, p in enumerate(plan.patches, start=1):
         label = p.patch + ("" if p.required else " (optional)")
         what = p.message

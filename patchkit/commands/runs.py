@@ -11,7 +11,7 @@ from patchkit.bench.records.store import Submission, open_store
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.report.documents import load_runs
-from patchkit.views.console import print_json, say, show_table
+from patchkit.views.console import emit, print_json, say
 from patchkit.views.runs import pending_table, runs_table
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def runs(
                     f"no submitted jobs waiting to be collected in {where}" if where.exists() else _no_store(where),
                 )
             else:
-                show_table(console, pending_table(listed))
+                emit(console, pending_table(listed))
             return int(ExitCode.OK)
         stored = load_runs(git_repo, store, commits=shas, profiles=profiles)
         if plot is not None:
@@ -57,7 +57,7 @@ def runs(
     elif not records:
         say(console, f"no runs stored in {path}" if path.exists() else _no_store(path))
     else:
-        show_table(console, runs_table(records))
+        emit(console, runs_table(records))
         say(console, f"one run whole: patchkit show RUN (e.g. patchkit show {records[-1].run_id})", "dim")
     return int(ExitCode.OK)
 

@@ -1,7 +1,7 @@
 """Terminal views: everything patchkit prints for a person, by job.
 
-- ``console``: the console (rich on a terminal, ``PlainConsole`` off one), ``emit``, ``say``, ``show_table``,
-  ``print_json``; ``Console``, the type every verb takes.
+- ``console``: the console (rich on a terminal, ``PlainConsole`` off one), ``emit`` (a table as the terminal
+  allows it), ``say``, ``hang``, ``print_json``; ``Console``, the type every verb takes.
 - ``text`` and ``grid``: the drawing primitives (cell widths, where a line may break; ``Grid``, the table
   that prints the same text with or without rich).
 - ``patches``: the per-patch and per-group verdict tables of ``apply``, ``status`` and ``guard``.

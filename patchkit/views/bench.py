@@ -93,7 +93,7 @@ def results_table(rows: Sequence[ResultRow]) -> Grid:
         table.add_column("launch", justify="right", whole=True)
     table.add_column("commit", whole=True)
     table.add_column("profile")
-    table.add_column("metric")
+    table.add_column("metric", whole=True)
     table.add_column("median", justify="right", whole=True)
     table.add_column("min", justify="right", whole=True)
     table.add_column("max", justify="right", whole=True)

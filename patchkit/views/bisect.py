@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from patchkit.bench.records.record import Outcome
 from patchkit.views.bench import fmt
-from patchkit.views.console import say, show_table
+from patchkit.views.console import emit, say
 from patchkit.views.grid import Grid
 from patchkit.wording import plural
 
@@ -80,8 +80,8 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
     table.add_column(metric, justify="right", whole=True)
     table.add_column("P(bad)", justify="right", whole=True)
     table.add_column("verdict", whole=True)
-    table.add_column("why")
-    table.add_column("subject")
+    table.add_column("why", prose=True)
+    table.add_column("subject", prose=True)
     for index, s in enumerate(report.steps, start=1):
         table.add_row(
             str(index),
@@ -94,7 +94,7 @@ def show_bisect(console: Console, report: BisectReport, metric: str) -> None:
             s.why,
             s.commit.subject,
         )
-    show_table(console, table)
+    emit(console, table)
     _search_notes(console, report)
     launches = len(report.steps)
     one_slot = f"; one slot would take {plural(launches, 'round')} for the same launches" if report.slots > 1 else ""

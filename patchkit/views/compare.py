@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from patchkit.bench.records.rows import NO_SUMMARY
 from patchkit.views.bench import fmt
-from patchkit.views.console import say, show_table
+from patchkit.views.console import emit, say
 from patchkit.views.grid import Grid
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
             f"verdict at {result.confidence:.0%} confidence, threshold ±{result.threshold:.1%}",
         )
         table = Grid()
-        table.add_column("metric")
+        table.add_column("metric", whole=True)
         table.add_column("A n", justify="right", whole=True)
         for name in ("A median", "A min-max"):
             table.add_column(name, justify="right", whole="median" in name)
@@ -42,7 +42,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
             table.add_column(name, justify="right", whole="median" in name)
         table.add_column("B/A", justify="right", whole=True)
         table.add_column("interval", justify="right")
-        table.add_column("verdict")
+        table.add_column("verdict", whole=True)
         for row in result.metrics:
             x, y = row.a or NO_SUMMARY, row.b or NO_SUMMARY
             v = row.verdict
@@ -63,7 +63,7 @@ def show_comparison(console: Console, result: Comparison) -> None:
                 interval,
                 (call, "bold red" if worse else ""),
             )
-        show_table(console, table)
+        emit(console, table)
         priors = [r.metric for r in result.metrics if r.verdict is not None and r.verdict.prior_used]
         if priors:
             say(console, f"noise prior (patchkit noise) used for: {', '.join(priors)}", "dim")

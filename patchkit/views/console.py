@@ -4,8 +4,11 @@ Colours follow the terminal: off when stdout is not a TTY, off with
 ``NO_COLOR`` or ``--no-color``.  Off a terminal (a pipe, a file, a CI log)
 nothing is ever hard-wrapped: the console is as wide as the longest line, so
 every message stays on one line for ``grep``; ``$COLUMNS`` is ignored there.
-On a terminal, a table too wide for the window wraps its longer cells (long
-words folded); nothing is cut short with "…" and short codes stay whole.
+On a terminal nothing patchkit prints is cut in the middle of a name or a
+number: a table too wide for the window narrows its text columns, moves its
+prose under each row, or prints one record per block (``Grid.layout``); a
+long line wraps at word boundaries (after a space, ``/`` or ``:``) with a
+hanging indent, never back to column 0; nothing is cut short with "…".
 
 Two things keep the commands that run before every benchmark (``guard``,
 ``status``) from paying for rich off a terminal, where it would only print
@@ -31,13 +34,16 @@ from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from patchkit.views.grid import Grid, Piece, cell_pieces
-from patchkit.views.text import breaking_text_class, clean, expand_tabs
+from patchkit.views.text import TAB_SIZE, breaking_text_class, cell_width, clean, expand_tabs, hang_offsets, leading
 
 if TYPE_CHECKING:
     from rich.console import Console as Console
+    from rich.text import Text
 
 _color_forced_off = False
 UNWRAPPED_WIDTH = 1_000_000
+HANG = 4  # a wrapped line goes on this much further in than the line it continues
+UNDER = 4  # prose moved under its row (``Grid.layout``) starts this far in
 
 
 def disable_color() -> None:
@@ -71,9 +77,39 @@ def make_console(stream: IO[str] | None = None) -> Console:
     if settings["soft_wrap"]:  # not a terminal
         # PlainConsole offers Console's interface: its own fast path, the rest by delegation.
         return cast("Console", PlainConsole(stream, settings))
-    from rich.console import Console
+    return _terminal_console_class()(**settings)
 
-    return Console(**settings)
+
+_TERMINAL: list[type] = []
+
+
+def _terminal_console_class() -> type[Console]:
+    """A rich ``Console`` whose lines of text (a str or a ``Text``, printed alone) that are wider than the
+    terminal wrap at word boundaries with a hanging indent (``hang``) instead of back to column 0; made once,
+    when rich is first needed."""
+    if _TERMINAL:
+        return cast("type[Console]", _TERMINAL[0])
+    from rich.console import Console
+    from rich.text import Text
+
+    class TerminalConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            line = objects[0] if len(objects) == 1 else None
+            if (
+                isinstance(line, (str, Text))
+                and set(kwargs) <= {"style", "markup", "highlight", "end"}
+                and kwargs.get("markup") is not True
+            ):
+                text = Text(clean(line)) if isinstance(line, str) else line
+                if any(cell_width(part) > self.width for part in text.plain.split("\n")):
+                    style = kwargs.get("style")
+                    end = kwargs.get("end", "\n")
+                    super().print(hang(text, self.width), style=style, end=end, soft_wrap=True)
+                    return
+            super().print(*objects, **kwargs)
+
+    _TERMINAL.append(TerminalConsole)
+    return TerminalConsole
 
 
 class PlainConsole:
@@ -116,6 +152,27 @@ def say(console: Console, text: str, style: str = "") -> None:
         console.print(text, markup=False, highlight=False)
 
 
+def hang(text: Text, width: int, *, lead: int = 0) -> Text:
+    """``text`` in lines of at most ``width`` cells: each of its lines (the second and later ones ``lead`` spaces
+    in) cut after a space, ``/`` or ``:``, every piece after the first of a line ``HANG`` further in than the line
+    itself; inside a name only where the name alone is wider than a line."""
+    from rich.text import Text
+
+    text = text.copy()
+    text.expand_tabs(TAB_SIZE)
+    out: list[Text] = []
+    for number, line in enumerate(text.split("\n", allow_blank=True)):
+        if number and lead:
+            line = Text(" " * lead) + line
+        indent = min(leading(line.plain) + HANG, max(width // 2, 1))
+        for index, piece in enumerate(line.divide(hang_offsets(line.plain, width, max(width - indent, 1)))):
+            piece.rstrip()
+            if index:
+                piece = Text(" " * indent) + piece[leading(piece.plain) :]
+            out.append(piece)
+    return Text("\n").join(out)
+
+
 def print_indented(console: Console, text: str, *, indent: int, style: str = "") -> None:
     """A message line under a heading: on a terminal, its wrapped lines keep the indent (and break
     after a space, ``/`` or ``:``); off one, one line."""
@@ -139,12 +196,21 @@ def write_pieces(console: Console, pieces: Sequence[Piece]) -> None:
 
 
 def emit(console: Console, renderable: object) -> None:
-    """Print a table; off a terminal, without the padding rich leaves at line ends."""
+    """Print a table; off a terminal, without the padding rich leaves at line ends; on one, a ``Grid`` as its
+    ``layout`` for the terminal's width says: a table, a table with its prose under each row, or one block of
+    ``column: value`` lines per row."""
     if isinstance(renderable, Grid):
         if isinstance(console, PlainConsole) or not console.is_terminal:
             console.file.write("".join(line + "\n" for line in renderable.plain_lines()))
             return
-        renderable = renderable.to_rich()
+        layout = renderable.layout(console.width)
+        if layout is None:
+            _blocks(console, renderable)
+            return
+        if layout.under:
+            _with_prose_under(console, renderable, layout.widths or (), layout.under)
+            return
+        renderable = renderable.to_rich(layout.widths)
     if console.is_terminal:
         console.print(renderable)
         return
@@ -153,20 +219,41 @@ def emit(console: Console, renderable: object) -> None:
     console.file.write("\n".join(line.rstrip() for line in captured.get().splitlines()) + "\n")
 
 
-def show_table(console: Console, table: Grid) -> None:
-    """A table that never cuts a short code: as a table where its whole columns fit the terminal
-    (text columns wrap), else one block of ``column: value`` lines per row; off a terminal, as is."""
-    if not console.is_terminal or table.least_width() <= console.width:
-        emit(console, table)
-        return
+def _blocks(console: Console, table: Grid) -> None:
+    """One block per row: a ``column: value`` line per cell that is not empty, a blank line after each."""
     from rich.text import Text
 
     for row in table.rows:
         for column, cell in zip(table.columns, row, strict=True):
             pieces = cell_pieces(cell)
             if "".join(t for t, _ in pieces).strip():
-                console.print(Text.assemble((f"{column.name}: ", "bold"), *pieces), overflow="fold")
+                line = Text.assemble((f"{column.name}: ", "bold"), *pieces)
+                console.print(hang(line, console.width, lead=HANG), soft_wrap=True)
         console.print()
+
+
+def _with_prose_under(console: Console, table: Grid, widths: Sequence[int], under: Sequence[int]) -> None:
+    """The table without its prose columns, each record's prose under it (a record: a row and the rows after
+    it whose first cell is empty), one paragraph per cell, named where there are several prose columns."""
+    from rich.text import Text
+
+    kept = [i for i in range(len(table.columns)) if i not in under]
+    console.print(table.to_rich(widths, columns=kept, rows=[]))
+    waiting: list[Text] = []
+    for number, row in enumerate(table.rows):
+        if waiting and "".join(t for t, _ in cell_pieces(row[0])).strip():
+            console.print(Text("\n").join(waiting), soft_wrap=True)
+            waiting = []
+        console.print(table.to_rich(widths, columns=kept, rows=[number], header=False))
+        for index in under:
+            pieces = cell_pieces(row[index])
+            if not "".join(t for t, _ in pieces).strip():
+                continue
+            name = [(f"{table.columns[index].name}: ", "bold")] if len(under) > 1 else []
+            line = Text.assemble((" " * UNDER, ""), *name, *pieces)
+            waiting.append(hang(line, console.width, lead=UNDER))
+    if waiting:
+        console.print(Text("\n").join(waiting), soft_wrap=True)
 
 
 def print_json(data: object, stream: IO[str] | None = None) -> None:

@@ -4,6 +4,15 @@
 On a terminal a grid becomes a rich ``Table``; off one, ``plain_lines`` prints exactly what rich prints
 there (box-less columns two spaces apart, tabs expanded, rich's stripped control codes stripped, line ends
 trimmed), so the two never disagree, and a test holds them to it.
+
+A column says what it holds, and so how a narrow terminal may treat it: ``whole`` (an identifier, a number,
+a code, a verdict: never wrapped), ``prose`` (long free text: a message, a subject, a reason), or neither
+(text made of names, such as a path or a list of ids: wrapped only between them, after a space, ``/`` or
+``:``).  ``layout`` picks, for a terminal width, the first of: every column at its natural width; the text
+columns narrowed, never below their longest word, while no prose cell grows taller than ``TALL`` lines (and
+no prose column narrower than ``TEXT_MIN``); the prose moved under each row, the other columns a table; the
+narrowed table however tall; or none, when even that does not fit (the console then prints one record per
+block).  No identifier, number or verdict is ever cut in two.
 """
 
 from __future__ import annotations
@@ -12,7 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, cast
 
-from patchkit.views.text import TAB_SIZE, breaking_text_class, cell_width, clean, expand_tabs
+from patchkit.views.text import (
+    TAB_SIZE,
+    break_segments,
+    breaking_text_class,
+    cell_width,
+    clean,
+    expand_tabs,
+    wrap_offsets,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -21,7 +38,8 @@ if TYPE_CHECKING:
 # A piece of text with a rich style ("" for none); a cell is one or more pieces.
 Piece = tuple[str, str]
 Cell = str | Piece | Sequence[Piece]
-TEXT_MIN = 6  # the narrowest a wrapping text column may get before a table is shown as blocks
+TEXT_MIN = 20  # the narrowest a prose column may get in a table: narrower, its cells stand many lines tall
+TALL = 3  # the most lines a prose cell may take in a narrowed table before its prose goes under its row
 
 
 @dataclass(frozen=True)
@@ -32,6 +50,16 @@ class Column:
     justify: Literal["left", "right"] = "left"
     style: str = ""
     whole: bool = False  # a short code (status, reason, number): never wrapped, even in a narrow window
+    prose: bool = False  # long free text (a message, a subject): under its row when the table is narrow
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a grid fits a terminal: each shown column's width (``None``: every column at its natural width), and
+    the prose columns printed under their row instead of in it."""
+
+    widths: tuple[int, ...] | None
+    under: tuple[int, ...] = ()
 
 
 @dataclass
@@ -42,20 +70,38 @@ class Grid:
     rows: list[list[Cell]] = field(default_factory=list)
 
     def add_column(
-        self, name: str, *, justify: Literal["left", "right"] = "left", style: str = "", whole: bool = False
+        self,
+        name: str,
+        *,
+        justify: Literal["left", "right"] = "left",
+        style: str = "",
+        whole: bool = False,
+        prose: bool = False,
     ) -> None:
-        self.columns.append(Column(name, justify, style, whole))
+        self.columns.append(Column(name, justify, style, whole, prose))
 
     def add_row(self, *cells: Cell) -> None:
         if len(cells) != len(self.columns):
             raise ValueError(f"a row of {len(cells)} cells for {len(self.columns)} columns")
         self.rows.append(list(cells))
 
-    def to_rich(self) -> Table:
+    def to_rich(
+        self,
+        widths: Sequence[int] | None = None,
+        *,
+        columns: Sequence[int] | None = None,
+        rows: Sequence[int] | None = None,
+        header: bool = True,
+    ) -> Table:
+        """The grid as a rich ``Table``: at its natural widths, or at ``widths`` (``layout``'s) for the
+        ``columns`` it names, with only ``rows`` (default: all) and without the header when ``header`` is False."""
         from rich.table import Table
 
-        table = Table(show_header=True, header_style="bold", expand=False, pad_edge=False, box=None)
-        for column, width in zip(self.columns, self._widths(self._body()), strict=True):
+        shown = list(range(len(self.columns))) if columns is None else list(columns)
+        natural = self._widths(self._body())
+        table = Table(show_header=header, header_style="bold", expand=False, pad_edge=False, box=None)
+        for place, index in enumerate(shown):
+            column = self.columns[index]
             # In a narrow window the other columns wrap (long words folded): nothing is cut short with "…".
             table.add_column(
                 column.name,
@@ -63,11 +109,30 @@ class Grid:
                 style=column.style or None,
                 overflow="fold",
                 no_wrap=column.whole,
-                min_width=width if column.whole else None,
+                width=None if widths is None else widths[place],
+                min_width=natural[index] if column.whole and widths is None else None,
             )
-        for row in self.rows:
-            table.add_row(*(_rich_cell(cell) for cell in row))
+        for number in range(len(self.rows)) if rows is None else rows:
+            table.add_row(*(_rich_cell(self.rows[number][index]) for index in shown))
         return table
+
+    def layout(self, width: int) -> Layout | None:
+        """How the grid fits a terminal ``width`` cells wide (see the module's docstring); None: it does not."""
+        body = self._body()
+        natural = self._widths(body)
+        least = self._least(body, natural)
+        everything = tuple(range(len(self.columns)))
+        if sum(natural) + 2 * (len(natural) - 1) <= width:
+            return Layout(None)
+        squeezed = _squeeze(everything, self.columns, natural, least, width)
+        if squeezed is not None and _tallest_prose(body, self.columns, squeezed) <= TALL:
+            return Layout(squeezed)
+        prose = tuple(i for i in everything if self.columns[i].prose)
+        kept = tuple(i for i in everything if i not in prose)
+        under = _squeeze(kept, self.columns, natural, least, width) if prose and kept else None
+        if under is not None:
+            return Layout(under, prose)
+        return None if squeezed is None else Layout(squeezed)
 
     def plain_lines(self) -> list[str]:
         """The lines rich prints for ``to_rich()`` off a terminal, ends trimmed."""
@@ -86,16 +151,25 @@ class Grid:
         return out
 
     def least_width(self) -> int:
-        """The width under which rich would have to cut a whole column: whole columns at their widest,
-        text columns at TEXT_MIN, two spaces between columns."""
-        total = 2 * (len(self.columns) - 1)
-        for index, column in enumerate(self.columns):
-            if not column.whole:
-                total += TEXT_MIN
+        """The narrowest the whole grid can be shown as a table without cutting a word in two."""
+        body = self._body()
+        return sum(self._least(body, self._widths(body))) + 2 * (len(self.columns) - 1)
+
+    def _least(self, body: list[list[list[str]]], natural: list[int]) -> list[int]:
+        """Each column's narrowest: a whole column at its widest; a text column at its longest word (its header's
+        words, the pieces of its cells between spaces, ``/`` and ``:``); a prose column at least TEXT_MIN too."""
+        out = []
+        for index, (column, width) in enumerate(zip(self.columns, natural, strict=True)):
+            if column.whole:
+                out.append(width)
                 continue
-            texts = [column.name, *(plain(row[index]) for row in self.rows)]
-            total += max(cell_width(line) for text in texts for line in text.split("\n"))
-        return total
+            words = [cell_width(word) for word in column.name.split()]
+            words += [
+                cell_width(piece.rstrip(" ")) for row in body for line in row[index] for piece in break_segments(line)
+            ]
+            least = max(words, default=0)
+            out.append(max(least, min(width, TEXT_MIN)) if column.prose else least)
+        return out
 
     def _body(self) -> list[list[list[str]]]:
         """Each cell as the lines it prints: control codes dropped, tabs expanded, ends trimmed."""
@@ -142,3 +216,37 @@ def cell_pieces(cell: Cell) -> list[Piece]:
 def plain(cell: Cell) -> str:
     """A cell's text, its styles dropped."""
     return "".join(text for text, _ in cell_pieces(cell))
+
+
+def _squeeze(
+    shown: Sequence[int], columns: Sequence[Column], natural: Sequence[int], least: Sequence[int], width: int
+) -> tuple[int, ...] | None:
+    """Widths for the ``shown`` columns within ``width``: the prose narrowed first, the widest first, then the
+    other text columns, none below its least; None when their least widths do not fit."""
+    gaps = 2 * (len(shown) - 1)
+    if sum(least[i] for i in shown) + gaps > width:
+        return None
+    widths = {i: natural[i] for i in shown}
+    excess = sum(widths.values()) + gaps - width
+    for prose in (True, False):
+        while excess > 0:
+            narrower = [i for i in shown if columns[i].prose == prose and widths[i] > least[i]]
+            if not narrower:
+                break
+            widest = max(narrower, key=lambda i: (widths[i], i))
+            widths[widest] -= 1
+            excess -= 1
+    return tuple(widths[i] for i in shown)
+
+
+def _tallest_prose(body: list[list[list[str]]], columns: Sequence[Column], widths: Sequence[int]) -> int:
+    """How many lines the tallest prose cell takes at ``widths`` (one per column)."""
+    return max(
+        (
+            sum(len(wrap_offsets(line, width)) + 1 for line in row[index])
+            for index, (column, width) in enumerate(zip(columns, widths, strict=True))
+            if column.prose
+            for row in body
+        ),
+        default=0,
+    )

@@ -26,7 +26,7 @@ def checks_table(report: GuardReport) -> Grid:
     table = Grid()
     table.add_column("check", whole=True)
     table.add_column("result", whole=True)
-    table.add_column("message")
+    table.add_column("message", prose=True)
     for item in report.checks:
         table.add_row(item.check, _MARK[item.severity], item.message)
     return table

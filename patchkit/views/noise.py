@@ -17,7 +17,13 @@ def show_noise(console: Console, result: dict[str, Any]) -> None:
     for item in result["profiles"]:
         table = Grid()
         for name in ("profile", "metric", "launches", "median", "spread", "df", "A/A (odd vs even)", "stored"):
-            table.add_column(name, justify="right" if name in ("launches", "median", "spread", "df") else "left")
+            numbers = name in ("launches", "median", "spread", "df")
+            table.add_column(
+                name,
+                justify="right" if numbers else "left",
+                whole=numbers or name == "metric",
+                prose=name == "stored",
+            )
         for row in item["metrics"]:
             aa = row["aa"]
             interval = "" if aa["low"] is None else f" {aa['ratio']:.3f} [{aa['low']:.3f}, {aa['high']:.3f}]"

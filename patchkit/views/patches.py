@@ -40,13 +40,13 @@ def status_piece(status: Status) -> Piece:
 def results_table(results: Sequence[PatchResult], *, extra: dict[str, Iterable[str]] | None = None) -> Grid:
     table = Grid()
     table.add_column("#", justify="right", style="dim", whole=True)
-    table.add_column("patch")
+    table.add_column("patch")  # an id and "(optional)": wrapped between them, never inside the id
     table.add_column("status", whole=True)
     table.add_column("reason", whole=True)
     for name in extra or {}:
         table.add_column(name, whole=True)
     table.add_column("where")
-    table.add_column("message")
+    table.add_column("message", prose=True)
     columns = {name: list(values) for name, values in (extra or {}).items()}
     for index, r in enumerate(results, start=1):
         message: list[Piece] = [(r.message, "")]
@@ -67,7 +67,7 @@ def groups_table(groups: Sequence[GroupResult]) -> Grid:
     table.add_column("status", whole=True)
     table.add_column("reason", whole=True)
     table.add_column("covered by")
-    table.add_column("message")
+    table.add_column("message", prose=True)
     for g in groups:
         label = g.group + ("" if g.required else " (optional)")
         table.add_row(

@@ -35,7 +35,7 @@ def strays_table(accounting: Accounting, processes: Sequence[ProcessFacts]) -> G
     table = Grid()
     table.add_column("STRAY", whole=True)
     table.add_column("file")
-    table.add_column("why")
+    table.add_column("why", prose=True)
     table.add_column("loaded by")
     for item in accounting.strays:
         table.add_row("STRAY", item.path, item.why or "", loaded_by(item, processes))
@@ -47,7 +47,7 @@ def init_table(processes: Sequence[ProcessFacts], names: Sequence[str] = ()) -> 
     table = Grid()
     for column in ("pid", "process", "rank", "backend", "torch", "nccl"):
         table.add_column(column, whole=True)
-    table.add_column("environment at init_process_group")
+    table.add_column("environment at init_process_group", prose=True)
     for proc in processes:
         for call in proc.inits:
             shown = {k: v for k, v in call.env.items() if not names or k in names or k.startswith("NCCL_")}
@@ -94,7 +94,7 @@ def nccl_table(found: Mapping[tuple[str, int], NcclProcess], processes: Sequence
     table.add_column("pid", whole=True)
     table.add_column("process")
     table.add_column("NCCL version", whole=True)
-    table.add_column("NCCL: set by environment")
+    table.add_column("NCCL: set by environment", prose=True)
     for key, item in sorted(found.items()):
         env = " ".join(f"{k}={v}" for k, v in sorted(item.env.items()))
         table.add_row(str(item.pid), labels.get(key, "-"), item.version or "-", env or "-")

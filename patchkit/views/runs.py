@@ -20,13 +20,13 @@ def runs_table(records: Sequence[RunRecord]) -> Grid:
     table.add_column("run", justify="right", whole=True)
     table.add_column("started")
     table.add_column("commit", whole=True)
-    table.add_column("subject")
+    table.add_column("subject", prose=True)
     table.add_column("profile")
     table.add_column("outcome", whole=True)
     scheduled = any(r.executor for r in records)  # a Slurm job id column only where some run has one
     if scheduled:
         table.add_column("job", whole=True)
-    table.add_column("metric")
+    table.add_column("metric", whole=True)
     table.add_column("median", justify="right", whole=True)
     for r in records:
         started = r.started_at[:19].replace("T", " ")
@@ -51,7 +51,7 @@ def pending_table(rows: Sequence[PendingRow]) -> Grid:
     table.add_column("state", whole=True)
     table.add_column("node")
     table.add_column("commit", whole=True)
-    table.add_column("subject")
+    table.add_column("subject", prose=True)
     table.add_column("profile")
     table.add_column("submitted", whole=True)
     for row in rows:

@@ -8,6 +8,7 @@ every benchmark (``guard``, ``status``) never load rich off a terminal.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ TAB_SIZE = 8
 # rich drops these from any text it prints (rich.control.STRIP_CONTROL_CODES).
 _STRIPPED = dict.fromkeys((7, 8, 11, 12, 13))
 BREAK_AFTER = frozenset(" /:")
+_WORDS = re.compile(r" +|[^ ]+ *")
 
 
 def clean(text: str) -> str:
@@ -53,10 +55,11 @@ def expand_tabs(text: str) -> str:
 
 
 def break_segments(line: str) -> list[str]:
-    """``line`` cut after every space, ``/`` and ``:``: the pieces a wrapped line may break between."""
+    """``line`` cut after every space and ``/``, and after every ``:`` that no digit follows (``file.py:26`` and
+    ``sha256:ab12`` stay whole): the pieces a wrapped line may break between."""
     out, start = [], 0
     for index, char in enumerate(line):
-        if char in BREAK_AFTER:
+        if char in BREAK_AFTER and not (char == ":" and line[index + 1 : index + 2].isdigit()):
             out.append(line[start : index + 1])
             start = index + 1
     if start < len(line):
@@ -65,24 +68,48 @@ def break_segments(line: str) -> list[str]:
 
 
 def wrap_offsets(line: str, width: int) -> list[int]:
-    """Where to cut ``line`` so no piece is wider than ``width``: after a space, ``/`` or ``:`` when
-    one fits, inside a name only when the name alone is wider than ``width``."""
+    """Where to cut ``line`` so no piece is wider than ``width`` (``hang_offsets`` without the indent)."""
+    return hang_offsets(line, width, width)
+
+
+def hang_offsets(line: str, first: int, rest: int) -> list[int]:
+    """Where to cut ``line`` so that its first piece fits in ``first`` cells and each later one in ``rest`` (the
+    width left after a hanging indent): between words; a word (a path, say) wider than a whole line between its
+    parts (after ``/`` or ``:``, see ``break_segments``); inside a part only where it alone is wider than a line."""
     cuts: list[int] = []
     used = 0
     at = 0
-    for segment in break_segments(line):
-        size = cell_width(segment.rstrip(" "))
-        if used and used + size > width:
-            cuts.append(at)
-            used = 0
-        while size > width:  # a name longer than the column: folded, as rich would
-            at += width
-            cuts.append(at)
-            size -= width
-            segment = segment[width:]
-        used += cell_width(segment)
-        at += len(segment)
+    width = first
+    for word in _WORDS.findall(line):
+        size = cell_width(word.rstrip(" "))
+        if used + size <= width or (used and size <= rest):
+            if used + size > width:  # the next line: the word fits there whole
+                cuts.append(at)
+                used = 0
+                width = rest
+            used += cell_width(word)
+            at += len(word)
+            continue
+        for part in break_segments(word):  # wider than a line: between its parts
+            size = cell_width(part.rstrip(" "))
+            if used and used + size > width:
+                cuts.append(at)
+                used = 0
+                width = rest
+            while size > width:  # a part longer than the line: folded, as rich would
+                at += width
+                cuts.append(at)
+                size -= width
+                part = part[width:]
+                width = rest
+            used += cell_width(part)
+            at += len(part)
     return [c for c in cuts if 0 < c < len(line)]
+
+
+def leading(line: str) -> int:
+    """How many spaces ``line`` starts with."""
+    return len(line) - len(line.lstrip(" "))
 
 
 _BREAKING: list[type] = []
