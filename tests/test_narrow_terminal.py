@@ -213,3 +213,39 @@ def test_bisect_keeps_its_table_whole_and_its_subjects_readable(sglang, monkeypa
     text = "\n".join(lines)
     for step in report.steps:
         assert step.commit.subject[:20] in text, (step.commit.subject, text)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_demos_timing_windows_and_closing_sentence_go_on_indented(sglang, monkeypatch, width):
+    """The timing manifest's window lines (once left to the terminal to wrap back at column 0) and the closing
+    sentence (once with a hard line break in the source, after "then try runs,") read as one line each,
+    wrapped with a hanging indent."""
+    from patchkit.commands.demo import closing, timing_windows
+    from patchkit.demo.hunt import condensed_windows
+
+    timing = load_manifest("eagle3-verify-timing")
+    with Repo.discover(sglang) as repo:
+        windows = list(condensed_windows(check_range(timing, repo, ranges=["v0.5.8..main"])))
+    lines = render(monkeypatch, width, lambda console: timing_windows(console, timing.name, "v0.5.8..main", windows))
+    assert_whole(lines, [name for window in windows for name in identifiers(window)])
+    assert_hanging(lines, [timing.name])
+    shown = [" ".join(part.strip() for part in paragraph) for paragraph in paragraphs(lines)]
+    assert shown[1:-1] == windows, "\n".join(lines)
+
+    lines = render(monkeypatch, width, lambda console: closing(console, None, "4d8f7a7178", "476af6dc99"))
+    assert paragraphs(lines) == [lines[1:]] and " ".join(line.strip() for line in lines[1:]) == (
+        "Run `patchkit demo --keep DIR` to keep the repository and the bench store, then try runs, show, compare "
+        "and bisect on them yourself: the last lines name the commands."
+    )
+
+
+def paragraphs(lines: list[str]) -> list[list[str]]:
+    """Lines grouped as a terminal shows them: a line and the lines that go on from it, 4 columns further in."""
+    out: list[list[str]] = []
+    for line in lines:
+        indent = len(line) - len(line.lstrip(" "))
+        if out and line.strip() and indent >= len(out[-1][0]) - len(out[-1][0].lstrip(" ")) + 4:
+            out[-1].append(line)
+        elif line.strip():
+            out.append([line])
+    return out
