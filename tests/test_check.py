@@ -152,7 +152,9 @@ def test_cli_window_view_and_json(model, capsys) -> None:
         "last_good",
         "failed",
         "stats",
+        "since",
     }
+    assert data["since"] is None  # only with --since (tests below)
     assert set(data["windows"][0]) == {"patch", "status", "reason", "count", "first", "last", "message", "hint"}
     assert set(data["stats"]) == {"commits", "distinct_states", "cache_hits", "cache_misses"}
     assert [c["commit"] for c in data["commits"]] == [
