@@ -237,10 +237,12 @@ def test_github_commands_escape_properties_and_message_as_the_runner_reads_them(
     CR, LF, ``%``, ``:`` and ``,``: every value parses back exactly from the one line."""
     sc = scenario(
         tmp_path,
-        {WEIRD_FILE: d("""
+        {
+            WEIRD_FILE: d("""
             class Other:
                 pass
-        """)},
+        """)
+        },
         [
             {
                 "id": "hooks",
@@ -297,7 +299,8 @@ def test_gitlab_fingerprints_are_stable_across_commits_and_runs(sglang_history, 
     first, second, again = (json.loads(r.out) for r in by_commit)
     assert by_commit[1].out == by_commit[2].out
     assert [i["fingerprint"] for i in first] == [i["fingerprint"] for i in second]
-    older = run_cli(capsys, "check", "-m", "kimi-k25-eagle3", "--repo", repo, "--commit", "v0.5.8", "--format", "gitlab")
+    kimi = ("check", "-m", "kimi-k25-eagle3", "--repo", repo)
+    older = run_cli(capsys, *kimi, "--commit", "v0.5.8", "--format", "gitlab")
     fingerprints = {i["fingerprint"] for i in json.loads(older.out)}
     assert len(fingerprints) == 2 and not fingerprints & {i["fingerprint"] for i in first}
     assert again == second

@@ -149,7 +149,7 @@ def show_since(report: CheckReport, console: Console) -> None:
     m = report.manifest
 
     def say(text: str, style: str = "") -> None:
-        console.print(text, style=style, markup=False, highlight=False, soft_wrap=True)
+        console.print(text, style=style)  # the console's settings: no markup, no highlighting, unwrapped off a TTY
 
     say(
         f'patchkit check  manifest {m.name} ({m.digest[:19]}…)  since {since.since.short} "{since.since.subject}": '
@@ -171,6 +171,8 @@ def show_since(report: CheckReport, console: Console) -> None:
                 say(f"        hint: {now.hint}", "dim")
         for c in change.changed_by:
             say(f'  changed by {c.sha} "{c.subject}"  {c.author}, {c.date}')
+        for c, a, b in change.reason_changes:
+            say(f'  then {b.value if b else "-"} (was {a.value if a else "-"}) from {c.short} "{c.subject}"')
     if not since.changes:
         say(f"no verdict changed between {since.since.short} and {since.tip.short}.", "bold green")
     newly = [c for c in since.changes if c.newly_failing]
@@ -193,6 +195,4 @@ def strict_note(report: CheckReport, outputs: Outputs, console: Console) -> None
             console.print(
                 f"FAILED (--strict): an optional patch WARNs at {count:,} of {report.stats.commits:,} commits.",
                 style="bold red",
-                markup=False,
-                highlight=False,
             )

@@ -6,9 +6,12 @@ night) but "what did upstream's new commits change?".  ``--since REV`` answers i
 ``REV..TIP`` (every new commit, merges included), evaluates REV itself (and the few older commits that side
 branches of the range start from), and compares each patch's and group's verdict (status and reason) at REV with
 the one at TIP.  Each change is attributed as ``explain`` attributes a failure (``explain.walk_back``): from TIP
-back through the commits that already have TIP's verdict, to those whose parents all differ.  Through a merge this
-names the side-branch commit, not the merge; where the verdict came in from a side branch older than REV (the walk
-leaves the range with TIP's verdict), it names the merge that brought it onto TIP's line (first parents).
+back through the commits that are already as TIP is, to those whose parents all differ.  "As TIP is" means failing
+(or applying) when REV applied (or failed): a newly failing patch is named by the commit where it stopped applying,
+as ``explain`` names it, and a later commit that only changed its reason is listed apart (``reason_changes``);
+between two applying or two failing verdicts it means TIP's status and reason.  Through a merge this names the
+side-branch commit, not the merge; where the verdict came in from a side branch older than REV (the walk leaves
+the range still as TIP is), it names the merge that brought it onto TIP's line (first parents).
 
 Why a revision rather than a stored previous verdict: REV is evaluated with today's manifest, so a fix to the
 manifest is never mistaken for an upstream change, nothing needs storing but a commit id (a CI cache, a tag, a
@@ -57,6 +60,9 @@ class VerdictChange:
     after: PatchResult | GroupResult  # at TIP
     changed_by: tuple[Commit, ...]
     newly_failing: bool
+    # After the change, commits of the range where the reason changed on the way to TIP (commit, from, to),
+    # newest first: a patch that stopped applying at X and reads FILE_NOT_FOUND since Y.
+    reason_changes: tuple[tuple[Commit, Reason | None, Reason | None], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -66,6 +72,10 @@ class VerdictChange:
             "before": self.before.to_json(),
             "after": self.after.to_json(),
             "changed_by": [c.to_json() for c in self.changed_by],
+            "reason_changes": [
+                {**c.to_json(), "from": a.value if a else None, "to": b.value if b else None}
+                for c, a, b in self.reason_changes
+            ],
             "newly_failing": self.newly_failing,
         }
 
@@ -175,22 +185,33 @@ def _change(
     strict: bool,
 ) -> VerdictChange | None:
     was, now = _pick(before, kind, column), _pick(tip, kind, column)
-    target = _verdict(now)
-    if _verdict(was) == target:
+    if _verdict(was) == _verdict(now):
         return None
 
+    def verdict(sha: str) -> Verdict:
+        return _verdict(_pick(known[sha], kind, column))
+
     def same(sha: str) -> bool:
-        return _verdict(_pick(known[sha], kind, column)) == target
+        # Across applying and failing, the walk is explain's: back to where it stopped (or started) applying, so a
+        # failure is named by the commit that broke it, not by a later one that only changed its reason.
+        if was.ok != now.ok:
+            return _pick(known[sha], kind, column).ok == now.ok
+        return verdict(sha) == _verdict(now)
 
     def parents_of(sha: str) -> list[str]:
         # Commits outside the range are where the walk stops: their own parents were not evaluated.
         return [p for p in known[sha].commit.parents if p in known] if sha in in_range else []
 
-    found = [
-        sha
-        for sha, parents, kept in walk_back(tip.commit.sha, parents_of, same)
-        if sha in in_range and parents and not kept
-    ]
+    found: list[str] = []
+    then: list[tuple[Commit, Reason | None, Reason | None]] = []
+    for sha, parents, kept in walk_back(tip.commit.sha, parents_of, same):
+        if sha in in_range and parents and not kept:
+            found.append(sha)
+        then.extend(
+            (known[sha].commit, verdict(p)[1], verdict(sha)[1])
+            for p in kept
+            if sha in in_range and verdict(p) != verdict(sha)
+        )
     if not found:
         # The verdict came from before REV on a side branch: the merge that brought it onto TIP's line changed it.
         sha = tip.commit.sha
@@ -198,5 +219,6 @@ def _change(
             sha = first[0]
         found = [sha]
     by = sorted((known[sha].commit for sha in found), key=lambda c: c.date, reverse=True)
+    then.sort(key=lambda change: change[0].date, reverse=True)
     newly = _failing(now.status, strict) and not _failing(was.status, strict)
-    return VerdictChange(kind, item, was, now, tuple(by), newly)
+    return VerdictChange(kind, item, was, now, tuple(by), newly, tuple(then))
