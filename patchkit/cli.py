@@ -185,7 +185,9 @@ def status(**kwargs: Any) -> int:
     "required patch newly FAILs.",
 )
 @click.option(
-    "--strict", is_flag=True, help="Count WARN (an optional patch that cannot apply) as failing: exit 1, and a failure."
+    "--strict",
+    is_flag=True,
+    help="Count WARN (an optional patch that cannot apply) as failing: exit 1, a JUnit failure, a GitHub error.",
 )
 def check(**kwargs: Any) -> int:
     """Check every patch at every commit of a range, without checking anything out.
