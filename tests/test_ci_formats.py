@@ -362,3 +362,17 @@ def test_the_junit_file_is_replaced_atomically_keeping_its_mode(sglang_history, 
     assert stat.S_IMODE(junit.stat().st_mode) == 0o640
     assert sorted(p.name for p in report_dir.iterdir()) == ["junit.xml"]
     assert temp_leftovers(report_dir) == []
+
+
+def test_with_since_a_format_keeps_the_since_exit_code(sglang_history, capsys):
+    """v0.5.8..main holds the commit before the model file existed (FAIL), so the annotations show it; but at
+    main every patch is in place, which it was not at v0.5.8: nothing newly fails, exit 0."""
+    repo = sglang_history.path
+    argv = ("check", "-m", "kimi-k25-eagle3", "--repo", repo, "--since", "v0.5.8", "--commit", "main")
+    github = run_cli(capsys, *argv, "--format", "github")
+    assert github.code == 0
+    assert [level for level, _, _ in parse_github(github.out)] == ["error", "error"]
+    js = run_cli(capsys, *argv, "--json")
+    assert js.code == 0 and js.json["failed"] is True and js.json["since"]["failed"] is False
+    renamed = run_cli(capsys, *argv[:5], "--since", "rename-kimi~2", "--commit", "rename-kimi", "--format", "gitlab")
+    assert renamed.code == 1 and json.loads(renamed.out)[0]["check_name"] == "CLASS_NOT_FOUND"
