@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 from patchkit.git import merge_texts
 from patchkit.operations.code import CodeState
-from patchkit.operations.diff import split_lines
 from patchkit.operations.digests import canon
-from patchkit.operations.edit_function import function_lines
+from patchkit.operations.hunks import function_lines, split_lines
 
 # How alike two defs' texts must be (difflib's ratio over their lines) to be called the same def moved,
 # and by how much the best candidate must beat the next one: below either, port names the candidates

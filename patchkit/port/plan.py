@@ -61,8 +61,8 @@ from patchkit.errors import RevisionError
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, Patch, load_manifest
 from patchkit.manifest.edit import ManifestText
-from patchkit.operations.diff import match_hunks, parse_diff, splice_hunks, split_lines
 from patchkit.operations.edit_function import Region, ScopedHunks
+from patchkit.operations.hunks import match_hunks, parse_diff, splice_hunks, split_lines
 from patchkit.operations.replace_function import function_digest
 from patchkit.port.follow import Def, Match, Merge, defs_in, find_def, follow, indent, merge, parse, similarity, taken
 from patchkit.results import PatchResult, Reason, Status
