@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Outcome, TextOperation, TextState
+from patchkit.operations.base import Anchor, LoadContext, Outcome, PortTraits, TextOperation, TextState
 from patchkit.operations.hunks import Hunk, Mismatch, hunk_verdict, parse_diff, splice_hunks, split_lines
 from patchkit.results import Reason
 
@@ -78,6 +78,7 @@ class Diff(TextOperation[str]):
     """
 
     op_name = "diff"
+    port_traits = PortTraits(Anchor.TEXT, diff_payload=True)
     source: str  # as written in the manifest
     sha256: str
     hunks: tuple[Hunk, ...]

@@ -50,7 +50,16 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome, PythonOperation, missing_in
+from patchkit.operations.base import (
+    Anchor,
+    LoadContext,
+    Merge,
+    Operation,
+    Outcome,
+    PortTraits,
+    PythonOperation,
+    missing_in,
+)
 from patchkit.operations.code import CodeState
 from patchkit.operations.diff import read_diff_payload
 from patchkit.operations.hunks import Hunk, Mismatch, function_lines, hunk_verdict, splice_hunks, split_lines
@@ -113,6 +122,11 @@ class ScopedHunks(PythonOperation[Plan]):
     @abstractmethod
     def region_key(self) -> str:
         """Which region the hunks edit, as ``own_code`` keys it ("function=Worker.verify")."""
+
+    @property
+    def merge_name(self) -> str:
+        """Port's name for the region, when it merges upstream's edit of it: the ``region_key``."""
+        return self.region_key
 
     @cached_property
     def written(self) -> str:
@@ -265,6 +279,9 @@ class EditFunction(NamedHunks):
     """
 
     op_name = "edit-function"
+    port_traits = PortTraits(
+        Anchor.FUNCTION, key="function", merge=Merge.DEF_LINES, merge_on=Reason.CONFLICT, diff_payload=True
+    )
     key = "function"
     what = "the function"
 
