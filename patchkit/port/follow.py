@@ -15,8 +15,8 @@ where a patch applied, and the one where it stopped):
   (theirs), on the defs' lines at column 0, then put back at the payload's
   column.
 
-Everything here reads text and returns values; the walk and the manifest
-edits are ``port/plan.py``'s.
+Everything here reads text and returns values; the walk (``walk.py``) and
+the manifest edits (``carry.py``, ``merge.py``) are the rest of ``port``'s.
 """
 
 from __future__ import annotations
