@@ -331,3 +331,20 @@ def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None
     assert raised_reason("Job not requeued because: timed-out and not checkpointable.") == (
         "Job not requeued because: timed-out and not checkpointable."
     )
+
+
+def test_only_the_slurm_modules_import_submitit() -> None:
+    """The layering check names the Slurm executor and the scheduled launches as submitit's only importers
+    (at call time, under ``--executor slurm``): the same import anywhere else, the local executor included,
+    is a violation it reports."""
+    import importlib.util
+
+    tool_path = Path(__file__).resolve().parents[1] / "tools" / "import_graph.py"
+    spec = importlib.util.spec_from_file_location("import_graph", tool_path)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for module in ("patchkit.bench.execution.slurm", "patchkit.bench.execution.scheduled"):
+        assert tool.boundary(module, "submitit") is not None
+    for module in ("patchkit.bench.execution.local", "patchkit.bench.execution.executor", "patchkit.commands.runs"):
+        assert tool.boundary(module, "submitit") is None
