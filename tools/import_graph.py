@@ -93,7 +93,8 @@ BOUNDARIES = (
     ),
     ("patchkit.commands.bench", "patchkit.commands.compare", "bench --without: the noise priors compare reads"),
     ("*", "plotext", "plotext: only `runs --plot`"),
-    ("*", "submitit", "submitit: only `--executor slurm`"),
+    ("patchkit.bench.execution.slurm", "submitit", "submitit: only `--executor slurm` (the Slurm executor)"),
+    ("patchkit.bench.execution.scheduled", "submitit", "submitit: only `--executor slurm` (a job's spec read back)"),
     ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),
     (
         "patchkit.commands.guard",

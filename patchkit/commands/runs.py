@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.bench.execution.executor import slurm_states
+from patchkit.bench.execution.slurm import slurm_states
 from patchkit.bench.records.store import Submission, open_store
 from patchkit.commands._bench_output import PendingRow, pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
