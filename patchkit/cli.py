@@ -161,15 +161,45 @@ def status(**kwargs: Any) -> int:
     metavar="N",
     help="Processes that analyse uncached file versions (default: every core). Results do not depend on N.",
 )
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json", "github", "gitlab"]),
+    default="table",
+    show_default=True,
+    help="What stdout carries: the table; the --json object; GitHub Actions workflow commands (an annotation "
+    "per failing patch); a GitLab Code Quality report. Exit codes stay the same.",
+)
+@click.option(
+    "--junit",
+    metavar="FILE",
+    default=None,
+    help="Also write JUnit XML to FILE (atomically): a test case per patch and window of equal verdicts.",
+)
+@click.option(
+    "--since",
+    metavar="REV",
+    default=None,
+    help="Check REV..TIP (TIP: --commit, default HEAD; REV an ancestor, e.g. the last run's tip) and print only "
+    "the patches whose verdict changed, each with the upstream commit that changed it. Exit 1 only when a "
+    "required patch newly FAILs.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Count WARN (an optional patch that cannot apply) as failing: exit 1, a JUnit failure, a GitHub error.",
+)
 def check(**kwargs: Any) -> int:
     """Check every patch at every commit of a range, without checking anything out.
 
     Prints, per patch, windows of commits with one verdict; per [[group]], which
     variants cover which commits. Without --range or --commit, checks HEAD.
+    For CI (docs/howto/ci.md): --junit FILE, --format github|gitlab, --since REV.
     """
     from patchkit.commands.check import check as run
 
-    return run(console=None if kwargs["json_out"] else _console(), **kwargs)
+    table = not kwargs["json_out"] and kwargs["output_format"] == "table"
+    return run(console=_console() if table else None, **kwargs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)

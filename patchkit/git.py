@@ -555,6 +555,17 @@ class Repo:
             return None
         return int(self.git("rev-list", "--count", f"{older}..{newer}").strip() or 0)
 
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether ``older`` is ``newer`` or one of its ancestors (``git merge-base --is-ancestor``: no count,
+        no walk past the merge base).  Unknown revisions raise ``GitFailed``: resolve them first."""
+        try:
+            self.git("merge-base", "--is-ancestor", older, newer)
+        except GitFailed as exc:
+            if exc.returncode == 1:
+                return False
+            raise
+        return True
+
     def spawn(self, *args: str, ahead: bool = False) -> Pending:
         return Pending(args, self.root or self.git_dir, ahead=ahead)
 

@@ -293,7 +293,7 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
     landed on and whatever host submitted them: noise stores, compare, bisect and report look up that key."""
     from pathlib import Path
 
-    from patchkit.bench.execution.executor import SlurmOptions
+    from patchkit.bench.execution.slurm import SlurmOptions
     from patchkit.bench.records.store import Store
     from patchkit.commands.compare import noise_priors
 
@@ -327,9 +327,10 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch, tmp_path):
     local launches are a batch of the store's ledger: the same command run again reads back what was stored,
     in its place, and launches the interrupted one and the rest; once done, the batch is finished."""
     import patchkit.bench.execution.launches as launches
-    from patchkit.bench.execution.executor import LocalExecutor, SlurmExecutor
     from patchkit.bench.execution.launches import BenchArgs, launch
+    from patchkit.bench.execution.local import LocalExecutor
     from patchkit.bench.execution.session import Interrupted
+    from patchkit.bench.execution.slurm import SlurmExecutor
     from patchkit.bench.records.store import Store
 
     commits = line(3)

@@ -60,6 +60,7 @@ UPWARD = {
             "patchkit.report",
             "patchkit.operations",
             "patchkit.demo",
+            "patchkit.ci",
         ),
         ("patchkit.commands", "patchkit.cli"),
     ),
@@ -127,13 +128,14 @@ BOUNDARIES = (
     ),
     ("patchkit.commands.bench", "patchkit.commands.compare", "bench --without: the noise priors compare reads"),
     ("*", "plotext", "plotext: only `runs --plot`"),
-    ("*", "submitit", "submitit: only `--executor slurm`"),
+    ("patchkit.bench.execution.slurm", "submitit", "submitit: only `--executor slurm` (the Slurm executor)"),
+    ("patchkit.bench.execution.scheduled", "submitit", "submitit: only `--executor slurm` (a job's spec read back)"),
     ("patchkit.commands.runs", "patchkit.views.plot", "the terminal plot (plotext): only `runs --plot`"),
     (
         "patchkit.commands.runs",
         LAUNCH,
-        "`runs --pending` asks Slurm for its jobs' states (the executor's squeue/sacct): only --pending loads the "
-        "launch machinery, plain `runs` reads the store",
+        "`runs --pending` asks Slurm for its jobs' states (the Slurm executor's squeue/sacct): only --pending loads "
+        "the launch machinery, plain `runs` reads the store",
     ),
     (
         "patchkit.commands.guard",
@@ -157,6 +159,21 @@ BOUNDARIES = (
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
     ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),
     ("patchkit.git", "tempfile", "merge_texts' scratch files: only port's three-way merges"),
+    (
+        "patchkit.commands.check_ci",
+        "patchkit.ci",
+        "check --junit / --format github|gitlab: the CI formats, only when asked",
+    ),
+    (
+        "patchkit.commands.check_ci",
+        "patchkit.engine",
+        "check --since and --junit: the engine loads after git has started listing the range (engine/range_check.py)",
+    ),
+    (
+        "patchkit.commands.check_ci",
+        "patchkit.manifest",
+        "check --since: a bad manifest is reported before a bad --since, as RangeCheck.load does",
+    ),
     ("patchkit.commands.guard", "patchkit.guard.combined", "guard -m M --site: the tree and site checks together"),
     ("patchkit.commands.guard", "patchkit.proof.sitecheck", "guard --site: the site scan, only when asked"),
     ("patchkit.proof.site.sitecustomize", "time", "the probe's full-disk path: only when a write failed"),

@@ -11,9 +11,9 @@ to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130; the same command run
 again resumes the batch: what was stored is read back, the rest launched
 (``execution.launches.run_here``), unless ``--fresh``: a new batch, every
-launch run again, the unfinished one set aside (``cluster.begin_batch``).
+launch run again, the unfinished one set aside (``ledger.begin_batch``).
 
-``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
+``--executor slurm`` (``execution.scheduled``): every launch is a Slurm job instead,
 submitted as one array after the refused commits are stored; the records come
 back in the same order, and Ctrl-C stops only the waiting.  The launches
 themselves, local or Slurm, are ``patchkit.bench.execution.launches.launch``.

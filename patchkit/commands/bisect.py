@@ -16,7 +16,7 @@ range it could not narrow with why.  The ``patchkit noise`` spread of where
 the launches run (this host, or the Slurm partition), for the profile and
 metric, is the prior.  ``--slots K`` probes K commits per round; the local
 executor has one slot, so K > 1 needs ``--executor slurm`` (each round one
-job array, ``bench.cluster.ScheduledRounds``; without ``--slots``,
+job array, ``execution.scheduled.ScheduledRounds``; without ``--slots``,
 ``[bench.slurm].slots``).
 
 ``--budget N`` caps the launches of the whole search (default

@@ -6,8 +6,9 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from patchkit.commands.check_ci import Outputs, show_since, strict_note, with_since
+from patchkit.commands.check_ci import start as start_since
 from patchkit.engine.range_check import RangeCheck
-from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.results import Status
 from patchkit.views.console import print_indented, write_pieces
@@ -33,21 +34,36 @@ def check(
     progress: bool | None,
     console: Console | None,
     jobs: int | None = None,
+    output_format: str = "table",
+    junit: str | None = None,
+    since: str | None = None,
+    strict: bool = False,
 ) -> int:
-    """``console``: where the table goes (None with ``json_out``).
+    """``console``: where the table goes (None with ``json_out`` or a machine ``output_format``).
 
-    ``RangeCheck`` keeps the order that lets git walk while Python loads.
+    ``RangeCheck`` keeps the order that lets git walk while Python loads.  The CI outputs (``--format``,
+    ``--junit``, ``--since``, ``--strict``) are ``check_ci``'s, views of the same report.
     """
-    range_check = RangeCheck.start(repo, ranges)
+    outputs = Outputs.take(output_format, json_out, junit, strict)
+    opened, ranges, commits, planned = start_since(repo, since, ranges, commits, manifest)
+    range_check = RangeCheck.start(opened, ranges)
     range_check.load(manifest)
     with RangeProgress(progress) as tick:
         report = range_check.run(commits=commits, use_cache=not no_cache, progress=tick, jobs=jobs)
-    if json_out:
+    report = with_since(report, range_check, planned, outputs, use_cache=not no_cache)
+    text = outputs.write(report)
+    if outputs.format == "json":
         write_chunks([*report.json_chunks(), "\n"])
+    elif text is not None:
+        write_chunks([text])
+    elif report.since is not None:
+        assert console is not None
+        show_since(report, console)
     else:
         assert console is not None
         show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
-    return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
+        strict_note(report, outputs, console)
+    return outputs.exit_code(report)
 
 
 def write_chunks(chunks: Sequence[str]) -> None:

@@ -67,7 +67,7 @@ def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequ
 
     Only Slurm's: a local batch's launch that is not collected (interrupted, or its patchkit killed) waits
     for nothing and runs nowhere; the same command run again launches it again."""
-    from patchkit.bench.execution.executor import slurm_states  # asks Slurm: only `runs --pending`
+    from patchkit.bench.execution.slurm import slurm_states  # asks Slurm: only `runs --pending`
 
     rows = [
         r
