@@ -18,7 +18,7 @@ from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
 from patchkit.written import Written
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 F = TypeVar("F", bound=Callable[..., object])  # a click command function, as each option decorator returns it
 
@@ -32,7 +32,7 @@ REPO_HELP = "The upstream git checkout to work on (default: current directory)."
 
 
 def _console() -> Console:
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
 
     return make_console()
 
@@ -81,7 +81,7 @@ def cli(debug: bool, no_color: bool) -> None:
     global _DEBUG
     _DEBUG = debug
     if no_color:
-        from patchkit.render import disable_color
+        from patchkit.views.console import disable_color
 
         disable_color()
 
@@ -388,7 +388,7 @@ def run(**kwargs: Any) -> int:
     complete patched bisect. patchkit's own lines go to stderr.
     """
     from patchkit.commands.run import run as run_cmd
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
 
     return run_cmd(console=make_console(sys.stderr), **kwargs)
 

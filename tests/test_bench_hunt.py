@@ -316,8 +316,8 @@ def test_the_bisect_output_names_the_outlier_the_spread_and_the_second_step() ->
     from helpers import rich_off_terminal
 
     from patchkit.bench.stats.search import Measurement, bisect
-    from patchkit.commands._bench_output import show_bisect
     from patchkit.git import Commit
+    from patchkit.views.bisect import show_bisect
 
     line = [Commit(f"{i:040x}", (f"{i - 1:040x}",) if i else (), "t <t@x>", "2026-01-01", f"c{i}") for i in range(64)]
     launched: dict[int, int] = {}

@@ -253,7 +253,7 @@ def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monke
     import io
     import time
 
-    from patchkit.commands._bench_output import ProgressLines
+    from patchkit.views.progress import ProgressLines
 
     clock = [100.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
@@ -312,7 +312,7 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
 
 
 def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
-    from patchkit.commands._bench_output import slurm_where
+    from patchkit.views.bench import slurm_where
 
     never = record(1, outcome="interrupted", reason="x", executor={"job_id": "43_1", "state": "CANCELLED"})
     assert slurm_where(never) == " (Slurm job 43_1, CANCELLED before it ran)"

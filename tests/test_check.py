@@ -348,7 +348,7 @@ def test_subjects_print_as_written_on_and_off_a_terminal(tmp_path: Path, capsys)
     import io
 
     from patchkit.commands.check import show
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
 
     repo = tmp_path / "repo"
     repo.mkdir()

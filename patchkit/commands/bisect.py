@@ -43,22 +43,15 @@ from typing import TYPE_CHECKING
 from patchkit.bench.execution.bisecting import BisectPlan, Rule, check_ends, check_slots, plan_bisect, plan_costs
 from patchkit.bench.execution.launches import BenchArgs, measuring, open_bench
 from patchkit.bench.execution.session import Interrupted
-from patchkit.commands._bench_output import (
-    SUBMITTER_INTERRUPTED,
-    bisect_header,
-    launch_note,
-    progress,
-    say,
-    show_bisect,
-    show_gpu_hygiene,
-    step_printer,
-)
 from patchkit.errors import ExitCode
-from patchkit.render import print_json
 from patchkit.report.documents import save_latest_bisect
+from patchkit.views.bench import SUBMITTER_INTERRUPTED, launch_note, show_gpu_hygiene
+from patchkit.views.bisect import bisect_header, show_bisect, step_printer
+from patchkit.views.console import print_json, say
+from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def bisect(

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from patchkit.commands.check_ci import Outputs, show_since, strict_note, with_since
 from patchkit.commands.check_ci import start as start_since
 from patchkit.engine.range_check import RangeCheck
 from patchkit.git import Commit
-from patchkit.render import STATUS_STYLE, Piece, make_console, print_indented, write_pieces
 from patchkit.results import Status
+from patchkit.views.console import print_indented, write_pieces
+from patchkit.views.grid import Piece
+from patchkit.views.patches import STATUS_STYLE
+from patchkit.views.progress import RangeProgress
 from patchkit.wording import plural
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
-    from rich.console import Console
-    from rich.progress import Progress, TaskID
-
     from patchkit.engine.check import CheckReport, GroupWindow, Window
     from patchkit.results import GroupResult, PatchResult
+    from patchkit.views.console import Console
 
 
 def check(
@@ -47,7 +48,7 @@ def check(
     opened, ranges, commits, planned = start_since(repo, since, ranges, commits, manifest)
     range_check = RangeCheck.start(opened, ranges)
     range_check.load(manifest)
-    with _progress(progress) as tick:
+    with RangeProgress(progress) as tick:
         report = range_check.run(commits=commits, use_cache=not no_cache, progress=tick, jobs=jobs)
     report = with_since(report, range_check, planned, outputs, use_cache=not no_cache)
     text = outputs.write(report)
@@ -89,44 +90,6 @@ def write_chunks(chunks: Sequence[str]) -> None:
             data = encoded[id(chunk)] = chunk.encode("utf-8")
         binary.write(data)
     binary.flush()
-
-
-class _progress:
-    """A progress bar on stderr for long checks (only on a terminal, unless forced)."""
-
-    def __init__(self, wanted: bool | None) -> None:
-        self.wanted = wanted
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> Callable[[int, int], None] | None:
-        interactive = sys.stderr.isatty()
-        if self.wanted is False or (self.wanted is None and not interactive):
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(
-            TextColumn("checking distinct file versions"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=make_console(sys.stderr),
-            transient=True,
-        )
-        return self._tick
-
-    def _tick(self, done: int, total: int) -> None:
-        assert self.bar is not None
-        if self.task is None:
-            if total < 20 and self.wanted is None:
-                return
-            self.bar.start()
-            self.task = self.bar.add_task("check", total=total)
-        self.bar.update(self.task, completed=done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None and self.task is not None:
-            self.bar.stop()
 
 
 def _commit_label(commit: Commit) -> str:

@@ -20,11 +20,10 @@ from patchkit.git import Repo
 from patchkit.results import PatchResult, Status
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from patchkit.engine.check import CheckReport
     from patchkit.engine.range_check import RangeCheck
     from patchkit.engine.since import SincePlan
+    from patchkit.views.console import Console
 
 
 @dataclass(frozen=True)

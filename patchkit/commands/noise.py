@@ -22,20 +22,14 @@ from patchkit.bench.execution.launches import BenchArgs, launch, measuring, open
 from patchkit.bench.records.aa import keep_priors
 from patchkit.bench.records.record import Outcome
 from patchkit.bench.stats.plan import plan_hunt
-from patchkit.commands._bench_output import (
-    SUBMITTER_INTERRUPTED,
-    explain_lines,
-    launch_note,
-    progress,
-    record_printer,
-    say,
-    show_noise,
-)
 from patchkit.errors import ExitCode, UsageError
-from patchkit.render import print_json
+from patchkit.views.bench import SUBMITTER_INTERRUPTED, explain_lines, launch_note, record_printer
+from patchkit.views.console import print_json, say
+from patchkit.views.noise import show_noise
+from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def noise(

@@ -16,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.check import check_range
@@ -28,9 +26,14 @@ from patchkit.manifest import load_manifest
 from patchkit.manifest.resolve import BUNDLED_ROOT
 from patchkit.port import FileChange, How, PortPlan
 from patchkit.port import port as plan_port
-from patchkit.render import Grid, emit, print_json, status_piece, write_pieces
 from patchkit.results import Status
+from patchkit.views.console import emit, print_json, write_pieces
+from patchkit.views.grid import Grid
+from patchkit.views.patches import status_piece
 from patchkit.wording import plural
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 HOW_STYLE = {
     How.MOVED: "cyan",
@@ -140,7 +143,7 @@ def _print(console: Console, plan: PortPlan, *, dry_run: bool, written: bool, ch
     table.add_column("patch")
     table.add_column("how", whole=True)
     table.add_column("status", whole=True)
-    table.add_column("what")
+    table.add_column("what", prose=True)
     for index, p in enumerate(plan.patches, start=1):
         label = p.patch + ("" if p.required else " (optional)")
         what = p.message
