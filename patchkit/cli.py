@@ -207,7 +207,9 @@ def port(**kwargs: Any) -> int:
 
     Walks the first-parent commits from a commit where the manifest applies to REV, stopping where a target
     file changed. All or nothing: if a required patch cannot be carried (an overlap with upstream's edit is
-    shown, both sides), exit 1 and nothing is written. After writing, checks the manifest at REV.
+    shown, both sides), exit 1 and nothing is written. After writing, checks the manifest at REV. A manifest
+    found by NAME outside the current directory (patchkit's own) is never rewritten: the ported copy is
+    written to ./manifests/ and ./patches/, where -m NAME finds it from then on.
     """
     from patchkit.commands.port import port as run
 
