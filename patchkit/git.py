@@ -68,12 +68,12 @@ def _env() -> dict[str, str]:
     return env
 
 
-# What to do instead, per command: only options that command has.
 # What git says where HEAD names no commit yet (an empty repository, an unborn branch)
 _NO_HEAD = ("bad revision 'HEAD'", "ambiguous argument 'HEAD'", "does not have any commits yet")
 # The advice after git's own words, where git cannot read the repository (a config file, packed-refs, an object)
 _GIT_SAID = "fix what git reports (a file it cannot read names its cause), then run again"
 
+# What to do instead, per command: only options that command has.
 _BARE_HINTS = {
     "apply": "use --commit REV --worktree DIR to patch a linked worktree, or `patchkit check`, which needs no checkout",
     "status": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them), "
@@ -240,8 +240,8 @@ class Pending:
 class BlobReader:
     """One persistent ``git cat-file --batch`` process: a thousand blobs, one process start.
 
-    Started with the same allowlisted environment as every other git call
-    (GitPython's persistent process would inherit the caller's GIT_DIR).
+    Started with the same allowlisted environment as every other git call (GitPython's, as fast, passes a
+    caller's GIT_WORK_TREE, GIT_INDEX_FILE and GIT_OBJECT_DIRECTORY on: docs/concepts/architecture.md).
     """
 
     def __init__(self, cwd: Path) -> None:
