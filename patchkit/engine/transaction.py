@@ -174,6 +174,10 @@ class Transaction:
     A run killed at any point leaves a journal, and ``recover`` (run by the
     next patchkit command, under the lock) removes the temps and puts back
     every file and record that had been replaced: both land, or neither.
+    The journal's removal is the commit point: an error before it (that
+    removal's own included) rolls the run back at once and removes the
+    journal (``_undo``), so ``status`` is not left saying INTERRUPTED; only a
+    rollback that cannot write leaves it, for the next command to finish.
 
     Phases for the ``PATCHKIT_TEST_CRASH_AT`` test hook: ``txn:journal``,
     ``txn:temps``, ``txn:first-rename``, ``txn:files``, ``txn:state``.
