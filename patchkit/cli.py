@@ -6,6 +6,7 @@ plain keyword arguments; ``main`` maps exceptions to exit codes in one place.
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -18,7 +19,7 @@ from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
 from patchkit.written import Written
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 F = TypeVar("F", bound=Callable[..., object])  # a click command function, as each option decorator returns it
 
@@ -32,7 +33,7 @@ REPO_HELP = "The upstream git checkout to work on (default: current directory)."
 
 
 def _console() -> Console:
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
 
     return make_console()
 
@@ -81,7 +82,7 @@ def cli(debug: bool, no_color: bool) -> None:
     global _DEBUG
     _DEBUG = debug
     if no_color:
-        from patchkit.render import disable_color
+        from patchkit.views.console import disable_color
 
         disable_color()
 
@@ -161,15 +162,45 @@ def status(**kwargs: Any) -> int:
     metavar="N",
     help="Processes that analyse uncached file versions (default: every core). Results do not depend on N.",
 )
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json", "github", "gitlab"]),
+    default="table",
+    show_default=True,
+    help="What stdout carries: the table; the --json object; GitHub Actions workflow commands (an annotation "
+    "per failing patch); a GitLab Code Quality report. Exit codes stay the same.",
+)
+@click.option(
+    "--junit",
+    metavar="FILE",
+    default=None,
+    help="Also write JUnit XML to FILE (atomically): a test case per patch and window of equal verdicts.",
+)
+@click.option(
+    "--since",
+    metavar="REV",
+    default=None,
+    help="Check REV..TIP (TIP: --commit, default HEAD; REV an ancestor, e.g. the last run's tip) and print only "
+    "the patches whose verdict changed, each with the upstream commit that changed it. Exit 1 only when a "
+    "required patch newly FAILs.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Count WARN (an optional patch that cannot apply) as failing: exit 1, a JUnit failure, a GitHub error.",
+)
 def check(**kwargs: Any) -> int:
     """Check every patch at every commit of a range, without checking anything out.
 
     Prints, per patch, windows of commits with one verdict; per [[group]], which
     variants cover which commits. Without --range or --commit, checks HEAD.
+    For CI (docs/howto/ci.md): --junit FILE, --format github|gitlab, --since REV.
     """
     from patchkit.commands.check import check as run
 
-    return run(console=None if kwargs["json_out"] else _console(), **kwargs)
+    table = not kwargs["json_out"] and kwargs["output_format"] == "table"
+    return run(console=_console() if table else None, **kwargs)
 
 
 @cli.command(epilog=EXIT_CODES_HELP)
@@ -206,7 +237,9 @@ def port(**kwargs: Any) -> int:
 
     Walks the first-parent commits from a commit where the manifest applies to REV, stopping where a target
     file changed. All or nothing: if a required patch cannot be carried (an overlap with upstream's edit is
-    shown, both sides), exit 1 and nothing is written. After writing, checks the manifest at REV.
+    shown, both sides), exit 1 and nothing is written. After writing, checks the manifest at REV. A manifest
+    found by NAME outside the current directory (patchkit's own) is never rewritten: the ported copy is
+    written to ./manifests/ and ./patches/, where -m NAME finds it from then on.
     """
     from patchkit.commands.port import port as run
 
@@ -358,7 +391,7 @@ def run(**kwargs: Any) -> int:
     complete patched bisect. patchkit's own lines go to stderr.
     """
     from patchkit.commands.run import run as run_cmd
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
 
     return run_cmd(console=make_console(sys.stderr), **kwargs)
 
@@ -941,13 +974,57 @@ def _usage_line(exc: click.ClickException) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from patchkit.errors import PatchkitError, RefusedError
-
     args = list(sys.argv[1:] if argv is None else argv)
+    real_stdout = sys.stdout
+    sys.stdout = _Output(real_stdout)
+    try:
+        return _main(args)
+    finally:
+        if isinstance(sys.stdout, _Output):  # click's EPIPE handling may have swapped in its own
+            sys.stdout = real_stdout
+
+
+class OutputError(OSError):
+    """stdout refused a write (a full disk under a redirect, an I/O error): the system's answer, not a bug,
+    and not a reader that left (that is a BrokenPipeError: exit 141)."""
+
+
+class _Output:
+    """``sys.stdout`` while a command runs: a write the system refuses becomes an ``OutputError``, so that
+    ``main`` names stdout in its one line instead of reporting an OSError from deep inside the printing."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _main(args: list[str]) -> int:
+    from patchkit.errors import WRITE_ERRNOS, PatchkitError, RefusedError
+    from patchkit.git import GitFailed
+
     stdout = sys.stdout
     written = Written()
     try:
         rv = cli.main(args=args, prog_name="patchkit", standalone_mode=False, obj=written)
+        sys.stdout.flush()  # what is still buffered fails here, in this try, not in the interpreter's exit
     except click.exceptions.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
@@ -982,11 +1059,51 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exc()
         return int(exc.exit_code)
+    except GitFailed as exc:
+        # git itself failed (it cannot read its config, packed-refs, an object, /dev/null): its words are the answer
+        click.echo(f"patchkit: error: {_git_failed(exc)}", err=True)
+        return ExitCode.USAGE
+    except OSError as exc:
+        if exc.errno not in WRITE_ERRNOS:
+            return _crash(exc, args)
+        # The system said no where no caller had more specific words: the file, the errno, what to do.
+        click.echo(f"patchkit: error: {_system_refused(exc, args, written)}", err=True)
+        return ExitCode.REFUSED
     except Exception as exc:  # noqa: BLE001 (a bug: one crash line; the traceback goes to a log file
         return _crash(exc, args)
     if rv is None:
         return ExitCode.OK
     return int(rv)
+
+
+def _git_failed(exc: Any) -> str:
+    """One line for a git command that failed where no caller had more specific words: the command and
+    what git said (its warnings name the file and the cause)."""
+    return f"git {exc.args_[0] if exc.args_ else ''} failed: {exc.said()}"
+
+
+def _system_refused(exc: OSError, args: list[str], written: Written) -> str:
+    """One line for an OSError the system raised (EIO, ENOSPC, EDQUOT, EROFS, EACCES, EPERM): the file, the
+    errno, what fixes that cause, and for the verbs that write the tree what they had written whole."""
+    import os
+
+    from patchkit.errors import write_advice
+
+    code = exc.errno or 0
+    name = errno.errorcode.get(code, str(code))
+    if isinstance(exc, OutputError):
+        try:
+            target = os.readlink(f"/proc/self/fd/{sys.stdout.fileno()}")
+        except (OSError, ValueError, AttributeError):
+            target = ""
+        what = f"cannot write the output to stdout{f' ({target})' if target.startswith('/') else ''}"
+    else:
+        what = str(exc.filename) if exc.filename is not None else "a file patchkit was using"
+    line = f"{what}: {exc.strerror} ({name}); {write_advice(code)}"
+    if {"apply", "revert"} & set(args):
+        paths = written.distinct()
+        line += f"; written whole before it: {', '.join(paths)}" if paths else "; nothing was written"
+    return line
 
 
 def _stdout_closed() -> bool:

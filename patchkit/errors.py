@@ -104,8 +104,14 @@ _WRITE_ADVICE = {
     errno.EROFS: "the filesystem is mounted read-only: remount it read-write, or work in a clone on a writable one",
     errno.EACCES: "make it writable (check the permissions of the file and its directory), then run again",
     errno.EPERM: "make it writable (check the permissions, and the immutable flag `lsattr` shows), then run again",
+    errno.EIO: "the device reported an I/O error: check the disk (`dmesg` names it), then run again",
 }
 WRITE_ERRNOS = frozenset(_WRITE_ADVICE)
+
+
+def write_advice(code: int | None) -> str:
+    """What fixes the cause ``code`` (an errno) names."""
+    return _WRITE_ADVICE.get(code or errno.EACCES, "fix what the system reports there, then run again")
 
 
 class UnwritableError(RefusedError):
@@ -114,10 +120,21 @@ class UnwritableError(RefusedError):
     changed, or after rolling back; ``apply`` reports it as a refusal with its
     table, naming the path.  ``from_os`` words the advice after the errno."""
 
-    def __init__(self, path: str, reason: str, *, code: int | None = None, also: str | None = None) -> None:
-        advice = _WRITE_ADVICE.get(code or errno.EACCES, "fix what the system reports there, then run again")
+    def __init__(
+        self,
+        path: str,
+        reason: str,
+        *,
+        code: int | None = None,
+        also: str | None = None,
+        action: str = "write",
+        outcome: str = "nothing was written",
+    ) -> None:
+        """``action``: what was refused (``write``, ``remove``); ``outcome``: what the tree holds now, when a
+        transaction could not undo everything (the default is the usual case: nothing changed)."""
+        advice = write_advice(code)
         super().__init__(
-            f"cannot write {path}: {reason}; nothing was written",
+            f"cannot {action} {path}: {reason}; {outcome}",
             hint=advice if also is None else f"{advice} ({also})",
         )
         self.path = path
@@ -125,9 +142,19 @@ class UnwritableError(RefusedError):
         self.code = code
 
     @classmethod
-    def from_os(cls, path: object, exc: OSError, *, also: str | None = None) -> UnwritableError:
+    def from_os(
+        cls,
+        path: object,
+        exc: OSError,
+        *,
+        also: str | None = None,
+        action: str = "write",
+        outcome: str = "nothing was written",
+    ) -> UnwritableError:
         """The refusal for ``exc``, naming ``path`` (the file patchkit meant to write)."""
-        return cls(str(path), exc.strerror or type(exc).__name__, code=exc.errno, also=also)
+        return cls(
+            str(path), exc.strerror or type(exc).__name__, code=exc.errno, also=also, action=action, outcome=outcome
+        )
 
 
 class BusyError(PatchkitError):

@@ -27,15 +27,19 @@ DOC_MEANING: Mapping[ExitCode, str] = {
         "(with `--strict`, any WARN too); nothing was written. Also a precondition that protects your work: "
         "`apply --commit` with uncommitted changes that are not patchkit's own, `revert` of files edited after "
         "patching (or of a recorded path that now passes through a symlinked directory); a file that cannot be "
-        "written (read-only directory, permissions, full disk: the verdict table is printed and the path named), "
+        "written (read-only directory or mount, permissions, full disk, an I/O error: the verdict table is printed "
+        "and the path named; a transaction that cannot finish is rolled back and leaves no journal), "
         "the verdict cache or the bench store included (the store's path, the cause and its fix, in one line). "
+        "Any other file the system refuses (EIO, ENOSPC, EDQUOT, EROFS, EACCES, EPERM), stdout included (a "
+        "redirect onto a full disk): one line naming it and the errno, and for `apply`/`revert` what was written "
+        "whole before it. "
         "`status`: some required patch is not in place, a patch holds an older payload version (`OUT OF DATE`), "
         "or a killed run left a journal or a moved HEAD (`INTERRUPTED`)."
     ),
     ExitCode.USAGE: (
         "Bad input: command line, manifest (the message names the file, line and key path), unknown revision, "
         "empty range, a repository that cannot be used as asked (not a repository, bare for `apply`, shallow "
-        "history missing the range)."
+        "history missing the range, or one git cannot read: git's own words, which name the file and the cause)."
     ),
     ExitCode.INTERNAL: (
         "Internal error: a bug in patchkit. One crash line, which names the crash log: "

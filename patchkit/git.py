@@ -68,6 +68,11 @@ def _env() -> dict[str, str]:
     return env
 
 
+# What git says where HEAD names no commit yet (an empty repository, an unborn branch)
+_NO_HEAD = ("bad revision 'HEAD'", "ambiguous argument 'HEAD'", "does not have any commits yet")
+# The advice after git's own words, where git cannot read the repository (a config file, packed-refs, an object)
+_GIT_SAID = "fix what git reports (a file it cannot read names its cause), then run again"
+
 # What to do instead, per command: only options that command has.
 _BARE_HINTS = {
     "apply": "use --commit REV --worktree DIR to patch a linked worktree, or `patchkit check`, which needs no checkout",
@@ -84,6 +89,13 @@ class GitFailed(Exception):
         self.args_ = list(args)
         self.returncode = returncode
         self.stderr = stderr.strip()
+
+    def said(self) -> str:
+        """What git said, on one line: its warnings name the file and the cause (``unable to access
+        '.git/config': Permission denied``) that its last ``fatal:`` line may not."""
+        lines = [line.strip() for line in self.stderr.splitlines() if line.strip()]
+        lines = [line for line in lines if not line.startswith(("Use '--'", "'git <command>", "hint:"))]
+        return "; ".join(dict.fromkeys(lines)) or f"git exited {self.returncode}"
 
 
 @overload
@@ -228,8 +240,8 @@ class Pending:
 class BlobReader:
     """One persistent ``git cat-file --batch`` process: a thousand blobs, one process start.
 
-    Started with the same allowlisted environment as every other git call
-    (GitPython's persistent process would inherit the caller's GIT_DIR).
+    Started with the same allowlisted environment as every other git call (GitPython's, as fast, passes a
+    caller's GIT_WORK_TREE, GIT_INDEX_FILE and GIT_OBJECT_DIRECTORY on: docs/concepts/architecture.md).
     """
 
     def __init__(self, cwd: Path) -> None:
@@ -401,8 +413,10 @@ def parse_head(pending: Pending) -> tuple[Commit | None, str | None]:
     (None, None) when HEAD is not a commit (an empty repository)."""
     try:
         out = pending.text()
-    except GitFailed:
-        return None, None
+    except GitFailed as exc:
+        if not exc.stderr or any(words in exc.stderr for words in _NO_HEAD):  # HEAD names no commit yet
+            return None, None
+        raise RepoError(f"git cannot read HEAD: {exc.said()}", hint=_GIT_SAID) from None
     line, _, decorations = out.partition("\n")
     if not line.strip():
         return None, None
@@ -452,11 +466,20 @@ class Repo:
                 path,
             )
         except GitFailed as exc:
-            last = exc.stderr.splitlines()[-1] if exc.stderr else "git failed"
+            if "not a git repository" not in exc.stderr:  # a repository git cannot read: its words say why
+                raise RepoError(f"git cannot open {path}: {exc.said()}", hint=_GIT_SAID) from None
+            last = exc.stderr.splitlines()[-1]
             raise RepoError(
                 f"{path} is not a git repository ({last})", hint="pass --repo DIR pointing at a git checkout"
             ) from None
         lines = out.split("\n")
+        if len(lines) < 6 or not lines[1]:
+            # git rev-parse exits 0 when the write to its stdout fails (an I/O error, a full disk)
+            raise RepoError(
+                f"git rev-parse in {path} gave {len(out.splitlines())} of the 6 answers patchkit asked for: "
+                "its output was cut short",
+                hint=f"run the command again; `git -C {path} rev-parse --absolute-git-dir` shows what git says",
+            )
         bare, git_dir, common, shallow, inside, object_format = lines[:6]
         common_p = Path(common) if os.path.isabs(common) else (path / common).resolve()
         root = None
@@ -488,7 +511,13 @@ class Repo:
     # -- revisions ---------------------------------------------------------
 
     def resolve(self, rev: str) -> str:
-        out = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}", check=False).strip()
+        try:
+            out = self.git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}").strip()
+        except GitFailed as exc:
+            if exc.stderr:  # --quiet says nothing about an unknown name: this is git unable to read the repository
+                where = self.root or self.git_dir
+                raise RepoError(f"git cannot read {rev!r} in {where}: {exc.said()}", hint=_GIT_SAID) from None
+            out = ""
         if not out:
             hint = "check the name with `git log --oneline`"
             if self.is_shallow:
@@ -554,6 +583,17 @@ class Repo:
         if int(self.git("rev-list", "--count", f"{newer}..{older}").strip() or 0):
             return None
         return int(self.git("rev-list", "--count", f"{older}..{newer}").strip() or 0)
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Whether ``older`` is ``newer`` or one of its ancestors (``git merge-base --is-ancestor``: no count,
+        no walk past the merge base).  Unknown revisions raise ``GitFailed``: resolve them first."""
+        try:
+            self.git("merge-base", "--is-ancestor", older, newer)
+        except GitFailed as exc:
+            if exc.returncode == 1:
+                return False
+            raise
+        return True
 
     def spawn(self, *args: str, ahead: bool = False) -> Pending:
         return Pending(args, self.root or self.git_dir, ahead=ahead)

@@ -90,6 +90,8 @@ def bench_table(**over: Any) -> dict[str, Any]:
         "warmup": 1,
         "repeat": 2,
         "stop_grace": 3,
+        # verify_ms (server-log) is printed before each reply, never after a run: no wait for a late line
+        "log_wait": 0,
         "env": {"PATCHKIT_EAGLE3_VERIFY_TIMING": "1", "NCCL_MIN_NCHANNELS": "4"},
         # the probe's accounting: the stand-ins run from this checkout, not from the tree or an install
         "allow_stray": [f"{STANDIN}/*"],

@@ -298,7 +298,7 @@ def rich_off_terminal(stream: Any) -> Any:
     unwrapped): the reference that patchkit's rich-free output is held to."""
     from rich.console import Console
 
-    from patchkit.render import UNWRAPPED_WIDTH
+    from patchkit.views.console import UNWRAPPED_WIDTH
 
     return Console(
         file=stream,

@@ -316,8 +316,8 @@ def test_the_bisect_output_names_the_outlier_the_spread_and_the_second_step() ->
     from helpers import rich_off_terminal
 
     from patchkit.bench.stats.search import Measurement, bisect
-    from patchkit.commands._bench_output import show_bisect
     from patchkit.git import Commit
+    from patchkit.views.bisect import show_bisect
 
     line = [Commit(f"{i:040x}", (f"{i - 1:040x}",) if i else (), "t <t@x>", "2026-01-01", f"c{i}") for i in range(64)]
     launched: dict[int, int] = {}
@@ -349,13 +349,14 @@ def test_the_hunts_own_spread_is_not_shrunk_by_a_small_prior() -> None:
     """Residuals that scatter 2 %, weighed first at a prior's 0.5 %: most lie beyond four of the prior's spreads,
     where the mixture calls a launch an outlier.  The hunt's own estimate must still come out near 2 % (weighed at
     the residuals' robust scale), or a stale prior would hide itself from the very check meant to catch it."""
-    from patchkit.bench.stats import hunt as hunt_module
+    from patchkit.bench.stats.hunt.likelihood import responsibilities
+    from patchkit.bench.stats.hunt.sigma import fit_spread
 
     rng = random.Random(7)
     resid = np.array([rng.gauss(0.0, 0.02) for _ in range(40)])
-    weights = hunt_module._responsibilities(resid, 0.005)  # what EM hands over at the prior's spread
+    weights = responsibilities(resid, 0.005)  # what EM hands over at the prior's spread
     assert float(weights.sum()) < 35  # the premise: at the prior's spread several launches look like outliers
-    _, spread = hunt_module._spread(resid, weights, Noise(sigma=0.005, df=9), 0.0, 2, 0.005)
+    _, spread = fit_spread(resid, weights, Noise(sigma=0.005, df=9), 0.0, 2, 0.005)
     assert spread.hunt is not None and 0.015 < spread.hunt < 0.026
     assert spread.stale and spread.sigma > 0.015
 

@@ -253,7 +253,7 @@ def test_progress_lines_off_a_terminal_say_health_at_most_every_30_seconds(monke
     import io
     import time
 
-    from patchkit.commands._bench_output import ProgressLines
+    from patchkit.views.progress import ProgressLines
 
     clock = [100.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
@@ -293,7 +293,7 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
     landed on and whatever host submitted them: noise stores, compare, bisect and report look up that key."""
     from pathlib import Path
 
-    from patchkit.bench.execution.executor import SlurmOptions
+    from patchkit.bench.execution.slurm import SlurmOptions
     from patchkit.bench.records.store import Store
     from patchkit.commands.compare import noise_priors
 
@@ -312,7 +312,7 @@ def test_the_noise_prior_is_keyed_where_the_launches_run(tmp_path):
 
 
 def test_a_slurm_job_that_never_ran_says_its_state_not_a_node():
-    from patchkit.commands._bench_output import slurm_where
+    from patchkit.views.bench import slurm_where
 
     never = record(1, outcome="interrupted", reason="x", executor={"job_id": "43_1", "state": "CANCELLED"})
     assert slurm_where(never) == " (Slurm job 43_1, CANCELLED before it ran)"
@@ -327,9 +327,10 @@ def test_the_shared_launch_loop_says_how_it_ended(monkeypatch, tmp_path):
     local launches are a batch of the store's ledger: the same command run again reads back what was stored,
     in its place, and launches the interrupted one and the rest; once done, the batch is finished."""
     import patchkit.bench.execution.launches as launches
-    from patchkit.bench.execution.executor import LocalExecutor, SlurmExecutor
     from patchkit.bench.execution.launches import BenchArgs, launch
+    from patchkit.bench.execution.local import LocalExecutor
     from patchkit.bench.execution.session import Interrupted
+    from patchkit.bench.execution.slurm import SlurmExecutor
     from patchkit.bench.records.store import Store
 
     commits = line(3)

@@ -25,8 +25,9 @@ import pytest
 from bench_helpers import build_history, write_bench_kit
 from helpers import patchkit_script
 
-from patchkit.bench.execution.cluster import begin_batch
-from patchkit.bench.execution.executor import LocalExecutor, Task
+from patchkit.bench.execution.executor import Task
+from patchkit.bench.execution.ledger import begin_batch
+from patchkit.bench.execution.local import LocalExecutor
 from patchkit.bench.records.store import Store
 from patchkit.commands.runs import pending_rows
 
@@ -120,7 +121,8 @@ def test_a_local_bench_interrupted_then_run_again_launches_only_what_is_not_stor
 KILLED = """
 import sys, time
 from pathlib import Path
-from patchkit.bench.execution.executor import LocalExecutor, Task
+from patchkit.bench.execution.executor import Task
+from patchkit.bench.execution.local import LocalExecutor
 
 from patchkit.bench.records.store import Store
 

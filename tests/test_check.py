@@ -152,7 +152,9 @@ def test_cli_window_view_and_json(model, capsys) -> None:
         "last_good",
         "failed",
         "stats",
+        "since",
     }
+    assert data["since"] is None  # only with --since (tests below)
     assert set(data["windows"][0]) == {"patch", "status", "reason", "count", "first", "last", "message", "hint"}
     assert set(data["stats"]) == {"commits", "distinct_states", "cache_hits", "cache_misses"}
     assert [c["commit"] for c in data["commits"]] == [
@@ -346,7 +348,7 @@ def test_subjects_print_as_written_on_and_off_a_terminal(tmp_path: Path, capsys)
     import io
 
     from patchkit.commands.check import show
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
 
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -382,3 +384,141 @@ def test_subjects_print_as_written_on_and_off_a_terminal(tmp_path: Path, capsys)
     terminal = Terminal()
     show(report, make_console(terminal), "main")
     assert '"[/misc] second' in terminal.getvalue() and "[bold]" in terminal.getvalue()
+
+
+# -- check --since REV: what changed since the last run's tip -------------------------------------------------
+
+
+def since_json(capsys, history, manifest, since: str, tip: str) -> tuple[int, dict]:
+    """``check --since SINCE --commit TIP --json`` (both labels of ``history``)."""
+    argv = ["check", "-m", str(manifest.path), "--repo", str(history.path), "--json"]
+    code = main([*argv, "--since", history[since], "--commit", history[tip]])
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return code, json.loads(captured.out)
+
+
+def test_since_names_the_side_branch_commit_as_explain_does(model, capsys) -> None:
+    """fix..merge: the merge brings the side branch's rename and move, so both patches go APPLY -> FAIL
+    FILE_NOT_FOUND.  Each is named by the side-branch commit where it stopped applying, not by the merge, as
+    `explain` names it: the move for the import, the rename for the hook (CLASS_NOT_FOUND there), whose reason the
+    move then changed.  A required patch newly FAILs: exit 1."""
+    history, manifest, _repo = model
+    code, data = since_json(capsys, history, manifest, "fix", "merge")
+    assert code == 1
+    since = data["since"]
+    assert (since["since"]["commit"], since["tip"]["commit"]) == (history["fix"], history["merge"])
+    assert since["commits"] == 4 and since["failed"] is True and since["strict"] is False
+    assert [c["id"] for c in since["changes"]] == ["typing", "hook"]
+    for change in since["changes"]:
+        assert change["kind"] == "patch" and change["required"] is True and change["newly_failing"] is True
+        assert (change["before"]["status"], change["after"]["status"]) == ("APPLY", "FAIL")
+        assert change["after"]["reason"] == "FILE_NOT_FOUND"
+    typing, hook = since["changes"]
+    assert [c["commit"] for c in typing["changed_by"]] == [history["move"]] and typing["reason_changes"] == []
+    assert [c["commit"] for c in hook["changed_by"]] == [history["rename"]]
+    assert [(c["commit"], c["from"], c["to"]) for c in hook["reason_changes"]] == [
+        (history["move"], "CLASS_NOT_FOUND", "FILE_NOT_FOUND")
+    ]
+    # The range itself is checked whole: --json keeps every commit of fix..merge.
+    assert {c["commit"] for c in data["commits"]} == {history[k] for k in ("rename", "move", "churn2", "merge")}
+    main(
+        [
+            "explain",
+            "-m",
+            str(manifest.path),
+            "hook",
+            "--repo",
+            str(history.path),
+            "--commit",
+            history["merge"],
+            "--json",
+        ]
+    )
+    explained = json.loads(capsys.readouterr().out)
+    assert [i["commit"] for i in explained["introduced_by"]] == [history["rename"]]
+    assert [(c["commit"], c["from"], c["to"]) for c in explained["reason_changes"]] == [
+        (history["move"], "CLASS_NOT_FOUND", "FILE_NOT_FOUND")
+    ]
+
+    code = main(
+        [
+            "check",
+            "-m",
+            str(manifest.path),
+            "--repo",
+            str(history.path),
+            "--since",
+            history["fix"],
+            "--commit",
+            history["merge"],
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith("patchkit check  manifest hooks (") and f'since {history["fix"][:10]} "Fix' in lines[0]
+    assert "typing  APPLY -> FAIL FILE_NOT_FOUND  pkg/model.py  NEWLY FAILING" in lines
+    assert f'  changed by {history["move"]} "Move the model into pkg/models"' in out
+    assert f'  changed by {history["rename"]} "Rename the model class"' in out
+    assert f'  then FILE_NOT_FOUND (was CLASS_NOT_FOUND) from {history["move"][:10]} "Move the model' in out
+    assert lines[-1].startswith(f"FAILED: newly failing at {history['merge'][:10]}: typing FILE_NOT_FOUND, hook ")
+
+
+def test_since_exits_1_only_when_a_required_patch_newly_fails(model, capsys) -> None:
+    history, manifest, _repo = model
+    # edit..fix holds the broken commit (FAIL PARSE_ERROR), but the verdicts at edit and at fix are the same:
+    # nothing changed since the last run, whatever happened between.
+    plain = main(
+        [
+            "check",
+            "-m",
+            str(manifest.path),
+            "--repo",
+            str(history.path),
+            "--range",
+            f"{history['edit']}..{history['fix']}",
+        ]
+    )
+    capsys.readouterr()
+    assert plain == 1
+    code, data = since_json(capsys, history, manifest, "edit", "fix")
+    assert code == 0 and data["failed"] is True  # the range's own verdict is still there
+    assert data["since"]["changes"] == [] and data["since"]["failed"] is False
+    # A fix (FAIL -> APPLY) and a failure that only changed its reason (PARSE_ERROR -> CLASS_NOT_FOUND) are
+    # changes, printed, but neither newly fails.
+    code, data = since_json(capsys, history, manifest, "broken", "rename")
+    assert code == 0
+    changes = {c["id"]: c for c in data["since"]["changes"]}
+    assert (changes["typing"]["before"]["reason"], changes["typing"]["after"]["status"]) == ("PARSE_ERROR", "APPLY")
+    assert changes["hook"]["after"]["reason"] == "CLASS_NOT_FOUND" and changes["hook"]["newly_failing"] is False
+    assert [c["commit"] for c in changes["hook"]["changed_by"]] == [history["rename"]]
+    assert [c["commit"] for c in changes["typing"]["changed_by"]] == [history["fix"]]
+    # REV is the tip: nothing new, nothing changed.
+    code, data = since_json(capsys, history, manifest, "merge", "merge")
+    assert code == 0 and data["since"]["commits"] == 0 and data["since"]["changes"] == []
+    tip = history["merge"]
+    code = main(["check", "-m", str(manifest.path), "--repo", str(history.path), "--since", tip, "--commit", tip])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"no verdict changed between {history['merge'][:10]} and {history['merge'][:10]}." in out
+
+
+def test_since_names_the_merge_when_the_change_comes_from_before_rev(tmp_path: Path, capsys) -> None:
+    """A side branch forked before REV, where the file did not exist yet, is merged after REV taking its
+    tree's absence of the file: walking back from the tip leaves the range with the tip's verdict, so the
+    commit that changed it on the tip's line is the merge."""
+    b = HistoryBuilder(tmp_path / "repo")
+    b.commit("base", "Initial layout", {"README.md": "upstream\n"})
+    b.start_branch("side", "base")
+    b.commit("add", "Add the model", {"pkg/model.py": MODEL_V2})
+    b.commit("side-work", "Work on the side", {"README.md": "side\n"}, branch="side")
+    b.commit("churn", "Tweak", {"pkg/other.py": "X = 1\n"})
+    b.commit("merge", "Merge branch 'side', dropping the model", {"pkg/model.py": None}, merge="side-work")
+    history = b.build()
+    manifest = load_manifest(write_manifest(tmp_path / "m"))
+    code, data = since_json(capsys, history, manifest, "churn", "merge")
+    assert code == 1
+    for change in data["since"]["changes"]:
+        assert change["after"]["reason"] == "FILE_NOT_FOUND" and change["newly_failing"] is True
+        assert [c["commit"] for c in change["changed_by"]] == [history["merge"]]

@@ -422,3 +422,33 @@ def test_human_status_and_validate(tmp_path, capsys):
     table_rows(val.out, IDS)
     assert val.out.rstrip("\n").splitlines()[-1] == "VALID: 4 patches."
     assert ANSI_ESCAPE not in st.out + val.out
+
+
+def test_check_machine_formats_are_plain_whole_lines_at_any_width(tmp_path, monkeypatch):
+    """`check --format github|gitlab` through the console script at 40 columns: no colour, nothing wrapped,
+    the optional patch's WARN a warning (an error under --strict, which also makes the exit 1); the --since
+    view likewise plain."""
+    sc = make(tmp_path)
+    monkeypatch.setenv("COLUMNS", "40")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    base = ("check", "-m", sc.kit.manifest, "--repo", sc.repo)
+    github = run_script(*base, "--format", "github")
+    assert (github.code, github.err) == (0, "")
+    [line] = github.out.splitlines()
+    assert line.startswith("::warning file=pkg/gone.py,title=test%3A opt WARN FILE_NOT_FOUND at ")
+    strict = run_script(*base, "--format", "github", "--strict")
+    assert strict.code == 1 and strict.out.startswith("::error file=pkg/gone.py,")
+    gitlab = run_script(*base, "--format", "gitlab")
+    assert gitlab.code == 0
+    [issue] = json.loads(gitlab.out)
+    assert (issue["check_name"], issue["severity"], issue["location"]) == (
+        "FILE_NOT_FOUND",
+        "minor",
+        {"path": "pkg/gone.py", "lines": {"begin": 1}},
+    )
+    since = run_script(*base, "--since", "HEAD")
+    assert since.code == 0
+    assert since.out.splitlines()[0].startswith("patchkit check  manifest test (sha256:")
+    assert since.out.splitlines()[-1] == f"OK: no required patch newly fails since {head_sha(sc.repo)[:10]}."
+    for out in (github.out, strict.out, gitlab.out, since.out):
+        assert ANSI_ESCAPE not in out

@@ -1,7 +1,7 @@
-"""patchkit.bench.execution.executor with trivial picklable functions: in-process, and on the real test Slurm.
+"""The executors (execution/local.py, slurm.py) with trivial picklable functions: in-process, and on the real Slurm.
 
 The Slurm tests use functions of the standard library (``subprocess.getoutput``,
-``time.sleep``) and ``executor.job_facts``, so what they prove is the
+``time.sleep``) and ``slurm.job_facts``, so what they prove is the
 executor's own work: one array per call, the ledger written before waiting,
 reattaching instead of resubmitting, a cancelled job finishing with its state.
 """
@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from slurm_cluster import SlurmCluster
 
-from patchkit.bench.execution.executor import (
-    LocalExecutor,
+from patchkit.bench.execution.executor import Task
+from patchkit.bench.execution.local import LocalExecutor
+from patchkit.bench.execution.slurm import (
     SlurmExecutor,
     SlurmOptions,
-    Task,
     check_shared_dir,
     job_facts,
     scancel,
@@ -46,8 +46,8 @@ def test_local_executor_runs_in_process_in_order() -> None:
 
 def test_both_executors_answer_the_protocol_place_and_cancel(tmp_path: Path, monkeypatch) -> None:
     """The verbs hold an ``Executor``: where its launches run (the prior's key), and cancel, for both kinds."""
-    import patchkit.bench.execution.executor as executor_module
-    from patchkit.bench.execution.cluster import LOCAL, scheduled_executor
+    import patchkit.bench.execution.slurm as executor_module
+    from patchkit.bench.execution.launches import LOCAL, scheduled_executor
     from patchkit.bench.records.provenance import host_facts
 
     local = LocalExecutor()
@@ -72,7 +72,7 @@ def test_both_executors_answer_the_protocol_place_and_cancel(tmp_path: Path, mon
     class Session:  # the local default needs nothing of the session
         config = None
 
-    monkeypatch.setattr("patchkit.bench.execution.cluster.slurm_options", lambda *a, **k: None)
+    monkeypatch.setattr("patchkit.bench.execution.launches.slurm_options", lambda *a, **k: None)
     assert isinstance(scheduled_executor(Session(), LOCAL, worktree_root=None), LocalExecutor)  # type: ignore[arg-type]
 
 
@@ -157,7 +157,8 @@ sys.exit(1)
 SUBMITTER = """
 import subprocess, sys
 from pathlib import Path
-from patchkit.bench.execution.executor import SlurmExecutor, SlurmOptions, Task
+from patchkit.bench.execution.executor import Task
+from patchkit.bench.execution.slurm import SlurmExecutor, SlurmOptions
 from patchkit.bench.records.store import Store, Submission
 shared = Path(sys.argv[1])
 with Store(shared / "bench.sqlite") as store:
@@ -223,7 +224,7 @@ def slurm_kit(tmp_path: Path, slurm: dict[str, object] | None) -> Path:
 
 
 def test_bench_slurm_table_gives_defaults_and_the_command_line_wins(tmp_path: Path) -> None:
-    from patchkit.bench.execution.cluster import gpus_for, slurm_options
+    from patchkit.bench.execution.slurm import gpus_for, slurm_options
     from patchkit.manifest import load_manifest
 
     shared = tmp_path / "shared"
@@ -303,7 +304,7 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
     what the submission row kept (values, run directory) is what a lost job's record is made of."""
     from types import SimpleNamespace
 
-    from patchkit.bench.execution.cluster import submitted_launch
+    from patchkit.bench.execution.scheduled import submitted_launch
     from patchkit.git import Commit
 
     commit = Commit(sha="a" * 40, parents=(), author="a", date="2026-01-01T00:00:00+00:00", subject="s")
@@ -316,7 +317,7 @@ def test_a_submitted_launch_without_its_pickle_is_known_from_its_submission_row(
 
 
 def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None:
-    from patchkit.bench.execution.executor import raised_reason
+    from patchkit.bench.execution.slurm import raised_reason
 
     text = (
         "Job (task=0) failed during processing with trace:\n----------------------\nTraceback (most recent call "
@@ -330,3 +331,20 @@ def test_a_failed_jobs_reason_is_what_it_raised_not_where_its_logs_are() -> None
     assert raised_reason("Job not requeued because: timed-out and not checkpointable.") == (
         "Job not requeued because: timed-out and not checkpointable."
     )
+
+
+def test_only_the_slurm_modules_import_submitit() -> None:
+    """The layering check names the Slurm executor and the scheduled launches as submitit's only importers
+    (at call time, under ``--executor slurm``): the same import anywhere else, the local executor included,
+    is a violation it reports."""
+    import importlib.util
+
+    tool_path = Path(__file__).resolve().parents[1] / "tools" / "import_graph.py"
+    spec = importlib.util.spec_from_file_location("import_graph", tool_path)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    for module in ("patchkit.bench.execution.slurm", "patchkit.bench.execution.scheduled"):
+        assert tool.boundary(module, "submitit") is not None
+    for module in ("patchkit.bench.execution.local", "patchkit.bench.execution.executor", "patchkit.commands.runs"):
+        assert tool.boundary(module, "submitit") is None

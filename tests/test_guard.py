@@ -569,7 +569,7 @@ def test_out_of_date_optional_patch_fails_too(tree, capsys) -> None:
 
 def test_guard_off_a_terminal_never_imports_rich(capsys, tree: tuple[Path, Path]) -> None:
     """The guard runs before every benchmark: off a terminal it prints its tables without loading rich
-    (``patchkit.render.Grid``, whose plain lines tests/test_render.py holds to rich's)."""
+    (``patchkit.views.grid.Grid``, whose plain lines tests/test_render.py holds to rich's)."""
     repo, manifest = tree
     apply(capsys, repo, manifest)
     probe = (

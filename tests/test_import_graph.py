@@ -43,3 +43,100 @@ def test_the_statistics_may_not_reach_a_process_records_or_execution():
     assert "patchkit.bench.records" in upward["patchkit.bench.stats"]
     assert "patchkit.bench.execution" in upward["patchkit.bench.records"]
     assert "patchkit.commands" in upward["patchkit.engine"] and "patchkit.commands" in upward["patchkit.bench"]
+
+
+def synthetic(tool, sources: dict[str, str]):
+    """A small package tree from source texts: (trees, graph) as the tool builds them from files."""
+    trees = {mod: (Path(mod.replace(".", "/") + ".py"), ast.parse(src)) for mod, src in sources.items()}
+    return trees, {mod: tool.imports(tree) for mod, (_path, tree) in trees.items()}
+
+
+def test_the_statistics_load_only_the_allowlist_and_pure_patchkit_modules():
+    """numpy, scipy and the standard library pass; an unknown library, a socket, a view, and a patchkit module
+    that is impure through its own imports do not."""
+    tool = load_tool()
+    trees, graph = synthetic(
+        tool,
+        {
+            "patchkit.bench.stats.fit": "import numpy\nimport scipy.stats\nfrom patchkit.wording import plural\n"
+            "from patchkit.bench.stats import draw\n",
+            "patchkit.bench.stats.draw": "import math\nfrom patchkit.views.grid import Grid\n",
+            "patchkit.bench.stats.net": "import socket\nimport requests\n",
+            "patchkit.wording": "import re\nfrom patchkit import helpers\n",
+            "patchkit.helpers": "import subprocess\n",
+            "patchkit.views.grid": "",
+        },
+    )
+    assert tool.impure(trees, graph) == [
+        "patchkit.bench.stats.draw -> patchkit.bench.stats.draw -> patchkit.views.grid",
+        "patchkit.bench.stats.fit -> patchkit.bench.stats.draw -> patchkit.views.grid",
+        "patchkit.bench.stats.fit -> patchkit.helpers -> subprocess",
+        "patchkit.bench.stats.net -> patchkit.bench.stats.net -> requests",
+        "patchkit.bench.stats.net -> patchkit.bench.stats.net -> socket",
+    ]
+
+
+def test_the_views_are_imported_only_by_the_front_ends():
+    """The CLI, the verbs and the pytest plugin may import a view; the engine or the guard's API may not.  The
+    plugin is a node of its own, so its import of the guard's view is no guard <-> views cycle, while the
+    guard's API importing it is one."""
+    tool = load_tool()
+    sources = {
+        "patchkit.cli": "from patchkit.views.console import make_console\n",
+        "patchkit.commands.guard": "from patchkit.views.guard import show\n",
+        "patchkit.guard.pytest_plugin": "def render():\n    from patchkit.views.guard import show\n",
+        "patchkit.views.guard": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from patchkit.guard.report import GuardReport\n",
+        "patchkit.guard.report": "",
+        "patchkit.engine.apply": "from patchkit.views.console import say\n",
+    }
+    _trees, graph = synthetic(tool, sources)
+    assert tool.views_outside(graph) == ["patchkit.engine.apply -> patchkit.views.console"]
+    assert tool.cycles(graph) == []
+    _trees, graph = synthetic(tool, {**sources, "patchkit.guard.api": "from patchkit.views.guard import show\n"})
+    assert tool.views_outside(graph)[0] == "patchkit.engine.apply -> patchkit.views.console"
+    assert "patchkit.guard.api -> patchkit.views.guard" in tool.views_outside(graph)
+    assert tool.cycles(graph) == [("patchkit.guard", "patchkit.views")]
+
+
+def test_rich_is_imported_only_by_the_views():
+    """At load time, under TYPE_CHECKING or inside a function: anywhere outside patchkit.views it is reported."""
+    tool = load_tool()
+    trees, _graph = synthetic(
+        tool,
+        {
+            "patchkit.commands.apply": "from rich.console import Console\n",
+            "patchkit.commands.check": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from rich.progress import Progress\n",
+            "patchkit.engine.status": "def f():\n    import rich.text\n",
+            "patchkit.views.console": "def make():\n    from rich.console import Console\n",
+            "patchkit.commands.status": "from patchkit.views.console import Console\n",
+        },
+    )
+    assert tool.rich_outside(trees) == [
+        "patchkit.commands.apply -> rich.console",
+        "patchkit.commands.check -> rich.progress",
+        "patchkit.engine.status -> rich.text",
+    ]
+
+
+def test_a_read_only_verb_loads_no_launch_machinery():
+    """runs loading the executor through the store is reported; show importing it only inside a function (a
+    named cold boundary) and bench (not a read-only verb) loading it are not."""
+    tool = load_tool()
+    trees, _graph = synthetic(
+        tool,
+        {
+            "patchkit.commands.runs": "from patchkit.bench.records import store\n",
+            "patchkit.commands.show": "def pending():\n    from patchkit.bench.execution import executor\n",
+            "patchkit.commands.bench": "import patchkit.bench.execution.executor\n",
+            "patchkit.bench.records.store": "from patchkit.bench.execution.executor import slurm_states\n",
+            "patchkit.bench.execution": "",
+            "patchkit.bench.execution.executor": "import subprocess\n",
+        },
+    )
+    assert tool.read_only_loads(trees) == [
+        "patchkit.commands.runs -> patchkit.bench.execution",
+        "patchkit.commands.runs -> patchkit.bench.execution.executor",
+    ]
+    assert tool.LAUNCH in tool.UPWARD["patchkit.bench.records"]

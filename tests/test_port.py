@@ -847,3 +847,70 @@ def test_group_variant_is_left_alone_while_another_variant_fits(tmp_path: Path, 
     assert ports["bf16-fuse"]["how"] == "unchanged" and ports["bf16-fuse"]["reason"] == "OTHER_VARIANT"
     assert ports["fp8-fuse"]["how"] == "unchanged" and ports["fp8-fuse"]["status"] == "APPLY"
     assert data["files"] == [] and manifest_bytes(kit) == before  # the group already covers the target
+
+
+# -- the carrying's bound at one commit is said, not silent ----------------------------------------------------------
+
+
+def test_the_carry_bound_at_one_commit_is_reported(tmp_path: Path, capsys: Any) -> None:
+    """17 functions move to a new file at one commit: each is one carry, and port stops carrying at 16. The
+    patch left is not carried, and the plan says the bound stopped it, not a verdict of its own."""
+    many = "python/sglang/srt/layers/many.py"
+    moved = "python/sglang/srt/layers/moved.py"
+    body = "".join(f"def f{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(17))
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add the helpers", {many: '"""Helpers."""\n\n\n' + body}),
+            ("mv", "Move the helpers to moved.py", {many: '"""Helpers."""\n', moved: body}),
+        ],
+    )
+    insert = {"op": "insert", "file": many, "position": "after", "source": src("double.py"), "body_of": "double"}
+    kit = Kit(tmp_path / "kit")
+    kit.write(
+        [{**insert, "id": f"p{i}", "function": f"f{i}", "anchor": f"y = x + {i}"} for i in range(17)],
+        {"double.py": "def double(y):\n    y = y * 2\n"},
+    )
+    before = manifest_bytes(kit)
+    code, data = port_json(capsys, kit, history.path, history["mv"])
+    assert code == 1 and data["refused"] and manifest_bytes(kit) == before
+    ports = by_patch(data)
+    assert all(ports[f"p{i}"]["how"] == "moved" for i in range(16))
+    assert ports["p16"]["how"] == "failed" and ports["p16"]["failed_at"] == history["mv"]
+    assert "bound of 16 carries at one commit was reached" in ports["p16"]["message"]
+    assert [(b["commit"], b["carries"], b["patches"]) for b in data["bound_reached"]] == [(history["mv"], 16, ["p16"])]
+    assert "after 16 carries" in data["bound_reached"][0]["message"]
+    shown = run_cli(capsys, "port", "-m", kit.manifest, "--repo", history.path, "--to", history["mv"])
+    assert shown.code == 1 and "carries at one commit" in " ".join(shown.out.split())
+
+
+def test_port_names_no_op() -> None:
+    """What an op is to port lives with the op (``port_traits``): no module of port/ names an op, imports an
+    op's module, or decides by a patch's op name; every op declares its traits in its own class."""
+    from patchkit.operations import MODULES, registry
+
+    op_modules = {f"patchkit.operations.{module}" for module, _cls in MODULES.values()}
+    port_dir = Path(__file__).resolve().parents[1] / "patchkit" / "port"
+    for path in sorted(port_dir.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        named = [name for name in MODULES if "-" in name and name in text]
+        assert named == [], f"{path.name} names the ops {named}"
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+                assert not set(modules) & op_modules, f"{path.name}:{node.lineno} imports an op's module"
+            if isinstance(node, (ast.Compare, ast.Dict, ast.Subscript)):  # an op name read to decide or look up
+                values = {ast.Compare: lambda n: [n.left, *n.comparators], ast.Dict: lambda n: n.keys,
+                          ast.Subscript: lambda n: [n.slice]}[type(node)](node)  # fmt: skip
+                for sub in (s for value in values if value is not None for s in ast.walk(value)):
+                    assert not (isinstance(sub, ast.Attribute) and sub.attr == "op_name"), (
+                        f"{path.name}:{node.lineno} decides by a patch's op name"
+                    )
+            key = node.slice if isinstance(node, ast.Subscript) else None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+                key = node.args[0] if node.args else None
+            assert not (isinstance(key, ast.Constant) and key.value == "op"), f"{path.name}:{node.lineno} reads an op"
+    for name, cls in registry().items():
+        assert "port_traits" in vars(cls), f"{name} does not declare its port traits"
+        traits = cls.port_traits
+        assert not traits.follows or traits.key, f"{name}: port follows its {traits.anchor.value} by a key"

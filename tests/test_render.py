@@ -9,8 +9,10 @@ import pytest
 from helpers import rich_off_terminal
 from rich.console import Console
 
-from patchkit.render import Grid, PlainConsole, emit, make_console, results_table, write_pieces
 from patchkit.results import PatchResult, Reason, Status
+from patchkit.views.console import PlainConsole, emit, make_console, write_pieces
+from patchkit.views.grid import Grid
+from patchkit.views.patches import results_table
 
 
 def rich_lines(grid: Grid) -> list[str]:

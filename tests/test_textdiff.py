@@ -7,7 +7,7 @@ import random
 import pytest
 
 from patchkit.capture.textdiff import count_changes, unified_diff
-from patchkit.operations.diff import match_hunks, parse_diff, splice_hunks, split_lines
+from patchkit.operations.hunks import match_hunks, parse_diff, splice_hunks, split_lines
 
 CASES = [
     ("a\nb\nc\n", "a\nB\nc\n"),

@@ -1,9 +1,11 @@
 """Print patchkit's module import graph and check its shape; exit status 1 on any violation.
 
-Reads the source with ast.  Four rules:
+Reads the source with ast.  The rules:
 
 1. No package-level two-way cycle (imports under ``if TYPE_CHECKING:`` count
-   too: a cycle there still ties the packages together).
+   too: a cycle there still ties the packages together).  A front end that
+   lives inside a lower package (``FRONT_ENDS``: the pytest plugin in
+   ``guard/``) is a node of its own, at the top of the graph.
 2. No arrow back up: the lower layers (``sources/``, ``manifest/``,
    ``guard/``) never import the layers built on them; nothing but the CLI
    imports ``commands/``; inside ``bench/``, the statistics (``stats/``)
@@ -11,9 +13,17 @@ Reads the source with ast.  Four rules:
    import ``execution/``.
 3. A function-local import only at a named cold boundary (``BOUNDARIES``):
    anywhere else it hides a dependency, so it goes to the top of the module.
-4. The statistics stay pure: no module that ``bench/stats/`` loads (its own
-   imports and theirs, through patchkit) imports a process, a database or a
-   scheduler (``PURE_FORBIDS``).
+4. The statistics stay pure: every module that ``bench/stats/`` loads (its own
+   imports and theirs, through patchkit) imports only the standard library
+   less ``PURE_FORBIDS`` (processes, databases, sockets), ``PURE_THIRD_PARTY``
+   (numpy, scipy) and patchkit modules that are pure by the same rule, and
+   never a view (``PURE_NEVER``: no rendering).
+5. The views are printed from the front ends only: ``patchkit.views`` is
+   imported by ``FRONT_ENDS`` (the CLI, the verbs, the pytest plugin) and by
+   itself, by nothing else.
+6. rich is imported only under ``patchkit.views``.
+7. A read-only verb (``READ_ONLY_VERBS``: show, runs, compare, report) loads
+   nothing of ``bench.execution``, the launch machinery, when it is imported.
 
     python tools/import_graph.py [--quiet]
 """
@@ -43,12 +53,14 @@ UPWARD = {
         (
             "patchkit.engine",
             "patchkit.bench",
+            "patchkit.views",
             "patchkit.capture",
             "patchkit.port",
             "patchkit.proof",
             "patchkit.report",
             "patchkit.operations",
             "patchkit.demo",
+            "patchkit.ci",
         ),
         ("patchkit.commands", "patchkit.cli"),
     ),
@@ -58,8 +70,32 @@ UPWARD = {
 """package -> the packages above it, which it must not import."""
 
 PURE = "patchkit.bench.stats"
-PURE_FORBIDS = ("subprocess", "psutil", "sqlite3", "submitit", "multiprocessing")
-"""What nothing the statistics load may import: they are functions of numbers, tested by calling them."""
+PURE_THIRD_PARTY = ("numpy", "scipy")
+PURE_FORBIDS = ("subprocess", "sqlite3", "multiprocessing", "concurrent", "socket", "asyncio", "pty", "curses")
+PURE_NEVER = ("patchkit.views",)
+"""What the statistics may load: the standard library less PURE_FORBIDS, PURE_THIRD_PARTY, and patchkit's own
+modules that are pure by the same rule, never PURE_NEVER.  They are functions of numbers, tested by calling
+them: no process, no database, no rendering."""
+
+VIEWS = "patchkit.views"
+RICH = "rich"
+FRONT_ENDS = {
+    "patchkit.cli": "the command line: it makes the console every verb prints on",
+    "patchkit.commands": "the verbs: each prints its result for a person (or --json)",
+    "patchkit.guard.pytest_plugin": "pytest's front end: it stops a session with the guard's report, printed as "
+    "`patchkit guard` prints it; it lives in guard/ because its path is the public pytest11 entry point and "
+    "the home of REPORT_KEY, and nothing imports it",
+}
+"""The modules that print for a person, and so may import the views: the top of the graph."""
+
+LAUNCH = "patchkit.bench.execution"
+READ_ONLY_VERBS = (
+    "patchkit.commands.show",
+    "patchkit.commands.runs",
+    "patchkit.commands.compare",
+    "patchkit.commands.report",
+)
+"""Verbs that only read the store and the repository: importing one loads nothing of LAUNCH."""
 
 # (importing module or package, imported module or package, why the import waits): a prefix matches
 # itself and everything under it; "*" is any patchkit module; "PACKAGE.__init__" names that package's
@@ -82,7 +118,7 @@ BOUNDARIES = (
         "files' changes meanwhile (engine/range_check.py)",
     ),
     ("*", "libcst", "libcst: only what edits a file parses with it; an analysis never does"),
-    ("*", "rich", "rich: only what prints a table for a person"),
+    ("patchkit.views", "rich", "rich: only what prints for a person on a terminal; off one the views print plain text"),
     ("*", "scipy", "scipy: only a comparison of bench runs"),
     ("*", "patchkit.bench.stats.verdict", "the launch verdict loads scipy: only where a comparison is made"),
     (
@@ -92,8 +128,15 @@ BOUNDARIES = (
     ),
     ("patchkit.commands.bench", "patchkit.commands.compare", "bench --without: the noise priors compare reads"),
     ("*", "plotext", "plotext: only `runs --plot`"),
-    ("*", "submitit", "submitit: only `--executor slurm`"),
-    ("patchkit.commands.runs", "patchkit.report.terminal", "the terminal plot (plotext): only `runs --plot`"),
+    ("patchkit.bench.execution.slurm", "submitit", "submitit: only `--executor slurm` (the Slurm executor)"),
+    ("patchkit.bench.execution.scheduled", "submitit", "submitit: only `--executor slurm` (a job's spec read back)"),
+    ("patchkit.commands.runs", "patchkit.views.plot", "the terminal plot (plotext): only `runs --plot`"),
+    (
+        "patchkit.commands.runs",
+        LAUNCH,
+        "`runs --pending` asks Slurm for its jobs' states (the Slurm executor's squeue/sacct): only --pending loads "
+        "the launch machinery, plain `runs` reads the store",
+    ),
     (
         "patchkit.commands.guard",
         "patchkit.commands.guard_site",
@@ -116,6 +159,21 @@ BOUNDARIES = (
     ("patchkit.engine.pool", "concurrent.futures", "worker processes: only when a cold range check starts them"),
     ("patchkit.git", "fcntl", "growing a pipe: POSIX only, and only for a git process started ahead"),
     ("patchkit.git", "tempfile", "merge_texts' scratch files: only port's three-way merges"),
+    (
+        "patchkit.commands.check_ci",
+        "patchkit.ci",
+        "check --junit / --format github|gitlab: the CI formats, only when asked",
+    ),
+    (
+        "patchkit.commands.check_ci",
+        "patchkit.engine",
+        "check --since and --junit: the engine loads after git has started listing the range (engine/range_check.py)",
+    ),
+    (
+        "patchkit.commands.check_ci",
+        "patchkit.manifest",
+        "check --since: a bad manifest is reported before a bad --since, as RangeCheck.load does",
+    ),
     ("patchkit.commands.guard", "patchkit.guard.combined", "guard -m M --site: the tree and site checks together"),
     ("patchkit.commands.guard", "patchkit.proof.sitecheck", "guard --site: the site scan, only when asked"),
     ("patchkit.proof.site.sitecustomize", "time", "the probe's full-disk path: only when a write failed"),
@@ -210,17 +268,78 @@ def loaded(start: str, graph: dict[str, set[str]]) -> set[str]:
 
 
 def impure(trees: dict[str, tuple[Path, ast.Module]], graph: dict[str, set[str]]) -> list[str]:
-    """``stats module -> via module -> forbidden import`` for every way the statistics reach a process."""
+    """``stats module -> via module -> import`` for every import outside the statistics' allowlist that loading
+    a module of theirs runs: a process, a database, an unknown library, a view."""
     at_load = {mod: load_time_imports(tree) for mod, (_path, tree) in trees.items()}
     out = []
     for mod in sorted(m for m in graph if under(m, PURE)):
         for via in sorted(loaded(mod, at_load)):
-            out.extend(
-                f"{mod} -> {via} -> {name}"
-                for name in sorted(at_load[via])
-                if any(name == bad or name.startswith(bad + ".") for bad in PURE_FORBIDS)
-            )
+            bad = {name for name in at_load[via] if not pure_import(name)}
+            # `from a import b` loads a and may load a.b: name a, not both
+            out.extend(f"{mod} -> {via} -> {name}" for name in sorted(bad) if name.rpartition(".")[0] not in bad)
     return out
+
+
+def pure_import(name: str) -> bool:
+    """Whether the statistics may load ``name``: the standard library less PURE_FORBIDS, numpy, scipy, and
+    patchkit's own modules (each checked in its turn, as the closure reaches it) other than PURE_NEVER."""
+    if not name:  # `from . import x`: patchkit's own
+        return True
+    if name == "patchkit" or name.startswith("patchkit."):
+        return not any(under(name, never) for never in PURE_NEVER)
+    top = name.split(".")[0]
+    if top in PURE_THIRD_PARTY:
+        return True
+    return top in sys.stdlib_module_names and not any(name == bad or name.startswith(bad + ".") for bad in PURE_FORBIDS)
+
+
+def front_end(module: str) -> bool:
+    return any(under(module, front) for front in FRONT_ENDS)
+
+
+def views_outside(graph: dict[str, set[str]]) -> list[str]:
+    """``module -> view`` for every import of the views by a module that is neither a view nor a front end."""
+    return [
+        f"{mod} -> {dep}"
+        for mod, deps in sorted(graph.items())
+        if not under(mod, VIEWS) and not front_end(mod)
+        for dep in sorted(deps)
+        if under(dep, VIEWS)
+    ]
+
+
+def rich_outside(trees: dict[str, tuple[Path, ast.Module]]) -> list[str]:
+    """``module -> rich...`` for every import of rich outside the views (under TYPE_CHECKING too)."""
+    return [
+        f"{mod} -> {name}"
+        for mod, (_path, tree) in sorted(trees.items())
+        if not under(mod, VIEWS)
+        for name in sorted(all_imports(tree))
+        if name == RICH or name.startswith(RICH + ".")
+    ]
+
+
+def read_only_loads(trees: dict[str, tuple[Path, ast.Module]]) -> list[str]:
+    """``verb -> module`` for every module of the launch machinery that importing a read-only verb loads."""
+    at_load = {mod: load_time_imports(tree) for mod, (_path, tree) in trees.items()}
+    return [
+        f"{verb} -> {mod}"
+        for verb in READ_ONLY_VERBS
+        if verb in at_load
+        for mod in sorted(loaded(verb, at_load))
+        if under(mod, LAUNCH)
+    ]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """The package pairs that import each other (a front end inside a package is a node of its own)."""
+    edges: dict[str, set[str]] = {}
+    for mod, deps in graph.items():
+        for dep in deps:
+            if package(dep) != package(mod):
+                edges.setdefault(package(mod), set()).add(package(dep))
+    pairs = {(min(a, b), max(a, b)) for a, bs in edges.items() for b in bs if a in edges.get(b, set())}
+    return sorted(pairs)
 
 
 def local_imports(tree: ast.Module) -> list[tuple[int, str]]:
@@ -257,6 +376,10 @@ def boundary(importer: str, name: str) -> str | None:
 
 
 def package(module: str) -> str:
+    """The node of the package-level graph: ``patchkit.X``, or a front end that lives inside a lower package."""
+    for front in FRONT_ENDS:
+        if front.count(".") > 1 and under(module, front):
+            return front
     return ".".join(module.split(".")[:2])
 
 
@@ -267,13 +390,8 @@ def main(argv: list[str]) -> int:
     if not quiet:
         for mod, deps in sorted(graph.items()):
             print(f"{mod} -> {', '.join(sorted(deps)) or '-'}")
-    edges: dict[str, set[str]] = {}
-    for mod, deps in graph.items():
-        for dep in deps:
-            if package(dep) != package(mod):
-                edges.setdefault(package(mod), set()).add(package(dep))
-    cycles = sorted({tuple(sorted((a, b))) for a, bs in edges.items() for b in bs if a in edges.get(b, set())})
-    for a, b in cycles:
+    found_cycles = cycles(graph)
+    for a, b in found_cycles:
         print(f"CYCLE: {a} <-> {b}")
     upward = [
         (mod, dep)
@@ -294,12 +412,22 @@ def main(argv: list[str]) -> int:
     dirty = impure(trees, graph)
     for where in dirty:
         print(f"IMPURE STATISTICS: {where}")
+    viewers = views_outside(graph)
+    for where in viewers:
+        print(f"VIEWS outside a front end: {where}")
+    richer = rich_outside(trees)
+    for where in richer:
+        print(f"RICH outside the views: {where}")
+    launching = read_only_loads(trees)
+    for where in launching:
+        print(f"READ-ONLY VERB loads the launch machinery: {where}")
     print(
-        f"{len(cycles)} package-level two-way cycle(s), {len(upward)} upward import(s), "
+        f"{len(found_cycles)} package-level two-way cycle(s), {len(upward)} upward import(s), "
         f"{len(unnamed)} function-local import(s) outside a named boundary, "
-        f"{len(dirty)} impure import(s) under {PURE}"
+        f"{len(dirty)} impure import(s) under {PURE}, {len(viewers)} view import(s) outside a front end, "
+        f"{len(richer)} rich import(s) outside the views, {len(launching)} launch module(s) a read-only verb loads"
     )
-    return 1 if cycles or upward or unnamed or dirty else 0
+    return 1 if found_cycles or upward or unnamed or dirty or viewers or richer or launching else 0
 
 
 if __name__ == "__main__":

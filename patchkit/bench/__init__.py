@@ -7,9 +7,9 @@ Three sub-packages, one job each, so that the folder shows where "how a launch r
   ``search``, ``plan``, ``outcome``), each returning a frozen report.  They import nothing from
   the other two, nor any process, database or scheduler: a test calls them with numbers.
 * ``records``: what a launch leaves behind and reading it (``record``, ``metrics``,
-  ``provenance``, ``store``, ``runview``, ``hygiene``, ``compare``, ``aa``).  Built on ``stats``.
-* ``execution``: how a launch runs (``executor``, ``cluster``, ``job``, ``prepare``,
-  ``session``, ``launches``, ``bisecting``, ``smi``).  Built on both.
+  ``provenance``, ``store``, ``runview``, ``hygiene``, ``compare``, ``aa``, ``rows``).  Built on ``stats``.
+* ``execution``: how a launch runs (``executor``, ``local``, ``slurm``, ``ledger``, ``scheduled``,
+  ``job``, ``prepare``, ``session``, ``launches``, ``bisecting``, ``smi``).  Built on both.
 
 Layers, bottom up: ``stats`` < ``records`` < ``execution``; nothing here imports
 ``patchkit.commands`` (``tools/import_graph.py`` checks all three).  The verbs live in

@@ -18,7 +18,7 @@ from pathlib import Path
 from patchkit.capture.core import CaptureReport, capture
 from patchkit.errors import RefusedError, UsageError
 from patchkit.git import GitFailed, Repo
-from patchkit.operations.diff import Mismatch, match_hunks, parse_diff, split_lines
+from patchkit.operations.hunks import Mismatch, match_hunks, parse_diff, split_lines
 from patchkit.written import Written
 
 _FILE_START = re.compile(rb"^(diff --git |--- )", re.M)

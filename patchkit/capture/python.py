@@ -36,12 +36,11 @@ import textwrap
 from dataclasses import dataclass
 
 from patchkit.capture.textdiff import unified_diff
-from patchkit.operations.diff import split_lines
 from patchkit.operations.digests import canon, digest
-from patchkit.operations.edit_function import function_lines
 from patchkit.operations.edit_imports import block_lines
 from patchkit.operations.edit_statement import is_main_block, statement_lines
 from patchkit.operations.ensure_import import items_of
+from patchkit.operations.hunks import function_lines, split_lines
 from patchkit.operations.lookup import (
     DEF_KINDS,
     FunctionNode,

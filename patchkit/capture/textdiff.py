@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 
-from patchkit.operations.diff import split_lines
+from patchkit.operations.hunks import split_lines
 
 NO_NEWLINE = "\\ No newline at end of file\n"
 

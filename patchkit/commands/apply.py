@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.capture.textdiff import unified_diff
 from patchkit.commands._common import open_inputs
@@ -11,10 +11,14 @@ from patchkit.engine.commit_apply import apply_at_commit
 from patchkit.engine.groups import group_results
 from patchkit.errors import ExitCode, UsageError
 from patchkit.manifest import manifest_arg
-from patchkit.render import emit, groups_table, header, print_json, results_table
 from patchkit.results import Status
+from patchkit.views.console import emit, print_json
+from patchkit.views.patches import groups_table, header, results_table
 from patchkit.wording import plural
 from patchkit.written import Written
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def apply(

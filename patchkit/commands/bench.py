@@ -11,9 +11,9 @@ to the first commit's (same profile and metric).  Ctrl-C or SIGTERM stores the
 run in progress as ``interrupted`` and ends with 130; the same command run
 again resumes the batch: what was stored is read back, the rest launched
 (``execution.launches.run_here``), unless ``--fresh``: a new batch, every
-launch run again, the unfinished one set aside (``cluster.begin_batch``).
+launch run again, the unfinished one set aside (``ledger.begin_batch``).
 
-``--executor slurm`` (``bench.cluster``): every launch is a Slurm job instead,
+``--executor slurm`` (``execution.scheduled``): every launch is a Slurm job instead,
 submitted as one array after the refused commits are stored; the records come
 back in the same order, and Ctrl-C stops only the waiting.  The launches
 themselves, local or Slurm, are ``patchkit.bench.execution.launches.launch``.
@@ -44,26 +44,23 @@ from patchkit.bench.execution.launches import (
 from patchkit.bench.execution.session import Session
 from patchkit.bench.records.hygiene import report as gpu_report
 from patchkit.bench.records.record import Outcome, RunRecord
-from patchkit.commands._bench_output import (
+from patchkit.bench.records.rows import table_rows
+from patchkit.errors import ExitCode, UsageError
+from patchkit.views.bench import (
     SUBMITTER_INTERRUPTED,
     explain_lines,
     launch_note,
-    progress,
     record_printer,
     results_table,
-    say,
     show_gpu_hygiene,
-    show_table,
-    table_rows,
 )
-from patchkit.errors import ExitCode, UsageError
-from patchkit.render import print_json
+from patchkit.views.console import emit, print_json, say
+from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from patchkit.bench.records.without import Evidence
     from patchkit.git import Commit
+    from patchkit.views.console import Console
 
 
 def bench(
@@ -121,7 +118,7 @@ def bench(
                 }
             )
         else:
-            show_table(console, results_table(rows))
+            emit(console, results_table(rows))
             for record in records:
                 for line in explain_lines(record):
                     say(console, line)

@@ -16,7 +16,7 @@ range it could not narrow with why.  The ``patchkit noise`` spread of where
 the launches run (this host, or the Slurm partition), for the profile and
 metric, is the prior.  ``--slots K`` probes K commits per round; the local
 executor has one slot, so K > 1 needs ``--executor slurm`` (each round one
-job array, ``bench.cluster.ScheduledRounds``; without ``--slots``,
+job array, ``execution.scheduled.ScheduledRounds``; without ``--slots``,
 ``[bench.slurm].slots``).
 
 ``--budget N`` caps the launches of the whole search (default
@@ -43,22 +43,15 @@ from typing import TYPE_CHECKING
 from patchkit.bench.execution.bisecting import BisectPlan, Rule, check_ends, check_slots, plan_bisect, plan_costs
 from patchkit.bench.execution.launches import BenchArgs, measuring, open_bench
 from patchkit.bench.execution.session import Interrupted
-from patchkit.commands._bench_output import (
-    SUBMITTER_INTERRUPTED,
-    bisect_header,
-    launch_note,
-    progress,
-    say,
-    show_bisect,
-    show_gpu_hygiene,
-    step_printer,
-)
 from patchkit.errors import ExitCode
-from patchkit.render import print_json
 from patchkit.report.documents import save_latest_bisect
+from patchkit.views.bench import SUBMITTER_INTERRUPTED, launch_note, show_gpu_hygiene
+from patchkit.views.bisect import bisect_header, show_bisect, step_printer
+from patchkit.views.console import print_json, say
+from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def bisect(

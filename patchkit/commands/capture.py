@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from patchkit.capture.core import CaptureReport, summarize
 from patchkit.capture.core import capture as run_capture
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.render import emit, print_json
+from patchkit.views.console import emit, print_json
+from patchkit.views.grid import Grid
 from patchkit.wording import plural
 from patchkit.written import Written
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def capture(
@@ -40,9 +42,9 @@ def show(report: CaptureReport, *, json_out: bool, console: Console, verb: str) 
         print_json({**report.to_json(), "command": verb})
         return
     console.print(f"patchkit {verb}  {report.name}  against {report.base.sha} {report.base.subject!r}", markup=False)
-    table = Table(box=None, header_style="bold", pad_edge=False)
+    table = Grid()
     for column in ("file", "change", "chosen op", "why"):
-        table.add_column(column, overflow="fold")
+        table.add_column(column, whole=column == "chosen op", prose=column == "why")
     for row in summarize(report.patches):
         table.add_row(*row)
     emit(console, table)

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from patchkit.commands.check_ci import Outputs, show_since, strict_note, with_since
+from patchkit.commands.check_ci import start as start_since
 from patchkit.engine.range_check import RangeCheck
-from patchkit.errors import ExitCode
 from patchkit.git import Commit
-from patchkit.render import STATUS_STYLE, Piece, make_console, print_indented, write_pieces
 from patchkit.results import Status
+from patchkit.views.console import print_indented, write_pieces
+from patchkit.views.grid import Piece
+from patchkit.views.patches import STATUS_STYLE
+from patchkit.views.progress import RangeProgress
 from patchkit.wording import plural
 
 if TYPE_CHECKING:  # rich is imported where a table is printed: a warm `check --json` never needs it
-    from rich.console import Console
-    from rich.progress import Progress, TaskID
-
     from patchkit.engine.check import CheckReport, GroupWindow, Window
     from patchkit.results import GroupResult, PatchResult
+    from patchkit.views.console import Console
 
 
 def check(
@@ -32,21 +34,36 @@ def check(
     progress: bool | None,
     console: Console | None,
     jobs: int | None = None,
+    output_format: str = "table",
+    junit: str | None = None,
+    since: str | None = None,
+    strict: bool = False,
 ) -> int:
-    """``console``: where the table goes (None with ``json_out``).
+    """``console``: where the table goes (None with ``json_out`` or a machine ``output_format``).
 
-    ``RangeCheck`` keeps the order that lets git walk while Python loads.
+    ``RangeCheck`` keeps the order that lets git walk while Python loads.  The CI outputs (``--format``,
+    ``--junit``, ``--since``, ``--strict``) are ``check_ci``'s, views of the same report.
     """
-    range_check = RangeCheck.start(repo, ranges)
+    outputs = Outputs.take(output_format, json_out, junit, strict)
+    opened, ranges, commits, planned = start_since(repo, since, ranges, commits, manifest)
+    range_check = RangeCheck.start(opened, ranges)
     range_check.load(manifest)
-    with _progress(progress) as tick:
+    with RangeProgress(progress) as tick:
         report = range_check.run(commits=commits, use_cache=not no_cache, progress=tick, jobs=jobs)
-    if json_out:
+    report = with_since(report, range_check, planned, outputs, use_cache=not no_cache)
+    text = outputs.write(report)
+    if outputs.format == "json":
         write_chunks([*report.json_chunks(), "\n"])
+    elif text is not None:
+        write_chunks([text])
+    elif report.since is not None:
+        assert console is not None
+        show_since(report, console)
     else:
         assert console is not None
         show(report, console, " ".join(list(ranges) + list(commits)) or "HEAD")
-    return int(ExitCode.REFUSED if report.failed else ExitCode.OK)
+        strict_note(report, outputs, console)
+    return outputs.exit_code(report)
 
 
 def write_chunks(chunks: Sequence[str]) -> None:
@@ -73,44 +90,6 @@ def write_chunks(chunks: Sequence[str]) -> None:
             data = encoded[id(chunk)] = chunk.encode("utf-8")
         binary.write(data)
     binary.flush()
-
-
-class _progress:
-    """A progress bar on stderr for long checks (only on a terminal, unless forced)."""
-
-    def __init__(self, wanted: bool | None) -> None:
-        self.wanted = wanted
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> Callable[[int, int], None] | None:
-        interactive = sys.stderr.isatty()
-        if self.wanted is False or (self.wanted is None and not interactive):
-            return None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(
-            TextColumn("checking distinct file versions"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=make_console(sys.stderr),
-            transient=True,
-        )
-        return self._tick
-
-    def _tick(self, done: int, total: int) -> None:
-        assert self.bar is not None
-        if self.task is None:
-            if total < 20 and self.wanted is None:
-                return
-            self.bar.start()
-            self.task = self.bar.add_task("check", total=total)
-        self.bar.update(self.task, completed=done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None and self.task is not None:
-            self.bar.stop()
 
 
 def _commit_label(commit: Commit) -> str:

@@ -21,13 +21,14 @@ from patchkit.bench.records.record import RunRecord
 from patchkit.bench.records.store import Store, open_store
 from patchkit.bench.stats.delta import Between, between
 from patchkit.bench.stats.verdict import Noise
-from patchkit.commands._bench_output import show_comparison, show_gpu_hygiene
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
-from patchkit.render import print_json
+from patchkit.views.bench import show_gpu_hygiene
+from patchkit.views.compare import show_comparison
+from patchkit.views.console import print_json
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def compare(

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.launches import BenchArgs
 from patchkit.commands import apply as apply_cmd
@@ -51,6 +51,9 @@ from patchkit.git import Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.report.documents import load_latest_bisect
 
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
+
 
 def demo(*, keep: str | None, console: Console) -> int:
     if keep is not None:
@@ -65,27 +68,44 @@ def demo(*, keep: str | None, console: Console) -> int:
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    if keep is not None:
-        repo, store, manifest = work / "sglang", work / "bench.sqlite", work / "manifests" / "kimi-k25-eagle3.toml"
-        console.print()
-        console.print(f"The demo's repository, manifest and bench store are kept in {work}. Try next:", markup=False)
-        for line in (
-            f"patchkit runs --repo {repo} --store {store}",
-            f"patchkit show last --repo {repo} --store {store}",
-            f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
-            f"patchkit runs --commit {bad} --repo {repo} --store {store} --json",
-            f"patchkit report -m {manifest} --repo {repo} --store {store} --range {good}~1..{bad} "
-            f"-o {work / 'report.html'}",
-            f"patchkit bisect -m {manifest} --repo {repo} --store {store} --good {good} --bad {bad} "
-            "--metric output_tok_s --ratio 0.85",
-            f"patchkit check -m eagle3-verify-timing --range {RANGE_START}..{MAIN} --repo {repo}",
-        ):
-            console.print(f"  {line}", markup=False, soft_wrap=True)
-    else:
-        console.print()
-        console.print("Run `patchkit demo --keep DIR` to keep the repository and the bench store, then try runs,")
-        console.print("show, compare and bisect on them yourself: the last lines name the commands.")
+    closing(console, work if keep is not None else None, good, bad)
     return int(ExitCode.OK)
+
+
+def closing(console: Console, kept: Path | None, good: str, bad: str) -> None:
+    """The lines that end the demo: with ``--keep``, where it kept everything and the commands to try on it (each
+    left whole for the terminal to wrap, so that it copies as one line); without, how to keep it."""
+    console.print()
+    if kept is None:
+        console.print(
+            "Run `patchkit demo --keep DIR` to keep the repository and the bench store, then try runs, show, "
+            "compare and bisect on them yourself: the last lines name the commands.",
+            markup=False,
+        )
+        return
+    repo, store, manifest = kept / "sglang", kept / "bench.sqlite", kept / "manifests" / "kimi-k25-eagle3.toml"
+    console.print(f"The demo's repository, manifest and bench store are kept in {kept}. Try next:", markup=False)
+    for line in (
+        f"patchkit runs --repo {repo} --store {store}",
+        f"patchkit show last --repo {repo} --store {store}",
+        f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
+        f"patchkit runs --commit {bad} --repo {repo} --store {store} --json",
+        f"patchkit report -m {manifest} --repo {repo} --store {store} --range {good}~1..{bad} "
+        f"-o {kept / 'report.html'}",
+        f"patchkit bisect -m {manifest} --repo {repo} --store {store} --good {good} --bad {bad} "
+        "--metric output_tok_s --ratio 0.85",
+        f"patchkit check -m eagle3-verify-timing --range {RANGE_START}..{MAIN} --repo {repo}",
+    ):
+        console.print(f"  {line}", markup=False, soft_wrap=True)
+
+
+def timing_windows(console: Console, name: str, span: str, windows: Iterable[str]) -> None:
+    """The timing manifest's windows, one line per group (``condensed_windows``): a line longer than the
+    terminal goes on indented, as ``check``'s window lines do."""
+    console.print(f"{name}: where each group's variants apply on {span}, one line per group", markup=False)
+    for line in windows:
+        console.print(f"  {line}", markup=False)
+    console.print(f"  full view: patchkit check -m {name} --range {span}", markup=False)
 
 
 def _step(console: Console, title: str) -> None:
@@ -120,10 +140,7 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         check_cmd.show(kimi_report, console, span)
         _expect(any(not row.failed for row in kimi_report.commits), "the kimi manifest applies nowhere")
         console.print()
-        console.print(f"{timing.name}: where each group's variants apply on {span}, one line per group", markup=False)
-        for line in condensed_windows(check_range(timing, repo, ranges=[span])):
-            console.print(f"  {line}", markup=False, soft_wrap=True)
-        console.print(f"  full view: patchkit check -m {timing.name} --range {span}", markup=False)
+        timing_windows(console, timing.name, span, condensed_windows(check_range(timing, repo, ranges=[span])))
 
         _step(console, f"2. patchkit apply -m kimi-k25-eagle3 --commit {RENAME_BRANCH}   (the class is renamed there)")
         head = repo.head()

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.engine.evaluate import decode
 from patchkit.errors import ExitCode, UsageError
@@ -12,8 +11,11 @@ from patchkit.git import Repo
 from patchkit.operations.base import Outcome
 from patchkit.operations.code import CodeState
 from patchkit.operations.replace_function import function_digest
-from patchkit.render import print_json
 from patchkit.sources import CommitSource, FileRead, FileState
+from patchkit.views.console import print_json
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def digest(*, file: str, qualname: str, repo: str | None, commit: str | None, json_out: bool, console: Console) -> int:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from patchkit.engine.explain import explain as run_explain
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import STATUS_STYLE, print_json
 from patchkit.results import Reason, Status
+from patchkit.views.console import print_json, write_pieces
+from patchkit.views.patches import STATUS_STYLE
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: bool, console: Console) -> int:
@@ -23,18 +25,23 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
             print_json(report.to_json())
             return int(ExitCode.OK)
         r = report.result
-        console.print(
-            Text.assemble(
+        write_pieces(
+            console,
+            [
                 ("patchkit explain", "bold"),
-                f'  {report.patch.id} ({report.patch.op_name})  at {report.commit.sha} "{report.commit.subject}"',
-            )
+                (f'  {report.patch.id} ({report.patch.op_name})  at {report.commit.sha} "{report.commit.subject}"', ""),
+            ],
         )
-        line = Text("  ")
-        line.append(r.status.value, style=STATUS_STYLE[r.status])
-        line.append(f" {r.reason.value if r.reason else ''}  {r.where()}  {r.message}")
-        console.print(line)
+        write_pieces(
+            console,
+            [
+                ("  ", ""),
+                (r.status.value, STATUS_STYLE[r.status]),
+                (f" {r.reason.value if r.reason else ''}  {r.where()}  {r.message}", ""),
+            ],
+        )
         if r.hint:
-            console.print(Text(f"  hint: {r.hint}", style="dim"))
+            write_pieces(console, [(f"  hint: {r.hint}", "dim")])
         if not report.failing:
             if r.status is Status.APPLY:
                 state = "applies"
@@ -48,8 +55,9 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
             return int(ExitCode.OK)
         for intro in report.introduced:
             c = intro.commit
-            console.print(
-                Text.assemble(("introduced by ", "bold"), (f"{c.sha}", "bold"), f' "{c.subject}"  {c.author}, {c.date}')
+            write_pieces(
+                console,
+                [("introduced by ", "bold"), (f"{c.sha}", "bold"), (f' "{c.subject}"  {c.author}, {c.date}', "")],
             )
             if intro.result_before is not None and intro.parent is not None:
                 before = intro.result_before
@@ -62,7 +70,7 @@ def explain(*, manifest: str, patch_id: str, repo: str, commit: str, json_out: b
             if intro.renamed_to:
                 console.print(f"  {report.patch.file} was renamed to {intro.renamed_to} in this commit")
             if intro.diff:
-                console.print(Text(_indent(intro.diff), style="dim"), markup=False, highlight=False)
+                write_pieces(console, [(_indent(intro.diff), "dim")])
         for changed_at, was, now in report.reason_changes:
             console.print(
                 f"then {now.value if now else '-'} (was {was.value if was else '-'}) from "

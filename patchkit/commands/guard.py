@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from patchkit.errors import BisectAbortError, PatchkitError, UsageError
 from patchkit.guard.api import evaluate_guard, require_python_for_imports
-from patchkit.guard.report import show
-from patchkit.render import print_json
+from patchkit.views.console import print_json
+from patchkit.views.guard import show, tree_and_site_verdict
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def guard(
@@ -100,7 +100,7 @@ def _tree_and_site(
         show(report, console, bisect=bisect, final=False)
         console.print()
         show_site(both.site, console, final=False)
-        line, style = both.verdict_line()
+        line, style = tree_and_site_verdict(both)
         console.print(line, style=style, markup=False)
     return both.exit_code()
 

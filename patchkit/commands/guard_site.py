@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 from patchkit.errors import ExitCode, UsageError
 from patchkit.proof.sitecheck import SiteReport, check_site
-from patchkit.render import Grid, emit, print_json
+from patchkit.views.console import emit, print_json
+from patchkit.views.grid import Grid
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 _KIND = {
@@ -46,7 +47,7 @@ def findings_table(report: SiteReport) -> Grid:
     table.add_column("finding", whole=True)
     table.add_column("file")
     table.add_column("owner")
-    table.add_column("detail")
+    table.add_column("detail", prose=True)
     for item in (*report.findings, *report.notes):
         table.add_row(_KIND[item.kind], item.path, item.owner or "owned by none", item.detail)
     return table

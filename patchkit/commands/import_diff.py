@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.capture.import_diff import import_diff as run_import
 from patchkit.commands.capture import show
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.written import Written
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def import_diff(

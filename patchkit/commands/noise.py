@@ -6,7 +6,7 @@ launch loop ``bench`` uses (``patchkit.bench.execution.launches.launch``: in thi
 process, or each launch a Slurm job).  The report per profile and metric is
 ``patchkit.bench.records.aa``'s: each launch's value, their spread (``verdict.noise_of``)
 and the odd-against-even A/A check; the spreads that pass are stored for the
-profile and where the launches ran (``cluster.prior_place``: this host, or
+profile and where the launches ran (``executor.prior_place``: this host, or
 the Slurm partition and constraint, never one node of it) in the store's
 ``noise`` table, and ``compare`` and ``bisect`` use the latest one as the
 prior where a side has few launches.
@@ -17,25 +17,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from patchkit.bench.execution.cluster import prior_place
+from patchkit.bench.execution.executor import prior_place
 from patchkit.bench.execution.launches import BenchArgs, launch, measuring, open_bench
 from patchkit.bench.records.aa import keep_priors
 from patchkit.bench.records.record import Outcome
 from patchkit.bench.stats.plan import plan_hunt
-from patchkit.commands._bench_output import (
-    SUBMITTER_INTERRUPTED,
-    explain_lines,
-    launch_note,
-    progress,
-    record_printer,
-    say,
-    show_noise,
-)
 from patchkit.errors import ExitCode, UsageError
-from patchkit.render import print_json
+from patchkit.views.bench import SUBMITTER_INTERRUPTED, explain_lines, launch_note, record_printer
+from patchkit.views.console import print_json, say
+from patchkit.views.noise import show_noise
+from patchkit.views.progress import progress
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def noise(

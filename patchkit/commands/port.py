@@ -9,28 +9,41 @@ manifest's line endings and the payloads' own are kept by the edits
 themselves.  After writing, the ported manifest is checked at the target
 from its blobs, as ``patchkit check --commit REV`` does, and the verdict is
 printed.
+
+A manifest found by NAME outside the working directory (patchkit's own, in the checkout or bundled
+with an installed wheel) is never rewritten: that would change patchkit's files for every later
+user of the name.  Port writes the ported manifest and all its payloads under ``./manifests/`` and
+``./patches/`` instead (their layout relative to each other kept), and says so; ``-m NAME`` run here
+then finds the copy first.  A copy rather than a refusal, because a copy is what the user would
+have to make by hand anyway, and because then the README's ``port -m NAME`` works as printed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from patchkit.capture.textdiff import unified_diff
 from patchkit.engine.check import check_range
 from patchkit.errors import ExitCode, UnwritableError, UsageError
 from patchkit.git import Repo
-from patchkit.manifest import load_manifest
-from patchkit.manifest.resolve import BUNDLED_ROOT
+from patchkit.manifest import Manifest, load_manifest
+from patchkit.manifest.resolve import BUNDLED_ROOT, display_path, is_name
 from patchkit.port import FileChange, How, PortPlan
 from patchkit.port import port as plan_port
-from patchkit.render import Grid, emit, print_json, status_piece, write_pieces
 from patchkit.results import Status
+from patchkit.views.console import emit, print_json, write_pieces
+from patchkit.views.grid import Grid
+from patchkit.views.patches import status_piece
 from patchkit.wording import plural
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 HOW_STYLE = {
     How.MOVED: "cyan",
@@ -55,71 +68,149 @@ def port(
     console: Console,
 ) -> int:
     loaded = load_manifest(manifest)
-    if not dry_run and loaded.path.is_relative_to(BUNDLED_ROOT):
+    if not dry_run and loaded.path.is_relative_to(BUNDLED_ROOT) and not is_name(manifest):
         raise UsageError(
             f"{loaded.display} is the copy of {loaded.name} installed with patchkit: port does not rewrite it",
-            hint=f"copy manifests/{loaded.path.name} and its patches/ into your project and port the copy "
-            "(or use --dry-run)",
+            hint=f"run `patchkit port -m {loaded.name} ...` from your project's directory: it writes a ported copy "
+            "under ./manifests/ and ./patches/ (or use --dry-run)",
         )
+    cwd = Path.cwd().resolve()
+    copy = is_name(manifest) and not loaded.path.is_relative_to(cwd)
     with Repo.discover(Path(repo)) as git_repo:
         plan = plan_port(loaded, git_repo, to, start=start, drop_upstreamed=drop_upstreamed)
+        copy = copy and bool(plan.files) and not plan.refused
+        writes = _copies(loaded, plan.files, cwd) if copy else _in_place(plan.files)
         written = False
         check: dict[str, object] | None = None
-        if not plan.refused and not dry_run and plan.files:
-            write_all(plan.files)
+        if not plan.refused and not dry_run and writes:
+            write_all(writes)
             written = True
         if not plan.refused and not dry_run:
-            report = check_range(load_manifest(plan.manifest.path), git_repo, commits=[plan.target.sha])
+            ported = writes[0].path if copy else plan.manifest.path
+            report = check_range(load_manifest(ported), git_repo, commits=[plan.target.sha])
             row = report.commits[0]
             check = {"failed": row.failed, "results": [r.to_json() for r in row.results]}
     code = ExitCode.REFUSED if plan.refused or (check is not None and check["failed"]) else ExitCode.OK
+    copied_from = str(loaded.path) if copy else None
     if json_out:
         files = [
-            {"path": f.display, "diff": unified_diff(f.display, f.before.decode("utf-8"), f.after.decode("utf-8"))}
-            for f in plan.files
+            {"path": w.display, "diff": unified_diff(w.display, w.diff_from.decode("utf-8"), w.data.decode("utf-8"))}
+            for w in writes
         ]
-        print_json({**plan.to_json(), "files": files, "dry_run": dry_run, "written": written, "check": check})
+        doc = {**plan.to_json(), "files": files, "copied_from": copied_from, "dry_run": dry_run, "written": written}
+        print_json({**doc, "check": check})
         return int(code)
-    _print(console, plan, dry_run=dry_run, written=written, check=check)
+    _print(console, plan, writes, dry_run=dry_run, written=written, check=check, copied_from=copied_from)
     return int(code)
 
 
-def write_all(files: tuple[FileChange, ...]) -> None:
+@dataclass(frozen=True)
+class Write:
+    """One file port writes: the bytes, the mode, what it holds now (None: a new file, a copy's) and the
+    bytes its diff is shown against (the file port read: the original, for a copy)."""
+
+    path: Path
+    display: str
+    data: bytes
+    mode: int
+    before: bytes | None
+    diff_from: bytes
+
+
+def _in_place(files: tuple[FileChange, ...]) -> list[Write]:
+    return [Write(f.path, f.display, f.after, f.path.stat().st_mode & 0o7777, f.before, f.before) for f in files]
+
+
+def _copies(loaded: Manifest, files: tuple[FileChange, ...], cwd: Path) -> list[Write]:
+    """The manifest (first) and every payload it uses, ported, as new files under ``cwd``: the manifest at
+    ``manifests/NAME.toml``, each payload where its ``source`` points from there (``../patches/x.py``:
+    ``patches/x.py``).  A payload path already there with other bytes is refused, naming it: it is someone's
+    file, maybe another manifest's payload."""
+    changed = {f.path: f.after for f in files}
+    sources = [loaded.path]
+    for table in tomllib.loads(loaded.path.read_text(encoding="utf-8")).get("patch", []):
+        if "source" in table:
+            sources.append((loaded.path.parent / table["source"]).resolve())
+    home = cwd / "manifests"
+    writes = []
+    for source in dict.fromkeys(sources):
+        target = Path(os.path.normpath(home / os.path.relpath(source, loaded.path.parent)))
+        if source == loaded.path:
+            target = home / loaded.path.name
+        if not target.is_relative_to(cwd):
+            raise UsageError(
+                f"{loaded.display} uses {source}, whose copy would land outside this directory ({target})",
+                hint="copy the manifest and its payloads into your project yourself and port the copy by its path",
+            )
+        original = source.read_bytes()
+        data = changed.get(source, original)
+        try:
+            there: bytes | None = target.read_bytes()
+        except FileNotFoundError:
+            there = None
+        if there is not None and there != data:
+            raise UsageError(
+                f"{display_path(target)} exists and is not {loaded.name}'s payload as ported: port writes its copy of "
+                f"{loaded.name} (found in {display_path(loaded.path.parent)}, which it never rewrites) here",
+                hint="move that file aside, or run port from another directory",
+            )
+        if there is None:
+            mode = source.stat().st_mode & 0o7777
+            writes.append(Write(target, display_path(target), data, mode, None, original))
+    return writes
+
+
+def write_all(writes: list[Write]) -> None:
     """Write every file or none: temps first (same directory, same mode), then the moves; a failed move puts
-    back the files already moved."""
-    temps: list[tuple[FileChange, Path]] = []
+    back the files already moved (a new file is removed).  A cleanup step that fails never hides the
+    error that caused it."""
+    temps: list[tuple[Write, Path]] = []
     try:
-        for change in files:
-            temp = change.path.with_name(f".{change.path.name}.{os.getpid()}.patchkit-tmp")
-            mode = change.path.stat().st_mode & 0o7777
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-            temps.append((change, temp))
+        for w in writes:
+            w.path.parent.mkdir(parents=True, exist_ok=True)
+            temp = w.path.with_name(f".{w.path.name}.{os.getpid()}.patchkit-tmp")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, w.mode)
+            temps.append((w, temp))
             with os.fdopen(fd, "wb") as out:
-                out.write(change.after)
+                out.write(w.data)
                 out.flush()
                 os.fsync(out.fileno())
-            os.chmod(temp, mode)
+            os.chmod(temp, w.mode)
     except OSError as exc:
-        for _change, temp in temps:
-            with contextlib.suppress(FileNotFoundError):
-                temp.unlink()
-        raise UnwritableError.from_os(exc.filename or files[len(temps) - 1].path, exc) from None
-    moved: list[FileChange] = []
+        _remove(temp for _w, temp in temps)
+        raise UnwritableError.from_os(writes[len(temps) - 1 if temps else 0].path, exc) from None
+    moved: list[Write] = []
     try:
-        for change, temp in temps:
-            os.replace(temp, change.path)
-            moved.append(change)
+        for w, temp in temps:
+            os.replace(temp, w.path)
+            moved.append(w)
     except OSError as exc:
-        for change in moved:
+        for w in moved:
             with contextlib.suppress(OSError):
-                change.path.write_bytes(change.before)
-        for _change, temp in temps:
-            with contextlib.suppress(FileNotFoundError):
-                temp.unlink()
-        raise UnwritableError.from_os(exc.filename or "", exc) from None
+                if w.before is None:
+                    w.path.unlink()
+                else:
+                    w.path.write_bytes(w.before)
+        _remove(temp for _w, temp in temps[len(moved) :])
+        raise UnwritableError.from_os(temps[len(moved)][0].path, exc) from None
 
 
-def _print(console: Console, plan: PortPlan, *, dry_run: bool, written: bool, check: dict[str, Any] | None) -> None:
+def _remove(paths: Iterable[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):  # the error being reported is the one that matters
+            path.unlink()
+
+
+def _print(
+    console: Console,
+    plan: PortPlan,
+    writes: list[Write],
+    *,
+    dry_run: bool,
+    written: bool,
+    check: dict[str, Any] | None,
+    copied_from: str | None,
+) -> None:
     start, target = plan.start, plan.target
     found = "--from" if plan.start_given else "newest commit where it applies"
     write_pieces(
@@ -140,7 +231,7 @@ def _print(console: Console, plan: PortPlan, *, dry_run: bool, written: bool, ch
     table.add_column("patch")
     table.add_column("how", whole=True)
     table.add_column("status", whole=True)
-    table.add_column("what")
+    table.add_column("what", prose=True)
     for index, p in enumerate(plan.patches, start=1):
         label = p.patch + ("" if p.required else " (optional)")
         what = p.message
@@ -181,14 +272,27 @@ def _print(console: Console, plan: PortPlan, *, dry_run: bool, written: bool, ch
             markup=False,
         )
         return
+    name = plan.manifest.name
+    copy_note = (
+        f" (a ported copy: the manifest named {name} is patchkit's own, {copied_from}, which port never rewrites; "
+        f"here `-m {name}` finds the copy first)"
+        if copied_from
+        else ""
+    )
     if dry_run:
-        for file in plan.files:
-            text = unified_diff(file.display, file.before.decode("utf-8"), file.after.decode("utf-8"))
-            console.print(text.rstrip("\n"), markup=False, highlight=False)
-        console.print(f"dry run: {plural(len(plan.files), 'file')} would change; nothing was written.", markup=False)
+        for w in writes:
+            if w.data != w.diff_from:
+                text = unified_diff(w.display, w.diff_from.decode("utf-8"), w.data.decode("utf-8"))
+                console.print(text.rstrip("\n"), markup=False, highlight=False)
+        would = (
+            f"{plural(len(writes), 'file')} would be written{copy_note}"
+            if copied_from
+            else (f"{plural(len(writes), 'file')} would change")
+        )
+        console.print(f"dry run: {would}; nothing was written.", markup=False)
         return
     if written:
-        console.print(f"wrote {', '.join(f.display for f in plan.files)}", markup=False)
+        console.print(f"wrote {', '.join(w.display for w in writes)}{copy_note}", markup=False)
     else:
         console.print("nothing to change: the manifest applies at the target as it is.", markup=False)
     if check is not None:

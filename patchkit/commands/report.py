@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit import __version__, paths
 from patchkit.engine.range_check import RangeCheck, load_all
@@ -23,6 +22,9 @@ from patchkit.report.documents import StoredRuns, json_text, load_runs
 from patchkit.report.page import Document, build_page
 from patchkit.report.trends import verdicts_document
 from patchkit.wording import plural
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def report(

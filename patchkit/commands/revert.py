@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.engine.record import load_record
 from patchkit.engine.revert import revert_worktree
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import print_json
+from patchkit.views.console import print_json
 from patchkit.wording import plural
 from patchkit.written import Written
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def manifest_name(manifest: str, git_repo: Repo) -> str:

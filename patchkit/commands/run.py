@@ -36,8 +36,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.probed import ProbeOptions, run_probed
 from patchkit.bench.execution.supervisor import run_passthrough
@@ -51,9 +50,12 @@ from patchkit.guard.api import evaluate_guard, open_for_guard, require_python_fo
 from patchkit.manifest import Manifest
 from patchkit.manifest.bench import BenchConfig
 from patchkit.proof.check import stray_reasons
-from patchkit.proof.show import libraries_table, nccl_table, show_proof
-from patchkit.render import emit
+from patchkit.views.console import emit
+from patchkit.views.proof import libraries_table, nccl_table, show_proof
 from patchkit.wording import plural
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def run(

@@ -6,16 +6,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from patchkit.bench.execution.executor import slurm_states
+from patchkit.bench.records.rows import PendingRow
 from patchkit.bench.records.store import Submission, open_store
-from patchkit.commands._bench_output import PendingRow, pending_table, runs_table, say, show_table
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
-from patchkit.render import print_json
 from patchkit.report.documents import load_runs
+from patchkit.views.console import emit, print_json, say
+from patchkit.views.runs import pending_table, runs_table
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def runs(
@@ -44,11 +44,11 @@ def runs(
                     f"no submitted jobs waiting to be collected in {where}" if where.exists() else _no_store(where),
                 )
             else:
-                show_table(console, pending_table(listed))
+                emit(console, pending_table(listed))
             return int(ExitCode.OK)
         stored = load_runs(git_repo, store, commits=shas, profiles=profiles)
         if plot is not None:
-            from patchkit.report.terminal import plot_metric
+            from patchkit.views.plot import plot_metric
 
             return plot_metric(git_repo, stored, plot, console)
     records, path = stored.records, stored.path
@@ -57,7 +57,7 @@ def runs(
     elif not records:
         say(console, f"no runs stored in {path}" if path.exists() else _no_store(path))
     else:
-        show_table(console, runs_table(records))
+        emit(console, runs_table(records))
         say(console, f"one run whole: patchkit show RUN (e.g. patchkit show {records[-1].run_id})", "dim")
     return int(ExitCode.OK)
 
@@ -67,6 +67,8 @@ def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequ
 
     Only Slurm's: a local batch's launch that is not collected (interrupted, or its patchkit killed) waits
     for nothing and runs nowhere; the same command run again launches it again."""
+    from patchkit.bench.execution.slurm import slurm_states  # asks Slurm: only `runs --pending`
+
     rows = [
         r
         for r in rows

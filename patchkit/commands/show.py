@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.bench.records.runview import SECTIONS, RunView, run_view
 from patchkit.bench.records.store import open_store
-from patchkit.commands._bench_output import fmt, outcome_cell, say, show_table
 from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
-from patchkit.render import Cell, Grid, cell_pieces, print_indented, print_json, write_pieces
+from patchkit.views.bench import fmt, outcome_cell
+from patchkit.views.console import emit, print_indented, print_json, say, write_pieces
+from patchkit.views.grid import Cell, Grid, cell_pieces
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from patchkit.proof.document import VerdictJson
+    from patchkit.views.console import Console
 
 UNSET = "(unset)"
 
@@ -159,7 +159,7 @@ def show_processes(console: Console, data: Mapping[str, Any]) -> None:
     if not one_python:
         table.add_column("python")
     table.add_column("probe")
-    table.add_column("argv")
+    table.add_column("argv", prose=True)
     for p in probed:
         rank = "-" if p["rank"] is None else f"{p['rank']}/{p['world_size'] or '?'}"
         status: Cell = (p["probe"], "" if p["probe"] in ("ok", "started") else "bold yellow")
@@ -173,7 +173,7 @@ def show_processes(console: Console, data: Mapping[str, Any]) -> None:
         blank = ["-"] * (5 if one_python else 6)
         status = ("none", "bold yellow") if p.get("why") else ("none (not Python)", "")
         table.add_row(str(p["pid"] or "?"), *blank, status, p["command"])
-    show_table(console, table)
+    emit(console, table)
     for p in unprobed:
         if p.get("why"):
             say(console, f"  pid {p['pid']} ran without the probe: {p['why']}", "yellow")
@@ -199,7 +199,7 @@ def show_files(console: Console, data: Mapping[str, Any]) -> None:
                 commit = data["editable_commits"].get(source)
                 source = f"editable {source}" + (f" at {commit[:12]}" if commit else " (not a git checkout)")
             table.add_row(d["name"], str(d["version"]), str(d["files"]), source or d.get("site_dir") or "-")
-        show_table(console, table)
+        emit(console, table)
     if data["data"]:
         table = Grid()
         table.add_column("data file read")
@@ -209,19 +209,19 @@ def show_files(console: Console, data: Mapping[str, Any]) -> None:
         for v in data["data"]:
             kind: Cell = ("STRAY", "bold red") if v["category"] == "stray" else v["category"]
             table.add_row(v["path"], kind, v["owner"] or "-", (v.get("sha256") or "-")[:16])
-        show_table(console, table)
+        emit(console, table)
     if data["strays"] or data["allowed"]:
         table = Grid()
         table.add_column("class", whole=True)
         table.add_column("file")
         table.add_column("owner")
-        table.add_column("why")
+        table.add_column("why", prose=True)
         table.add_column("pids")
         for v in data["strays"]:
             table.add_row(("STRAY", "bold red"), v["path"], v["owner"] or "-", v["why"] or "", _pids(v))
         for v in data["allowed"]:
             table.add_row("allowed", v["path"], v["owner"] or "-", v["why"] or "", _pids(v))
-        show_table(console, table)
+        emit(console, table)
 
 
 def _pids(verdict: VerdictJson) -> str:
@@ -263,7 +263,7 @@ def show_env(console: Console, data: Mapping[str, Any]) -> None:
         table.add_row(
             row["name"], _value(row["launch"]), inside, (", ".join(marks) or "-", "bold yellow" if marks else "")
         )
-    show_table(console, table)
+    emit(console, table)
     if data["source"] == "init_process_group":
         say(
             console,
@@ -288,7 +288,7 @@ def show_nccl(console: Console, data: Mapping[str, Any]) -> None:
         table.add_column("host")
         table.add_column("devices", whole=True)
         table.add_column("version", whole=True)
-        table.add_column("set by environment")
+        table.add_column("set by environment", prose=True)
         for item in lines:
             env = " ".join(f"{k}={v}" for k, v in sorted((item.get("env") or {}).items()))
             table.add_row(
@@ -299,7 +299,7 @@ def show_nccl(console: Console, data: Mapping[str, Any]) -> None:
                 item.get("version") or "-",
                 env or "-",
             )
-        show_table(console, table)
+        emit(console, table)
     if not libraries:
         torch = f" (torch reports NCCL {data['torch_nccl']})" if data.get("torch_nccl") else ""
         heading(console, f"libraries: no libnccl, libcudart or libcuda mapped by a probed process{torch}")
@@ -314,7 +314,7 @@ def show_nccl(console: Console, data: Mapping[str, Any]) -> None:
     for lib in libraries:
         size = "-" if lib.get("size") is None else str(lib["size"])
         table.add_row(str(lib["pid"]), lib.get("role") or "-", lib["path"], size, (lib.get("sha256") or "-")[:16])
-    show_table(console, table)
+    emit(console, table)
 
 
 def show_gpus(console: Console, data: Mapping[str, Any]) -> None:
@@ -343,7 +343,7 @@ def show_gpus(console: Console, data: Mapping[str, Any]) -> None:
             str(g.get("power_limit_w", "-")),
             str(g.get("temperature_c", "-")),
         )
-    show_table(console, table)
+    emit(console, table)
     show_hygiene(console, data)
 
 
@@ -355,7 +355,7 @@ def show_hygiene(console: Console, data: Mapping[str, Any]) -> None:
     table = Grid()
     for name in ("gpu", "when", "SM/max MHz", "mem/max MHz", "app clocks", "power W", "persist", "ECC c/u", "temp C"):
         table.add_column(name, whole=True)
-    table.add_column("other processes")
+    table.add_column("other processes", prose=True)
     for when in ("start", "end"):
         snap = hygiene.get(when) or {}
         apps = snap.get("apps") or []
@@ -377,7 +377,7 @@ def show_hygiene(console: Console, data: Mapping[str, Any]) -> None:
                 others or ("none" if snap.get("apps_known") else "-"),
             )
     heading(console, "GPU hygiene at the launch's start and end")
-    show_table(console, table)
+    emit(console, table)
     for line in data.get("problems") or ():
         say(console, f"  warning: {line}", "bold yellow")
 
@@ -405,7 +405,7 @@ def show_clients(console: Console, data: Mapping[str, Any]) -> None:
         out = (r["logs"] or {}).get("stdout") or "-"
         kind = r["kind"] if r["run"] is None else f"run {r['run']}"
         table.add_row(str(r["index"]), kind, *cells, out)
-    show_table(console, table)
+    emit(console, table)
     for r in measured:
         for metric, log in r["missing"].items():
             say(console, f"  missing {metric} in run {r['run']}: see {log}", "yellow")

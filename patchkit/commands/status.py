@@ -10,12 +10,13 @@ from patchkit.engine.status import status_worktree
 from patchkit.errors import ExitCode
 from patchkit.guard.checks import stale_phrase
 from patchkit.manifest import manifest_arg
-from patchkit.render import emit, groups_table, header, print_json, results_table
 from patchkit.results import Status
+from patchkit.views.console import emit, print_json
+from patchkit.views.patches import groups_table, header, results_table
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def status(*, manifest: str, repo: str, json_out: bool, console: Console) -> int:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from patchkit.engine.evaluate import payload_warnings
 from patchkit.errors import ExitCode
 from patchkit.git import Repo
 from patchkit.manifest import load_manifest
-from patchkit.render import emit, print_json
 from patchkit.sources import WorktreeSource
+from patchkit.views.console import emit, print_json
+from patchkit.views.grid import Grid
 from patchkit.wording import plural
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 
 def validate(*, manifest: str, repo: str | None, json_out: bool, console: Console) -> int:
@@ -53,9 +55,9 @@ def validate(*, manifest: str, repo: str | None, json_out: bool, console: Consol
             }
         )
         return int(ExitCode.OK)
-    table = Table(box=None, header_style="bold", pad_edge=False)
+    table = Grid()
     for column in ("#", "patch", "op", "file", "required", "requires"):
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, whole=True)
     for p in loaded.patches:
         table.add_row(
             str(p.index), p.id, p.op_name, p.file, "yes" if p.required else "no", ", ".join(p.requires) or "-"

@@ -47,6 +47,7 @@ from patchkit.sources.commit import SYMLINK_DIR
 
 if TYPE_CHECKING:
     from patchkit.engine.pool import Workers
+    from patchkit.engine.since import SinceReport
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,7 @@ class CheckReport:
     # A commit given with --commit whose parent is not the commit listed before it: how many commits
     # after that one it is (None: not a descendant of it, another line of history).
     relations: Mapping[str, int | None] = field(default_factory=dict)
+    since: SinceReport | None = None  # check --since REV: the verdicts that changed since REV (engine/since.py)
 
     @property
     def failed(self) -> bool:
@@ -247,6 +249,7 @@ class CheckReport:
                 "cache_hits": self.stats.cache_hits,
                 "cache_misses": self.stats.cache_misses,
             },
+            "since": None if self.since is None else self.since.to_json(),
         }
 
 

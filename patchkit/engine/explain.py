@@ -11,6 +11,7 @@ merge, when the failure came in from a side branch.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from patchkit.engine.check import check_range
@@ -107,12 +108,10 @@ def explain(manifest: Manifest, repo: Repo, patch_id: str, rev: str = "HEAD") ->
     introduced: list[Introduction] = []
     changes: list[tuple[Commit, Reason | None, Reason | None]] = []
     never = False
-    stack, seen = [at.sha], {at.sha}
-    while stack:
-        sha = stack.pop()
+    for sha, parents, bad in walk_back(
+        at.sha, lambda sha: [p for p in by_sha[sha].commit.parents if p in by_sha], failing
+    ):
         row = by_sha[sha]
-        parents = [p for p in row.commit.parents if p in by_sha]
-        bad = [p for p in parents if failing(p)]
         if not parents:
             never = True
         elif not bad:
@@ -124,13 +123,33 @@ def explain(manifest: Manifest, repo: Repo, patch_id: str, rev: str = "HEAD") ->
             here, there = row.results[column].reason, by_sha[p].results[column].reason
             if here is not there:
                 changes.append((row.commit, there, here))
-            if p not in seen:
-                seen.add(p)
-                stack.append(p)
     introduced.sort(key=lambda i: i.commit.date, reverse=True)
     changes.sort(key=lambda c: c[0].date, reverse=True)
     repo.close()
     return ExplainReport(manifest, patch, at, result, tuple(introduced), never, len(by_sha), tuple(changes))
+
+
+def walk_back(
+    start: str, parents_of: Callable[[str], Sequence[str]], keep: Callable[[str], bool]
+) -> Iterator[tuple[str, list[str], list[str]]]:
+    """Walk from ``start`` back through the parents for which ``keep`` holds, each commit once.
+
+    Yields every commit reached with its known parents (``parents_of``) and those of them ``keep`` holds
+    for.  A commit with known parents none of which is kept is where the kept state began on that line
+    of history: ``explain``'s introducing commit (``keep``: the patch fails), and ``check --since``'s
+    changing commit (``keep``: the tip's verdict).  Following every kept parent, not only the first,
+    names the side-branch commit rather than the merge when the state came in from a side branch.
+    """
+    stack, seen = [start], {start}
+    while stack:
+        sha = stack.pop()
+        parents = list(parents_of(sha))
+        kept = [p for p in parents if keep(p)]
+        yield sha, parents, kept
+        for p in kept:
+            if p not in seen:
+                seen.add(p)
+                stack.append(p)
 
 
 def _introduction(

@@ -25,6 +25,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchkit.engine.files import sha256
 from patchkit.engine.leftovers import FILE_JOURNAL, journal_files
@@ -41,17 +42,30 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         except FileNotFoundError:
             mode = 0o644
     tmp = _temp_name(path)
+    _write_new(tmp, data, mode)
     try:
-        _write_new(tmp, data, mode)
         os.replace(tmp, path)
     except BaseException:
-        _unlink(tmp)
+        _remove(tmp)  # the error that got here is the one to report; a temp that stays is dot-named
         raise
 
 
 def _unlink(path: str | Path) -> None:
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
+
+
+def _remove(path: Path) -> OSError | None:
+    """Remove ``path`` if it is there; the error when it is there and stays.  Never raises: it cleans up
+    after another error, which must be the one reported.  A read-only filesystem answers EROFS even for a
+    name that does not exist, so a refused unlink counts only while the file is really there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc if os.path.lexists(path) else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -135,13 +149,18 @@ def _temp_name(path: Path) -> Path:
 
 
 def _write_new(path: Path, data: bytes, mode: int) -> None:
-    """Create ``path`` (it must not exist) with ``data`` and ``mode``, synced to disk."""
+    """Create ``path`` (it must not exist) with ``data`` and ``mode``, synced to disk.  On failure no file
+    stays behind, as far as the filesystem lets it be removed (``_remove``)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(path, mode)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(path, mode)
+    except BaseException:
+        _remove(path)
+        raise
 
 
 class Transaction:
@@ -155,6 +174,10 @@ class Transaction:
     A run killed at any point leaves a journal, and ``recover`` (run by the
     next patchkit command, under the lock) removes the temps and puts back
     every file and record that had been replaced: both land, or neither.
+    The journal's removal is the commit point: an error before it (that
+    removal's own included) rolls the run back at once and removes the
+    journal (``_undo``), so ``status`` is not left saying INTERRUPTED; only a
+    rollback that cannot write leaves it, for the next command to finish.
 
     Phases for the ``PATCHKIT_TEST_CRASH_AT`` test hook: ``txn:journal``,
     ``txn:temps``, ``txn:first-rename``, ``txn:files``, ``txn:state``.
@@ -174,11 +197,22 @@ class Transaction:
         return journal_files(self.journal)
 
     def recover(self) -> Recovered:
-        """Roll back a transaction a killed process left half done."""
+        """Roll back a transaction a killed process left half done.  A filesystem that says no is an
+        ``UnwritableError`` naming the path; the journal stays, for the next command to try again."""
         try:
             data = json.loads(self.journal.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return Recovered()
+        try:
+            return self._recover(data)
+        except OSError as exc:
+            raise UnwritableError.from_os(
+                exc.filename or self.journal,
+                exc,
+                outcome="an interrupted run is not rolled back yet; the next patchkit command tries again",
+            ) from None
+
+    def _recover(self, data: dict[str, Any]) -> Recovered:
         restored: list[str] = []
         temps: list[str] = []
         states: list[str] = []
@@ -240,16 +274,18 @@ class Transaction:
         except OSError as exc:  # the git dir cannot be written: nothing was touched yet
             raise UnwritableError.from_os(exc.filename or self.state_dir, exc) from None
         crash_point("txn:journal")
+        # The temps that may exist: each leaves the list once it is renamed into place.
+        temps = [temp for *_, temp, _old_mode, _new_mode in plan]
+        temps += [temp for _full, temp, data, _old in states if data is not None]
         renamed: list[tuple[FileWrite, Path, int]] = []
         replaced: list[tuple[Path, str | None]] = []
-        settled = False  # the tree is either fully written or fully rolled back
-        current = ""  # the path being written, for the refusal if the OS says no
+        step = ("write", "")  # what is being done to which path, for the refusal if the OS says no
         try:
             for w, _full, temp, _old_mode, new_mode in plan:
-                current = w.path
+                step = ("write", w.path)
                 _write_new(temp, w.after, new_mode)
             for full, temp, data, _old in states:
-                current = str(full)
+                step = ("write", str(full))
                 if data is not None:
                     full.parent.mkdir(parents=True, exist_ok=True)
                     _write_new(temp, data, 0o644)
@@ -261,52 +297,80 @@ class Transaction:
                     items=tuple(changed),
                     hint="run the command again",
                 )
-            try:
-                for w, full, temp, old_mode, _ in plan:
-                    current = w.path
+            for w, full, temp, old_mode, _ in plan:
+                step = ("write", w.path)
+                os.replace(temp, full)
+                temps.remove(temp)
+                renamed.append((w, full, old_mode))
+                if len(renamed) == 1:
+                    crash_point("txn:first-rename")
+            crash_point("txn:files")
+            for full, temp, data, old in states:
+                step = ("write", str(full))
+                if data is None:
+                    step = ("remove", str(full))
+                    _unlink(full)
+                else:
                     os.replace(temp, full)
-                    renamed.append((w, full, old_mode))
-                    if len(renamed) == 1:
-                        crash_point("txn:first-rename")
-                crash_point("txn:files")
-                for full, temp, data, old in states:
-                    current = str(full)
-                    if data is None:
-                        _unlink(full)
-                    else:
-                        os.replace(temp, full)
-                    replaced.append((full, old))
-                crash_point("txn:state")
-                settled = True
-                if self.written is not None:
-                    self.written.add(w.path for w in writes)
-            except BaseException:
-                for w, full, old_mode in reversed(renamed):
-                    atomic_write(full, w.before, old_mode)
-                for full, old in reversed(replaced):
-                    previous = None if old is None else self.objects.get(old)
-                    if previous is None:
-                        _unlink(full)
-                    else:
-                        atomic_write(full, previous, 0o644)
-                settled = True
-                raise
-        except RefusedError:
-            settled = True  # refused before any rename
-            raise
-        except OSError as exc:
-            if not settled and (renamed or replaced):
-                raise  # the rollback itself failed: the journal stays for the next run to finish it
-            # Nothing was replaced, or every replacement was rolled back above.
-            settled = True
-            raise UnwritableError.from_os(current, exc) from None
-        finally:
-            for _, _, temp, _, _ in plan:
-                _unlink(temp)
-            for _, temp, _, _ in states:
-                _unlink(temp)
-            if settled:
-                self.journal.unlink()
+                    temps.remove(temp)
+                replaced.append((full, old))
+            crash_point("txn:state")
+            # The commit point: while the journal exists, the next command rolls this run back.
+            step = ("remove", str(self.journal))
+            self.journal.unlink()
+        except BaseException as exc:  # noqa: BLE001 (undone, then raised again: a Ctrl-C too)
+            raise self._undo(exc, step, renamed, replaced, temps) from None
+        if self.written is not None:
+            self.written.add(w.path for w in writes)
+
+    def _undo(
+        self,
+        exc: BaseException,
+        step: tuple[str, str],
+        renamed: Sequence[tuple[FileWrite, Path, int]],
+        replaced: Sequence[tuple[Path, str | None]],
+        temps: Sequence[Path],
+    ) -> BaseException:
+        """Put back what this run replaced, remove its temps and its journal; the error to raise.
+
+        The error that stopped the run is the one reported, whatever the cleanup meets: an OSError
+        becomes the ``UnwritableError`` naming the path and the cause, and what the cleanup could not
+        do is added to it.  Where the rollback itself fails, the journal stays, so that the next
+        command (``recover``) finishes it; otherwise the tree is as it was and the journal goes.
+        """
+        failed: OSError | None = None
+        try:
+            for w, full, old_mode in reversed(renamed):
+                atomic_write(full, w.before, old_mode)
+            for full, old in reversed(replaced):
+                previous = None if old is None else self.objects.get(old)
+                if previous is None:
+                    _unlink(full)
+                else:
+                    atomic_write(full, previous, 0o644)
+        except OSError as rollback:
+            failed = rollback
+        stuck = [f"{temp}: {error.strerror}" for temp in temps if (error := _remove(temp)) is not None]
+        notes = []
+        if failed is not None:
+            notes.append(
+                f"putting back {failed.filename}: {failed.strerror}; the next patchkit command finishes the rollback"
+            )
+        else:
+            journal = _remove(self.journal)
+            if journal is not None:
+                notes.append(f"{self.journal} stays ({journal.strerror}); the next patchkit command removes it")
+        if stuck:
+            notes.append(f"a temp file stays, remove it: {'; '.join(stuck)}")
+        if isinstance(exc, OSError):
+            action, path = step
+            outcome = "nothing was written" if failed is None else "the files already replaced are not all back"
+            return UnwritableError.from_os(
+                path or exc.filename, exc, action=action, outcome=outcome, also="; ".join(notes) or None
+            )
+        if isinstance(exc, RefusedError) and notes:
+            exc.hint = "; ".join(filter(None, [exc.hint, *notes]))
+        return exc
 
     def _journal(
         self, plan: Sequence[tuple[FileWrite, Path, Path, int, int]], state_files: Mapping[str, bytes | None]

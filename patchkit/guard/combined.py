@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from patchkit.errors import ExitCode
-from patchkit.guard.report import GuardReport, bisect_tail
+from patchkit.guard.report import GuardReport
 from patchkit.proof.sitecheck import SiteReport
-from patchkit.wording import plural
 
 _VERDICTS = {0: "good", 1: "refused", 125: "skip", 128: "abort"}
 
@@ -51,19 +50,6 @@ class TreeAndSite:
 
     def verdict(self) -> str:
         return _VERDICTS[self.exit_code()]
-
-    def verdict_line(self) -> tuple[str, str]:
-        """The one line that ends the report, and its style."""
-        code = self.exit_code()
-        if code == 0:
-            return (
-                "GUARD OK: this tree may be benchmarked, and every file of PY's site directories is accounted for.",
-                ("bold green"),
-            )
-        failed = [c.check for c in self.tree.failed]
-        if not self.site.ok:
-            failed.append(f"site: {plural(len(self.site.findings), 'file')} not accounted for")
-        return f"GUARD FAILED: {', '.join(failed)}{bisect_tail(code)}.", "bold red"
 
     def to_json(self) -> dict[str, object]:
         """The tree's ``guard --json`` with the site's ``guard --site --json`` under ``site``; ``ok``,

@@ -52,8 +52,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _render(report: GuardReport) -> str:
-    from patchkit.guard.report import show
-    from patchkit.render import make_console
+    from patchkit.views.console import make_console
+    from patchkit.views.guard import show
 
     buffer = io.StringIO()
     show(report, make_console(buffer))

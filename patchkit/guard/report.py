@@ -1,4 +1,5 @@
-"""The guard's verdict: a frozen ``GuardReport`` with every check, and its JSON.
+"""The guard's verdict: a frozen ``GuardReport`` with every check, and its JSON (a person reads it through
+``patchkit.views.guard``).
 
 Exit codes follow from the report (``exit_code``):
 
@@ -23,13 +24,9 @@ from patchkit.errors import ExitCode
 from patchkit.git import Commit
 from patchkit.guard.checks import Check
 from patchkit.manifest import Manifest
-from patchkit.render import Grid, emit, header, results_table
 from patchkit.results import PatchResult, Status
-from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from patchkit.guard.probe import InterpreterFacts
 
 
@@ -126,59 +123,3 @@ class GuardReport:
                 "torch": facts.torch,
             },
         }
-
-
-_MARK = {"ok": ("PASS", "green"), "warning": ("WARN", "yellow"), "error": ("FAIL", "bold red")}
-
-
-def checks_table(report: GuardReport) -> Grid:
-    table = Grid()
-    table.add_column("check", whole=True)
-    table.add_column("result", whole=True)
-    table.add_column("message")
-    for item in report.checks:
-        table.add_row(item.check, _MARK[item.severity], item.message)
-    return table
-
-
-def show(report: GuardReport, console: Console, *, bisect: bool = False, final: bool = True) -> None:
-    """The report as a person reads it; ``final=False`` leaves out the verdict line (a combined guard prints
-    one verdict of its own)."""
-    header(console, "guard", report.manifest, f"work tree {report.target}", report.commit)
-    emit(
-        console,
-        results_table(
-            report.status.results, extra={"state": [report.status.state_of(r) for r in report.status.results]}
-        ),
-    )
-    console.print()
-    emit(console, checks_table(report))
-    facts = report.interpreter
-    if facts is not None:
-        versions = ", ".join(f"{p.name} {p.version or '(no distribution)'}" for p in facts.packages)
-        console.print(
-            f"interpreter: {facts.python} -> {facts.executable} (Python {facts.version}); "
-            f"{versions + '; ' if versions else ''}torch {facts.torch or '(not installed)'}",
-            markup=False,
-        )
-    if final:
-        line, style = verdict(report, bisect=bisect)
-        console.print(line, style=style, markup=False)
-
-
-def verdict(report: GuardReport, *, bisect: bool = False) -> tuple[str, str]:
-    code = report.exit_code(bisect=bisect)
-    warned = f" ({plural(len(report.warnings), 'warning')}: {', '.join(c.check for c in report.warnings)})"
-    if report.ok:
-        return f"GUARD OK: this tree may be benchmarked{warned if report.warnings else ''}.", "bold green"
-    names = ", ".join(c.check for c in report.failed)
-    return f"GUARD FAILED: {plural(len(report.failed), 'check')} failed ({names}){bisect_tail(code)}.", "bold red"
-
-
-def bisect_tail(code: int) -> str:
-    """What a 125 or 128 means to `git bisect run`, after a failed verdict (nothing for another code)."""
-    if code == 125:
-        return "; exit 125: a required patch cannot apply at this commit, git bisect skips it"
-    if code == 128:
-        return "; exit 128: the setup is wrong (not a verdict on this commit), git bisect stops"
-    return ""

@@ -117,6 +117,7 @@ class BenchConfig:
     ready_timeout: float = 1800.0
     client_timeout: float = 7200.0
     stop_grace: float = 15.0
+    log_wait: float = 1.0  # seconds a client run's server-log metric lines may come after its last response
     warmup: int = 1
     repeat: int = 3
     launches: int = 1  # server launches per (commit, profile): the replicates of a comparison
@@ -324,6 +325,7 @@ def parse_bench(table: Mapping[str, Any], display: str, line_of: LineOf) -> Benc
         ready_timeout=float(table.get("ready_timeout", 1800)),
         client_timeout=float(table.get("client_timeout", 7200)),
         stop_grace=float(table.get("stop_grace", 15)),
+        log_wait=float(table.get("log_wait", 1)),
         warmup=int(table.get("warmup", 1)),
         repeat=int(table.get("repeat", 3)),
         launches=int(table.get("launches", 1)),

@@ -23,12 +23,16 @@ def close_matches(word: str, options: Iterable[str]) -> list[str]:
     return difflib.get_close_matches(word, list(options), n=1)
 
 
+def is_name(spec: str) -> bool:
+    """Whether ``-m spec`` names a manifest (looked up as manifests/NAME.toml) rather than giving its path."""
+    return not (spec.endswith(".toml") or "/" in spec or os.sep in spec)
+
+
 def resolve_manifest(spec: str, cwd: Path | None = None) -> Path:
     """A path, or a bare name looked up as manifests/NAME.toml: in ``cwd``, then in
     patchkit's checkout, then in the copy bundled with an installed wheel."""
     cwd = cwd or Path.cwd()
-    looks_like_path = spec.endswith(".toml") or "/" in spec or os.sep in spec
-    if looks_like_path:
+    if not is_name(spec):
         path = (cwd / spec).resolve()
         if path.is_dir():
             raise UsageError(

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation
+from patchkit.operations.base import Anchor, LoadContext, OnConflict, Outcome, PortTraits, PythonOperation
 from patchkit.operations.code import CodeState
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.operations.digests import canon, digest
@@ -30,6 +30,7 @@ class AddDefinitions(PythonOperation[DefPlan]):
     """
 
     op_name = "add-definitions"
+    port_traits = PortTraits(Anchor.MODULE, renamed_with_class=("before",))
     payload: Payload
     definitions: tuple[NamedDef, ...]
     on_conflict: OnConflict

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, OnConflict, Outcome, PythonOperation, missing_in
+from patchkit.operations.base import Anchor, LoadContext, OnConflict, Outcome, PortTraits, PythonOperation, missing_in
 from patchkit.operations.code import CodeState
 from patchkit.operations.definitions import DefPlan, NamedDef, classify, outcome_for, select, splice_defs
 from patchkit.operations.digests import canon, digest
@@ -36,6 +36,7 @@ class AddMethods(PythonOperation[DefPlan]):
     """
 
     op_name = "add-methods"
+    port_traits = PortTraits(Anchor.CLASS, key="class", payload_key="payload_class")
     class_name: str
     payload: Payload
     payload_class: str

@@ -37,6 +37,15 @@ The engine and the loader never read an op's fields: what they need to know
 about a patch beyond its verdict is asked through methods here (``adds`` /
 ``edits`` and ``same_spot`` for the composition check, ``missing_target`` for
 hints, ``target_span`` for ``explain``, ``identity`` for cache keys).
+
+Nor does ``port`` know any op by name: each op declares its ``port_traits``
+(``PortTraits``): what its patches are anchored to (``Anchor``: a function, a
+class, the import block, a statement, lines of text, a place in the module)
+and under which table key, which region its payload can be merged with three
+ways when upstream edits it (``Merge``), and how its payload names the anchor.
+What such a merge needs of the op beyond that is asked here too:
+``upstream_digest`` (a replaced def's ``expect``), ``target_span`` and
+``merge_name`` (the region a diff payload edits).
 """
 
 from __future__ import annotations
@@ -78,6 +87,53 @@ class OnConflict(str, Enum):
     FAIL = "fail"
     KEEP_UPSTREAM = "keep-upstream"
     REPLACE = "replace"
+
+
+class Anchor(str, Enum):
+    """What a patch of an op is anchored to in its file: what ``port`` follows when upstream moves it.
+
+    Port follows a ``FUNCTION`` (to where its code went, in the files the commit changed; with its class
+    when that is renamed) and a ``CLASS`` (to the new class with the most alike body); every anchor
+    follows its file when git calls the file renamed."""
+
+    FUNCTION = "function"  # a def or a method (``Class.method``), named by ``PortTraits.key``
+    CLASS = "class"  # a class, named by ``PortTraits.key`` (an op whose key is optional: the module without it)
+    IMPORTS = "imports"  # the module's import block
+    STATEMENT = "statement"  # a module-level statement, named by ``PortTraits.key``
+    TEXT = "text"  # lines of text, found by their context (a whole-file diff)
+    MODULE = "module"  # a place in the module: its end, or next to a definition
+
+
+class Merge(str, Enum):
+    """Which region of upstream's file a patch's payload is merged with three ways (base: upstream's region
+    where the patch last applied; ours: the payload; theirs: upstream's region now) when upstream edits it."""
+
+    NONE = "none"  # no merge: upstream's edit of the target is a FAIL port reports
+    DEF = "def"  # the anchor def, whose whole new version the payload holds; ``digest_key`` refreshed after
+    DEF_LINES = "def-lines"  # the anchor def's lines, which the payload's diff edits: its hunks merged, rewritten
+    REGION = "region"  # the op's own region (``target_span``, named by ``merge_name``), edited by a diff payload
+
+
+@dataclass(frozen=True)
+class PortTraits:
+    """What ``port`` needs to know of an op to carry its patches forward (see ``Anchor`` and ``Merge``)."""
+
+    anchor: Anchor = Anchor.MODULE
+    key: str | None = None  # the table key that names the anchor ("function", "class", "statement", "target")
+    # The table key where the payload's own name for the anchor is kept once port renames the anchor, when the
+    # table does not say it already: the loader falls back to the anchor's name ("payload_function").
+    payload_key: str | None = None
+    renamed_with_class: tuple[str, ...] = ()  # keys that name a definition, renamed when it is a class port renames
+    merge: Merge = Merge.NONE
+    merge_on: Reason | None = None  # the FAIL reason that says upstream edited the region (DRIFT, CONFLICT)
+    digest_key: str | None = None  # Merge.DEF: the key of upstream's def's digests (``upstream_digest``)
+    merge_advice: str = ""  # Merge.DEF: said when the payload keeps most of upstream's lines (a narrower op fits)
+    diff_payload: bool = False  # the payload is a unified diff whose header lines name the file (they follow it)
+
+    @property
+    def follows(self) -> bool:
+        """Whether port follows the anchor itself when it moves (a function or a class), not only its file."""
+        return self.anchor in (Anchor.FUNCTION, Anchor.CLASS)
 
 
 Plan = TypeVar("Plan")
@@ -192,6 +248,7 @@ class Operation(ABC, Generic[State, Plan]):
     what an APPLY ``Outcome`` of this op carries to its simulate and its write."""
 
     op_name: ClassVar[str]
+    port_traits: ClassVar[PortTraits] = PortTraits()  # how port carries its patches: anchored to the module
 
     @classmethod
     @abstractmethod
@@ -254,6 +311,16 @@ class Operation(ABC, Generic[State, Plan]):
     def span(self, state: State) -> tuple[int, int] | None:
         """``target_span``, as the engine asks for it."""
         return self.target_span(state)
+
+    def upstream_digest(self, state: State) -> str | None:
+        """``Merge.DEF``: the digest of the upstream code this patch replaces, as it is in ``state``, which port
+        writes to ``PortTraits.digest_key`` after a merge (None: not there)."""
+        return None
+
+    @property
+    def merge_name(self) -> str:
+        """``Merge.REGION``: how port's notes and refusals call the region this patch's diff edits."""
+        return self.op_name
 
     @cached_property
     def fingerprint(self) -> str:

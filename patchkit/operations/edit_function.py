@@ -15,7 +15,7 @@ it a structural address:
 * each hunk must match **inside the function**, exactly (zero fuzz:
   whitespace and line endings included), at any offset within it, the nearest
   match winning, hunks in order and never overlapping: the ``diff`` op's
-  matcher (``diff.match_hunks``) on the function's lines only.
+  matcher (``hunks.match_hunks``) on the function's lines only.
 
 Verdicts:
 
@@ -50,9 +50,19 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from patchkit.errors import InternalError
-from patchkit.operations.base import LoadContext, Operation, Outcome, PythonOperation, missing_in
+from patchkit.operations.base import (
+    Anchor,
+    LoadContext,
+    Merge,
+    Operation,
+    Outcome,
+    PortTraits,
+    PythonOperation,
+    missing_in,
+)
 from patchkit.operations.code import CodeState
-from patchkit.operations.diff import Hunk, Mismatch, hunk_verdict, read_diff_payload, splice_hunks, split_lines
+from patchkit.operations.diff import read_diff_payload
+from patchkit.operations.hunks import Hunk, Mismatch, function_lines, hunk_verdict, splice_hunks, split_lines
 from patchkit.operations.replace_function import missing_function
 from patchkit.results import Reason
 
@@ -67,33 +77,6 @@ class Plan:
     first: int  # 1-based first line of the function in the file (its first decorator)
     last: int  # 1-based last line
     new_lines: tuple[str, ...]  # the function's lines after the edit, with their endings
-
-
-def function_lines(node: ast.stmt, lines: Sequence[str]) -> tuple[int, int]:
-    """(first, last) 1-based lines of a def in ``lines`` (the file's, with or without endings).
-
-    From its first decorator to its last line, widened over the comment lines
-    that belong to it: those right above it at its own indentation, and those
-    right after its last statement indented deeper than the ``def`` (Python's
-    ast leaves both out, but a reader, and a real edit, treats them as part
-    of the function).
-    """
-    first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
-    last = node.end_lineno or node.lineno
-    column = node.col_offset
-    while first > 1 and _comment_at(lines[first - 2], column, deeper=False):
-        first -= 1
-    while last < len(lines) and _comment_at(lines[last], column, deeper=True):
-        last += 1
-    return first, last
-
-
-def _comment_at(line: str, column: int, *, deeper: bool) -> bool:
-    stripped = line.lstrip(" \t")
-    if not stripped.startswith("#"):
-        return False
-    indent = len(line) - len(stripped)
-    return indent > column if deeper else indent == column
 
 
 def _shown(line: str | None, where: str) -> str:
@@ -139,6 +122,11 @@ class ScopedHunks(PythonOperation[Plan]):
     @abstractmethod
     def region_key(self) -> str:
         """Which region the hunks edit, as ``own_code`` keys it ("function=Worker.verify")."""
+
+    @property
+    def merge_name(self) -> str:
+        """Port's name for the region, when it merges upstream's edit of it: the ``region_key``."""
+        return self.region_key
 
     @cached_property
     def written(self) -> str:
@@ -291,6 +279,9 @@ class EditFunction(NamedHunks):
     """
 
     op_name = "edit-function"
+    port_traits = PortTraits(
+        Anchor.FUNCTION, key="function", merge=Merge.DEF_LINES, merge_on=Reason.CONFLICT, diff_payload=True
+    )
     key = "function"
     what = "the function"
 

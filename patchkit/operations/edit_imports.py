@@ -20,7 +20,7 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from patchkit.operations.base import LoadContext, Operation, Outcome
+from patchkit.operations.base import Anchor, LoadContext, Merge, Operation, Outcome, PortTraits
 from patchkit.operations.code import CodeState
 from patchkit.operations.edit_function import Plan, Region, ScopedHunks
 from patchkit.operations.lookup import is_docstring
@@ -56,6 +56,7 @@ class EditImports(ScopedHunks):
     """
 
     op_name = "edit-imports"
+    port_traits = PortTraits(Anchor.IMPORTS, merge=Merge.REGION, merge_on=Reason.CONFLICT, diff_payload=True)
 
     @classmethod
     def from_table(cls, table: Mapping[str, object], ctx: LoadContext) -> EditImports:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from patchkit.operations.base import Outcome
+from patchkit.operations.base import Anchor, Merge, Outcome, PortTraits
 from patchkit.operations.code import CodeState
 from patchkit.operations.edit_function import NamedHunks, Plan, Region
 from patchkit.operations.lookup import bound_names, is_docstring
@@ -72,6 +72,9 @@ class EditStatement(NamedHunks):
     """
 
     op_name = "edit-statement"
+    port_traits = PortTraits(
+        Anchor.STATEMENT, key="statement", merge=Merge.REGION, merge_on=Reason.CONFLICT, diff_payload=True
+    )
     key = "statement"
     what = "the statement"
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Outcome, PythonOperation
+from patchkit.operations.base import Anchor, LoadContext, Outcome, PortTraits, PythonOperation
 from patchkit.operations.code import CodeState
 from patchkit.operations.digests import canon, import_index, parse_statement
 from patchkit.operations.lookup import FunctionNode, bound_names, is_docstring
@@ -111,6 +111,7 @@ class EnsureImport(PythonOperation[str]):
     """
 
     op_name = "ensure-import"
+    port_traits = PortTraits(Anchor.IMPORTS)
     code: str
     items: tuple[ImportItem, ...]
     after: str | None = None  # an import statement, as written in the manifest

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Outcome, PythonOperation
+from patchkit.operations.base import Anchor, LoadContext, Outcome, PortTraits, PythonOperation
 from patchkit.operations.code import CodeState
 from patchkit.operations.digests import canon
 from patchkit.operations.wording import one_line, what_is_there
@@ -32,6 +32,7 @@ class EnsureListItem(PythonOperation[None]):
     """
 
     op_name = "ensure-list-item"
+    port_traits = PortTraits(Anchor.STATEMENT, key="target")
     edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     target: str
     item: str

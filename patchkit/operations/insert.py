@@ -16,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Operation, Outcome, PythonOperation, missing_in
+from patchkit.operations.base import (
+    REPLACES_PREVIOUS,
+    Anchor,
+    LoadContext,
+    Operation,
+    Outcome,
+    PortTraits,
+    PythonOperation,
+    missing_in,
+)
 from patchkit.operations.code import CodeState
 from patchkit.operations.digests import canon, parse_statement
 from patchkit.operations.lookup import FunctionNode, StatementMatch, walk_statements
@@ -49,6 +58,7 @@ class Insert(PythonOperation[int]):
     """
 
     op_name = "insert"
+    port_traits = PortTraits(Anchor.FUNCTION, key="function")
     function: str
     anchor: str
     anchor_canon: str

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.errors import InternalError
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import LoadContext, Outcome, PythonOperation
+from patchkit.operations.base import Anchor, LoadContext, Outcome, PortTraits, PythonOperation
 from patchkit.operations.code import CodeState
 from patchkit.operations.digests import import_index
 from patchkit.operations.ensure_import import import_anchor
@@ -67,6 +67,7 @@ class MoveImport(PythonOperation[Plan]):
     """
 
     op_name = "move-import"
+    port_traits = PortTraits(Anchor.IMPORTS)
     edits_in_place = True  # simulate() edits an existing statement (see PythonOperation)
     name: str
     source: str  # `from`

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
 from patchkit.operations.add_methods import member_index
-from patchkit.operations.base import LoadContext, Outcome, PythonOperation, missing_in
+from patchkit.operations.base import Anchor, LoadContext, Outcome, PortTraits, PythonOperation, missing_in
 from patchkit.operations.code import CodeState
 from patchkit.operations.digests import digest, short_digest
 from patchkit.operations.lookup import bound_names
@@ -48,6 +48,7 @@ class RemoveDefinitions(PythonOperation[tuple[str, ...]]):
     """
 
     op_name = "remove-definitions"
+    port_traits = PortTraits(Anchor.CLASS, key="class")
     edits_in_place = True  # statements that were there go away (see PythonOperation)
     names: tuple[str, ...]
     expect: tuple[str, ...]

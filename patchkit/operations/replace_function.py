@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from patchkit.operations import edit_lazy
-from patchkit.operations.base import REPLACES_PREVIOUS, LoadContext, Outcome, PythonOperation, missing_in
+from patchkit.operations.base import (
+    REPLACES_PREVIOUS,
+    Anchor,
+    LoadContext,
+    Merge,
+    Outcome,
+    PortTraits,
+    PythonOperation,
+    missing_in,
+)
 from patchkit.operations.code import CodeState
 from patchkit.operations.digests import canon, digest, digest_of_canon, payload_canon, short_digest
 from patchkit.operations.lookup import FunctionNode, not_found_class, replace_statement
@@ -62,6 +71,16 @@ class ReplaceFunction(PythonOperation[None]):
     """
 
     op_name = "replace-function"
+    port_traits = PortTraits(
+        Anchor.FUNCTION,
+        key="function",
+        payload_key="payload_function",
+        merge=Merge.DEF,
+        merge_on=Reason.DRIFT,
+        digest_key="expect",
+        merge_advice="as an edit-function (a diff of the lines it changes) it would keep applying through upstream "
+        "edits elsewhere in the function",
+    )
     function: str
     payload: Payload
     payload_function: str
@@ -122,6 +141,11 @@ class ReplaceFunction(PythonOperation[None]):
 
     def edits(self) -> set[str]:
         return {self.function}
+
+    def upstream_digest(self, state: CodeState) -> str | None:
+        """The digest ``expect`` holds of the function, as it is in ``state`` (port refreshes it after a merge)."""
+        found = function_digest(state, self.function)
+        return found[0] if isinstance(found, tuple) else None
 
     def analyze(self, state: CodeState) -> Outcome[None]:
         current, _owner, missing_class = state.find_function(self.function)

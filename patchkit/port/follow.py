@@ -15,8 +15,8 @@ where a patch applied, and the one where it stopped):
   (theirs), on the defs' lines at column 0, then put back at the payload's
   column.
 
-Everything here reads text and returns values; the walk and the manifest
-edits are ``port/plan.py``'s.
+Everything here reads text and returns values; the walk (``walk.py``) and
+the manifest edits (``carry.py``, ``merge.py``) are the rest of ``port``'s.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ from dataclasses import dataclass
 
 from patchkit.git import merge_texts
 from patchkit.operations.code import CodeState
-from patchkit.operations.diff import split_lines
 from patchkit.operations.digests import canon
-from patchkit.operations.edit_function import function_lines
+from patchkit.operations.hunks import function_lines, split_lines
 
 # How alike two defs' texts must be (difflib's ratio over their lines) to be called the same def moved,
 # and by how much the best candidate must beat the next one: below either, port names the candidates

@@ -3,6 +3,6 @@
 ``documents`` reads what the page embeds (the very JSON documents that
 ``check --json``, ``runs --json`` and ``bisect --json`` print, built by the
 same functions); ``page`` writes one self-contained HTML file around them
-(plotly.js inlined, nothing fetched at view time); ``terminal`` draws one
-metric over commits with plotext for ``runs --plot``.
+(plotly.js inlined, nothing fetched at view time).  The terminal plot of
+``runs --plot`` is a view: ``patchkit.views.plot``.
 """

@@ -15,6 +15,9 @@ starts without NAME; ``--worker-title T`` gives it one more argument), ``--repor
 and ``--worker-empty-env``: the last worker runs Python with that flag, or with no environment at all.
 ``--read-file PATH`` (tree-relative or absolute): each spawn worker reads that JSON file before init.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
+``--log-every SECONDS``: a server that logs late, as one that reports on a timer does: every SECONDS, if any
+/generate came since its last line, it prints ``stand-in stats: served=N`` (N: the requests since then), so
+the line about a short client run comes after the run's last response.
 
 ``--noise SIGMA``: launch-to-launch noise.  Each start draws a throughput
 factor exp(N(0, SIGMA)) from ``random.Random`` seeded with ``--noise-seed``
@@ -42,6 +45,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -175,6 +179,7 @@ def main() -> None:
     parser.add_argument("--worker-env", action="append", default=[], metavar="RANK:NAME=VALUE")
     parser.add_argument("--load-so", default=None)
     parser.add_argument("--tree-envs", action="store_true", help="call the tree's _set_envs_and_config first")
+    parser.add_argument("--log-every", type=float, default=None, help="a stats line on a timer (a late logger)")
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker(exec_once=args.worker_exec)
@@ -260,7 +265,8 @@ def main() -> None:
         if target.is_file() and text in target.read_text(encoding="utf-8", errors="replace"):
             verify_ms *= args.slow_factor
     timing = os.environ.get("PATCHKIT_EAGLE3_VERIFY_TIMING") == "1"
-    served = {"generate": 0}
+    served = {"generate": 0, "since": 0}
+    counting = threading.Lock()
     rng = None
     factor = 1.0
     if args.noise:
@@ -297,6 +303,8 @@ def main() -> None:
                 self.reply(200, {"version": version, "tp_size": len(workers), "model_path": "stand-in"})
             elif self.path == "/generate":
                 served["generate"] += 1
+                with counting:
+                    served["since"] += 1
                 if args.die_after is not None and served["generate"] > args.die_after:
                     print("stand-in server: fatal error in the scheduler", file=sys.stderr, flush=True)
                     os._exit(17)
@@ -317,6 +325,17 @@ def main() -> None:
             else:
                 self.reply(404, {})
 
+    if args.log_every:
+
+        def stats() -> None:
+            while True:
+                time.sleep(args.log_every)
+                with counting:
+                    count, served["since"] = served["since"], 0
+                if count:
+                    print(f"stand-in stats: served={count}", flush=True)
+
+        threading.Thread(target=stats, daemon=True).start()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     print("stand-in server listening", flush=True)
     try:

@@ -27,11 +27,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from patchkit.bench.execution.cluster import ScheduledRounds, prior_place
-from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor
+from patchkit.bench.execution.executor import Executor, prior_place
 from patchkit.bench.execution.launches import BenchArgs, Opened, run_local
+from patchkit.bench.execution.local import LocalExecutor
 from patchkit.bench.execution.prepare import unpatchable_commits
+from patchkit.bench.execution.scheduled import ScheduledRounds
 from patchkit.bench.execution.session import Session
+from patchkit.bench.execution.slurm import SlurmExecutor
 from patchkit.bench.records.hygiene import hunt_report
 from patchkit.bench.records.provenance import gpu_facts
 from patchkit.bench.records.record import RunRecord

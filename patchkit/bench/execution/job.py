@@ -18,7 +18,8 @@ has a process:
 6. read the start environment of every process in the server's tree with
    psutil: each must have every ``env`` value;
 7. run the client ``warmup + repeat`` times (each in its own group, with a
-   timeout, watching the server), extract every metric per measured run;
+   timeout, watching the server), extract every metric per measured run (a
+   run's server-log lines: from its start to the next run's start, ``_run_log``);
 8. stop: SIGTERM to the group (and to any process of the tree that left it),
    SIGKILL after ``stop_grace``, then confirm nothing is left and the port is
    free.  This happens whatever ends the job: an error, a refusal, Ctrl-C.
@@ -58,7 +59,7 @@ from patchkit.bench.records.metrics import extract
 from patchkit.bench.records.provenance import gpu_facts, host_facts, interpreter_facts, torch_facts
 from patchkit.bench.records.record import ManifestJson, Outcome, RunCommands, RunRecord, now
 from patchkit.git import Commit
-from patchkit.manifest.bench import BenchConfig, render
+from patchkit.manifest.bench import BenchConfig, Metric, render
 from patchkit.proof.account import TreeFacts
 from patchkit.proof.document import ProofJson
 from patchkit.proof.jitcache import jit_caches
@@ -369,13 +370,38 @@ def _split(command: str, which: str) -> list[str]:
 
 
 def _read_from(path: Path, offset: int) -> tuple[str, int]:
+    """The whole lines written to ``path`` since ``offset``, and the offset after them: a line the server is
+    still writing is read whole the next time, never cut where a number could lose its last digits."""
     try:
         with path.open("rb") as fh:
             fh.seek(offset)
             data = fh.read()
     except OSError:
         return "", offset
+    data = data[: data.rfind(b"\n") + 1]
     return data.decode("utf-8", "replace"), offset + len(data)
+
+
+def _run_log(
+    log: Path, start: int, metrics: Sequence[Metric], server: subprocess.Popen[bytes], wait: float
+) -> tuple[str, int]:
+    """What the server logged for the client run that started at ``start`` (it has just ended), and where the
+    next run's lines start.
+
+    A run's lines are those from its start to the next run's start (the last run's: to the server's stop), so
+    a line the server flushes after the run's last response is this run's, never lost between runs.  The next
+    run starts once a line of every server-log metric has come after this run ended ([bench].log_wait at
+    most, or until the server exits): a server that logs on a timer reports a short run (or the rest of one
+    its timer cut in two) only then, and that line must not be taken for the next run's.
+    """
+    _, ended = _read_from(log, start)
+    deadline = time.monotonic() + wait
+    while True:
+        late, _ = _read_from(log, ended)
+        done = all(extract(m, stdout="", output=Path(os.devnull), server_log=late) is not None for m in metrics)
+        if done or time.monotonic() >= deadline or server.poll() is not None:
+            return _read_from(log, start)
+        time.sleep(0.02)
 
 
 @dataclass
@@ -640,6 +666,7 @@ def _run_clients(spec: JobSpec, state: _JobState, say: Progress) -> None:
     """``warmup + repeat`` client runs; every metric read from each measured one (missing is None, never 0)."""
     assert state.proc is not None
     config, log = spec.config, state.server_log
+    from_log = [m for m in config.metrics if m.source == "server-log" and m.applies_to(spec.profile)]
     offset = log.stat().st_size if log.exists() else 0
     for index in range(spec.warmup + spec.repeat):
         measured = index >= spec.warmup
@@ -652,9 +679,8 @@ def _run_clients(spec: JobSpec, state: _JobState, say: Progress) -> None:
         out_path = spec.run_dir / f"client-{index + 1}.out"
         err_path = spec.run_dir / f"client-{index + 1}.err"
         state.clients.append({"stdout": str(out_path), "stderr": str(err_path), "output": str(output)})
-        _, offset = _read_from(log, offset)  # skip what the server wrote between runs
         _run_client(client_cmd, spec, state.env, out_path, err_path, state.proc, log, label)
-        log_text, offset = _read_from(log, offset)
+        log_text, offset = _run_log(log, offset, from_log, state.proc, config.log_wait)
         if not measured:
             continue
         stdout = out_path.read_text(encoding="utf-8", errors="replace")

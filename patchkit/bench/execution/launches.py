@@ -16,7 +16,7 @@ process, one after the other; the Slurm one ships each planned launch as a job
 ledger, so the same command run again after an interruption reads back what
 is stored and launches only the rest (``run_here``, ``run_scheduled``);
 ``--fresh`` sets that unfinished batch aside and starts a new one
-(``cluster.begin_batch``).  It says how its batch began and how it ended:
+(``ledger.begin_batch``).  It says how its batch began and how it ended:
 every launch done; a local launch stopped by Ctrl-C or SIGTERM (stored as
 ``interrupted``, the last record); or the submitter stopped while it waited
 on Slurm, the jobs left running for the same command to collect.
@@ -30,24 +30,66 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from patchkit.bench.execution.cluster import (
-    LOCAL,
-    RESUME_HINT,
-    Begun,
-    ClusterArgs,
-    begin_batch,
-    local_batch_key,
-    run_scheduled,
-    scheduled_executor,
-)
-from patchkit.bench.execution.executor import Executor, LocalExecutor, SlurmExecutor, Task
+from patchkit.bench.execution.executor import Executor, Task
+from patchkit.bench.execution.ledger import RESUME_HINT, Begun, begin_batch, local_batch_key
+from patchkit.bench.execution.local import LocalExecutor
+from patchkit.bench.execution.scheduled import run_scheduled
 from patchkit.bench.execution.session import Interrupted, Session, parse_sets, sigterm_as_interrupt
+from patchkit.bench.execution.slurm import SlurmExecutor, slurm_options
 from patchkit.bench.records.record import RunRecord
 from patchkit.git import Commit, Repo
 from patchkit.manifest import Manifest, load_manifest
 from patchkit.wording import plural
 
 Show = Callable[[Commit, str, str, str], None]  # a session's progress: commit, profile, phase, detail
+
+EXECUTORS = ("local", "slurm")
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """The Slurm options of a verb (``--executor`` and the rest), as the command line gave them."""
+
+    executor: str = "local"
+    shared_dir: str | None = None
+    slurm_partition: str | None = None
+    gpus_per_job: int | None = None
+    timeout_min: int | None = None
+    slots: int | None = None
+    slurm_extra: tuple[str, ...] = ()
+
+    @classmethod
+    def take(cls, kwargs: dict[str, Any], *, keep: Sequence[str] = ()) -> ClusterArgs:
+        """Pop these options out of a verb's keyword arguments (``keep``: also left there for the verb)."""
+        names = [f.name for f in fields(cls)]
+        values = {n: (kwargs[n] if n in keep else kwargs.pop(n)) for n in names if n in kwargs}
+        if "slurm_extra" in values:
+            values["slurm_extra"] = tuple(values["slurm_extra"])
+        return cls(**values)
+
+
+LOCAL = ClusterArgs()  # the default: in-process, one slot
+
+
+def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> Executor:
+    """The verbs' one entry: the executor their options ask for (``LocalExecutor`` by default), for Slurm
+    with the session's worktrees and run directories moved onto the shared directory, which the jobs read."""
+    options = slurm_options(
+        session.config,
+        executor=args.executor,
+        shared_dir=args.shared_dir,
+        partition=args.slurm_partition,
+        gpus_per_job=args.gpus_per_job,
+        timeout_min=args.timeout_min,
+        slots=args.slots,
+        extra=args.slurm_extra,
+    )
+    if options is None:
+        return LocalExecutor()
+    if worktree_root is None:
+        session.root = options.shared_dir / "worktrees"
+    session.runs_dir = options.shared_dir / "bench-runs"
+    return SlurmExecutor(options)
 
 
 @dataclass(frozen=True)
@@ -150,7 +192,7 @@ def launch(
     """Every (commit, profile) launched, in order: in this process, or each one a Slurm job (refused commits
     stored without submitting).  Either way the launches are one batch of the store's ledger, so a re-run
     of the command after an interruption reads back what is stored and launches only the rest, unless
-    ``fresh`` (``cluster.begin_batch``).  ``on_record`` hears each record as it is stored or read back (not
+    ``fresh`` (``ledger.begin_batch``).  ``on_record`` hears each record as it is stored or read back (not
     a local launch's interrupted one, which ends the loop)."""
     if isinstance(executor, SlurmExecutor):
         collected: list[RunRecord] = []
@@ -207,13 +249,13 @@ def run_here(
     """Each (session, commit, profile) as ``Session.run`` launches it, handed to ``executor`` one task a launch.
 
     With ``command``, the launches are one batch of the store's ledger, keyed by the command, each
-    launch (``Session.launch_key``) and this host, as a Slurm batch is (``cluster.run_scheduled``): a
+    launch (``Session.launch_key``) and this host, as a Slurm batch is (``scheduled.run_scheduled``): a
     re-run of the same command after an interruption (Ctrl-C, SIGTERM, a crash) resumes it.  A launch
     that the batch holds as collected is read back from the store, in its place in the order, not run
     again; an interrupted one, one refused before it started and one whose patchkit was killed run
     again (``LocalExecutor.map``).  Once every launch is stored the batch is finished, and the same
     command after that is a new batch that launches everything.  ``fresh`` (``--fresh``): a new batch
-    now, the unfinished one set aside (``cluster.begin_batch``), so every launch runs again.
+    now, the unfinished one set aside (``ledger.begin_batch``), so every launch runs again.
     ``on_batch`` hears how the batch began, before the first launch.  Without ``command`` (a bisect's
     single launches) there is no batch."""
     if command is None:

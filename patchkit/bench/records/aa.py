@@ -97,7 +97,7 @@ def keep_priors(
     interrupted: bool,
 ) -> ProfileNoise:
     """One profile's A/A report (``noise --json``'s ``profiles[]``), each spread that passed the check stored
-    as the prior of ``place`` (``cluster.prior_place``), profile and metric, unless the run was interrupted."""
+    as the prior of ``place`` (``executor.prior_place``), profile and metric, unless the run was interrupted."""
     report = aa_report(records, threshold=threshold)
     gpus = {gpu_label(r.gpus) for r in records if r.outcome is Outcome.OK}
     gpu = gpus.pop() if len(gpus) == 1 else None  # launches on mixed GPUs: not one GPU's prior

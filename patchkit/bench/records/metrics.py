@@ -1,8 +1,10 @@
 """Reading metrics out of one client run, and summarising samples.
 
 A metric is read from the client's stdout, from the last JSON line of the
-run's ``{output}`` file, or from what the server wrote to its log while this
-client run lasted.  A metric that is not there is ``None`` (missing), never 0.
+run's ``{output}`` file, or from the server's log lines that are this run's:
+from its start to the next run's start, or to the server's stop (the job
+chooses them: ``bench.execution.job._run_log``).  A metric that is not there
+is ``None`` (missing), never 0.
 """
 
 from __future__ import annotations

@@ -154,7 +154,7 @@ def open_store(repo: Repo, path: str | None, *, create: bool = True) -> Store:
 
 
 class SubmissionLabel(TypedDict, total=False):
-    """A submission's JSON label (``cluster.label``): the launch it stands for, as far as a lost job's record needs."""
+    """A submission's JSON label (``scheduled.label``): the launch it stands for, what a lost job's record needs."""
 
     commit: str
     subject: str

@@ -39,6 +39,12 @@ class MetricDelta:
     better: str | None = None  # the metric's `better`, to say whether a different is better or worse
 
     @property
+    def shown_ratio(self) -> float | None:
+        """The ratio a table shows: the verdict's, over the launches, where it has one; else the medians'."""
+        v = self.verdict
+        return v.ratio if v is not None and v.ratio is not None else self.ratio
+
+    @property
     def call(self) -> str:
         """``different (worse)`` / ``different (better)`` / ``same`` / ``unknown``."""
         if self.verdict is None:

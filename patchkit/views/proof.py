@@ -1,4 +1,5 @@
-"""The accounting and the per-process facts as a person reads them (``run --probe``, bench)."""
+"""The proof as a person reads it (``run --probe``): the accounting of the files that ran, each STRAY, and the
+per-process facts (init_process_group, the libraries mapped, NCCL's own word)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from patchkit.proof.libs import MappedLibrary
 from patchkit.proof.nccllog import NcclProcess, nccl_host
 from patchkit.proof.records import LocalKey, ProcessFacts, local_key
 from patchkit.proof.runproof import doubts
-from patchkit.render import Grid, emit
+from patchkit.views.console import emit
+from patchkit.views.grid import Grid
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from patchkit.views.console import Console
 
 
 def accounting_line(accounting: Accounting) -> str:
@@ -33,7 +35,7 @@ def strays_table(accounting: Accounting, processes: Sequence[ProcessFacts]) -> G
     table = Grid()
     table.add_column("STRAY", whole=True)
     table.add_column("file")
-    table.add_column("why")
+    table.add_column("why", prose=True)
     table.add_column("loaded by")
     for item in accounting.strays:
         table.add_row("STRAY", item.path, item.why or "", loaded_by(item, processes))
@@ -45,7 +47,7 @@ def init_table(processes: Sequence[ProcessFacts], names: Sequence[str] = ()) -> 
     table = Grid()
     for column in ("pid", "process", "rank", "backend", "torch", "nccl"):
         table.add_column(column, whole=True)
-    table.add_column("environment at init_process_group")
+    table.add_column("environment at init_process_group", prose=True)
     for proc in processes:
         for call in proc.inits:
             shown = {k: v for k, v in call.env.items() if not names or k in names or k.startswith("NCCL_")}
@@ -92,7 +94,7 @@ def nccl_table(found: Mapping[tuple[str, int], NcclProcess], processes: Sequence
     table.add_column("pid", whole=True)
     table.add_column("process")
     table.add_column("NCCL version", whole=True)
-    table.add_column("NCCL: set by environment")
+    table.add_column("NCCL: set by environment", prose=True)
     for key, item in sorted(found.items()):
         env = " ".join(f"{k}={v}" for k, v in sorted(item.env.items()))
         table.add_row(str(item.pid), labels.get(key, "-"), item.version or "-", env or "-")

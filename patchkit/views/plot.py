@@ -17,13 +17,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.errors import ExitCode, PatchkitError, UsageError
 from patchkit.git import Repo
 from patchkit.report.documents import StoredRuns
+
+if TYPE_CHECKING:
+    from patchkit.views.console import Console
 
 HEIGHT = 22
 MAX_TICKS = 6

@@ -1,57 +1,44 @@
-"""Bench launches on a Slurm cluster: the glue between the session (specs, records, store) and the executor.
+"""Bench launches as Slurm jobs: the glue between the session (specs, records, store) and ``SlurmExecutor``.
 
 ``run_scheduled(session, pairs, executor)`` plans every (commit, profile):
 a commit the guard refuses gets its ``refused`` record here and is never
 submitted.  The rest become ``Task`` values keyed by what makes two launches
-the same (commit, profile, variables, warmup, repeat, manifest digests, the
-launch's ordinal), and the whole call is one *batch*, keyed by the command,
-its tasks and the Slurm options.  The store resumes an unfinished batch of
-the same key: tasks already collected are read back, tasks submitted by a
-submitter that died are reattached, only the rest is submitted.
+the same (``ledger.task_key``), and the whole call is one batch of the ledger
+(``ledger.begin_batch``), keyed by the command, its tasks and the Slurm options.
+The store resumes an unfinished batch of the same key: tasks already collected
+are read back, tasks submitted by a submitter that died are reattached, only
+the rest is submitted.  ``ScheduledRounds`` is a search's launches, one such
+batch a round.
 
 ``ship(spec)`` is what runs inside the Slurm job: ``run_job`` exactly as
 locally (probe, accounting, the start-environment check), plus the job's own
 Slurm facts; it returns plain JSON so that the submitter reads it back
 whatever pickling does with classes.  A job that ends without a result
 (``scancel``, its time limit, a node failure) is stored as ``interrupted``
-with the Slurm state and the job's log paths.
+with the Slurm state and the job's log paths (``record_of``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import pickle
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypedDict
 
-from patchkit.bench.execution.executor import (
-    SIGNAL_DELAY_S,
-    Executor,
-    Finished,
-    LocalExecutor,
-    SlurmExecutor,
-    SlurmOptions,
-    Task,
-    check_shared_dir,
-    job_facts,
-)
+from patchkit.bench.execution.executor import Finished, Task
 from patchkit.bench.execution.job import JobSpec, run_job
+from patchkit.bench.execution.ledger import RESUME_HINT, Begun, batch_key, begin_batch, task_key
 from patchkit.bench.execution.session import Session, unstarted_record
+from patchkit.bench.execution.slurm import SIGNAL_DELAY_S, SlurmExecutor, gpus_for, job_facts
 from patchkit.bench.records.record import ManifestJson, Outcome, RunRecord
-from patchkit.bench.records.store import Store, Submission, SubmissionLabel
-from patchkit.errors import UsageError
+from patchkit.bench.records.store import Submission, SubmissionLabel
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig
-from patchkit.wording import plural
 
-EXECUTORS = ("local", "slurm")
 LOG_TAIL = 20
 
 
@@ -107,179 +94,6 @@ def _timed_out(submitits: object) -> bool:
     preemption); a signal no submitit handler awaits is taken as the time limit."""
     check = getattr(getattr(submitits, "__self__", None), "has_timed_out", None)
     return True if check is None else bool(check())
-
-
-def parse_extra(items: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        key = key.strip().lstrip("-")
-        if not eq or not key:
-            raise UsageError(f"--slurm-extra {item!r} is not KEY=VALUE", hint="e.g. --slurm-extra account=perf")
-        out[key] = value
-    return out
-
-
-def slurm_options(
-    config: BenchConfig,
-    *,
-    executor: str,
-    shared_dir: str | None,
-    partition: str | None,
-    gpus_per_job: int | None,
-    timeout_min: int | None,
-    slots: int | None,
-    extra: Sequence[str],
-) -> SlurmOptions | None:
-    """The Slurm options (the command line over ``[bench.slurm]``), None for the local executor.
-
-    With ``--executor local`` a Slurm-only option is an error rather than silently ignored;
-    the shared directory is checked here, before anything is prepared or submitted."""
-    given = {
-        "--shared-dir": shared_dir,
-        "--slurm-partition": partition,
-        "--gpus-per-job": gpus_per_job,
-        "--timeout-min": timeout_min,
-        "--slurm-extra": extra or None,
-    }
-    if executor == "local":
-        named = [name for name, value in given.items() if value is not None]
-        if named:
-            raise UsageError(
-                f"{', '.join(named)} only appl{'ies' if len(named) == 1 else 'y'} with --executor slurm",
-                hint=f"add --executor slurm, or drop {'it' if len(named) == 1 else 'them'}",
-            )
-        return None
-    table = config.slurm
-    where = shared_dir or table.shared_dir
-    if where is None:
-        raise UsageError(
-            "--executor slurm needs --shared-dir DIR (or shared_dir in [bench.slurm])",
-            hint="a directory the submitting host and every compute node see at the same path",
-        )
-    timeout = timeout_min or table.timeout_min or 60
-    if timeout * 60 <= SIGNAL_DELAY_S:
-        source = f"--timeout-min {timeout}" if timeout_min else f"[bench.slurm].timeout_min = {timeout}"
-        raise UsageError(
-            f"{source}: submitit signals a job {SIGNAL_DELAY_S} s before its time limit and the launch stops "
-            f"then, so a job of {plural(timeout, 'minute')} would stop as it starts",
-            hint=f"give {SIGNAL_DELAY_S // 60 + 1} minutes or more: start-up, health wait and client runs must "
-            f"fit in the limit less {SIGNAL_DELAY_S} s",
-        )
-    return SlurmOptions(
-        shared_dir=check_shared_dir(Path(where)),
-        partition=partition or table.partition,
-        gpus_per_job=gpus_per_job if gpus_per_job is not None else table.gpus_per_job,
-        timeout_min=timeout,
-        slots=slots or table.slots or 1,
-        extra={**table.extra, **parse_extra(extra)},
-    )
-
-
-def gpus_for(options: SlurmOptions, values: Mapping[str, str]) -> int | None:
-    """``--gpus-per-job``, else the profile's ``tp`` variable when it is a whole number, else none."""
-    if options.gpus_per_job is not None:
-        return options.gpus_per_job or None
-    tp = values.get("tp", "")
-    return int(tp) if tp.isdigit() and int(tp) > 0 else None
-
-
-def task_key(session: Session, commit: Commit, profile: str, ordinal: int) -> str:
-    """What makes two launches the same launch (``Session.launch_key``, which local batches key by too)."""
-    return session.launch_key(commit, profile, ordinal)
-
-
-def batch_key(command: str, keys: Sequence[str], options: SlurmOptions) -> str:
-    """A Slurm batch: the command, its launches and the Slurm options."""
-    return _batch_key(command, keys, {"options": options.to_json()})
-
-
-def local_batch_key(command: str, keys: Sequence[str], place: str) -> str:
-    """A local batch: the command, its launches and the host that runs them (a store on a shared disk may
-    hold another host's batch of the same command: its launches measured that host, not this one)."""
-    return _batch_key(command, keys, {"executor": "local", "place": place})
-
-
-def _batch_key(command: str, keys: Sequence[str], where: Mapping[str, object]) -> str:
-    text = json.dumps({"command": command, "tasks": list(keys), **where}, sort_keys=True)
-    return f"{command}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-
-
-def _within(row: Submission, batch: str) -> bool:
-    """Whether the launch is of ``batch`` or of one of its rounds (``<batch>/round-I``)."""
-    return row.batch == batch or row.batch.startswith(f"{batch}/")
-
-
-class BatchJson(TypedDict):
-    """``Begun.to_json``: the ``batch`` of ``bench --json`` and ``noise --json`` (docs/json.md)."""
-
-    id: str
-    executor: str
-    resumed: bool
-    read_back: list[int]
-    fresh: bool
-    abandoned: list[str]
-    cancelled: list[str]
-
-
-RESUME_HINT = "--fresh starts a new batch instead"  # what every "resuming batch" note ends with
-
-
-@dataclass(frozen=True)
-class Begun:
-    """How a verb's batch began (``begin_batch``): which one, whether an unfinished one of the same command was
-    taken up, and what ``--fresh`` set aside instead."""
-
-    batch: str
-    executor: str  # "local" or "slurm"
-    resumed: bool  # an unfinished batch of this command, holding launches, was taken up
-    fresh: bool = False  # --fresh: no earlier batch taken up, whatever the store held
-    read_back: tuple[int, ...] = ()  # the runs of the batch read back from the store, not launched by this command
-    abandoned: tuple[str, ...] = ()  # the unfinished batches of this command that --fresh set aside
-    cancelled: tuple[str, ...] = ()  # their Slurm jobs, not collected, that --fresh cancelled
-
-    def to_json(self) -> BatchJson:
-        return {
-            "id": self.batch,
-            "executor": self.executor,
-            "resumed": self.resumed,
-            "read_back": list(self.read_back),
-            "fresh": self.fresh,
-            "abandoned": list(self.abandoned),
-            "cancelled": list(self.cancelled),
-        }
-
-
-def begin_batch(
-    store: Store, key: str, command: str, executor: Executor, *, fresh: bool, note: Callable[[str], None]
-) -> Begun:
-    """The batch of this command's key: the unfinished one, resumed; or with ``fresh`` (and when every earlier
-    one finished), a new one.
-
-    ``fresh`` sets every unfinished batch of the key aside first (``Store.abandon_batch``): finished, so that
-    no later run of the command resumes it, its launches not collected ``abandoned``.  The runs it stored stay
-    in the store (``runs`` lists them; they are not this batch's: their series is another).  On Slurm its jobs
-    not collected are cancelled first (``Executor.cancel``, each round of a bisect too): nothing would ever
-    collect them, and a job still queued or running would take the slots and GPUs the new batch's jobs need,
-    load the nodes they measure and run from the worktrees the new batch prepares again.  Locally nothing
-    of an earlier batch runs: there is nothing to cancel."""
-    abandoned: list[str] = []
-    cancelled: list[str] = []
-    for old in store.unfinished_batches(key) if fresh else ():
-        rows = [row for row in store.submissions() if _within(row, old)]
-        pending = [row for row in rows if not row.collected and not row.abandoned]
-        stopped = [job for part in sorted({row.batch for row in pending}) for job in executor.cancel(part, store)]
-        store.abandon_batch(old)
-        abandoned.append(old)
-        cancelled.extend(stopped)
-        stored = sum(1 for row in rows if row.collected)
-        said = f"{plural(stored, 'launch', 'launches')} stored (its runs stay in the store), {len(pending)} abandoned"
-        if stopped:
-            said += f"; its Slurm jobs not collected cancelled: {', '.join(stopped)}"
-        note(f"--fresh: set aside the unfinished batch {old}: {said}")
-    batch, resumed = store.open_batch(key, command)
-    resumed = resumed and any(_within(row, batch) for row in store.submissions())  # none launched: nothing resumed
-    return Begun(batch, executor.name, resumed, fresh, abandoned=tuple(abandoned), cancelled=tuple(cancelled))
 
 
 def label(spec: JobSpec) -> SubmissionLabel:
@@ -517,56 +331,3 @@ class ScheduledRounds:
     def finish(self) -> None:
         """The search is over: a later run of the same command starts afresh."""
         self.session.store.finish_batch(self.batch)
-
-
-@dataclass(frozen=True)
-class ClusterArgs:
-    """The Slurm options of a verb (``--executor`` and the rest), as the command line gave them."""
-
-    executor: str = "local"
-    shared_dir: str | None = None
-    slurm_partition: str | None = None
-    gpus_per_job: int | None = None
-    timeout_min: int | None = None
-    slots: int | None = None
-    slurm_extra: tuple[str, ...] = ()
-
-    @classmethod
-    def take(cls, kwargs: dict[str, Any], *, keep: Sequence[str] = ()) -> ClusterArgs:
-        """Pop these options out of a verb's keyword arguments (``keep``: also left there for the verb)."""
-        names = [f.name for f in fields(cls)]
-        values = {n: (kwargs[n] if n in keep else kwargs.pop(n)) for n in names if n in kwargs}
-        if "slurm_extra" in values:
-            values["slurm_extra"] = tuple(values["slurm_extra"])
-        return cls(**values)
-
-
-LOCAL = ClusterArgs()  # the default: in-process, one slot
-
-
-def prior_place(executor: Executor) -> str:
-    """Where the launches of a verb run, as the noise prior is keyed: this host's name locally, the
-    partition and constraint on Slurm (``SlurmOptions.place``), the same key ``RunRecord.place`` gives
-    their records; ``noise`` stores under it, ``bisect`` and ``compare`` look it up."""
-    return executor.place
-
-
-def scheduled_executor(session: Session, args: ClusterArgs, *, worktree_root: str | None) -> Executor:
-    """The verbs' one entry: the executor their options ask for (``LocalExecutor`` by default), for Slurm
-    with the session's worktrees and run directories moved onto the shared directory, which the jobs read."""
-    options = slurm_options(
-        session.config,
-        executor=args.executor,
-        shared_dir=args.shared_dir,
-        partition=args.slurm_partition,
-        gpus_per_job=args.gpus_per_job,
-        timeout_min=args.timeout_min,
-        slots=args.slots,
-        extra=args.slurm_extra,
-    )
-    if options is None:
-        return LocalExecutor()
-    if worktree_root is None:
-        session.root = options.shared_dir / "worktrees"
-    session.runs_dir = options.shared_dir / "bench-runs"
-    return SlurmExecutor(options)

@@ -1,0 +1,291 @@
+"""The launch model fitted to every launch of a hunt: the posterior over the first bad commit, the spread, the
+drift, which launches are outliers, and the test for a second step within one side of an answer.
+
+Arrays in, values out: ``Model.fit(pos, x, t, size, sign, noise, floor)`` takes each launch's position, log value
+and order, and knows nothing of rounds, budgets or commits; ``tests/test_hunt_model.py`` calls it with a few
+numbers.  The split likelihood is ``likelihood.py``, the spread ``sigma.py``.
+
+**Drift.**  Each launch carries its order (its place in the hunt).  The drift term is fitted only when the data
+asks for it: its estimate is ``DRIFT_Z`` standard errors from zero without it (a trend costs the search precision,
+as a level and a trend are told apart only by launches of one side at different times).  The levels are then
+corrected for it, and ``drift()`` says so.
+
+**More than one step** (``side_splits``, ``side_step``).  Each side of an answer is tested for a step of its own
+among its measured commits: each commit's launches weighted against its own median (an outlier of one commit
+cannot fake a step), the drift removed, each split judged by Student's t at a pooled spread that holds no step
+of that split, read as the normal z of the same tail.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+from patchkit.bench.stats.hunt.likelihood import (
+    FLOOR,
+    OUTLIER_WEIGHT,
+    Groups,
+    SplitFit,
+    gap_log_prior,
+    marginal_logs,
+    responsibilities,
+)
+from patchkit.bench.stats.hunt.posterior import Posterior
+from patchkit.bench.stats.hunt.report import Drift, Spread
+from patchkit.bench.stats.hunt.sigma import as_normal, fit_spread, rejects, start_sigma, widen
+from patchkit.bench.stats.verdict import Noise
+
+DRIFT_Z = 3.0  # a drift estimate this many standard errors from zero is fitted, and reported as drift
+DRIFT_FROM = 6  # launches before the drift term is fitted
+ORDER_SCALE = 100.0  # the drift is fitted per 100 launches (conditioning)
+
+
+@dataclass(frozen=True)
+class SideStep:
+    """The clearest step within one side of the answer: the commits that bound where it lies (``lo``, ``hi``), the
+    two either side of its most likely split (``a``, ``b``), its z, its size (log scale), and the launches on the
+    split's thinner side (``least``: a step with one launch on a side is one launch's word, never reported)."""
+
+    lo: int
+    hi: int
+    a: int
+    b: int
+    z: float
+    diff: float
+    least: float
+
+
+class Model:
+    """The contamination-mixture step model fitted to every launch: the posterior over splits, the spread,
+    the drift and the launch weights of the most likely split."""
+
+    def __init__(self) -> None:
+        self.posterior: Posterior
+        self.spread: Spread
+        self.split = 0  # index of the most likely split
+        self.split_at = 0  # the last measured position on GOOD's side under it
+        self.drift_beta = 0.0
+        self.drift_se = math.inf
+        self.weights: np.ndarray
+        self.pos: np.ndarray
+        self.x: np.ndarray
+        self.t: np.ndarray
+        self.mu_left = 0.0
+        self.mu_right = 0.0
+        self.drift_on = False  # the drift term is in the fit (its estimate was clear without it)
+        self.noise: Noise | None = None
+        self.floor = 0.0
+
+    @property
+    def drift_z(self) -> float:
+        if not math.isfinite(self.drift_se) or self.drift_se <= 0:
+            return 0.0
+        return self.drift_beta / self.drift_se
+
+    @property
+    def step(self) -> float:
+        return self.mu_right - self.mu_left
+
+    @classmethod
+    def fit(
+        cls,
+        pos: np.ndarray,
+        x: np.ndarray,
+        t: np.ndarray,
+        size: int,
+        sign: float,
+        noise: Noise | None,
+        floor: float,
+        fixed: float | None = None,
+    ) -> Model:
+        """The model of launches at positions ``pos`` (GOOD at 0 and BAD at ``size - 1`` among them, ascending)
+        with log values ``x`` and orders ``t``; ``sign``: the step's direction (+1 BAD higher, -1 lower, 0 not
+        known yet); ``floor``: the least spread (a quantized metric's resolution).  The posterior integrates the
+        spread out, or with ``fixed`` is taken at that many times the fitted spread (the confirmation's check at
+        the spread's upper bound)."""
+        marks = np.unique(pos)
+        if len(marks) < 2 or marks[0] != 0 or marks[-1] != size - 1:
+            raise ValueError("the posterior needs GOOD and BAD measured")
+        m = cls()
+        m.pos, m.x, m.t = pos, x, (t - t.mean()) / ORDER_SCALE
+        m.noise, m.floor = noise, floor
+        index = np.searchsorted(marks, pos)  # each launch's mark
+        can_drift = len(x) >= DRIFT_FROM and len(np.unique(t)) >= 3
+        left = index[None, :] <= np.arange(len(marks) - 1)[:, None]  # splits x launches: on GOOD's side
+        prior = gap_log_prior(marks)
+        groups = Groups.of(index, len(marks))
+        sigma = start_sigma(noise, x, index, floor)
+        start = SplitFit.start(left, x, index)
+        drift = False
+        while True:
+            fit, best, sigma, spread = _fit_all(start, left, x, m.t, prior, sigma, sign, noise, floor, drift, groups)
+            m.drift_beta, m.drift_se = fit.drift_of(best, left, m.t, sigma)
+            # The drift term is fitted only where the data asks for it: it costs the search precision (a level
+            # and a trend are told apart only by launches of one side at different times).
+            if drift or not can_drift or abs(m.drift_z) < DRIFT_Z:
+                break
+            drift = True
+        m.split = best
+        m.split_at = int(marks[best])
+        m.spread = spread
+        m.weights = fit.weights[best]
+        m.mu_left, m.mu_right = float(fit.mu_l[best]), float(fit.mu_r[best])
+        m.drift_on = drift
+        if fixed is not None:  # the same fit, its posterior at a wider spread (the confirmation's spread check)
+            logs = fit.logs(left, prior, sigma * fixed, sign)
+        else:
+            logs = marginal_logs(fit, left, prior, sigma, sign, noise, floor)
+        probs = np.exp(logs - logs.max())
+        probs /= probs.sum()
+        m.posterior = Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()))
+        return m
+
+    def outlier_flags(self, p: int) -> list[bool]:
+        return [bool(w < OUTLIER_WEIGHT) for w in self.weights[self.pos == p]]
+
+    @property
+    def correction(self) -> float:
+        """The drift the levels are corrected for: the fitted one, only where the drift term is in the fit."""
+        return self.drift_beta if self.drift_on else 0.0
+
+    @property
+    def replicate_sigma(self) -> float:
+        """The spread of repeated launches of one commit (pooled with the prior): the step model's spread also
+        holds whatever a second step adds to a side, which would hide that step from ``side_step``."""
+        ss, df = self._replicates(())
+        if self.noise is not None:
+            ss += self.noise.df * self.noise.sigma**2
+            df += self.noise.df
+        if df < 2:
+            return self.spread.sigma
+        return max(math.sqrt(ss / df) * widen(df), self.floor, FLOOR)
+
+    def _prior_too_small(self) -> bool:
+        """Whether the repeated launches scatter more than the prior allows (the variance-ratio test at
+        ``STALE_P``).  Not the spread's ``stale``: the step model's spread also holds a second step, and a test
+        on it would call the prior stale exactly where a second step is to be judged."""
+        if self.noise is None:
+            return False
+        ss, df = self._replicates(())
+        return rejects(self.noise, ss, df)
+
+    def _replicates(self, leave: Collection[int]) -> tuple[float, float]:
+        """The weighted sum of squares of repeated launches about their commit's mean, and its degrees of freedom,
+        over the measured commits not in ``leave``."""
+        ss, df = 0.0, 0.0
+        for p in np.unique(self.pos).tolist():
+            x = self.x[self.pos == p] - self.correction * self.t[self.pos == p]
+            if len(x) < 2 or p in leave:
+                continue
+            w = responsibilities(x - float(np.median(x)), self.spread.sigma)
+            mean = float(np.sum(w * x) / np.sum(w))
+            ss += float(np.sum(w * (x - mean) ** 2))
+            df += float(np.sum(w)) - 1
+        return ss, df
+
+    def side_splits(self, lo: int, hi: int) -> list[tuple[int, int, float, float, float]]:
+        """Every split between the measured commits of ``lo..hi`` (one side of the answer) with launches on both
+        sides of it: the measured commits either side, its z, its size (log scale) and the launches (weighted) on
+        its thinner side.  Each commit's launches
+        are weighted by the mixture against the commit's own median (an outlier of one commit cannot fake a
+        step), the drift removed; the z is Student's t at the split's pooled spread, as a normal z (``as_normal``)."""
+        marks = [p for p in np.unique(self.pos).tolist() if lo <= p <= hi]
+        if len(marks) < 2:
+            return []
+        sigma = self.replicate_sigma
+        sums, counts, squares = [], [], []
+        for p in marks:
+            x = self.x[self.pos == p] - self.correction * self.t[self.pos == p]
+            w = responsibilities(x - float(np.median(x)), sigma)
+            sums.append(float(np.sum(w * x)))
+            counts.append(float(np.sum(w)))
+            squares.append(float(np.sum(w * x * x)))
+        cs, cn, cq = np.cumsum(sums), np.cumsum(counts), np.cumsum(squares)
+        # Each split's spread pools the side's scatter about the split's two levels (no step of the split is in
+        # it), the repeated launches of the other side, and the prior unless that scatter, or the repeated
+        # launches, reject it.
+        split_ss, split_df = self._replicates(marks)
+        prior = None if self._prior_too_small() else self.noise
+        out = []
+        for j in range(len(marks) - 1):
+            nl, nr = float(cn[j]), float(cn[-1] - cn[j])
+            if nl < 0.5 or nr < 0.5:
+                continue
+            sl, sr = float(cs[j]), float(cs[-1] - cs[j])
+            diff = sr / nr - sl / nl
+            spread, df = split_ss + float(cq[-1]) - sl * sl / nl - sr * sr / nr, split_df + nl + nr - 2
+            if prior is not None and not rejects(prior, spread, df):
+                spread, df = spread + prior.df * prior.sigma**2, df + prior.df
+            if df < 1 or spread <= 0:
+                continue
+            t = diff / (math.sqrt(spread / df) * math.sqrt(1 / nl + 1 / nr))
+            out.append((marks[j], marks[j + 1], as_normal(t, df), diff, min(nl, nr)))
+        return out
+
+    def side_step(self, lo: int, hi: int) -> SideStep | None:
+        """The clearest step among the measured commits of ``lo..hi`` (``side_splits``): where it lies (the
+        central 99 % of the splits' posterior, as the commits that bound it), its z and its size (log scale).
+        Every split between measured commits is tried (``STEP_Z`` is high enough for the handful of splits a
+        side has)."""
+        found = self.side_splits(lo, hi)
+        best = max(found, key=lambda f: abs(f[2]), default=None)
+        splits = [(j, f[2] * f[2] / 2 + math.log(f[1] - f[0])) for j, f in enumerate(found)]
+        if best is None:
+            return None
+        # Where the step lies: the splits' posterior under one step in the side (likelihood ratio exp(z^2 / 2), a
+        # uniform prior over commits), its central 99 %: the clearest split alone is often a neighbour of the true one.
+        top = max(w for _, w in splits)
+        mass = [(j, math.exp(w - top)) for j, w in splits]
+        total = sum(m for _, m in mass)
+        run, first, last = 0.0, mass[0][0], mass[-1][0]
+        for j, m in mass:
+            if run / total <= 0.005 < (run + m) / total:
+                first = j
+            if run / total < 0.995 <= (run + m) / total:
+                last = j
+            run += m
+        return SideStep(found[first][0], found[last][1], best[0], best[1], best[2], best[3], best[4])
+
+    def drift(self) -> Drift:
+        count = len(self.x)
+        span = float(self.t.max() - self.t.min()) if count else 0.0
+        total = math.expm1(self.drift_beta * span)
+        z = self.drift_z
+        flagged = abs(z) >= DRIFT_Z
+        if flagged:
+            which = "slower" if total < 0 else "faster"
+            why = (f"the launches drift: {abs(total):.1%} {which} from the first launch to the last "
+                   f"(z = {z:.1f}); the fit corrects the levels for it")  # fmt: skip
+        else:
+            why = f"no clear drift ({total:+.1%} over {count} launches, z = {z:.1f})"
+        return Drift(total=total, z=z, launches=count, flagged=flagged, why=why)
+
+
+def _fit_all(
+    start: SplitFit,
+    left: np.ndarray,
+    x: np.ndarray,
+    t: np.ndarray,
+    prior: np.ndarray,
+    sigma: float,
+    sign: float,
+    noise: Noise | None,
+    floor: float,
+    drift: bool,
+    groups: Groups,
+) -> tuple[SplitFit, int, float, Spread]:
+    """Every split fitted with the spread of the most likely split, refitted while that spread moves."""
+    fit, best, spread = start, 0, Spread(sigma, 0.0, "")
+    for _ in range(3):
+        fit = start.refine(left, x, t, sigma, drift, groups)
+        logs = fit.logs(left, prior, sigma, sign)
+        best = int(np.argmax(logs))
+        new_sigma, spread = fit_spread(fit.resid[best], fit.weights[best], noise, floor, 3 if drift else 2, sigma)
+        moved = abs(new_sigma - sigma) > 0.05 * sigma
+        sigma = new_sigma
+        if not moved:
+            break
+    return fit, best, sigma, spread

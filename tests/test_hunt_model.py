@@ -1,0 +1,146 @@
+"""The hunt's launch model (``patchkit.bench.stats.hunt.model``), called directly with a few launches as arrays.
+
+Each commit's launches sit at its level plus and minus a fixed fraction of the spread, so the commit means are
+the levels exactly and nothing here depends on a random draw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+from patchkit.bench.stats.hunt.likelihood import EPS, OUTLIER_WIDTH
+from patchkit.bench.stats.hunt.model import Model
+from patchkit.bench.stats.hunt.posterior import Posterior
+from patchkit.bench.stats.verdict import Noise
+
+SIGMA = 0.01
+PRIOR = Noise(sigma=SIGMA, df=9)
+WOBBLE = (0.5, 1.0, 1.5, 0.8, 1.2)  # a commit's launches lie this many spreads either side of its level
+
+
+def launches(
+    level: Callable[[int], float], positions: Sequence[int], per: int = 2, scatter: float = 1.0
+) -> list[tuple[int, float]]:
+    """``per`` (2 or 3) launches of each position, as (position, log value), ``scatter`` times ``WOBBLE``
+    spreads either side of its level (and one on it)."""
+    out = []
+    for i, p in enumerate(positions):
+        u = WOBBLE[i % len(WOBBLE)] * SIGMA * scatter
+        out += [(p, math.log(level(p)) + o) for o in (u, -u, 0.0)[:per]]
+    return out
+
+
+def fit(
+    launched: Sequence[tuple[int, float]], size: int, noise: Noise | None = PRIOR, fixed: float | None = None
+) -> Model:
+    """The model of a hunt for a drop (BAD lower than GOOD) over these launches.  Their order (the drift's axis)
+    strides through the list, so that it does not follow the positions: a step must not read as a drift."""
+    stride = next(s for s in range(7, 100) if math.gcd(s, len(launched)) == 1)
+    orders = [(i * stride) % len(launched) for i in range(len(launched))]
+    ordered = sorted(zip(orders, launched, strict=True), key=lambda it: it[1][0])  # by position, as the hunt has them
+    pos = np.array([p for _, (p, _) in ordered])
+    x = np.array([v for _, (_, v) in ordered])
+    t = np.array([order for order, _ in ordered], dtype=float)
+    return Model.fit(pos, x, t, size, -1.0, noise, 0.0, fixed)
+
+
+def step_at(k: int, drop: float) -> Callable[[int], float]:
+    return lambda p: 100.0 * (1 - drop if p >= k else 1.0)
+
+
+def test_a_clear_step_is_found_at_its_position_with_mass_near_1() -> None:
+    model = fit(launches(step_at(6, 0.10), range(10)), 10)
+    best = model.posterior.best_single()
+    assert best is not None and best[0] == 6 and best[1] > 0.999
+    assert model.posterior.cdf(5) < 0.001 < 0.999 < model.posterior.cdf(6)
+    assert model.posterior.credible(0.001) == (6, 6)
+    assert not any(flag for p in range(10) for flag in model.outlier_flags(p))
+    assert model.step == pytest.approx(math.log(0.9), abs=1e-9)
+
+
+def test_between_measured_commits_the_mass_is_spread_evenly_over_the_gap() -> None:
+    """Commits 4 and 5 are never measured: the step lies in 4..6 and nothing says where, so each holds a third
+    (the uniform prior over commits), and the credible range is the gap."""
+    model = fit(launches(step_at(5, 0.10), (0, 3, 6, 9)), 10)
+    masses = [model.posterior.single(k) for k in range(1, 10)]
+    assert masses[3:6] == pytest.approx([1 / 3] * 3, abs=1e-3)
+    assert sum(masses[3:6]) > 0.999
+    assert model.posterior.best_single() is None  # no gap one commit wide holds it
+    assert model.posterior.credible(0.001) == (4, 6)
+
+
+@pytest.mark.parametrize(("at", "way"), [(2, -1), (5, -1), (6, 1), (8, 1)])
+def test_an_outlier_launch_moves_the_posterior_only_a_bounded_amount(at: int, way: int) -> None:
+    """One more launch of a commit, 5 to 60 spreads from its level (at 5 and 6: toward the other side of the
+    boundary, where one launch would matter most).  Under the mixture a launch can weigh at most what the
+    Gaussian's peak weighs against the flat outlier density, so the boundary's log odds fall by at most
+    log(1 + peak / outlier density), about 7.6 at a 1 % spread, however far it lies; from 20 spreads on its
+    distance changes nothing at all.  (With the outlier share near 0, a Gaussian, they fall by up to 26.)"""
+    level = step_at(6, 0.10)
+    launched = launches(level, range(10))
+    clean = fit(launched, 10).posterior.single(6)
+    bound = math.log1p((1 - EPS) * OUTLIER_WIDTH / (EPS * SIGMA * math.sqrt(2 * math.pi)))
+    kept = {}
+    for spreads in (5, 10, 15, 20, 40, 60):
+        model = fit([*launched, (at, math.log(level(at)) + way * spreads * SIGMA)], 10)
+        assert model.outlier_flags(at) == [False, False, spreads >= 10]
+        kept[spreads] = model.posterior.single(6)
+        assert model.posterior.best_single() == (6, kept[spreads])
+        assert _logit(clean) - _logit(kept[spreads]) <= bound
+    assert kept[20] == pytest.approx(kept[60], abs=1e-6) and kept[40] == pytest.approx(kept[60], abs=1e-6)
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def test_integrating_the_spread_widens_a_posterior_that_a_quiet_sample_made_sure() -> None:
+    """A 3 % step, a prior of 1 % from 3 degrees of freedom, and two launches a commit that happened to scatter
+    half that: at the fitted spread the boundary reads as 99.9 % certain; integrated over the spreads the prior and
+    the launches allow, it does not, and the credible range holds its neighbours too.  (Not a law for every
+    sample: where the fitted spread already leaves the boundary unsure, the spreads below it can sharpen it.)"""
+    launched = launches(step_at(6, 1 - math.exp(-0.03)), (0, 3, 5, 6, 9), scatter=0.5)
+    loose = Noise(sigma=SIGMA, df=3)
+    integrated = fit(launched, 10, noise=loose).posterior
+    fixed = fit(launched, 10, noise=loose, fixed=1.0).posterior
+    assert fixed.single(6) > 0.999 > integrated.single(6)
+    assert integrated.best_single() == (6, integrated.single(6))
+    lo, hi = integrated.credible(0.001)
+    f_lo, f_hi = fixed.credible(0.001)
+    assert lo <= f_lo <= f_hi <= hi and hi - lo > f_hi - f_lo
+
+
+def test_a_wider_fixed_spread_makes_the_boundary_less_sure() -> None:
+    """The confirmation's check at the spread's upper bound takes the posterior at a multiple of the fitted
+    spread: the wider, the less mass the boundary keeps."""
+    launched = launches(step_at(6, 0.04), (0, 3, 5, 6, 9))
+    kept = [fit(launched, 10, fixed=f).posterior.single(6) for f in (1.0, 1.5, 2.5)]
+    assert kept[0] > kept[1] > kept[2]
+
+
+def test_a_second_step_within_a_side_is_found_where_it_lies() -> None:
+    """A 5 % drop at 3 before the 10 % drop at 6: the side before 6 holds a step between 2 and 3, the way the
+    hunted one goes, and the side after it none."""
+    level = lambda p: 100.0 * (0.95 if p >= 3 else 1.0) * (0.9 if p >= 6 else 1.0)  # noqa: E731
+    model = fit(launches(level, range(10), per=3), 10)
+    best = model.posterior.best_single()
+    assert best is not None and best[0] == 6
+    before = model.side_step(0, 5)
+    assert before is not None and before.lo <= 2 and before.hi >= 3 and (before.a, before.b) == (2, 3)
+    assert before.z <= -3.5 and before.diff == pytest.approx(math.log(0.95), abs=1e-6)
+    after = model.side_step(6, 9)
+    assert after is not None and abs(after.z) < 1
+    assert not model.drift_on
+
+
+def test_the_posterior_reads_a_mass_per_gap() -> None:
+    post = Posterior(marks=(0, 4, 5, 9), masses=(0.2, 0.7, 0.1))
+    assert [post.cdf(p) for p in (0, 2, 4, 5, 7, 9)] == pytest.approx([0.0, 0.1, 0.2, 0.9, 0.95, 1.0])
+    assert post.best_single() == (5, 0.7)
+    assert post.quantile(0.5) == 5 and post.quantile(0.1) == 2
+    assert post.credible(0.5) == (5, 5) and post.credible(0.001) == (1, 9)
+    assert post.mass_between(1, 4) == pytest.approx(0.2)
