@@ -381,6 +381,9 @@ def guard(**kwargs: Any) -> int:
 def run(**kwargs: Any) -> int:
     """Guard the tree, then run CMD in it, passing its output and exit code through.
 
+    CMD runs in the directory --repo names (default: the current
+    directory), whatever directory patchkit was started from: a relative
+    ./bench.sh is found there, and `sh -c 'pwd; git status'` sees that tree.
     CMD gets PATCHKIT_COMMIT, PATCHKIT_MANIFEST, PATCHKIT_MANIFEST_DIGEST and
     PATCHKIT_GUARD=ok in its environment. If the guard fails, CMD never starts.
     What --apply wrote is reverted when CMD exits (also on Ctrl-C), so
