@@ -159,8 +159,8 @@ def test_unknown_metric_and_bad_output_are_one_line_errors(demo, tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the output's directory should be\n")
     denied = run_script(*common, "-o", blocker / "r.html")
-    assert denied.code == 1 and "Traceback" not in denied.err, denied.err
-    assert f"patchkit: error: cannot write {blocker / 'r.html'}: Not a directory; nothing was written" in denied.err
+    assert denied.code == 2 and "Traceback" not in denied.err, denied.err
+    assert f"patchkit: error: -o {blocker / 'r.html'}: {blocker} is a file, not a directory" in denied.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir"]  # no temp file left
 
 
