@@ -84,6 +84,7 @@ def run(
             raise UsageError("no command to run", hint="give it after --, e.g. patchkit run -m M -- ./bench.sh")
         require_python_for_imports(python, imports)
         git_repo, loaded = open_for_guard(repo, manifest)
+        git_repo.require_worktree("run")  # before --apply, whose own refusal would name apply's options
         where = str(Path(repo).resolve())  # CMD runs in --repo's directory, the tree it was guarded in
         wrote = False
         if apply:
