@@ -45,6 +45,7 @@ from patchkit.bench.stats.verdict import Noise, gpu_label
 from patchkit.errors import UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest.bench import Metric
+from patchkit.wording import place_label
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
 
@@ -230,9 +231,10 @@ def check_prior(stored: Noise | None, gpus: str | None) -> tuple[Noise | None, s
     both are known: this host's for a local bisect, none before the jobs run on Slurm."""
     if stored is None or stored.gpu is None or gpus is None or stored.gpu == gpus:
         return stored, None
+    where = place_label(stored.place) if stored.place else "this place"
     return None, (
-        f"the noise prior of {stored.place} was measured on {stored.gpu}, the launches run on {gpus}: not used "
-        "(run `patchkit noise` on these GPUs)"
+        f"the noise prior of {where} was measured on {stored.gpu}, the launches run on {gpus}: "
+        "not used (run `patchkit noise` on these GPUs)"
     )
 
 

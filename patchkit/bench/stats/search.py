@@ -36,7 +36,7 @@ from patchkit.bench.stats.hunt import Drift, GiveUp, HuntReport, OtherStep, Roun
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.bench.stats.verdict import Noise, Verdict, judge, level
 from patchkit.commit import Commit
-from patchkit.wording import plural
+from patchkit.wording import labelled, plural
 
 StepVerdict = Literal["good", "bad", "unclear", "skip"]
 SURE = 0.99  # a step is called good / bad when its commit's posterior is this sure
@@ -310,7 +310,7 @@ def bisect(
             launches[commit.sha] = launches.get(commit.sha, 0) + 1
             at = datetime.now(UTC).isoformat(timespec="seconds")
             if not m.usable:
-                failed[commit.sha] = Skip(commit, f"{m.outcome.value}: {m.why}")
+                failed[commit.sha] = Skip(commit, labelled(m.outcome.value, m.why))
             step = Step(commit, m, "skip" if not m.usable else "unclear", launches[commit.sha], None, why,
                         order=order[0], at=at)  # fmt: skip
             order[0] += 1
