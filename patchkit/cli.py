@@ -14,7 +14,7 @@ import click
 
 from patchkit import __version__
 from patchkit.errors import ExitCode
-from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
+from patchkit.exit_docs import EXIT_CODES_HELP, verb_epilog
 from patchkit.written import Written
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def cli(debug: bool, no_color: bool) -> None:
         disable_color()
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("apply"))
 @manifest_option
 @repo_option
 @click.option(
@@ -112,7 +112,7 @@ def apply(**kwargs: Any) -> int:
     return run(console=_console(), written=_written(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("revert"))
 @manifest_option
 @repo_option
 @click.option("--force", is_flag=True, help="Restore files even if they were edited after patching.")
@@ -128,7 +128,7 @@ def revert(**kwargs: Any) -> int:
     return run(console=_console(), written=_written(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("status"))
 @manifest_option
 @repo_option
 @json_option
@@ -139,7 +139,7 @@ def status(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("check"))
 @manifest_option
 @repo_option
 @click.option(
@@ -202,7 +202,7 @@ def check(**kwargs: Any) -> int:
     return run(console=_console() if table else None, **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("explain"))
 @manifest_option
 @click.argument("patch_id")
 @repo_option
@@ -215,7 +215,7 @@ def explain(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("port"))
 @manifest_option
 @repo_option
 @click.option("--to", required=True, metavar="REV", help="The upstream commit to carry the manifest to.")
@@ -243,7 +243,7 @@ def port(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("digest"))
 @click.argument("file")
 @click.argument("qualname")
 @click.option(
@@ -263,7 +263,7 @@ def digest(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("validate"))
 @manifest_option
 @click.option(
     "--repo",
@@ -280,7 +280,7 @@ def validate(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("demo"))
 @click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repo and store.")
 def demo(**kwargs: Any) -> int:
     """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect."""
@@ -319,7 +319,7 @@ def guard_options(f: F) -> F:
     return f
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("guard"))
 @click.option(
     "-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site alone."
 )
@@ -357,7 +357,7 @@ def guard(**kwargs: Any) -> int:
     return run_guard(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP, context_settings={"allow_interspersed_args": False})
+@cli.command(epilog=verb_epilog("run"), context_settings={"allow_interspersed_args": False})
 @manifest_option
 @repo_option
 @click.option("--apply", "apply", is_flag=True, help="Apply the manifest at HEAD first; reverted when CMD exits.")
@@ -396,7 +396,7 @@ def run(**kwargs: Any) -> int:
     return run_cmd(console=make_console(sys.stderr), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("capture"))
 @click.option("--repo", default=".", show_default=True, metavar="DIR", help="The edited git checkout to capture.")
 @click.option(
     "--name", required=True, metavar="NAME", help="Manifest name: writes manifests/NAME.toml and patches/NAME/."
@@ -420,7 +420,7 @@ def capture(**kwargs: Any) -> int:
     return run(console=_console(), written=_written(), **kwargs)
 
 
-@cli.command("import-diff", epilog=EXIT_CODES_HELP)
+@cli.command("import-diff", epilog=verb_epilog("import-diff"))
 @click.argument("patch_file", metavar="FILE.patch")
 @click.option("--repo", default=".", show_default=True, metavar="DIR", help="The upstream git checkout (not touched).")
 @click.option(
@@ -561,7 +561,7 @@ def fresh_option(f: F, *, help_text: str = FRESH_HELP) -> F:
     return click.option("--fresh", is_flag=True, help=help_text)(f)
 
 
-@cli.command(epilog=BENCH_EXIT_HELP)
+@cli.command(epilog=verb_epilog("bench"))
 @bench_options
 @executor_options
 @fresh_option
@@ -623,7 +623,7 @@ def bench(**kwargs: Any) -> int:
     return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
-@cli.command(epilog=BENCH_EXIT_HELP)
+@cli.command(epilog=verb_epilog("noise"))
 @bench_options
 @executor_options
 @fresh_option
@@ -684,7 +684,7 @@ def noise(**kwargs: Any) -> int:
     return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("runs"))
 @repo_option
 @click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
@@ -708,7 +708,7 @@ def runs(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("show"))
 @click.argument("run", metavar="RUN")
 @repo_option
 @store_option
@@ -763,15 +763,14 @@ def show(**kwargs: Any) -> int:
     STRAY by path), the effective environment per rank (marking what differs
     between ranks and from the launch), NCCL's lines and the libraries
     mapped, the GPU facts and the client runs. Section flags pick sections
-    (combine them); the header is always shown. Exit 0, or 2 for a run that
-    is not in the store.
+    (combine them); the header is always shown.
     """
     from patchkit.commands.show import show as run
 
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("report"))
 @click.option(
     "-m",
     "--manifest",
@@ -807,7 +806,7 @@ def report(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("compare"))
 @click.argument("runs", nargs=-1, metavar="[RUN_A RUN_B]")
 @click.option(
     "--commit",
@@ -859,7 +858,7 @@ def bisect_fresh_option(f: F) -> F:
     )
 
 
-@cli.command(epilog=BENCH_EXIT_HELP)
+@cli.command(epilog=verb_epilog("bisect"))
 @bench_options
 @executor_options_without_slots
 @bisect_fresh_option
@@ -949,9 +948,6 @@ def bisect(**kwargs: Any) -> int:
     it warns of a launch on a dirty GPU (another process, ECC errors,
     persistence off) and of launches on GPUs set up unlike GOOD's first
     (power limit, locked clocks, ...); "no GPU facts" without nvidia-smi.
-
-    Exit 0 when a first bad commit is found, 1 for a range, no step or no
-    answer, 2 for bad input, 130 when interrupted.
 
     Planning launches: `--dry-run`, or benchmarks/bench_hunt.py: a step of
     5σ or more costs about 1.3-1.5 times the server starts of a plain
