@@ -58,6 +58,26 @@ def json_option(f: F) -> F:
     return click.option("--json", "json_out", is_flag=True, help="Print one JSON object (see docs/json.md).")(f)
 
 
+def no_json_option(why: str, instead: str) -> Callable[[F], F]:
+    """``--json`` on a verb that prints no JSON object (``run``, ``demo``): bad input (exit 2) that says why and
+    what prints the JSON the user may want, rather than click's bare "no such option".  Hidden from --help,
+    whose text says the verb has no --json."""
+
+    def refuse(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            from patchkit.errors import UsageError
+
+            raise UsageError(f"{ctx.command_path} has no --json: {why}", hint=instead)
+        return value
+
+    def decorate(f: F) -> F:
+        return click.option(
+            "--json", "no_json", is_flag=True, hidden=True, expose_value=False, callback=refuse, is_eager=True
+        )(f)
+
+    return decorate
+
+
 def wait_option(f: F) -> F:
     return click.option(
         "--wait",
@@ -282,8 +302,15 @@ def validate(**kwargs: Any) -> int:
 
 @cli.command(epilog=verb_epilog("demo"))
 @click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repo and store.")
+@no_json_option(
+    "it is a walkthrough for a person",
+    "run it with --keep DIR, then the verbs it names, each with --json, on what it kept",
+)
 def demo(**kwargs: Any) -> int:
-    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect."""
+    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect.
+
+    It prints for a person and has no --json: with --keep DIR, each verb it shows takes --json on what it kept.
+    """
     from patchkit.commands.demo import demo as run
 
     return run(console=_console(), **kwargs)
@@ -377,6 +404,10 @@ def guard(**kwargs: Any) -> int:
 @click.option(
     "--allow-stray", multiple=True, metavar="GLOB", help="With --probe: a STRAY matching GLOB is accepted. Repeatable."
 )
+@no_json_option(
+    "stdout is CMD's own output, passed through",
+    "`patchkit guard --json` prints the guard's verdict as JSON; CMD can print its own",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def run(**kwargs: Any) -> int:
     """Guard the tree, then run CMD in it, passing its output and exit code through.
@@ -388,7 +419,8 @@ def run(**kwargs: Any) -> int:
     PATCHKIT_GUARD=ok in its environment. If the guard fails, CMD never starts.
     What --apply wrote is reverted when CMD exits (also on Ctrl-C), so
     `git bisect run patchkit run -m M --apply --bisect -- ./bench.sh` is a
-    complete patched bisect. patchkit's own lines go to stderr.
+    complete patched bisect. patchkit's own lines go to stderr, and it has no
+    --json: stdout is CMD's (`patchkit guard --json` gives the verdict).
     """
     from patchkit.commands.run import run as run_cmd
     from patchkit.views.console import make_console
@@ -699,7 +731,8 @@ def noise(**kwargs: Any) -> int:
     "--plot",
     default=None,
     metavar="METRIC",
-    help="Draw METRIC over the runs' commits in the terminal instead, the latest bisect's first bad commit marked.",
+    help="Draw METRIC over the runs' commits in the terminal instead, the latest bisect's first bad commit marked "
+    "(for a person: not with --json, whose runs are what it draws, nor with --pending).",
 )
 def runs(**kwargs: Any) -> int:
     """List the benchmark runs in the bench store (or, with --plot, draw one metric)."""
@@ -794,6 +827,7 @@ def show(**kwargs: Any) -> int:
 @store_option
 @click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write (atomically).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N", help="As for `check`.")
+@json_option
 def report(**kwargs: Any) -> int:
     """Write one self-contained HTML page: patch bands and benchmark trends on one commit axis.
 

@@ -130,6 +130,7 @@ def test_json_md_documents_every_json_command():
         "compare",
         "bisect",
         "noise",
+        "report --json",
     ):
         assert f"## `{command}" in text, command
 

@@ -22,6 +22,7 @@ from patchkit.errors import ExitCode, UnwritableError, UsageError
 from patchkit.report.documents import StoredRuns, json_text, load_runs
 from patchkit.report.page import Document, build_page
 from patchkit.report.trends import verdicts_document
+from patchkit.views.console import print_json
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def report(
     output: str,
     jobs: int | None,
     console: Console,
+    json_out: bool = False,
 ) -> int:
     if not ranges and not commits:
         ranges = ["HEAD"]
@@ -91,6 +93,18 @@ def report(
             raise UsageError(f"-o {out}: {exc.strerror or exc}", hint=OUTPUT_HINT) from None
         raise UnwritableError.from_os(out, exc) from None
     count = checks[0].stats.commits if checks else 0
+    if json_out:
+        print_json(
+            {
+                **index,
+                "output": str(out.resolve()),
+                "bytes": len(page),
+                "checked_commits": count,
+                "stored_runs": len(stored.records),
+                "bisect": stored.bisect is not None,
+            }
+        )
+        return int(ExitCode.OK)
     console.print(
         f"wrote {out} ({len(page) / 1e6:.1f} MB): {plural(count, 'commit')}, {plural(len(loaded), 'manifest')}, "
         f"{plural(len(stored.records), 'stored run')}, metrics: {', '.join(chosen) or 'none'}",

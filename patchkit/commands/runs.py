@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from patchkit.bench.records.rows import PendingRow
 from patchkit.bench.records.store import WHICH_STORE, Submission, no_store, open_store
-from patchkit.errors import ExitCode
+from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.report.documents import load_runs
 from patchkit.views.console import emit, print_json, say
@@ -29,6 +29,13 @@ def runs(
     plot: str | None = None,
     pending: bool = False,
 ) -> int:
+    if plot is not None and (json_out or pending):
+        raise UsageError(
+            f"--plot draws for a person: it takes no {'--json' if json_out else '--pending'}",
+            hint="`patchkit runs --json` prints the runs the plot draws"
+            if json_out
+            else "drop --plot: --pending lists the launches not collected yet",
+        )
     with Repo.discover(Path(repo)) as git_repo:
         shas = git_repo.resolve_all(list(commits)) if commits else []
         if pending:  # the launches submitted and not collected, instead of the runs
