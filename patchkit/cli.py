@@ -905,7 +905,7 @@ def bisect_fresh_option(f: F) -> F:
     type=float,
     default=None,
     metavar="X",
-    help="Optional: GOOD's first launch must be >= X, BAD's below X.",
+    help="Optional: GOOD's first launch must be >= X, BAD's below X (a metric that is better higher).",
 )
 @click.option(
     "--max",
@@ -913,14 +913,15 @@ def bisect_fresh_option(f: F) -> F:
     type=float,
     default=None,
     metavar="X",
-    help="Optional: GOOD's first launch must be <= X, BAD's above X.",
+    help="Optional: GOOD's first launch must be <= X, BAD's above X (a metric that is better lower).",
 )
 @click.option(
     "--ratio",
     type=float,
     default=None,
     metavar="R",
-    help="Optional: BAD's first launch / GOOD's must be below R (better = higher) or above R (better = lower).",
+    help="Optional: BAD's first launch / GOOD's must be below R (better = higher: 0 < R <= 1) or above R "
+    "(better = lower: R >= 1); a ratio that cannot hold is exit 2 before any launch.",
 )
 @click.option("--profile", default=None, metavar="P", help="The [bench] profile (default: the first).")
 @click.option(
