@@ -307,6 +307,21 @@ def test_page_loads_offline_with_no_console_error(browser, page, shown):
     assert seen["requests"][0] == page.as_uri()
 
 
+def test_the_summary_names_where_the_manifest_applies_apart_from_the_first_bad_commit(browser, shown, demo):
+    """#47 item 14: `last good: X` (where the manifest applies) beside the bisect's `first bad Y`, X being the
+    bisect's BAD commit, read as a contradiction: it is named for what it is."""
+    assert shown["ready"] == "yes"
+    summary = browser.find_element("id", "summary").text
+    assert "last good" not in summary, summary
+    for manifest in (demo.kimi, demo.timing):
+        check = json.loads(check_json(demo, manifest))
+        name, newest = check["manifest"]["name"], check["last_good"]
+        said = f"the newest commit where every required patch applies: {newest['commit'][:10]}" if newest else None
+        assert f"{name} ({said or 'no commit here where every required patch applies'})" in summary, summary
+    first_bad = demo.bisect["first_bad"]
+    assert f"latest bisect of {demo.bisect['metric']}: first bad commit {first_bad['commit'][:10]}" in summary
+
+
 def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(browser, shown, demo, tmp_path):
     assert shown["ready"] == "yes"
     checks = [json.loads(check_json(demo, m)) for m in (demo.kimi, demo.timing)]
