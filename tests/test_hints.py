@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import git, make_repo, run_script
+from helpers import git, lock_held, make_repo, run_script
 from test_import_graph import load_tool
 
 from patchkit.cli import cli
@@ -202,20 +200,9 @@ def test_busy_names_wait_only_to_a_verb_that_has_it(tmp_path) -> None:
     manifest = kit / "t.toml"
     manifest.write_text('schema = 1\nname = "t"\n\n[[patch]]\nid = "i"\nop = "ensure-import"\n'
                         'file = "a.py"\nimport = "import os"\n', encoding="utf-8")  # fmt: skip
-    state = repo / ".git" / "patchkit"
-    state.mkdir(parents=True, exist_ok=True)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
-         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)", str(state / "lock")],
-        stdout=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    with lock_held(repo):
         run = run_script("run", "-m", manifest, "--repo", repo, "--apply", "--", "true")
         apply = run_script("apply", "-m", manifest, "--repo", repo)
-    finally:
-        holder.kill()
-        holder.wait()
     assert run.code == 4 and "another patchkit is working on this repository" in run.err, run.err
     assert "--wait" not in run.err and "then run this again" in run.err
     assert apply.code == 4 and "or pass --wait SECONDS" in apply.err, apply.err
