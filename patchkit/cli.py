@@ -15,7 +15,7 @@ import click
 
 from patchkit import __version__
 from patchkit.errors import ExitCode
-from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
+from patchkit.exit_docs import EXIT_CODES_HELP, verb_epilog
 from patchkit.written import Written
 
 if TYPE_CHECKING:
@@ -59,6 +59,26 @@ def json_option(f: F) -> F:
     return click.option("--json", "json_out", is_flag=True, help="Print one JSON object (see docs/json.md).")(f)
 
 
+def no_json_option(why: str, instead: str) -> Callable[[F], F]:
+    """``--json`` on a verb that prints no JSON object (``run``, ``demo``): bad input (exit 2) that says why and
+    what prints the JSON the user may want, rather than click's bare "no such option".  Hidden from --help,
+    whose text says the verb has no --json."""
+
+    def refuse(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            from patchkit.errors import UsageError
+
+            raise UsageError(f"{ctx.command_path} has no --json: {why}", hint=instead)
+        return value
+
+    def decorate(f: F) -> F:
+        return click.option(
+            "--json", "no_json", is_flag=True, hidden=True, expose_value=False, callback=refuse, is_eager=True
+        )(f)
+
+    return decorate
+
+
 def wait_option(f: F) -> F:
     return click.option(
         "--wait",
@@ -87,7 +107,7 @@ def cli(debug: bool, no_color: bool) -> None:
         disable_color()
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("apply"))
 @manifest_option
 @repo_option
 @click.option(
@@ -113,7 +133,7 @@ def apply(**kwargs: Any) -> int:
     return run(console=_console(), written=_written(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("revert"))
 @manifest_option
 @repo_option
 @click.option("--force", is_flag=True, help="Restore files even if they were edited after patching.")
@@ -129,7 +149,7 @@ def revert(**kwargs: Any) -> int:
     return run(console=_console(), written=_written(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("status"))
 @manifest_option
 @repo_option
 @json_option
@@ -140,7 +160,7 @@ def status(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("check"))
 @manifest_option
 @repo_option
 @click.option(
@@ -203,7 +223,7 @@ def check(**kwargs: Any) -> int:
     return run(console=_console() if table else None, **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("explain"))
 @manifest_option
 @click.argument("patch_id")
 @repo_option
@@ -216,7 +236,7 @@ def explain(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("port"))
 @manifest_option
 @repo_option
 @click.option("--to", required=True, metavar="REV", help="The upstream commit to carry the manifest to.")
@@ -246,7 +266,7 @@ def port(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("digest"))
 @click.argument("file")
 @click.argument("qualname")
 @click.option(
@@ -266,7 +286,7 @@ def digest(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("validate"))
 @manifest_option
 @click.option(
     "--repo",
@@ -283,10 +303,17 @@ def validate(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("demo"))
 @click.option("--keep", metavar="DIR", help="Build the demo in DIR (must not exist) and keep its repo and store.")
+@no_json_option(
+    "it is a walkthrough for a person",
+    "run it with --keep DIR, then the verbs it names, each with --json, on what it kept",
+)
 def demo(**kwargs: Any) -> int:
-    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect."""
+    """Replay a regression hunt on a small SGLang-shaped upstream: check, apply, bench, compare, bisect.
+
+    It prints for a person and has no --json: with --keep DIR, each verb it shows takes --json on what it kept.
+    """
     from patchkit.commands.demo import demo as run
 
     return run(console=_console(), **kwargs)
@@ -322,7 +349,7 @@ def guard_options(f: F) -> F:
     return f
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("guard"))
 @click.option(
     "-m", "--manifest", default=None, metavar="MANIFEST", help=MANIFEST_HELP + " Not needed with --site alone."
 )
@@ -360,7 +387,7 @@ def guard(**kwargs: Any) -> int:
     return run_guard(console=_console(), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP, context_settings={"allow_interspersed_args": False})
+@cli.command(epilog=verb_epilog("run"), context_settings={"allow_interspersed_args": False})
 @manifest_option
 @repo_option
 @click.option("--apply", "apply", is_flag=True, help="Apply the manifest at HEAD first; reverted when CMD exits.")
@@ -380,15 +407,23 @@ def guard(**kwargs: Any) -> int:
 @click.option(
     "--allow-stray", multiple=True, metavar="GLOB", help="With --probe: a STRAY matching GLOB is accepted. Repeatable."
 )
+@no_json_option(
+    "stdout is CMD's own output, passed through",
+    "`patchkit guard --json` prints the guard's verdict as JSON; CMD can print its own",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def run(**kwargs: Any) -> int:
     """Guard the tree, then run CMD in it, passing its output and exit code through.
 
+    CMD runs in the directory --repo names (default: the current
+    directory), whatever directory patchkit was started from: a relative
+    ./bench.sh is found there, and `sh -c 'pwd; git status'` sees that tree.
     CMD gets PATCHKIT_COMMIT, PATCHKIT_MANIFEST, PATCHKIT_MANIFEST_DIGEST and
     PATCHKIT_GUARD=ok in its environment. If the guard fails, CMD never starts.
     What --apply wrote is reverted when CMD exits (also on Ctrl-C), so
     `git bisect run patchkit run -m M --apply --bisect -- ./bench.sh` is a
-    complete patched bisect. patchkit's own lines go to stderr.
+    complete patched bisect. patchkit's own lines go to stderr, and it has no
+    --json: stdout is CMD's (`patchkit guard --json` gives the verdict).
     """
     from patchkit.commands.run import run as run_cmd
     from patchkit.views.console import make_console
@@ -396,7 +431,7 @@ def run(**kwargs: Any) -> int:
     return run_cmd(console=make_console(sys.stderr), **kwargs)
 
 
-@cli.command(epilog=EXIT_CODES_HELP)
+@cli.command(epilog=verb_epilog("capture"))
 @click.option("--repo", default=".", show_default=True, metavar="DIR", help="The edited git checkout to capture.")
 @click.option(
     "--name", required=True, metavar="NAME", help="Manifest name: writes manifests/NAME.toml and patches/NAME/."
@@ -420,7 +455,7 @@ def capture(**kwargs: Any) -> int:
     return run(console=_console(), written=_written(), **kwargs)
 
 
-@cli.command("import-diff", epilog=EXIT_CODES_HELP)
+@cli.command("import-diff", epilog=verb_epilog("import-diff"))
 @click.argument("patch_file", metavar="FILE.patch")
 @click.option("--repo", default=".", show_default=True, metavar="DIR", help="The upstream git checkout (not touched).")
 @click.option(
@@ -561,7 +596,7 @@ def fresh_option(f: F, *, help_text: str = FRESH_HELP) -> F:
     return click.option("--fresh", is_flag=True, help=help_text)(f)
 
 
-@cli.command(epilog=BENCH_EXIT_HELP)
+@cli.command(epilog=verb_epilog("bench"))
 @bench_options
 @executor_options
 @fresh_option
@@ -623,7 +658,7 @@ def bench(**kwargs: Any) -> int:
     return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
-@cli.command(epilog=BENCH_EXIT_HELP)
+@cli.command(epilog=verb_epilog("noise"))
 @bench_options
 @executor_options
 @fresh_option
@@ -684,7 +719,7 @@ def noise(**kwargs: Any) -> int:
     return run(BenchArgs.take(kwargs), console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("runs"))
 @repo_option
 @click.option("--commit", "commits", multiple=True, metavar="REV", help="Only runs of this commit. Repeatable.")
 @click.option("--profile", "profiles", multiple=True, metavar="P", help="Only runs of this profile. Repeatable.")
@@ -699,7 +734,8 @@ def noise(**kwargs: Any) -> int:
     "--plot",
     default=None,
     metavar="METRIC",
-    help="Draw METRIC over the runs' commits in the terminal instead, the latest bisect's first bad commit marked.",
+    help="Draw METRIC over the runs' commits in the terminal instead, the latest bisect's first bad commit marked "
+    "(for a person: not with --json, whose runs are what it draws, nor with --pending).",
 )
 def runs(**kwargs: Any) -> int:
     """List the benchmark runs in the bench store (or, with --plot, draw one metric)."""
@@ -708,7 +744,7 @@ def runs(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("show"))
 @click.argument("run", metavar="RUN")
 @repo_option
 @store_option
@@ -763,15 +799,14 @@ def show(**kwargs: Any) -> int:
     STRAY by path), the effective environment per rank (marking what differs
     between ranks and from the launch), NCCL's lines and the libraries
     mapped, the GPU facts and the client runs. Section flags pick sections
-    (combine them); the header is always shown. Exit 0, or 2 for a run that
-    is not in the store.
+    (combine them); the header is always shown.
     """
     from patchkit.commands.show import show as run
 
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("report"))
 @click.option(
     "-m",
     "--manifest",
@@ -795,6 +830,7 @@ def show(**kwargs: Any) -> int:
 @store_option
 @click.option("-o", "--output", required=True, metavar="FILE", help="The HTML file to write (atomically).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, metavar="N", help="As for `check`.")
+@json_option
 def report(**kwargs: Any) -> int:
     """Write one self-contained HTML page: patch bands and benchmark trends on one commit axis.
 
@@ -807,7 +843,7 @@ def report(**kwargs: Any) -> int:
     return run(console=_console(), **kwargs)
 
 
-@cli.command()
+@cli.command(epilog=verb_epilog("compare"))
 @click.argument("runs", nargs=-1, metavar="[RUN_A RUN_B]")
 @click.option(
     "--commit",
@@ -859,7 +895,7 @@ def bisect_fresh_option(f: F) -> F:
     )
 
 
-@cli.command(epilog=BENCH_EXIT_HELP)
+@cli.command(epilog=verb_epilog("bisect"))
 @bench_options
 @executor_options_without_slots
 @bisect_fresh_option
@@ -872,7 +908,7 @@ def bisect_fresh_option(f: F) -> F:
     type=float,
     default=None,
     metavar="X",
-    help="Optional: GOOD's first launch must be >= X, BAD's below X.",
+    help="Optional: GOOD's first launch must be >= X, BAD's below X (a metric that is better higher).",
 )
 @click.option(
     "--max",
@@ -880,14 +916,15 @@ def bisect_fresh_option(f: F) -> F:
     type=float,
     default=None,
     metavar="X",
-    help="Optional: GOOD's first launch must be <= X, BAD's above X.",
+    help="Optional: GOOD's first launch must be <= X, BAD's above X (a metric that is better lower).",
 )
 @click.option(
     "--ratio",
     type=float,
     default=None,
     metavar="R",
-    help="Optional: BAD's first launch / GOOD's must be below R (better = higher) or above R (better = lower).",
+    help="Optional: BAD's first launch / GOOD's must be below R (better = higher: 0 < R <= 1) or above R "
+    "(better = lower: R >= 1); a ratio that cannot hold is exit 2 before any launch.",
 )
 @click.option("--profile", default=None, metavar="P", help="The [bench] profile (default: the first).")
 @click.option(
@@ -949,9 +986,6 @@ def bisect(**kwargs: Any) -> int:
     it warns of a launch on a dirty GPU (another process, ECC errors,
     persistence off) and of launches on GPUs set up unlike GOOD's first
     (power limit, locked clocks, ...); "no GPU facts" without nvidia-smi.
-
-    Exit 0 when a first bad commit is found, 1 for a range, no step or no
-    answer, 2 for bad input, 130 when interrupted.
 
     Planning launches: `--dry-run`, or benchmarks/bench_hunt.py: a step of
     5σ or more costs about 1.3-1.5 times the server starts of a plain

@@ -94,7 +94,7 @@ HELP_MEANING: Mapping[ExitCode, str] = {
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C): the message says what was written",
     ExitCode.CLOSED_STDOUT: "stdout's reader left (`| head`): ended quietly, as on SIGPIPE",
 }
-"""Each code in a line or two: the epilogue of ``patchkit --help`` and of every tree verb."""
+"""Each code in a line or two: the epilogue of ``patchkit --help`` (every code; each verb's lists its own)."""
 
 BENCH_HELP_MEANING: Mapping[ExitCode, str] = {
     ExitCode.OK: "every run ok",
@@ -112,6 +112,134 @@ BENCH_HELP_MEANING: Mapping[ExitCode, str] = {
     ),
 }
 """The codes a bench verb (``bench``, ``noise``, ``bisect``) returns, in its own words."""
+
+_USAGE = HELP_MEANING[ExitCode.USAGE]
+_INTERNAL = HELP_MEANING[ExitCode.INTERNAL]
+_PIPE = HELP_MEANING[ExitCode.CLOSED_STDOUT]
+_STOPPED = "interrupted (Ctrl-C)"
+_WROTE = HELP_MEANING[ExitCode.INTERRUPTED]
+_BUSY = "busy: another patchkit holds this repository's lock"
+_STORE = "the bench store cannot be opened for writing (an older store is migrated when read): the line says why"
+
+
+def _codes(**meanings: str) -> dict[ExitCode, str]:
+    """A verb's codes: the ones every verb returns (bad input, a bug, Ctrl-C, a closed stdout), then its own;
+    ``OK=...`` and the like by member name, a member given ``""`` left out."""
+    out = {ExitCode.USAGE: _USAGE, ExitCode.INTERNAL: _INTERNAL, ExitCode.INTERRUPTED: _STOPPED}
+    out[ExitCode.CLOSED_STDOUT] = _PIPE
+    for name, text in meanings.items():
+        if text:
+            out[ExitCode[name]] = text
+        else:
+            out.pop(ExitCode[name], None)
+    return dict(sorted(out.items()))
+
+
+_BENCH = {
+    "REFUSED": BENCH_HELP_MEANING[ExitCode.REFUSED],
+    "USAGE": BENCH_HELP_MEANING[ExitCode.USAGE],
+    "BUSY": _BUSY + " (preparing a worktree another bench holds)",
+    "INTERRUPTED": BENCH_HELP_MEANING[ExitCode.INTERRUPTED],
+}
+_CAPTURE = {
+    "OK": "the manifest and its payloads written, verified at the base",
+    "REFUSED": "refused: a capture of NAME already exists in --out (--force replaces it), or it cannot be "
+    "written; nothing was written",
+    "INTERRUPTED": _WROTE,
+}
+_READ_STORE = {"REFUSED": _STORE}
+
+VERB_CODES: Mapping[str, Mapping[ExitCode, str]] = {
+    "apply": _codes(
+        OK="every patch APPLY, SKIP or WARN: written (--dry-run: would be)",
+        REFUSED="refused: a required patch FAILs (--strict: or WARNs), a file cannot be written, or (--commit) "
+        "uncommitted changes that are not patchkit's; nothing was written",
+        BUSY=_BUSY + " (--wait SECONDS waits for it)",
+        INTERRUPTED=_WROTE,
+    ),
+    "revert": _codes(
+        OK="the files patchkit wrote are restored (or it had written none)",
+        REFUSED="refused: a recorded file was edited after patching (--force restores it anyway) or cannot be written",
+        BUSY=_BUSY + " (--wait SECONDS waits for it)",
+        INTERRUPTED=_WROTE,
+    ),
+    "status": _codes(
+        OK="every required patch is in place",
+        REFUSED="a required patch is not in place, a patch holds an older payload version (OUT OF DATE), or a "
+        "killed run left its leftovers (INTERRUPTED)",
+    ),
+    "check": _codes(
+        OK="no required patch FAILs at any checked commit (--since: none newly FAILs)",
+        REFUSED="a required patch FAILs at a checked commit (--since: newly; --strict: a WARN counts), or the "
+        "verdict cache cannot be written",
+    ),
+    "explain": _codes(OK="the commit that made the patch fail, or why there is nothing to explain"),
+    "digest": _codes(
+        OK="the digest is printed",
+        USAGE="bad input: FILE, QUALNAME (not defined there), --repo or --commit",
+    ),
+    "port": _codes(
+        OK="carried (--dry-run: the diff printed), and the manifest checks clean at --to",
+        REFUSED="a required patch cannot be carried (nothing was written), the check at --to fails, or a file "
+        "cannot be written",
+    ),
+    "capture": _codes(**_CAPTURE),
+    "import-diff": _codes(**_CAPTURE),
+    "validate": _codes(
+        OK="the manifest loads: schema, payloads and references",
+        USAGE="it does not, or bad input: the line names the file, line and key path",
+    ),
+    "guard": _codes(
+        OK="every check holds",
+        REFUSED="a check failed: each is listed with what to do",
+        BISECT_SKIP=HELP_MEANING[ExitCode.BISECT_SKIP],
+        BISECT_ABORT=HELP_MEANING[ExitCode.BISECT_ABORT],
+    ),
+    "run": _codes(
+        OK="the guard passed and CMD exited 0; any other code CMD exits with is passed through as it is",
+        REFUSED="CMD never started: the guard failed or --apply was refused; or (--probe) a STRAY ran or a "
+        "[bench].env value was missing",
+        BUSY=_BUSY + " (--apply)",
+        BISECT_SKIP=HELP_MEANING[ExitCode.BISECT_SKIP],
+        BISECT_ABORT=HELP_MEANING[ExitCode.BISECT_ABORT],
+        INTERRUPTED="interrupted (Ctrl-C, SIGTERM, SIGHUP): CMD was stopped, what --apply wrote reverted",
+        CLOSED_STDOUT="",  # stdout is CMD's: a SIGPIPE'd CMD's 141 is its own code, passed through
+    ),
+    "bench": _codes(OK=BENCH_HELP_MEANING[ExitCode.OK], **_BENCH),
+    "noise": _codes(OK="every launch ok, and the spread stored as the prior", **_BENCH),
+    "bisect": _codes(
+        OK="a first bad commit is named",
+        REFUSED="a range, no step between GOOD and BAD, or no answer (GOOD or BAD could not be measured, a "
+        "criterion refused an end); or a launch refused",
+        USAGE=BENCH_HELP_MEANING[ExitCode.USAGE] + ", a criterion that cannot hold (checked before any launch)",
+        BUSY=_BENCH["BUSY"],
+        INTERRUPTED=BENCH_HELP_MEANING[ExitCode.INTERRUPTED],
+    ),
+    "runs": _codes(OK="the runs listed (none: it says which store it read)", **_READ_STORE),
+    "show": _codes(
+        OK="the run shown", USAGE="bad input: no such run, or no store or run where it looked", **_READ_STORE
+    ),
+    "compare": _codes(
+        OK="the two sides compared, whatever the verdict",
+        USAGE="bad input: no such run, no pair of ok runs of a profile, or no store where it looked",
+        **_READ_STORE,
+    ),
+    "report": _codes(
+        OK="the page is written",
+        REFUSED="the page or the bench store cannot be written (permissions, a full disk): the line says why",
+        USAGE=_USAGE + "; -o that cannot be a file (a directory, a missing directory)",
+    ),
+    "demo": _codes(
+        OK="every step went as shown",
+        BUSY=_BUSY + " (another patchkit on the --keep DIR repository meanwhile)",
+        USAGE="bad input: --keep DIR already exists, or Python's venv module is missing",
+        INTERNAL="a step did not go as the demo shows, or a bug: the line says which",
+    ),
+}
+"""Per verb, the codes it can return and what each means there: its ``--help`` epilogue (``verb_epilog``) and
+docs/reference/exit-codes.md's table by command.  ``tests/test_exit_codes.py`` checks each against the verb:
+the codes its own module returns and the errors it raises are listed, and only guard and run (``--bisect``)
+list 125 and 128."""
 
 WIDTH = 72  # the epilogue's lines, as click prints them under "\b" (no rewrapping)
 STATUSES_MD = Path(__file__).resolve().parent.parent / "docs" / "statuses.md"
@@ -149,6 +277,18 @@ def write_statuses(path: Path = STATUSES_MD) -> bool:
         return False
     path.write_text(new, encoding="utf-8")
     return True
+
+
+def verb_epilog(verb: str) -> str:
+    """The ``--help`` epilogue of ``verb``: the codes it can return, in its words (``VERB_CODES``)."""
+    return epilog(VERB_CODES[verb])
+
+
+def by_command_table() -> str:
+    """docs/reference/exit-codes.md's table by command: each verb and the codes it can return."""
+    rows = ["| command | exit codes |", "| --- | --- |"]
+    rows += [f"| `patchkit {verb}` | {', '.join(str(int(c)) for c in codes)} |" for verb, codes in VERB_CODES.items()]
+    return "\n".join(rows) + "\n"
 
 
 EXIT_CODES_HELP = epilog(HELP_MEANING)

@@ -80,7 +80,13 @@ _BARE_HINTS = {
     "or use `patchkit check`, which needs no checkout",
     "revert": "pass --repo DIR of the worktree that was patched (`git worktree list` shows them)",
     "validate": "pass --repo DIR of a checkout (`git worktree list` shows them), or leave --repo out",
+    "guard": "pass --repo DIR of the patched work tree (`git worktree list` shows them; "
+    "`patchkit apply -m M --commit REV --worktree DIR` makes one), or use `patchkit check`, which needs no checkout",
+    "run": "pass --repo DIR of a work tree (`git worktree list` shows them; "
+    "`patchkit apply -m M --commit REV --worktree DIR` makes one)",
+    "capture": "pass --repo DIR of the edited checkout (`git worktree list` shows them)",
 }
+_BARE_HINT = "pass --repo DIR of a work tree (`git worktree list` shows them)"  # a verb not listed above
 
 
 class GitFailed(Exception):
@@ -504,7 +510,7 @@ class Repo:
         if self.root is None:
             raise RepoError(
                 f"{self.git_dir} is a bare repository: {action} needs a work tree",
-                hint=_BARE_HINTS.get(action.split()[0], _BARE_HINTS["apply"]),
+                hint=_BARE_HINTS.get(action.split()[0], _BARE_HINT),
             )
         return self.root
 

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -336,3 +337,21 @@ def readme_commands() -> list[tuple[list[str], list[str]]]:
         elif block is not None:
             block.append(line)
     return out
+
+
+@contextmanager
+def lock_held(repo: Path) -> Iterator[None]:
+    """Another process holds ``repo``'s patchkit lock (a real flock, as a second patchkit would) while inside."""
+    state = repo / ".git" / "patchkit"
+    state.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
+         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)", str(state / "lock")],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()

@@ -170,7 +170,7 @@ def test_compare_without_a_common_ok_run_names_the_runs_it_found(kit):
     result = cli(history.path, "compare", "--commit", history["break-model"], "--commit", head)
     assert result.returncode == 2
     (line,) = result.stderr.splitlines()
-    assert "no ok runs of a profile both have" in line and "run 3 eagle3 refused" in line
+    assert "no profile has ok runs of both commits" in line and "run 3 eagle3 refused" in line
 
 
 def test_compare_of_a_run_without_data_says_so(kit):

@@ -87,6 +87,26 @@ def test_with_slots_good_and_bad_are_launched_in_one_round(slots):
     assert [s.commit for s in bad_end.steps][:2] == [commits[0], commits[-1]]
 
 
+def test_the_ends_are_labelled_by_the_rule_the_answer_uses():
+    """#47 item 6: the table labelled BAD's launches `bad`, then the answer was `--bad ... is not bad by the
+    criterion (good)`.  Each end's launches carry what the search decided of it, live and in the table."""
+    commits = line(16)
+    measured = values(commits, 7)  # 100 then 60: BAD/GOOD 0.6
+    shown = []
+    refused = bisect(commits, lambda c: measured[c.sha], criterion("ratio", 0.5), on_step=shown.append)
+    assert refused.error is not None and "is not bad by the criterion (good)" in refused.error
+    assert {s.verdict for s in refused.steps if s.commit == commits[-1]} == {"good"}  # as the answer says
+    assert "bad" not in {s.verdict for s in refused.steps}
+    assert shown == list(refused.steps)  # the lines printed as it went are the table's
+    found = bisect(commits, lambda c: measured[c.sha], criterion("ratio", 0.9), on_step=shown.append)
+    assert found.first_bad == commits[7]
+    assert {s.verdict for s in found.steps if s.commit == commits[0]} == {"good"}
+    assert {s.verdict for s in found.steps if s.commit == commits[-1]} == {"bad"}
+    flat = {c.sha: Measurement(100.0, run=i) for i, c in enumerate(commits)}  # no step: never told apart
+    same = bisect(commits, lambda c: flat[c.sha], None, threshold=0.05)
+    assert same.first_bad is None and {s.verdict for s in same.steps} == {"unclear"}
+
+
 def test_bisect_skips_unpatchable_and_failed_commits_and_names_them_as_maybe():
     commits = line(8)
     measured = values(commits, 5, fail={4})

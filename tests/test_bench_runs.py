@@ -276,7 +276,7 @@ def test_an_interrupted_run_is_stored_with_what_it_measured(history, manifest, t
          str(history.path), "--store", str(store)],
         capture_output=True, check=False,
     )  # fmt: skip
-    assert cmp.returncode == 2 and b"no ok runs" in cmp.stderr and b"interrupted" in cmp.stderr
+    assert cmp.returncode == 2 and b"has ok runs of both commits" in cmp.stderr and b"interrupted" in cmp.stderr
 
 
 @pytest.mark.slow
@@ -370,6 +370,26 @@ def test_bench_usage_errors(capsys, history, manifest, store):
     err = cli("bisect", "--good", tip, "--bad", base, "--metric", "output_tok_s", "--min", "1")
     assert "is not a first-parent descendant" in err
     assert "no metric 'tok_s'" in cli("bisect", "--good", base, "--bad", tip, "--metric", "tok_s", "--min", "1")
+
+
+def test_bisect_refuses_a_criterion_that_cannot_hold_before_any_launch(capsys, history, manifest, store):
+    """#47 item 6: `--ratio -0.5` was accepted; the hunt spent launches, then said BAD is not bad by it."""
+    base, tip = history["base"], history["tip"]
+    cases = {
+        ("output_tok_s", "--ratio", "-0.5"): "--ratio -0.5: BAD/GOOD of a metric is never negative",
+        ("output_tok_s", "--ratio", "0"): "--ratio 0: BAD/GOOD of a metric is never zero",
+        ("output_tok_s", "--ratio", "nan"): "--ratio nan: not a finite number",
+        ("output_tok_s", "--ratio", "1.2"): "GOOD against itself is 1, below 1.2 too, so GOOD would be bad",
+        ("verify_ms", "--ratio", "0.9"): "verify_ms is better lower, so BAD is bad when BAD/GOOD is above R",
+        ("output_tok_s", "--max", "80"): "--max X calls a launch above X bad, but output_tok_s is better higher",
+        ("verify_ms", "--min", "20"): "--min X calls a launch below X bad, but verify_ms is better lower",
+    }
+    for (metric, option, value), said in cases.items():
+        r = run_cli(capsys, "bisect", "-m", manifest, "--repo", history.path, "--store", store, "--good", base,
+                    "--bad", tip, "--metric", metric, option, value, "--profile", "eagle3")  # fmt: skip
+        assert r.code == 2 and r.err.count("\n") == 1 and said in r.err, (option, value, r.err)
+    stored = run_cli(capsys, "runs", "--repo", history.path, "--store", store, "--json").json["runs"]
+    assert stored == []  # nothing was launched
 
 
 @pytest.mark.slow

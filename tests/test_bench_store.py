@@ -191,6 +191,33 @@ def test_noise_is_kept_per_host_profile_and_metric_latest_first(tmp_path):
             store.add_noise(host="h", profile="p", metric="m", sigma=-1.0, df=3, commit="a", series="s")
 
 
+def test_show_and_compare_name_the_store_they_read(tmp_path, capsys, monkeypatch):
+    """#47 item 8: `show last` inside a repository whose default store is empty (the demo keeps its own store
+    elsewhere) said only `no runs are stored yet`: which store it read, and what to check, are the answer."""
+    from helpers import make_repo, run_cli
+
+    repo = make_repo(tmp_path / "repo", {"a.py": "A = 1\n"})
+    default = (repo / ".git" / "patchkit" / "bench.sqlite").resolve()
+    monkeypatch.chdir(repo)
+    for argv in (
+        ["show", "last"],
+        ["show", "3"],
+        ["compare", "1", "2"],
+        ["compare", "--commit", "HEAD", "--commit", "HEAD"],
+    ):
+        missing = run_cli(capsys, *argv)
+        assert missing.code == 2, missing.err
+        assert missing.err.startswith(f"patchkit: error: no bench store at {default}: nothing was benchmarked into it;")
+        assert "is --store the path you meant?" in missing.err and "DIR/bench.sqlite" in missing.err
+    assert not default.exists()
+    with Store(default):  # there, but empty
+        pass
+    empty = run_cli(capsys, "show", "last")
+    assert empty.code == 2 and f"no runs are stored in the bench store {default} yet; is --store" in empty.err
+    none = run_cli(capsys, "show", "7")
+    assert none.code == 2 and f"no runs are stored in the bench store {default} yet" in none.err
+
+
 def test_the_verbs_that_only_read_leave_no_store_where_none_was(tmp_path, capsys):
     """A mistyped --store read by runs, compare or report is said as such and leaves no empty database behind."""
     from helpers import make_repo, run_cli
@@ -201,7 +228,7 @@ def test_the_verbs_that_only_read_leave_no_store_where_none_was(tmp_path, capsys
     assert runs.code == 0 and runs.out.startswith(f"no bench store at {store}: nothing was benchmarked into it")
     assert run_cli(capsys, "runs", "--repo", repo, "--store", store, "--json").json["runs"] == []
     compare = run_cli(capsys, "compare", "1", "2", "--repo", repo, "--store", store)
-    assert compare.code == 2 and "no runs are stored yet" in compare.err
+    assert compare.code == 2 and f"no bench store at {store}: nothing was benchmarked into it" in compare.err
     assert not store.parent.exists()
     with Store(store, create=False) as opened:  # and the library: an empty store, in memory
         assert list(opened.runs()) == [] and not opened.exists

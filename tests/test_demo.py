@@ -167,12 +167,48 @@ def test_every_suggested_command_runs_as_printed_from_anywhere(kept, tmp_path):
     _work, out, _steps = kept
     lines = out.strip().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("The demo's repository, manifest"))
-    commands = [shlex.split(line) for line in lines[start + 1 :]]
+    commands = [shlex.split(line, comments=True) for line in lines[start + 1 :]]
     assert len(commands) == 7 and all(c[0] == "patchkit" for c in commands)
     for command in commands:
         proc = subprocess.run([patchkit_script(), *command[1:]], cwd=tmp_path, capture_output=True, text=True)
         assert proc.returncode == 0, (command, proc.stdout[-2000:] + proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr
+
+
+def test_the_suggested_compare_reproduces_step_4(kept, tmp_path):
+    """#47 item 9: the suggested `compare --commit A --commit B` took each commit's latest runs, the bisect's, and
+    answered unlike step 4: the suggestion names step 4's two runs."""
+    _work, out, steps = kept
+    a, b = (int(n) for n in re.findall(r"^[AB] = run (\d+) ", steps[4], flags=re.M))
+    (line,) = [line for line in out.splitlines() if line.strip().startswith("patchkit compare ")]
+    command = shlex.split(line, comments=True)
+    assert command[2:4] == [str(a), str(b)] and "# step 4" in line
+    proc = subprocess.run([patchkit_script(), *command[1:]], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+    def answer(text: str) -> list[str]:
+        """Which runs, which launches, and the metric's row: ratio, interval and verdict."""
+        return [line for line in text.splitlines() if line.startswith(("A = ", "B = ", "launches: ", "output_tok_s "))]
+
+    assert answer(proc.stdout) == answer(steps[4]) and len(answer(steps[4])) == 4
+    assert "different (worse)" in answer(proc.stdout)[-1]
+
+
+def test_paths_digests_and_the_kept_manifest_read_as_they_are(kept):
+    """#47 item 13: `wrote ../../..` after an absolute command line; step 5's digest unlike steps 1-2's with no
+    word why; the kept manifest's comment with its placeholders filled in (and #47 item 12: 1 commit that touch)."""
+    work, _out, steps = kept
+    wrote = re.findall(r"^wrote (.*)$", steps[2], flags=re.M)
+    assert wrote == [str(work / "ported" / "manifests" / f"{n}.toml") for n in ("kimi-k25-eagle3", "kimi-rope")]
+    assert "1 commit that touches a target file" in steps[2] and "1 commit that touch " not in steps[2]
+    digests = {n: re.search(r"manifest kimi-k25-eagle3 \(sha256:([0-9a-f]+)", steps[n]).group(1) for n in (1, 2, 5)}
+    assert digests[1] == digests[2] != digests[5]
+    kept_manifest = work / "manifests" / "kimi-k25-eagle3.toml"
+    assert f"From here on -m kimi-k25-eagle3 is {kept_manifest}: the same patches with a [bench] table" in steps[3]
+    assert "its digest is not the bundled manifest's of steps 1 and 2" in " ".join(steps[3].split())
+    comments = [line for line in kept_manifest.read_text().splitlines() if line.startswith("#")]
+    assert not [line for line in comments if str(work) in line or "@" in line], comments
+    assert f'python = "{work / "venv" / "bin" / "python"}"' in kept_manifest.read_text()
 
 
 def test_the_kept_store_answers_runs(kept):

@@ -130,6 +130,7 @@ def test_json_md_documents_every_json_command():
         "compare",
         "bisect",
         "noise",
+        "report --json",
     ):
         assert f"## `{command}" in text, command
 
@@ -200,12 +201,12 @@ def test_the_exit_code_table_is_generated_from_the_enum():
 
 def test_the_help_epilogues_are_generated_from_the_enum(capsys):
     """click prints an epilogue as it is (``\\b``), indented by two."""
-    from patchkit.exit_docs import BENCH_EXIT_HELP, EXIT_CODES_HELP
+    from patchkit.exit_docs import EXIT_CODES_HELP, verb_epilog
 
     for args, epilog in (
         (("--help",), EXIT_CODES_HELP),
-        (("check", "--help"), EXIT_CODES_HELP),
-        (("bench", "--help"), BENCH_EXIT_HELP),
+        (("check", "--help"), verb_epilog("check")),
+        (("bench", "--help"), verb_epilog("bench")),
     ):
         r = run_cli(capsys, *args)
         assert textwrap.indent(epilog.removeprefix("\b\n"), "  ") in r.out, args

@@ -56,7 +56,7 @@ def test_run_passes_output_exit_code_and_environment(tree, tmp_path) -> None:
     assert proc.returncode == 7, proc.stderr
     assert proc.stdout == "bench out\n"
     assert "bench err\n" in proc.stderr
-    assert proc.stderr.startswith(f"patchkit run: guard ok (manifest hooks at {head_sha(repo)}); running: ")
+    assert proc.stderr.startswith(f"patchkit run: guard ok (manifest hooks at {head_sha(repo)}); running in {repo}: ")
     from patchkit.manifest import load_manifest
 
     assert json.loads(seen.read_text()) == {
@@ -69,6 +69,39 @@ def test_run_passes_output_exit_code_and_environment(tree, tmp_path) -> None:
     # What --apply wrote is reverted once the command exits: the tree is clean again.
     assert porcelain(repo) == []
     assert load_record(Repo.discover(repo), "hooks") is None
+
+
+def test_the_command_runs_in_the_tree_repo_names_not_where_patchkit_started(tree, tmp_path) -> None:
+    """#47 item 4: `run --repo WT -- sh -c 'pwd; git status'` ran in the caller's directory (`fatal: not a git
+    repository`), where --help says the command runs in the tree."""
+    repo, manifest = tree
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = subprocess.run(
+        [patchkit_script(), "run", "-m", str(manifest), "--repo", str(repo), "--apply", "--",
+         "sh", "-c", "pwd; git status --porcelain"],
+        cwd=elsewhere, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [str(repo.resolve()), " M pkg/model.py"]  # in the tree, patched
+    assert f"running in {repo.resolve()}: sh -c " in proc.stderr
+    assert porcelain(repo) == []
+    # A relative command is looked up in the tree too, and a missing one says where it was looked for.
+    (repo / "bench.sh").write_text("#!/bin/sh\npwd\n")
+    (repo / "bench.sh").chmod(0o755)
+    git(repo, "add", "bench.sh")
+    git(repo, "commit", "-qm", "bench script")
+    proc = subprocess.run(
+        [patchkit_script(), "run", "-m", str(manifest), "--repo", str(repo), "--apply", "--", "./bench.sh"],
+        cwd=elsewhere, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == f"{repo.resolve()}\n", proc.stderr
+    proc = subprocess.run(
+        [patchkit_script(), "run", "-m", str(manifest), "--repo", str(repo), "--apply", "--", "./missing.sh"],
+        cwd=elsewhere, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert f"command not found: ./missing.sh (a relative path is looked up in {repo.resolve()}" in proc.stderr
 
 
 @pytest.mark.slow

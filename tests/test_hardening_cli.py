@@ -428,3 +428,27 @@ def test_read_only_directory_is_a_refusal_with_the_table_and_the_path(tmp_path):
     assert (sc.repo / TARGET).read_bytes() == before
     assert porcelain(sc.repo) == []
     assert run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo).code == 0  # writable again: it applies
+
+
+def test_report_output_that_cannot_be_a_file_is_bad_input_with_its_cause(tmp_path, capsys):
+    """#47 item 10: `report -o /nonexistent/dir/r.html` and `-o <a directory>` exited 1 advising permissions."""
+    sc = scenario(tmp_path, {TARGET: MODEL}, ADD_EXTRA, METHODS)
+    common = ["report", "-m", sc.kit.manifest, "--repo", sc.repo, "--store", tmp_path / "none.sqlite"]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x\n")
+    cases = {
+        tmp_path / "missing" / "dir" / "r.html": f"the directory {tmp_path / 'missing' / 'dir'} does not exist",
+        folder: f"-o {folder} is a directory; give a file path, e.g. -o {folder / 'report.html'}",
+        blocker / "r.html": f"{blocker} is a file, not a directory",
+    }
+    for output, cause in cases.items():
+        r = run_cli(capsys, *common, "-o", output)
+        line = one_error_line(r.err)
+        assert r.code == 2 and cause in line, line
+        assert "permission" not in line and "writable" not in line
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name not in {"repo", "kit"}) == ["a-file", "out"]
+    assert list(folder.iterdir()) == []
+    good = run_cli(capsys, *common, "-o", folder / "r.html")
+    assert good.code == 0 and (folder / "r.html").exists(), good.err

@@ -232,7 +232,7 @@ def test_the_demos_timing_windows_and_closing_sentence_go_on_indented(sglang, mo
     shown = [" ".join(part.strip() for part in paragraph) for paragraph in paragraphs(lines)]
     assert shown[1:-1] == windows, "\n".join(lines)
 
-    lines = render(monkeypatch, width, lambda console: closing(console, None, "4d8f7a7178", "476af6dc99"))
+    lines = render(monkeypatch, width, lambda console: closing(console, None, "4d8f7a7178", "476af6dc99", (5, 6)))
     assert paragraphs(lines) == [lines[1:]] and " ".join(line.strip() for line in lines[1:]) == (
         "Run `patchkit demo --keep DIR` to keep the repository and the bench store, then try runs, show, compare "
         "and bisect on them yourself: the last lines name the commands."

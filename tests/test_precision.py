@@ -24,6 +24,7 @@ from helpers import (
     Kit,
     Scenario,
     git,
+    lock_held,
     make_repo,
     patchkit_script,
     porcelain,
@@ -824,20 +825,9 @@ def test_an_interpreter_that_prints_something_else_is_named_with_what_it_printed
 
 def test_busy_after_wait_does_not_advise_passing_wait(tmp_path):
     sc = _tree_scenario(tmp_path)
-    state = sc.repo / ".git" / "patchkit"
-    state.mkdir(parents=True, exist_ok=True)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time; f = open(sys.argv[1], 'a'); "
-         "fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); time.sleep(30)", str(state / "lock")],
-        stdout=subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+    with lock_held(sc.repo):
         r = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo, "--wait", "0.3")
         now = run_script("apply", "-m", sc.kit.manifest, "--repo", sc.repo)
-    finally:
-        holder.kill()
-        holder.wait()
     assert r.code == 4 and "still after waiting 0.3 s" in r.err and "pass a longer --wait" in r.err, r.err
     assert now.code == 4 and "or pass --wait SECONDS" in now.err
 

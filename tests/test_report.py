@@ -159,8 +159,8 @@ def test_unknown_metric_and_bad_output_are_one_line_errors(demo, tmp_path):
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the output's directory should be\n")
     denied = run_script(*common, "-o", blocker / "r.html")
-    assert denied.code == 1 and "Traceback" not in denied.err, denied.err
-    assert f"patchkit: error: cannot write {blocker / 'r.html'}: Not a directory; nothing was written" in denied.err
+    assert denied.code == 2 and "Traceback" not in denied.err, denied.err
+    assert f"patchkit: error: -o {blocker / 'r.html'}: {blocker} is a file, not a directory" in denied.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-dir"]  # no temp file left
 
 
@@ -305,6 +305,21 @@ def test_page_loads_offline_with_no_console_error(browser, page, shown):
     assert seen["console"] == []
     assert fetched(seen["requests"]) == []
     assert seen["requests"][0] == page.as_uri()
+
+
+def test_the_summary_names_where_the_manifest_applies_apart_from_the_first_bad_commit(browser, shown, demo):
+    """#47 item 14: `last good: X` (where the manifest applies) beside the bisect's `first bad Y`, X being the
+    bisect's BAD commit, read as a contradiction: it is named for what it is."""
+    assert shown["ready"] == "yes"
+    summary = browser.find_element("id", "summary").text
+    assert "last good" not in summary, summary
+    for manifest in (demo.kimi, demo.timing):
+        check = json.loads(check_json(demo, manifest))
+        name, newest = check["manifest"]["name"], check["last_good"]
+        said = f"the newest commit where every required patch applies: {newest['commit'][:10]}" if newest else None
+        assert f"{name} ({said or 'no commit here where every required patch applies'})" in summary, summary
+    first_bad = demo.bisect["first_bad"]
+    assert f"latest bisect of {demo.bisect['metric']}: first bad commit {first_bad['commit'][:10]}" in summary
 
 
 def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(browser, shown, demo, tmp_path):

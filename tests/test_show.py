@@ -207,5 +207,5 @@ def test_bad_run_numbers_are_one_line_with_exit_2(capsys, stored, tmp_path) -> N
     assert word.code == 2 and "RUN must be a run number or 'last', not 'latest'" in word.err
     history, _, _ = stored
     empty = run_cli(capsys, "show", "last", "--repo", history.path, "--store", tmp_path / "none.sqlite")
-    assert empty.code == 2 and "no runs are stored yet" in empty.err
+    assert empty.code == 2 and f"no bench store at {tmp_path / 'none.sqlite'}: nothing was benchmarked" in empty.err
     assert not (tmp_path / "none.sqlite").exists()  # reading made no store

@@ -4,12 +4,14 @@ A page asks for a generated block with a marker line of its own:
 
 - ``<!-- generated: exit-codes -->``: a table of every ``patchkit.errors.ExitCode`` member, its value
   and the comment its definition carries, so a member added to the enum is on the site at the next build;
+- ``<!-- generated: exit-codes-by-command -->``: each command and the codes it can return
+  (``patchkit.exit_docs.VERB_CODES``, from which each verb's ``--help`` epilogue is made too);
 - ``<!-- generated: manifest-schema -->``: every object of ``patchkit/manifest/schema.json`` as a table of
   its keys (type, required, constraints), then the schema itself.
 
 The renderers are plain functions of the code, importable without MkDocs (``tests/test_docs.py`` calls
-them), and they import ``patchkit.errors`` and the schema file only: nothing from the bench packages,
-whose modules move.
+them), and they import ``patchkit.errors``, ``patchkit.exit_docs`` and the schema file only: nothing from the
+bench packages, whose modules move.
 """
 
 from __future__ import annotations
@@ -131,7 +133,19 @@ def manifest_schema_markdown() -> str:
     return "\n".join(out)
 
 
-GENERATORS = {"exit-codes": exit_codes_markdown, "manifest-schema": manifest_schema_markdown}
+def exit_codes_by_command_markdown() -> str:
+    """Each command and the exit codes it can return (``patchkit.exit_docs.VERB_CODES``, its --help's too)."""
+    _import_exit_code()  # puts the checkout on sys.path
+    from patchkit.exit_docs import by_command_table
+
+    return by_command_table()
+
+
+GENERATORS = {
+    "exit-codes": exit_codes_markdown,
+    "exit-codes-by-command": exit_codes_by_command_markdown,
+    "manifest-schema": manifest_schema_markdown,
+}
 
 
 def render_markers(markdown: str) -> str:

@@ -50,7 +50,7 @@ from patchkit.git import Commit, Repo
 from patchkit.manifest import load_manifest
 from patchkit.results import Status
 from patchkit.sources.commit import CommitSource
-from patchkit.wording import plural
+from patchkit.wording import agree, plural
 from patchkit.written import Written
 
 T = TypeVar("T")
@@ -400,7 +400,8 @@ def _publish(staging: Path, out: Path, name: str, force: bool) -> tuple[Path, Pa
     existing = [p for p in (manifest, payload_dir) if p.exists()]
     if existing and not force:
         raise RefusedError(
-            f"{', '.join(str(p) for p in existing)} already exist(s); nothing was written",
+            f"{' and '.join(str(p) for p in existing)} already {agree(len(existing), 'exists', 'exist')}; "
+            "nothing was written",
             hint="pass --force to replace that capture, or choose another --name",
         )
     manifest.parent.mkdir(parents=True, exist_ok=True)

@@ -124,8 +124,10 @@ def _pick(
                 ids.append(int(value))
             except ValueError:
                 raise UsageError(f"{value!r} is not a run number", hint="see `patchkit runs`") from None
+        store.require_runs()
         return store.get(ids[0]), store.get(ids[1])
     if len(commits) != 2:
         raise UsageError("compare needs RUN_A RUN_B or --commit A --commit B", hint="see `patchkit runs`")
+    store.require_runs()
     found = [(rev, store.runs(commits=[repo.resolve(rev)])) for rev in commits]
     return pick_pair(found, profile)

@@ -64,17 +64,20 @@ def demo(*, keep: str | None, console: Console) -> int:
     else:
         work = Path(tempfile.mkdtemp(prefix="patchkit-demo-"))
     try:
-        good, bad = _run(work, console)
+        good, bad, compared = _run(work, console)
     finally:
         if keep is None:
             shutil.rmtree(work, ignore_errors=True)
-    closing(console, work if keep is not None else None, good, bad)
+    closing(console, work if keep is not None else None, good, bad, compared)
     return int(ExitCode.OK)
 
 
-def closing(console: Console, kept: Path | None, good: str, bad: str) -> None:
+def closing(console: Console, kept: Path | None, good: str, bad: str, compared: tuple[int, int]) -> None:
     """The lines that end the demo: with ``--keep``, where it kept everything and the commands to try on it (each
-    left whole for the terminal to wrap, so that it copies as one line); without, how to keep it."""
+    left whole for the terminal to wrap, so that it copies as one line); without, how to keep it.
+
+    Each command reproduces the step it follows: compare names step 4's two runs by number, because
+    ``--commit A --commit B`` takes each commit's latest runs, and after step 6 those are the bisect's."""
     console.print()
     if kept is None:
         console.print(
@@ -88,7 +91,8 @@ def closing(console: Console, kept: Path | None, good: str, bad: str) -> None:
     for line in (
         f"patchkit runs --repo {repo} --store {store}",
         f"patchkit show last --repo {repo} --store {store}",
-        f"patchkit compare --commit {good} --commit {bad} --repo {repo} --store {store}",
+        f"patchkit compare {compared[0]} {compared[1]} --repo {repo} --store {store}"
+        f"   # step 4 (--commit {good} --commit {bad} now takes the bisect's runs, the latest)",
         f"patchkit runs --commit {bad} --repo {repo} --store {store} --json",
         f"patchkit report -m {manifest} --repo {repo} --store {store} --range {good}~1..{bad} "
         f"-o {kept / 'report.html'}",
@@ -118,8 +122,9 @@ def _expect(condition: bool, what: str) -> None:
         raise InternalError(f"the demo did not go as designed: {what}")
 
 
-def _run(work: Path, shown: Console) -> tuple[str, str]:
-    """The six steps; returns the good and the bad commit (short ids) for the closing lines."""
+def _run(work: Path, shown: Console) -> tuple[str, str, tuple[int, int]]:
+    """The six steps; returns the good and the bad commit (short ids) and the two runs step 4 compared, for the
+    closing lines."""
     console = shown
     path = work / "sglang"
     history = build_sglang_history(path, extra=[move_commit()])
@@ -183,6 +188,11 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
         "`patchkit guard --python PY --site` checks a real server's.",
         markup=False,
     )
+    console.print(
+        f"From here on -m kimi-k25-eagle3 is {manifest}: the same patches with a [bench] table that runs the "
+        "stand-ins, so its digest is not the bundled manifest's of steps 1 and 2.",
+        markup=False,
+    )
     args = BenchArgs(manifests=tuple(manifests), repo=repo_dir, store=store_file)
     code = bench_cmd(args, commits=[good, bad], profiles=[], json_out=False, launches=3, console=console)
     _expect(code == 0, f"bench exited {code}")
@@ -194,7 +204,11 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
     compare_cmd.show(compared, gpus, json_out=False, console=console)
     _expect(any(m.call == "different (worse)" for m in compared.metrics), "compare did not call the bad commit worse")
 
-    _step(console, "5. patchkit guard -m kimi-k25-eagle3 on a half-patched tree   (bench refuses it: nothing starts)")
+    _step(
+        console,
+        "5. patchkit guard -m kimi-k25-eagle3 on a half-patched tree   (step 3's manifest; bench refuses the tree: "
+        "nothing starts)",
+    )
     with Repo.discover(path) as repo:
         half = replace(kimi, patches=kimi.patches[:1])
         repo.checkout_detached(good)
@@ -218,7 +232,8 @@ def _run(work: Path, shown: Console) -> tuple[str, str]:
     found = load_latest_bisect(store) or {}
     first_bad = found.get("first_bad")
     _expect(isinstance(first_bad, dict) and first_bad.get("commit") == planted.sha, f"bisect did not name {PLANTED}")
-    return good[:10], bad[:10]
+    assert compared.a.run_id is not None and compared.b.run_id is not None  # stored runs have their numbers
+    return good[:10], bad[:10], (compared.a.run_id, compared.b.run_id)
 
 
 def _port_moved_function(console: Console, repo: Repo, folder: Path) -> None:

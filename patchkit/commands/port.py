@@ -40,7 +40,7 @@ from patchkit.results import Status
 from patchkit.views.console import emit, print_json, write_pieces
 from patchkit.views.grid import Grid
 from patchkit.views.patches import status_piece
-from patchkit.wording import plural
+from patchkit.wording import agree, plural
 
 if TYPE_CHECKING:
     from patchkit.views.console import Console
@@ -223,7 +223,7 @@ def _print(
     )
     console.print(
         f"walked {plural(plan.walked, 'first-parent commit')}; "
-        f"stopped at {plural(plan.stops, 'commit')} that touch a target file",
+        f"stopped at {plural(plan.stops, 'commit')} that {agree(plan.stops, 'touches', 'touch')} a target file",
         markup=False,
     )
     table = Grid()

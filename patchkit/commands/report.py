@@ -9,6 +9,7 @@ can be copied off a GPU host and opened with no network.
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from patchkit.errors import ExitCode, UnwritableError, UsageError
 from patchkit.report.documents import StoredRuns, json_text, load_runs
 from patchkit.report.page import Document, build_page
 from patchkit.report.trends import verdicts_document
+from patchkit.views.console import print_json
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
@@ -39,10 +41,12 @@ def report(
     output: str,
     jobs: int | None,
     console: Console,
+    json_out: bool = False,
 ) -> int:
     if not ranges and not commits:
         ranges = ["HEAD"]
     out = Path(output)
+    check_output(out)
     # One RangeCheck per manifest, on one repository: git lists the range for each before any manifest is
     # loaded (a bad one is still reported first), and each remembers its schema verdict, as `check` does.
     started = [RangeCheck.start(repo, ranges)]
@@ -85,8 +89,22 @@ def report(
     try:
         atomic_write(out, page, 0o644)
     except OSError as exc:
-        raise UnwritableError(str(out), exc.strerror or str(exc)) from None
+        if exc.errno in NOT_A_PLACE:  # the path changed under us since check_output: still the path's fault
+            raise UsageError(f"-o {out}: {exc.strerror or exc}", hint=OUTPUT_HINT) from None
+        raise UnwritableError.from_os(out, exc) from None
     count = checks[0].stats.commits if checks else 0
+    if json_out:
+        print_json(
+            {
+                **index,
+                "output": str(out.resolve()),
+                "bytes": len(page),
+                "checked_commits": count,
+                "stored_runs": len(stored.records),
+                "bisect": stored.bisect is not None,
+            }
+        )
+        return int(ExitCode.OK)
     console.print(
         f"wrote {out} ({len(page) / 1e6:.1f} MB): {plural(count, 'commit')}, {plural(len(loaded), 'manifest')}, "
         f"{plural(len(stored.records), 'stored run')}, metrics: {', '.join(chosen) or 'none'}",
@@ -94,6 +112,29 @@ def report(
         highlight=False,
     )
     return int(ExitCode.OK)
+
+
+NOT_A_PLACE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EISDIR})  # a path that cannot be a file: bad input
+OUTPUT_HINT = "give -o a file path in a directory that exists, e.g. -o report.html"
+
+
+def check_output(out: Path) -> None:
+    """``-o FILE`` can be a file before anything is checked or drawn: a directory, or a path under a missing
+    directory or under a file, is bad input (exit 2) naming the real cause, not a refused write advising
+    permissions.  What only the write can tell (permissions, a full disk) stays ``UnwritableError``."""
+    if out.is_dir():
+        raise UsageError(f"-o {out} is a directory", hint=f"give a file path, e.g. -o {out / 'report.html'}")
+    parent = out.parent
+    for above in (parent, *parent.parents):
+        if above.exists():
+            if not above.is_dir():
+                raise UsageError(f"-o {out}: {above} is a file, not a directory", hint=OUTPUT_HINT)
+            break
+    if not parent.is_dir():
+        raise UsageError(
+            f"-o {out}: the directory {parent} does not exist",
+            hint=f"create it first (mkdir -p {parent}), or give -o a path in a directory that exists",
+        )
 
 
 def _records_text(stored: StoredRuns) -> str:

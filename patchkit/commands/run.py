@@ -1,7 +1,10 @@
 """`patchkit run`: guard the tree, then run a benchmark command in it.
 
-Order: (``--apply``) apply the manifest at HEAD; guard; run ``CMD`` with the
-caller's stdin, stdout and stderr, so its output and exit code pass through
+Order: (``--apply``) apply the manifest at HEAD; guard; run ``CMD`` in the
+directory ``--repo`` names (the tree just guarded, so that ``sh -c 'pwd; git
+status'`` and a relative ``./bench.sh`` see that tree whatever directory
+patchkit was started from; ``--repo`` defaults to the current directory) with
+the caller's stdin, stdout and stderr, so its output and exit code pass through
 untouched (patchkit's own lines go to stderr, and only on failure more than
 one).  ``CMD`` gets ``PATCHKIT_COMMIT``, ``PATCHKIT_MANIFEST``,
 ``PATCHKIT_MANIFEST_DIGEST`` and ``PATCHKIT_GUARD=ok`` in its environment.
@@ -36,6 +39,7 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.bench.execution.probed import ProbeOptions, run_probed
@@ -80,6 +84,8 @@ def run(
             raise UsageError("no command to run", hint="give it after --, e.g. patchkit run -m M -- ./bench.sh")
         require_python_for_imports(python, imports)
         git_repo, loaded = open_for_guard(repo, manifest)
+        git_repo.require_worktree("run")  # before --apply, whose own refusal would name apply's options
+        where = str(Path(repo).resolve())  # CMD runs in --repo's directory, the tree it was guarded in
         wrote = False
         if apply:
             applied = apply_worktree(loaded, git_repo, strict=strict)
@@ -91,7 +97,7 @@ def run(
             wrote = bool(applied.written)
         try:
             return _guard_and_run(
-                loaded, git_repo, command, console,
+                loaded, git_repo, command, console, where,
                 python=python, imports=imports, allow_dirty=allow_dirty, strict=strict, bisect=bisect,
                 probe=ProbeOptions(probe_dir, tuple(allow_stray)) if probe else None,
             )  # fmt: skip
@@ -105,6 +111,7 @@ def _guard_and_run(
     git_repo: Repo,
     command: Sequence[str],
     console: Console,
+    where: str,
     *,
     python: str | None,
     imports: Sequence[str],
@@ -122,7 +129,8 @@ def _guard_and_run(
         return report.exit_code(bisect=bisect)
     assert report.commit is not None  # the commit check passed
     console.print(
-        f"patchkit run: guard ok (manifest {loaded.name} at {report.commit.sha}); running: {shlex.join(command)}",
+        f"patchkit run: guard ok (manifest {loaded.name} at {report.commit.sha}); running in {where}: "
+        f"{shlex.join(command)}",
         markup=False,
     )
     env = dict(os.environ)
@@ -135,15 +143,15 @@ def _guard_and_run(
         }
     )
     if probe is None:
-        return run_passthrough(command, env, cwd=None)
+        return run_passthrough(command, env, cwd=where)
     return _run_probed(
-        command, env, console, git_repo=git_repo, commit=report.commit.sha, probe=probe, bisect=bisect,
+        command, env, console, where=where, git_repo=git_repo, commit=report.commit.sha, probe=probe, bisect=bisect,
         bench=getattr(loaded, "bench", None),
     )  # fmt: skip
 
 
 def _run_probed(
-    command: Sequence[str], env: dict[str, str], console: Console, *, git_repo: Repo, commit: str,
+    command: Sequence[str], env: dict[str, str], console: Console, *, where: str, git_repo: Repo, commit: str,
     probe: ProbeOptions, bisect: bool, bench: BenchConfig | None = None,
 ) -> int:  # fmt: skip
     """Run CMD with the probe in every Python process it starts (``execution.probed.run_probed``), then say what
@@ -154,7 +162,7 @@ def _run_probed(
     passes through.  The probe's own failures (``Proof.doubts``) leave it not proven, not refused.
     """
     refused = ExitCode.BISECT_ABORT if bisect else ExitCode.REFUSED
-    done = run_probed(command, env, git_repo=git_repo, commit=commit, probe=probe, bench=bench)
+    done = run_probed(command, env, cwd=where, git_repo=git_repo, commit=commit, probe=probe, bench=bench)
     proof, code, nccl = done.proof, done.code, done.nccl
     processes, accounting = proof.processes, proof.accounting
     show_proof(console, processes, accounting)  # every STRAY, in a table with who loaded it

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patchkit.bench.records.rows import PendingRow
-from patchkit.bench.records.store import Submission, open_store
-from patchkit.errors import ExitCode
+from patchkit.bench.records.store import WHICH_STORE, Submission, no_store, open_store
+from patchkit.errors import ExitCode, UsageError
 from patchkit.git import Repo
 from patchkit.report.documents import load_runs
 from patchkit.views.console import emit, print_json, say
@@ -29,6 +29,13 @@ def runs(
     plot: str | None = None,
     pending: bool = False,
 ) -> int:
+    if plot is not None and (json_out or pending):
+        raise UsageError(
+            f"--plot draws for a person: it takes no {'--json' if json_out else '--pending'}",
+            hint="`patchkit runs --json` prints the runs the plot draws"
+            if json_out
+            else "drop --plot: --pending lists the launches not collected yet",
+        )
     with Repo.discover(Path(repo)) as git_repo:
         shas = git_repo.resolve_all(list(commits)) if commits else []
         if pending:  # the launches submitted and not collected, instead of the runs
@@ -41,7 +48,9 @@ def runs(
             elif not listed:
                 say(
                     console,
-                    f"no submitted jobs waiting to be collected in {where}" if where.exists() else _no_store(where),
+                    f"no submitted jobs waiting to be collected in {where}"
+                    if where.exists()
+                    else f"{no_store(where)}; {WHICH_STORE}",
                 )
             else:
                 emit(console, pending_table(listed))
@@ -55,7 +64,7 @@ def runs(
     if json_out:
         print_json(stored.document())
     elif not records:
-        say(console, f"no runs stored in {path}" if path.exists() else _no_store(path))
+        say(console, f"no runs stored in {path}" if path.exists() else f"{no_store(path)}; {WHICH_STORE}")
     else:
         emit(console, runs_table(records))
         say(console, f"one run whole: patchkit show RUN (e.g. patchkit show {records[-1].run_id})", "dim")
@@ -91,7 +100,3 @@ def pending_rows(rows: Sequence[Submission], shas: Sequence[str], profiles: Sequ
         }
         for r in rows
     ]
-
-
-def _no_store(path: Path) -> str:
-    return f"no bench store at {path}: nothing was benchmarked into it (is --store the path you meant?)"

@@ -43,7 +43,9 @@ def show(
     console: Console,
 ) -> int:
     with Repo.discover(Path(repo)) as git_repo, open_store(git_repo, store, create=False) as opened:
-        record = opened.get(_run_number(run, opened.db.execute("SELECT max(id) FROM runs").fetchone()[0]))
+        number = None if run == "last" else _run_number(run)
+        last = opened.require_runs()
+        record = opened.get(last if number is None else number)
         where = opened.path
     view = run_view(record, sections or SECTIONS)
     if json_out:
@@ -53,12 +55,8 @@ def show(
     return int(ExitCode.OK)
 
 
-def _run_number(text: str, last: int | None) -> int:
-    """``RUN``: a run number, or ``last`` for the newest run."""
-    if text == "last":
-        if last is None:
-            raise UsageError("no runs are stored yet", hint="run `patchkit bench` first")
-        return int(last)
+def _run_number(text: str) -> int:
+    """``RUN`` other than ``last``: a run number."""
     try:
         number = int(text)
     except ValueError:

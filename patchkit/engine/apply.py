@@ -114,7 +114,7 @@ def apply_worktree(
     *,
     dry_run: bool = False,
     strict: bool = False,
-    wait: float = 0.0,
+    wait: float | None = None,
     written: Written | None = None,
 ) -> ApplyReport:
     """Evaluate in memory; write every changed file atomically, or nothing.  ``written``: told each

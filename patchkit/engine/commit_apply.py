@@ -152,7 +152,7 @@ def apply_at_commit(
     worktree: str | None = None,
     dry_run: bool = False,
     strict: bool = False,
-    wait: float = 0.0,
+    wait: float | None = None,
     written: Written | None = None,
 ) -> ApplyReport:
     """``written``: told each path once it is written whole (``apply_worktree``)."""
@@ -347,7 +347,7 @@ def _in_worktree(
     *,
     dry_run: bool,
     strict: bool,
-    wait: float,
+    wait: float | None,
     written: Written | None = None,
 ) -> ApplyReport:
     path = path.resolve()

@@ -20,7 +20,10 @@ from patchkit.errors import WRITE_ERRNOS, BusyError, UnwritableError
 
 
 @contextmanager
-def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator[None]:
+def repo_lock(state_dir: Path, *, wait: float | None = None, what: str = "") -> Iterator[None]:
+    """The repository's lock, waited for up to ``wait`` seconds.  ``wait`` is None for a caller whose verb has
+    no ``--wait`` (``run --apply``, the bench verbs' worktrees, the Python API): it does not wait, and the
+    refusal does not name an option that verb lacks."""
     path = state_dir / "lock"
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -30,7 +33,7 @@ def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator
             raise
         raise UnwritableError.from_os(path, exc) from None
     try:
-        deadline = time.monotonic() + wait
+        deadline = time.monotonic() + (wait or 0.0)
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -38,12 +41,13 @@ def repo_lock(state_dir: Path, *, wait: float = 0.0, what: str = "") -> Iterator
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     holder = _holder(path)
-                    waited = f", still after waiting {wait:g} s" if wait > 0 else ""
+                    waited = f", still after waiting {wait:g} s" if wait else ""
+                    if wait is None:
+                        hint = "wait for it to finish, then run this again"
+                    else:
+                        hint = f"wait for it to finish, or pass {'a longer ' if wait else ''}--wait SECONDS"
                     raise BusyError(
-                        f"another patchkit is working on this repository ({holder}){waited}",
-                        hint="wait for it to finish, or pass a longer --wait SECONDS"
-                        if wait > 0
-                        else "wait for it to finish, or pass --wait SECONDS",
+                        f"another patchkit is working on this repository ({holder}){waited}", hint=hint
                     ) from None
                 time.sleep(0.05)
         command = what or " ".join(["patchkit", *sys.argv[1:]])

@@ -49,7 +49,7 @@ class RevertReport:
 
 
 def revert_worktree(
-    name: str, repo: Repo, *, force: bool = False, wait: float = 0.0, written: Written | None = None
+    name: str, repo: Repo, *, force: bool = False, wait: float | None = None, written: Written | None = None
 ) -> RevertReport:
     """``written``: told each path once it is restored whole (``apply_worktree``)."""
     root = repo.require_worktree("revert")

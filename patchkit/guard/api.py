@@ -83,6 +83,7 @@ def evaluate_guard(
     env: Mapping[str, str] | None = None,
     cwd: str | Path | None = None,
     generated: Collection[str] | None = None,
+    python_origin: str = "--python",
 ) -> GuardReport:
     """Run every check and return the report; raises only for bad input
     (``PatchkitError``: no repository, bad manifest, an interpreter that does
@@ -90,7 +91,8 @@ def evaluate_guard(
     ``env`` and ``cwd`` are what the probe runs with (None: patchkit's own;
     ``patchkit bench`` gives the server's environment and the tree).
     ``generated``: the files ``patchkit bench`` writes into its worktrees, which
-    with bytecode caches are not changes outside patchkit's edits (``check_clean``)."""
+    with bytecode caches are not changes outside patchkit's edits (``check_clean``).  ``python_origin``: where
+    ``python`` was named, as an interpreter that does not start is reported (``[bench].python`` for bench)."""
     git_repo = _repo_of(repo, manifest)
     packages = tuple(dict.fromkeys(imports))
     run: ProbeRun | None = None
@@ -99,7 +101,7 @@ def evaluate_guard(
         if python is not None or packages:
             from patchkit.guard.probe import ProbeRun
 
-            run = ProbeRun(python or sys.executable, packages, env=env, cwd=cwd)
+            run = ProbeRun(python or sys.executable, packages, env=env, cwd=cwd, origin=python_origin)
         if git_repo.root is not None:
             # HEAD and `git status` run while the manifest loads and the tree is evaluated.
             started = [git_repo.spawn_head(), git_repo.spawn_status()]

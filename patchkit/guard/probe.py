@@ -157,17 +157,18 @@ class InterpreterFacts:
         raise KeyError(name)
 
 
-def resolve_python(python: str) -> str:
-    """``python`` as given if it is a path; else looked up on PATH like a shell would."""
+def resolve_python(python: str, origin: str = "--python") -> str:
+    """``python`` as given if it is a path; else looked up on PATH like a shell would.  ``origin`` is where the
+    user gave it, as the errors name it: ``--python``, or a bench verb's ``[bench].python``."""
 
     if os.sep in python:
         path = Path(python)
         if not path.exists():
-            raise UsageError(f"--python {python}: no such file", hint="give the interpreter the server runs with")
+            raise UsageError(f"{origin} {python}: no such file", hint="give the interpreter the server runs with")
         return str(path)
     found = shutil.which(python)
     if found is None:
-        raise UsageError(f"--python {python}: not found on PATH", hint="give the interpreter's path")
+        raise UsageError(f"{origin} {python}: not found on PATH", hint="give the interpreter's path")
     return found
 
 
@@ -182,10 +183,12 @@ class ProbeRun:
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
+        origin: str = "--python",
     ) -> None:
-        """``env``/``cwd``: what the interpreter runs with (None: patchkit's own), e.g. the server's."""
-        self.python = python
-        exe = resolve_python(python)
+        """``env``/``cwd``: what the interpreter runs with (None: patchkit's own), e.g. the server's; ``origin``:
+        where the user named it, for the errors (``resolve_python``)."""
+        self.python, self.origin = python, origin
+        exe = resolve_python(python, origin)
         try:
             self.proc = subprocess.Popen(
                 [exe, "-c", PROBE_SCRIPT, *packages],
@@ -197,20 +200,20 @@ class ProbeRun:
             )
         except PermissionError:
             raise UsageError(
-                f"--python {python}: not executable", hint="give the interpreter the server runs with"
+                f"{origin} {python}: not executable", hint="give the interpreter the server runs with"
             ) from None
         except OSError as exc:
-            raise UsageError(f"--python {python}: cannot run it ({exc.strerror or exc})") from None
+            raise UsageError(f"{origin} {python}: cannot run it ({exc.strerror or exc})") from None
 
     def result(self) -> InterpreterFacts:
-        python = self.python
+        python, origin = self.python, self.origin
         try:
             out, err_bytes = self.proc.communicate(timeout=PROBE_TIMEOUT)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.communicate()
             raise UsageError(
-                f"--python {python}: the import probe did not finish in {PROBE_TIMEOUT:.0f} s",
+                f"{origin} {python}: the import probe did not finish in {PROBE_TIMEOUT:.0f} s",
                 hint="check that the interpreter starts (a site-packages .pth file may hang)",
             ) from None
         err = err_bytes.decode("utf-8", "replace").strip()
@@ -225,7 +228,7 @@ class ProbeRun:
             else:
                 last = f"exit {self.proc.returncode}, no output"
             raise UsageError(
-                f"--python {python}: the import probe failed ({last})",
+                f"{origin} {python}: the import probe failed ({last})",
                 hint="it must be a Python 3.8+ interpreter that starts in this environment",
             ) from None
         facts = tuple(

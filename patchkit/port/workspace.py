@@ -76,7 +76,10 @@ class Workspace:
 
 
 def _display(path: Path) -> str:
+    """A file port writes, as its lines name it: relative when it lies below the working directory, else
+    absolute (``wrote ../../../tmp/demo/...`` after a command line that named it absolute reads as elsewhere)."""
     try:
-        return os.path.relpath(path)
-    except ValueError:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
         return str(path)
+    return str(path) if relative == ".." or relative.startswith(f"..{os.sep}") else relative

@@ -20,6 +20,7 @@ from patchkit.bench.records.hygiene import NO_GPU_FACTS
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.views.console import say
 from patchkit.views.grid import Cell, Grid, Piece
+from patchkit.wording import labelled
 
 if TYPE_CHECKING:
     from patchkit.bench.records.rows import ResultRow
@@ -78,7 +79,7 @@ def explain_lines(record: RunRecord) -> list[str]:
         proof = record.proof or {}
         out = [f"{record.commit.short} {record.label} not proven: {proof.get('reason')}"]
         return out + [f"  {line}" for line in list(proof.get("reasons") or [])[:30]]
-    out = [f"{record.commit.short} {record.label} {record.outcome.value}: {record.reason}"]
+    out = [f"{record.commit.short} {record.label} {labelled(record.outcome.value, record.reason)}"]
     out.extend(f"  {line}" for line in record.details[:30])
     for item in record.missing[:10]:
         out.append(f"  missing {item['metric']} in run {item['run']}: see {item['log']}")

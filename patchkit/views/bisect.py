@@ -12,7 +12,7 @@ from patchkit.bench.records.record import Outcome
 from patchkit.views.bench import fmt
 from patchkit.views.console import emit, say
 from patchkit.views.grid import Grid
-from patchkit.wording import plural
+from patchkit.wording import labelled, place_label, plural
 
 if TYPE_CHECKING:
     from patchkit.bench.execution.bisecting import BisectPlan
@@ -26,9 +26,9 @@ def bisect_header(plan: BisectPlan) -> str:
     again = "patchkit noise" + (" --executor slurm" if plan.executor.remote else "")
     prior = plan.prior
     if prior is None:
-        spread = plan.refused_prior or f"no noise prior for {plan.place} (run `{again}`)"
+        spread = plan.refused_prior or f"no noise prior for {place_label(plan.place)} (run `{again}`)"
     else:
-        facts = [f"{prior.df} df", plan.place]
+        facts = [f"{prior.df} df", place_label(plan.place)]
         if prior.gpu:
             facts.append(prior.gpu)
         if prior.measured_at:
@@ -64,7 +64,7 @@ def step_line(step: Step, metric: str) -> str:
         f"  run {m.run} {step.commit.short} launch {step.launch}  {metric}={fmt(m.value)}  {step.verdict}{p}"
         f"{why}  {step.commit.subject}"
     )
-    return line + (f" ({m.outcome.value}: {m.why})" if m.outcome is not Outcome.OK else "")
+    return line + (f" ({labelled(m.outcome.value, m.why)})" if m.outcome is not Outcome.OK else "")
 
 
 def show_bisect(console: Console, report: BisectReport, metric: str) -> None:

@@ -10,6 +10,7 @@ from patchkit.bench.records.rows import NO_SUMMARY
 from patchkit.views.bench import fmt
 from patchkit.views.console import emit, say
 from patchkit.views.grid import Grid
+from patchkit.wording import labelled
 
 if TYPE_CHECKING:
     from patchkit.bench.records.compare import Comparison
@@ -22,7 +23,8 @@ def show_comparison(console: Console, result: Comparison) -> None:
     for label, r in (("A", a), ("B", b)):
         say(console, f"{label} = run {r.run_id} {r.commit.short} {r.commit.subject} ({r.label}, {r.outcome.value})")
     for r in result.no_data:
-        say(console, f"run {r.run_id} has no data ({r.outcome.value}: {r.reason or 'no samples'})", "bold yellow")
+        why = labelled(r.outcome.value, r.reason or "no samples")
+        say(console, f"run {r.run_id} has no data ({why})", "bold yellow")
     if result.no_data:
         say(console, "no metrics to compare; what differs between the runs:", "bold")
     else:

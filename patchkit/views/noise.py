@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from patchkit.views.console import emit, say
 from patchkit.views.grid import Grid
+from patchkit.wording import agree, place_label, plural
 
 if TYPE_CHECKING:
     from patchkit.views.console import Console
@@ -45,18 +46,11 @@ def show_noise(console: Console, result: dict[str, Any]) -> None:
                 say(console, f"  {row['metric']}: launch {at} left out of the spread (outliers)", "yellow")
             plan = row.get("plan")
             if plan:
+                per = plan["per_commit"]
                 say(
                     console,
                     f"  plan for {row['metric']}: a {plan['effect']:.1%} step over {plan['commits']} commits takes "
                     f"about {plan['launches']['median']:.0f} launches (90 % within {plan['launches']['p90']:.0f}); "
-                    f"found in {plan['found']:.0%} of simulated hunts; {plan['per_commit']} launches settle a "
-                    "probed commit with 90 % power",
+                    f"found in {plan['found']:.0%} of simulated hunts; {plural(per, 'launch', 'launches')} "
+                    f"{agree(per, 'settles', 'settle')} a probed commit with 90 % power",
                 )
-
-
-def place_label(place: str) -> str:
-    """A prior's key for people: ``host gpu-1``, or ``Slurm partition gpu, constraint h100``."""
-    if not place.startswith("slurm:"):
-        return f"host {place}"
-    partition, _, constraint = place.removeprefix("slurm:").partition(",constraint=")
-    return f"Slurm partition {partition}" + (f", constraint {constraint}" if constraint else "")

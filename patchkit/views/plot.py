@@ -23,6 +23,7 @@ from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.errors import ExitCode, PatchkitError, UsageError
 from patchkit.git import Repo
 from patchkit.report.documents import StoredRuns
+from patchkit.wording import labelled
 
 if TYPE_CHECKING:
     from patchkit.views.console import Console
@@ -119,7 +120,8 @@ def plot_text(stored: StoredRuns, axis: Axis, metric: str, *, color: bool, width
         r for r in stored.records if metric not in r.samples and r.outcome is not Outcome.OK
     ]
     for r in not_ok:
-        lines.append(f"     run {r.run_id} {r.commit.sha[:10]} {r.profile}: {r.outcome.value}: {r.reason or '-'}")
+        why = labelled(r.outcome.value, r.reason or "-")
+        lines.append(f"     run {r.run_id} {r.commit.sha[:10]} {r.profile}: {why}")
     return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ change half-way).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -45,6 +46,7 @@ from patchkit.bench.stats.verdict import Noise, gpu_label
 from patchkit.errors import UsageError
 from patchkit.git import Commit, Repo
 from patchkit.manifest.bench import Metric
+from patchkit.wording import place_label
 
 LOCAL_SLOTS = 1  # the local executor starts one server at a time
 
@@ -60,6 +62,36 @@ class Rule:
     def __post_init__(self) -> None:
         if len(self.given) > 1:
             raise UsageError("give at most one of --min X, --max X, --ratio R", hint="e.g. --ratio 0.9")
+        for kind, value in self.given:
+            if not math.isfinite(value):
+                raise UsageError(f"--{kind} {value}: not a finite number", hint="give a plain number, e.g. 0.9")
+        if self.ratio is not None and self.ratio <= 0:
+            raise UsageError(
+                f"--ratio {self.ratio:g}: BAD/GOOD of a metric is never {'negative' if self.ratio < 0 else 'zero'}, "
+                "so no launch could be bad by it",
+                hint="give the fraction of GOOD's level below which BAD is bad, e.g. --ratio 0.9 (10 % worse)",
+            )
+
+    def check(self, metric: Metric) -> None:
+        """The criterion against the metric's direction, before the first launch: one that GOOD itself would
+        fail, or that calls bad the better side, can only end the hunt without an answer after spending
+        launches (``--ratio 1.2`` of a higher-is-better metric calls GOOD's own level bad)."""
+        higher = metric.better == "higher"
+        if self.ratio is not None and (self.ratio > 1 if higher else self.ratio < 1):
+            worse, example = ("below", "0.9") if higher else ("above", "1.1")
+            raise UsageError(
+                f"--ratio {self.ratio:g}: {metric.name} is better {metric.better}, so BAD is bad when BAD/GOOD is "
+                f"{worse} R; GOOD against itself is 1, {worse} {self.ratio:g} too, so GOOD would be bad by it",
+                hint=f"give R {'at most' if higher else 'at least'} 1, e.g. --ratio {example}",
+            )
+        wrong = "max" if higher else "min"
+        if (self.max_value if higher else self.min_value) is not None:
+            right = "min" if higher else "max"
+            raise UsageError(
+                f"--{wrong} X calls a launch {'above' if higher else 'below'} X bad, but {metric.name} is better "
+                f"{metric.better}: that is an improvement, not the regression a bisect hunts",
+                hint=f"use --{right} X ({'below' if higher else 'above'} X is bad)",
+            )
 
     @property
     def given(self) -> list[tuple[Literal["min", "max", "ratio"], float]]:
@@ -230,9 +262,10 @@ def check_prior(stored: Noise | None, gpus: str | None) -> tuple[Noise | None, s
     both are known: this host's for a local bisect, none before the jobs run on Slurm."""
     if stored is None or stored.gpu is None or gpus is None or stored.gpu == gpus:
         return stored, None
+    where = place_label(stored.place) if stored.place else "this place"
     return None, (
-        f"the noise prior of {stored.place} was measured on {stored.gpu}, the launches run on {gpus}: not used "
-        "(run `patchkit noise` on these GPUs)"
+        f"the noise prior of {where} was measured on {stored.gpu}, the launches run on {gpus}: "
+        "not used (run `patchkit noise` on these GPUs)"
     )
 
 
@@ -275,6 +308,7 @@ def plan_bisect(
     repo, session = opened.repo, opened.session
     first, last = check_ends(repo, good, bad)
     the_metric = session.config.metric(metric)
+    rule.check(the_metric)
     chosen = profile or session.config.profile_names()[0]
     session.config.profile(chosen)
     listed = repo.commit_range(first.sha, last.sha)

@@ -226,6 +226,7 @@ def guard_tree(
                 cwd=repo.root,
                 allow_dirty=allow_dirty,
                 generated=generated,
+                python_origin="[bench].python",
             )
         )
     problems = [f"{r.manifest.name}: [{c.check}] {c.message}" for r in reports for c in r.failed]

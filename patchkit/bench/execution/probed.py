@@ -83,8 +83,10 @@ def run_probed(
     commit: str,
     probe: ProbeOptions,
     bench: BenchConfig | None = None,
+    cwd: str | None = None,
 ) -> ProbedRun:
-    """Run CMD with the probe in every Python process it starts; once it exits, ``prove`` what ran."""
+    """Run CMD (in ``cwd``, default this process's) with the probe in every Python process it starts; once it
+    exits, ``prove`` what ran."""
     assert git_repo.root is not None  # run guards a work tree
     expected, skipped = expected_env(bench, git_repo.root)
     nccl = NcclLines() if wants_nccl_lines(env) else None
@@ -93,7 +95,7 @@ def run_probed(
     out = Path(probe.directory) if probe.directory is not None else Path(tempfile.mkdtemp(prefix="patchkit-probe-"))
     try:
         out.mkdir(parents=True, exist_ok=True)
-        code = run_passthrough(command, probed_env(env, out, expected), cwd=None, lines=nccl, sampler=sampler)
+        code = run_passthrough(command, probed_env(env, out, expected), cwd=cwd, lines=nccl, sampler=sampler)
         tree = TreeFacts.of(git_repo, git_repo.root, commit)
         cache = proof_cache(tree, out)
         proof = prove(

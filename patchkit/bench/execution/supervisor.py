@@ -39,7 +39,10 @@ def run_passthrough(
     try:
         proc = subprocess.Popen(list(command), env=env, cwd=cwd, stdout=pipe, stderr=pipe)
     except FileNotFoundError:
-        raise UsageError(f"command not found: {command[0]}", hint="give a path or a command on PATH after --") from None
+        where = f" (a relative path is looked up in {cwd}, where it runs)" if cwd is not None else ""
+        raise UsageError(
+            f"command not found: {command[0]}{where}", hint="give a path or a command on PATH after --"
+        ) from None
     except PermissionError:
         raise UsageError(
             f"command not executable: {command[0]}", hint="chmod +x it, or run it via its interpreter"

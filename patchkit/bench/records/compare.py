@@ -267,10 +267,10 @@ def pick_pair(found: Sequence[tuple[str, Sequence[RunRecord]]], profile: str | N
     ok_b = [r for r in runs_b if usable(r)]
     common = {r.profile for r in ok_a} & {r.profile for r in ok_b}
     if not common:
-        where = f" of profile {profile!r}" if profile else " of a profile both have"
         listed = "; ".join(f"{rev}: {_listing(runs)}" for rev, runs in found)
+        what = f"profile {profile!r} has no ok runs" if profile else "no profile has ok runs"
         raise UsageError(
-            f"no ok runs{where} for both commits ({listed})",
+            f"{what} of both commits ({listed})",
             hint="bench the commit that lacks one, or compare two run numbers from `patchkit runs`",
         )
 

@@ -145,6 +145,19 @@ def default_path(common_dir: Path) -> Path:
     return paths.bench_store(common_dir)
 
 
+WHICH_STORE = (
+    "is --store the path you meant? Without it the store is --repo's <git-common-dir>/patchkit/bench.sqlite "
+    "(`patchkit demo --keep DIR` keeps its own as DIR/bench.sqlite)"
+)
+"""What to check when a read-only verb finds no store, or no runs, where it looked."""
+
+
+def no_store(path: Path) -> str:
+    """The line for a bench store that does not exist at ``path``: the path read (``WHICH_STORE`` says what to
+    check)."""
+    return f"no bench store at {path}: nothing was benchmarked into it"
+
+
 def open_store(repo: Repo, path: str | None, *, create: bool = True) -> Store:
     """The bench store ``--store`` names, else the repository's; ``create=False`` for the verbs that only read.
 
@@ -466,13 +479,26 @@ class Store:
 
     # -- reading ---------------------------------------------------------------
 
+    def require_runs(self) -> int:
+        """The newest run's number, for a verb that needs a stored run (``show last``, ``compare``): a store that
+        does not exist, or holds no run, is bad input that names the store read (a user in another repository
+        than the bench's reads an empty default store)."""
+        if not self.exists:
+            raise UsageError(no_store(self.path), hint=WHICH_STORE)
+        last = self.db.execute("SELECT max(id) FROM runs").fetchone()[0]
+        if last is None:
+            raise UsageError(f"no runs are stored in the bench store {self.path} yet", hint=WHICH_STORE)
+        return int(last)
+
     def get(self, run_id: int) -> RunRecord:
         row = self.db.execute("SELECT record FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             last = self.db.execute("SELECT max(id) FROM runs").fetchone()[0]
             raise UsageError(
                 f"no run {run_id} in the bench store {self.path}",
-                hint=f"runs are numbered 1..{last}; see `patchkit runs`" if last else "no runs are stored yet",
+                hint=f"runs are numbered 1..{last}; see `patchkit runs`"
+                if last
+                else f"it holds no runs; {WHICH_STORE}",
             )
         return RunRecord.from_json(json.loads(row[0]))
 

@@ -36,7 +36,7 @@ from patchkit.bench.stats.hunt import Drift, GiveUp, HuntReport, OtherStep, Roun
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.bench.stats.verdict import Noise, Verdict, judge, level
 from patchkit.commit import Commit
-from patchkit.wording import plural
+from patchkit.wording import labelled, plural
 
 StepVerdict = Literal["good", "bad", "unclear", "skip"]
 SURE = 0.99  # a step is called good / bad when its commit's posterior is this sure
@@ -310,7 +310,7 @@ def bisect(
             launches[commit.sha] = launches.get(commit.sha, 0) + 1
             at = datetime.now(UTC).isoformat(timespec="seconds")
             if not m.usable:
-                failed[commit.sha] = Skip(commit, f"{m.outcome.value}: {m.why}")
+                failed[commit.sha] = Skip(commit, labelled(m.outcome.value, m.why))
             step = Step(commit, m, "skip" if not m.usable else "unclear", launches[commit.sha], None, why,
                         order=order[0], at=at)  # fmt: skip
             order[0] += 1
@@ -327,8 +327,20 @@ def bisect(
             raise _Stopped
         return out
 
+    # GOOD's and BAD's launches are labelled by what the search decided of the two ends, the rule its answer
+    # uses too: "good" and "bad" once they are told apart in the hunted direction and any criterion holds
+    # (``ends_check`` said ok), the criterion's own word for an end it refused (and the other end alike: no
+    # step between them), "unclear" if the search ended undecided.  The steps wait in ``held`` until that is
+    # known (``ends_check`` runs right after the round that tells the ends apart; the search's end settles
+    # them as they stand), so that no launch is printed "bad" before an answer "--bad ... is not bad by the
+    # criterion".  Only the first rounds, GOOD's and BAD's, wait: from then on each step is printed as its
+    # round ends.
+    held: list[Step] = []
+    ends: dict[str, StepVerdict] = {}  # sha of GOOD and BAD -> their label, once decided
+
     def settle(sides: Sequence[Side], whys: Sequence[str] = ()) -> None:
-        """The verdicts of the steps of the round that just ended, from the posterior after it."""
+        """The steps of the round that just ended, valued from the posterior after it; held until the ends
+        are decided (``release``)."""
         by_sha = {line[s.position].sha: s for s in sides}
         for index, step in enumerate(pending):
             if len(whys) == len(pending) and whys[index]:
@@ -336,26 +348,45 @@ def bisect(
             side = by_sha.get(step.commit.sha)
             p = side.p_bad if side is not None else None
             verdict: StepVerdict = step.verdict
-            if verdict != "skip" and step.commit in (good, bad):  # the ends are what they are called
-                verdict = "good" if step.commit == good else "bad"
-            elif verdict != "skip" and p is not None and p == p:  # not NaN
+            if verdict != "skip" and step.commit not in (good, bad) and p is not None and p == p:  # not NaN
                 verdict = "bad" if p >= SURE else "good" if p <= 1 - SURE else "unclear"
             outlier = False
             if side is not None and step.order in side.orders:
                 outlier = side.outliers[side.orders.index(step.order)] if side.outliers else False
-            done = replace(step, verdict=verdict, p_bad=p if p == p else None, outlier=outlier)
-            steps.append(done)
-            if on_step is not None:
-                on_step(done)
+            held.append(replace(step, verdict=verdict, p_bad=p if p == p else None, outlier=outlier))
         pending.clear()
+
+    def release(*, final: bool = False) -> None:
+        """Print and keep the held steps once the ends are decided (or the search is over), each end's launch
+        labelled by that decision."""
+        if not held or not (ends or final):
+            return
+        for step in held:
+            if step.verdict != "skip" and step.commit in (good, bad):
+                step = replace(step, verdict=ends.get(step.commit.sha, "unclear"))
+            steps.append(step)
+            if on_step is not None:
+                on_step(step)
+        held.clear()
 
     def on_round(done: Round, sides: Sequence[Side]) -> None:
         settle(sides, done.why)
+        release()
 
     def measure_positions(positions: Sequence[int]) -> list[Value]:
         return launch(positions, [""] * len(positions))
 
     def ends_check(g: Sequence[float], b: Sequence[float]) -> tuple[str, str]:
+        verdict, why = judge_ends(g, b)
+        if verdict == "ok":
+            ends.update({good.sha: "good", bad.sha: "bad"})
+        elif verdict == "refuse":  # the end the criterion refused takes its word; the other keeps its name
+            word: StepVerdict = "bad" if why.startswith("good end") else "good"
+            ends.update({good.sha: word, bad.sha: word})
+        release()
+        return verdict, why
+
+    def judge_ends(g: Sequence[float], b: Sequence[float]) -> tuple[str, str]:
         if is_bad is None:
             return "ok", ""
         if isinstance(is_bad, Criterion):
@@ -391,10 +422,12 @@ def bisect(
         )
     except _Stopped:
         settle([])
+        release(final=True)
         stop = "interrupted: a launch was interrupted, the search stops there"
         every = _in_order(line, {**failed, **skips})
         return BisectReport(good, bad, tuple(steps), every, None, None, (), stop, _first(steps, good))
     settle(report.measured)
+    release(final=True)
     for pos in report.skipped:
         sha = line[pos].sha
         if sha not in skips and sha in failed:

@@ -393,11 +393,15 @@
     }
 
     // --- summary ----------------------------------------------------------------------------
-    const manifests = check.map((doc) => esc(doc.manifest.name) + " (last good: " + (doc.last_good ? esc(short(doc.last_good.commit)) : "none") + ")").join(", ");
+    // A manifest's `last_good` is where its patches apply (check's "last commit where the whole manifest applies"),
+    // not a benchmark's verdict: beside a bisect's "first bad" the words "last good" read as the commit before it.
+    const manifests = check.map((doc) => esc(doc.manifest.name) + (doc.last_good
+      ? " (the newest commit where every required patch applies: " + esc(short(doc.last_good.commit)) + ")"
+      : " (no commit here where every required patch applies)")).join(", ");
     const first = N ? short(axis[0].commit) : "–", last = N ? short(axis[N - 1].commit) : "–";
     $("summary").innerHTML = N + " commits, " + esc(first) + " .. " + esc(last) + "; manifests " + manifests + "; " +
       runs.runs.length + " stored runs" + (offAxis ? " (" + offAxis + " of commits outside this axis, not drawn)" : "") +
-      (firstBad ? "; latest bisect (" + esc(bisect.metric) + "): first bad " + esc(short(firstBad.commit)) + " " + esc(firstBad.subject) : "") +
+      (firstBad ? "; latest bisect of " + esc(bisect.metric) + ": first bad commit " + esc(short(firstBad.commit)) + " " + esc(firstBad.subject) : "") +
       ". Generated " + esc(index.generated_at) + " by patchkit " + esc(index.patchkit) + ", plotly.js " + esc(index.plotly) + ".";
     const judged = verdicts.pairs.filter((p) => p.verdict).length;
     const measured = levels.filter((l) => l.interval).length;
