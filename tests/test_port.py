@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import Kit, d, git, run_cli, src, tree_state
 
 from patchkit.demo.history import History, HistoryBuilder
@@ -237,6 +238,28 @@ def test_function_moved_to_a_new_module(tmp_path: Path, capsys: Any) -> None:
     assert table(kit)["file"] == WEIGHTS and table(kit)["function"] == "fuse_weights"
     intended = WEIGHTS_V2.replace("torch.cat([q, k, v], dim=0)", "torch.cat([q, k, v], dim=0).to(torch.bfloat16)")
     assert same_ast(applied_tree(capsys, kit, repo, history["move"], WEIGHTS), intended)
+
+
+@pytest.mark.parametrize(("staying", "verb"), [(["os-import"], "targets"), (["os-import", "sys-import"], "target")])
+def test_a_moved_patch_names_the_patches_left_on_its_file(
+    tmp_path: Path, capsys: Any, staying: list[str], verb: str
+) -> None:
+    """The note of a patch that moved to another file names the ones that stay, with a verb that agrees."""
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("move", "Move fuse_weights to layers/fused/weights.py (#18001)", {LINEAR: LINEAR_V2, WEIGHTS: WEIGHTS_V2}),
+        ],
+    )
+    kit = fuse_kit(tmp_path, capsys, history.path, history["base"])
+    fuse = tomllib.loads(kit.manifest.read_text())["patch"][0]
+    imports = [{"id": i, "op": "ensure-import", "file": LINEAR, "import": f"import {i.split('-')[0]}"} for i in staying]
+    kit.write([fuse, *imports], {"fuse.py": FUSE_PAYLOAD})
+    code, data = port_json(capsys, kit, history.path, history["move"], "--dry-run")
+    assert code == 0, data["patches"]
+    (change,) = by_patch(data)["bf16-fuse"]["changes"]
+    assert change["note"] == f"the same code; {', '.join(staying)} still {verb} {LINEAR}"
 
 
 # -- a class renamed ------------------------------------------------------------------------------------
