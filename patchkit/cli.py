@@ -249,7 +249,12 @@ def explain(**kwargs: Any) -> int:
     "default: the newest first-parent ancestor of --to where it does).",
 )
 @click.option("--dry-run", is_flag=True, help="Print the unified diff of the manifest and payloads; write nothing.")
-@click.option("--drop-upstreamed", is_flag=True, help="Remove the patches upstream took from the manifest.")
+@click.option(
+    "--drop-upstreamed",
+    is_flag=True,
+    help="Remove the patches upstream took from the manifest (with their subtables and comments). When it took "
+    "every patch, the manifest is retired instead: left as it is.",
+)
 @json_option
 def port(**kwargs: Any) -> int:
     """Carry a manifest forward to commit REV: follow moved functions and renamed classes, merge upstream's edits
@@ -259,7 +264,9 @@ def port(**kwargs: Any) -> int:
     file changed. All or nothing: if a required patch cannot be carried (an overlap with upstream's edit is
     shown, both sides), exit 1 and nothing is written. After writing, checks the manifest at REV. A manifest
     found by NAME outside the current directory (patchkit's own) is never rewritten: the ported copy is
-    written to ./manifests/ and ./patches/, where -m NAME finds it from then on.
+    written to ./manifests/ and ./patches/, where -m NAME finds it from then on. When upstream has every patch
+    at REV, the manifest is retired there: nothing is written, and port says since which commit, and what to do
+    with the file.
     """
     from patchkit.commands.port import port as run
 

@@ -294,3 +294,19 @@ def test_every_page_is_in_the_site_navigation():
 def test_every_op_is_in_the_concepts_table(op):
     text = (ROOT / "docs" / "concepts" / "manifests.md").read_text(encoding="utf-8")
     assert f"| [`{op}`](../manifest.md#{op}) |" in text
+
+
+def test_the_cli_reference_labels_a_whole_page_by_its_title():
+    """A link to a whole page (no anchor) reads as that page's title (its heading, or its name in the site's
+    navigation), so a renamed page (port.md became "Drop a patch upstream took") is not left behind a label
+    that names what it used to be."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = {path: name for name, path in re.findall(r"^\s*- ([^:\n]+): ([\w/.-]+\.md)\s*$", config, re.M)}
+    stale = []
+    for label, target in re.findall(r"\[([^\]]+)\]\(([^)#]+\.md)\)", CLI_MD.read_text(encoding="utf-8")):
+        page = (CLI_MD.parent / target).resolve()
+        heading = page.read_text(encoding="utf-8").splitlines()[0].removeprefix("# ")
+        titles = {heading.lower(), nav.get(str(page.relative_to(ROOT / "docs")), "").lower()}
+        if label.lower() not in titles:
+            stale.append(f"[{label}]({target}): the page is {heading!r}")
+    assert not stale, stale

@@ -310,6 +310,10 @@ def test_plugin_aborts_the_session_on_an_unpatched_tree(pytester: pytest.Pyteste
     assert "required patches not in place: typing (not applied), hook (not applied)" in text
     assert "BENCHMARK RAN" not in text
     assert "1 passed" not in text
+    # The report once, then why the session stopped: not again in pytest's "Exit:" line and closing banner.
+    assert text.count("GUARD FAILED") == 1 and text.count("required patches not in place") == 1, text
+    err = result.stderr.str()
+    assert err.index("GUARD FAILED") < err.index("Exit: patchkit guard refused this tree"), err
 
 
 @pytest.mark.slow

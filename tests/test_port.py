@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import Kit, d, git, run_cli, src, tree_state
 
 from patchkit.demo.history import History, HistoryBuilder
@@ -239,6 +240,28 @@ def test_function_moved_to_a_new_module(tmp_path: Path, capsys: Any) -> None:
     assert same_ast(applied_tree(capsys, kit, repo, history["move"], WEIGHTS), intended)
 
 
+@pytest.mark.parametrize(("staying", "verb"), [(["os-import"], "targets"), (["os-import", "sys-import"], "target")])
+def test_a_moved_patch_names_the_patches_left_on_its_file(
+    tmp_path: Path, capsys: Any, staying: list[str], verb: str
+) -> None:
+    """The note of a patch that moved to another file names the ones that stay, with a verb that agrees."""
+    history = build(
+        tmp_path,
+        [
+            ("base", "Add linear layers", {LINEAR: LINEAR_V1}),
+            ("move", "Move fuse_weights to layers/fused/weights.py (#18001)", {LINEAR: LINEAR_V2, WEIGHTS: WEIGHTS_V2}),
+        ],
+    )
+    kit = fuse_kit(tmp_path, capsys, history.path, history["base"])
+    fuse = tomllib.loads(kit.manifest.read_text())["patch"][0]
+    imports = [{"id": i, "op": "ensure-import", "file": LINEAR, "import": f"import {i.split('-')[0]}"} for i in staying]
+    kit.write([fuse, *imports], {"fuse.py": FUSE_PAYLOAD})
+    code, data = port_json(capsys, kit, history.path, history["move"], "--dry-run")
+    assert code == 0, data["patches"]
+    (change,) = by_patch(data)["bf16-fuse"]["changes"]
+    assert change["note"] == f"the same code; {', '.join(staying)} still {verb} {LINEAR}"
+
+
 # -- a class renamed ------------------------------------------------------------------------------------
 
 
@@ -430,6 +453,95 @@ def test_upstreamed_patch_is_reported_and_dropped(tmp_path: Path, capsys: Any) -
     assert by_patch(data)["eagle3-hooks"]["dropped"] is True
     tables = tomllib.loads(kit.manifest.read_text())["patch"]
     assert [t["id"] for t in tables] == ["typing-imports"]
+
+
+def hooks_history(tmp_path: Path, *, typing_too: bool) -> History:
+    """Kimi-K2.5, a commit that touches it, then upstream's own EAGLE-3 hooks (and, ``typing_too``, the
+    ``List`` import the hooks use) at "hooks"."""
+    kimi_hooked = KIMI_V1.replace(
+        "            self.language_model.load(name, tensor)\n",
+        "            self.language_model.load(name, tensor)\n\n" + HOOKS_PAYLOAD.split("\n", 1)[1],
+    )
+    if typing_too:
+        kimi_hooked = kimi_hooked.replace("from typing import Optional", "from typing import List, Optional")
+    return build(
+        tmp_path,
+        [
+            ("base", "Support Kimi-K2.5", {KIMI: KIMI_V1}),
+            ("churn", "Touch the model", {KIMI: KIMI_V1.replace('"""Kimi-K2.5."""', '"""Kimi-K2.5 model."""')}),
+            ("hooks", "kimi: EAGLE-3 hooks (#17850)", {KIMI: kimi_hooked}),
+        ],
+    )
+
+
+# The manifest of the two tests below, as a person writes one: comments, a [patch.hints] subtable after the hooks'
+# keys, and a section after the patches.
+HOOKS_MANIFEST = d(
+    f"""
+    # EAGLE-3 for Kimi-K2.5.
+    schema = 1
+    name = "{Kit.name}"
+
+    # The hooks: upstream takes them at "hooks".
+    [[patch]]
+    id = "eagle3-hooks"
+    op = "add-methods"
+    file = "{KIMI}"
+    class = "KimiK25ForConditionalGeneration"
+    source = "../patches/hooks.py"
+
+    [patch.hints]
+    UPSTREAM_PROVIDES = "upstream took the hooks: drop this patch"
+
+    [[patch]]
+    id = "typing-imports"
+    op = "ensure-import"
+    file = "{KIMI}"
+    import = "from typing import List"
+
+    # -- a section after the patches: nobody's patch ----------------------------
+    """
+)
+
+
+def test_a_dropped_patch_takes_its_subtables_and_leaves_every_other_byte(tmp_path: Path, capsys: Any) -> None:
+    history = hooks_history(tmp_path, typing_too=False)
+    kit = Kit(tmp_path / "kit")
+    kit.write(text=HOOKS_MANIFEST, payloads={"hooks.py": HOOKS_PAYLOAD})
+    code, data = port_json(capsys, kit, history.path, history["hooks"], "--drop-upstreamed")
+    assert code == 0, data["patches"]
+    assert by_patch(data)["eagle3-hooks"]["dropped"] is True and not data["retired"]
+    hooks = HOOKS_MANIFEST.index("# The hooks")
+    assert (
+        kit.manifest.read_text()
+        == HOOKS_MANIFEST[:hooks] + HOOKS_MANIFEST[HOOKS_MANIFEST.index('[[patch]]\nid = "typing') :]
+    )
+
+
+def test_every_patch_upstreamed_retires_the_manifest(tmp_path: Path, capsys: Any) -> None:
+    """Upstream took every patch: nothing is dropped (a manifest keeps at least one) and nothing written (the
+    manifest as it is serves the commits before); port says the manifest is retired, since when, and what to do
+    with its files, with or without --drop-upstreamed and --dry-run."""
+    history = hooks_history(tmp_path, typing_too=True)
+    kit = Kit(tmp_path / "kit")
+    kit.write(text=HOOKS_MANIFEST, payloads={"hooks.py": HOOKS_PAYLOAD})
+    before = manifest_bytes(kit)
+    for extra in ((), ("--drop-upstreamed",), ("--drop-upstreamed", "--dry-run")):
+        code, data = port_json(capsys, kit, history.path, history["hooks"], "--from", history["base"], *extra)
+        assert code == 0, (extra, data)
+        assert data["retired"] is True and data["retired_since"] == history["hooks"], extra
+        assert [(p["how"], p["dropped"]) for p in data["patches"]] == [("upstreamed", False)] * 2, extra
+        assert data["files"] == [] and data["written"] is False, extra
+        assert manifest_bytes(kit) == before, extra
+
+        result = run_cli(capsys, "port", "-m", kit.manifest, "--repo", history.path, "--to", "main", *extra)
+        assert result.code == 0, result.out + result.err
+        since = f"since {history['hooks'][:10]} 'kimi: EAGLE-3 hooks (#17850)'"
+        assert f"upstream has had every patch of {Kit.name} {since}." in result.out, result.out
+        assert "stop applying it from" in result.out and "and its payload" in result.out, result.out
+        assert "--drop-upstreamed removes it" not in result.out, result.out
+        assert ("--drop-upstreamed drops no patch of it" in result.out) == ("--drop-upstreamed" in extra)
+        assert manifest_bytes(kit) == before, extra
 
 
 # -- ours and upstream's edit the same line: refused, nothing written ---------------------------------------

@@ -16,6 +16,12 @@ user of the name.  Port writes the ported manifest and all its payloads under ``
 ``./patches/`` instead (their layout relative to each other kept), and says so; ``-m NAME`` run here
 then finds the copy first.  A copy rather than a refusal, because a copy is what the user would
 have to make by hand anyway, and because then the README's ``port -m NAME`` works as printed.
+
+A retired manifest (upstream has every patch at the target) is left as it is, and port says what to do
+with it instead: stop applying it from the commit since which upstream has every patch, and delete it
+(with its payloads; its [bench] table moved first) once the commits before that no longer matter.  Port
+never deletes it itself: those earlier commits are what ``check``, ``bench`` and ``bisect`` still need
+it for, and only the user knows when they stop mattering.
 """
 
 from __future__ import annotations
@@ -75,7 +81,8 @@ def port(
             "under ./manifests/ and ./patches/ (or use --dry-run)",
         )
     cwd = Path.cwd().resolve()
-    copy = is_name(manifest) and not loaded.path.is_relative_to(cwd)
+    outside = is_name(manifest) and not loaded.path.is_relative_to(cwd)  # patchkit's own: never rewritten
+    copy = outside
     with Repo.discover(Path(repo)) as git_repo:
         plan = plan_port(loaded, git_repo, to, start=start, drop_upstreamed=drop_upstreamed)
         copy = copy and bool(plan.files) and not plan.refused
@@ -100,7 +107,10 @@ def port(
         doc = {**plan.to_json(), "files": files, "copied_from": copied_from, "dry_run": dry_run, "written": written}
         print_json({**doc, "check": check})
         return int(code)
-    _print(console, plan, writes, dry_run=dry_run, written=written, check=check, copied_from=copied_from)
+    retired = _retired(plan, bundled=outside, drop_upstreamed=drop_upstreamed) if plan.retired else []
+    _print(
+        console, plan, writes, dry_run=dry_run, written=written, check=check, copied_from=copied_from, retired=retired
+    )
     return int(code)
 
 
@@ -127,10 +137,7 @@ def _copies(loaded: Manifest, files: tuple[FileChange, ...], cwd: Path) -> list[
     ``patches/x.py``).  A payload path already there with other bytes is refused, naming it: it is someone's
     file, maybe another manifest's payload."""
     changed = {f.path: f.after for f in files}
-    sources = [loaded.path]
-    for table in tomllib.loads(loaded.path.read_text(encoding="utf-8")).get("patch", []):
-        if "source" in table:
-            sources.append((loaded.path.parent / table["source"]).resolve())
+    sources = [loaded.path, *_payloads(loaded)]
     home = cwd / "manifests"
     writes = []
     for source in dict.fromkeys(sources):
@@ -158,6 +165,39 @@ def _copies(loaded: Manifest, files: tuple[FileChange, ...], cwd: Path) -> list[
             mode = source.stat().st_mode & 0o7777
             writes.append(Write(target, display_path(target), data, mode, None, original))
     return writes
+
+
+def _payloads(loaded: Manifest) -> list[Path]:
+    """The payload files the manifest's ``source`` keys name, in order, once each."""
+    data = tomllib.loads(loaded.path.read_text(encoding="utf-8"))
+    paths = [(loaded.path.parent / t["source"]).resolve() for t in data.get("patch", []) if "source" in t]
+    return list(dict.fromkeys(paths))
+
+
+def _retired(plan: PortPlan, *, bundled: bool, drop_upstreamed: bool) -> list[str]:
+    """What to say of a manifest upstream has every patch of (``PortPlan.retired``): since when, that port
+    leaves it as it is, and what to do with the file (and its payloads, and its [bench] table)."""
+    name, since, target = plan.manifest.name, plan.retired_since, plan.target
+    when = f" since {since.short} {since.subject!r}" if since is not None else ""
+    lines = [f"retired at {target.short}: upstream has had every patch of {name}{when}."]
+    from_ = f"from {since.short} on" if since is not None else f"at {target.short} and after"
+    before = f"the commits before {since.short}" if since is not None else "earlier commits"
+    dropped = " --drop-upstreamed drops no patch of it: a manifest keeps at least one." if drop_upstreamed else ""
+    if bundled:
+        lines.append(
+            f"port writes no copy of it (patchkit's own, {plan.manifest.display}): stop applying -m {name} "
+            f"{from_}.{dropped}"
+        )
+        return lines
+    payloads = _payloads(plan.manifest)
+    files = f" and its {agree(len(payloads), 'payload', 'payloads')} {', '.join(map(display_path, payloads))}"
+    bench = "bench" in tomllib.loads(plan.manifest.path.read_text(encoding="utf-8"))
+    keep = " (move its [bench] table to a manifest you keep first, if you benchmark with it)" if bench else ""
+    lines.append(
+        f"port leaves {plan.manifest.display} as it is, for {before}: stop applying it {from_}; delete it"
+        f"{files if payloads else ''} once you no longer need those commits{keep}.{dropped}"
+    )
+    return lines
 
 
 def write_all(writes: list[Write]) -> None:
@@ -210,6 +250,7 @@ def _print(
     written: bool,
     check: dict[str, Any] | None,
     copied_from: str | None,
+    retired: list[str],
 ) -> None:
     start, target = plan.start, plan.target
     found = "--from" if plan.start_given else "newest commit where it applies"
@@ -242,7 +283,7 @@ def _print(
             what += f"\n{p.evidence.why}: does the rest still earn its place? {p.evidence.command}"
         if p.dropped:
             what += "\ndropped from the manifest (--drop-upstreamed)"
-        elif p.how is How.UPSTREAMED:
+        elif p.how is How.UPSTREAMED and not plan.retired:
             what += "\n--drop-upstreamed removes it from the manifest"
         table.add_row(str(index), label, (p.how.value, HOW_STYLE[p.how]), status_piece(p.result.status), what)
     emit(console, table)
@@ -279,6 +320,8 @@ def _print(
         if copied_from
         else ""
     )
+    for line in retired:
+        console.print(line, markup=False)
     if dry_run:
         for w in writes:
             if w.data != w.diff_from:
@@ -293,7 +336,7 @@ def _print(
         return
     if written:
         console.print(f"wrote {', '.join(w.display for w in writes)}{copy_note}", markup=False)
-    else:
+    elif not retired:
         console.print("nothing to change: the manifest applies at the target as it is.", markup=False)
     if check is not None:
         counts: dict[str, int] = {}

@@ -3,8 +3,9 @@
 Registered through the ``pytest11`` entry point ``patchkit`` (pyproject.toml),
 so installing patchkit makes it available everywhere pytest runs; it is inert
 unless ``--patchkit-manifest M`` is given.  Then it runs the guard once, at
-session start (before collection), and on failure stops the session with the
-guard's report (exit status 1), so no test, pytest-benchmark or not, runs.
+session start (before collection), and on failure prints the guard's report
+(to stderr) and stops the session (exit status 1) with one line that says
+why, so no test, pytest-benchmark or not, runs.
 
 Options: ``--patchkit-manifest M``, ``--patchkit-repo DIR`` (default: the
 current directory), ``--patchkit-import PKG`` (repeatable: PKG must resolve
@@ -84,11 +85,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     except PatchkitError as exc:
         raise pytest.UsageError(f"patchkit: error: {exc.one_line()}") from None
     if not report.ok:
+        # The report goes to stderr here, once; pytest.exit gets only the one line of why. pytest prints an
+        # exit's message twice (its "Exit:" line, then its closing banner), so a report in it would be too.
         names = ", ".join(c.check for c in report.failed)
-        pytest.exit(
-            f"patchkit guard refused this tree ({names}); no test was run\n{_render(report)}",
-            returncode=EXIT_STATUS,
-        )
+        sys.stderr.write(_render(report))
+        sys.stderr.flush()
+        pytest.exit(f"patchkit guard refused this tree ({names}); no test was run", returncode=EXIT_STATUS)
     config.stash[REPORT_KEY] = report
 
 

@@ -1,5 +1,6 @@
 """Assembling the ported manifest's report: one ``PatchPort`` per patch, from its track and its verdict at the
-target, and (``--drop-upstreamed``) the upstreamed patches removed from the working copy.
+target, and (``--drop-upstreamed``) the upstreamed patches removed from the working copy, unless every patch is
+upstreamed: that manifest is retired, not emptied (``PortPlan.retired``).
 
 Each patch gets one word (``How``) for what port did to it, the first of ``PRECEDENCE`` that applies, with
 every change and the commit that needed it; a patch that upstream took is named with the commit since
@@ -14,7 +15,7 @@ from dataclasses import replace
 
 from patchkit.engine.evaluate import Evaluation
 from patchkit.manifest import Patch
-from patchkit.port.result import PRECEDENCE, Evidence, How, PatchPort
+from patchkit.port.result import PRECEDENCE, Evidence, How, PatchPort, every_patch_upstreamed
 from patchkit.port.state import PortState, Track
 from patchkit.port.walk import Start, upstreamed_since
 from patchkit.results import Reason, Status
@@ -83,7 +84,7 @@ def assemble(state: PortState, found: Start, final: Evaluation, drop: bool) -> l
                 evidence=_evidence(state, patch, how, track),
             )
         )
-    if drop:
+    if drop and not every_patch_upstreamed(out):  # a retired manifest keeps its patches (PortPlan.retired)
         out = _drop(state, out)
     return out
 

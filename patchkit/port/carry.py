@@ -30,6 +30,7 @@ from patchkit.port.merge import merge_payload
 from patchkit.port.result import How, PortChange
 from patchkit.port.state import PortState, Stop, anchor_key
 from patchkit.results import PatchResult, Reason
+from patchkit.wording import agree
 
 
 def carry(state: PortState, patch: Patch, result: PatchResult, commit: Commit, touched: set[str]) -> bool:
@@ -118,7 +119,8 @@ def _left(state: PortState, moved: Patch) -> str:
     """A note naming the patches that stay on the file ``moved`` leaves (an import its payload needs may
     have to go with it: port does not guess which)."""
     staying = [p.id for p in state.current.patches if p.file == moved.file and p.id != moved.id]
-    return f"; {', '.join(staying)} still target {moved.file}" if staying else ""
+    verb = agree(len(staying), "targets", "target")
+    return f"; {', '.join(staying)} still {verb} {moved.file}" if staying else ""
 
 
 def _rename_function(state: PortState, patch: Patch, table: dict[str, Any], old: str, new: str) -> None:

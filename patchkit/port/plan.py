@@ -44,7 +44,11 @@ new bytes) that ``commands/port.py`` prints, or writes all at once.  Every
 edit is made on a copy of the manifest and its payloads in a temporary
 directory, loaded again after each change with the ordinary loader, so a
 ported manifest is checked exactly as any manifest is; the plan is only
-offered when the copy, evaluated at the target, has no required FAIL.
+offered when the copy, evaluated at the target, has no required FAIL.  A
+manifest upstream has every patch of at the target is retired, not ported
+(``PortPlan.retired``): its plan changes no file, since the manifest as it
+is still serves the commits before, and one emptied of its patches would be
+no manifest.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from patchkit.engine.evaluate import render
 from patchkit.git import Repo
 from patchkit.manifest import Manifest
 from patchkit.port.assemble import assemble
-from patchkit.port.result import PortPlan
+from patchkit.port.result import PortPlan, every_patch_upstreamed
 from patchkit.port.state import PortState
 from patchkit.port.walk import find_start, walk
 
@@ -72,12 +76,27 @@ def port(
         # APPLY but does not render (FAIL INTERNAL) refuses the port, as it would refuse the apply.
         final = render(walked.last)[1]
         patches = assemble(state, found, final, drop_upstreamed)
-        files = tuple(state.work.changes())
+        retired = every_patch_upstreamed(patches)
+        files = () if retired else tuple(state.work.changes())  # a retired manifest is left as it is
         if drop_upstreamed and any(p.dropped for p in patches):
             state.work.load()  # a dropped table leaves a manifest that must still load
     repo.close()
+    since = None
+    if retired:  # the newest of the commits where upstream took a patch, in walk order (None: before the start)
+        order = {c.sha: i for i, (c, _paths) in enumerate(commits)}
+        known = [p.upstreamed_at for p in patches if p.upstreamed_at is not None]
+        since = max(known, key=lambda c: order.get(c.sha, -1), default=None)
     return PortPlan(
-        manifest, begin, target, len(commits), walked.stops, tuple(patches), files, found.given, walked.bounds
+        manifest,
+        begin,
+        target,
+        len(commits),
+        walked.stops,
+        tuple(patches),
+        files,
+        found.given,
+        walked.bounds,
+        retired_since=since,
     )
 
 

@@ -7,6 +7,7 @@ assembly (``assemble.py``) puts them together, ``commands/port.py`` prints and w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -172,6 +173,11 @@ class Bound:
         }
 
 
+def every_patch_upstreamed(patches: Sequence[PatchPort]) -> bool:
+    """Upstream has every patch at the target: the manifest is retired there (see ``PortPlan.retired``)."""
+    return bool(patches) and all(p.how is How.UPSTREAMED for p in patches)
+
+
 @dataclass(frozen=True)
 class PortPlan:
     """What ``port`` found: the walk (start, target, commits walked and stopped at), every patch's port, and the
@@ -186,10 +192,18 @@ class PortPlan:
     files: tuple[FileChange, ...]
     start_given: bool  # --from, or found as the newest commit where the manifest applies
     bounds: tuple[Bound, ...] = ()  # the commits where the carrying stopped at its bound, patches still to carry
+    retired_since: Commit | None = None  # retired: the walked commit from which upstream has every patch
 
     @property
     def refused(self) -> bool:
         return any(p.required and p.result.status is Status.FAIL for p in self.patches)
+
+    @property
+    def retired(self) -> bool:
+        """Upstream has every patch at the target.  Then the manifest is retired there rather than ported: no
+        patch is dropped (a manifest has at least one) and nothing is written, because the file as it is
+        still serves the commits before upstream took its patches, and a ported copy would serve none."""
+        return every_patch_upstreamed(self.patches)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -204,4 +218,6 @@ class PortPlan:
             "patches": [p.to_json() for p in self.patches],
             "files": [f.display for f in self.files],
             "bound_reached": [b.to_json() for b in self.bounds],
+            "retired": self.retired,
+            "retired_since": self.retired_since.sha if self.retired_since else None,
         }
