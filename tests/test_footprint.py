@@ -75,11 +75,10 @@ EDITS = {
         {(MODULE, None), (BODY, "added")},
     ),
     "removed function": (V0.replace("def helper(x):\n    return x + 1\n\n\n", ""), {(MODULE, None), (BODY, "helper")}),
-    "nested function": (V0.replace("return b * 2", "return b * 3"), {(BODY, "outer.<locals>.inner")}),
-    "nested def line": (
-        V0.replace("def inner(b):", "def inner(b, c=1):"),
-        {(BODY, "outer"), (BODY, "outer.<locals>.inner")},
-    ),
+    # outer calls inner: it uses the function object, so inner's body counts as outer's (outer might hand it to
+    # a compiler, which would never run it as Python); inner exists only where outer ran
+    "nested function": (V0.replace("return b * 2", "return b * 3"), {(BODY, "outer")}),
+    "nested def line": (V0.replace("def inner(b):", "def inner(b, c=1):"), {(BODY, "outer")}),
     "method": (V0.replace("* scale +", "* scale * 2 +"), {(BODY, "Layer.forward")}),
     "docstring": (V0.replace("Scale the helper's answer.", "Scale it."), {(BODY, "Layer.forward")}),
     "comprehension": (V0.replace("if i]", "if not i]"), {(BODY, "Layer.pick")}),
@@ -160,7 +159,12 @@ def test_qualified_names_are_cpythons() -> None:
     exec(compile(source, "a.py", "exec"), namespace)
     cls = namespace["A"].B().m()().n  # type: ignore[attr-defined]
     (change,) = python_changes("a.py", source.encode(), source.replace("return 1", "return 2").encode())
-    assert change.qualname == cls.__code__.co_qualname == "A.B.m.<locals>.f.<locals>.C.n"
+    assert cls.__code__.co_qualname == "A.B.m.<locals>.f.<locals>.C.n"
+    # m returns f, so what f defines counts as m's body
+    assert change.qualname == "A.B.m" and change.detail.startswith("A.B.m.<locals>.f.<locals>.C.n: body changed")
+    plain = "class A:\n    class B:\n        def m(self):\n            return 1\n"
+    (change,) = python_changes("a.py", plain.encode(), plain.replace("return 1", "return 2").encode())
+    assert change.qualname == "A.B.m"
 
 
 # -- comparing only the functions a change is in ---------------------------------------------------------------
@@ -272,7 +276,7 @@ def test_a_summary_derived_from_the_last_version_serves_the_next() -> None:
         assert kinds(done[0]) == kinds(python_changes("pkg/mod.py", old.encode(), new.encode())) or (
             (MODULE, None) in kinds(done[0])
         )
-    assert kinds(done[0]) == {(BODY, "outer.<locals>.inner")}
+    assert kinds(done[0]) == {(BODY, "outer")}
 
 
 def test_a_change_inside_a_stale_span_needs_the_whole_file() -> None:
@@ -426,3 +430,63 @@ def test_a_blob_missing_from_the_repository_is_module_level(tmp_path: Path) -> N
     assert [(c.kind, c.detail) for c in footprint.changes] == [
         (MODULE, "blob missing from this repository (partial clone)")
     ]
+
+
+USED = """import torch
+
+
+class A:
+    @property
+    def x(self):
+        return 1
+
+    @x.setter
+    def x(self, v):
+        self.v = v
+
+    def m(self):
+        return 1
+
+    alias = m
+
+
+def f():
+    return 1
+
+
+g = torch.compile(f)
+
+
+def h():
+    return 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("        return 1\n\n    @x.setter", "        return 2\n\n    @x.setter", {(BODY, "A.x")}),
+        ("self.v = v", "self.v = -v", {(BODY, "A.x")}),
+        ("    def m(self):\n        return 1", "    def m(self):\n        return 2", {(MODULE, "A.m")}),
+        ("def f():\n    return 1", "def f():\n    return 2", {(MODULE, "f")}),
+        ("def h():\n    return 1", "def h():\n    return 2", {(BODY, "h")}),
+    ],
+)
+def test_a_function_the_code_around_it_uses_counts_where_that_code_runs(
+    old: str, new: str, expected: set[tuple[ChangeKind, str | None]]
+) -> None:
+    edited = USED.replace(old, new)
+    assert edited != USED
+    assert kinds(python_changes("u.py", USED.encode(), edited.encode())) == expected
+    done = fast(USED, edited)
+    assert done is not None and kinds(done[0]) == expected
+
+
+def test_a_function_a_module_level_change_names_is_not_known_any_more() -> None:
+    compiled = USED.replace("g = torch.compile(f)\n", "g = torch.compile(f)\nk = torch.compile(h)\n")
+    done = fast(USED, compiled)
+    assert done is not None and kinds(done[0]) == {(MODULE, None)}
+    edited = compiled.replace("def h():\n    return 1", "def h():\n    return 2")
+    assert kinds(python_changes("u.py", compiled.encode(), edited.encode())) == {(MODULE, "h")}
+    later = fast(compiled, edited, done[1])
+    assert later is None or kinds(later[0]) == {(MODULE, "h")}

@@ -155,6 +155,9 @@ _EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 _IMPORT_NAME = dis.opmap["IMPORT_NAME"]
 _STORE_NAME = dis.opmap["STORE_NAME"]
 _STORE_GLOBAL = dis.opmap["STORE_GLOBAL"]
+_LOAD_NAME = dis.opmap["LOAD_NAME"]
+_LOAD_ATTR = dis.opmap["LOAD_ATTR"]
+_LOAD_METHOD = dis.opmap["LOAD_METHOD"]
 _IMPORT_STEPS = frozenset(
     dis.opmap[name] for name in ("IMPORT_FROM", "STORE_NAME", "STORE_GLOBAL", "SWAP", "POP_TOP") if name in dis.opmap
 )
@@ -277,7 +280,13 @@ class Walker:
         last = _last_line(code)
         spans = []
         for child, child_kind in children:
-            child_last = self.walk(child, child_kind, self.child_context(child, child_kind, ctx))
+            child_ctx = self.child_context(child, child_kind, ctx)
+            if child_kind == "function" and not child_ctx.opaque and loads_name(code, child.co_name):
+                # The code around it uses the function object itself, not only binds it: it may pass it to a
+                # compiler (``torch.compile(f)``, ``triton.jit(f)``) that never runs it as Python.
+                where = "at import" if kind != "function" else f"by {code.co_qualname}"
+                child_ctx = Context(ctx.charge, True, f"used {where} (passed, wrapped or aliased)")
+            child_last = self.walk(child, child_kind, child_ctx)
             spans.append((child.co_firstlineno, child_last))
             last = max(last, child_last)
         if kind != "function":
@@ -306,6 +315,41 @@ class Walker:
                 continue
             if not any(first <= start and end == last for first, last in spans):
                 self.covered.append((start, end))  # not the statement that builds a def or class
+
+
+def loads_name(code: types.CodeType, name: str) -> bool:
+    """Whether ``code`` loads ``name`` (a function defined in it), other than as ``name.setter`` and the like
+    (a property's next accessor)."""
+    if code.co_flags & _NEWLOCALS:
+        if name in code.co_cellvars:
+            return True  # another nested function uses it
+        if name not in code.co_varnames:
+            return False
+        return any(i.opname == "LOAD_FAST" and i.argval == name for i in dis.get_instructions(code))
+    if name not in code.co_names:
+        return False
+    index = code.co_names.index(name)
+    if index > 0xFFFF:
+        return True
+    pattern = bytes([_LOAD_NAME, index & 0xFF])
+    if index > 0xFF:
+        pattern = bytes([_EXTENDED_ARG, index >> 8]) + pattern
+    raw = code.co_code
+    at = raw.find(pattern)
+    while at != -1:
+        if at % 2 == 0 and (index > 0xFF or at == 0 or raw[at - 2] != _EXTENDED_ARG):
+            after = at + len(pattern)
+            while after < len(raw) and raw[after] == _CACHE:
+                after += 2
+            accessor = (
+                after < len(raw)
+                and raw[after] in (_LOAD_ATTR, _LOAD_METHOD)
+                and code.co_names[raw[after + 1]] in ("setter", "getter", "deleter")
+            )
+            if not accessor:
+                return True
+        at = raw.find(pattern, at + 1)
+    return False
 
 
 def _last_line(code: types.CodeType) -> int:

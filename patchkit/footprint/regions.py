@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,6 +58,7 @@ Hunk = tuple[int, int, int, int]
 """(i1, i2, j1, j2): old lines [i1, i2) became new lines [j1, j2), 0-based (git's ``@@ -l,s +l,s @@``)."""
 
 _BOM = b"\xef\xbb\xbf"
+_NAME = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
 
 
 @dataclass(eq=False)
@@ -106,7 +108,14 @@ def update(
     if sum(max(i2 - i1, j2 - j1) for i1, i2, j1, j2 in module_hunks) * 4 > len(a):
         return None  # most of the file rewritten (reformatted?): a whole compile says whether the code changed
     found = [_module_change(old, hunk) for hunk in module_hunks]
-    dropped = [r for r in regions if any(_meets(h[0], h[1], r.start + 1, r.end) for h in module_hunks)]
+    # A function a module-level change names may be used there now (``torch.compile(f)``): not known any more.
+    named = set(_NAME.findall(b"\n".join(line for _i1, _i2, j1, j2 in module_hunks for line in b[j1:j2])))
+    dropped = [
+        r
+        for r in regions
+        if any(_meets(h[0], h[1], r.start + 1, r.end) for h in module_hunks)
+        or r.root.qualname.rsplit(".", 1)[-1].encode() in named
+    ]
     replaced = [r for r in regions if r.hunks and r not in dropped]
     compiler = _RegionCompiler(path, old, (a, b), texts, memo if memo is not None else {})
     new_units: list[Unit] = []
@@ -268,6 +277,10 @@ class _RegionCompiler:
             return None
         (old_wrap, old_units), (new_wrap, new_units) = before, after
         root = region.root.qualname
+        alone = [u for u in old_units if u.kind == "function" and u.qualname == root]
+        if region.root.opaque and alone and not alone[0].opaque:
+            # Opaque for what the code around it does with it (``torch.compile(f)`` below it): not in the region.
+            old_units, new_units = _as_used(old_units, region.root), _as_used(new_units, region.root)
         expected = sorted(
             _sig(u, 0)
             for u in self.old.units
@@ -322,6 +335,18 @@ class _RegionCompiler:
         if not walker.consulted_imports:
             self.memo[key] = (wrap, units)
         return wrap, units
+
+
+def _as_used(units: Sequence[Unit], root: Unit) -> tuple[Unit, ...]:
+    """A region's units where the root function is used by the code around it: charged where it is."""
+    out = []
+    for u in units:
+        if u.qualname == root.qualname or u.qualname.startswith(root.qualname + "."):
+            u = Unit(
+                u.qualname, u.kind, u.fingerprint, root.charge, u.why if u.opaque else root.why, True, u.first, u.last
+            )
+        out.append(u)
+    return tuple(out)
 
 
 def _sig(u: Unit, offset: int) -> tuple[object, ...]:
