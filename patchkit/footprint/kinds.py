@@ -1,30 +1,33 @@
 """Which kind of file a path is, for a commit's footprint: Python source, a build or dependency input, or data.
 
-A *build or dependency input* is a file that an install or a build reads to decide what ends up installed
-or compiled: a change to it can change what a launch runs without any launch reading it (the build happened
-before the launch, or happens in a compiler no probe sees), so it is never inert.  The list, with the
-SGLang layout in mind (its Python package under ``python/``, ``python/pyproject.toml``; the CUDA kernels
-under ``sgl-kernel/`` and the JIT kernels' ``.cuh`` under ``python/sglang/jit_kernel/``; the Rust gateway
-``sgl-model-gateway/`` with Python bindings built by maturin; Dockerfiles under ``docker/``):
+A *build or dependency input* is a file that installing or building a Python distribution in the tree reads:
+its packaging and dependency metadata, and the sources it compiles.  A hunt's environment may be built from
+the tree (``pip install -e python``; ``sgl-kernel`` built for the commit), and kernels are compiled at run time
+from sources in the tree (SGLang's ``python/sglang/jit_kernel``: ``.cuh`` files that nvcc reads, includes and
+all); no probe sees a build, nor what a compiler reads.  So a change to one is never inert:
 
-* dependency and packaging manifests, wherever they are: ``pyproject.toml`` (``pyproject_*.toml`` too:
-  SGLang keeps one per platform), ``setup.py``, ``setup.cfg``, ``MANIFEST.in``, ``requirements*.txt`` and
-  ``.in``, ``constraints*.txt``, lock files (``uv.lock``, ``poetry.lock``, ``Pipfile*``, ``Cargo.lock``),
-  ``environment*.yml``, ``.gitmodules``;
-* build scripts: ``CMakeLists.txt``, ``*.cmake``, ``Makefile``, ``meson.build``, ``build.rs``,
-  ``Cargo.toml``;
-* sources of a compiled extension, wherever they are: C, C++, CUDA, HIP, Cython, Rust (the gateway's
-  Python bindings are a compiled extension), assembly and protobuf definitions (``.proto``: compiled into
-  Python and C++ stubs by a build step);
-* container recipes (``Dockerfile``, ``*.Dockerfile``): a hunt that builds its image per commit reads them,
-  and nothing in a launch would show it.
+* packaging and dependency metadata, wherever it is: ``pyproject.toml`` (``pyproject_*.toml`` too: SGLang keeps
+  one per platform under ``python/``), ``setup.py``, ``setup.cfg``, ``MANIFEST.in``, ``requirements*.txt`` and
+  ``.in``, ``constraints*.txt``, Python lock files (``uv.lock``, ``poetry.lock``, ``pdm.lock``, ``Pipfile*``),
+  conda's ``environment*.yml``, ``.gitmodules``;
+* sources of a compiled extension, wherever they are: C, C++, CUDA, HIP, Metal, Cython, assembly and their
+  headers, ``CMakeLists.txt`` and ``*.cmake`` (``sgl-kernel/``, the JIT kernels' headers);
+* a submodule (mode 160000): its tree is not in this repository's blobs.  A symbolic link (mode 120000) gets the
+  same "never inert", for another reason: whether a launch read through it cannot be matched by path (a probe
+  that resolves links records the target).
 
-A submodule (mode 160000) is a build input too: its tree is not in this repository's blobs.  A symbolic
-link (mode 120000) gets the same "never inert" answer, for a different reason: whether a launch read
-through it cannot be matched by path (a probe that resolves links records the target).
+Decided against, with SGLang's layout in mind (each is data: inert unless a launch reads it):
 
-Everything else that is not Python (``.py``) is data: inert unless a launch read it.  Type stubs
-(``.pyi``) are data: no interpreter runs them.
+* the Rust gateway (``sgl-model-gateway/``: ``*.rs``, ``Cargo.toml``, ``Cargo.lock``, ``build.rs``, its
+  ``.proto``): a program of its own in front of the servers, which the server's package neither builds nor
+  imports.  A hunt installs nothing between launches, and a launch that builds the gateway or runs it from
+  the tree runs processes that are not Python, which turn pruning off (``Ran.blind``);
+* Dockerfiles and Makefiles: a hunt runs in one environment; a launch that runs ``docker build`` or ``make``
+  runs a process that is not Python, and pruning is off;
+* ``.proto`` files of the server's package: SGLang commits the Python they compile to (``*_pb2.py``), which
+  is compared as Python.
+
+Everything else that is not Python (``.py``) is data.  Type stubs (``.pyi``) are data: no interpreter runs them.
 """
 
 from __future__ import annotations
@@ -49,12 +52,7 @@ BUILD_NAMES = frozenset(
         "poetry.lock",
         "uv.lock",
         "pdm.lock",
-        "cargo.toml",
-        "cargo.lock",
-        "build.rs",
         "cmakelists.txt",
-        "makefile",
-        "gnumakefile",
         "meson.build",
         "meson_options.txt",
         ".gitmodules",
@@ -70,9 +68,6 @@ BUILD_PATTERNS = (
     "constraints*.txt",
     "environment*.yml",
     "environment*.yaml",
-    "dockerfile",
-    "dockerfile.*",
-    "*.dockerfile",
 )
 """Build and dependency inputs by file-name pattern (``fnmatch``, lower case)."""
 
@@ -101,11 +96,9 @@ BUILD_SUFFIXES = frozenset(
         ".pyx",
         ".pxd",
         ".pxi",
-        # Rust, assembly, protobuf, CMake modules
-        ".rs",
+        # assembly, CMake modules
         ".s",
         ".asm",
-        ".proto",
         ".cmake",
     }
 )
