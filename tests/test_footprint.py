@@ -493,3 +493,28 @@ def test_a_function_a_module_level_change_names_is_not_known_any_more() -> None:
     assert kinds(python_changes("u.py", compiled.encode(), edited.encode())) == {(MODULE, "h")}
     later = fast(compiled, edited, done[1])
     assert later is None or kinds(later[0]) == {(MODULE, "h")}
+
+
+def test_a_use_added_just_after_another_function_is_seen() -> None:
+    # the new module-level line comes right after b, so it is compiled with b's region; it names a
+    first = "import torch\n\n\ndef a():\n    return 1\n\n\ndef b():\n    return 1\n"
+    second = first + "\n\nc = torch.compile(a)\n"
+    third = second.replace("def a():\n    return 1", "def a():\n    return 2")
+    done = fast(first, second)
+    assert done is not None and (MODULE, None) in kinds(done[0])
+    assert kinds(python_changes("u.py", second.encode(), third.encode())) == {(MODULE, "a")}
+    later = fast(second, third, done[1])
+    assert later is None or kinds(later[0]) == {(MODULE, "a")}
+
+
+def test_a_function_renamed_to_a_name_the_module_uses_is_not_known_any_more() -> None:
+    padding = "".join(f"\n\ndef pad{i}():\n    return {i}\n" for i in range(10))
+    first = "import torch\n\n\ndef _old():\n    return -1\n" + padding + "\n\ndef run():\n    return 0\n" + padding
+    first += "\n\nc = torch.compile(run)\n"
+    second = first.replace("\n\ndef run():\n    return 0\n", "").replace("def _old():", "def run():")
+    third = second.replace("return -1", "return -2")
+    done = fast(first, second)
+    assert done is not None and (MODULE, None) in kinds(done[0])
+    assert kinds(python_changes("u.py", second.encode(), third.encode())) == {(MODULE, "run")}
+    later = fast(second, third, done[1])
+    assert later is None or kinds(later[0]) == {(MODULE, "run")}

@@ -96,17 +96,21 @@ class _Reader:
         if change.old_mode == _ABSENT or change.new_mode == _ABSENT:
             return (Change(path, ChangeKind.MODULE, None, "file added" if change.status == "A" else "file deleted"),)
         hunks = self.hunks.get((sha, path))
-        old = self.cache.summaries.get(change.old_oid)
-        if hunks and not isinstance(old, Summary):
-            old = self.exact(path, change.old_oid)  # the first version of the file on the line: compiled whole
-        if hunks and isinstance(old, Summary):
-            old_text, new_text = self.text(path, change.old_oid), self.text(path, change.new_oid)
-            if old_text is not None and new_text is not None:
+        old_text, new_text = self.text(path, change.old_oid), self.text(path, change.new_oid)
+        if hunks and old_text is not None and new_text is not None:
+            # The summary kept from the last version (derived: only its changed functions compiled), else, or where
+            # that cannot tell (a hunk in a span it does not know), the old version compiled whole.
+            known = self.cache.summaries.get(change.old_oid)
+            derived_first = isinstance(known, Summary) and not known.exact
+            for attempt in range(2 if derived_first else 1):
+                old = known if derived_first and attempt == 0 else self.exact(path, change.old_oid)
+                if not isinstance(old, Summary):
+                    break
                 done = update(path, old, (old_text, new_text), hunks, self.cache.regions)
                 if done is not None:
                     found, derived = done
-                    known = self.cache.summaries.get(change.new_oid)
-                    if not isinstance(known, Summary) or not known.exact:
+                    kept = self.cache.summaries.get(change.new_oid)
+                    if not isinstance(kept, Summary) or not kept.exact:
                         self.cache.summaries[change.new_oid] = derived
                     return (*found, *mode)
         return (*compare(path, self.exact(path, change.old_oid), self.exact(path, change.new_oid)), *mode)

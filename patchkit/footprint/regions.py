@@ -63,6 +63,8 @@ _NAME = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*")
 
 @dataclass(eq=False)
 class _Region:
+    """A root function's lines in the old version, and the hunks inside them."""
+
     root: Unit
     start: int  # 0-based, first line (the first decorator's)
     end: int  # 0-based, exclusive
@@ -108,27 +110,40 @@ def update(
     if sum(max(i2 - i1, j2 - j1) for i1, i2, j1, j2 in module_hunks) * 4 > len(a):
         return None  # most of the file rewritten (reformatted?): a whole compile says whether the code changed
     found = [_module_change(old, hunk) for hunk in module_hunks]
-    # A function a module-level change names may be used there now (``torch.compile(f)``): not known any more.
-    named = set(_NAME.findall(b"\n".join(line for _i1, _i2, j1, j2 in module_hunks for line in b[j1:j2])))
-    dropped = [
-        r
-        for r in regions
-        if any(_meets(h[0], h[1], r.start + 1, r.end) for h in module_hunks)
-        or r.root.qualname.rsplit(".", 1)[-1].encode() in named
-    ]
-    replaced = [r for r in regions if r.hunks and r not in dropped]
+    overlapped = [r for r in regions if any(_meets(h[0], h[1], r.start + 1, r.end) for h in module_hunks)]
     compiler = _RegionCompiler(path, old, (a, b), texts, memo if memo is not None else {})
-    new_units: list[Unit] = []
+    compared: dict[int, list[Unit]] = {}
+    rebound: list[_Region] = []
+    spans: dict[int, tuple[int, int]] = {}  # a compared region's lines in the new version (1-based, inclusive)
+    # A function that module-level code new in this version names may be used there now (``torch.compile(f)``):
+    # what is known of it does not hold any more.  That code is in the module hunks, and in the regions whose
+    # ``def`` statement or surroundings changed (an insertion just after a function is compiled with it).
+    new_code = [line for _i1, _i2, j1, j2 in module_hunks for line in b[j1:j2]]
     wrapper_changed = False
-    for region in replaced:
+    for region in regions:
+        if not region.hunks or region in overlapped:
+            continue
         done = compiler.compare(region, hunks)
         if done is None:
             return None
-        region_found, units, changed = done
+        region_found, units, changed, (start, end) = done
         found.extend(region_found)
-        new_units.extend(units)
-        wrapper_changed = wrapper_changed or changed
-    summary = _derive(old, hunks, module_hunks, replaced, dropped, new_units, wrapper_changed)
+        compared[id(region)] = units
+        spans[id(region)] = (start + 1, end)
+        if changed:
+            # What binds the function changed (a rename, a decorator, a function added next to it): whether the
+            # code around it uses it is not in the region: compiled again when it next changes.
+            wrapper_changed = True
+            new_code.extend(b[start:end])
+            rebound.append(region)
+    named = set(_NAME.findall(b"\n".join(new_code)))
+    dropped = [
+        r for r in regions if r in overlapped or r in rebound or r.root.qualname.rsplit(".", 1)[-1].encode() in named
+    ]
+    replaced = [r for r in regions if id(r) in compared and r not in dropped]
+    new_units = [u for r in replaced for u in compared[id(r)]]
+    unknown = [spans.get(id(r), (_move(hunks, r.start + 1), _move(hunks, r.end))) for r in dropped]
+    summary = _derive(old, hunks, module_hunks, (*replaced, *dropped), unknown, new_units, wrapper_changed)
     return changes_of(path, found), summary
 
 
@@ -248,9 +263,9 @@ class _RegionCompiler:
 
     def compare(
         self, region: _Region, hunks: Sequence[Hunk]
-    ) -> tuple[list[tuple[ChangeKind, str | None, str]], list[Unit], bool] | None:
-        """(changes, the new units at their lines in the file, whether the ``def`` statement itself changed),
-        or None where that cannot be done exactly."""
+    ) -> tuple[list[tuple[ChangeKind, str | None, str]], list[Unit], bool, tuple[int, int]] | None:
+        """(changes, the new units at their lines in the file, whether the ``def`` statement itself changed, the
+        region's new lines), or None where that cannot be done exactly."""
         a, b = self.lines
         chain = region.root.qualname.split(".")[:-1]
         context = Context(None, False, "")
@@ -300,7 +315,7 @@ class _RegionCompiler:
             Unit(u.qualname, u.kind, u.fingerprint, u.charge, u.why, u.opaque, u.first + offset, u.last + offset)
             for u in new_units
         ]
-        return found, placed, changed
+        return found, placed, changed, (new_start, new_end)
 
     def compile(
         self,
@@ -357,24 +372,25 @@ def _derive(
     old: Summary,
     hunks: Sequence[Hunk],
     module_hunks: Sequence[Hunk],
-    replaced: Sequence[_Region],
-    dropped: Sequence[_Region],
+    gone: Sequence[_Region],
+    unknown: Sequence[tuple[int, int]],
     new_units: Sequence[Unit],
     wrapper_changed: bool,
 ) -> Summary:
-    """The new version's summary: the old one's units moved to their new lines, the compiled regions' units in
-    place of the old, the lines of uncompiled module-level changes stale."""
-    gone = [(r.start + 1, r.end) for r in (*replaced, *dropped)]
+    """The new version's summary: the old one's units moved to their new lines, but for the regions ``gone``
+    (compiled again: their new units are ``new_units``; or no longer known: their new lines ``unknown``), and
+    the lines of module-level changes not compiled stale."""
+    spans = [(r.start + 1, r.end) for r in gone]
     units: list[Unit] = []
     for u in old.units:
-        if u.kind != "module" and any(first <= u.first <= last for first, last in gone):
-            continue  # compiled again (or, under a module-level change, unknown)
+        if u.kind != "module" and any(first <= u.first <= last for first, last in spans):
+            continue
         moved = (_move(hunks, u.first), _move(hunks, u.last))
         units.append(Unit(u.qualname, u.kind, u.fingerprint, u.charge, u.why, u.opaque, *moved))
     units.extend(new_units)
     stale = [(_move(hunks, first), _move(hunks, last)) for first, last in old.stale]
     stale.extend((j1 + 1, j2) for _i1, _i2, j1, j2 in module_hunks if j2 > j1)
-    stale.extend((_move(hunks, r.start + 1), _move(hunks, r.end)) for r in dropped)
+    stale.extend(unknown)
     covered = [
         (_move(hunks, first), _move(hunks, last))
         for first, last in old.covered
