@@ -518,3 +518,22 @@ def test_a_function_renamed_to_a_name_the_module_uses_is_not_known_any_more() ->
     assert kinds(python_changes("u.py", second.encode(), third.encode())) == {(MODULE, "run")}
     later = fast(second, third, done[1])
     assert later is None or kinds(later[0]) == {(MODULE, "run")}
+
+
+def test_a_function_whose_body_becomes_module_code_uses_what_it_called() -> None:
+    padding = "".join(f"\n\ndef pad{i}():\n    return {i}\n" for i in range(10))
+    first = (
+        "def run():\n    return -1\n"
+        + padding
+        + "\n\ndef main():\n    run()\n\n\nif __name__ == '__main__':\n    main()\n"
+    )
+    # `def main():` becomes `if __name__ == "__main__":`: main's body, which calls run, is module code now
+    second = first.replace("def main():", "if __name__ == '__main__':").replace(
+        "\n\n\nif __name__ == '__main__':\n    main()\n", "\n"
+    )
+    third = second.replace("return -1", "return -2")
+    assert kinds(python_changes("u.py", second.encode(), third.encode())) == {(MODULE, "run")}
+    done = fast(first, second)
+    assert done is not None
+    later = fast(second, third, done[1])
+    assert later is None or kinds(later[0]) == {(MODULE, "run")}

@@ -116,9 +116,13 @@ def update(
     rebound: list[_Region] = []
     spans: dict[int, tuple[int, int]] = {}  # a compared region's lines in the new version (1-based, inclusive)
     # A function that module-level code new in this version names may be used there now (``torch.compile(f)``):
-    # what is known of it does not hold any more.  That code is in the module hunks, and in the regions whose
-    # ``def`` statement or surroundings changed (an insertion just after a function is compiled with it).
+    # what is known of it does not hold any more.  That code is in the module hunks, in the functions they cut
+    # into (``def main():`` become ``if __name__ == "__main__":`` turns its body into module code), and in the
+    # regions whose ``def`` statement or surroundings changed (an insertion just after a function is compiled
+    # with it).
     new_code = [line for _i1, _i2, j1, j2 in module_hunks for line in b[j1:j2]]
+    for region in overlapped:
+        new_code.extend(b[_new_line(hunks, region.start) : _new_line(hunks, max(region.end - 1, region.start)) + 1])
     wrapper_changed = False
     for region in regions:
         if not region.hunks or region in overlapped:
