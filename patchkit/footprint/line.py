@@ -1,20 +1,22 @@
 """The footprints of a line of commits, read from git: what each first-parent commit changes, with no checkout.
 
 One ``git log --raw`` lists every commit of the line with the blob ids of every path it changes
-(``Repo.line_changes``); only Python files' blobs are read (``Repo.read_blob_if_present``, one persistent
-``cat-file`` process, never fetching a missing blob), and each blob is compiled once
-(``code.summarize``).  A ``FootprintCache`` keeps each blob's summary by blob id and each Python file's
-changes by blob pair: a blob id names its content, so nothing in the cache goes stale, and a second read
-of a line (the hunt reads it again as launches come in; ``--dry-run`` then the search) costs the git
-log alone.
+(``Repo.line_changes``), one ``git log -p -U0 -- '*.py'`` where the lines of its Python files changed
+(``Repo.spawn_line_hunks``, started first so that both run at once), and only Python files' blobs are read
+(``Repo.read_blob_if_present``: one persistent ``cat-file`` process, never fetching a missing blob).  A
+file's first version on the line is compiled whole (``code.summarize``); each later version is compared
+with the last a changed function at a time (``regions.update``), or compiled whole where that cannot
+tell.  A ``FootprintCache`` keeps each blob's summary by blob id and each Python file's changes by blob
+pair: a blob id names its content, so nothing in it goes stale, and a second reading of a line (the hunt
+reads it again as launches come in; ``--dry-run`` then the search) costs the git logs alone.
 
 Per changed path, conservatively:
 
 * a build or dependency input (``kinds``), a submodule, a symbolic link: ``BUILD``, never inert;
 * a non-Python file: ``DATA`` (a mode change too);
-* a Python file: the functions whose bodies changed, or module level (``code.compare``); a file added or
-  deleted (a rename is both), a mode change, a blob missing from a partial clone, a version that does not
-  compile: module level.
+* a Python file: the functions whose code changed, or module level (``code.compare``); a file added or
+  deleted (a rename is both; an exact one is named in the detail), a mode change, a blob missing from a
+  partial clone, a version that does not compile: module level.
 """
 
 from __future__ import annotations

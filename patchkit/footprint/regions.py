@@ -5,15 +5,17 @@ often (SGLang's ``server_args.py``: 4,600 lines, changed in one commit of six). 
 one function leaves every other line as it was, so only that function needs compiling, and CPython
 still does all the reading.
 
-Given the last version's exact ``Summary`` (a full compile), the line diff (git's hunks) and both
-texts, ``update`` places each hunk:
+Given the last version's ``Summary`` (a full compile, or one derived by ``update`` itself), the line diff
+(git's hunks) and both texts, ``update`` places each hunk:
 
 * inside a *root* function (one defined at module level or in classes only: no ``<locals>`` in its
   name), from its first decorator to its last line: that function, old and new, is compiled alone,
   wrapped in ``class`` lines that give it the same qualified name and name mangling, with the file's
-  ``__future__`` flags.  The old one must compile to exactly the fingerprints the full compile gave
-  (else the fast path gives up); the two are then compared as ``code.compare`` compares whole files,
-  the wrapper's own code standing for the ``def`` statement (decorators, defaults, the name it binds);
+  ``__future__`` flags and an ``import`` of the names its module level imports (CPython 3.11 compiles
+  ``mod.f()`` one way where ``mod`` is an imported name, another where it is not).  The old one must
+  compile to exactly the fingerprints the full compile gave (else the fast path gives up); the two are
+  then compared as ``code.compare`` compares whole files, the wrapper's own code standing for the
+  ``def`` statement (decorators, defaults, the name it binds);
 * on comment or blank lines only, outside every multi-line module or class statement: nothing;
 * anywhere else: module level, with nothing compiled (never too small an answer: a module that no launch
   imported ran none of its functions either).
@@ -22,7 +24,9 @@ Why compiling a root function alone is exact: every line before it is the same i
 ends where a statement ends (the full compile of the old version says where its ``def`` starts), so the
 new function text starts in the same state; if it compiles alone, it ends with every bracket and string
 closed, so the lines after it read as they did.  What it binds and evaluates at ``def`` time is in the
-wrapper's code, compared too.
+wrapper's code, compared too.  What the code around it does with the function (``torch.compile(f)``) is
+carried over from the last summary; a function that a module-level change names, or whose ``def``
+statement changed, is forgotten (its lines ``stale``) until it is compiled again.
 
 ``update`` returns the changes and a *derived* summary of the new version (the functions' fingerprints
 and lines exact; module and class code stale where a module-level change was not compiled, and the
