@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import hashlib  # not at the top: a range check's first git process starts before it loads
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -250,8 +251,9 @@ class BlobReader:
     caller's GIT_WORK_TREE, GIT_INDEX_FILE and GIT_OBJECT_DIRECTORY on: docs/concepts/architecture.md).
     """
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None = None) -> None:
         self.cwd = cwd
+        self.env = dict(env or {})  # set on top of the allowlisted environment
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
@@ -263,13 +265,21 @@ class BlobReader:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
-                    env=_env(),
+                    env={**_env(), **self.env},
                 )
             except FileNotFoundError:
                 raise RepoError("git is not installed or not on PATH") from None
         return self.proc
 
     def read(self, oid: str) -> bytes:
+        data = self.read_if_present(oid)
+        if data is None:
+            raise InternalError(f"git could not read object {oid}: missing")
+        return data
+
+    def read_if_present(self, oid: str) -> bytes | None:
+        """The blob's contents, or None where the repository lacks the object (a partial clone's promisor
+        pack leaves large blobs out; started with ``GIT_NO_LAZY_FETCH=1``, git does not fetch them)."""
         proc = self._start()
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -279,6 +289,8 @@ class BlobReader:
         except (OSError, UnicodeEncodeError) as exc:
             self.close()
             raise InternalError(f"git could not read object {oid}: {exc}") from None
+        if len(header) == 2 and header[1] == "missing":
+            return None
         if len(header) != 3:
             if len(header) < 2:  # the process died: start a new one next time
                 self.close()
@@ -396,6 +408,67 @@ def change_records(stream: Pending) -> Iterator[tuple[str, dict[str, Entry]]]:
         yield record
 
 
+@dataclass(frozen=True)
+class RawChange:
+    """One path a commit changes against its first parent, as ``git log --raw --no-renames`` gives it:
+    a rename is a deletion and an addition.  An absent side has mode ``000000`` and an all-zero id."""
+
+    path: str
+    status: str  # A, D, M or T (type change)
+    old_mode: str
+    new_mode: str
+    old_oid: str
+    new_oid: str
+
+
+def parse_raw_line(out: bytes) -> list[tuple[str, tuple[RawChange, ...]]]:
+    """``Repo.line_changes``' output: (commit, its changes) per commit, in the order git printed them."""
+    listed: list[tuple[str, tuple[RawChange, ...]]] = []
+    for record in out.split(b"\x1e")[1:]:
+        head, _, rest = record.partition(b"\0")
+        fields = rest.lstrip(b"\n").split(b"\0")
+        changes: list[RawChange] = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            meta_text = meta.decode("ascii", "replace").strip()
+            if not meta_text.startswith(":"):
+                continue
+            old_mode, new_mode, old_oid, new_oid, status = meta_text[1:].split()
+            name = path.decode("utf-8", "surrogateescape")
+            changes.append(RawChange(name, status[0], old_mode, new_mode, old_oid, new_oid))
+        listed.append((head.decode("ascii").strip(), tuple(changes)))
+    return listed
+
+
+_PATCH_LINES = re.compile(
+    rb"^(?:\x1e([0-9a-f]{40,64})|diff --git (.*)|@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@)", re.M
+)
+
+
+def parse_hunks(out: bytes) -> dict[tuple[str, str], list[tuple[int, int, int, int]]]:
+    """``Repo.spawn_line_hunks``' output: for each (commit, path), the hunks of its diff against the first
+    parent as (i1, i2, j1, j2), old lines [i1, i2) become new lines [j1, j2), 0-based.  A path git quotes
+    (a tab, a newline, a quote in it) and a binary file have none listed."""
+    hunks: dict[tuple[str, str], list[tuple[int, int, int, int]]] = {}
+    sha = ""
+    current: list[tuple[int, int, int, int]] | None = None
+    for match in _PATCH_LINES.finditer(out):
+        commit, header, old_line, old_count, new_line, new_count = match.groups()
+        if commit is not None:
+            sha, current = commit.decode("ascii"), None
+        elif header is not None:
+            # "a/X b/X": no renames, so both sides name the same path
+            size = (len(header) - 5) // 2
+            name = header[2 : 2 + size]
+            current = None
+            if header[:2] == b"a/" and header[2 + size :] == b" b/" + name:
+                current = hunks.setdefault((sha, name.decode("utf-8", "surrogateescape")), [])
+        elif current is not None:
+            i, s = int(old_line), 1 if old_count is None else int(old_count)
+            j, t = int(new_line), 1 if new_count is None else int(new_count)
+            current.append((i - (s > 0), i - (s > 0) + s, j - (t > 0), j - (t > 0) + t))
+    return hunks
+
+
 def parse_porcelain(out: bytes) -> list[tuple[str, str]]:
     """``git status --porcelain=v1 -z`` as (two-letter status, path); a
     rename's source path is dropped (the entry names the new path)."""
@@ -442,6 +515,7 @@ class Repo:
         self.common_dir = common_dir
         self.root = root  # None for a bare repository
         self._blobs: BlobReader | None = None
+        self._local_blobs: BlobReader | None = None  # never fetches a missing blob (read_blob_if_present)
         self._trees: dict[str, Pending | list[str]] = {}  # full commit id -> its files (a commit's tree is fixed)
 
     # -- discovery ---------------------------------------------------------
@@ -697,9 +771,10 @@ class Repo:
 
     def close(self) -> None:
         """Stop the ``cat-file`` reader (a later read starts a new one).  Whoever opened the Repo closes it."""
-        if self._blobs is not None:
-            self._blobs.close()
-            self._blobs = None
+        for reader in (self._blobs, self._local_blobs):
+            if reader is not None:
+                reader.close()
+        self._blobs = self._local_blobs = None
 
     def close_prefetched(self) -> None:
         """Reap the ``prefetch_files`` listings nobody read (their commits are listed again if asked)."""
@@ -789,6 +864,65 @@ class Repo:
             names = [p.decode("utf-8", "surrogateescape") for p in rest.lstrip(b"\n").split(b"\0") if p]
             listed.append((_parse_commit(head.decode("utf-8", "surrogateescape")), tuple(names)))
         return listed
+
+    def spawn_line_hunks(self, good: str, bad: str, pathspec: str = "*.py") -> Pending:
+        """The line diffs (no context lines: only the hunks' places matter) of every first-parent commit after
+        ``good`` up to ``bad`` against its first parent, for the paths ``pathspec`` matches, started now;
+        ``parse_hunks(pending.bytes())`` reads them.  Full commit ids, please: the range is not resolved here.
+        A blob missing from a partial clone fails the whole log (``GIT_NO_LAZY_FETCH=1``: it is not fetched)."""
+        return Pending(
+            [
+                "log",
+                "--first-parent",
+                "--diff-merges=first-parent",
+                "-p",
+                "-U0",
+                "--no-renames",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-relative",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                "--no-show-signature",
+                "--format=%x1e%H",
+                f"{good}..{bad}",
+                "--",
+                pathspec,
+            ],
+            self.root or self.git_dir,
+            env={"GIT_NO_LAZY_FETCH": "1"},
+            ahead=True,
+        )
+
+    def line_changes(self, good: str, bad: str) -> list[tuple[str, tuple[RawChange, ...]]]:
+        """Every first-parent commit after ``good`` up to ``bad``, oldest first, with every path its diff
+        against its first parent changes (a merge: what it brought into the line), blob ids and modes
+        included, renames as a deletion and an addition.  One ``git log`` for the whole line; it reads
+        trees only, never a blob."""
+        out = self.git_bytes(
+            "log",
+            "--reverse",
+            "--first-parent",
+            "--diff-merges=first-parent",
+            "--raw",
+            "-z",
+            "--no-abbrev",
+            "--no-renames",
+            "--no-show-signature",
+            "--format=%x1e%H",
+            f"{self.resolve(good)}..{self.resolve(bad)}",
+            "--",
+        )
+        return parse_raw_line(out)
+
+    def read_blob_if_present(self, oid: str) -> bytes | None:
+        """A blob's contents, or None where the repository lacks it: a promisor pack's missing blob is
+        not fetched (``GIT_NO_LAZY_FETCH=1``), since a reader that goes to the network per blob is worse
+        than one that says "unknown"."""
+        if self._local_blobs is None:
+            self._local_blobs = BlobReader(self.root or self.git_dir, env={"GIT_NO_LAZY_FETCH": "1"})
+        return self._local_blobs.read_if_present(oid)
 
     def renamed_to(self, parent: str, commit: str, path: str) -> str | None:
         out = self.git_bytes("diff", "-z", "--name-status", "-M", parent, commit)

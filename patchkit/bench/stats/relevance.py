@@ -10,13 +10,25 @@ The hunt launches only where code that ran changed.  Two inputs, read elsewhere,
   functions that started at least once, the tree's modules imported, the tree's other files read, and
   the reasons, if any, that the probe cannot vouch for what ran (``blind``).
 
-The rule that joins them is a pure function of the two (this module), so that a reviewer can read it and a
-test can call it with values.  Where in doubt, a commit is relevant.
+The rule that joins them is a pure function of the two (``judge``, and ``suspects`` for the list a user
+reads), so that a reviewer can read it and a test can call it with values.  Where in doubt, a commit is
+relevant.
+
+A commit is *inert* when every change it makes is one of these (``Reason``):
+
+* the body of a function that no probed process ran (matched by file and qualified name), or, where the
+  probe recorded only files (``granularity == "file"``), a body in a module that did not run;
+* a change in a module that no launch imported (nor read as a file);
+* a non-Python file that no launch read (nor imported: an extension module), that is not a build input;
+* a Python file that compiles to the same code (comments, blank lines, layout).
+
+A build or dependency input is never inert, and nothing is inert while ``Ran.blind`` is not empty.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from enum import Enum
 
 
@@ -26,14 +38,17 @@ class ChangeKind(str, Enum):
     BODY = "body"  # the body of one function (``qualname``), and nothing of the def statement around it
     MODULE = "module"  # anything in a Python file outside a function body (runs at import)
     DATA = "data"  # a non-Python file
-    BUILD = "build"  # a build or dependency input: never inert
+    BUILD = "build"  # a build or dependency input (or a submodule, a symbolic link): never inert
+    FORMAT = "format"  # a Python file that compiles to the same code: comments, blank lines, layout
 
 
 @dataclass(frozen=True)
 class Change:
     """One change a commit makes: the repository-relative ``path``, its ``kind``, and for ``BODY`` the function's
     qualified name (``Class.method``, ``outer.<locals>.inner``: ``co_qualname``'s spelling).  ``detail`` says in a
-    few words what changed (``added``, ``removed``, ``body``, ``decorator``, ``import``, ...), for the suspects list."""
+    few words what changed (``added``, ``removed``, ``body``, ``decorator``, ``import``, ...), for the suspects list.
+    A ``MODULE`` change may name the class or function it is in (``qualname``), for the reader only: the rule
+    goes by the path."""
 
     path: str
     kind: ChangeKind
@@ -64,3 +79,106 @@ class Ran:
     modules: frozenset[str]
     data_files: frozenset[str]
     blind: tuple[str, ...] = ()
+
+
+class Reason(str, Enum):
+    """Why one change is inert or relevant (stable words: the hunt's ``--json`` lists them)."""
+
+    # inert
+    NOT_RUN = "not-run"  # a function body that no probed process ran
+    NOT_IMPORTED = "not-imported"  # a change in a module that no launch imported
+    NOT_READ = "not-read"  # a non-Python file that no launch read
+    SAME_CODE = "same-code"  # the file compiles to the same code
+    # relevant
+    RAN = "ran"  # a function that ran
+    IMPORTED = "imported"  # module-level code of a module a launch imported
+    READ = "read"  # a file a launch read (a data file, or a Python file read as a file)
+    BUILD = "build"  # a build or dependency input
+    FILE_GRANULARITY = "file-granularity"  # a body in a module that ran, where only files were recorded
+    BLIND = "blind"  # the probe cannot vouch for what ran
+    UNKNOWN = "unknown"  # the change names no function: where in doubt, relevant
+
+
+INERT_REASONS = frozenset({Reason.NOT_RUN, Reason.NOT_IMPORTED, Reason.NOT_READ, Reason.SAME_CODE})
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One change and the reason it is inert or relevant."""
+
+    change: Change
+    reason: Reason
+
+    @property
+    def relevant(self) -> bool:
+        return self.reason not in INERT_REASONS
+
+
+@dataclass(frozen=True)
+class Relevance:
+    """A commit's verdict: relevant when any of its changes is, with every change's judgement in path order."""
+
+    commit: str
+    judgements: tuple[Judgement, ...]
+
+    @property
+    def relevant(self) -> bool:
+        return any(j.relevant for j in self.judgements)
+
+    @property
+    def inert(self) -> bool:
+        return not self.relevant
+
+    @property
+    def why(self) -> tuple[Judgement, ...]:
+        """The judgements that make it relevant; for an inert commit, all of them (each with its rule)."""
+        return tuple(j for j in self.judgements if j.relevant) if self.relevant else self.judgements
+
+
+def judge_change(change: Change, ran: Ran) -> Reason:
+    """The rule for one change (the module docstring says it in words)."""
+    if change.kind is ChangeKind.BUILD:
+        return Reason.BUILD
+    if ran.blind:
+        return Reason.BLIND
+    path = change.path
+    if change.kind is ChangeKind.FORMAT:
+        return Reason.SAME_CODE
+    if change.kind is ChangeKind.DATA:
+        if path in ran.data_files:
+            return Reason.READ
+        return Reason.IMPORTED if path in ran.modules else Reason.NOT_READ
+    if path in ran.data_files:
+        return Reason.READ  # a Python file read as a file (a template, a source read back): any change counts
+    if change.kind is ChangeKind.MODULE:
+        return Reason.IMPORTED if path in ran.modules else Reason.NOT_IMPORTED
+    if change.kind is ChangeKind.BODY and change.qualname:
+        if ran.granularity != "function":
+            return Reason.FILE_GRANULARITY if path in ran.modules else Reason.NOT_IMPORTED
+        if (path, change.qualname) in ran.functions:
+            return Reason.RAN
+        return Reason.NOT_RUN if path in ran.modules else Reason.NOT_IMPORTED
+    return Reason.UNKNOWN
+
+
+def judge(footprint: Footprint, ran: Ran) -> Relevance:
+    """Whether one commit is inert or relevant given what the launches ran, and why, change by change.
+
+    A commit that changes nothing (an empty commit, a merge that brings nothing new) is inert."""
+    return Relevance(footprint.commit, tuple(Judgement(c, judge_change(c, ran)) for c in footprint.changes))
+
+
+def suspects(footprints: Sequence[Footprint], ran: Ran) -> tuple[Relevance, ...]:
+    """The commits of a line that changed code that ran, in line order, each with the changes that make it
+    relevant: functions that ran, modules imported, files read, build inputs.
+
+    This is the evidence, so a blind probe does not make every commit a suspect here (``judge`` does, for
+    the search): with ``Ran.blind`` set, the list is read as if the probe saw everything, and is a lower
+    bound."""
+    seeing = replace(ran, blind=()) if ran.blind else ran
+    out = []
+    for footprint in footprints:
+        verdict = judge(footprint, seeing)
+        if verdict.relevant:
+            out.append(Relevance(verdict.commit, verdict.why))
+    return tuple(out)
