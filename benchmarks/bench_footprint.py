@@ -42,8 +42,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from patchkit.bench.stats.relevance import Change, ChangeKind, Footprint
-from patchkit.footprint import FootprintCache, PathKind, line_footprints, path_kind, python_changes
-from patchkit.footprint.code import summarize
+from patchkit.footprint.code import python_changes, summarize
+from patchkit.footprint.kinds import PathKind, path_kind
+from patchkit.footprint.line import FootprintCache, line_footprints
 from patchkit.git import Repo, git_environment, parse_hunks
 
 BUCKETS = ("build", "module", "data", "body", "docs/tests/CI")

@@ -11,10 +11,9 @@ import pytest
 
 from patchkit.bench.stats.relevance import Change, ChangeKind, Footprint
 from patchkit.demo.history import Executable, HistoryBuilder, Symlink
-from patchkit.footprint import FootprintCache, line_footprints, path_kind, python_changes
-from patchkit.footprint.code import Summary, summarize
-from patchkit.footprint.kinds import PathKind
-from patchkit.footprint.line import path_change
+from patchkit.footprint.code import Summary, python_changes, summarize
+from patchkit.footprint.kinds import PathKind, path_kind
+from patchkit.footprint.line import FootprintCache, line_footprints, path_change
 from patchkit.footprint.regions import Hunk, update
 from patchkit.git import RawChange, Repo
 from tests.helpers import git

@@ -66,6 +66,9 @@ UPWARD = {
     ),
     "patchkit.bench.stats": ("patchkit.bench.records", "patchkit.bench.execution", "patchkit.git"),
     "patchkit.bench.records": ("patchkit.bench.execution",),
+    # The footprints are one input of the hunt's rule: the bench reads them, never the other way round, and the
+    # statistics import only their values (footprint/changes.py).
+    "patchkit.footprint": ("patchkit.bench", "patchkit.commands", "patchkit.cli"),
 }
 """package -> the packages above it, which it must not import."""
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-from patchkit.bench.stats.relevance import Change, ChangeKind
+from patchkit.footprint.changes import Change, ChangeKind
 
 MODULE_NAME = "<module>"
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from patchkit.bench.stats.relevance import Change, ChangeKind, Footprint
+from patchkit.footprint.changes import Change, ChangeKind, Footprint
 from patchkit.footprint.code import Summary, Unreadable, compare, summarize
 from patchkit.footprint.kinds import SUBMODULE_MODE, SYMLINK_MODE, PathKind, path_kind
 from patchkit.footprint.regions import Hunk, RegionMemo, update

@@ -43,7 +43,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from patchkit.bench.stats.relevance import Change, ChangeKind
+from patchkit.footprint.changes import Change, ChangeKind
 from patchkit.footprint.code import (
     MODULE_NAME,
     Context,
