@@ -63,12 +63,22 @@ def test_unpatched_tree_fails_listing_the_patches(tree, capsys) -> None:
     r = guard(capsys, repo, manifest)
     assert r.code == 1
     assert "patches  FAIL    required patches not in place: typing (not applied), hook (not applied)" in r.out
-    assert f"run `patchkit apply -m {manifest}`" in r.out
+    assert f"run `patchkit apply -m {manifest} --repo {repo}`" in r.out
     assert "GUARD FAILED: 1 check failed (patches)." in r.out
     data = guard(capsys, repo, manifest, "--json").json
     assert failed(data) == ["patches"]
     assert check_of(data, "patches")["details"]["required_not_in_place"] == ["typing", "hook"]
     assert [(x["patch"], x["state"]) for x in data["results"]] == [("typing", "not applied"), ("hook", "not applied")]
+
+
+def test_advice_names_the_tree_only_where_it_is_not_the_working_directory(tree, capsys, monkeypatch) -> None:
+    """Advice is pasted as printed: after `guard --repo DIR` from elsewhere, its commands carry --repo DIR; in the
+    tree itself they do not need it."""
+    repo, manifest = tree
+    assert f"run `patchkit apply -m {manifest} --repo {repo}`" in guard(capsys, repo, manifest).out
+    monkeypatch.chdir(repo)
+    here = run_cli(capsys, "guard", "-m", manifest).out
+    assert f"run `patchkit apply -m {manifest}`" in here and "--repo" not in here
 
 
 def test_patched_tree_passes_with_the_full_sha(tree, capsys) -> None:
@@ -120,7 +130,7 @@ def test_patched_file_edited_afterwards_fails(tree, capsys) -> None:
     record = check_of(data, "record")
     assert record["details"]["edited"] == ["pkg/model.py"]
     assert "edited after patchkit wrote them: pkg/model.py" in record["message"]
-    assert f"patchkit revert -m {manifest} --force" in record["message"]
+    assert f"patchkit revert -m {manifest} --repo {repo} --force" in record["message"]
 
 
 def test_manifest_changed_after_apply_fails(tree, capsys) -> None:
@@ -131,7 +141,7 @@ def test_manifest_changed_after_apply_fails(tree, capsys) -> None:
     assert data["exit_code"] == 1 and failed(data) == ["record"]
     message = check_of(data, "record")["message"]
     assert "the tree was patched on" in message and "by another version of manifest hooks" in message
-    assert message.endswith(f"re-apply: `patchkit revert -m {manifest} && patchkit apply -m {manifest}`")
+    assert message.endswith(f"re-apply: `patchkit revert -m {manifest} --repo {repo} && patchkit apply -m {manifest} --repo {repo}`")
     # Re-applying as told makes it pass.
     assert run_cli(capsys, "revert", "-m", manifest, "--repo", repo).code == 0
     apply(capsys, repo, manifest)
@@ -508,7 +518,7 @@ def test_interrupted_run_fails_saying_how_to_recover(tree, capsys) -> None:
     record = check_of(data, "record")
     assert record["details"]["interrupted"]["files"] == ["pkg/model.py"]
     assert "a patchkit run was killed while writing pkg/model.py" in record["message"]
-    assert record["message"].endswith(f"run `patchkit apply -m {manifest}` to recover, then guard again")
+    assert record["message"].endswith(f"run `patchkit apply -m {manifest} --repo {repo}` to recover, then guard again")
     assert guard(capsys, repo, manifest, "--bisect").code == 128  # the setup, not the commit
     # Recovering as told makes the guard pass.
     assert run_cli(capsys, "apply", "-m", manifest, "--repo", repo).code == 0
@@ -529,7 +539,7 @@ def test_interrupted_move_fails_naming_the_way_back(tmp_path, capsys) -> None:
     moved = check_of(data, "record")
     assert moved["details"]["interrupted"]["moved_from"] == {"commit": history["add"], "branch": "work"}
     assert (
-        "`git checkout work`" in moved["message"] and f"`patchkit apply -m {manifest}` to recover" in moved["message"]
+        "`git checkout work`" in moved["message"] and f"`patchkit apply -m {manifest} --repo {repo}` to recover" in moved["message"]
     )
 
 
@@ -543,10 +553,10 @@ def test_out_of_date_payload_fails_run_apply_to_update(tree, capsys) -> None:
     assert patches["details"]["out_of_date"] == ["hook"]
     assert patches["message"] == (
         "out of date: hook holds an older version of its payload that patchkit wrote; "
-        f"run `patchkit apply -m {manifest}` to update it"
+        f"run `patchkit apply -m {manifest} --repo {repo}` to update it"
     )
     assert check_of(data, "record")["message"].endswith(
-        f"`patchkit apply -m {manifest}` updates it"
+        f"`patchkit apply -m {manifest} --repo {repo}` updates it"
     )  # not revert first
     assert guard(capsys, repo, manifest, "--bisect").code == 128
     apply(capsys, repo, manifest)

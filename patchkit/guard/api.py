@@ -121,7 +121,7 @@ def evaluate_guard(
     head = commit.sha if commit else None
     checks: list[Check] = [
         check_commit(commit, branch),
-        check_patches(status, strict=strict),
+        check_patches(status, strict=strict, tree=root),
         check_record(
             loaded,
             status.record,
@@ -131,6 +131,7 @@ def evaluate_guard(
             layered=status.layers,
             sharing=_sharing(git_repo, status.record, status.edited),
             paths={r.manifest_name: r.manifest_path for r in all_records(git_repo)} if status.edited else None,
+            tree=root,
         ),
         check_clean(
             changes,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -95,16 +96,29 @@ def _describe(status: StatusReport, result: PatchResult) -> str:
     return f"{result.patch} ({state})"
 
 
-def check_patches(status: StatusReport, *, strict: bool) -> Check:
+def repo_option(tree: Path | None) -> str:
+    """What advice adds after ``-m M`` so that a command pasted from here acts on the guarded tree: `` --repo
+    DIR`` unless that tree is the working directory's (``guard --repo DIR`` run from elsewhere)."""
+    if tree is None:
+        return ""
+    try:
+        here = Path.cwd().resolve()
+    except OSError:
+        here = None
+    root = Path(tree).resolve()
+    return "" if root == here else f" --repo {shlex.quote(str(root))}"
+
+
+def check_patches(status: StatusReport, *, strict: bool, tree: Path | None = None) -> Check:
     """Every required patch reads SKIP; an optional one that does not is a warning (an error with strict).
 
     A patch whose older payload version is in the tree (``status.out_of_date``,
-    required or not) fails: the tree runs code the manifest no longer holds.
+    required or not) fails: the tree runs code the manifest no longer holds.  ``tree``: the guarded work
+    tree, which every command in the advice names (``repo_option``).
     """
     name = status.manifest.name
-    arg = manifest_arg(
-        name, status.manifest.path
-    )  # what `-m` takes from here (the path, for a manifest loaded by path)
+    # what `-m` takes from here (the path, for a manifest loaded by path), and --repo where the tree is elsewhere
+    arg = manifest_arg(name, status.manifest.path) + repo_option(tree)
     missing = [r for r in status.results if r.required and r.status is not Status.SKIP]
     optional = [r for r in status.results if not r.required and r.status is not Status.SKIP]
     details = {
@@ -171,6 +185,7 @@ def check_record(
     layered: Layers | None = None,
     sharing: Mapping[str, Sequence[str]] | None = None,
     paths: Mapping[str, str] | None = None,
+    tree: Path | None = None,
 ) -> Check:
     """The files patchkit wrote still hold what it wrote; the record is of this manifest version;
     no killed patchkit run left its journal (``interrupted``: files or a HEAD move half done).
@@ -181,9 +196,11 @@ def check_record(
     path -> every manifest whose record lists it, this one included, lowest layer first.  The advice for an edited file
     they share never says to ``--force`` one manifest's revert over another's edits: it reverts each
     manifest with its own record, from the top.  ``paths``: manifest name -> the file its record says it was
-    loaded from; every command in the advice names a manifest as ``-m`` takes it from here (``manifest_arg``)."""
+    loaded from; every command in the advice names a manifest as ``-m`` takes it from here (``manifest_arg``), and
+    the guarded work ``tree`` where it is not the working directory (``repo_option``)."""
     name = manifest.name
-    arg = manifest_arg(name, manifest.path)
+    repo = repo_option(tree)
+    arg = manifest_arg(name, manifest.path) + repo
     where = dict(paths or {})
     where[name] = str(manifest.path)
     left = None if interrupted is None else interrupted.to_json()
@@ -227,8 +244,8 @@ def check_record(
     if together:
         stack = list(dict.fromkeys(n for path in together for n in shared[path]))  # lowest first, this one too
         others = [n for n in stack if n != name]
-        steps = " && ".join(f"patchkit revert -m {manifest_arg(n, where.get(n))} --force" for n in reversed(stack))
-        again = " && ".join(f"patchkit apply -m {manifest_arg(n, where.get(n))}" for n in stack)
+        steps = " && ".join(f"patchkit revert -m {manifest_arg(n, where.get(n))}{repo} --force" for n in reversed(stack))
+        again = " && ".join(f"patchkit apply -m {manifest_arg(n, where.get(n))}{repo}" for n in stack)
         problems.append(
             f"edited after patchkit wrote them, by none of the manifests that patched them: {', '.join(together)} "
             f"(also patched by {', '.join(others)}; see the edit with `git diff -- {together[0]}`; to start over, "
