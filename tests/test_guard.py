@@ -141,7 +141,8 @@ def test_manifest_changed_after_apply_fails(tree, capsys) -> None:
     assert data["exit_code"] == 1 and failed(data) == ["record"]
     message = check_of(data, "record")["message"]
     assert "the tree was patched on" in message and "by another version of manifest hooks" in message
-    assert message.endswith(f"re-apply: `patchkit revert -m {manifest} --repo {repo} && patchkit apply -m {manifest} --repo {repo}`")
+    again = f"patchkit revert -m {manifest} --repo {repo} && patchkit apply -m {manifest} --repo {repo}"
+    assert message.endswith(f"re-apply: `{again}`")
     # Re-applying as told makes it pass.
     assert run_cli(capsys, "revert", "-m", manifest, "--repo", repo).code == 0
     apply(capsys, repo, manifest)
@@ -539,7 +540,8 @@ def test_interrupted_move_fails_naming_the_way_back(tmp_path, capsys) -> None:
     moved = check_of(data, "record")
     assert moved["details"]["interrupted"]["moved_from"] == {"commit": history["add"], "branch": "work"}
     assert (
-        "`git checkout work`" in moved["message"] and f"`patchkit apply -m {manifest} --repo {repo}` to recover" in moved["message"]
+        "`git checkout work`" in moved["message"]
+        and f"`patchkit apply -m {manifest} --repo {repo}` to recover" in moved["message"]
     )
 
 

@@ -244,8 +244,9 @@ def check_record(
     if together:
         stack = list(dict.fromkeys(n for path in together for n in shared[path]))  # lowest first, this one too
         others = [n for n in stack if n != name]
-        steps = " && ".join(f"patchkit revert -m {manifest_arg(n, where.get(n))}{repo} --force" for n in reversed(stack))
-        again = " && ".join(f"patchkit apply -m {manifest_arg(n, where.get(n))}{repo}" for n in stack)
+        args = {n: manifest_arg(n, where.get(n)) + repo for n in stack}
+        steps = " && ".join(f"patchkit revert -m {args[n]} --force" for n in reversed(stack))
+        again = " && ".join(f"patchkit apply -m {args[n]}" for n in stack)
         problems.append(
             f"edited after patchkit wrote them, by none of the manifests that patched them: {', '.join(together)} "
             f"(also patched by {', '.join(others)}; see the edit with `git diff -- {together[0]}`; to start over, "
