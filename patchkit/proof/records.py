@@ -1,6 +1,6 @@
 """The probe's per-process files (``probe-<pid>-<start>-<host>-<boot>[.<exec>].jsonl``), read back as frozen values.
 
-Each file is a stream of JSON lines written by ``site/sitecustomize.py``:
+Each file is a stream of JSON lines written by the probe (``site/``: its ``sitecustomize.py`` and parts):
 ``process`` (identity, prefixes, site dirs, start environment), ``module`` /
 ``pth`` / ``probe`` / ``chained`` (a file that ran, with size and mtime when it
 was found), ``init`` (``torch.distributed.init_process_group``: environment
