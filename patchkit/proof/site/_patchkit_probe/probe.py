@@ -71,6 +71,8 @@ class Probe(Writer, Finder):
                 "site_dirs": site_dirs(),
                 "probe": self.entry,
                 "forked_from": forked_from,
+                # the core that records what ran (cores.py): its name, its granularity, why a coarser one runs
+                "core": self.core.describe(),
                 # where this interpreter reads a source's .pyc: the accounting judges the one that ran
                 "bytecode": {
                     "tag": sys.implementation.cache_tag,
@@ -113,8 +115,9 @@ class Probe(Writer, Finder):
             if self.fd >= 0:
                 os.close(self.fd)
             self.fd = -1
+            self.core.forget()
             self.open(forked_from=parent)
-            self.core.after_fork()
+            self.core.resume()
         except Exception as exc:
             self.fd = -1
             self.failed(exc)
