@@ -138,11 +138,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-MONITORING_PYTHONS = (
-    "python3.13",
+MONITORING_PYTHONS = (  # 3.12 first: the oldest Python the function-level core runs on
     "python3.12",
-    "/root/.pyenv/versions/3.13.0/bin/python3.13",
     "/root/.pyenv/versions/3.12.1/bin/python3.12",
+    "python3.13",
+    "/root/.pyenv/versions/3.13.0/bin/python3.13",
 )
 
 
