@@ -20,8 +20,13 @@ process tree, from ``wait4``), their ratios on/off, and the median and
 quartiles of the on/off ratio within each round (the two sides of a round run
 back to back, so that ratio cancels the drift between rounds).  Target: <= 1.05.
 
+``--against DIR``: a third side, the probe of another checkout (DIR: its ``patchkit/proof/site``, e.g.
+``/work/main/patchkit/proof/site``), run in the same rounds, so that a change to the probe is measured as the
+ratio of this checkout's probe against that one's (``on/against``), on the same machine at the same moments.
+
     python benchmarks/bench_probe.py [--runs 15] [--modules 3000]
     python benchmarks/bench_probe.py --real [--runs 15] [--configs 200]
+    python benchmarks/bench_probe.py --against /work/main/patchkit/proof/site
 """
 
 from __future__ import annotations
@@ -107,14 +112,19 @@ REAL_PACKAGES = (
 )  # fmt: skip
 
 FIND_REAL = """import importlib, json, pkgutil, sys
+limit = int(sys.argv[2]) if len(sys.argv) > 2 else None  # at most this many (bench_probe_code.py: about 1,000)
 names = []
 for pkg in json.loads(sys.argv[1]):
+    if limit is not None and len(names) >= limit:
+        break
     try:
         m = importlib.import_module(pkg)
     except Exception:
         continue
     names.append(pkg)
-    for info in pkgutil.walk_packages(getattr(m, "__path__", []), pkg + "."):
+    for info in pkgutil.walk_packages(getattr(m, "__path__", []), pkg + ".", onerror=lambda name: None):
+        if limit is not None and len(names) >= limit:
+            break
         if ".tests" in info.name or ".test_" in info.name or "__main__" in info.name:
             continue
         try:
@@ -179,7 +189,13 @@ def main() -> None:
     parser.add_argument("--modules", type=int, default=3000)
     parser.add_argument("--real", action="store_true", help="real modules of installed packages, and JSON reads")
     parser.add_argument("--configs", type=int, default=200, help="with --real: JSON configs each process reads")
+    parser.add_argument("--against", type=Path, default=None, help="another probe directory, as a third side")
     args = parser.parse_args()
+    if args.against is not None:
+        args.against = args.against.resolve()
+        if not (args.against / "sitecustomize.py").is_file():
+            raise SystemExit(f"--against {args.against}: no sitecustomize.py there (give a probe directory)")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.against)], check=True)
     work = Path(tempfile.mkdtemp(prefix="patchkit-bench-probe-"))
     try:
         server = generate_real(work / "app", args.configs) if args.real else generate(work / "app", args.modules)
@@ -189,17 +205,23 @@ def main() -> None:
         if args.real:
             base["PATCHKIT_PROBE_ROOTS"] = str(work / "app" / "configs")  # the reads are recorded (on side only)
         cmd = [sys.executable, str(server)]
-        off: list[tuple[float, float]] = []
-        on: list[tuple[float, float]] = []
+        sides: dict[str, list[tuple[float, float]]] = {"off": [], "on": [], "against": []}
+        off, on, against = sides["off"], sides["on"], sides["against"]
         timed(cmd, base, work)  # warm the page cache
         for index in range(args.runs):
             out = work / f"probe-{index}"
             out.mkdir()
             pair = [("off", base), ("on", probe_env(base, out))]
+            if args.against is not None:
+                other = work / f"against-{index}"
+                other.mkdir()
+                env = probe_env(base, other)
+                env["PYTHONPATH"] = os.pathsep.join([str(args.against), *env["PYTHONPATH"].split(os.pathsep)[1:]])
+                pair.append(("against", env))
             if index % 2:
                 pair.reverse()
             for side, env in pair:
-                (on if side == "on" else off).append(timed(cmd, env, work))
+                sides[side].append(timed(cmd, env, work))
         files = sum(1 for _ in (work / "probe-0").iterdir())
         records = [line for p in (work / "probe-0").iterdir() for line in p.read_text().splitlines()]
         lines = len(records)
@@ -218,6 +240,17 @@ def main() -> None:
             ratios = [b[index] / a[index] for a, b in zip(off, on, strict=True)]
             q1, q2, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
             print(f"{name} on/off within each round: median {q2:.3f}, quartiles {q1:.3f}-{q3:.3f}")
+        if against:
+            print(f"against {args.against}: this checkout's probe (on) / that one's, within each round:")
+            for name, index in (("wall", 0), ("cpu", 1)):
+                ratios = [b[index] / a[index] for a, b in zip(against, on, strict=True)]
+                q1, q2, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
+                mine = statistics.median(x[index] for x in on)
+                theirs = statistics.median(x[index] for x in against)
+                print(
+                    f"{name} on/against: medians {mine:.3f}s / {theirs:.3f}s = {mine / theirs:.3f}; "
+                    f"within rounds median {q2:.3f}, quartiles {q1:.3f}-{q3:.3f}"
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -797,6 +797,14 @@ def runs(**kwargs: Any) -> int:
     multiple=True,
     help="Section: the client runs and their metric values.",
 )
+@click.option(
+    "--code",
+    "sections",
+    flag_value="code",
+    multiple=True,
+    help="Section, only when asked for: the code the probed processes ran (functions on Python 3.12+, else "
+    "module files), the tree's files read, and what the probe could not see.",
+)
 @json_option
 def show(**kwargs: Any) -> int:
     """Show one stored run whole: RUN is its number (`patchkit runs`) or `last`.
@@ -806,7 +814,8 @@ def show(**kwargs: Any) -> int:
     STRAY by path), the effective environment per rank (marking what differs
     between ranks and from the launch), NCCL's lines and the libraries
     mapped, the GPU facts and the client runs. Section flags pick sections
-    (combine them); the header is always shown.
+    (combine them); the header is always shown. --code, what the probed
+    processes ran, is shown only when asked for.
     """
     from patchkit.commands.show import show as run
 

@@ -3,7 +3,7 @@
 A variable whose name contains one of ``SECRET_WORDS`` (case-insensitive:
 ``HF_TOKEN``, ``OPENAI_API_KEY``, ``DB_PASSWD``, ``SGLANG_DB_CREDENTIAL``)
 is kept with its name and the value ``<redacted>`` wherever patchkit stores or
-prints it.  The probe (``proof/site/sitecustomize.py``) runs in the server's
+prints it.  The probe (``proof/site/``, ``_patchkit_probe/env.py``) runs in the server's
 interpreter, where patchkit may not be importable, so it holds a copy of the
 words; a test keeps the two equal.
 """

@@ -136,3 +136,37 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+MONITORING_PYTHONS = (  # 3.12 first: the oldest Python the function-level core runs on
+    "python3.12",
+    "/root/.pyenv/versions/3.12.1/bin/python3.12",
+    "python3.13",
+    "/root/.pyenv/versions/3.13.0/bin/python3.13",
+)
+
+
+def monitoring_python() -> Path | None:
+    """An interpreter of Python 3.12 or later (``sys.monitoring``: the probe's function-level core) that runs, by
+    its real executable (a pyenv shim on PATH may name a version that is not selected), or None."""
+    for name in MONITORING_PYTHONS:
+        found = shutil.which(name) or (name if os.path.isabs(name) and os.access(name, os.X_OK) else None)
+        if not found:
+            continue
+        asked = subprocess.run(
+            [found, "-c", "import sys; print(sys.version_info >= (3, 12) and sys.executable)"],
+            capture_output=True,
+            text=True,
+        )
+        answer = asked.stdout.strip()
+        if asked.returncode == 0 and answer not in ("", "False"):
+            return Path(answer)
+    return None
+
+
+def make_venv_of(python: Path, path: Path, wheel_dir: Path) -> Path:
+    """``make_venv`` with another interpreter (a 3.12+ one for the function-level core); returns its python."""
+    subprocess.run([str(python), "-m", "venv", "--without-pip", str(path)], check=True)
+    venv_python = path / "bin" / "python"
+    pip("--python", venv_python, "install", "--no-index", "--no-deps", *sorted(wheel_dir.glob("*.whl")))
+    return venv_python

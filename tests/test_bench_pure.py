@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ from patchkit.bench.stats.hunt import hunt
 from patchkit.bench.stats.search import Measurement, bisect, criterion
 from patchkit.errors import UsageError
 from patchkit.git import Commit
-from patchkit.proof import PROBE_DATA_SUFFIXES, PROBE_FAMILIES, PROBE_SITE_DIR
+from patchkit.proof import PROBE_DATA_SUFFIXES, PROBE_FAMILIES, PROBE_FILES
 from patchkit.redact import REDACTED, SECRET_WORDS, is_secret, redact_env
 
 
@@ -255,10 +256,11 @@ def test_secrets_are_redacted_in_every_record():
 
 def test_the_probe_redacts_the_same_names_as_patchkit():
     """The probe cannot import patchkit (the server's interpreter may not have it): it keeps a copy of the words.
-    Read from its source: importing it would run the sitecustomize it chains to."""
-    module = ast.parse((PROBE_SITE_DIR / "sitecustomize.py").read_text(encoding="utf-8"))
+    Read from its source (every file of it): importing it would run the sitecustomize it chains to."""
+    modules = [ast.parse(Path(path).read_text(encoding="utf-8")) for path in sorted(PROBE_FILES)]
     constants = {
         node.targets[0].id: ast.literal_eval(node.value)
+        for module in modules
         for node in module.body
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name) and node.targets[0].id.isupper()
         and isinstance(node.value, (ast.Constant, ast.Tuple))

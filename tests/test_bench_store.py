@@ -78,9 +78,9 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     with Store(path) as store:
-        assert store.version() == 6
+        assert store.version() == 7
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
@@ -119,6 +119,35 @@ def test_a_prior_stored_before_schema_6_reads_with_unknown_gpus(tmp_path):
     with Store(path) as store:
         got = store.noise("gpu-1", "eagle3", "tok_s")
     assert got == Noise(sigma=0.02, df=9, measured_at="2026-11-01T10:00:00.000Z", place="gpu-1", gpu=None, launches=10)
+
+
+def test_a_runs_coverage_is_kept_apart_compressed_and_a_schema_6_file_gains_the_table(tmp_path):
+    """Schema 7: the coverage of a run is one row beside it (one entry per code object), never in ``runs.record``
+    (a listing of runs does not load it); a run stored without one, or before the table, has none."""
+    path = tmp_path / "v6.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (6)")
+    for statements in MIGRATIONS[:6]:
+        db.executescript(statements)
+    db.commit()
+    db.close()
+    functions = {f"/tree/pkg/m{n}.py": [[f"f{k}", k * 3 + 1] for k in range(40)] for n in range(50)}
+    coverage = {
+        "version": 1, "granularity": "function", "root": "/tree", "processes": [], "functions": functions,
+        "modules": sorted(functions), "reads": ["/tree/perf/throughput.txt"], "blind": [],
+    }  # fmt: skip
+    with Store(path) as store:
+        assert store.version() == 7
+        with_it = store.add(dataclasses.replace(record(), coverage=coverage))
+        without = store.add(record())
+        assert store.coverage(with_it) == coverage and store.coverage(without) is None
+        assert store.get(with_it).coverage is None  # the record as `runs` reads it: no coverage loaded
+        text = store.db.execute("SELECT record FROM runs WHERE id = ?", (with_it,)).fetchone()[0]
+        assert "f39" not in text
+        row = store.db.execute("SELECT granularity, functions, modules, reads, length(data) FROM coverage").fetchone()
+        assert row[:4] == ("function", 2000, 50, 1)
+        assert row[4] < len(json.dumps(coverage)) / 4  # compressed
 
 
 def test_refuses_a_newer_schema(tmp_path):

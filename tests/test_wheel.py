@@ -62,6 +62,16 @@ def test_wheel_ships_the_bundled_manifests_and_payloads(wheel: Path) -> None:
     assert not any(name.startswith(("tests/", "manifests/", "patches/")) for name in names)
 
 
+def test_wheel_ships_every_file_of_the_probe(wheel: Path) -> None:
+    """The probe is its entry point and a package of parts beside it: a wheel without one part would start a
+    probe that fails in every server process."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    site_dir = ROOT / "patchkit" / "proof" / "site"
+    probe = sorted(p.relative_to(ROOT).as_posix() for p in site_dir.rglob("*.py") if "__pycache__" not in p.parts)
+    assert "patchkit/proof/site/sitecustomize.py" in probe and len(probe) > 2
+    assert [name for name in probe if name not in names] == []
+
+
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "v"
@@ -91,6 +101,24 @@ def test_validate_bundled_manifest_from_another_directory(installed: Path, tmp_p
     out = _run(installed / "bin" / "patchkit", "validate", "-m", "kimi-k25-eagle3", cwd=tmp_path, env=_env(tmp_path))
     assert "VALID: 2 patches." in out
     assert "/site-packages/patchkit/_bundled/manifests/kimi-k25-eagle3.toml" in out
+
+
+def test_the_installed_probe_starts_and_records(installed: Path, tmp_path: Path) -> None:
+    out = tmp_path / "probe"
+    out.mkdir()
+    program = (
+        "import os, subprocess, sys\n"
+        "from patchkit.proof import probe_env\n"
+        f"env = probe_env(os.environ, __import__('pathlib').Path({str(out)!r}))\n"
+        "sys.exit(subprocess.run([sys.executable, '-c', 'import json'], env=env).returncode)\n"
+    )
+    done = subprocess.run(
+        [installed / "bin" / "python", "-c", program], cwd=tmp_path, env=_env(tmp_path), capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "probe failed" not in done.stderr, done.stderr
+    [written] = list(out.glob("probe-*.jsonl"))
+    text = written.read_text()
+    assert '"kind": "process"' in text and '"kind": "probe"' in text and "/site-packages/patchkit/proof/site/" in text
 
 
 def test_demo_from_another_directory(installed: Path, tmp_path: Path) -> None:

@@ -179,8 +179,8 @@ BOUNDARIES = (
     ),
     ("patchkit.commands.guard", "patchkit.guard.combined", "guard -m M --site: the tree and site checks together"),
     ("patchkit.commands.guard", "patchkit.proof.sitecheck", "guard --site: the site scan, only when asked"),
-    ("patchkit.proof.site.sitecustomize", "time", "the probe's full-disk path: only when a write failed"),
-    ("patchkit.proof.site.sitecustomize", "errno", "the probe's full-disk path: only when a write failed"),
+    ("patchkit.proof.site", "time", "the probe's full-disk path: only when a write failed"),
+    ("patchkit.proof.site", "errno", "the probe's full-disk path: only when a write failed"),
     (
         "patchkit.engine.range_check",
         "patchkit",
@@ -198,11 +198,11 @@ BOUNDARIES = (
     ("patchkit.guard.pytest_plugin", "sys", "the pytest plugin: nothing at import time"),
     ("patchkit.guard.api", "patchkit.guard.probe", "the guard's interpreter probe: only with --python / --import"),
     ("patchkit.guard.api", "patchkit.engine.check", "the guard's bisect verdict: only under --bisect, on a failure"),
-    ("patchkit.proof.site.sitecustomize", "site", PROBE_WHY),
-    ("patchkit.proof.site.sitecustomize", "functools", PROBE_WHY),
-    ("patchkit.proof.site.sitecustomize", "atexit", PROBE_WHY),
-    ("patchkit.proof.site.sitecustomize", "importlib", PROBE_WHY),
-    ("patchkit.proof.site.sitecustomize", "hashlib", PROBE_WHY),
+    ("patchkit.proof.site", "site", PROBE_WHY),
+    ("patchkit.proof.site", "functools", PROBE_WHY),
+    ("patchkit.proof.site", "atexit", PROBE_WHY),
+    ("patchkit.proof.site", "hashlib", PROBE_WHY),
+    ("patchkit.proof.site", "_patchkit_probe", "the probe's parts: a process loads a part only when it needs it"),
 )
 
 

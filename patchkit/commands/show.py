@@ -4,7 +4,9 @@ The view is ``patchkit.bench.records.runview`` (plain data); this verb prints it
 the header first (what ran, how it ended, whether the patches were in, the
 proof's verdict), then each section as a short heading line and a table.
 Sections are chosen with their flags (``--processes``, ``--files``, ``--env``,
-``--nccl``, ``--gpus``, ``--clients``); none given: all of them.  Every table
+``--nccl``, ``--gpus``, ``--clients``); none given: all of them.  ``--code`` (what
+the probed processes ran, read from the store's coverage table) is shown only
+when asked for: it is as long as the tree is wide.  Every table
 is a ``Grid`` that stays readable at 80 columns: the environment is one row
 per variable with the ranks' values folded into one cell (the common value,
 or one ``rank: value`` line per rank where they disagree), however many
@@ -14,6 +16,7 @@ ranks there are.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +49,8 @@ def show(
         number = None if run == "last" else _run_number(run)
         last = opened.require_runs()
         record = opened.get(last if number is None else number)
+        if "code" in sections and record.run_id is not None:
+            record = replace(record, coverage=opened.coverage(record.run_id))
         where = opened.path
     view = run_view(record, sections or SECTIONS)
     if json_out:
@@ -75,6 +80,7 @@ def show_view(console: Console, view: RunView) -> None:
         "nccl": show_nccl,
         "gpus": show_gpus,
         "clients": show_clients,
+        "code": show_code,
     }
     for name, data in view.sections.items():
         console.print()
@@ -418,3 +424,59 @@ def _without(head: Mapping[str, Any]) -> str:
     """A ``bench --without`` launch says which patch its tree lacks, next to the profile."""
     left = head.get("without")
     return f" without {left['manifest']}:{left['patch']}" if left else ""
+
+
+def show_code(console: Console, data: Mapping[str, Any]) -> None:
+    """What the probed processes ran: the tree's files with the functions that started in them, the rest counted."""
+    if not data["recorded"]:
+        heading(console, "code that ran: not recorded (the probe was off, no server ran, or an older patchkit ran it)")
+        return
+    tree, outside, processes = data["tree"], data["outside"], data["processes"]
+    where = f"in {plural(len(processes), 'process', 'processes')}"
+    if data["granularity"] == "function":
+        count = sum(len(f["functions"]) for f in tree)
+        more = sum(f["functions"] for f in outside)
+        heading(
+            console,
+            f"code that ran, {where}: {plural(count, 'function')} in {plural(len(tree), 'tree file')}; "
+            f"{more} more in {plural(len(outside), 'file')} outside the tree",
+        )
+    else:
+        heading(
+            console,
+            f"code that ran, {where}: module files only (not which functions, see below): "
+            f"{plural(len(tree), 'tree file')}; {plural(len(outside), 'file')} outside the tree",
+        )
+    if tree:
+        table = Grid()
+        table.add_column("tree file")
+        table.add_column("functions", justify="right", whole=True)
+        table.add_column("started", prose=True)
+        for item in tree:
+            names = [f["name"] for f in item["functions"]]
+            shown = ", ".join(names) if names else ("(module ran)" if item["module"] else "-")
+            table.add_row(item["path"], str(len(names)) if names else "-", shown)
+        emit(console, table)
+    if data["reads"]:
+        say(console, f"  {plural(len(data['reads']), 'file')} of the tree read: {', '.join(data['reads'])}")
+    table = Grid()
+    table.add_column("pid", justify="right", whole=True)
+    table.add_column("core", whole=True)
+    table.add_column("functions", justify="right", whole=True)
+    table.add_column("modules", justify="right", whole=True)
+    table.add_column("read", justify="right", whole=True)
+    table.add_column("process")
+    whys: dict[str, None] = {}
+    for p in processes:
+        function = p.get("granularity") == "function"
+        core = f"{p.get('core') or 'file'} ({'functions' if function else 'files'})"
+        ran = str(p.get("functions") or 0) if function else "-"
+        counts = [ran, str(p.get("modules") or 0), str(p.get("reads") or 0)]
+        table.add_row(str(p.get("pid")), core, *counts, str(p.get("label") or "?"))
+        if p.get("why"):
+            whys[str(p["why"])] = None
+    emit(console, table)
+    for why in whys:
+        say(console, f"  functions not recorded: {why}", "yellow")
+    for line in data["blind"]:
+        say(console, f"  the probe cannot vouch for: {line}", "yellow")

@@ -1,7 +1,9 @@
 """Proof from inside the benchmarked processes: the code that ran, its environment, the NCCL it loaded.
 
-* ``site/sitecustomize.py``: the probe, run by every Python process of the
-  server's tree (``probe_env`` puts it first on ``PYTHONPATH``);
+* ``site/``: the probe, run by every Python process of the server's tree
+  (``probe_env`` puts the directory first on ``PYTHONPATH``): ``sitecustomize.py``,
+  its entry point, and its parts, the package ``site/_patchkit_probe/``
+  (``PROBE_FILES``: every one of them, which the accounting calls the probe);
 * ``records``: the probe's per-process files, read back as frozen values;
 * ``libs``: from outside (psutil), the shared libraries each process mapped;
 * ``nccllog``: NCCL's own ``NCCL_DEBUG=INFO`` lines, per host and pid;
@@ -21,6 +23,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 PROBE_SITE_DIR = Path(__file__).resolve().parent / "site"
+PROBE_PACKAGE = "_patchkit_probe"  # the probe's parts, beside its sitecustomize: no server module has the name
+# Every file of the probe, by real path: its entry point and its parts.  The probe records only the entry point
+# (it stands for the rest), and the accounting calls any of them "probe", whichever a process is seen to run.
+PROBE_FILES = frozenset(
+    os.path.realpath(p)
+    for p in (PROBE_SITE_DIR / "sitecustomize.py", *sorted((PROBE_SITE_DIR / PROBE_PACKAGE).glob("*.py")))
+)
 # The variable families the probe records in every process, whatever [bench].env names: a copy of its FAMILIES
 # (the probe cannot import patchkit; a test holds the two equal).
 PROBE_FAMILIES = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "SGLANG_", "NVIDIA_", "LD_", "OMP_", "PYTHON")

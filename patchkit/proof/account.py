@@ -6,7 +6,7 @@ and mtime it had then.  A file is, in this order:
 * **STRAY** when it changed or vanished since it was loaded (what ran is no
   longer on disk, so nothing on disk can vouch for it), or when Python ran a
   ``.pyc`` of other code in its place (``proof/bytecode.py``);
-* **probe**: patchkit's own ``sitecustomize``;
+* **probe**: patchkit's own probe (``PROBE_FILES``: its ``sitecustomize`` and the parts beside it);
 * **tree**: under the benchmarked work tree, and equal to the commit's blob
   or to what patchkit's record says it wrote (else STRAY);
 * **dist NAME VERSION**: listed in that distribution's RECORD with a matching
@@ -42,7 +42,7 @@ from pathlib import Path
 from patchkit.engine.record import all_records
 from patchkit.errors import PatchkitError
 from patchkit.git import Repo, blob_id
-from patchkit.proof import PROBE_SITE_DIR
+from patchkit.proof import PROBE_FILES
 from patchkit.proof.bytecode import BytecodeConfig, stale_bytecode
 from patchkit.proof.digests import DigestCache, hash_file, hex_of
 from patchkit.proof.dists import ALGO, DIGEST, Distribution, SiteIndex
@@ -193,7 +193,6 @@ def account(
             stdlibs.update((os.path.realpath(proc.stdlib), os.path.normpath(proc.stdlib)))
     index = SiteIndex(site_dirs, cache)
     checkouts = Checkouts()
-    probe_file = os.path.realpath(PROBE_SITE_DIR / "sitecustomize.py")
     tree_root = os.path.realpath(tree.root) if tree is not None else None
     real = {path: os.path.realpath(path) for path in loads}
     blobs = tree.blobs if tree is not None else {}
@@ -214,7 +213,7 @@ def account(
             index,
             checkouts,
             stdlibs,
-            probe_file,
+            PROBE_FILES,
             cache,
             configs,
             generated,
@@ -252,7 +251,7 @@ def _classify(
     index: SiteIndex,
     checkouts: Checkouts,
     stdlibs: Iterable[str],
-    probe_file: str,
+    probe_files: frozenset[str],
     cache: DigestCache,
     bytecode: Iterable[BytecodeConfig] = (),
     generated: Iterable[JitCache] = (),
@@ -271,7 +270,7 @@ def _classify(
                     f"mtime_ns {item.mtime_ns} -> {st.st_mtime_ns})"
                 ),
             )
-    if real == probe_file:
+    if real in probe_files:
         return "probe", "patchkit", None
     stale = stale_bytecode(path, st, bytecode)
     if stale is not None:  # whatever vouches for the source, other code ran

@@ -138,3 +138,33 @@ class ProofJson(TypedDict, total=False):
     accounting: AccountingsJson
     distributions: list[DistributionJson]
     nccl: dict[str, NcclJson]  # "host:pid" (a record before hosts: "pid") -> NCCL's lines of that process
+
+
+class CoverageProcessJson(TypedDict, total=False):
+    """One probed process of a launch in its coverage (``coverage.coverage_json``): which core recorded it."""
+
+    ident: str
+    pid: int
+    exec_index: int
+    label: str
+    python: str | None  # its executable
+    core: str | None  # "sysmon" | "file"; null: a probe older than cores
+    granularity: str  # "function" | "file"
+    why: str | None  # why a coarser core ran than the interpreter could have had
+    functions: int  # code objects that started there
+    modules: int
+    reads: int
+
+
+class CoverageJson(TypedDict, total=False):
+    """What the probed processes of one launch ran (``coverage.coverage_json``): kept with its run
+    (``RunRecord.coverage``), in the store's ``coverage`` table rather than in the record."""
+
+    version: int
+    granularity: str  # the coarsest of its processes: "function" | "file"
+    root: str | None  # the benchmarked tree (PATCHKIT_BENCH_TREE), under which paths are the tree's
+    processes: list[CoverageProcessJson]
+    functions: dict[str, list[list[str | int]]]  # file -> [[qualname, first line], ...], the union, sorted
+    modules: list[str]  # every module file that ran
+    reads: list[str]  # every file read under the tree (and the data files read under a data root)
+    blind: list[str]  # one sentence per process whose code the probe cannot vouch for

@@ -1,12 +1,14 @@
 """The probe's per-process files (``probe-<pid>-<start>-<host>-<boot>[.<exec>].jsonl``), read back as frozen values.
 
-Each file is a stream of JSON lines written by ``site/sitecustomize.py``:
+Each file is a stream of JSON lines written by the probe (``site/``: its ``sitecustomize.py`` and parts):
 ``process`` (identity, prefixes, site dirs, start environment), ``module`` /
 ``pth`` / ``probe`` / ``chained`` (a file that ran, with size and mtime when it
 was found), ``init`` (``torch.distributed.init_process_group``: environment
 at the call, backend, rank, world size, torch and NCCL versions), ``error``
-(the probe's own failures) and ``exit``.  A torn last line (a process killed
-mid-write) is skipped.  Values are redacted again here, so a secret that
+(the probe's own failures) and ``exit``; and what ran, for the coverage: ``code_file`` (a number for a file
+named once) and ``code`` (one per code object that started: that number, its qualified name and first line: the
+``sysmon`` core), ``read`` (a file read under the benchmarked tree) and ``exec`` (the path the process exec'd).
+A torn last line (a process killed mid-write) is skipped.  Values are redacted again here, so a secret that
 reached a file by any route never reaches the store.
 """
 
@@ -93,6 +95,13 @@ class ProcessFacts:
     start_ticks: int | None = None  # the kernel's start time of the process: the same across exec()
     exec_index: int = 0  # 0: the process's first Python image; N: the image after its Nth exec()
     incomplete: str | None = None  # the errno (ENOSPC, EDQUOT...) that stopped its probe writing: what came after
+    # the core that recorded what ran: "sysmon" (functions) or "file" (modules); None: a probe older than cores
+    core: str | None = None
+    granularity: str = "file"  # "function" or "file"; an older probe's record: "file"
+    core_why: str | None = None  # why a coarser core ran than the interpreter could have had
+    code: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)  # (file, qualname, first line) started
+    reads: tuple[str, ...] = field(default=(), repr=False)  # files read under the benchmarked tree (kind "read")
+    execs: tuple[str, ...] = ()  # the paths the process exec'd (its next image, if probed, is the next file)
 
     @property
     def ident(self) -> str:
@@ -173,8 +182,29 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
     errors: list[str] = []
     title = mp_name = None
     exited = False
+    numbered: dict[object, str] = {}
+    code: list[tuple[str, str, int]] = []
+    reads: list[str] = []
+    execs: list[str] = []
     for item in items:
         kind = item.get("kind")
+        if kind == "code":
+            where = numbered.get(item.get("file"))
+            name, line = item.get("name"), item.get("line")
+            if where is not None and isinstance(name, str) and isinstance(line, int):
+                code.append((where, name, line))
+            continue
+        if kind == "code_file":
+            if isinstance(item.get("path"), str):
+                numbered[item.get("id")] = item["path"]
+            continue
+        if kind == "read":
+            if isinstance(item.get("path"), str):
+                reads.append(item["path"])
+            continue
+        if kind == "exec":
+            execs.append(str(item.get("path")))
+            continue
         if kind in FILE_KINDS:
             try:
                 name, where = str(item["name"]), str(item["path"])
@@ -224,7 +254,23 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
         start_ticks=_int_or_none(head.get("start_ticks")),
         exec_index=_int_or_none(head.get("exec_index")) or 0,
         incomplete=incomplete,
+        **_core(head.get("core")),
+        code=tuple(code),
+        reads=tuple(reads),
+        execs=tuple(execs),
     )
+
+
+def _core(item: object) -> dict[str, Any]:
+    """The process record's ``core``: its name, granularity and why; a probe older than cores recorded files."""
+    if not isinstance(item, dict):
+        return {}
+    granularity = item.get("granularity")
+    return {
+        "core": str(item.get("name")) if item.get("name") else None,
+        "granularity": granularity if granularity in ("function", "file") else "file",
+        "core_why": str(item["why"]) if item.get("why") else None,
+    }
 
 
 def _int_or_none(value: object) -> int | None:

@@ -61,7 +61,8 @@ from patchkit.bench.records.record import ManifestJson, Outcome, RunCommands, Ru
 from patchkit.git import Commit
 from patchkit.manifest.bench import BenchConfig, Metric, render
 from patchkit.proof.account import TreeFacts
-from patchkit.proof.document import ProofJson
+from patchkit.proof.coverage import coverage_json
+from patchkit.proof.document import CoverageJson, ProofJson
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.runproof import NOT_PROVEN, Proof, proof_json, prove
 from patchkit.proof.unprobed import live_processes
@@ -428,6 +429,7 @@ class _JobState:
     probe_dir: Path | None = None  # [bench].probe: where the server's processes write what they saw
     proof_healthy: Proof | None = None  # read once healthy
     proof: ProofJson | None = None  # the record's "proof"
+    coverage: CoverageJson | None = None  # what the probed processes ran, read at stop
     gpu_hygiene: dict[str, object] | None = None  # nvidia-smi at the launch's start and end (bench/hygiene.py)
 
 
@@ -644,6 +646,7 @@ def _prove_at_stop(
         return outcome, reason, details
     stop = _prove(spec, state, "stop")
     state.proof = proof_json(state.proof_healthy, stop, server_log=state.server_log, probe_dir=state.probe_dir)
+    state.coverage = coverage_json(stop.processes, state.env.get("PATCHKIT_BENCH_TREE") or str(spec.tree))
     healthy_reasons = set(state.proof_healthy.reasons) if state.proof_healthy is not None else set()
     new = [r for r in stop.reasons if r not in healthy_reasons]
     if outcome is Outcome.OK and new:
@@ -747,6 +750,7 @@ def _record(
         allow_dirty=spec.allow_dirty,
         proof=_proof_record(spec, state),
         gpu_hygiene=state.gpu_hygiene,
+        coverage=state.coverage,
     )
 
 

@@ -49,7 +49,7 @@ def ship(spec: JobSpec) -> dict[str, object]:
     ``time-limit``: submitit's signal ``SIGNAL_DELAY_S`` before the limit)."""
     with slurm_stops_the_launch() as caught:
         record = run_job(spec, None, base_env=dict(os.environ))
-    return {"record": record.to_json(), "job": job_facts(), "stopped": caught[0] if caught else None}
+    return {"record": record.to_json(with_coverage=True), "job": job_facts(), "stopped": caught[0] if caught else None}
 
 
 @contextmanager

@@ -30,7 +30,7 @@ from patchkit.bench.stats.delta import Summary
 from patchkit.bench.stats.outcome import Outcome
 from patchkit.git import Commit
 from patchkit.manifest.bench import MetricJson
-from patchkit.proof.document import ProofJson
+from patchkit.proof.document import CoverageJson, ProofJson
 from patchkit.redact import redact_env, scrub, secret_values
 from patchkit.results import Reason, Status
 
@@ -189,6 +189,9 @@ class RunRecord:
     gpu_hygiene: Mapping[str, object] | None = None
     # bench --without: the patch left out of this launch's tree, {"manifest", "patch"}; None: every patch given
     without: Mapping[str, str] | None = None
+    # what the probed processes ran (proof/coverage.py); None: not read (the probe off, or a record as the store's
+    # ``runs`` table holds it: the store keeps it apart, ``Store.coverage``), so to_json leaves it out by default
+    coverage: CoverageJson | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outcome", Outcome(self.outcome))
@@ -270,8 +273,10 @@ class RunRecord:
         keys = ("name", "job_id", "array_index", "node", "gpu_ids", "state")
         return {key: job.get(key) for key in keys}
 
-    def to_json(self) -> dict[str, object]:
-        return {
+    def to_json(self, *, with_coverage: bool = False) -> dict[str, object]:
+        """The record as JSON (``bench --json``, the store's ``record``); ``with_coverage``: with its coverage too,
+        for a record that travels whole (a Slurm job's result), which the store then keeps apart."""
+        out: dict[str, object] = {
             "run": self.run_id,
             "commit": commit_to_json(self.commit),
             "profile": self.profile,
@@ -303,12 +308,15 @@ class RunRecord:
             "gpu_hygiene": None if self.gpu_hygiene is None else dict(self.gpu_hygiene),
             "without": None if self.without is None else dict(self.without),
         }
+        if with_coverage and self.coverage is not None:
+            out["coverage"] = self.coverage
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
         plain = {name: data[name] for name in AS_STORED}  # required, and kept as they are
         kept: dict[str, Any] = {
-            n: data.get(n) for n in ("executor", "series", "proof", "gpu_hygiene", "without")
+            n: data.get(n) for n in ("executor", "series", "proof", "gpu_hygiene", "without", "coverage")
         }  # newer
         return cls(
             commit=commit_from_json(data["commit"]),

@@ -20,7 +20,11 @@ one run, each a *section*:
 * ``nccl``: NCCL's own ``NCCL_DEBUG=INFO`` lines per process and the
   NCCL/CUDA libraries each process mapped;
 * ``gpus``: nvidia-smi's facts and torch's CUDA stack;
-* ``clients``: each client run (warm-up or measured), its logs and metric values.
+* ``clients``: each client run (warm-up or measured), its logs and metric values;
+* ``code`` (only when asked for: it is long): what the probed processes ran (the run's coverage, which the
+  store keeps apart: ``RunRecord.coverage`` filled by the caller), the tree's files with the functions that
+  started in them, the files outside the tree by count, the tree's files read, the core and granularity per
+  process, and why the probe cannot vouch for some of it.
 
 Only what the record holds is shown: nothing is read from the run's log
 files or the probe directory again (they may be gone, or on another host),
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
+from patchkit.bench.records.coverage import TreeRelative, tree_root
 from patchkit.bench.records.hygiene import problems
 from patchkit.bench.records.record import RunRecord
 from patchkit.proof import PROBE_FAMILIES
@@ -45,6 +50,7 @@ from patchkit.proof.document import ProcessJson, ProofJson
 from patchkit.proof.nccllog import nccl_host
 
 SECTIONS = ("processes", "files", "env", "nccl", "gpus", "clients")
+OPT_IN = ("code",)  # sections shown only when asked for by name
 FILE_CLASSES = ("tree", "dist", "editable", "stdlib", "generated", "probe", "data", "stray", "allowed")
 _UNPROBED = re.compile(r"^pid (\d+) \((.*)\)$", re.DOTALL)
 
@@ -63,7 +69,8 @@ class RunView:
 
 
 def run_view(record: RunRecord, sections: Sequence[str] = SECTIONS) -> RunView:
-    """The view of ``record`` with ``sections`` (in ``SECTIONS`` order, whatever order they are asked in)."""
+    """The view of ``record`` with ``sections`` (in ``SECTIONS`` order, then ``OPT_IN``'s, whatever order they are
+    asked in)."""
     build = {
         "processes": processes_section,
         "files": files_section,
@@ -71,8 +78,9 @@ def run_view(record: RunRecord, sections: Sequence[str] = SECTIONS) -> RunView:
         "nccl": nccl_section,
         "gpus": gpus_section,
         "clients": clients_section,
+        "code": code_section,
     }
-    chosen = {name: build[name](record) for name in SECTIONS if name in sections}
+    chosen = {name: build[name](record) for name in (*SECTIONS, *OPT_IN) if name in sections}
     return RunView(int(record.run_id or 0), header_section(record), chosen)
 
 
@@ -357,3 +365,39 @@ def clients_section(record: RunRecord) -> dict[str, object]:
             }
         )
     return {"runs": runs, "stats": record.stats(), "metrics": [dict(m) for m in record.metrics]}
+
+
+def code_section(record: RunRecord) -> dict[str, object]:
+    """What the run's probed processes ran (``record.coverage``): the tree's files, each with the functions that
+    started in it (by first line), the files outside the tree by count, the tree's files read, per process its
+    core and granularity, and why the probe cannot vouch for some of it."""
+    coverage = record.coverage
+    if coverage is None:
+        return {"recorded": False, "granularity": None, "root": None, "processes": [], "tree": [], "outside": [],
+                "reads": [], "blind": []}  # fmt: skip
+    root = tree_root(record, coverage)
+    relative = TreeRelative(root)
+    functions = coverage.get("functions") or {}
+    modules = set(coverage.get("modules") or ())
+    tree: dict[str, dict[str, object]] = {}
+    outside = []
+    for path in sorted(set(functions) | modules):
+        started = sorted((int(line), str(name)) for name, line in functions.get(path, ()))
+        names = [{"name": name, "line": line} for line, name in started]
+        rel = relative(path)
+        if rel is None:
+            outside.append({"path": path, "module": path in modules, "functions": len(names)})
+        else:
+            tree[rel] = {"path": rel, "module": path in modules, "functions": names}
+    reads = sorted(rel for rel in map(relative, coverage.get("reads") or ()) if rel is not None)
+    processes = [dict(p) for p in coverage.get("processes") or ()]
+    return {
+        "recorded": True,
+        "granularity": coverage.get("granularity"),
+        "root": root,
+        "processes": processes,
+        "tree": [tree[rel] for rel in sorted(tree)],
+        "outside": outside,
+        "reads": reads,
+        "blind": list(coverage.get("blind") or ()),
+    }

@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import sqlite3
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from patchkit import paths
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.bench.stats.spread import Noise
 from patchkit.errors import WRITE_ERRNOS, RepoError, UnwritableError, UsageError
+from patchkit.proof.document import CoverageJson
 from patchkit.redact import redact_env
 
 if TYPE_CHECKING:
@@ -136,6 +138,19 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE noise ADD COLUMN gpu TEXT;
     ALTER TABLE noise ADD COLUMN launches INTEGER;
+    """,
+    # 7: what each launch's probed processes ran (proof/coverage.py), one row per run beside it: one entry per
+    #    code object, not per call, as zlib-compressed JSON, with the counts a query may want; kept out of
+    #    ``runs.record`` so that listing runs never loads it.
+    """
+    CREATE TABLE coverage (
+        run_id INTEGER PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+        granularity TEXT NOT NULL,
+        functions INTEGER NOT NULL,
+        modules INTEGER NOT NULL,
+        reads INTEGER NOT NULL,
+        data BLOB NOT NULL
+    );
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -359,6 +374,19 @@ class Store:
                     "INSERT INTO manifests VALUES (?, ?, ?, ?)",
                     (run_id, manifest["name"], manifest["digest"], json.dumps(manifest["results"])),
                 )
+            if record.coverage is not None:
+                coverage = record.coverage
+                db.execute(
+                    "INSERT INTO coverage VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        coverage.get("granularity", "file"),
+                        sum(len(names) for names in (coverage.get("functions") or {}).values()),
+                        len(coverage.get("modules") or ()),
+                        len(coverage.get("reads") or ()),
+                        zlib.compress(json.dumps(coverage, sort_keys=True, separators=(",", ":")).encode(), 6),
+                    ),
+                )
             if submission is not None:
                 db.execute(
                     "UPDATE submissions SET state = 'collected', run_id = ? WHERE batch = ? AND key = ?",
@@ -501,6 +529,15 @@ class Store:
                 else f"it holds no runs; {WHICH_STORE}",
             )
         return RunRecord.from_json(json.loads(row[0]))
+
+    def coverage(self, run_id: int) -> CoverageJson | None:
+        """What run ``run_id``'s probed processes ran (``proof/coverage.py``); None when none was kept (the probe
+        was off, no server ran, or the run was stored by a patchkit older than schema 7)."""
+        row = self.db.execute("SELECT data FROM coverage WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        data: CoverageJson = json.loads(zlib.decompress(row[0]))
+        return data
 
     def runs(self, *, commits: Sequence[str] = (), profiles: Sequence[str] = ()) -> list[RunRecord]:
         query = "SELECT record FROM runs"

@@ -1,0 +1,140 @@
+"""The code that ran, from the probe: every function that started once, on Python 3.12+ (``sys.monitoring``), and
+which module files ran on older interpreters, with the granularity said; the files read under the tree; an exec
+the probe did not follow; and the launch's coverage folded from its processes (``proof/coverage.py``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from proof_env import monitoring_python
+
+from patchkit.proof import probe_env
+from patchkit.proof.coverage import coverage_json
+from patchkit.proof.records import read_probe_dir
+
+PY312 = monitoring_python()
+needs_312 = pytest.mark.skipif(PY312 is None, reason="needs Python 3.12+ (sys.monitoring): none found on PATH or pyenv")
+
+ENGINE = """import os
+
+
+class Engine:
+    def start(self):
+        return [helper(n) for n in range(3)]
+
+    def stop(self):
+        return "never called"
+
+
+def helper(n):
+    return n + 1
+
+
+def unused():
+    return "never called"
+"""
+
+PROGRAM = """import json, os, sys
+sys.path.insert(0, {tree!r})
+import pkg.engine
+for _ in range(1000):
+    pkg.engine.Engine().start()
+with open(os.path.join({tree!r}, "tuning.cfg")) as f:
+    f.read()
+with open(os.path.join({tree!r}, "conf.json")) as f:
+    json.load(f)
+with open(os.path.join({tree!r}, "out.log"), "w") as f:
+    f.write("written, not read")
+pid = os.fork()
+if pid == 0:
+    pkg.engine.helper(1)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("done")
+"""
+
+
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "engine.py").write_text(ENGINE)
+    (root / "tuning.cfg").write_text("E=8\n")
+    (root / "conf.json").write_text("{}\n")
+    return root
+
+
+def run(python: Path | str, tmp_path: Path, *, core: str | None = None, program: str = PROGRAM) -> Path:
+    root = tree(tmp_path)
+    out = tmp_path / "probe"
+    out.mkdir()
+    env = probe_env(dict(os.environ, PATCHKIT_BENCH_TREE=str(root)), out)
+    if core is not None:
+        env["PATCHKIT_PROBE_CORE"] = core
+    done = subprocess.run(
+        [str(python), "-c", program.format(tree=str(root))], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0 and "probe failed" not in done.stderr, done.stderr
+    return out
+
+
+@needs_312
+def test_on_312_every_function_that_started_is_recorded_once_with_its_qualname_and_line(tmp_path: Path) -> None:
+    out = run(PY312, tmp_path)
+    engine = str(tmp_path / "tree" / "pkg" / "engine.py")
+    parent, child = sorted(read_probe_dir(out), key=lambda p: p.forked_from is not None)
+    assert (parent.core, parent.granularity, parent.core_why) == ("sysmon", "function", None)
+    mine = [(name, line) for path, name, line in parent.code if path == engine]
+    # one entry per code object, not per call (start() ran 1000 times, helper 3000 times)
+    assert sorted(mine) == [("<module>", 1), ("Engine", 4), ("Engine.start", 5), ("helper", 12)]
+    assert "unused" not in {name for _path, name, _line in parent.code}
+    assert not any("patchkit/proof/site" in path for path, _name, _line in parent.code)  # the probe's own code
+    # a forked child records what it runs itself, although the parent had disabled those events already
+    assert child.forked_from == parent.pid
+    assert [(name, line) for path, name, line in child.code if path == engine] == [("helper", 12)]
+    # every file read under the tree, whatever its suffix; a data file as data; no .py, nothing written
+    assert parent.reads == (str(tmp_path / "tree" / "tuning.cfg"),)
+    assert [f.path for f in parent.files if f.kind == "data"] == [str(tmp_path / "tree" / "conf.json")]
+
+
+def test_before_312_the_module_files_that_ran_and_the_granularity_are_recorded(tmp_path: Path) -> None:
+    if sys.version_info >= (3, 12):
+        pytest.skip("the default interpreter has sys.monitoring: file granularity is tested with PATCHKIT_PROBE_CORE")
+    out = run(sys.executable, tmp_path)
+    parent = next(p for p in read_probe_dir(out) if p.forked_from is None)
+    assert (parent.core, parent.granularity) == ("file", "file") and parent.code == ()
+    assert parent.core_why == f"Python 3.{sys.version_info.minor} has no sys.monitoring (3.12+)"
+    assert str(tmp_path / "tree" / "pkg" / "engine.py") in {f.path for f in parent.files if f.kind == "module"}
+    coverage = coverage_json(read_probe_dir(out), str(tmp_path / "tree"))
+    assert coverage["granularity"] == "file" and coverage["functions"] == {}
+    assert str(tmp_path / "tree" / "tuning.cfg") in coverage["reads"]
+
+
+@needs_312
+def test_the_file_core_can_be_asked_for_on_312_and_says_so(tmp_path: Path) -> None:
+    out = run(PY312, tmp_path, core="file")
+    parent = next(p for p in read_probe_dir(out) if p.forked_from is None)
+    assert (parent.core, parent.granularity, parent.core_why, parent.code) == ("file", "file", None, ())
+
+
+@needs_312
+def test_a_launchs_coverage_is_the_union_and_names_an_exec_the_probe_did_not_follow(tmp_path: Path) -> None:
+    program = PROGRAM.replace('print("done")', 'os.execv("/bin/true", ["true"])')
+    out = run(PY312, tmp_path, program=program)
+    root = str(tmp_path / "tree")
+    processes = read_probe_dir(out)
+    coverage = coverage_json(processes, root)
+    engine = str(tmp_path / "tree" / "pkg" / "engine.py")
+    assert coverage["granularity"] == "function" and coverage["root"] == root
+    assert coverage["functions"][engine] == [["<module>", 1], ["Engine", 4], ["Engine.start", 5], ["helper", 12]]
+    assert engine in coverage["modules"]
+    assert str(tmp_path / "tree" / "tuning.cfg") in coverage["reads"]
+    assert str(tmp_path / "tree" / "conf.json") in coverage["reads"]
+    [line] = coverage["blind"]
+    parent = next(p for p in processes if p.forked_from is None)
+    assert line.startswith(f"pid {parent.pid} (") and "exec'd /bin/true and the probe did not follow it" in line
+    assert sorted(p["granularity"] for p in coverage["processes"]) == ["function", "function"]
