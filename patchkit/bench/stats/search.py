@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from patchkit.bench.stats.hunt import Drift, GiveUp, HuntReport, OtherStep, Round, Side, Spread, Value, hunt
 from patchkit.bench.stats.outcome import Outcome
+from patchkit.bench.stats.pruning import Judge, PruningReport
 from patchkit.bench.stats.verdict import Noise, Verdict, judge, level
 from patchkit.commit import Commit
 from patchkit.wording import labelled, plural
@@ -151,6 +152,7 @@ class BisectReport:
     drift: Drift | None = None  # the launches' trend over the search
     budget: int = 0  # the launches the search could use
     advice: str = ""  # range: what would likely narrow it
+    pruning: PruningReport | None = None  # what the coverage-aware pruning did (None: no judge was given)
 
     @property
     def outliers(self) -> tuple[Step, ...]:
@@ -280,6 +282,7 @@ def bisect(
     alpha: float = 0.001,
     measure_many: Callable[[Sequence[Commit]], Sequence[Measurement]] | None = None,
     budget: int | None = None,
+    relevance: Judge | None = None,
 ) -> BisectReport:
     """Search ``line`` (GOOD first, BAD last) for the first bad commit; ``on_step`` sees each launch as it ends.
 
@@ -288,7 +291,8 @@ def bisect(
     whose server did not come up (``server-failed``, ``client-failed``) is
     retried; one that was refused or lacks the metric gives its commit up; an
     interrupted one ends the search.  ``budget``: total launches (default
-    ``hunt.default_budget``)."""
+    ``hunt.default_budget``).  ``relevance``: which commits of the line could matter, asked after GOOD's and BAD's
+    first launches and after every round (``pruning``); None searches every commit."""
     if len(line) < 2:
         raise ValueError("bisect needs a line of at least GOOD and BAD")
     good, bad = line[0], line[-1]
