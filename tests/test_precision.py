@@ -485,10 +485,13 @@ def test_an_edit_by_none_of_the_layers_fails_and_never_advises_forcing_over_anot
         record = checks["record"]
         assert not record["ok"] and "pkg/mod.py" in record["message"]
         # The advice reverts each manifest with its own revert, from the top (the newest) down.
-        # Each manifest as `-m` takes it: these were loaded by path, so by their paths.
-        expected = " && ".join(f"patchkit revert -m {manifests[j]} --force" for j in reversed(range(count)))
+        # Each manifest as `-m` takes it: these were loaded by path, so by their paths; and the tree guarded from
+        # elsewhere is named with --repo.
+        expected = " && ".join(
+            f"patchkit revert -m {manifests[j]} --repo {repo} --force" for j in reversed(range(count))
+        )
         assert expected in record["message"], record["message"]
-        assert f"`patchkit revert -m {m} --force`, then" not in record["message"]
+        assert f"`patchkit revert -m {m} --repo {repo} --force`, then" not in record["message"]
 
 
 def _pasted(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
