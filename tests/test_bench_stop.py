@@ -8,7 +8,7 @@ import sys
 
 import psutil
 
-from patchkit.bench.execution.job import alive, stop_group
+from patchkit.bench.execution.group import alive, stop_group
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 

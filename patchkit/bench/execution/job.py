@@ -42,17 +42,17 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from patchkit.bench.execution.group import Member, members, process_tree, stop_group
 from patchkit.bench.execution.probed import probed_env
 from patchkit.bench.execution.smi import snapshot as hygiene_snapshot
 from patchkit.bench.records.metrics import extract
@@ -70,7 +70,7 @@ from patchkit.redact import is_secret, scrub, secret_values
 from patchkit.wording import plural
 
 if TYPE_CHECKING:
-    import psutil
+    pass
 
 LOG_TAIL_LINES = 20
 
@@ -177,86 +177,6 @@ def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> tuple[str, ...]:
     return tuple(f"  | {line}" for line in text.splitlines()[-lines:])
 
 
-def _tree(pid: int) -> list[psutil.Process]:
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
-
-
-def _group_members(pgid: int) -> list[int]:
-    import psutil
-
-    out = []
-    for proc in psutil.process_iter(["pid", "status"]):
-        try:
-            if proc.info["status"] == psutil.STATUS_ZOMBIE:
-                continue
-            if os.getpgid(proc.pid) == pgid:
-                out.append(proc.pid)
-        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
-            continue
-    return out
-
-
-Member = tuple[int, float]  # a process of the server's tree: (pid, psutil's create time), its identity here
-
-
-def _members(procs: Iterable[psutil.Process]) -> set[Member]:
-    """``_tree``'s processes as identities: a pid alone could be reused by another process before the stop."""
-    import psutil
-
-    out = set()
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):  # gone since it was listed
-            out.add((proc.pid, proc.create_time()))
-    return out
-
-
-def alive(known: set[Member]) -> list[int]:
-    """The pids of the known members still running: the same pid *and* create time (a pid that a later, unrelated
-    process took is not the server's, and is never signalled)."""
-    import psutil
-
-    out = []
-    for pid, created in known:
-        try:
-            proc = psutil.Process(pid)
-            if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            continue
-    return out
-
-
-def stop_group(proc: subprocess.Popen[bytes], known: set[Member], grace: float) -> list[str]:
-    """SIGTERM the group (and known tree members), SIGKILL after ``grace``; problems left, as text."""
-    pgid = proc.pid
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-        for pid in alive(known):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + (grace if sig == signal.SIGTERM else 5.0)
-        while time.monotonic() < deadline:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=0.05)  # returns as soon as the leader exits
-            if proc.poll() is not None and not _group_members(pgid) and not alive(known):
-                break
-            if proc.poll() is not None:
-                time.sleep(0.02)  # the leader is gone but members are not: wait() no longer blocks
-        if proc.poll() is not None and not _group_members(pgid) and not alive(known):
-            break
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=1)
-    left = sorted(set(_group_members(pgid)) | set(alive(known)))
-    return [f"process {pid} of the server's group is still running after SIGKILL" for pid in left]
-
-
 # No proxies: health and server_info are loopback URLs, and an HTTP_PROXY in
 # the environment (common on GPU hosts) must not answer for the server.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -281,7 +201,7 @@ def check_start_env(pid: int, required: Mapping[str, str]) -> tuple[list[int], l
     import psutil
 
     checked, problems = [], []
-    for proc in _tree(pid):
+    for proc in process_tree(pid):
         try:
             environ = proc.environ()
             cmdline = quote_command(proc.cmdline())
@@ -587,7 +507,7 @@ def _verify(spec: JobSpec, state: _JobState, say: Progress) -> None:
     if problem:
         raise _Stop(Outcome.REFUSED, problem)
     say("checking worker environments", "")
-    state.known.update(_members(_tree(state.proc.pid)))
+    state.known.update(members(process_tree(state.proc.pid)))
     checked, problems = check_start_env(state.proc.pid, required_env(spec, state.env))
     if problems:
         raise _Stop(
@@ -703,7 +623,7 @@ def _stop(spec: JobSpec, state: _JobState, say: Progress) -> list[str]:
     try:
         if state.proc is not None:
             say("stopping server", "")
-            state.known.update(_members(_tree(state.proc.pid)))
+            state.known.update(members(process_tree(state.proc.pid)))
             leftovers = stop_group(state.proc, state.known, spec.config.stop_grace)
             port = int(state.vars.get("port", 0) or 0)
             deadline = time.monotonic() + 5
