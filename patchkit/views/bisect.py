@@ -1,6 +1,6 @@
 """What ``bisect`` prints: the line that opens a hunt (what, over how many commits, with which noise prior),
-each launch as its round ends, and the report: the launch table, what the model saw, and FIRST BAD, a
-RANGE or NO RESULT with the evidence for it."""
+the suspects once GOOD and BAD have run, each launch as its round ends, and the report: the launch table, what
+the model saw, FIRST BAD, a RANGE or NO RESULT with the evidence for it, and what pruning skipped."""
 
 from __future__ import annotations
 
@@ -15,9 +15,32 @@ from patchkit.views.grid import Grid
 from patchkit.wording import labelled, place_label, plural
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from patchkit.bench.execution.bisecting import BisectPlan
+    from patchkit.bench.execution.pruning import Suspects
+    from patchkit.bench.stats.pruning import PruningReport
+    from patchkit.bench.stats.relevance import Judgement, Relevance
     from patchkit.bench.stats.search import BisectReport, Step
+    from patchkit.git import Commit
     from patchkit.views.console import Console
+
+# Why a change makes its commit relevant, in the suspects' words (``relevance.Reason`` values).
+RELEVANT_WORDS = {
+    "ran": "{function} ran",
+    "imported": "module level{detail}, imported",
+    "read": "read",
+    "build": "a build input",
+    "file-granularity": "{function}, in a module that ran",
+    "unknown": "changed{detail}",
+}
+# Why an inert commit could not change what ran, for the report's count of the skipped ones.
+INERT_WORDS = {
+    "not-imported": "a module no launch imported",
+    "not-read": "a file no launch read",
+    "not-run": "a function no launch ran",
+    "same-code": "comments or layout only",
+}
 
 
 def bisect_header(plan: BisectPlan) -> str:
@@ -180,3 +203,78 @@ def _other_steps(console: Console, report: BisectReport) -> None:
             f"ALSO: {kind} ({change:+.1%}, z = {abs(other.z):.1f}) lies in {where}: run `{other.hint}`",
             "bold yellow",
         )
+
+
+def change_words(judgement: Judgement) -> str:
+    """One change of a suspect, as the reason that makes it relevant: ``Class.method ran``, ``read``, ..."""
+    change = judgement.change
+    detail = f" ({change.detail})" if change.detail else ""
+    return RELEVANT_WORDS.get(judgement.reason.value, "{detail}").format(function=change.qualname, detail=detail)
+
+
+def suspect_changes(relevance: Relevance) -> str:
+    """A suspect's relevant changes, one line per path: ``path: what``."""
+    by_path: dict[str, list[str]] = {}
+    for judgement in relevance.why:
+        by_path.setdefault(judgement.change.path, []).append(change_words(judgement))
+    return "\n".join(f"{path}: {', '.join(dict.fromkeys(words))}" for path, words in by_path.items())
+
+
+def show_suspects(console: Console, suspects: Suspects, line: Sequence[Commit]) -> None:
+    """The suspects before the search: the commits after GOOD that changed code GOOD's and BAD's launches ran,
+    each with the changes that make it relevant; or why they are not known."""
+    if suspects.off is not None:
+        say(console, f"suspects: not known: {suspects.off}", "yellow")
+        return
+    files = " (module files only: this Python records no functions)" if suspects.granularity == "file" else ""
+    say(
+        console,
+        f"suspects: {len(suspects.commits)} of {plural(suspects.line, 'commit')} after GOOD changed what GOOD's and "
+        f"BAD's launches ran{files}",
+        "bold",
+    )
+    if suspects.blind is not None:
+        say(console, f"  a lower bound: {suspects.blind}", "yellow")
+    if not suspects.commits:
+        return
+    commits = {c.sha: c for c in line}
+    table = Grid()
+    table.add_column("commit", whole=True)
+    table.add_column("what it changes that ran")
+    table.add_column("subject", prose=True)
+    for relevance in suspects.commits:
+        commit = commits.get(relevance.commit)
+        table.add_row(
+            commit.short if commit else relevance.commit[:10],
+            suspect_changes(relevance),
+            commit.subject if commit else "",
+        )
+    emit(console, table)
+
+
+def show_pruning(console: Console, pruning: PruningReport | None, asked: bool) -> None:
+    """What pruning did, after the answer: how many commits the search skipped as inert and why, or why pruning
+    was off (``--json`` lists each skipped commit with its rule)."""
+    if pruning is None:
+        why = "the search did not use it" if asked else "--every-commit"
+        say(console, f"pruning off ({why}): every commit of the line was a candidate", "dim")
+        return
+    if pruning.state == "off":
+        say(console, f"pruning off: {pruning.why}", "yellow")
+        return
+    if pruning.state == "abandoned":
+        say(console, f"pruning abandoned: {pruning.why}", "bold yellow")
+        return
+    inert = pruning.inert
+    if not inert:
+        say(console, "pruning: no commit was inert (each changed what the launches ran)", "dim")
+        return
+    reasons: Counter[str] = Counter()
+    for relevance in inert:
+        reasons.update({j.reason.value for j in relevance.judgements})
+    why = ", ".join(f"{INERT_WORDS.get(reason, reason)} ({count})" for reason, count in reasons.most_common())
+    say(
+        console,
+        f"pruning: skipped {plural(len(inert), 'commit')} as inert, whose changes touch only what no launch ran: "
+        f"{why}; `--json` lists each with its rule, `--every-commit` searches every commit",
+    )
