@@ -119,7 +119,7 @@ def bisect(
         print_json(result)
     else:
         show_bisect(console, report, plan.metric.name)
-        show_pruning(console, report.pruning, plan.judge is not None)
+        show_pruning(console, report, plan.judge is not None)
         show_gpu_hygiene(console, gpus)
     return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
 

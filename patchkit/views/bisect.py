@@ -19,7 +19,6 @@ if TYPE_CHECKING:
 
     from patchkit.bench.execution.bisecting import BisectPlan
     from patchkit.bench.execution.pruning import Suspects
-    from patchkit.bench.stats.pruning import PruningReport
     from patchkit.bench.stats.relevance import Judgement, Relevance
     from patchkit.bench.stats.search import BisectReport, Step
     from patchkit.git import Commit
@@ -36,7 +35,7 @@ RELEVANT_WORDS = {
 }
 # Why an inert commit could not change what ran, for the report's count of the skipped ones.
 INERT_WORDS = {
-    "not-imported": "a module no launch imported",
+    "not-imported": "a module no launch imported nor read",
     "not-read": "a file no launch read",
     "not-run": "a function no launch ran",
     "same-code": "comments or layout only",
@@ -252,9 +251,11 @@ def show_suspects(console: Console, suspects: Suspects, line: Sequence[Commit]) 
     emit(console, table)
 
 
-def show_pruning(console: Console, pruning: PruningReport | None, asked: bool) -> None:
-    """What pruning did, after the answer: how many commits the search skipped as inert and why, or why pruning
-    was off (``--json`` lists each skipped commit with its rule)."""
+def show_pruning(console: Console, report: BisectReport, asked: bool) -> None:
+    """What pruning did, after the answer: how many commits the search skipped as inert and why (GOOD and BAD,
+    launched whatever they change, are not counted), or why pruning was off (``--json`` lists each inert commit
+    with its rule)."""
+    pruning = report.pruning
     if pruning is None:
         why = "the search did not use it" if asked else "--every-commit"
         say(console, f"pruning off ({why}): every commit of the line was a candidate", "dim")
@@ -265,7 +266,8 @@ def show_pruning(console: Console, pruning: PruningReport | None, asked: bool) -
     if pruning.state == "abandoned":
         say(console, f"pruning abandoned: {pruning.why}", "bold yellow")
         return
-    inert = pruning.inert
+    ends = {report.good.sha, report.bad.sha}
+    inert = [r for r in pruning.inert if r.commit not in ends]
     if not inert:
         say(console, "pruning: no commit was inert (each changed what the launches ran)", "dim")
         return

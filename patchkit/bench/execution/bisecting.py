@@ -199,8 +199,8 @@ class BisectPlan:
         return self.judge.suspects()
 
     def pruning_json(self, report: BisectReport) -> dict[str, object]:
-        """``bisect --json``'s ``pruning``: what the search reports of it (``BisectReport.pruning``), or, from a
-        search that reported none, that pruning was off and why."""
+        """``bisect --json``'s ``pruning`` where the search's report has none (``BisectReport.to_json`` gives it
+        otherwise): pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
         pruning = report.pruning
         if pruning is None:
             why = EVERY_COMMIT if self.judge is None else "the search did not use the judgements"
@@ -209,8 +209,10 @@ class BisectPlan:
         return {
             "state": pruning.state,
             "why": pruning.why,
+            "inert_count": len(pruning.inert),
             "inert": [relevance_json(r, subjects) for r in pruning.inert],
             "suspects": [relevance_json(r, subjects) for r in pruning.suspects],
+            "parent": None,
         }
 
     def suspects_json(self) -> dict[str, object] | None:
@@ -258,6 +260,7 @@ class BisectPlan:
 
     def document(self, report: BisectReport, gpus: Mapping[str, object] | None = None) -> dict[str, object]:
         """``bisect --json`` (docs/json.md); ``gpus``: ``gpu_hygiene(report)``."""
+        searched = report.to_json()
         return {
             "version": 1,
             "command": "bisect",
@@ -273,10 +276,11 @@ class BisectPlan:
                 "refused_prior": self.refused_prior,
             },
             "allow_dirty": self.session.allow_dirty,
-            **report.to_json(),
+            **searched,
+            "pruning": searched.get("pruning") or self.pruning_json(report),
             "suspects": self.suspects_json(),
             "gpu_hygiene": None if gpus is None else dict(gpus),
-        } | ({} if "pruning" in report.to_json() else {"pruning": self.pruning_json(report)})
+        }
 
 
 class _SuspectsWatch:

@@ -166,16 +166,15 @@ def line_judge(store: Store, repo: Repo, line: Sequence[Commit], cache: Footprin
 
 def relevance_json(relevance: Relevance, subjects: Mapping[str, str]) -> dict[str, object]:
     """One commit's judgement for ``--json``: the changes that make it relevant (an inert commit: every change),
-    each with the rule that decided it."""
+    each with the rule that decided it; the keys of ``PruningReport``'s (docs/json.md), and the subject."""
     return {
         "commit": relevance.commit,
         "subject": subjects.get(relevance.commit, ""),
-        "relevant": relevance.relevant,
         "changes": [
             {
                 "path": j.change.path,
                 "kind": j.change.kind.value,
-                "function": j.change.qualname,
+                "qualname": j.change.qualname,
                 "detail": j.change.detail,
                 "reason": j.reason.value,
             }
