@@ -19,19 +19,20 @@ if TYPE_CHECKING:
 
     from patchkit.bench.execution.bisecting import BisectPlan
     from patchkit.bench.execution.pruning import Suspects
-    from patchkit.bench.stats.relevance import Judgement, Relevance
+    from patchkit.bench.stats.relevance import Relevance
     from patchkit.bench.stats.search import BisectReport, Step
     from patchkit.git import Commit
     from patchkit.views.console import Console
 
-# Why a change makes its commit relevant, in the suspects' words (``relevance.Reason`` values).
+# Why a change makes its commit relevant, in the suspects' words (``relevance.Reason`` values): each heads the
+# changes of one path it covers (a function's name, or the detail of a module-level change), or stands alone.
 RELEVANT_WORDS = {
-    "ran": "{function} ran",
-    "imported": "module level{detail}, imported",
+    "ran": "ran",
+    "file-granularity": "in a module that ran:",
+    "imported": "module level, imported:",
     "read": "read",
     "build": "a build input",
-    "file-granularity": "{function}, in a module that ran",
-    "unknown": "changed{detail}",
+    "unknown": "changed:",
 }
 # Why an inert commit could not change what ran, for the report's count of the skipped ones.
 INERT_WORDS = {
@@ -204,19 +205,27 @@ def _other_steps(console: Console, report: BisectReport) -> None:
         )
 
 
-def change_words(judgement: Judgement) -> str:
-    """One change of a suspect, as the reason that makes it relevant: ``Class.method ran``, ``read``, ..."""
-    change = judgement.change
-    detail = f" ({change.detail})" if change.detail else ""
-    return RELEVANT_WORDS.get(judgement.reason.value, "{detail}").format(function=change.qualname, detail=detail)
-
-
 def suspect_changes(relevance: Relevance) -> str:
-    """A suspect's relevant changes, one line per path: ``path: what``."""
-    by_path: dict[str, list[str]] = {}
+    """A suspect's relevant changes, one line per path: ``path: ran A.f, g; module level, imported: class A body``
+    (a read or a build input names no part: the whole file counts)."""
+    by_path: dict[str, dict[str, list[str]]] = {}
     for judgement in relevance.why:
-        by_path.setdefault(judgement.change.path, []).append(change_words(judgement))
-    return "\n".join(f"{path}: {', '.join(dict.fromkeys(words))}" for path, words in by_path.items())
+        change = judgement.change
+        parts = by_path.setdefault(change.path, {}).setdefault(judgement.reason.value, [])
+        part = change.qualname if change.kind.value == "body" else change.detail
+        if part and part not in parts:
+            parts.append(part)
+    lines = []
+    for path, reasons in by_path.items():
+        said = []
+        for reason, parts in reasons.items():
+            words = RELEVANT_WORDS.get(reason, f"{reason}:")
+            if words.endswith(":") or reason == "ran":
+                said.append(f"{words} {', '.join(parts)}" if parts else words.rstrip(":"))
+            else:
+                said.append(words)
+        lines.append(f"{path}: {'; '.join(said)}")
+    return "\n".join(lines)
 
 
 def show_suspects(console: Console, suspects: Suspects, line: Sequence[Commit]) -> None:
