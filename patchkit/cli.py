@@ -978,8 +978,15 @@ def bisect_fresh_option(f: F) -> F:
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="Check everything, launch nothing: say what the hunt would likely cost (simulated at the noise prior's "
-    "spread, for a step of --threshold, or of 3, 5 and 10 times the spread).",
+    help="Check everything, launch nothing: list the suspects from GOOD's and BAD's stored runs, and say what the "
+    "hunt would likely cost with pruning and without (simulated at the noise prior's spread, for a step of "
+    "--threshold, or of 3, 5 and 10 times the spread).",
+)
+@click.option(
+    "--every-commit",
+    is_flag=True,
+    help="Search every commit of the line: no pruning. By default a commit whose changes touch only code no "
+    "launch ran (a function that never started, a module never imported, a file never read) is skipped as inert.",
 )
 def bisect(**kwargs: Any) -> int:
     """Find the first commit where a metric goes bad: a noise-aware search over first-parent history.
@@ -1002,6 +1009,17 @@ def bisect(**kwargs: Any) -> int:
     it warns of a launch on a dirty GPU (another process, ECC errors,
     persistence off) and of launches on GPUs set up unlike GOOD's first
     (power limit, locked clocks, ...); "no GPU facts" without nvidia-smi.
+
+    Pruning: the probe records what every launch ran; a commit whose changes
+    touch only code that no launch ran (a function that never started, a
+    module never imported, a file never read: build inputs never count) is
+    inert and takes the side of the relevant commit before it. Once GOOD and
+    BAD have run, the suspects are listed: the commits that changed code that
+    ran, each with what. Before a FIRST BAD stands, the commit just before it
+    is launched, inert or not; if it reads BAD the hunt goes on over every
+    commit. The report says how many commits were skipped and why, or why
+    pruning was off (a Python process without the probe, a worker that is not
+    Python). --every-commit turns it off.
 
     Planning launches: `--dry-run`, or benchmarks/bench_hunt.py: a step of
     5σ or more costs about 1.3-1.5 times the server starts of a plain

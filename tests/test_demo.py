@@ -21,7 +21,7 @@ import pytest
 from helpers import patchkit_script, readme_commands, run_script
 
 from patchkit.demo.sglang import build_sglang_history
-from patchkit.demo.standin.server import all_reduce_methods, ms_per_token
+from patchkit.demo.standin.server import all_reduce_methods, architectures, ms_per_token
 
 pytestmark = pytest.mark.slow  # every test here takes seconds: left out of `pytest -m "not slow"`
 
@@ -162,6 +162,34 @@ def test_bisect_names_the_planted_commit(kept, tmp_path):
     assert tail[1].strip() == f"patchkit runs --repo {work / 'sglang'} --store {work / 'bench.sqlite'}"
 
 
+def test_bisect_lists_the_suspects_once_good_and_bad_ran(kept, tmp_path):
+    """The stand-in reads parallel_state.py and kimi_k25.py of the tree and imports none of it: the suspects are
+    the commits that changed one of them, each with the file it read, and the planted commit among them."""
+    _work, _out, steps = kept
+    history = build_sglang_history(tmp_path / "again")
+    six = steps[6].splitlines()
+    at = next(i for i, line in enumerate(six) if line.startswith("suspects: "))
+    assert six[at].startswith("suspects: 8 of 14 commits after GOOD changed what GOOD's and BAD's launches ran")
+    assert " run 8 " in "\n".join(six[:at])  # after BAD's first launch, before any other commit's
+    assert six[at + 10].startswith("  run ")  # then the search goes on
+    listed = {line.split()[0]: line for line in six[at + 2 : at + 10]}
+    planted = history["fix-pcg-moe"][:10]
+    assert "python/sglang/srt/distributed/parallel_state.py: read" in listed[planted]
+    kimi = [label for label in history.order if label.startswith("kimi-")]
+    between = set(history.order[history.order.index("add-kimi") + 1 : history.order.index("dsv2-weight-mixin")])
+    assert set(listed) == {history[label][:10] for label in kimi if label in between} | {planted}
+
+
+def test_bisect_says_how_many_commits_it_skipped_and_why(kept):
+    """The commits that change neither file (pynccl.py, eagle_worker.py, model_runner.py, llama_eagle3.py) are
+    skipped as inert, and the report counts them (needs the search to use the pruning)."""
+    _work, _out, steps = kept
+    assert (
+        "pruning: skipped 5 commits as inert, whose changes touch only what no launch ran: a module no launch "
+        "imported nor read (5)" in steps[6]
+    )
+
+
 def test_every_suggested_command_runs_as_printed_from_anywhere(kept, tmp_path):
     """The closing lines are for copying: each one works from any directory, as printed."""
     _work, out, _steps = kept
@@ -234,6 +262,7 @@ def test_the_server_reads_its_speed_from_the_tree(tmp_path):
     assert "pynccl" not in all_reduce_methods(trees["add-kimi"])
     assert ms_per_token(trees["add-kimi"]) == pytest.approx(1000 / 94)
     assert ms_per_token(trees["dsv2-weight-mixin"]) == pytest.approx(1000 / 60)
+    assert architectures(trees["add-kimi"]) == ["KimiK25ForConditionalGeneration"]
 
 
 def test_the_demo_holds_on_a_narrow_terminal(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,48 @@ def test_bisect_keeps_its_table_whole_and_its_subjects_readable(sglang, monkeypa
     text = "\n".join(lines)
     for step in report.steps:
         assert step.commit.subject[:20] in text, (step.commit.subject, text)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_bisect_suspects_and_pruning_keep_paths_functions_and_subjects_whole(sglang, monkeypatch, width):
+    """The suspects of the demo's line (each with a path and the functions that ran: long names), and the
+    pruning line under the answer: no path part, function, commit or count cut in two."""
+    from patchkit.bench.execution.pruning import Suspects
+    from patchkit.bench.stats.pruning import PruningReport
+    from patchkit.bench.stats.relevance import Ran, judge, suspects
+    from patchkit.footprint.line import line_footprints
+    from patchkit.views.bisect import show_pruning, show_suspects
+
+    with Repo.discover(sglang) as repo:
+        main = [c for c in repo.rev_list(["main"]) if c.parents]
+        good = next(c for c in main if c.subject == "model: support Kimi-K2.5 (#17789)")
+        line = [good, *repo.commit_range(good.sha, main[-1].sha)][:16]
+        footprints = line_footprints(repo, line[0].sha, line[-1].sha)
+    functions = {(c.path, c.qualname) for fp in footprints for c in fp.changes if c.qualname}
+    ran = Ran("function", frozenset(functions), frozenset(c.path for fp in footprints for c in fp.changes),
+              frozenset())  # fmt: skip
+    listed = Suspects(suspects(footprints, ran), len(line) - 1, "function")
+    assert listed.commits
+    lines = render(monkeypatch, width, lambda console: show_suspects(console, listed, line))
+    names = [
+        w for r in listed.commits for j in r.why for w in identifiers(f"{j.change.path} {j.change.qualname or ''}")
+    ]
+    names += [c.short for c in line if c.sha in {r.commit for r in listed.commits}]
+    # a name wider than a line is cut (after its hanging indent), and only such a one: 68 characters at 60
+    assert_whole(lines, [name for name in names if cell_width(name) <= width - 12])
+    text = "\n".join(lines)
+    for commit in line:
+        if commit.sha in {r.commit for r in listed.commits}:
+            assert commit.subject[:20] in text, (commit.subject, text)
+
+    nothing = Ran("function", frozenset(), frozenset(), frozenset())
+    inert = tuple(judge(fp, nothing) for fp in footprints)
+    with Repo.discover(sglang) as repo:
+        report = bisect(line, lambda commit: Measurement(60.0 if line.index(commit) >= 9 else 93.0))
+    report = replace(report, pruning=PruningReport("on", "", inert))
+    lines = render(monkeypatch, width, lambda console: show_pruning(console, report, True))
+    skipped = sum(r.commit not in (line[0].sha, line[-1].sha) for r in inert)
+    assert_whole(lines, ["pruning:", "`--json`", "`--every-commit`", f"skipped {skipped} commits"])
 
 
 @pytest.mark.parametrize("width", WIDTHS)

@@ -138,3 +138,21 @@ def test_a_launchs_coverage_is_the_union_and_names_an_exec_the_probe_did_not_fol
     parent = next(p for p in processes if p.forked_from is None)
     assert line.startswith(f"pid {parent.pid} (") and "exec'd /bin/true and the probe did not follow it" in line
     assert sorted(p["granularity"] for p in coverage["processes"]) == ["function", "function"]
+
+
+def test_a_module_source_the_program_opens_itself_is_read_but_an_import_is_not(tmp_path: Path) -> None:
+    """A server that parses a module's source (the demo's stand-in reads its all-reduce dispatch so), or a JIT
+    compiler's ``inspect.getsource``, depends on every line of it: the probe records that open as a read, told
+    apart from the import system's own reads of the same file by the frame that opens it."""
+    program = PROGRAM.replace(
+        'print("done")', 'open(os.path.join({tree!r}, "pkg", "engine.py"), encoding="utf-8").read()\nprint("done")'
+    )
+    out = run(sys.executable, tmp_path, program=program)
+    parent = next(p for p in read_probe_dir(out) if p.forked_from is None)
+    engine = str(tmp_path / "tree" / "pkg" / "engine.py")
+    assert engine in parent.reads and str(tmp_path / "tree" / "pkg" / "__init__.py") not in parent.reads
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    again = next(p for p in read_probe_dir(run(sys.executable, plain)) if p.forked_from is None)
+    assert not any(path.endswith(".py") for path in again.reads)  # imported, never opened by the program
+    assert engine.replace(str(tmp_path), str(plain)) in {f.path for f in again.files if f.kind == "module"}

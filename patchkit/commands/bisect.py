@@ -30,6 +30,13 @@ R`` (bad when median / GOOD's median is below R for a ``better = "higher"``
 metric, above R for ``better = "lower"``).  Without one, BAD must differ from
 GOOD in the worse direction by the verdict.
 
+Pruning (#49, ``bench.execution.pruning``): the hunt launches only where code that ran changed.  The line's
+footprints are read when the bisect is planned; once GOOD and BAD have both run, the suspects are listed (the
+commits that changed code that ran, each with why), and the search judges the line again after every round.
+The report says how many commits it skipped as inert and why (``--json``: each with its rule), or why pruning
+was off.  ``--every-commit`` turns it off; ``--dry-run`` lists the suspects from GOOD's and BAD's stored runs
+and plans the hunt with and without pruning.
+
 After the hunt, the GPU hygiene of its launches (``BisectPlan.gpu_hygiene``,
 ``hygiene.hunt_report``): a launch on a dirty GPU, one warning each, and each
 way any launch's GPUs were set up unlike GOOD's first, one warning naming the
@@ -40,13 +47,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from patchkit.bench.execution.bisecting import BisectPlan, Rule, check_ends, check_slots, plan_bisect, plan_costs
+from patchkit.bench.execution.bisecting import (
+    BisectPlan,
+    Rule,
+    check_ends,
+    check_slots,
+    plan_bisect,
+    plan_costs,
+    relevant_count,
+)
 from patchkit.bench.execution.launches import BenchArgs, measuring, open_bench
 from patchkit.bench.execution.session import Interrupted
 from patchkit.errors import ExitCode
 from patchkit.report.documents import save_latest_bisect
 from patchkit.views.bench import SUBMITTER_INTERRUPTED, launch_note, show_gpu_hygiene
-from patchkit.views.bisect import bisect_header, show_bisect, step_printer
+from patchkit.views.bisect import bisect_header, show_bisect, show_pruning, show_suspects, step_printer
 from patchkit.views.console import print_json, say
 from patchkit.views.progress import progress
 
@@ -71,13 +86,14 @@ def bisect(
     threshold: float = 0.0,
     budget: int | None = None,
     dry_run: bool = False,
+    every_commit: bool = False,
 ) -> int:
     rule = Rule(min_value, max_value, ratio)
     check_slots(args, slots)
     with open_bench(args, first=lambda repo: check_ends(repo, good, bad)) as opened:
         plan = plan_bisect(
             opened, good=good, bad=bad, metric=metric, profile=profile, rule=rule, slots=slots,
-            max_launches=max_launches, threshold=threshold, budget=budget,
+            max_launches=max_launches, threshold=threshold, budget=budget, every_commit=every_commit,
         )  # fmt: skip
         if dry_run:
             return _dry_run(plan, json_out=json_out, console=console)
@@ -88,6 +104,7 @@ def bisect(
                 report = plan.run(
                     on_step=step_printer(console, plan.metric.name, quiet=json_out),
                     note=launch_note(console, "bisect", quiet=json_out, executor=plan.executor.name),
+                    on_suspects=(lambda _s: None) if json_out else (lambda s: show_suspects(console, s, plan.line)),
                 )
             except Interrupted as stop:
                 say(console, f"interrupted: run {stop.record.run_id} is stored as interrupted", "bold yellow")
@@ -102,20 +119,44 @@ def bisect(
         print_json(result)
     else:
         show_bisect(console, report, plan.metric.name)
+        show_pruning(console, report, plan.judge is not None)
         show_gpu_hygiene(console, gpus)
     return int(ExitCode.OK if report.first_bad is not None else ExitCode.REFUSED)
 
 
 def _dry_run(plan: BisectPlan, *, json_out: bool, console: Console) -> int:
-    """``bisect --dry-run``: everything checked, nothing launched; what the hunt would likely cost."""
+    """``bisect --dry-run``: everything checked, nothing launched; the suspects from GOOD's and BAD's stored runs,
+    and what the hunt would likely cost, with pruning (over the relevant commits) and without."""
     plans = plan_costs(plan)
+    suspects = plan.stored_suspects()
+    usable = suspects is not None and suspects.off is None and suspects.blind is None
+    relevant = relevant_count(plan, suspects) if suspects is not None and usable else None
+    pruned = plan_costs(plan, relevant) if relevant is not None else []
     if json_out:
-        print_json({**plan.document_plan(), "plans": [p.as_json() for p in plans]})
+        print_json(
+            {
+                **plan.document_plan(),
+                "plans": [p.as_json() for p in plans],
+                "suspects": None if suspects is None else suspects.to_json(plan.subjects),
+                "relevant": relevant,
+                "plans_pruned": [p.as_json() for p in pruned],
+            }
+        )
         return int(ExitCode.OK)
     say(console, bisect_header(plan))
+    if suspects is not None:
+        show_suspects(console, suspects, plan.line)
     if not plans:
         say(console, "no launch spread to plan with: run `patchkit noise` where the launches run first", "bold yellow")
     for p in plans:
         say(console, f"  {p.line()}")
+    if relevant is not None and pruned:
+        say(
+            console,
+            f"with pruning, a hunt over the {relevant} relevant commits after GOOD (an estimate from GOOD's and "
+            "BAD's runs: a hunt's launches add to what ran, and may make more commits relevant):",
+        )
+        for p in pruned:
+            say(console, f"  {p.line()}")
     say(console, "nothing was launched (--dry-run)", "dim")
     return int(ExitCode.OK)

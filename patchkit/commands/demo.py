@@ -222,6 +222,12 @@ def _run(work: Path, shown: Console) -> tuple[str, str, tuple[int, int]]:
         repo.checkout_branch(MAIN)
 
     _step(console, f"6. patchkit bisect --good {good[:10]} --bad {bad[:10]} --metric output_tok_s --ratio 0.85")
+    console.print(
+        "The probe records what every launch ran. The stand-in server imports nothing of the tree and reads two "
+        "of its files: the all-reduce dispatch in parallel_state.py and the model it serves, kimi_k25.py. Once GOOD "
+        "and BAD have run, bisect lists the commits that changed those (the suspects), and skips the others.",
+        markup=False,
+    )
     code = bisect_cmd(
         args, good=good, bad=bad, metric="output_tok_s", min_value=None, max_value=None, ratio=0.85, profile=None,
         json_out=False, max_launches=3, console=console,
@@ -232,6 +238,9 @@ def _run(work: Path, shown: Console) -> tuple[str, str, tuple[int, int]]:
     found = load_latest_bisect(store) or {}
     first_bad = found.get("first_bad")
     _expect(isinstance(first_bad, dict) and first_bad.get("commit") == planted.sha, f"bisect did not name {PLANTED}")
+    pruning = found.get("pruning")
+    skipped = [c.get("commit") for c in pruning.get("inert", ())] if isinstance(pruning, dict) else []
+    _expect(planted.sha not in skipped, f"bisect skipped {PLANTED} as inert")
     assert compared.a.run_id is not None and compared.b.run_id is not None  # stored runs have their numbers
     return good[:10], bad[:10], (compared.a.run_id, compared.b.run_id)
 

@@ -1,6 +1,6 @@
 """What ``bisect`` prints: the line that opens a hunt (what, over how many commits, with which noise prior),
-each launch as its round ends, and the report: the launch table, what the model saw, and FIRST BAD, a
-RANGE or NO RESULT with the evidence for it."""
+the suspects once GOOD and BAD have run, each launch as its round ends, and the report: the launch table, what
+the model saw, FIRST BAD, a RANGE or NO RESULT with the evidence for it, and what pruning skipped."""
 
 from __future__ import annotations
 
@@ -15,9 +15,32 @@ from patchkit.views.grid import Grid
 from patchkit.wording import labelled, place_label, plural
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from patchkit.bench.execution.bisecting import BisectPlan
+    from patchkit.bench.execution.pruning import Suspects
+    from patchkit.bench.stats.relevance import Relevance
     from patchkit.bench.stats.search import BisectReport, Step
+    from patchkit.git import Commit
     from patchkit.views.console import Console
+
+# Why a change makes its commit relevant, in the suspects' words (``relevance.Reason`` values): each heads the
+# changes of one path it covers (a function's name, or the detail of a module-level change), or stands alone.
+RELEVANT_WORDS = {
+    "ran": "ran",
+    "file-granularity": "in a module that ran:",
+    "imported": "module level, imported:",
+    "read": "read",
+    "build": "a build input",
+    "unknown": "changed:",
+}
+# Why an inert commit could not change what ran, for the report's count of the skipped ones.
+INERT_WORDS = {
+    "not-imported": "a module no launch imported nor read",
+    "not-read": "a file no launch read",
+    "not-run": "a function no launch ran",
+    "same-code": "comments or layout only",
+}
 
 
 def bisect_header(plan: BisectPlan) -> str:
@@ -180,3 +203,89 @@ def _other_steps(console: Console, report: BisectReport) -> None:
             f"ALSO: {kind} ({change:+.1%}, z = {abs(other.z):.1f}) lies in {where}: run `{other.hint}`",
             "bold yellow",
         )
+
+
+def suspect_changes(relevance: Relevance) -> str:
+    """A suspect's relevant changes, one line per path: ``path: ran A.f, g; module level, imported: class A body``
+    (a read or a build input names no part: the whole file counts)."""
+    by_path: dict[str, dict[str, list[str]]] = {}
+    for judgement in relevance.why:
+        change = judgement.change
+        parts = by_path.setdefault(change.path, {}).setdefault(judgement.reason.value, [])
+        part = change.qualname if change.kind.value == "body" else change.detail
+        if part and part not in parts:
+            parts.append(part)
+    lines = []
+    for path, reasons in by_path.items():
+        said = []
+        for reason, parts in reasons.items():
+            words = RELEVANT_WORDS.get(reason, f"{reason}:")
+            if words.endswith(":") or reason == "ran":
+                said.append(f"{words} {', '.join(parts)}" if parts else words.rstrip(":"))
+            else:
+                said.append(words)
+        lines.append(f"{path}: {'; '.join(said)}")
+    return "\n".join(lines)
+
+
+def show_suspects(console: Console, suspects: Suspects, line: Sequence[Commit]) -> None:
+    """The suspects before the search: the commits after GOOD that changed code GOOD's and BAD's launches ran,
+    each with the changes that make it relevant; or why they are not known."""
+    if suspects.off is not None:
+        say(console, f"suspects: not known: {suspects.off}", "yellow")
+        return
+    files = " (module files only: this Python records no functions)" if suspects.granularity == "file" else ""
+    say(
+        console,
+        f"suspects: {len(suspects.commits)} of {plural(suspects.line, 'commit')} after GOOD changed what GOOD's and "
+        f"BAD's launches ran{files}",
+        "bold",
+    )
+    if suspects.blind is not None:
+        say(console, f"  a lower bound: {suspects.blind}", "yellow")
+    if not suspects.commits:
+        return
+    commits = {c.sha: c for c in line}
+    table = Grid()
+    table.add_column("commit", whole=True)
+    table.add_column("what it changes that ran")
+    table.add_column("subject", prose=True)
+    for relevance in suspects.commits:
+        commit = commits.get(relevance.commit)
+        table.add_row(
+            commit.short if commit else relevance.commit[:10],
+            suspect_changes(relevance),
+            commit.subject if commit else "",
+        )
+    emit(console, table)
+
+
+def show_pruning(console: Console, report: BisectReport, asked: bool) -> None:
+    """What pruning did, after the answer: how many commits the search skipped as inert and why (GOOD and BAD,
+    launched whatever they change, are not counted), or why pruning was off (``--json`` lists each inert commit
+    with its rule)."""
+    pruning = report.pruning
+    if pruning is None:
+        why = "the search did not use it" if asked else "--every-commit"
+        say(console, f"pruning off ({why}): every commit of the line was a candidate", "dim")
+        return
+    if pruning.state == "off":
+        say(console, f"pruning off: {pruning.why}", "yellow")
+        return
+    if pruning.state == "abandoned":
+        say(console, f"pruning abandoned: {pruning.why}", "bold yellow")
+        return
+    ends = {report.good.sha, report.bad.sha}
+    inert = [r for r in pruning.inert if r.commit not in ends]
+    if not inert:
+        say(console, "pruning: no commit was inert (each changed what the launches ran)", "dim")
+        return
+    reasons: Counter[str] = Counter()
+    for relevance in inert:
+        reasons.update({j.reason.value for j in relevance.judgements})
+    why = ", ".join(f"{INERT_WORDS.get(reason, reason)} ({count})" for reason, count in reasons.most_common())
+    say(
+        console,
+        f"pruning: skipped {plural(len(inert), 'commit')} as inert, whose changes touch only what no launch ran: "
+        f"{why}; `--json` lists each with its rule, `--every-commit` searches every commit",
+    )

@@ -15,6 +15,12 @@ starts without NAME; ``--worker-title T`` gives it one more argument), ``--repor
 and ``--worker-empty-env``: the last worker runs Python with that flag, or with no environment at all.
 ``--read-file PATH`` (tree-relative or absolute): each spawn worker reads that JSON file before init.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
+``--speed-from MODULE:FUNC``: the server's speed is code of the tree: it imports MODULE (the tree is on its
+``PYTHONPATH``) and calls FUNC() once per /generate, and its reply's throughput factor is divided by what FUNC
+returns (a cost: 1.0 as fast as ever, 2.0 half the speed), so that a regression is planted in the tree's
+functions, constants or the data files they read, as the pruning tests need.  ``--speed-from-child PATH``: a
+process that is not Python (``/bin/sh``, then ``sleep``) reads the tree's PATH and hands its first line to the
+server as one more cost factor, and lives as long as the server: what it read, no probe can see.
 ``--log-every SECONDS``: a server that logs late, as one that reports on a timer does: every SECONDS, if any
 /generate came since its last line, it prints ``stand-in stats: served=N`` (N: the requests since then), so
 the line about a short client run comes after the run's last response.
@@ -180,6 +186,8 @@ def main() -> None:
     parser.add_argument("--load-so", default=None)
     parser.add_argument("--tree-envs", action="store_true", help="call the tree's _set_envs_and_config first")
     parser.add_argument("--log-every", type=float, default=None, help="a stats line on a timer (a late logger)")
+    parser.add_argument("--speed-from", default=None, metavar="MODULE:FUNC", help="the tree's cost function")
+    parser.add_argument("--speed-from-child", default=None, metavar="PATH", help="a cost a non-Python child reads")
     args, _unknown = parser.parse_known_args()
     if args.worker:
         worker(exec_once=args.worker_exec)
@@ -269,6 +277,20 @@ def main() -> None:
     counting = threading.Lock()
     rng = None
     factor = 1.0
+    cost = None
+    child_cost = 1.0
+    if args.speed_from:
+        import importlib
+
+        module, _, name = args.speed_from.partition(":")
+        cost = getattr(importlib.import_module(module), name)
+    if args.speed_from_child:
+        path = os.path.join(os.path.abspath(args.tree), args.speed_from_child)
+        child = subprocess.Popen(
+            ["/bin/sh", "-c", 'cat "$0"; exec sleep 3600', path], stdout=subprocess.PIPE, text=True
+        )
+        workers.append(child)
+        child_cost = float(child.stdout.readline()) if child.stdout is not None else 1.0
     if args.noise:
         import math
         import random
@@ -321,6 +343,12 @@ def main() -> None:
                     import math
 
                     body["factor"] = factor * math.exp(rng.gauss(0.0, args.noise / 4))
+                elif cost is not None or args.speed_from_child:
+                    body["factor"] = factor
+                if cost is not None:
+                    body["factor"] /= float(cost())
+                if args.speed_from_child:
+                    body["factor"] /= child_cost
                 self.reply(200, body)
             else:
                 self.reply(404, {})

@@ -19,6 +19,12 @@ GPU, and any launch on GPUs set up unlike GOOD's first (a hunt compares every
 commit with GOOD's level, not only BAD, and runs long enough for a setting to
 change half-way).
 ``BisectPlan.document(report, gpus)`` is the ``bisect --json`` object.
+
+Pruning (#49): unless ``--every-commit``, the plan reads the line's footprints (``pruning.line_judge``) and
+hands the search a ``LineJudge``, told of every launch as it is stored; once GOOD and BAD have both run, and
+before any other commit is launched, the suspects (the commits that changed code that ran) are listed
+(``on_suspects``).  ``--dry-run`` lists them from GOOD's and BAD's stored runs (``stored_suspects``), with the
+hunt planned over the relevant commits beside the one over every commit (``plan_costs(plan, relevant)``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from patchkit.bench.execution.executor import Executor, prior_place
 from patchkit.bench.execution.launches import BenchArgs, Opened, run_local
 from patchkit.bench.execution.local import LocalExecutor
 from patchkit.bench.execution.prepare import unpatchable_commits
+from patchkit.bench.execution.pruning import EVERY_COMMIT, LineJudge, Suspects, line_judge, relevance_json
 from patchkit.bench.execution.scheduled import ScheduledRounds
 from patchkit.bench.execution.session import Session
 from patchkit.bench.execution.slurm import SlurmExecutor
@@ -40,6 +47,7 @@ from patchkit.bench.records.provenance import gpu_facts
 from patchkit.bench.records.record import RunRecord
 from patchkit.bench.stats.hunt import default_budget
 from patchkit.bench.stats.plan import HuntPlan, plan_hunt
+from patchkit.bench.stats.pruning import PruningReport
 from patchkit.bench.stats.search import BisectReport, IsBad, Measurement, Step, criterion
 from patchkit.bench.stats.search import bisect as search
 from patchkit.bench.stats.verdict import Noise, gpu_label
@@ -129,16 +137,23 @@ class BisectPlan:
     refused_prior: str | None = None  # why the stored prior was not used (measured on other GPUs)
     budget: int | None = None  # --budget: total launches (None: hunt.default_budget)
     fresh: bool = False  # --fresh: on Slurm, the search's unfinished batch set aside, its rounds not read back
+    judge: LineJudge | None = None  # which commits could matter (None: --every-commit searches them all)
 
     @property
     def launch_budget(self) -> int:
         return self.budget if self.budget is not None else default_budget(len(self.line), self.max_launches)
 
     def run(
-        self, *, on_step: Callable[[Step], None] | None = None, note: Callable[[str], None] = lambda line: None
+        self,
+        *,
+        on_step: Callable[[Step], None] | None = None,
+        note: Callable[[str], None] = lambda line: None,
+        on_suspects: Callable[[Suspects], None] = lambda suspects: None,
     ) -> BisectReport:
         """The search, every launch stored; Ctrl-C or SIGTERM raises (``Interrupted`` for a local launch, which
-        is stored; a plain ``KeyboardInterrupt`` while waiting on Slurm, whose jobs go on)."""
+        is stored; a plain ``KeyboardInterrupt`` while waiting on Slurm, whose jobs go on).  ``on_suspects``: the
+        suspects, once GOOD and BAD have both run, after their step lines when those come first and always
+        before another commit is launched."""
         rounds = None
         if isinstance(self.executor, SlurmExecutor):  # each round one Slurm array; a re-run reuses its rounds
             identity = [self.line[0].sha, self.line[-1].sha, self.metric.name, str(self.max_launches)]
@@ -146,13 +161,20 @@ class BisectPlan:
                 self.session, self.profile, self.executor, command="bisect",
                 identity=[*identity, str(self.threshold)], fresh=self.fresh, note=note,
             )  # fmt: skip
-        measured = _Launches(self.session, self.profile, self.metric.name, rounds, self.executor)
+        watch = _SuspectsWatch(self.judge, on_suspects, (self.line[0].sha, self.line[-1].sha))
+        measured = _Launches(self.session, self.profile, self.metric.name, rounds, self.executor, watch)
+
+        def stepped(step: Step) -> None:
+            if on_step is not None:
+                on_step(step)
+            watch.printed(step)
+
         report = search(
             self.line,
             measured.one,
             self.rule.is_bad(self.metric.better),
             skipped=self.unpatchable,
-            on_step=on_step,
+            on_step=stepped,
             better=self.metric.better or "higher",
             slots=self.slots,
             max_launches=self.max_launches,
@@ -160,10 +182,48 @@ class BisectPlan:
             threshold=self.threshold,
             measure_many=None if rounds is None else measured.many,
             budget=self.launch_budget,
+            relevance=self.judge,
         )
         if rounds is not None:
             rounds.finish()
         return report
+
+    def stored_suspects(self) -> Suspects | None:
+        """``--dry-run``: the suspects from GOOD's and BAD's stored runs of the profile (every patch given: not a
+        ``bench --without`` launch); None with ``--every-commit``."""
+        if self.judge is None:
+            return None
+        ends = [self.line[0].sha, self.line[-1].sha]
+        stored = self.session.store.runs(commits=ends, profiles=[self.profile])
+        self.judge.launched(r for r in stored if r.without is None)
+        return self.judge.suspects()
+
+    def pruning_json(self, report: BisectReport) -> dict[str, object]:
+        """``bisect --json``'s ``pruning`` where the search's report has none (``BisectReport.to_json`` gives it
+        otherwise): pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
+        pruning = report.pruning
+        if pruning is None:
+            why = EVERY_COMMIT if self.judge is None else "the search did not use the judgements"
+            pruning = PruningReport("off", why)
+        subjects = self.subjects
+        return {
+            "state": pruning.state,
+            "why": pruning.why,
+            "inert_count": len(pruning.inert),
+            "inert": [relevance_json(r, subjects) for r in pruning.inert],
+            "suspects": [relevance_json(r, subjects) for r in pruning.suspects],
+            "parent": None,
+        }
+
+    def suspects_json(self) -> dict[str, object] | None:
+        """``bisect --json``'s ``suspects``: as listed before the search (None with ``--every-commit``)."""
+        if self.judge is None:
+            return None
+        return (self.judge.listed or self.judge.suspects()).to_json(self.subjects)
+
+    @property
+    def subjects(self) -> dict[str, str]:
+        return {c.sha: c.subject for c in self.line}
 
     def document_plan(self) -> dict[str, object]:
         """``bisect --dry-run --json``'s header: what would be hunted, where, with which prior."""
@@ -200,6 +260,7 @@ class BisectPlan:
 
     def document(self, report: BisectReport, gpus: Mapping[str, object] | None = None) -> dict[str, object]:
         """``bisect --json`` (docs/json.md); ``gpus``: ``gpu_hygiene(report)``."""
+        searched = report.to_json()
         return {
             "version": 1,
             "command": "bisect",
@@ -215,45 +276,98 @@ class BisectPlan:
                 "refused_prior": self.refused_prior,
             },
             "allow_dirty": self.session.allow_dirty,
-            **report.to_json(),
+            **searched,
+            "pruning": searched.get("pruning") or self.pruning_json(report),
+            "suspects": self.suspects_json(),
             "gpu_hygiene": None if gpus is None else dict(gpus),
         }
 
 
+class _SuspectsWatch:
+    """When to list the suspects: once GOOD and BAD have both run; after both their step lines (the search prints
+    those once it has decided their labels), or at the latest before any other launch starts."""
+
+    def __init__(self, judge: LineJudge | None, show: Callable[[Suspects], None], ends: tuple[str, str]) -> None:
+        self.judge, self.show, self.ends = judge, show, set(ends)
+        self.seen: set[str] = set()
+
+    def launched(self, records: Sequence[RunRecord]) -> None:
+        if self.judge is not None:
+            self.judge.launched(records)
+
+    def printed(self, step: Step) -> None:
+        if step.commit.sha in self.ends:
+            self.seen.add(step.commit.sha)
+            if self.seen == self.ends:
+                self.now()
+
+    def before(self, commits: Sequence[Commit]) -> None:
+        if any(c.sha not in self.ends for c in commits):
+            self.now()
+
+    def now(self) -> None:
+        judge = self.judge
+        if judge is not None and judge.listed is None and judge.ends_ran:
+            judge.listed = judge.suspects()
+            self.show(judge.listed)
+
+
 class _Launches:
-    """The search's measure: one launch of a commit, or (Slurm) a round of them, each stored, as Measurements."""
+    """The search's measure: one launch of a commit, or (Slurm) a round of them, each stored, as Measurements;
+    the pruning's judge is told of each."""
 
     def __init__(
-        self, session: Session, profile: str, metric: str, rounds: ScheduledRounds | None, executor: Executor
+        self,
+        session: Session,
+        profile: str,
+        metric: str,
+        rounds: ScheduledRounds | None,
+        executor: Executor,
+        watch: _SuspectsWatch,
     ) -> None:
-        self.session, self.profile, self.metric, self.rounds = session, profile, metric, rounds
+        self.session, self.profile, self.metric, self.rounds, self.watch = session, profile, metric, rounds, watch
         self.local = LocalExecutor() if executor.remote else executor  # a single launch runs here
 
     def one(self, commit: Commit) -> Measurement:
         """One launch, in this process (a Slurm search measures by rounds: ``many``)."""
+        self.watch.before([commit])
         (record,) = run_local(self.session, [(commit, self.profile)], self.local)
+        self.watch.launched([record])
         return self.of(record)
 
     def many(self, commits: Sequence[Commit]) -> list[Measurement]:
         assert self.rounds is not None
-        return [self.of(record) for record in self.rounds.round(commits)]
+        self.watch.before(commits)
+        records = self.rounds.round(commits)
+        self.watch.launched(records)
+        return [self.of(record) for record in records]
 
     def of(self, record: RunRecord) -> Measurement:
         return Measurement(record.median(self.metric), record.outcome, record.run_id, record.reason, record.details)
 
 
-def plan_costs(plan: BisectPlan) -> list[HuntPlan]:
+def plan_costs(plan: BisectPlan, relevant: int | None = None) -> list[HuntPlan]:
     """What the hunt would likely cost at the prior's spread: for a step of ``--threshold`` when one is given,
-    else for steps of 3, 5 and 10 times the spread (the range where launches matter); none without a prior."""
+    else for steps of 3, 5 and 10 times the spread (the range where launches matter); none without a prior.
+
+    ``relevant``: the commits after GOOD that pruning would search (BAD among them): the hunt planned over those
+    alone, an estimate of the pruned hunt (the check of the named commit's parent takes the confirmation
+    launches the commit before it would have taken, so it adds none)."""
     if plan.prior is None or plan.prior.sigma <= 0:
         return []
     sigma = plan.prior.sigma
+    size = len(plan.line) if relevant is None else relevant + 1
     effects = [plan.threshold] if plan.threshold > 0 else [min(k * sigma, 0.5) for k in (3, 5, 10)]
     return [
-        plan_hunt(len(plan.line), sigma, effect, slots=plan.slots, max_launches=plan.max_launches,
+        plan_hunt(size, sigma, effect, slots=plan.slots, max_launches=plan.max_launches,
                   budget=plan.launch_budget, prior_launches=plan.prior.launches or plan.prior.df + 1)
         for effect in effects
     ]  # fmt: skip
+
+
+def relevant_count(plan: BisectPlan, suspects: Suspects) -> int:
+    """The commits after GOOD a pruned hunt would search: the suspects, and BAD (an end: always launched)."""
+    return len({r.commit for r in suspects.commits} | {plan.line[-1].sha})
 
 
 def check_prior(stored: Noise | None, gpus: str | None) -> tuple[Noise | None, str | None]:
@@ -302,8 +416,10 @@ def plan_bisect(
     max_launches: int,
     threshold: float,
     budget: int | None = None,
+    every_commit: bool = False,
 ) -> BisectPlan:
-    """Everything checked before the first launch (one clear line for each problem, exit 2)."""
+    """Everything checked before the first launch (one clear line for each problem, exit 2); unless
+    ``every_commit``, the line's footprints read for the pruning (``pruning.line_judge``)."""
     check_slots(opened.args, slots)
     repo, session = opened.repo, opened.session
     first, last = check_ends(repo, good, bad)
@@ -328,10 +444,11 @@ def plan_bisect(
     place = prior_place(executor)  # where the launches run: the host, or the Slurm partition
     stored = session.store.noise(place, chosen, the_metric.name)
     prior, refused = check_prior(stored, None if executor.remote else gpu_label(gpu_facts()))
+    line = (first, *listed)
     return BisectPlan(
         session=session,
         executor=executor,
-        line=(first, *listed),
+        line=line,
         unpatchable=unpatchable,
         metric=the_metric,
         profile=chosen,
@@ -344,4 +461,5 @@ def plan_bisect(
         max_launches=max_launches,
         threshold=threshold,
         fresh=opened.args.fresh,
+        judge=None if every_commit else line_judge(session.store, repo, line),
     )

@@ -5,8 +5,9 @@ absolute paths.  ``ran_of`` joins a set of stored runs into one ``bench.stats.re
 
 * ``functions``: the union of (repository-relative path, qualified name) of the code objects that started in
   any probed process of any launch; ``modules``: the tree's module files that ran; ``data_files``: the tree's
-  other files read.  A path is made repository-relative by removing the launch's worktree root (its
-  ``PATCHKIT_BENCH_TREE``), by the path as recorded or by its real path; a file outside the tree is left out;
+  files read as files (a module's source the program opened itself, too: never the import system's reads).
+  A path is made repository-relative by removing the launch's worktree root (its ``PATCHKIT_BENCH_TREE``), by
+  the path as recorded or by its real path; a file outside the tree is left out;
 * ``granularity``: ``function`` only when every launch recorded functions in every process, else ``file``;
 * ``blind``: one sentence per reason the probe cannot vouch for what ran: a launch with no stored coverage,
   a Python process the probe never ran in (``-I``, ``-S``, ``-E``, ``env={}``: ``proof/unprobed.py``), a
@@ -26,8 +27,6 @@ from patchkit.bench.records.record import RunRecord
 from patchkit.bench.records.store import Store
 from patchkit.bench.stats.relevance import Ran
 from patchkit.proof.document import CoverageJson
-
-CODE_SUFFIXES = (".py", ".pyc")  # modules, not files read: the import system reads these to run them
 
 
 def ran_of(store: Store, runs: Iterable[RunRecord]) -> Ran:
@@ -62,8 +61,9 @@ def ran_from(launches: Iterable[tuple[RunRecord, CoverageJson | None]]) -> Ran:
             if rel is not None:
                 functions.update((rel, str(name)) for name, _line in names)
         modules.update(rel for rel in map(relative, coverage.get("modules") or ()) if rel is not None)
-        read = (rel for rel in map(relative, coverage.get("reads") or ()) if rel is not None)
-        data_files.update(rel for rel in read if not rel.endswith(CODE_SUFFIXES))
+        # a module's source among them was opened by the program itself, not by an import (the probe tells them
+        # apart): any change to it counts (relevance: a Python file read as a file)
+        data_files.update(rel for rel in map(relative, coverage.get("reads") or ()) if rel is not None)
         blind.extend(f"{who}: {line}" for line in coverage.get("blind") or ())
         blind.extend(f"{who}: {line}" for line in _unprobed(run))
     return Ran(

@@ -9,10 +9,10 @@ asks it again after every round, since what ran grows as launches come in, and r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from patchkit.bench.stats.relevance import Relevance
+from patchkit.bench.stats.relevance import Judgement, Relevance
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,26 @@ class LineRelevance:
 
     relevances: tuple[Relevance, ...]
     off: str | None = None
+    suspects: tuple[Relevance, ...] | None = None
+    """The suspects list as ``relevance.suspects`` gives it (read as if the probe saw everything), where the judge
+    computed it; None: the search takes the relevant commits of ``relevances``, each with ``why`` (none while off).
+    Only the first answer's is reported (``PruningReport.suspects``)."""
+
+    def positions(self, shas: Sequence[str]) -> tuple[bool, ...] | str:
+        """What the hunt is told for a line of ``shas``: one bool per commit (relevant), or why pruning is off.
+        A commit the answer does not name is relevant: where in doubt, relevant."""
+        if self.off is not None:
+            return self.off
+        relevant = {r.commit: r.relevant for r in self.relevances}
+        return tuple(relevant.get(sha, True) for sha in shas)
+
+    def listed(self) -> tuple[Relevance, ...]:
+        """The suspects: ``suspects`` where given, else the relevant commits with what makes each relevant."""
+        if self.suspects is not None:
+            return self.suspects
+        if self.off is not None:
+            return ()
+        return tuple(Relevance(r.commit, r.why) for r in self.relevances if r.relevant)
 
 
 Judge = Callable[[], LineRelevance]
@@ -38,10 +58,46 @@ class PruningReport:
     ``state``: ``on`` (inert commits took their relevant predecessor's side), ``off`` (never on: ``--every-commit``,
     or the probe could not vouch for what ran: ``why`` says which), or ``abandoned`` (the first bad commit's
     direct parent read BAD, so an inert commit was not inert after all: the hunt went on over the full line).
-    ``inert``: the commits the search treated as inert at its end, each with its judgement (the rule per change).
-    ``suspects``: the relevant commits with the changes that make each relevant, as listed before the search."""
+    ``inert``: the commits the search treated as inert at its end, each with its judgement (the rule per change);
+    for ``abandoned``, those it treated as inert until then.
+    ``suspects``: the relevant commits with the changes that make each relevant, as listed before the search.
+    ``parent``: the direct parent of the first bad commit that the parent check measured last (its sha), with
+    ``parent_p_bad``, its P(bad) on the posterior without pruning (``on``: it read GOOD; ``abandoned``: BAD).
+
+    ``to_json()`` is ``bisect --json``'s ``pruning`` (``null`` where no judge was given)::
+
+        {"state": "on" | "off" | "abandoned", "why": str, "inert_count": int,
+         "inert": [{"commit": sha, "changes": [CHANGE, ...]}, ...],        # each change with its inert rule
+         "suspects": [{"commit": sha, "changes": [CHANGE, ...]}, ...],     # the changes that make it relevant
+         "parent": null | {"commit": sha, "p_bad": float}}
+        CHANGE = {"path": str, "kind": "body" | "module" | "data" | "build" | "format", "qualname": str | null,
+                  "detail": str, "reason": relevance.Reason's value ("not-run", "ran", "imported", ...)}
+    """
 
     state: str
     why: str
     inert: tuple[Relevance, ...] = ()
     suspects: tuple[Relevance, ...] = ()
+    parent: str | None = None
+    parent_p_bad: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "state": self.state,
+            "why": self.why,
+            "inert_count": len(self.inert),
+            "inert": [relevance_json(r) for r in self.inert],
+            "suspects": [relevance_json(r) for r in self.suspects],
+            "parent": None if self.parent is None else {"commit": self.parent, "p_bad": self.parent_p_bad},
+        }
+
+
+def relevance_json(verdict: Relevance) -> dict[str, object]:
+    """One commit's judgements, as ``PruningReport.to_json`` lists them."""
+    return {"commit": verdict.commit, "changes": [judgement_json(j) for j in verdict.judgements]}
+
+
+def judgement_json(j: Judgement) -> dict[str, object]:
+    change = j.change
+    return {"path": change.path, "kind": change.kind.value, "qualname": change.qualname, "detail": change.detail,
+            "reason": j.reason.value}  # fmt: skip

@@ -22,6 +22,10 @@ it; otherwise a range of commits with why.
    candidates: a first bad commit right after skipped ones is answered as
    "this one, or one of the skipped just before it" (``maybe``), the only
    way data can leave it.
+3. With ``relevance`` (a ``pruning.Judge``), the hunt searches only the commits
+   that changed code that ran, asking again after every round, and names a
+   first bad commit only once its direct parent reads GOOD without pruning
+   (``hunt.mask``); ``BisectReport.pruning`` says what pruning did.
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from patchkit.bench.stats.hunt import Drift, GiveUp, HuntReport, OtherStep, Round, Side, Spread, Value, hunt
+from patchkit.bench.stats.hunt import Drift, GiveUp, HuntReport, OtherStep, Pruned, Round, Side, Spread, Value, hunt
 from patchkit.bench.stats.outcome import Outcome
-from patchkit.bench.stats.pruning import Judge, PruningReport
+from patchkit.bench.stats.pruning import Judge, LineRelevance, PruningReport
+from patchkit.bench.stats.relevance import Relevance
 from patchkit.bench.stats.verdict import Noise, Verdict, judge, level
 from patchkit.commit import Commit
 from patchkit.wording import labelled, plural
@@ -196,6 +201,7 @@ class BisectReport:
                 ],
                 "other_steps": [o.to_json() for o in self.other_steps],
             },
+            "pruning": None if self.pruning is None else self.pruning.to_json(),
         }
 
 
@@ -407,6 +413,18 @@ def bisect(
             refused.append(f"{end} {why.removeprefix('good end is ').removeprefix('bad end is ')}")
         return verdict, why
 
+    judged: list[LineRelevance] = []  # the first answer (its suspects) and the last (the inert commits' rules)
+    shas = [c.sha for c in line]
+
+    def relevant() -> tuple[bool, ...] | str:
+        assert relevance is not None
+        answer = relevance()
+        judged[1:] = [answer]  # keeps judged[0], the first
+        return answer.positions(shas)
+
+    def pruned(report: HuntReport | None) -> PruningReport | None:
+        return None if relevance is None else _pruning(line, report.pruning if report else None, judged)
+
     index = {c.sha: i for i, c in enumerate(line)}
     try:
         report = hunt(
@@ -423,13 +441,15 @@ def bisect(
             label=lambda p: line[p].short,
             budget=budget,
             ends_check=ends_check,
+            relevance=relevant if relevance is not None else None,
         )
     except _Stopped:
         settle([])
         release(final=True)
         stop = "interrupted: a launch was interrupted, the search stops there"
         every = _in_order(line, {**failed, **skips})
-        return BisectReport(good, bad, tuple(steps), every, None, None, (), stop, _first(steps, good))
+        return BisectReport(good, bad, tuple(steps), every, None, None, (), stop, _first(steps, good),
+                            pruning=pruned(None))  # fmt: skip
     settle(report.measured)
     release(final=True)
     for pos in report.skipped:
@@ -450,8 +470,23 @@ def bisect(
             )
     if error is not None:
         return BisectReport(good, bad, tuple(steps), _in_order(line, skips), None, None, (), error, good_value,
-                            rounds=len(report.rounds), slots=slots, max_launches=max_launches)  # fmt: skip
-    return _report(line, report, steps, skips, good_value, slots=slots, max_launches=max_launches, alpha=alpha)
+                            rounds=len(report.rounds), slots=slots, max_launches=max_launches,
+                            pruning=pruned(report))  # fmt: skip
+    done = _report(line, report, steps, skips, good_value, slots=slots, max_launches=max_launches, alpha=alpha)
+    return replace(done, pruning=pruned(report))
+
+
+def _pruning(line: Sequence[Commit], pruned: Pruned | None, judged: Sequence[LineRelevance]) -> PruningReport:
+    """The report's ``pruning``: the hunt's outcome over commits, each inert one with its rule from the last answer
+    the search was given, and the suspects as the first answer listed them."""
+    if pruned is None:
+        why = "the search ended before GOOD and BAD were both launched" if not judged else "the search was interrupted"
+        return PruningReport("off", why, suspects=judged[0].listed() if judged else ())
+    rules = {r.commit: r for r in judged[-1].relevances} if judged else {}
+    inert = tuple(rules.get(line[p].sha) or Relevance(line[p].sha, ()) for p in pruned.inert)
+    parent = None if pruned.parent is None else line[pruned.parent].sha
+    return PruningReport(pruned.state, pruned.why, inert, judged[0].listed() if judged else (), parent,
+                         pruned.parent_p_bad)  # fmt: skip
 
 
 def _why(failed: Mapping[str, Skip], end: Commit, report: HuntReport) -> str:

@@ -2,8 +2,9 @@
 
 Endpoints: ``/health`` (200 once listening), ``/get_server_info`` (the
 version in the tree's generated ``sglang/_version.py``, as SGLang reports
-it) and ``/generate?tokens=N`` (sleeps as long as decoding N tokens takes,
-then answers ``{"tokens": N}``).
+it, and the model's architectures) and ``/generate?tokens=N`` (sleeps as long
+as decoding N tokens takes, then answers ``{"tokens": N, "decode_s": S}``, S
+the decoding time it measured around that sleep).
 
 How long a token takes comes from the benchmarked tree, not from a table of
 commits: the server parses ``python/sglang/srt/distributed/parallel_state.py``
@@ -12,6 +13,12 @@ An in-place or custom all-reduce costs nothing extra; the out-of-place pynccl
 path (which "Fix PCG MoE Error (#17739)" adds for piecewise CUDA graphs)
 allocates and copies an output buffer on every MoE layer, which the model
 below charges per token.  So whatever commit adds that path is the slow one.
+It also reads the model it serves, ``python/sglang/srt/models/kimi_k25.py``,
+for its architectures (its ``EntryClass``), as SGLang's model registry does.
+
+Those two files are all it reads of the tree, and it imports none of it (the
+tree's modules import torch): the probe records both reads, so ``bisect``
+knows that a commit changing any other file could not change what it ran.
 
 Noise: each start draws a factor exp(N(0, --noise)) from ``random.Random``
 seeded with ``--noise-seed`` and the number of earlier starts (lines of
@@ -33,6 +40,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 PARALLEL_STATE = "python/sglang/srt/distributed/parallel_state.py"
+MODEL = "python/sglang/srt/models/kimi_k25.py"
 DISPATCH = "_all_reduce_out_place_method"
 BASE_MS_PER_TOKEN = 1000 / 94  # the story's good day: 94 tok/s
 OUTPLACE_MS_PER_TOKEN = 1000 / 60 - 1000 / 94  # the out-of-place buffer per MoE layer: down to 60 tok/s
@@ -56,6 +64,18 @@ def all_reduce_methods(tree: Path) -> set[str]:
 
 def ms_per_token(tree: Path) -> float:
     return BASE_MS_PER_TOKEN + (OUTPLACE_MS_PER_TOKEN if "pynccl" in all_reduce_methods(tree) else 0.0)
+
+
+def architectures(tree: Path) -> list[str]:
+    """The model classes the served model's module registers (the names in its ``EntryClass``)."""
+    path = tree / MODEL
+    if not path.is_file():
+        return []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "EntryClass" for t in node.targets):
+            values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+            return [v.id for v in values if isinstance(v, ast.Name)]
+    return []
 
 
 def launch_factor(seed: str, sigma: float, state: str | None) -> float:
@@ -89,7 +109,9 @@ def main() -> int:
     args = parser.parse_args()
     tree = Path(args.tree)
     per_token = ms_per_token(tree) * launch_factor(args.noise_seed, args.noise, args.noise_state)
-    info = json.dumps({"version": version(tree), "model_path": "stand-in"}).encode()
+    info = json.dumps(
+        {"version": version(tree), "model_path": "stand-in", "architectures": architectures(tree)}
+    ).encode()
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -100,8 +122,9 @@ def main() -> int:
                 body = info
             elif url.path == "/generate":
                 tokens = int(parse_qs(url.query).get("tokens", ["8"])[0])
+                start = time.perf_counter()
                 time.sleep(tokens * per_token / 1000)
-                body = json.dumps({"tokens": tokens}).encode()
+                body = json.dumps({"tokens": tokens, "decode_s": time.perf_counter() - start}).encode()
             else:
                 self.send_error(404)
                 return

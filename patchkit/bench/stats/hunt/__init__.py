@@ -27,6 +27,7 @@ The package, by job (each module's docstring holds its part of the design):
   pooled with the prior and checked against it), ``model`` (``Model.fit``: the posterior, drift, outliers, and
   the second-step test within a side) and ``posterior`` (the belief the rest reads);
 - ``state``: the bookkeeping of launches, values and failures;
+- ``mask``: pruning, the relevant positions round by round and the parent check that tests them;
 - ``policy``: which positions a round asks for (endpoints, posterior quantiles, confirmations, the spread's
   check, references for the drift, second-step checks);
 - ``answer``: GOOD against BAD, the evidence behind a named commit, other steps, a range's why and advice;
@@ -35,6 +36,7 @@ The package, by job (each module's docstring holds its part of the design):
 
 from patchkit.bench.stats.hunt.answer import launches_to_decide
 from patchkit.bench.stats.hunt.driver import hunt
+from patchkit.bench.stats.hunt.mask import Pruned, Relevant
 from patchkit.bench.stats.hunt.policy import ahead, default_budget
 from patchkit.bench.stats.hunt.report import (
     Drift,
@@ -58,6 +60,8 @@ __all__ = [
     "HuntReport",
     "Measure",
     "OtherStep",
+    "Pruned",
+    "Relevant",
     "Round",
     "Side",
     "Spread",

@@ -9,6 +9,12 @@
 3. **A range** when nothing left could narrow it: the rounds or the budget are spent, or no launch is left
    that could move the posterior.
 
+**Pruned** (``relevance``, ``mask.py``): the caller is asked which positions are relevant after GOOD's and BAD's
+first launches and after every round, and the model is refitted under that mask.  A commit named under a mask
+stands only once its direct parent reads GOOD without the mask (the parent check); a parent that reads BAD
+abandons pruning for the rest of the hunt.  A range answered under a mask reaches down to its first commit's
+relevant predecessor: the inert commits just before it are in it, since no parent check vouched for them.
+
 The launches are recorded in ``state.Launches``, chosen by ``policy.Policy``, and judged by ``answer``; this
 module only runs the rounds and assembles the report.
 """
@@ -18,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from patchkit.bench.stats.hunt.answer import Ends, evidence, explain_range, judge_ends, others, undecided
+from patchkit.bench.stats.hunt.mask import LEADS, Pruner, Relevant, check, parent_reads
 from patchkit.bench.stats.hunt.model import Model
-from patchkit.bench.stats.hunt.policy import LOO_MASS, Pick, Policy, default_budget
+from patchkit.bench.stats.hunt.policy import CONFIRM, LOO_MASS, Pick, Policy, default_budget
 from patchkit.bench.stats.hunt.report import HuntReport, Measure, Round, Side, Value
 from patchkit.bench.stats.hunt.state import Launches
 from patchkit.bench.stats.verdict import Call, Noise, Verdict
@@ -46,6 +53,7 @@ def hunt(
     label: Callable[[int], str] = str,
     budget: int | None = None,
     ends_check: EndsCheck | None = None,
+    relevance: Relevant | None = None,
 ) -> HuntReport:
     """Search positions ``0..size-1`` (GOOD at 0, BAD at ``size - 1``) for the first bad one.
 
@@ -61,7 +69,8 @@ def hunt(
     ``default_budget(size, max_launches)``.  ``ends_check(good, bad)``: a
     criterion GOOD's and BAD's launches must meet once they are told apart,
     ``("ok", "")``, ``("more", why)`` (launch both again) or ``("refuse", why)``
-    (a ``no-step`` with that why).
+    (a ``no-step`` with that why).  ``relevance()``: which positions could be the first bad one, asked
+    after GOOD's and BAD's first launches and after every round (``mask.Relevant``); None searches every one.
     """
     if size < 2:
         raise ValueError(f"a hunt needs GOOD and BAD: size {size} < 2")
@@ -90,6 +99,7 @@ def hunt(
         expect=expect,
         max_rounds=max_rounds,
         ends_check=ends_check,
+        pruner=Pruner(size, relevance) if relevance is not None else None,
     )
     ends = search.tell_ends_apart()
     if isinstance(ends, HuntReport):
@@ -113,6 +123,7 @@ class _Hunt:
         expect: str | None,
         max_rounds: int | None,
         ends_check: EndsCheck | None,
+        pruner: Pruner | None = None,
     ) -> None:
         self.state = state
         self.policy = policy
@@ -126,6 +137,7 @@ class _Hunt:
         self.ends_check = ends_check
         self.rounds: list[Round] = []
         self.bad = state.size - 1
+        self.pruner = pruner
 
     def left(self) -> int:
         """Launches left in the budget."""
@@ -139,6 +151,10 @@ class _Hunt:
             raise ValueError(f"measure returned {len(values)} values for {len(asked)} launches")
         for pos, value in zip(asked, values, strict=True):
             self.state.add(pos, value)
+        tried = self.state.counts.keys() | self.state.failed.keys()
+        if self.pruner is not None and 0 in tried and self.bad in tried:  # what ran grew: ask again
+            self.pruner.refresh()
+            self.state.mask = self.pruner.mask
         done = Round(asked=tuple(asked), values=values, why=tuple(w for _, w in picks))
         self.rounds.append(done)
         if self.on_round is not None:
@@ -205,10 +221,18 @@ class _Hunt:
             named = best if best is not None and best[1] >= 1 - alpha else None
             picks: list[Pick] = []
             unconfirmed = ""
+            parent = self.parent_check(best[0]) if best is not None and best[1] >= LEADS else "good"
+            if parent == "bad":
+                continue  # pruning is abandoned: the model is refitted over the full line
+            if named is None and best is not None and self.state.counts.get(best[0] - 1):
+                picks = self.policy.parent_picks(best[0], parent)  # the leading commit's check, once begun
             if named is not None:
                 k, mass = named
-                picks = self.policy.confirmations(k, model) or self.policy.second_steps(k, model)
-                if not picks:
+                picks = self.policy.confirmations(k, model, parent) or self.policy.second_steps(k, model)
+                if not picks and parent != "good":
+                    unconfirmed = (f"its direct parent {self.policy.label(k - 1)} could not be measured enough for "
+                                   "pruning's check")  # fmt: skip
+                elif not picks:
                     before_after, adjacent = evidence(self.state, k, alpha)
                     if before_after.call is Call.DIFFERENT:
                         return self.found(k, mass, model, ends, before_after, adjacent)
@@ -224,6 +248,35 @@ class _Hunt:
             if not picks:
                 return self.range(model, bounds, ends, self.stuck(named, unconfirmed))
             self.launch(self.policy.with_references(picks, model)[: max(self.left(), 0)])
+
+    def parent_check(self, k: int) -> str:
+        """While pruned: the check of ``k`` (``mask.check``): its direct parent reads GOOD, and ``k`` itself BAD, on
+        the posterior under the mask with ``k - 1`` and ``k + 1`` made relevant; a check that fails abandons
+        pruning here.  Not pruned: ``good`` (the plain confirmation measures ``k - 1`` and ``k`` anyway)."""
+        state, pruner, can = self.state, self.pruner, self.policy.can_ask
+        if state.mask is None or pruner is None:
+            return "good"
+        launches = state.counts.get(k - 1, 0)
+        if not launches:
+            return parent_reads(1.0, 0, can(k - 1), CONFIRM)
+        post = state.model(mask=state.mask.with_relevant((k - 1, k + 1))).posterior
+        p_parent, p_k = post.cdf(k - 1), post.cdf(k)
+        pruner.parent = (k - 1, p_parent)
+        word = check((p_parent, launches, can(k - 1)), (p_k, state.counts.get(k, 0), can(k)), CONFIRM)
+        label = self.policy.label
+        if word == "bad":
+            pruner.abandon(f"the direct parent {label(k - 1)} of {label(k)} read BAD (P(bad) {p_parent:.3f} without "
+                           f"pruning, {plural(launches, 'launch', 'launches')}): a commit judged inert changed what "
+                           "ran; the search went on over the full line")  # fmt: skip
+        elif word == "bad-k":
+            pruner.abandon(
+                f"{label(k)}, named under pruning, read GOOD without it (P(bad) {p_k:.3f}): a commit "
+                "judged inert after it changed what ran; the search went on over the full line"
+            )
+        if pruner.abandoned is not None:
+            state.mask = None
+            return "bad"
+        return word
 
     def stuck(self, named: tuple[int, float] | None, unconfirmed: str) -> str:
         """Why no launch is left: nothing could narrow the posterior, or the commit that holds it could not be
@@ -245,6 +298,8 @@ class _Hunt:
                            evidence=before_after, adjacent=adjacent, others=others(self.state, k, model))  # fmt: skip
 
     def range(self, model: Model, bounds: tuple[int, int], ends: Verdict, reason: str) -> HuntReport:
+        if self.state.mask is not None:  # the inert commits just before the range: no parent check vouched for them
+            bounds = (self.state.mask.prev(bounds[0]) + 1, bounds[1])
         r = explain_range(self.policy, model, bounds, reason)
         return self.report("range", r.why, lo=r.lo, hi=r.hi, probability=r.probability, endpoints=ends,
                            likely=r.likely, likely_mass=r.likely_mass, unclear=r.unclear, advice=r.advice)  # fmt: skip
@@ -268,5 +323,5 @@ class _Hunt:
             kind=kind, why=why, measured=tuple(state.sides(model)), skipped=tuple(sorted(state.skipped)),
             rounds=tuple(self.rounds), spread=model.spread if model else None,
             drift=model.drift() if model else None, failures=tuple(state.failures), budget=self.cap,
-            **fields,  # type: ignore[arg-type]
+            pruning=None if self.pruner is None else self.pruner.outcome(self.policy.label), **fields,  # type: ignore[arg-type]
         )  # fmt: skip

@@ -45,10 +45,20 @@ def responsibilities(resid: np.ndarray, sigma: float) -> np.ndarray:
     return core / (core + EPS / OUTLIER_WIDTH)
 
 
-def gap_log_prior(marks: np.ndarray) -> np.ndarray:
+NO_MASS = -1e9  # the log prior of a gap that holds no relevant commit: finite, so that sums stay numbers, exp() 0
+
+
+def gap_log_prior(marks: np.ndarray, rank: np.ndarray | None = None) -> np.ndarray:
     """The prior over the first bad commit, per gap between consecutive measured positions: uniform over the
-    commits, so each gap's log width.  A split's posterior adds it to the split's likelihood."""
-    return np.log(np.diff(marks.astype(float)))
+    commits, so each gap's log width.  A split's posterior adds it to the split's likelihood.
+
+    While the hunt is pruned, ``rank[p]`` counts the relevant positions in ``1..p``: the prior is uniform over the
+    relevant commits, so a gap weighs its count of them, and a gap of inert commits only gets no mass
+    (``NO_MASS``): an inert commit cannot be the first bad one, it takes its relevant predecessor's side."""
+    if rank is None:
+        return np.log(np.diff(marks.astype(float)))
+    counts = np.diff(rank[marks]).astype(float)
+    return np.where(counts > 0, np.log(np.maximum(counts, 1.0)), NO_MASS)
 
 
 @dataclass(frozen=True)

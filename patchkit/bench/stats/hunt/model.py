@@ -100,12 +100,14 @@ class Model:
         noise: Noise | None,
         floor: float,
         fixed: float | None = None,
+        rank: np.ndarray | None = None,
     ) -> Model:
         """The model of launches at positions ``pos`` (GOOD at 0 and BAD at ``size - 1`` among them, ascending)
         with log values ``x`` and orders ``t``; ``sign``: the step's direction (+1 BAD higher, -1 lower, 0 not
         known yet); ``floor``: the least spread (a quantized metric's resolution).  The posterior integrates the
         spread out, or with ``fixed`` is taken at that many times the fitted spread (the confirmation's check at
-        the spread's upper bound)."""
+        the spread's upper bound).  ``rank`` (pruned): ``rank[p]`` relevant positions in ``1..p``; only they can
+        be the first bad one (``gap_log_prior``)."""
         marks = np.unique(pos)
         if len(marks) < 2 or marks[0] != 0 or marks[-1] != size - 1:
             raise ValueError("the posterior needs GOOD and BAD measured")
@@ -115,7 +117,7 @@ class Model:
         index = np.searchsorted(marks, pos)  # each launch's mark
         can_drift = len(x) >= DRIFT_FROM and len(np.unique(t)) >= 3
         left = index[None, :] <= np.arange(len(marks) - 1)[:, None]  # splits x launches: on GOOD's side
-        prior = gap_log_prior(marks)
+        prior = gap_log_prior(marks, rank)
         groups = Groups.of(index, len(marks))
         sigma = start_sigma(noise, x, index, floor)
         start = SplitFit.start(left, x, index)
@@ -140,7 +142,8 @@ class Model:
             logs = marginal_logs(fit, left, prior, sigma, sign, noise, floor)
         probs = np.exp(logs - logs.max())
         probs /= probs.sum()
-        m.posterior = Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()))
+        ranks = () if rank is None else tuple(int(v) for v in rank)
+        m.posterior = Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()), rank=ranks)
         return m
 
     def outlier_flags(self, p: int) -> list[bool]:
@@ -189,7 +192,7 @@ class Model:
     def side_splits(self, lo: int, hi: int) -> list[tuple[int, int, float, float, float]]:
         """Every split between the measured commits of ``lo..hi`` (one side of the answer) with launches on both
         sides of it: the measured commits either side, its z, its size (log scale) and the launches (weighted) on
-        its thinner side.  Each commit's launches
+        its thinner side (while pruned, only the splits with a relevant commit between).  Each commit's launches
         are weighted by the mixture against the commit's own median (an outlier of one commit cannot fake a
         step), the drift removed; the z is Student's t at the split's pooled spread, as a normal z (``as_normal``)."""
         marks = [p for p in np.unique(self.pos).tolist() if lo <= p <= hi]
@@ -212,8 +215,8 @@ class Model:
         out = []
         for j in range(len(marks) - 1):
             nl, nr = float(cn[j]), float(cn[-1] - cn[j])
-            if nl < 0.5 or nr < 0.5:
-                continue
+            if nl < 0.5 or nr < 0.5 or not self.posterior.count(marks[j], marks[j + 1]):
+                continue  # (while pruned, a step lies on a relevant commit: none between two of one block)
             sl, sr = float(cs[j]), float(cs[-1] - cs[j])
             diff = sr / nr - sl / nl
             spread, df = split_ss + float(cq[-1]) - sl * sl / nl - sr * sr / nr, split_df + nl + nr - 2

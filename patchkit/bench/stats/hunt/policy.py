@@ -39,6 +39,7 @@ import math
 from collections.abc import Callable, Collection
 
 from patchkit.bench.stats.hunt.model import Model, SideStep
+from patchkit.bench.stats.hunt.posterior import Posterior
 from patchkit.bench.stats.hunt.sigma import upper_factor
 from patchkit.bench.stats.hunt.state import Launches
 from patchkit.wording import plural
@@ -111,32 +112,73 @@ class Policy:
             chosen += ahead(state.size, min(self.slots - len(chosen), left - len(chosen)), state.skipped)
         return chosen
 
-    def confirmations(self, k: int, model: Model) -> list[Pick]:
+    def left_of(self, k: int) -> list[int]:
+        """The positions whose launches stand for GOOD's side at the boundary before ``k``: ``k - 1``; while the hunt
+        is pruned, every position from ``k``'s relevant predecessor to ``k - 1``, which the mask gives one level."""
+        mask = self.state.mask
+        return [k - 1] if mask is None else list(range(mask.prev(k), k))
+
+    def right_of(self, k: int) -> list[int]:
+        """The same for BAD's side: ``k``; while pruned, ``k`` and the inert commits after it (to BAD)."""
+        mask = self.state.mask
+        return [k] if mask is None else list(range(k, mask.block_end(k) + 1))
+
+    def confirmations(self, k: int, model: Model, parent: str = "good") -> list[Pick]:
         """The launches that must come before ``k`` is named: up to ``CONFIRM`` launches each at ``k - 1`` and
         ``k``, then one more at a commit whose launch, left out, lets ``k`` fall below ``LOO_MASS``, then the
-        spread's check (``spread_check``)."""
+        spread's check (``spread_check``).
+
+        While the hunt is pruned, ``k - 1`` (``k``'s direct parent, inert or not) and ``k`` are launched first, and
+        again while the check asks for them (``parent``: ``mask.check``'s word); each side of the boundary is then
+        a block of the mask, one level: from ``k``'s relevant predecessor to ``k - 1``, and from ``k`` to the next
+        relevant commit's parent.  ``CONFIRM`` launches of each block with at least one at ``k - 1`` and at ``k``
+        do: the parent check takes the place of the relevant predecessor's second launch, and costs none."""
         counts = self.state.counts
-        chosen: list[Pick] = []
+        chosen = self.parent_picks(k, parent)
+        if chosen:
+            return chosen
+        left, right = self.left_of(k), self.right_of(k)
+        have = {k - 1: sum(counts.get(p, 0) for p in left), k: sum(counts.get(p, 0) for p in right)}
         for p in (k - 1, k):
-            if counts.get(p, 0) < CONFIRM and self.can_ask(p):
+            if have[p] < CONFIRM and self.can_ask(p):
                 chosen.append((p, f"confirm: {self.label(p)} has {plural(counts.get(p, 0), 'launch', 'launches')}"))
-        if chosen or any(counts.get(p, 0) < CONFIRM for p in (k - 1, k)):
+        if chosen or any(have[p] < CONFIRM for p in (k - 1, k)):
             return chosen[: self.slots]
         # The launch whose absence hurts most shows where the evidence is thinnest: one more launch there, at
-        # the same commit (its neighbour's launches say nothing of how that commit itself measured).
+        # the same commit (its neighbour's launches say nothing of how that commit itself measured); while pruned,
+        # a launch of GOOD's side goes to the parent, of BAD's to k.  (GOOD's or BAD's only launch is not left out:
+        # without it there is no level for that end at all; the other launches of its block are.)
         worst: tuple[float, int, int] | None = None
-        for p in (k - 1, k):
-            for i in range(counts[p]):
+        for p in (*left, *right):
+            if p in (0, self.state.size - 1) and counts.get(p, 0) < 2:
+                continue
+            for i in range(counts.get(p, 0)):
                 kept = self.state.model(exclude=(p, i)).posterior.single(k)
                 if kept < LOO_MASS and (worst is None or kept < worst[0]):
                     worst = (kept, p, i)
         if worst is None:
             return self.spread_check(k, model)
         kept, p, i = worst
-        where = [q for q in (p, (2 * k - 1) - p) if self.can_ask(q)]
+        home = p if p in (k - 1, k) else k - 1 if p < k else k
+        where = [q for q in (home, (2 * k - 1) - home) if self.can_ask(q)]
         if not where:
             return []
         return [(where[0], f"confirm: without launch {i + 1} of {self.label(p)}, {self.label(k)} keeps {kept:.3f}")]
+
+    def parent_picks(self, k: int, parent: str) -> list[Pick]:
+        """The launches the check of ``k`` under the mask asks for (``parent``: ``mask.check``'s word): ``k - 1``
+        first while unmeasured or unclear, with ``k`` beside it (slots allowing) while it has fewer than
+        ``CONFIRM``; ``k`` again while it does not read BAD without the mask."""
+        counts = self.state.counts
+        chosen: list[Pick] = []
+        if parent in ("unmeasured", "more") and self.can_ask(k - 1):
+            had = plural(counts.get(k - 1, 0), "launch", "launches")
+            chosen.append((k - 1, f"parent: is {self.label(k - 1)}, {self.label(k)}'s direct parent, good? ({had})"))
+        if parent in ("unmeasured", "more", "again") and (not counts.get(k) or parent == "again"):
+            had = plural(counts.get(k, 0), "launch", "launches")
+            if self.can_ask(k):
+                chosen.append((k, f"parent: is {self.label(k)} bad without pruning too? ({had})"))
+        return chosen[: self.slots]
 
     def spread_check(self, k: int, model: Model) -> list[Pick]:
         """One more launch at ``k - 1`` or ``k`` while ``k`` would fall below ``LOO_MASS`` at the spread's
@@ -225,24 +267,37 @@ class Policy:
                 chosen.append((c, f"probe: the posterior's {q:.0%} point"))
                 pending[c] = pending.get(c, 0) + 1
                 continue
-            again = next((p for p in unclear if room(p)), None)
+            again = next((p for p in unclear if room(self.stand_in(p, post))), None)
             if again is None:
                 continue
             unclear.remove(again)
             unclear.append(again)  # the next slot goes to the next most unclear commit first
             after = plural(self.state.counts[again], "launch", "launches")
-            chosen.append((again, f"unclear: P(bad) {post.cdf(again):.3f} after {after}"))
-            pending[again] = pending.get(again, 0) + 1
+            at = self.stand_in(again, post)
+            where = "" if at == again else f", launched at {self.label(at)} on its side (the next candidate's parent)"
+            chosen.append((at, f"unclear: P(bad) {post.cdf(again):.3f} after {after}{where}"))
+            pending[at] = pending.get(at, 0) + 1
         if not chosen:
             # Every measured commit is settled or at its cap, yet no commit holds the mass: probe the unmeasured
             # commit of the credible range nearest to the posterior's median.
             lo, hi = post.credible(self.alpha)
             median = post.quantile(0.5) or lo
-            spare = [p for p in range(lo, hi + 1) if p not in self.state.counts and room(p)]
+            spare = [p for p in range(lo, hi + 1) if p not in self.state.counts and room(p) and post.holds(p)]
             if spare:
                 c = min(spare, key=lambda p: (abs(p - median), p))
                 chosen.append((c, "probe: unmeasured, in the credible range"))
         return chosen
+
+    def stand_in(self, p: int, post: Posterior) -> int:
+        """Where another launch for measured ``p``'s side goes: ``p`` itself, or while the hunt is pruned and ``p``
+        is likely GOOD, the last commit of its block (``Mask.block_end``), which the mask gives ``p``'s level:
+        it is the next candidate's direct parent, so the launch that settles ``p``'s side is also that
+        candidate's parent check, which it would otherwise need on top."""
+        mask = self.state.mask
+        if mask is None or post.cdf(p) >= 0.5:
+            return p
+        end = mask.block_end(p)
+        return end if end < self.state.size - 1 and self.can_ask(end) else p
 
     def with_references(self, picks: list[Pick], model: Model) -> list[Pick]:
         """The round's picks, with GOOD or BAD launched again where the drift needs it: in each round with slots

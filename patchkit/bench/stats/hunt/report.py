@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from patchkit.bench.stats.hunt.mask import Pruned
 from patchkit.bench.stats.verdict import Verdict
 
 
@@ -138,6 +139,7 @@ class HuntReport:
     failures: tuple[Failure, ...] = ()  # every launch that gave no value
     budget: int = 0
     advice: str = ""  # range: what would likely narrow it
+    pruning: Pruned | None = None  # what pruning did (None: no ``relevance`` was given)
 
     @property
     def starts(self) -> int:

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from patchkit.bench.stats.hunt.mask import Mask
 from patchkit.bench.stats.hunt.model import Model
 from patchkit.bench.stats.hunt.report import Failure, GiveUp, Side, Value
 from patchkit.bench.stats.verdict import Noise, resolution_floor
@@ -36,8 +37,10 @@ class Launches:
         self.skipped: set[int] = set()
         self.used = 0  # launches asked for, failed ones included (the budget's count)
         self.sign = 0.0  # -1: BAD lower than GOOD, +1: higher; 0 until the endpoints are told apart
+        self.mask: Mask | None = None  # pruned: the positions that can be the first bad one (``mask.py``)
         self._model: Model | None = None
         self._model_at = -1
+        self._model_mask: Mask | None = None
 
     def add(self, pos: int, value: Value) -> None:
         order = self.used
@@ -74,12 +77,15 @@ class Launches:
         """Whether a model can be fitted: GOOD and BAD measured, and the step's direction known."""
         return 0 in self.counts and self.size - 1 in self.counts and self.sign != 0
 
-    def model(self, exclude: tuple[int, int] | None = None, fixed: float | None = None) -> Model:
-        """The fitted model over every launch (cached per launch count), or without one launch
+    def model(
+        self, exclude: tuple[int, int] | None = None, fixed: float | None = None, mask: Mask | str | None = "current"
+    ) -> Model:
+        """The fitted model over every launch (cached per launch count and mask), or without one launch
         (``exclude``: position and index among its launches), or with its posterior at ``fixed`` times the
-        fitted spread."""
-        plain = exclude is None and fixed is None
-        if plain and self._model is not None and self._model_at == self.used:
+        fitted spread; under the current mask, or under ``mask`` (None: none; the check of a named commit)."""
+        mask = self.mask if isinstance(mask, str) else mask
+        plain = exclude is None and fixed is None and mask is self.mask
+        if plain and self._model is not None and self._model_at == self.used and self._model_mask is self.mask:
             return self._model
         pos, x, t = [], [], []
         for p in self.measured_positions():
@@ -91,9 +97,9 @@ class Launches:
                 t.append(order)
         floor = resolution_floor([v for p in self.counts for v in self.raw[p]])
         model = Model.fit(np.array(pos), np.array(x), np.array(t, dtype=float), self.size, self.sign,
-                          self.noise, floor, fixed)  # fmt: skip
+                          self.noise, floor, fixed, None if mask is None else mask.rank)  # fmt: skip
         if plain:
-            self._model, self._model_at = model, self.used
+            self._model, self._model_at, self._model_mask = model, self.used, self.mask
         return model
 
     def sides(self, model: Model | None = None) -> list[Side]:

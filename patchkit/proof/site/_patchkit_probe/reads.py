@@ -57,7 +57,13 @@ def install_open_hook(probe: Probe) -> None:
       its suffix, but the ``.py`` and ``.pyc`` the import system reads (those
       are modules, recorded as they run): kind ``read``, its path only, so
       that a commit changing a file no launch read can be known as such; a
-      data file (``DATA_SUFFIXES``) there is kind ``data`` as below;
+      data file (``DATA_SUFFIXES``) there is kind ``data`` as below.  A
+      ``.py`` the program opens itself (a server that parses a module's
+      source, ``inspect.getsource`` for a JIT compiler, a traceback's
+      ``linecache``) is read: any change to it can change what ran.  The
+      import system's own reads are told apart by the frame that opens the
+      file (``FileLoader.get_data`` in ``importlib._bootstrap_external``),
+      since both open it the same way (``FileIO``, mode ``r``);
     * each data file (``DATA_SUFFIXES``: a fused-MoE tuning config, a chat
       template, the model's ``config.json``) under the data roots
       (``data_roots``): kind ``data``, with its stat, accounted like a module.
@@ -91,7 +97,7 @@ def install_open_hook(probe: Probe) -> None:
         try:
             full: str = path if path[:1] == sep else os.path.abspath(path)
             if full.startswith(tree):
-                if full.endswith(code):
+                if full.endswith(code) and _opened_by_import():
                     return
                 kind = "data" if full.endswith(suffixes) else "read"
             elif full.endswith(suffixes) and full.startswith(roots):
@@ -125,3 +131,14 @@ def install_open_hook(probe: Probe) -> None:
             probe.failed(exc)
 
     sys.addaudithook(hook)
+
+
+def _opened_by_import() -> bool:
+    """Whether the code that opens the file the audit hook is told of is the import system's (frozen, or its
+    source with ``-X frozen_modules=off``).  Frame 2: this function's caller is the hook, its caller the opener;
+    a file opened with no Python frame (the main script, opened by the interpreter) is not an import."""
+    try:
+        filename = sys._getframe(2).f_code.co_filename
+    except ValueError:
+        return False
+    return filename.endswith(("importlib._bootstrap_external>", os.sep + "_bootstrap_external.py"))
