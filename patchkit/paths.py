@@ -1,8 +1,9 @@
 """Where patchkit keeps its own files: under the git directory, and in the user's cache.
 
-Every such path is named here and nowhere else, so that what a command writes
-and what another reads (a lock, the verdict cache, the bench store) cannot
-drift apart.  Two roots under git:
+Every root is named here, so that what a command writes and what another
+reads (a lock, the verdict cache, the bench store) cannot drift apart; the
+engine names the files of one tree's own state inside its root (``lock``,
+``applied/``, ``objects``, ``journal.json``, ``move.json``).  Two roots under git:
 
 * ``common_dir/patchkit``: shared by every work tree of a repository (caches,
   the bench store, the bench's work trees, the locks that guard creating one);

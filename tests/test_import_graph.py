@@ -120,6 +120,25 @@ def test_rich_is_imported_only_by_the_views():
     ]
 
 
+def test_click_and_submitit_are_imported_only_in_their_homes():
+    """click outside the CLI and submitit outside the Slurm modules are reported, wherever the import sits; their
+    homes are not, and the tree itself has none."""
+    tool = load_tool()
+    trees, _graph = synthetic(
+        tool,
+        {
+            "patchkit.cli": "import click\n",
+            "patchkit.commands.apply": "import click.testing\n",
+            "patchkit.bench.execution.slurm": "def f():\n    import submitit\n",
+            "patchkit.bench.execution.job": "def f():\n    from submitit.core.utils import FailedJobError\n",
+        },
+    )
+    assert tool.homeless(trees) == [
+        "patchkit.bench.execution.job -> submitit.core.utils",
+        "patchkit.commands.apply -> click.testing",
+    ]
+
+
 def test_a_read_only_verb_loads_no_launch_machinery():
     """runs loading the executor through the store is reported; show importing it only inside a function (a
     named cold boundary) and bench (not a read-only verb) loading it are not."""

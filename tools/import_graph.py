@@ -24,6 +24,9 @@ Reads the source with ast.  The rules:
 6. rich is imported only under ``patchkit.views``.
 7. A read-only verb (``READ_ONLY_VERBS``: show, runs, compare, report) loads
    nothing of ``bench.execution``, the launch machinery, when it is imported.
+8. A library with one home is imported only there (``HOMES``): click only by
+   the CLI, submitit only by the Slurm executor and the ledger of scheduled
+   jobs (under TYPE_CHECKING and inside functions too).
 
     python tools/import_graph.py [--quiet]
 """
@@ -90,6 +93,13 @@ FRONT_ENDS = {
     "the home of REPORT_KEY, and nothing imports it",
 }
 """The modules that print for a person, and so may import the views: the top of the graph."""
+
+HOMES = {
+    "click": ("patchkit.cli",),
+    "submitit": ("patchkit.bench.execution.slurm", "patchkit.bench.execution.scheduled"),
+}
+"""A third-party library -> the modules that may import it: one place knows its API, so that a change of it (or
+leaving it) touches one file, and a verb that never needs it never loads it."""
 
 LAUNCH = "patchkit.bench.execution"
 READ_ONLY_VERBS = (
@@ -322,6 +332,17 @@ def rich_outside(trees: dict[str, tuple[Path, ast.Module]]) -> list[str]:
     ]
 
 
+def homeless(trees: dict[str, tuple[Path, ast.Module]]) -> list[str]:
+    """``module -> library...`` for every import of a library of ``HOMES`` outside its home."""
+    return [
+        f"{mod} -> {name}"
+        for mod, (_path, tree) in sorted(trees.items())
+        for name in sorted(all_imports(tree))
+        for lib, homes in HOMES.items()
+        if (name == lib or name.startswith(lib + ".")) and mod not in homes
+    ]
+
+
 def read_only_loads(trees: dict[str, tuple[Path, ast.Module]]) -> list[str]:
     """``verb -> module`` for every module of the launch machinery that importing a read-only verb loads."""
     at_load = {mod: load_time_imports(tree) for mod, (_path, tree) in trees.items()}
@@ -424,13 +445,17 @@ def main(argv: list[str]) -> int:
     launching = read_only_loads(trees)
     for where in launching:
         print(f"READ-ONLY VERB loads the launch machinery: {where}")
+    strays = homeless(trees)
+    for where in strays:
+        print(f"LIBRARY outside its home: {where}")
     print(
         f"{len(found_cycles)} package-level two-way cycle(s), {len(upward)} upward import(s), "
         f"{len(unnamed)} function-local import(s) outside a named boundary, "
         f"{len(dirty)} impure import(s) under {PURE}, {len(viewers)} view import(s) outside a front end, "
-        f"{len(richer)} rich import(s) outside the views, {len(launching)} launch module(s) a read-only verb loads"
+        f"{len(richer)} rich import(s) outside the views, {len(launching)} launch module(s) a read-only verb loads, "
+        f"{len(strays)} import(s) of a library outside its home"
     )
-    return 1 if found_cycles or upward or unnamed or dirty or viewers or richer or launching else 0
+    return 1 if found_cycles or upward or unnamed or dirty or viewers or richer or launching or strays else 0
 
 
 if __name__ == "__main__":

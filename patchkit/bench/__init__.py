@@ -4,12 +4,15 @@ Three sub-packages, one job each, so that the folder shows where "how a launch r
 "how a verdict is reached" begins:
 
 * ``stats``: pure statistics and search over launch values (``spread``, ``verdict``, ``hunt``,
-  ``search``, ``plan``, ``outcome``), each returning a frozen report.  They import nothing from
-  the other two, nor any process, database or scheduler: a test calls them with numbers.
+  ``search``, ``plan``, ``outcome``, ``delta``, ``relevance``, ``pruning``), each returning a
+  frozen report.  They import nothing from the other two, nor any process, database or
+  scheduler: a test calls them with numbers.
 * ``records``: what a launch leaves behind and reading it (``record``, ``metrics``,
-  ``provenance``, ``store``, ``runview``, ``hygiene``, ``compare``, ``aa``, ``rows``).  Built on ``stats``.
+  ``provenance``, ``store``, ``runview``, ``hygiene``, ``compare``, ``aa``, ``rows``, ``coverage``,
+  ``without``).  Built on ``stats``.
 * ``execution``: how a launch runs (``executor``, ``local``, ``slurm``, ``ledger``, ``scheduled``,
-  ``job``, ``prepare``, ``session``, ``launches``, ``bisecting``, ``smi``).  Built on both.
+  ``job``, ``group``, ``supervisor``, ``probed``, ``prepare``, ``session``, ``launches``, ``bisecting``,
+  ``pruning``, ``smi``).  Built on both.
 
 Layers, bottom up: ``stats`` < ``records`` < ``execution``; nothing here imports
 ``patchkit.commands`` (``tools/import_graph.py`` checks all three).  The verbs live in

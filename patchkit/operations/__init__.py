@@ -2,7 +2,7 @@
 
 ``operation(name)`` imports only the module of the op it is asked for, so a
 manifest that uses three ops (the guard's warm path) does not pay for the
-import of all eight; ``registry()`` imports them all (docs and tests).
+import of all twelve; ``registry()`` imports them all (docs and tests).
 """
 
 from __future__ import annotations
