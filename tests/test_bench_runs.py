@@ -328,7 +328,7 @@ def test_bisect_finds_the_planted_commit_skipping_the_unpatchable_one(capsys, hi
     data = result.json
     assert set(data) == {
         "version", "command", "metric", "profile", "criterion", "good", "bad", "skipped", "steps", "first_bad",
-        "last_good", "maybe", "error", "allow_dirty", "search", "gpu_hygiene",
+        "last_good", "maybe", "error", "allow_dirty", "search", "gpu_hygiene", "pruning", "suspects",
     }  # fmt: skip
     assert data["first_bad"]["subject"] == SLOW_SUBJECT
     assert data["first_bad"]["commit"] == history["slow"]

@@ -113,7 +113,7 @@ def bisect(
                 say(console, SUBMITTER_INTERRUPTED, "bold yellow")
                 return int(ExitCode.INTERRUPTED)
             gpus = plan.gpu_hygiene(report)  # the hunt's launches read back while the store is open
-    result = plan.document(report, gpus)
+            result = plan.document(report, gpus)  # the suspects read stored coverage: the store is open too
     save_latest_bisect(opened.session.store.path, result)  # `runs --plot` and `report` mark its first bad commit
     if json_out:
         print_json(result)
