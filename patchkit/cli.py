@@ -1012,8 +1012,8 @@ def bisect(**kwargs: Any) -> int:
 
     Pruning: the probe records what every launch ran; a commit whose changes
     touch only code that no launch ran (a function that never started, a
-    module never imported, a file never read: build inputs never count) is
-    inert and takes the side of the relevant commit before it. Once GOOD and
+    module never imported, a file never read; a build input is never inert)
+    is inert and takes the side of the relevant commit before it. Once GOOD and
     BAD have run, the suspects are listed: the commits that changed code that
     ran, each with what. Before a FIRST BAD stands, the commit just before it
     is launched, inert or not; if it reads BAD the hunt goes on over every
