@@ -123,7 +123,7 @@ def test_embedded_documents_are_the_commands_json_byte_for_byte(demo, page):
         for metric, stats in run["stats"].items() if run["outcome"] == "ok" else ():
             launches.setdefault((metric, run["profile"], run["commit"]), []).append((run["run"], stats["median"]))
     levels = {(lv["metric"], lv["profile"], lv["commit"]): lv for lv in verdicts["levels"]}
-    assert set(levels) == set(launches) and len(levels) == 12
+    assert set(levels) == set(launches) and len(levels) == 10
     for key, found in levels.items():
         assert found["runs"] == [run for run, _ in launches[key]]
         assert found["launches"] == [value for _, value in launches[key]]
@@ -371,8 +371,8 @@ def test_dom_has_a_band_per_patch_a_panel_per_metric_and_marks_for_refused_runs(
         assert traces["refused"] == refused
         ok = [r for r in runs if r["outcome"] == "ok" and panel["metric"] in r["stats"] and r["profile"] == "eagle3"]
         # A point per launch; a median (with its interval) per benchmarked commit, not per run.
-        assert traces["eagle3 launches"] == len(ok) == 11  # the bisect confirms its boundary: two launches a side
-        assert traces["eagle3 median (interval)"] == len({r["commit"] for r in ok}) == 5
+        assert traces["eagle3 launches"] == len(ok) == 8  # two launches a side of the boundary; inert commits skipped
+        assert traces["eagle3 median (interval)"] == len({r["commit"] for r in ok}) == 4
         assert traces["different"] == 1  # the first bad commit against its parent, two launches each
     assert dict(dom["panels"][0]["traces"])["baseline launches"] == 2  # no verify_ms for baseline
     assert "baseline launches" not in dict(dom["panels"][1]["traces"])

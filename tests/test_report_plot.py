@@ -47,7 +47,7 @@ def test_plot_off_a_terminal_marks_the_first_bad_commit_without_colour(hunted):
     print(out)
     assert ANSI_ESCAPE not in out
     lines = out.splitlines()
-    assert lines[0].strip() == "output_tok_s over 5 benchmarked commits"
+    assert lines[0].strip() == "output_tok_s over 6 benchmarked commits"  # the first bad commit's parent too
     # The axis: benchmarked commits oldest first, each listed under the plot; the refused one too.
     listed = [m[2] for m in map(COMMIT_LINE.match, lines) if m]
     order = [history[label] for label in history.order]
