@@ -156,3 +156,60 @@ def test_a_module_source_the_program_opens_itself_is_read_but_an_import_is_not(t
     again = next(p for p in read_probe_dir(run(sys.executable, plain)) if p.forked_from is None)
     assert not any(path.endswith(".py") for path in again.reads)  # imported, never opened by the program
     assert engine.replace(str(tmp_path), str(plain)) in {f.path for f in again.files if f.kind == "module"}
+
+
+DYNAMO_PROGRAM = """import sys
+sys.path.insert(0, {tree!r})
+sys.path.insert(0, {tree!r} + "/../site")
+import pkg.engine
+import torch._dynamo.utils
+torch._dynamo.utils.counters["frames"]["ok"] += FRAMES
+pkg.engine.Engine().start()
+print("done")
+"""
+
+
+def dynamo_site(tmp_path: Path) -> None:
+    """A stand-in of torch's dynamo where the program can import it: the counters torch keeps
+    (``torch._dynamo.utils.counters``, a mapping of counters), and nothing else."""
+    pkg = tmp_path / "site" / "torch" / "_dynamo"
+    pkg.mkdir(parents=True)
+    (pkg.parent / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("from torch._dynamo import utils\n")
+    (pkg / "utils.py").write_text("import collections\n\ncounters = collections.defaultdict(collections.Counter)\n")
+
+
+@pytest.mark.parametrize("frames", [0, 3])
+def test_a_process_where_torch_compile_compiled_code_counts_at_file_granularity(tmp_path: Path, frames: int) -> None:
+    """dynamo runs the functions it compiles as a graph: none of them starts as Python, so a process where it
+    compiled a frame is recorded at file granularity, with why; one where it was loaded and compiled nothing
+    keeps its core's granularity."""
+    dynamo_site(tmp_path)
+    python = PY312 or sys.executable
+    out = run(python, tmp_path, program=DYNAMO_PROGRAM.replace("FRAMES", str(frames)))
+    [proc] = read_probe_dir(out)
+    coverage = coverage_json([proc], str(tmp_path / "tree"))
+    [row] = coverage["processes"]
+    if frames:
+        assert proc.compiled is not None and "torch.compile (dynamo) compiled code here (3 frames" in proc.compiled
+        assert (row["granularity"], row["why"]) == ("file", proc.compiled)
+        assert coverage["granularity"] == "file"
+    else:
+        assert proc.compiled is None
+        assert row["granularity"] == proc.granularity and row["why"] == proc.core_why
+
+
+def test_a_process_that_loaded_dynamo_and_ended_without_its_exit_record_counts_at_file_granularity(
+    tmp_path: Path,
+) -> None:
+    """Killed before its exit record, a process cannot say whether dynamo compiled anything: file granularity."""
+    dynamo_site(tmp_path)
+    program = DYNAMO_PROGRAM.replace("FRAMES", "0").replace('print("done")', 'print("done", flush=True)\nos._exit(0)')
+    out = run(PY312 or sys.executable, tmp_path, program="import os\n" + program)
+    [proc] = read_probe_dir(out)
+    assert not proc.exited
+    assert (
+        proc.compiled == "torch.compile (dynamo) was loaded and the process ended before saying whether it "
+        "compiled code"
+    )
+    assert coverage_json([proc], str(tmp_path / "tree"))["processes"][0]["granularity"] == "file"

@@ -6,7 +6,8 @@ file read under the benchmarked tree.  ``coverage_json`` folds a launch's proces
 (one entry per code object, whichever processes and however many calls ran it; the functions grouped by file):
 
 * ``granularity``: the coarsest of the processes, ``function`` or ``file`` (an interpreter before 3.12, or a
-  core that could not start, records which modules ran and not which of their functions);
+  core that could not start, records which modules ran and not which of their functions; a process where
+  torch.compile compiled code, or may have, counts as ``file``: compiled code runs without starting);
 * ``functions``, ``modules``, ``reads``: the unions over the processes, absolute paths (``root``, the tree,
   says which are the tree's);
 * ``processes``: per process its core, granularity and counts;
@@ -51,14 +52,14 @@ def coverage_json(processes: Sequence[ProcessFacts], root: str | None) -> Covera
                 "label": proc.label,
                 "python": proc.executable,
                 "core": proc.core,
-                "granularity": proc.granularity,
-                "why": proc.core_why,
+                "granularity": "file" if proc.compiled else proc.granularity,
+                "why": proc.compiled or proc.core_why,
                 "functions": len(proc.code),
                 "modules": len(ran),
                 "reads": len(read),
             }
         )
-    granularity = "function" if processes and all(p.granularity == "function" for p in processes) else "file"
+    granularity = "function" if rows and all(r["granularity"] == "function" for r in rows) else "file"
     return {
         "version": COVERAGE_VERSION,
         "granularity": granularity,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,6 +103,8 @@ class ProcessFacts:
     code: tuple[tuple[str, str, int], ...] = field(default=(), repr=False)  # (file, qualname, first line) started
     reads: tuple[str, ...] = field(default=(), repr=False)  # files read under the benchmarked tree (kind "read")
     execs: tuple[str, ...] = ()  # the paths the process exec'd (its next image, if probed, is the next file)
+    # why code ran here that the core never saw start: torch.compile (dynamo) loaded and compiling (or not saying)
+    compiled: str | None = None
 
     @property
     def ident(self) -> str:
@@ -182,6 +185,7 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
     errors: list[str] = []
     title = mp_name = None
     exited = False
+    frames: object = None  # the exit record's count of frames dynamo compiled (None: no exit record, or no dynamo)
     numbered: dict[object, str] = {}
     code: list[tuple[str, str, int]] = []
     reads: list[str] = []
@@ -230,6 +234,8 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
             title = item.get("title") or title
             mp_name = item.get("mp_name") or mp_name
             exited = exited or kind == "exit"
+            if kind == "exit":
+                frames = item.get("compiled")
     return ProcessFacts(
         pid=int(head["pid"]),
         ppid=head.get("ppid"),
@@ -258,7 +264,28 @@ def read_process(path: Path, incomplete: str | None = None) -> ProcessFacts | No
         code=tuple(code),
         reads=tuple(reads),
         execs=tuple(execs),
+        compiled=_compiled(files, exited, frames),
     )
+
+
+DYNAMO = "torch._dynamo"
+
+
+def _compiled(files: Sequence[LoadedFile], exited: bool, frames: object) -> str | None:
+    """Why the process ran code its core never saw start, or None: torch.compile (dynamo) interprets a function's
+    bytecode symbolically, inlining every callee, and runs the graph it built, so a changed function that ran
+    there reads as "did not run".  A process that loaded dynamo and compiled a frame, or that ended without
+    saying (killed before its exit record), is recorded at file granularity; one that said it compiled none is
+    not."""
+    if not any(f.name == DYNAMO or f.name.startswith(DYNAMO + ".") for f in files):
+        return None
+    if not exited:
+        return "torch.compile (dynamo) was loaded and the process ended before saying whether it compiled code"
+    if isinstance(frames, int) and not isinstance(frames, bool) and frames == 0:
+        return None
+    if isinstance(frames, int) and not isinstance(frames, bool) and frames > 0:
+        return f"torch.compile (dynamo) compiled code here ({frames} frames and graphs): it runs without starting"
+    return "torch.compile (dynamo) was loaded and its counters could not be read"
 
 
 def _core(item: object) -> dict[str, Any]:

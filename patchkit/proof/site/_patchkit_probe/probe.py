@@ -105,7 +105,7 @@ class Probe(Writer, Finder):
             if self.pid != os.getpid():
                 return
             self.mains()
-            self.emit({"kind": "exit", "title": title(), "mp_name": mp_name()})
+            self.emit({"kind": "exit", "title": title(), "mp_name": mp_name(), "compiled": compiled_frames()})
         except Exception as exc:
             self.failed(exc)
 
@@ -121,6 +121,19 @@ class Probe(Writer, Finder):
         except Exception as exc:
             self.fd = -1
             self.failed(exc)
+
+
+def compiled_frames() -> int | None:
+    """How many frames torch.compile (dynamo) compiled in this process: None where dynamo was never loaded, -1 where
+    its counters could not be read.  Code dynamo compiles runs as a graph and never starts as Python, so the
+    accounting records such a process at file granularity (``proof/records.py``)."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    try:
+        counters = sys.modules["torch._dynamo.utils"].counters
+        return int(counters["frames"]["ok"]) + int(counters["stats"]["unique_graphs"])
+    except Exception:
+        return -1
 
 
 def report(exc: BaseException) -> None:
