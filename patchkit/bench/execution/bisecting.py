@@ -38,7 +38,7 @@ from patchkit.bench.execution.executor import Executor, prior_place
 from patchkit.bench.execution.launches import BenchArgs, Opened, run_local
 from patchkit.bench.execution.local import LocalExecutor
 from patchkit.bench.execution.prepare import unpatchable_commits
-from patchkit.bench.execution.pruning import EVERY_COMMIT, LineJudge, Suspects, line_judge, relevance_json
+from patchkit.bench.execution.pruning import EVERY_COMMIT, LineJudge, Suspects, line_judge
 from patchkit.bench.execution.scheduled import ScheduledRounds
 from patchkit.bench.execution.session import Session
 from patchkit.bench.execution.slurm import SlurmExecutor
@@ -199,21 +199,12 @@ class BisectPlan:
         return self.judge.suspects()
 
     def pruning_json(self, report: BisectReport) -> dict[str, object]:
-        """``bisect --json``'s ``pruning`` where the search's report has none (``BisectReport.to_json`` gives it
-        otherwise): pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
+        """``bisect --json``'s ``pruning``: the search's (``PruningReport.to_json``), or, where its report has none,
+        that pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
         pruning = report.pruning
         if pruning is None:
-            why = EVERY_COMMIT if self.judge is None else "the search did not use the judgements"
-            pruning = PruningReport("off", why)
-        subjects = self.subjects
-        return {
-            "state": pruning.state,
-            "why": pruning.why,
-            "inert_count": len(pruning.inert),
-            "inert": [relevance_json(r, subjects) for r in pruning.inert],
-            "suspects": [relevance_json(r, subjects) for r in pruning.suspects],
-            "parent": None,
-        }
+            pruning = PruningReport("off", EVERY_COMMIT if self.judge is None else "the search did not use the judge")
+        return pruning.to_json()
 
     def suspects_json(self) -> dict[str, object] | None:
         """``bisect --json``'s ``suspects``: as listed before the search (None with ``--every-commit``)."""
@@ -277,7 +268,7 @@ class BisectPlan:
             },
             "allow_dirty": self.session.allow_dirty,
             **searched,
-            "pruning": searched.get("pruning") or self.pruning_json(report),
+            "pruning": self.pruning_json(report),
             "suspects": self.suspects_json(),
             "gpu_hygiene": None if gpus is None else dict(gpus),
         }

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from patchkit.bench.stats.hunt.answer import Ends, evidence, explain_range, judge_ends, others, undecided
-from patchkit.bench.stats.hunt.mask import LEADS, Pruner, Relevant, check, parent_reads
+from patchkit.bench.stats.hunt.mask import LEADS, Pruned, Pruner, Relevant, check, parent_reads
 from patchkit.bench.stats.hunt.model import Model
 from patchkit.bench.stats.hunt.policy import CONFIRM, LOO_MASS, Pick, Policy, default_budget
 from patchkit.bench.stats.hunt.report import HuntReport, Measure, Round, Side, Value
@@ -323,5 +323,13 @@ class _Hunt:
             kind=kind, why=why, measured=tuple(state.sides(model)), skipped=tuple(sorted(state.skipped)),
             rounds=tuple(self.rounds), spread=model.spread if model else None,
             drift=model.drift() if model else None, failures=tuple(state.failures), budget=self.cap,
-            pruning=None if self.pruner is None else self.pruner.outcome(self.policy.label), **fields,  # type: ignore[arg-type]
+            pruning=self.pruned(kind), **fields,  # type: ignore[arg-type]
         )  # fmt: skip
+
+    def pruned(self, kind: str) -> Pruned | None:
+        """What pruning did (``Pruner.outcome``): skipped are the inert commits never launched; a ``no-step``
+        searched nothing between GOOD and BAD, so it skipped nothing."""
+        if self.pruner is None:
+            return None
+        launched = self.state.counts.keys() | self.state.failed.keys()
+        return self.pruner.outcome(self.policy.label, launched, searched=kind != "no-step")

@@ -29,7 +29,7 @@ line from the launches it has.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,9 +87,13 @@ class Mask:
 @dataclass(frozen=True)
 class Pruned:
     """What pruning did in one hunt: ``state`` ``on`` (the search ended under a mask), ``off`` (never on, or off
-    at the end: ``why``) or ``abandoned`` (the parent check read BAD); ``inert``: the positions treated as inert
-    at the end (``abandoned``: when it was given up); ``parent``: the direct parent the last check measured, with
-    its P(bad) without the mask."""
+    at the end, or the hunt ended before it searched between GOOD and BAD: ``why``) or ``abandoned`` (the parent
+    check read BAD); ``inert``: the *skipped* positions, those judged inert (at the end; ``abandoned``: when it was
+    given up) that the hunt never launched.  GOOD and BAD are launched whatever they change, and a parent that
+    the check measured was launched too, so none of them is ever in it; ``Pruner.outcome`` is the one place that
+    says what was skipped, and every report (the text's count, ``--json``'s ``inert``) reads it from here.
+    ``parent``: the direct parent the last check measured, with its P(bad) on the check's posterior
+    (``check``)."""
 
     state: str
     why: str
@@ -138,18 +142,39 @@ class Pruner:
         self.abandoned_inert = self.mask.inert() if self.mask is not None else ()
         self.abandoned, self.mask = why, None
 
-    def outcome(self, label: Callable[[int], str]) -> Pruned:
+    def outcome(self, label: Callable[[int], str], launched: Collection[int], *, searched: bool = True) -> Pruned:
+        """What pruning did, for the report: ``launched``, every position the hunt launched (a failed launch
+        too); ``searched``: whether the hunt got past GOOD and BAD (False for a ``no-step``: nothing between them
+        was searched, so nothing was skipped, whatever the mask said)."""
         parent, p_bad = self.parent if self.parent is not None else (None, None)
+
+        def skipped(inert: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(p for p in inert if p not in launched)
+
         if self.abandoned is not None:
-            return Pruned("abandoned", self.abandoned, self.abandoned_inert, parent, p_bad)
+            return Pruned("abandoned", self.abandoned, skipped(self.abandoned_inert), parent, p_bad)
         if self.off is not None:
             why = self.off
             if self.on_rounds:
                 why += f" (pruning was on for {self.on_rounds} of {self.rounds} rounds; then every commit was searched)"
             return Pruned("off", why, (), parent, p_bad)
-        inert = self.mask.inert() if self.mask is not None else ()
-        why = (f"{len(inert)} of {self.size - 1} commits after GOOD changed no code that ran: each took its relevant "
-               "predecessor's side")  # fmt: skip
+        if not searched:
+            return Pruned("off", "the hunt ended before it searched between GOOD and BAD: nothing was skipped", (),
+                          parent, p_bad)  # fmt: skip
+        judged = self.mask.inert() if self.mask is not None else ()
+        inert = skipped(judged)
+        after = self.size - 1
+        if inert:
+            why = (f"{len(inert)} of {after} commits after GOOD were skipped: judged inert (they changed no code "
+                   "that ran), each took its relevant predecessor's side and was never launched")  # fmt: skip
+        elif judged:
+            why = f"none of the {after} commits after GOOD was skipped"
+        else:
+            why = f"none of the {after} commits after GOOD was skipped: each changed code that ran"
+        again = [p for p in judged if p in launched]
+        if again:
+            names = ", ".join(label(p) + (" (BAD)" if p == after else "") for p in again)
+            why += f"; launched although judged inert: {names}"
         if parent is not None and p_bad is not None:
             why += f"; the first bad commit's parent {label(parent)} read GOOD (P(bad) {p_bad:.4f} without pruning)"
         return Pruned("on", why, inert, parent, p_bad)
