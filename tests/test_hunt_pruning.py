@@ -20,6 +20,7 @@ from patchkit.bench.stats.hunt import HuntReport, hunt
 from patchkit.bench.stats.hunt.mask import Mask
 from patchkit.bench.stats.hunt.model import Model
 from patchkit.bench.stats.hunt.posterior import Posterior
+from patchkit.bench.stats.hunt.state import Launches
 from patchkit.bench.stats.plan import plan_pruning
 from patchkit.bench.stats.pruning import LineRelevance
 from patchkit.bench.stats.relevance import Judgement, Reason, Relevance
@@ -373,3 +374,24 @@ def test_every_json_entry_of_a_commit_has_one_shape_with_its_subject() -> None:
     listed = Suspects(judged.listed()[:1], 63, "function").to_json({c.sha: c.subject for c in line})
     (entry,) = listed["commits"]  # type: ignore[misc]
     assert set(entry) == {"commit", "subject", "changes"} and entry == data["suspects"][0]
+
+
+def test_the_parent_check_reads_the_mask_with_the_parent_and_the_commit_after_it_made_relevant() -> None:
+    """The check's posterior is the mask with ``k - 1`` and ``k + 1`` made relevant (``mask.py`` says why), not the
+    posterior without a mask: the latter would weigh the unmeasured inert commits between 33's relevant
+    predecessor 27 and its parent 32 on "first bad <= 32" by their number, though a step on any of them shows in
+    32's own level."""
+    mask = flags(64, RELEVANT)
+    report = run(Line(64, 33), mask)
+    assert report.kind == "found" and report.first_bad == 33 and report.pruning is not None
+    state = Launches(64, QUIET, 10)
+    for done in report.rounds:
+        for pos, value in zip(done.asked, done.values, strict=True):
+            state.add(pos, value)
+    state.sign = -1.0
+    fitted = Mask.of(mask)
+    assert fitted is not None and not any(state.counts.get(p) for p in range(28, 32))
+    checked = state.model(mask=fitted.with_relevant((32, 34))).posterior.cdf(32)
+    assert report.pruning.parent == 32 and report.pruning.parent_p_bad == pytest.approx(checked)
+    unmasked = state.model(mask=None).posterior.cdf(32)
+    assert unmasked == pytest.approx(5 * checked, rel=0.2)  # 28..32: five places for the step instead of one

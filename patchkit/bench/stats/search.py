@@ -24,8 +24,9 @@ it; otherwise a range of commits with why.
    way data can leave it.
 3. With ``relevance`` (a ``pruning.Judge``), the hunt searches only the commits
    that changed code that ran, asking again after every round, and names a
-   first bad commit only once its direct parent reads GOOD without pruning
-   (``hunt.mask``); ``BisectReport.pruning`` says what pruning did.
+   first bad commit only once its direct parent reads GOOD with the parent
+   made relevant (``hunt.mask``'s check); ``BisectReport.pruning`` says what
+   pruning did.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@
 
 **Pruned** (``relevance``, ``mask.py``): the caller is asked which positions are relevant after GOOD's and BAD's
 first launches and after every round, and the model is refitted under that mask.  A commit named under a mask
-stands only once its direct parent reads GOOD without the mask (the parent check); a parent that reads BAD
-abandons pruning for the rest of the hunt.  A range answered under a mask reaches down to its first commit's
-relevant predecessor: the inert commits just before it are in it, since no parent check vouched for them.
+stands only once its direct parent reads GOOD, and it BAD, on the mask with the parent and the commit after it
+made relevant (the parent check, ``mask.check``); a check that fails abandons pruning for the rest of the hunt.
+A range answered under a mask reaches down to its first commit's relevant predecessor: the inert commits just
+before it are in it, since no parent check vouched for them.
 
 The launches are recorded in ``state.Launches``, chosen by ``policy.Policy``, and judged by ``answer``; this
 module only runs the rounds and assembles the report.
