@@ -203,7 +203,8 @@ class BisectPlan:
         that pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
         pruning = report.pruning
         if pruning is None:
-            pruning = PruningReport("off", EVERY_COMMIT if self.judge is None else "the search did not use the judge")
+            why = EVERY_COMMIT if self.judge is None else "the search did not use the judgements"
+            pruning = PruningReport("off", why)
         return pruning.to_json()
 
     def suspects_json(self) -> dict[str, object] | None:
