@@ -269,12 +269,14 @@ def test_the_report_lists_each_skipped_commit_with_its_rule_and_the_parent_was_l
     pruning = h.document["pruning"]
     assert pruning["state"] == "on", pruning
     inert = expected_inert(name)
-    assert h.labels(pruning["inert"]) - {"tip"} == inert  # BAD, an end, is launched whatever it changes
-    assert all(change["reason"] for c in pruning["inert"] for change in c["changes"])
-    assert f"pruning: skipped {len(inert)} commits as inert" in h.out  # BAD not counted: it was launched
     measured = {h.history.label_of(step["commit"]) for step in h.document["steps"]}
     assert "docs-2" in measured  # the named commit's direct parent is measured, although it is inert
     assert not (measured - {"docs-2"}) & inert
+    # skipped: the inert commits never launched; BAD (an end) and the parent were launched, so neither counts
+    assert h.labels(pruning["inert"]) == inert - {"docs-2"} and "tip" not in h.labels(pruning["inert"])
+    assert pruning["inert_count"] == len(inert) - 1
+    assert all(change["reason"] for c in pruning["inert"] for change in c["changes"])
+    assert f"pruning: skipped {len(inert) - 1} commits as inert" in h.out  # the same count as the JSON's
 
 
 @pytest.mark.parametrize("name", sorted(BLIND))
@@ -305,12 +307,23 @@ def test_every_commit_turns_pruning_off_and_dry_run_lists_the_suspects_from_stor
     assert h.document["pruning"]["state"] == "off" and h.document["pruning"]["why"].startswith("--every-commit")
     assert h.document["suspects"] is None and "pruning off (--every-commit)" in h.out and "suspects: " not in h.out
     argv = ["bisect", "-m", h.manifest, "--repo", h.history.path, "--store", h.store, "--metric", "output_tok_s"]
-    argv += ["--good", h.history["base"], "--bad", h.history["tip"], "--dry-run"]
+    argv += ["--good", h.history["base"], "--bad", h.history["tip"], "--dry-run", "--threshold", "0.2"]
+    noise = ["noise", "-m", h.manifest, "--repo", h.history.path, "--store", h.store, "--commit", h.history["base"]]
+    assert run_script(*noise, "--launches", "3").code == 0  # a prior: the dry run plans the hunt
     shown = run_script(*argv)
     assert shown.code == 0, shown.err
     # file granularity: the uncalled function's commit is a suspect too, engine.py having run
     assert "suspects: 2 of 12 commits after GOOD changed what GOOD's and BAD's launches ran" in shown.out
     assert f"{h.history['planted'][:10]}  {TUNING}: read" in shown.out
+    # the pruned hunt itself simulated on the suspects' mask, beside the same hunts with --every-commit
+    assert ("with pruning, the step on one of the 2 relevant commits: 30 simulated hunts, each run pruned and "
+            "with --every-commit") in shown.out  # fmt: skip
+    assert "2 of 12 commits relevant: about " in shown.out and " with --every-commit (within " in shown.out
     data = json.loads(run_script(*argv, "--json").out)
     assert h.labels(data["suspects"]["commits"]) == {"planted", "unused-body"}
-    assert data["relevant"] == 3  # and BAD
+    assert data["relevant"] == 2  # the suspects: BAD, inert here, is launched but not a candidate
+    (pruned,) = data["plans_pruned"]
+    assert set(pruned) == {"commits", "relevant", "pruned", "every_commit"} and pruned["commits"] == 13
+    assert pruned["relevant"] == 2 and pruned["pruned"]["effect"] == pruned["every_commit"]["effect"] == 0.2
+    assert pruned["pruned"]["simulated_hunts"] == pruned["every_commit"]["simulated_hunts"] == 30
+    assert pruned["pruned"]["expected"] <= pruned["every_commit"]["expected"]

@@ -15,6 +15,7 @@ from helpers import run_cli
 
 from patchkit.cli import cli
 from patchkit.errors import ExitCode
+from patchkit.footprint.kinds import BUILD_NAMES, BUILD_PATTERNS, BUILD_SUFFIXES, SUFFIX_GROUPS
 from patchkit.manifest.loader import SCHEMA_PATH
 from patchkit.operations import OP_NAMES, registry
 from patchkit.results import REASON_MEANING, Reason, Status
@@ -310,3 +311,22 @@ def test_the_cli_reference_labels_a_whole_page_by_its_title():
         if label.lower() not in titles:
             stale.append(f"[{label}]({target}): the page is {heading!r}")
     assert not stale, stale
+
+
+def test_hunt_md_lists_the_build_inputs_that_footprint_kinds_holds() -> None:
+    """docs/hunt.md's "Never inert" table is footprint/kinds.py's lists, each suffix row one of its language groups
+    under the same label: a family named there (once, SYCL) with no suffix of its own cannot drift in."""
+    text = (ROOT / "docs" / "hunt.md").read_text(encoding="utf-8")
+    table = text[text.index("### Never inert") : text.index("### When pruning is off")]
+    rows = {}
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and "`" in cells[1]:
+            rows[cells[0]] = re.findall(r"`([^`]+)`", cells[1])
+    assert {name.lower() for name in rows.pop("file name")} == BUILD_NAMES
+    assert tuple(rows.pop("file-name pattern")) == BUILD_PATTERNS
+    suffixes = [
+        (label.removeprefix("suffix: "), tuple(items)) for label, items in rows.items() if label.startswith("suffix: ")
+    ]
+    assert suffixes == [(label, group) for label, group in SUFFIX_GROUPS]
+    assert {s for _, group in suffixes for s in group} == BUILD_SUFFIXES

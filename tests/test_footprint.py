@@ -296,6 +296,7 @@ def test_a_change_inside_a_stale_span_needs_the_whole_file() -> None:
         ("setup.py", PathKind.BUILD),
         ("requirements-dev.txt", PathKind.BUILD),
         ("sgl-kernel/csrc/gemm/fp8.cu", PathKind.BUILD),
+        ("sgl-kernel-xpu/csrc/flash_attn.dp.cpp", PathKind.BUILD),  # SYCL: C++ suffixes (SYCLomatic's .dp.cpp)
         ("sgl-kernel/include/utils.h", PathKind.BUILD),
         ("sgl-kernel/CMakeLists.txt", PathKind.BUILD),
         ("python/sglang/jit_kernel/include/sgl_kernel/utils.cuh", PathKind.BUILD),

@@ -6,17 +6,21 @@ the last test, which compares two runs of one seeded history bit for bit.
 
 from __future__ import annotations
 
+import io
 import math
 import random
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
 
+from patchkit.bench.execution.pruning import Suspects
 from patchkit.bench.stats.hunt import HuntReport, hunt
 from patchkit.bench.stats.hunt.mask import Mask
 from patchkit.bench.stats.hunt.model import Model
 from patchkit.bench.stats.hunt.posterior import Posterior
+from patchkit.bench.stats.hunt.state import Launches
 from patchkit.bench.stats.plan import plan_pruning
 from patchkit.bench.stats.pruning import LineRelevance
 from patchkit.bench.stats.relevance import Judgement, Reason, Relevance
@@ -24,6 +28,8 @@ from patchkit.bench.stats.search import Measurement, bisect
 from patchkit.bench.stats.verdict import Noise, noise_of
 from patchkit.commit import Commit
 from patchkit.footprint.changes import Change, ChangeKind
+from patchkit.views.bisect import show_pruning
+from patchkit.views.console import make_console
 
 QUIET = Noise(sigma=0.003, df=9)
 
@@ -109,7 +115,8 @@ def test_the_hunt_names_a_relevant_commit_after_measuring_its_direct_parent() ->
     assert report.pruning is not None and report.pruning.state == "on"
     assert report.pruning.parent == 32 and report.pruning.parent_p_bad is not None
     assert report.pruning.parent_p_bad <= 0.05
-    assert set(report.pruning.inert) == {p for p in range(1, 64) if not mask[p]}
+    skipped = {p for p in range(1, 64) if not mask[p] and p not in line.count}  # 32 and BAD were launched
+    assert set(report.pruning.inert) == skipped and 32 not in skipped and 63 not in skipped
     plain = run(Line(64, 33), None)
     assert plain.first_bad == 33 and report.starts < plain.starts
 
@@ -252,16 +259,18 @@ def test_bisect_reports_what_pruning_did_and_its_json_is_plain() -> None:
     assert report.kind == "found" and report.first_bad == line[33]
     pruning = report.pruning
     assert pruning is not None and pruning.state == "on" and pruning.parent == line[32].sha
-    assert [r.commit for r in pruning.inert] == [line[p].sha for p in range(1, 64) if p not in RELEVANT]
+    skipped = [line[p].sha for p in range(1, 64) if p not in RELEVANT and p not in launched]
+    assert [r.commit for r in pruning.inert] == skipped and line[32].sha not in skipped
     assert [r.commit for r in pruning.suspects] == [line[p].sha for p in RELEVANT]
     data = report.to_json()["pruning"]
     assert isinstance(data, dict)
     assert set(data) == {"state", "why", "inert_count", "inert", "suspects", "parent"}
-    assert data["state"] == "on" and data["inert_count"] == 64 - 1 - len(RELEVANT)
+    assert data["state"] == "on" and data["inert_count"] == 64 - 1 - len(RELEVANT) - 2  # the parent, BAD: launched
     assert data["parent"] == {"commit": line[32].sha, "p_bad": pruning.parent_p_bad}
     first = data["inert"][0]
-    assert first == {"commit": line[1].sha, "changes": [{"path": "pkg/m1.py", "kind": "body", "qualname": "f1",
-                                                         "detail": "body", "reason": "not-run"}]}  # fmt: skip
+    assert first == {"commit": line[1].sha, "subject": "c1",
+                     "changes": [{"path": "pkg/m1.py", "kind": "body", "qualname": "f1", "detail": "body",
+                                  "reason": "not-run"}]}  # fmt: skip
     assert data["suspects"][0]["changes"][0]["reason"] == "ran"
     assert bisect(line, measure, noise=QUIET).to_json()["pruning"] is None  # no judge: null
 
@@ -298,3 +307,91 @@ def test_the_plan_gives_the_launches_with_and_without_pruning() -> None:
     assert every.pruned.launches_mean == every.every_commit.launches_mean  # nothing inert: nothing saved
     with pytest.raises(ValueError):
         plan_pruning(64, 0, 0.02, 0.35)
+
+
+def pruning_text(report: object) -> str:
+    out = io.StringIO()
+    show_pruning(make_console(out), report, True)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+def line_measure(first_bad: int, launched: dict[int, int]) -> Callable[[Commit], Measurement]:
+    def measure(c: Commit) -> Measurement:
+        p = int(c.sha, 16)
+        launched[p] = launched.get(p, 0) + 1
+        return Measurement((70.0 if p >= first_bad else 100.0) * jitter(p, launched[p]))
+
+    return measure
+
+
+def test_the_skipped_commits_are_the_inert_ones_never_launched_in_the_text_and_the_json_alike() -> None:
+    """BAD (63) and the named commit's parent (32) are judged inert and launched: neither was skipped, so neither
+    is in ``inert``, ``inert_count`` or the text's count, which are one number."""
+    line = commits(64)
+    launched: dict[int, int] = {}
+    judged = verdicts(line, RELEVANT)
+    report = bisect(line, line_measure(33, launched), noise=QUIET, relevance=lambda: judged)
+    assert report.kind == "found" and report.first_bad == line[33]
+    assert 32 in launched and 63 in launched
+    never = [line[p].sha for p in range(1, 64) if p not in RELEVANT and p not in launched]
+    pruning = report.pruning
+    assert pruning is not None and [r.commit for r in pruning.inert] == never
+    data = report.to_json()["pruning"]
+    assert isinstance(data, dict) and data["inert_count"] == len(never) == len(data["inert"])
+    said = re.search(r"pruning: skipped (\d+) commits as inert", pruning_text(report))
+    assert said is not None and int(said.group(1)) == len(never)
+    assert "launched although judged inert: " + line[32].short in pruning.why
+
+
+def test_a_hunt_that_never_searched_between_good_and_bad_skipped_nothing() -> None:
+    """GOOD and BAD the same (no step): the search never ran, so no commit was skipped, whatever the judge said;
+    the text and the JSON say so alike."""
+    line = commits(16)
+    judged = verdicts(line, (5, 9))
+    report = bisect(line, lambda c: Measurement(100.0 * jitter(int(c.sha, 16), 1)), noise=QUIET, threshold=0.05,
+                    relevance=lambda: judged)  # fmt: skip
+    assert report.kind == "no-step" and report.first_bad is None
+    pruning = report.pruning
+    assert pruning is not None and pruning.inert == () and pruning.state == "off", pruning
+    data = report.to_json()["pruning"]
+    assert isinstance(data, dict) and data["inert_count"] == 0 and data["inert"] == []
+    text = pruning_text(report)
+    assert "skipped" not in text.replace("nothing was skipped", "") and "nothing was skipped" in text, text
+    assert [r.commit for r in pruning.suspects] == [line[5].sha, line[9].sha]  # the suspects stand
+
+
+def test_every_json_entry_of_a_commit_has_one_shape_with_its_subject() -> None:
+    """``pruning.inert``, ``pruning.suspects`` and ``suspects.commits`` list commits by one function: the same keys,
+    the subject included."""
+    line = commits(64)
+    judged = verdicts(line, RELEVANT)
+    report = bisect(line, line_measure(33, {}), noise=QUIET, relevance=lambda: judged)
+    data = report.to_json()["pruning"]
+    assert isinstance(data, dict)
+    for entry in [*data["inert"], *data["suspects"]]:
+        assert set(entry) == {"commit", "subject", "changes"}
+        assert entry["subject"] == f"c{int(entry['commit'], 16)}"
+    listed = Suspects(judged.listed()[:1], 63, "function").to_json({c.sha: c.subject for c in line})
+    (entry,) = listed["commits"]  # type: ignore[misc]
+    assert set(entry) == {"commit", "subject", "changes"} and entry == data["suspects"][0]
+
+
+def test_the_parent_check_reads_the_mask_with_the_parent_and_the_commit_after_it_made_relevant() -> None:
+    """The check's posterior is the mask with ``k - 1`` and ``k + 1`` made relevant (``mask.py`` says why), not the
+    posterior without a mask: the latter would weigh the unmeasured inert commits between 33's relevant
+    predecessor 27 and its parent 32 on "first bad <= 32" by their number, though a step on any of them shows in
+    32's own level."""
+    mask = flags(64, RELEVANT)
+    report = run(Line(64, 33), mask)
+    assert report.kind == "found" and report.first_bad == 33 and report.pruning is not None
+    state = Launches(64, QUIET, 10)
+    for done in report.rounds:
+        for pos, value in zip(done.asked, done.values, strict=True):
+            state.add(pos, value)
+    state.sign = -1.0
+    fitted = Mask.of(mask)
+    assert fitted is not None and not any(state.counts.get(p) for p in range(28, 32))
+    checked = state.model(mask=fitted.with_relevant((32, 34))).posterior.cdf(32)
+    assert report.pruning.parent == 32 and report.pruning.parent_p_bad == pytest.approx(checked)
+    unmasked = state.model(mask=None).posterior.cdf(32)
+    assert unmasked == pytest.approx(5 * checked, rel=0.2)  # 28..32: five places for the step instead of one

@@ -79,6 +79,16 @@ def test_a_python_file_read_as_a_file_is_relevant_whatever_changed() -> None:
     assert judge_change(module(template), read) is Reason.READ
 
 
+def test_a_comment_in_a_python_file_read_as_a_file_is_relevant() -> None:
+    """A read sees the file's bytes: "compiles to the same code" vouches for an import, never for a read."""
+    template = "python/sglang/srt/templates/kernel.py"
+    read = Ran("function", frozenset(), frozenset({template}), frozenset({template}))
+    assert judge_change(fmt(template), read) is Reason.READ
+    assert judge(Footprint("c1", (fmt(template),)), read).relevant
+    imported = Ran("function", frozenset(), frozenset({template}), frozenset())
+    assert judge_change(fmt(template), imported) is Reason.SAME_CODE
+
+
 def test_a_build_input_is_never_inert() -> None:
     nothing = Ran("function", frozenset(), frozenset(), frozenset())
     assert judge_change(build("python/pyproject.toml"), nothing) is Reason.BUILD

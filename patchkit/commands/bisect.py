@@ -54,7 +54,7 @@ from patchkit.bench.execution.bisecting import (
     check_slots,
     plan_bisect,
     plan_costs,
-    relevant_count,
+    plan_pruned_costs,
 )
 from patchkit.bench.execution.launches import BenchArgs, measuring, open_bench
 from patchkit.bench.execution.session import Interrupted
@@ -64,6 +64,7 @@ from patchkit.views.bench import SUBMITTER_INTERRUPTED, launch_note, show_gpu_hy
 from patchkit.views.bisect import bisect_header, show_bisect, show_pruning, show_suspects, step_printer
 from patchkit.views.console import print_json, say
 from patchkit.views.progress import progress
+from patchkit.wording import plural
 
 if TYPE_CHECKING:
     from patchkit.views.console import Console
@@ -126,12 +127,13 @@ def bisect(
 
 def _dry_run(plan: BisectPlan, *, json_out: bool, console: Console) -> int:
     """``bisect --dry-run``: everything checked, nothing launched; the suspects from GOOD's and BAD's stored runs,
-    and what the hunt would likely cost, with pruning (over the relevant commits) and without."""
+    and what the hunt would likely cost: over every commit, and, where the suspects are known, the pruned hunt
+    simulated on their mask beside the same hunts with ``--every-commit``."""
     plans = plan_costs(plan)
     suspects = plan.stored_suspects()
     usable = suspects is not None and suspects.off is None and suspects.blind is None
-    relevant = relevant_count(plan, suspects) if suspects is not None and usable else None
-    pruned = plan_costs(plan, relevant) if relevant is not None else []
+    relevant = max(len(suspects.commits), 1) if suspects is not None and usable else None  # none: BAD (Mask.of)
+    pruned = plan_pruned_costs(plan, suspects) if suspects is not None and usable else []
     if json_out:
         print_json(
             {
@@ -150,13 +152,15 @@ def _dry_run(plan: BisectPlan, *, json_out: bool, console: Console) -> int:
         say(console, "no launch spread to plan with: run `patchkit noise` where the launches run first", "bold yellow")
     for p in plans:
         say(console, f"  {p.line()}")
-    if relevant is not None and pruned:
+    if pruned:
+        hunts, on = pruned[0].pruned.seeds, plural(relevant or 1, "relevant commit")
         say(
             console,
-            f"with pruning, a hunt over the {relevant} relevant commits after GOOD (an estimate from GOOD's and "
-            "BAD's runs: a hunt's launches add to what ran, and may make more commits relevant):",
+            f"with pruning, the step on one of the {on}: {hunts} simulated hunts, "
+            "each run pruned and with --every-commit (an estimate from GOOD's and BAD's runs: a hunt's launches "
+            "add to what ran, and may make more commits relevant):",
         )
-        for p in pruned:
-            say(console, f"  {p.line()}")
+        for q in pruned:
+            say(console, f"  {q.line()}")
     say(console, "nothing was launched (--dry-run)", "dim")
     return int(ExitCode.OK)

@@ -10,8 +10,9 @@ all); no probe sees a build, nor what a compiler reads.  So a change to one is n
   one per platform under ``python/``), ``setup.py``, ``setup.cfg``, ``MANIFEST.in``, ``requirements*.txt`` and
   ``.in``, ``constraints*.txt``, Python lock files (``uv.lock``, ``poetry.lock``, ``pdm.lock``, ``Pipfile*``),
   conda's ``environment*.yml``, ``.gitmodules``;
-* sources of a compiled extension, wherever they are: C, C++, CUDA, HIP, Metal, Cython, assembly and their
-  headers, ``CMakeLists.txt`` and ``*.cmake`` (``sgl-kernel/``, the JIT kernels' headers);
+* sources of a compiled extension, wherever they are: C, C++ (SYCL's too: it has no suffix of its own), CUDA,
+  HIP, Metal, Cython, assembly and their headers, ``CMakeLists.txt`` and ``*.cmake`` (``sgl-kernel/``, the JIT
+  kernels' headers);
 * a submodule (mode 160000): its tree is not in this repository's blobs.  A symbolic link (mode 120000) gets the
   same "never inert", for another reason: whether a launch read through it cannot be matched by path (a probe
   that resolves links records the target).
@@ -71,38 +72,20 @@ BUILD_PATTERNS = (
 )
 """Build and dependency inputs by file-name pattern (``fnmatch``, lower case)."""
 
-BUILD_SUFFIXES = frozenset(
-    {
-        # C, C++ and their headers
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".cxx",
-        ".c++",
-        ".hh",
-        ".hpp",
-        ".hxx",
-        ".h++",
-        ".inl",
-        ".ipp",
-        ".tcc",
-        # CUDA, HIP, SYCL, Metal
-        ".cu",
-        ".cuh",
-        ".hip",
-        ".metal",
-        # Cython
-        ".pyx",
-        ".pxd",
-        ".pxi",
-        # assembly, CMake modules
-        ".s",
-        ".asm",
-        ".cmake",
-    }
-)
-"""Sources of a compiled extension by suffix (lower case)."""
+SUFFIX_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("C and C++ and their headers", (".c", ".h", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl",
+                                     ".ipp", ".tcc")),
+    ("CUDA, HIP, Metal", (".cu", ".cuh", ".hip", ".metal")),
+    ("Cython", (".pyx", ".pxd", ".pxi")),
+    ("assembly, CMake modules", (".s", ".asm", ".cmake")),
+)  # fmt: skip
+"""Sources of a compiled extension by suffix (lower case), by language, as docs/hunt.md's table lists them.
+
+SYCL has no suffix of its own: a SYCL source is C++ (Intel's DPC++ compiler, ``icpx -fsycl``, takes the C++
+suffixes; SYCLomatic's migrated ``.dp.cpp`` and ``.dp.hpp`` end in them), so the first group covers it."""
+
+BUILD_SUFFIXES = frozenset(suffix for _, group in SUFFIX_GROUPS for suffix in group)
+"""Every suffix of ``SUFFIX_GROUPS``."""
 
 SUBMODULE_MODE = "160000"
 SYMLINK_MODE = "120000"

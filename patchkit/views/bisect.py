@@ -261,9 +261,9 @@ def show_suspects(console: Console, suspects: Suspects, line: Sequence[Commit]) 
 
 
 def show_pruning(console: Console, report: BisectReport, asked: bool) -> None:
-    """What pruning did, after the answer: how many commits the search skipped as inert and why (GOOD and BAD,
-    launched whatever they change, are not counted), or why pruning was off (``--json`` lists each inert commit
-    with its rule)."""
+    """What pruning did, after the answer: how many commits the search skipped as inert and why, or why pruning
+    was off.  The skipped commits are ``pruning.inert`` (judged inert and never launched: GOOD, BAD and a parent
+    the check measured are not among them), the very list ``--json`` gives with each one's rule."""
     pruning = report.pruning
     if pruning is None:
         why = "the search did not use it" if asked else "--every-commit"
@@ -275,17 +275,15 @@ def show_pruning(console: Console, report: BisectReport, asked: bool) -> None:
     if pruning.state == "abandoned":
         say(console, f"pruning abandoned: {pruning.why}", "bold yellow")
         return
-    ends = {report.good.sha, report.bad.sha}
-    inert = [r for r in pruning.inert if r.commit not in ends]
-    if not inert:
-        say(console, "pruning: no commit was inert (each changed what the launches ran)", "dim")
+    if not pruning.inert:
+        say(console, f"pruning: {pruning.why}", "dim")
         return
     reasons: Counter[str] = Counter()
-    for relevance in inert:
+    for relevance in pruning.inert:
         reasons.update({j.reason.value for j in relevance.judgements})
     why = ", ".join(f"{INERT_WORDS.get(reason, reason)} ({count})" for reason, count in reasons.most_common())
     say(
         console,
-        f"pruning: skipped {plural(len(inert), 'commit')} as inert, whose changes touch only what no launch ran: "
-        f"{why}; `--json` lists each with its rule, `--every-commit` searches every commit",
+        f"pruning: skipped {plural(len(pruning.inert), 'commit')} as inert, whose changes touch only what no launch "
+        f"ran: {why}; `--json` lists each with its rule, `--every-commit` searches every commit",
     )

@@ -24,7 +24,7 @@ Pruning (#49): unless ``--every-commit``, the plan reads the line's footprints (
 hands the search a ``LineJudge``, told of every launch as it is stored; once GOOD and BAD have both run, and
 before any other commit is launched, the suspects (the commits that changed code that ran) are listed
 (``on_suspects``).  ``--dry-run`` lists them from GOOD's and BAD's stored runs (``stored_suspects``), with the
-hunt planned over the relevant commits beside the one over every commit (``plan_costs(plan, relevant)``).
+pruned hunt simulated on that mask beside the same hunts with ``--every-commit`` (``plan_pruned_costs``).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from patchkit.bench.execution.executor import Executor, prior_place
 from patchkit.bench.execution.launches import BenchArgs, Opened, run_local
 from patchkit.bench.execution.local import LocalExecutor
 from patchkit.bench.execution.prepare import unpatchable_commits
-from patchkit.bench.execution.pruning import EVERY_COMMIT, LineJudge, Suspects, line_judge, relevance_json
+from patchkit.bench.execution.pruning import EVERY_COMMIT, LineJudge, Suspects, line_judge
 from patchkit.bench.execution.scheduled import ScheduledRounds
 from patchkit.bench.execution.session import Session
 from patchkit.bench.execution.slurm import SlurmExecutor
@@ -46,7 +46,7 @@ from patchkit.bench.records.hygiene import hunt_report
 from patchkit.bench.records.provenance import gpu_facts
 from patchkit.bench.records.record import RunRecord
 from patchkit.bench.stats.hunt import default_budget
-from patchkit.bench.stats.plan import HuntPlan, plan_hunt
+from patchkit.bench.stats.plan import HuntPlan, PruningPlan, plan_hunt, plan_pruning
 from patchkit.bench.stats.pruning import PruningReport
 from patchkit.bench.stats.search import BisectReport, IsBad, Measurement, Step, criterion
 from patchkit.bench.stats.search import bisect as search
@@ -199,21 +199,13 @@ class BisectPlan:
         return self.judge.suspects()
 
     def pruning_json(self, report: BisectReport) -> dict[str, object]:
-        """``bisect --json``'s ``pruning`` where the search's report has none (``BisectReport.to_json`` gives it
-        otherwise): pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
+        """``bisect --json``'s ``pruning``: the search's (``PruningReport.to_json``), or, where its report has none,
+        that pruning was off (``--every-commit``, or a search that did not use the judge), and why."""
         pruning = report.pruning
         if pruning is None:
             why = EVERY_COMMIT if self.judge is None else "the search did not use the judgements"
             pruning = PruningReport("off", why)
-        subjects = self.subjects
-        return {
-            "state": pruning.state,
-            "why": pruning.why,
-            "inert_count": len(pruning.inert),
-            "inert": [relevance_json(r, subjects) for r in pruning.inert],
-            "suspects": [relevance_json(r, subjects) for r in pruning.suspects],
-            "parent": None,
-        }
+        return pruning.to_json()
 
     def suspects_json(self) -> dict[str, object] | None:
         """``bisect --json``'s ``suspects``: as listed before the search (None with ``--every-commit``)."""
@@ -277,7 +269,7 @@ class BisectPlan:
             },
             "allow_dirty": self.session.allow_dirty,
             **searched,
-            "pruning": searched.get("pruning") or self.pruning_json(report),
+            "pruning": self.pruning_json(report),
             "suspects": self.suspects_json(),
             "gpu_hygiene": None if gpus is None else dict(gpus),
         }
@@ -346,28 +338,54 @@ class _Launches:
         return Measurement(record.median(self.metric), record.outcome, record.run_id, record.reason, record.details)
 
 
-def plan_costs(plan: BisectPlan, relevant: int | None = None) -> list[HuntPlan]:
-    """What the hunt would likely cost at the prior's spread: for a step of ``--threshold`` when one is given,
-    else for steps of 3, 5 and 10 times the spread (the range where launches matter); none without a prior.
+PRUNED_SEEDS = 30
+"""Simulated hunts per step for ``--dry-run``'s plan with pruning.  Each runs twice on one seed, pruned and with
+``--every-commit`` (``plan.plan_pruning``), so that the two figures differ by what pruning does, not by the draw;
+a pruned hunt (the mask's model, the parent check) costs about twice a plain one to simulate, so 30 keep the dry
+run, an interactive command, as quick as the plain estimate over the relevant commits that this plan replaced."""
 
-    ``relevant``: the commits after GOOD that pruning would search (BAD among them): the hunt planned over those
-    alone, an estimate of the pruned hunt (the check of the named commit's parent takes the confirmation
-    launches the commit before it would have taken, so it adds none)."""
+
+def _effects(plan: BisectPlan) -> list[float]:
+    """The steps a plan is made for: ``--threshold`` when given, else 3, 5 and 10 times the prior's spread (the
+    range where launches matter); none without a prior."""
     if plan.prior is None or plan.prior.sigma <= 0:
         return []
     sigma = plan.prior.sigma
-    size = len(plan.line) if relevant is None else relevant + 1
-    effects = [plan.threshold] if plan.threshold > 0 else [min(k * sigma, 0.5) for k in (3, 5, 10)]
+    return [plan.threshold] if plan.threshold > 0 else [min(k * sigma, 0.5) for k in (3, 5, 10)]
+
+
+def plan_costs(plan: BisectPlan) -> list[HuntPlan]:
+    """What the hunt over every commit would likely cost at the prior's spread, for each of ``_effects``."""
+    if plan.prior is None:
+        return []
+    prior = plan.prior
     return [
-        plan_hunt(size, sigma, effect, slots=plan.slots, max_launches=plan.max_launches,
-                  budget=plan.launch_budget, prior_launches=plan.prior.launches or plan.prior.df + 1)
-        for effect in effects
+        plan_hunt(len(plan.line), prior.sigma, effect, slots=plan.slots, max_launches=plan.max_launches,
+                  budget=plan.launch_budget, prior_launches=prior.launches or prior.df + 1)
+        for effect in _effects(plan)
     ]  # fmt: skip
 
 
-def relevant_count(plan: BisectPlan, suspects: Suspects) -> int:
-    """The commits after GOOD a pruned hunt would search: the suspects, and BAD (an end: always launched)."""
-    return len({r.commit for r in suspects.commits} | {plan.line[-1].sha})
+def plan_pruned_costs(plan: BisectPlan, suspects: Suspects) -> list[PruningPlan]:
+    """What the pruned hunt would likely cost, against the same hunts with ``--every-commit``: the line's mask
+    as GOOD's and BAD's runs judge it (the suspects relevant), the step on a relevant commit, the pruned hunt
+    itself simulated (``plan.plan_pruning``, ``PRUNED_SEEDS`` shared seeds)."""
+    if plan.prior is None:
+        return []
+    prior = plan.prior
+    mask = relevant_mask(plan, suspects)
+    return [
+        plan_pruning(len(plan.line), mask, prior.sigma, effect, slots=plan.slots, max_launches=plan.max_launches,
+                     budget=plan.launch_budget, prior_launches=prior.launches or prior.df + 1, seeds=PRUNED_SEEDS)
+        for effect in _effects(plan)
+    ]  # fmt: skip
+
+
+def relevant_mask(plan: BisectPlan, suspects: Suspects) -> tuple[bool, ...]:
+    """One flag per commit of the line (GOOD first): relevant where it is a suspect, as the judge tells the hunt
+    after GOOD's and BAD's first launches (where none is, the hunt takes BAD as relevant: ``hunt.mask.Mask``)."""
+    listed = {r.commit for r in suspects.commits}
+    return tuple(i > 0 and c.sha in listed for i, c in enumerate(plan.line))
 
 
 def check_prior(stored: Noise | None, gpus: str | None) -> tuple[Noise | None, str | None]:

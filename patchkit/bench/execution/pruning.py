@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from patchkit.bench.records.coverage import ran_of
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.bench.records.store import Store
-from patchkit.bench.stats.pruning import LineRelevance
+from patchkit.bench.stats.pruning import LineRelevance, relevance_json
 from patchkit.bench.stats.relevance import Ran, Relevance, judge, suspects
 from patchkit.errors import RepoError
 from patchkit.footprint.changes import Footprint
@@ -162,22 +162,3 @@ def line_judge(store: Store, repo: Repo, line: Sequence[Commit], cache: Footprin
     if [fp.commit for fp in footprints] != [c.sha for c in line[1:]]:
         return LineJudge(store, line, None, "git's first-parent line and the footprints' disagree")
     return LineJudge(store, line, footprints)
-
-
-def relevance_json(relevance: Relevance, subjects: Mapping[str, str]) -> dict[str, object]:
-    """One commit's judgement for ``--json``: the changes that make it relevant (an inert commit: every change),
-    each with the rule that decided it; the keys of ``PruningReport``'s (docs/json.md), and the subject."""
-    return {
-        "commit": relevance.commit,
-        "subject": subjects.get(relevance.commit, ""),
-        "changes": [
-            {
-                "path": j.change.path,
-                "kind": j.change.kind.value,
-                "qualname": j.change.qualname,
-                "detail": j.change.detail,
-                "reason": j.reason.value,
-            }
-            for j in relevance.why
-        ],
-    }

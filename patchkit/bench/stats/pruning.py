@@ -9,8 +9,8 @@ asks it again after every round, since what ran grows as launches come in, and r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from patchkit.bench.stats.relevance import Judgement, Relevance
 
@@ -56,20 +56,25 @@ class PruningReport:
     """What pruning did in one hunt, for the text report and ``bisect --json``.
 
     ``state``: ``on`` (inert commits took their relevant predecessor's side), ``off`` (never on: ``--every-commit``,
-    or the probe could not vouch for what ran: ``why`` says which), or ``abandoned`` (the first bad commit's
-    direct parent read BAD, so an inert commit was not inert after all: the hunt went on over the full line).
-    ``inert``: the commits the search treated as inert at its end, each with its judgement (the rule per change);
-    for ``abandoned``, those it treated as inert until then.
+    or the probe could not vouch for what ran, or the hunt ended before it searched between GOOD and BAD: ``why``
+    says which), or ``abandoned`` (the first bad commit's direct parent read BAD, so an inert commit was not inert
+    after all: the hunt went on over the full line).
+    ``inert``: the commits the search *skipped*: judged inert at its end (``abandoned``: until then) and never
+    launched, each with its judgement (the rule per change).  GOOD and BAD are launched whatever they change, and
+    so is a parent the check measured: none of them is ever here (``hunt.mask.Pruned``).  The text's "skipped N
+    commits" is ``len(inert)``, as ``--json``'s ``inert_count`` is.
     ``suspects``: the relevant commits with the changes that make each relevant, as listed before the search.
     ``parent``: the direct parent of the first bad commit that the parent check measured last (its sha), with
-    ``parent_p_bad``, its P(bad) on the posterior without pruning (``on``: it read GOOD; ``abandoned``: BAD).
+    ``parent_p_bad``, its P(bad) on the check's posterior (``hunt.mask.check``; ``on``: it read GOOD;
+    ``abandoned``: BAD).  ``subjects``: each listed commit's subject, for the JSON.
 
     ``to_json()`` is ``bisect --json``'s ``pruning`` (``null`` where no judge was given)::
 
         {"state": "on" | "off" | "abandoned", "why": str, "inert_count": int,
-         "inert": [{"commit": sha, "changes": [CHANGE, ...]}, ...],        # each change with its inert rule
-         "suspects": [{"commit": sha, "changes": [CHANGE, ...]}, ...],     # the changes that make it relevant
+         "inert": [ENTRY, ...],          # each change with its inert rule
+         "suspects": [ENTRY, ...],       # the changes that make it relevant
          "parent": null | {"commit": sha, "p_bad": float}}
+        ENTRY = relevance_json(...) = {"commit": sha, "subject": str, "changes": [CHANGE, ...]}
         CHANGE = {"path": str, "kind": "body" | "module" | "data" | "build" | "format", "qualname": str | null,
                   "detail": str, "reason": relevance.Reason's value ("not-run", "ran", "imported", ...)}
     """
@@ -80,21 +85,28 @@ class PruningReport:
     suspects: tuple[Relevance, ...] = ()
     parent: str | None = None
     parent_p_bad: float | None = None
+    subjects: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {
             "state": self.state,
             "why": self.why,
             "inert_count": len(self.inert),
-            "inert": [relevance_json(r) for r in self.inert],
-            "suspects": [relevance_json(r) for r in self.suspects],
+            "inert": [relevance_json(r, self.subjects) for r in self.inert],
+            "suspects": [relevance_json(r, self.subjects) for r in self.suspects],
             "parent": None if self.parent is None else {"commit": self.parent, "p_bad": self.parent_p_bad},
         }
 
 
-def relevance_json(verdict: Relevance) -> dict[str, object]:
-    """One commit's judgements, as ``PruningReport.to_json`` lists them."""
-    return {"commit": verdict.commit, "changes": [judgement_json(j) for j in verdict.judgements]}
+def relevance_json(relevance: Relevance, subjects: Mapping[str, str]) -> dict[str, object]:
+    """One commit's judgement for ``--json``, the one shape of ``pruning.inert``, ``pruning.suspects`` and
+    ``suspects.commits`` (docs/json.md): its subject, and the changes that make it relevant (an inert commit:
+    every change), each with the rule that decided it."""
+    return {
+        "commit": relevance.commit,
+        "subject": subjects.get(relevance.commit, ""),
+        "changes": [judgement_json(j) for j in relevance.why],
+    }
 
 
 def judgement_json(j: Judgement) -> dict[str, object]:

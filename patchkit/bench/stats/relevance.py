@@ -20,7 +20,12 @@ A commit is *inert* when every change it makes is one of these (``Reason``):
   probe recorded only files (``granularity == "file"``), a body in a module that did not run;
 * a change in a module that no launch imported (nor read as a file);
 * a non-Python file that no launch read (nor imported: an extension module), that is not a build input;
-* a Python file that compiles to the same code (comments, blank lines, layout).
+* a Python file that compiles to the same code (comments, blank lines, layout), and that no launch read as a
+  file.
+
+Any change to a file a launch read is relevant, whatever kind of change it is: a read sees the file's bytes,
+comments and layout included (a server that parses a module's source, ``inspect.getsource`` for a JIT compiler),
+so "the same code" vouches only for a file that was imported, never for one that was read.
 
 A build or dependency input is never inert, and nothing is inert while ``Ran.blind`` is not empty.
 """
@@ -58,7 +63,7 @@ class Reason(str, Enum):
     NOT_RUN = "not-run"  # a function body that no probed process ran
     NOT_IMPORTED = "not-imported"  # a change in a module that no launch imported
     NOT_READ = "not-read"  # a non-Python file that no launch read
-    SAME_CODE = "same-code"  # the file compiles to the same code
+    SAME_CODE = "same-code"  # the file compiles to the same code, and no launch read it as a file
     # relevant
     RAN = "ran"  # a function that ran
     IMPORTED = "imported"  # module-level code of a module a launch imported
@@ -112,14 +117,12 @@ def judge_change(change: Change, ran: Ran) -> Reason:
     if ran.blind:
         return Reason.BLIND
     path = change.path
+    if path in ran.data_files:  # before "same code": a file read is its bytes, comments and layout included
+        return Reason.READ  # a data file, or a Python file read as a file (a template, a source read back)
     if change.kind is ChangeKind.FORMAT:
         return Reason.SAME_CODE
     if change.kind is ChangeKind.DATA:
-        if path in ran.data_files:
-            return Reason.READ
         return Reason.IMPORTED if path in ran.modules else Reason.NOT_READ
-    if path in ran.data_files:
-        return Reason.READ  # a Python file read as a file (a template, a source read back): any change counts
     if change.kind is ChangeKind.MODULE:
         return Reason.IMPORTED if path in ran.modules else Reason.NOT_IMPORTED
     if change.kind is ChangeKind.BODY and change.qualname:

@@ -24,8 +24,9 @@ it; otherwise a range of commits with why.
    way data can leave it.
 3. With ``relevance`` (a ``pruning.Judge``), the hunt searches only the commits
    that changed code that ran, asking again after every round, and names a
-   first bad commit only once its direct parent reads GOOD without pruning
-   (``hunt.mask``); ``BisectReport.pruning`` says what pruning did.
+   first bad commit only once its direct parent reads GOOD with the parent
+   made relevant (``hunt.mask``'s check); ``BisectReport.pruning`` says what
+   pruning did.
 """
 
 from __future__ import annotations
@@ -481,12 +482,19 @@ def _pruning(line: Sequence[Commit], pruned: Pruned | None, judged: Sequence[Lin
     the search was given, and the suspects as the first answer listed them."""
     if pruned is None:
         why = "the search ended before GOOD and BAD were both launched" if not judged else "the search was interrupted"
-        return PruningReport("off", why, suspects=judged[0].listed() if judged else ())
+        listed = judged[0].listed() if judged else ()
+        return PruningReport("off", why, suspects=listed, subjects=_subjects(line, listed))
     rules = {r.commit: r for r in judged[-1].relevances} if judged else {}
     inert = tuple(rules.get(line[p].sha) or Relevance(line[p].sha, ()) for p in pruned.inert)
     parent = None if pruned.parent is None else line[pruned.parent].sha
-    return PruningReport(pruned.state, pruned.why, inert, judged[0].listed() if judged else (), parent,
-                         pruned.parent_p_bad)  # fmt: skip
+    suspects = judged[0].listed() if judged else ()
+    return PruningReport(pruned.state, pruned.why, inert, suspects, parent, pruned.parent_p_bad,
+                         _subjects(line, (*inert, *suspects)))  # fmt: skip
+
+
+def _subjects(line: Sequence[Commit], listed: Sequence[Relevance]) -> dict[str, str]:
+    wanted = {r.commit for r in listed}
+    return {c.sha: c.subject for c in line if c.sha in wanted}
 
 
 def _why(failed: Mapping[str, Skip], end: Commit, report: HuntReport) -> str:

@@ -11,9 +11,10 @@
 
 **Pruned** (``relevance``, ``mask.py``): the caller is asked which positions are relevant after GOOD's and BAD's
 first launches and after every round, and the model is refitted under that mask.  A commit named under a mask
-stands only once its direct parent reads GOOD without the mask (the parent check); a parent that reads BAD
-abandons pruning for the rest of the hunt.  A range answered under a mask reaches down to its first commit's
-relevant predecessor: the inert commits just before it are in it, since no parent check vouched for them.
+stands only once its direct parent reads GOOD, and it BAD, on the mask with the parent and the commit after it
+made relevant (the parent check, ``mask.check``); a check that fails abandons pruning for the rest of the hunt.
+A range answered under a mask reaches down to its first commit's relevant predecessor: the inert commits just
+before it are in it, since no parent check vouched for them.
 
 The launches are recorded in ``state.Launches``, chosen by ``policy.Policy``, and judged by ``answer``; this
 module only runs the rounds and assembles the report.
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from patchkit.bench.stats.hunt.answer import Ends, evidence, explain_range, judge_ends, others, undecided
-from patchkit.bench.stats.hunt.mask import LEADS, Pruner, Relevant, check, parent_reads
+from patchkit.bench.stats.hunt.mask import LEADS, Pruned, Pruner, Relevant, check, parent_reads
 from patchkit.bench.stats.hunt.model import Model
 from patchkit.bench.stats.hunt.policy import CONFIRM, LOO_MASS, Pick, Policy, default_budget
 from patchkit.bench.stats.hunt.report import HuntReport, Measure, Round, Side, Value
@@ -323,5 +324,13 @@ class _Hunt:
             kind=kind, why=why, measured=tuple(state.sides(model)), skipped=tuple(sorted(state.skipped)),
             rounds=tuple(self.rounds), spread=model.spread if model else None,
             drift=model.drift() if model else None, failures=tuple(state.failures), budget=self.cap,
-            pruning=None if self.pruner is None else self.pruner.outcome(self.policy.label), **fields,  # type: ignore[arg-type]
+            pruning=self.pruned(kind), **fields,  # type: ignore[arg-type]
         )  # fmt: skip
+
+    def pruned(self, kind: str) -> Pruned | None:
+        """What pruning did (``Pruner.outcome``): skipped are the inert commits never launched; a ``no-step``
+        searched nothing between GOOD and BAD, so it skipped nothing."""
+        if self.pruner is None:
+            return None
+        launched = self.state.counts.keys() | self.state.failed.keys()
+        return self.pruner.outcome(self.policy.label, launched, searched=kind != "no-step")

@@ -17,19 +17,32 @@ a worker that is not Python) searches every commit from that round on, and a lat
 prunes again.  Every commit relevant is no mask at all: the hunt is then the same as without a judge, launch for
 launch.
 
-**The parent check** (``parent_reads``).  The mask is an assumption, and the answer tests it where it matters:
-before a first bad commit ``k`` named under the mask stands, ``k``'s direct parent ``k - 1`` is measured,
-inert or not, and judged on the posterior *without* the mask: P(first bad <= k - 1) at most ``PARENT_GOOD``
-passes; at least ``PARENT_BAD`` on ``CONFIRM`` launches of the parent means a commit judged inert carried the
-step (every wrong judgement lands there: with the step on an inert commit ``j``, the masked search converges
-on the first relevant commit after ``j``, whose parent is ``j`` or after it); in between, the parent is launched
-again.  Pruning is then *abandoned*: the mask is dropped for the rest of the hunt, which goes on over the full
-line from the launches it has.
+**The parent check** (``check``, ``parent_reads``).  The mask is an assumption, and the answer tests it where
+it matters: before a first bad commit ``k`` named under the mask stands, ``k``'s direct parent ``k - 1`` is
+measured, inert or not, and both are read on the *check's posterior*: the model refitted under the mask with
+``k - 1`` and ``k + 1`` made relevant too (``Mask.with_relevant``), not on a posterior without any mask.
+P(first bad <= k - 1) at most ``PARENT_GOOD`` passes; at least ``PARENT_BAD`` on ``CONFIRM`` launches of the
+parent means a commit judged inert carried the step (every wrong judgement before ``k`` lands there: with the
+step on an inert commit ``j``, the masked search converges on the first relevant commit after ``j``, whose
+parent is ``j`` or after it); in between, the parent is launched again.  ``k`` must read BAD on it too: a ``k``
+that reads GOOD was named only because the mask left the step nowhere else (it is on an inert commit after
+``k``, an inert BAD say).  Either failure *abandons* pruning: the mask is dropped for the rest of the hunt, which
+goes on over the full line from the launches it has.
+
+Why that posterior and not the one without the mask: the check must test the judgements that could make ``k``
+wrong, and each of them shows at ``k - 1`` or just after ``k``.  Making ``k - 1`` relevant gives the step a place
+at the parent, so the parent's launches can read BAD (under the mask alone an inert ``k - 1`` shares its
+relevant predecessor's side and never could); making ``k + 1`` relevant does the same right after ``k``, so
+``k``'s own launches can read GOOD.  Dropping the whole mask would also hand prior mass to every other inert
+commit: the unmeasured ones between ``k``'s relevant predecessor and ``k - 1`` would weigh on "first bad <=
+k - 1" by their number, a weight only more launches of the parent take away, though a step on any of them
+would show in the parent's own level anyway; those far from ``k`` bear on other answers, not on this one.  The
+reports call this posterior's reading "without pruning": without it around ``k``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +51,7 @@ Relevant = Callable[[], Sequence[bool] | str]
 """Asked after GOOD's and BAD's first launches and after every round: one bool per position (GOOD's is ignored),
 True where the commit is relevant; or a sentence saying why pruning is off at this moment."""
 
-PARENT_GOOD = 0.05  # the parent check passes when, without the mask, P(first bad <= k - 1) is at most this
+PARENT_GOOD = 0.05  # the parent check passes when, on the check's posterior, P(first bad <= k - 1) is at most this
 PARENT_BAD = 0.5  # ... and reads BAD from this on (on CONFIRM launches of the parent: one launch never decides)
 LEADS = 0.5  # the commit that holds this much of the masked posterior is checked once its parent has a launch
 
@@ -87,9 +100,13 @@ class Mask:
 @dataclass(frozen=True)
 class Pruned:
     """What pruning did in one hunt: ``state`` ``on`` (the search ended under a mask), ``off`` (never on, or off
-    at the end: ``why``) or ``abandoned`` (the parent check read BAD); ``inert``: the positions treated as inert
-    at the end (``abandoned``: when it was given up); ``parent``: the direct parent the last check measured, with
-    its P(bad) without the mask."""
+    at the end, or the hunt ended before it searched between GOOD and BAD: ``why``) or ``abandoned`` (the parent
+    check read BAD); ``inert``: the *skipped* positions, those judged inert (at the end; ``abandoned``: when it was
+    given up) that the hunt never launched.  GOOD and BAD are launched whatever they change, and a parent that
+    the check measured was launched too, so none of them is ever in it; ``Pruner.outcome`` is the one place that
+    says what was skipped, and every report (the text's count, ``--json``'s ``inert``) reads it from here.
+    ``parent``: the direct parent the last check measured, with its P(bad) on the check's posterior
+    (``check``)."""
 
     state: str
     why: str
@@ -111,7 +128,7 @@ class Pruner:
         self.rounds = 0  # rounds that ended with an answer from the caller
         self.abandoned: str | None = None
         self.abandoned_inert: tuple[int, ...] = ()
-        self.parent: tuple[int, float] | None = None  # the last parent checked, and its P(bad) without the mask
+        self.parent: tuple[int, float] | None = None  # the last parent checked, its P(bad) on the check's posterior
 
     def refresh(self) -> None:
         """Ask again (the coverage grew with the round that just ended)."""
@@ -138,30 +155,52 @@ class Pruner:
         self.abandoned_inert = self.mask.inert() if self.mask is not None else ()
         self.abandoned, self.mask = why, None
 
-    def outcome(self, label: Callable[[int], str]) -> Pruned:
+    def outcome(self, label: Callable[[int], str], launched: Collection[int], *, searched: bool = True) -> Pruned:
+        """What pruning did, for the report: ``launched``, every position the hunt launched (a failed launch
+        too); ``searched``: whether the hunt got past GOOD and BAD (False for a ``no-step``: nothing between them
+        was searched, so nothing was skipped, whatever the mask said)."""
         parent, p_bad = self.parent if self.parent is not None else (None, None)
+
+        def skipped(inert: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(p for p in inert if p not in launched)
+
         if self.abandoned is not None:
-            return Pruned("abandoned", self.abandoned, self.abandoned_inert, parent, p_bad)
+            return Pruned("abandoned", self.abandoned, skipped(self.abandoned_inert), parent, p_bad)
         if self.off is not None:
             why = self.off
             if self.on_rounds:
                 why += f" (pruning was on for {self.on_rounds} of {self.rounds} rounds; then every commit was searched)"
             return Pruned("off", why, (), parent, p_bad)
-        inert = self.mask.inert() if self.mask is not None else ()
-        why = (f"{len(inert)} of {self.size - 1} commits after GOOD changed no code that ran: each took its relevant "
-               "predecessor's side")  # fmt: skip
+        if not searched:
+            return Pruned("off", "the hunt ended before it searched between GOOD and BAD: nothing was skipped", (),
+                          parent, p_bad)  # fmt: skip
+        judged = self.mask.inert() if self.mask is not None else ()
+        inert = skipped(judged)
+        after = self.size - 1
+        if inert:
+            why = (f"{len(inert)} of {after} commits after GOOD were skipped: judged inert (they changed no code "
+                   "that ran), each took its relevant predecessor's side and was never launched")  # fmt: skip
+        elif judged:
+            why = f"none of the {after} commits after GOOD was skipped"
+        else:
+            why = f"none of the {after} commits after GOOD was skipped: each changed code that ran"
+        again = [p for p in judged if p in launched]
+        if again:
+            names = ", ".join(label(p) + (" (BAD)" if p == after else "") for p in again)
+            why += f"; launched although judged inert: {names}"
         if parent is not None and p_bad is not None:
             why += f"; the first bad commit's parent {label(parent)} read GOOD (P(bad) {p_bad:.4f} without pruning)"
         return Pruned("on", why, inert, parent, p_bad)
 
 
 def check(parent: tuple[float, int, bool], first_bad: tuple[float, int, bool], confirm: int) -> str:
-    """The check a commit ``k`` named under the mask must pass, on the posterior without the mask: its parent's
-    word (``parent_reads``: ``parent`` is its P(bad), launches and whether it can be launched again), then ``k``'s
-    own (``first_bad``, the same of ``k``): ``k`` must read BAD without the mask too.  It does wherever the mask is
-    right (its launches are its own); a ``k`` that reads GOOD on ``CONFIRM`` launches (P(bad) at most
-    ``PARENT_BAD``) was named only because the mask left the model no other place for the step: ``bad-k``
-    (pruning was wrong); one between that and ``1 - PARENT_GOOD`` is launched again (``again``)."""
+    """The check a commit ``k`` named under the mask must pass, on the check's posterior (the mask with ``k - 1``
+    and ``k + 1`` made relevant: the module docstring says why): its parent's word (``parent_reads``: ``parent``
+    is its P(bad), launches and whether it can be launched again), then ``k``'s own (``first_bad``, the same of
+    ``k``): ``k`` must read BAD there too.  It does wherever the mask is right (its launches are its own); a ``k``
+    that reads GOOD on ``CONFIRM`` launches (P(bad) at most ``PARENT_BAD``) was named only because the mask left
+    the model no other place for the step: ``bad-k`` (pruning was wrong); one between that and
+    ``1 - PARENT_GOOD`` is launched again (``again``)."""
     word = parent_reads(*parent, confirm)
     if word != "good":
         return word
@@ -174,7 +213,7 @@ def check(parent: tuple[float, int, bool], first_bad: tuple[float, int, bool], c
 
 
 def parent_reads(p_bad: float, launches: int, can_more: bool, confirm: int) -> str:
-    """The parent check's word on ``k - 1``, from its P(bad) without the mask: ``good``, ``bad`` (pruning was
+    """The parent check's word on ``k - 1``, from its P(bad) on the check's posterior: ``good``, ``bad`` (pruning was
     wrong), or ``more`` (launch it again); ``unmeasured`` before its first launch.  A parent that cannot be
     launched again is judged on what it has: ``bad`` from ``PARENT_BAD``, else ``unclear``."""
     if launches == 0:
