@@ -11,9 +11,12 @@ exp(N(0, sigma/4)).  The launch models are what real GPU servers do:
   neighbour, a throttled GPU, a cold page cache);
 * ``heavy``: Student-t with 3 df, scaled to a standard deviation of sigma;
 * ``bimodal``: clean, and 20 % of launches 3 % slower (the unlucky placement);
+* ``bimodal-wide``: clean, and 20 % of launches 6 % slower: a GOOD launch in the slow mode sits where a BAD
+  launch in the fast one does at d = 6 %;
 * ``drift``: clean, and each launch 0.1 % slower than the one before it;
 * ``warmup``: clean, and the hunt's first launches slow (6 % x e^(-i/2));
 * ``stale``: clean, but the noise prior was measured at sigma / 2 (a quiet day);
+* ``stale-3``: clean, but the noise prior was measured at sigma / 3;
 * ``two-step``: a second, smaller step of 4 sigma down before the planted one
   (cells where 4 sigma < d); either step is a right answer, and the other one
   should be reported (``2nd`` column);
@@ -84,8 +87,8 @@ from patchkit.bench.stats.verdict import noise_of
 from patchkit.footprint.changes import Change, ChangeKind
 from patchkit.git import Commit
 
-MODELS = ("clean", "outliers", "heavy", "bimodal", "drift", "warmup", "stale", "two-step", "up-down", "fail",
-          "ends-fail")  # fmt: skip
+MODELS = ("clean", "outliers", "heavy", "bimodal", "bimodal-wide", "drift", "warmup", "stale", "stale-3", "two-step",
+          "up-down", "fail", "ends-fail")  # fmt: skip
 CELLS = "3:1,3:2,5:1,5:2,10:2,10:4,35:1,35:4"  # d%:sigma% pairs, d/sigma from 1.5 to 35
 
 
@@ -129,8 +132,8 @@ class World:
         value = math.exp(noise + within)
         if c.model == "outliers" and rng.random() < 0.03:
             value *= 1 - rng.uniform(0.2, 0.4)
-        if c.model == "bimodal" and rng.random() < 0.2:
-            value *= 0.97
+        if c.model in ("bimodal", "bimodal-wide") and rng.random() < 0.2:
+            value *= 0.97 if c.model == "bimodal" else 0.94
         if counted:
             if c.model == "drift":
                 value *= 0.999**self.count
@@ -152,7 +155,7 @@ class World:
         return self.mean(pos) * self.factor(c.sigma)
 
     def prior_launches(self, n: int) -> list[float]:
-        sigma = self.cell.sigma / 2 if self.cell.model == "stale" else self.cell.sigma
+        sigma = self.cell.sigma / {"stale": 2, "stale-3": 3}.get(self.cell.model, 1)
         return [100.0 * self.factor(sigma, counted=False) for _ in range(n)]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -78,9 +79,9 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
     )
     db.commit()
     db.close()
-    assert SCHEMA_VERSION == 7
+    assert SCHEMA_VERSION == 8
     with Store(path) as store:
-        assert store.version() == 7
+        assert store.version() == 8
         assert store.get(1).manifests[0]["name"] == "kimi"
         rows = store.db.execute("SELECT run_id, name, digest FROM manifests").fetchall()
         assert rows == [(1, "kimi", "sha256:" + "0" * 64)]
@@ -101,44 +102,72 @@ def test_migrates_a_schema_1_file_forward(tmp_path):
         assert again.migrate() == []
 
 
+def store_at_schema(path: Path, version: int, *statements: str) -> None:
+    """A store file as a patchkit of schema ``version`` left it, with ``statements`` run in it (its rows)."""
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    db.execute("INSERT INTO schema_version VALUES (?)", (version,))
+    for script in MIGRATIONS[:version]:
+        db.executescript(script)
+    for statement in statements:
+        db.execute(statement)
+    db.commit()
+    db.close()
+
+
 def test_a_prior_stored_before_schema_6_reads_with_unknown_gpus(tmp_path):
     """A store with priors from before they carried their GPUs and launch count still reads: as unknown GPUs (a
     bisect then uses it anywhere, as before) and df + 1 launches."""
     path = tmp_path / "v5.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (5)")
-    for statements in MIGRATIONS[:5]:
-        db.executescript(statements)
-    db.execute(
+    store_at_schema(
+        path,
+        5,
         "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at) "
-        "VALUES ('gpu-1', 'eagle3', 'tok_s', 0.02, 9, 'a', 's', '2026-11-01T10:00:00.000Z')"
+        "VALUES ('gpu-1', 'eagle3', 'tok_s', 0.02, 9, 'a', 's', '2026-11-01T10:00:00.000Z')",
     )
-    db.commit()
-    db.close()
     with Store(path) as store:
         got = store.noise("gpu-1", "eagle3", "tok_s")
     assert got == Noise(sigma=0.02, df=9, measured_at="2026-11-01T10:00:00.000Z", place="gpu-1", gpu=None, launches=10)
+
+
+def test_a_prior_stored_before_schema_8_reads_without_offsets_and_gains_them_after(tmp_path):
+    """Schema 8: a noise prior keeps its A/A launches' log offsets from their median (``Noise.offsets``), where a
+    second mode of the launch noise shows.  A schema-7 store migrates: its prior reads with none (the hunt then
+    looks for a mode in its own launches only), and a prior stored after keeps them, the launches the spread
+    left out as outliers too."""
+    path = tmp_path / "v7.sqlite"
+    store_at_schema(
+        path,
+        7,
+        "INSERT INTO noise (host, profile, metric, sigma, df, commit_sha, series, measured_at, gpu, launches) "
+        "VALUES ('gpu-1', 'eagle3', 'tok_s', 0.01, 7, 'a', 's', '2026-11-01T10:00:00.000Z', 'NVIDIA H200 x8', 8)",
+    )
+    slow = (0.004, -0.002, 0.0, -0.061, 0.001, -0.058, 0.003, -0.001, 0.002, -0.003)
+    with Store(path) as store:
+        assert store.version() == 8
+        old = store.noise("gpu-1", "eagle3", "tok_s")
+        assert old == Noise(sigma=0.01, df=7, measured_at="2026-11-01T10:00:00.000Z", place="gpu-1",
+                            gpu="NVIDIA H200 x8", launches=8, offsets=())  # fmt: skip
+        store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.003, df=7, commit="b" * 40,
+                        series="t", gpu="NVIDIA H200 x8", launches=8, offsets=slow)  # fmt: skip
+        new = store.noise("gpu-1", "eagle3", "tok_s")
+        assert new is not None and new.offsets == slow and new.df == 7
+        (text,) = store.db.execute("SELECT offsets FROM noise WHERE commit_sha = ?", ("b" * 40,)).fetchone()
+        assert json.loads(text) == list(slow)
 
 
 def test_a_runs_coverage_is_kept_apart_compressed_and_a_schema_6_file_gains_the_table(tmp_path):
     """Schema 7: the coverage of a run is one row beside it (one entry per code object), never in ``runs.record``
     (a listing of runs does not load it); a run stored without one, or before the table, has none."""
     path = tmp_path / "v6.sqlite"
-    db = sqlite3.connect(path)
-    db.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
-    db.execute("INSERT INTO schema_version VALUES (6)")
-    for statements in MIGRATIONS[:6]:
-        db.executescript(statements)
-    db.commit()
-    db.close()
+    store_at_schema(path, 6)
     functions = {f"/tree/pkg/m{n}.py": [[f"f{k}", k * 3 + 1] for k in range(40)] for n in range(50)}
     coverage = {
         "version": 1, "granularity": "function", "root": "/tree", "processes": [], "functions": functions,
         "modules": sorted(functions), "reads": ["/tree/perf/throughput.txt"], "blind": [],
     }  # fmt: skip
     with Store(path) as store:
-        assert store.version() == 7
+        assert store.version() == 8
         with_it = store.add(dataclasses.replace(record(), coverage=coverage))
         without = store.add(record())
         assert store.coverage(with_it) == coverage and store.coverage(without) is None
@@ -215,6 +244,15 @@ def test_noise_is_kept_per_host_profile_and_metric_latest_first(tmp_path):
                         series="w", gpu="NVIDIA H200 x8", launches=8)  # fmt: skip
         got = store.noise("gpu-1", "eagle3", "tok_s")
         assert got is not None and (got.sigma, got.df, got.gpu, got.launches) == (0.025, 7, "NVIDIA H200 x8", 8)
+        assert got.offsets == ()  # stored without its launches' offsets: none to read
+        # Schema 8: each A/A launch's offset from their median comes back as stored, a second mode's launches too.
+        offsets = (0.004, -0.002, 0.0, -0.061, 0.001, -0.058)
+        store.add_noise(host="gpu-1", profile="eagle3", metric="tok_s", sigma=0.01, df=3, commit="a" * 40,
+                        series="v", launches=4, offsets=offsets)  # fmt: skip
+        assert store.noise("gpu-1", "eagle3", "tok_s") == Noise(
+            sigma=0.01, df=3, measured_at=store.noise("gpu-1", "eagle3", "tok_s").measured_at,  # type: ignore[union-attr]
+            place="gpu-1", launches=4, offsets=offsets,
+        )  # fmt: skip
         assert got.place == "gpu-1" and got.measured_at is not None and got.measured_at.startswith("20")
         with pytest.raises(sqlite3.IntegrityError):
             store.add_noise(host="h", profile="p", metric="m", sigma=-1.0, df=3, commit="a", series="s")

@@ -16,6 +16,7 @@ from patchkit.bench.stats.verdict import (
     launches_needed,
     level,
     noise_of,
+    offsets,
     outliers,
     pooled_noise,
     resolution_floor,
@@ -176,6 +177,11 @@ def test_an_a_a_spread_leaves_out_an_outlier_launch() -> None:
     assert flags == [False] * 5 + [True] + [False] * 4
     got = noise_of(values)
     assert got is not None and got.df == 8 and got.sigma < 0.005
+    # The prior keeps every launch's log offset from their median, the one its spread left out too: a second mode
+    # of the launch noise shows there (``hunt.modes``).
+    mid = (math.log(100.0) + math.log(100.1)) / 2  # the median of ten: the mean of the middle two
+    assert got.offsets == pytest.approx([math.log(v) - mid for v in values], abs=1e-12)
+    assert offsets([50.0, -1.0]) == ()  # not all positive: nothing to read
 
 
 def test_a_commits_level_is_the_student_interval_of_its_launches_geometric_mean() -> None:

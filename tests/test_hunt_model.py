@@ -144,3 +144,59 @@ def test_the_posterior_reads_a_mass_per_gap() -> None:
     assert post.quantile(0.5) == 5 and post.quantile(0.1) == 2
     assert post.credible(0.5) == (5, 5) and post.credible(0.001) == (1, 9)
     assert post.mass_between(1, 4) == pytest.approx(0.2)
+
+
+SLOW = math.log(0.94)  # the second mode of a bimodal server: a fifth of its launches 6 % slow
+
+
+def bimodal_boundary(evidence: bool) -> list[tuple[int, float]]:
+    """A 6 % drop at 6 on a server where a fifth of the launches run 6 % slow (``SLOW``): commit 5, on GOOD's side,
+    had both its launches in the slow mode, where BAD's level is.  With ``evidence``, GOOD and BAD were launched
+    again and each once landed in the slow mode (GOOD at BAD's level, BAD 12 % down): the repeated launches show
+    the mode."""
+    good, bad = 0.0, math.log(0.94)
+    out = [(0, good), (0, good + 0.5 * SIGMA), (4, good - 0.5 * SIGMA), (4, good + 0.3 * SIGMA)]
+    out += [(5, good + SLOW), (5, good + SLOW + SIGMA)]
+    out += [(6, bad), (6, bad - 0.8 * SIGMA), (8, bad + 0.5 * SIGMA), (9, bad), (9, bad - 0.5 * SIGMA)]
+    if evidence:
+        out += [(0, good + SLOW - 0.3 * SIGMA), (9, bad + SLOW + 0.4 * SIGMA)]
+    return sorted(out)
+
+
+def test_two_launches_in_a_second_mode_no_longer_name_the_wrong_commit() -> None:
+    """Without the mode, commit 5's two launches at BAD's level name 5 with 99.9 % (the old model's confident wrong
+    answer, and still this model's where nothing shows the mode).  Once GOOD's and BAD's repeated launches show
+    that launches also land 6 % low, the model weighs that mode in: 5 may be GOOD with two slow launches, it
+    holds far less than 99.9 %, and the hunt launches again instead of answering."""
+    blind = fit(bimodal_boundary(evidence=False), 10)
+    assert blind.mode is None and blind.posterior.single(5) > 0.999
+    seen = fit(bimodal_boundary(evidence=True), 10)
+    assert seen.mode is not None and seen.mode.weight > 0.5
+    assert seen.mode.offset == pytest.approx(SLOW, abs=SIGMA) and 0.05 <= seen.mode.share <= 0.45
+    assert seen.posterior.single(5) < 0.99 and seen.posterior.cdf(4) < 0.001  # unclear between 5 and 6 only
+    assert seen.posterior.single(6) > 0.01
+    assert not any(seen.outlier_flags(0)) and not any(seen.outlier_flags(9))  # in the mode, not outliers
+    assert seen.spread.mode == seen.mode and "second mode" in seen.spread.source
+
+
+def test_the_noise_priors_a_a_run_shows_a_mode_the_hunt_has_not_seen() -> None:
+    """The A/A run behind the prior kept each launch's offset from its median: three of ten at 6 % down are a
+    mode (its spread left them out as outliers), so a hunt that has not seen one is careful from its first
+    launches; the same prior without its offsets is not."""
+    launched = bimodal_boundary(evidence=False)
+    aa = (*(o * SIGMA for o in (0.3, -0.6, 0.9, -0.2, 0.5, -1.1, 0.0)), SLOW, SLOW + 0.7 * SIGMA, SLOW - SIGMA)
+    with_offsets = fit(launched, 10, noise=Noise(sigma=SIGMA, df=6, offsets=aa))
+    assert with_offsets.mode is not None and with_offsets.mode.weight > 0.5
+    assert with_offsets.posterior.single(5) < 0.99
+    assert fit(launched, 10, noise=Noise(sigma=SIGMA, df=6)).posterior.single(5) > 0.999
+
+
+def test_clean_launches_and_one_outlier_are_no_second_mode() -> None:
+    """Launches within a few spreads of their level show no mode; one launch far from its commit's others is an
+    outlier (the mixture's flat part), weighed as a mode at most a little."""
+    assert fit(launches(step_at(6, 0.10), range(10)), 10).mode is None
+    level = step_at(6, 0.10)
+    model = fit([*launches(level, range(10)), (2, math.log(level(2)) - 8 * SIGMA)], 10)
+    assert model.outlier_flags(2) == [False, False, True]
+    assert model.mode is None or model.mode.weight < 0.05
+    assert model.posterior.best_single() is not None and model.posterior.best_single()[0] == 6  # type: ignore[index]

@@ -7,7 +7,10 @@ the launches ``verdict.outliers`` flags (listed by index in ``outliers``): one
 launch 30 % slow in ten would widen the prior of every later comparison
 tenfold.  The prior is stored with the GPUs its launches ran on (one GPU
 model, ``verdict.gpu_label``) and the launches it kept, so that a bisect can
-refuse it on other GPUs and say how old it is.  As a check
+refuse it on other GPUs and say how old it is, and with each launch's log
+offset from their median (``verdict.offsets``): a second mode of the launch
+noise (a fifth of the launches a few percent slower) shows there, and the
+hunt's model takes it in.  As a check
 of the statistics, the launches are also split into the odd and the even ones
 (interleaved, A1 B1 A2 B2 ...) and compared with the verdict ``compare``
 uses: an A/A comparison must come out ``same`` or ``unknown``, never
@@ -25,7 +28,7 @@ from typing import NotRequired, TypedDict
 from patchkit.bench.records.compare import launch_values
 from patchkit.bench.records.record import Outcome, RunRecord
 from patchkit.bench.records.store import Store
-from patchkit.bench.stats.verdict import Call, gpu_label, judge, noise_of, outliers
+from patchkit.bench.stats.verdict import Call, gpu_label, judge, noise_of, offsets, outliers
 
 
 class AaRow(TypedDict):
@@ -114,6 +117,7 @@ def keep_priors(
                 series=series,
                 gpu=gpu,
                 launches=row["df"] + 1,
+                offsets=offsets(row["values"]),
             )
         elif row["stored"]:
             row["stored"] = False

@@ -29,6 +29,9 @@ class Noise:
     place: str | None = None  # the host, or the Slurm partition (and constraint) the A/A launches ran on
     gpu: str | None = None  # the GPUs they ran on (``gpu_label``), None where no GPU facts were recorded
     launches: int | None = None  # the A/A run's usable launches
+    # Each A/A launch as its log offset from the A/A's median, those left out of the spread as outliers too: where
+    # several sit at one offset, the launch noise has a second mode, and the hunt's model takes it in.
+    offsets: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not (self.sigma >= 0 and math.isfinite(self.sigma)):

@@ -24,8 +24,9 @@ The package, by job (each module's docstring holds its part of the design):
   ``Failure``, ``Round``, ``GiveUp``), frozen values;
 - the model, numpy and scipy over arrays, tested by calling it with a few numbers: ``likelihood`` (the
   contamination mixture, every split's fit and likelihood, the spread integrated out), ``sigma`` (the spread,
-  pooled with the prior and checked against it), ``model`` (``Model.fit``: the posterior, drift, outliers, and
-  the second-step test within a side) and ``posterior`` (the belief the rest reads);
+  pooled with the prior and checked against it), ``modes`` (a second mode of the launch noise, from repeated
+  launches and the prior's A/A run), ``model`` (``Model.fit``: the posterior, drift, outliers, and the
+  second-step test within a side) and ``posterior`` (the belief the rest reads);
 - ``state``: the bookkeeping of launches, values and failures;
 - ``mask``: pruning, the relevant positions round by round and the parent check that tests them;
 - ``policy``: which positions a round asks for (endpoints, posterior quantiles, confirmations, the spread's

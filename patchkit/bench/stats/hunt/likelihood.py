@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from patchkit.bench.stats.hunt.report import Mode
 from patchkit.bench.stats.verdict import Noise
 
 EPS = 0.02  # the prior share of outlier launches in the mixture
@@ -39,10 +40,35 @@ MARGINAL_POINTS = 29  # spreads on the grid the posterior integrates the spread 
 FLOOR = 1e-6  # the least launch spread the model assumes (0.0001 %), below any real noise
 
 
-def responsibilities(resid: np.ndarray, sigma: float) -> np.ndarray:
-    """Each launch's posterior weight of the Gaussian part of the mixture."""
-    core = (1 - EPS) * np.exp(-0.5 * (resid / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
-    return core / (core + EPS / OUTLIER_WIDTH)
+def densities(resid: np.ndarray, sigma: float, mode: Mode | None) -> tuple[np.ndarray, np.ndarray]:
+    """The two Gaussian parts of the mixture's density at each residual: the main mode and the second one (zero
+    without a second mode)."""
+    norm = sigma * math.sqrt(2 * math.pi)
+    if mode is None:
+        return (1 - EPS) * np.exp(-0.5 * (resid / sigma) ** 2) / norm, np.zeros_like(resid)
+    main = (1 - EPS - mode.share) * np.exp(-0.5 * (resid / sigma) ** 2) / norm
+    return main, mode.share * np.exp(-0.5 * ((resid - mode.offset) / sigma) ** 2) / norm
+
+
+def responsibilities(resid: np.ndarray, sigma: float, mode: Mode | None = None) -> np.ndarray:
+    """Each launch's posterior weight of the Gaussian parts of the mixture (the main mode and any second one)."""
+    if mode is None:
+        core = (1 - EPS) * np.exp(-0.5 * (resid / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
+        return core / (core + EPS / OUTLIER_WIDTH)
+    main, second = densities(resid, sigma, mode)
+    return (main + second) / (main + second + EPS / OUTLIER_WIDTH)
+
+
+def weigh(resid: np.ndarray, sigma: float, mode: Mode | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each launch's Gaussian weight and its expected offset from its level (the second mode's offset times the
+    share of that weight the second mode holds; zero without one): a launch in the second mode still says where
+    its commit's level is, once moved back by the offset."""
+    if mode is None:
+        return responsibilities(resid, sigma), np.zeros_like(resid)
+    main, second = densities(resid, sigma, mode)
+    total = main + second
+    shift = mode.offset * second / np.maximum(total, 1e-300)
+    return total / (total + EPS / OUTLIER_WIDTH), shift
 
 
 NO_MASS = -1e9  # the log prior of a gap that holds no relevant commit: finite, so that sums stay numbers, exp() 0
@@ -90,26 +116,38 @@ class Groups:
         return ok, medians
 
     def kept(
-        self, w: np.ndarray, agree: tuple[np.ndarray, np.ndarray], mu_l: np.ndarray, mu_r: np.ndarray, sigma: float
-    ) -> np.ndarray:
-        """The weights, with those of an agreeing commit far from both of a split's levels restored (a third
-        level; one near the other side's level is evidence against the split and keeps its outlier weight)."""
+        self,
+        w: np.ndarray,
+        shift: np.ndarray,
+        agree: tuple[np.ndarray, np.ndarray],
+        mu_l: np.ndarray,
+        mu_r: np.ndarray,
+        sigma: float,
+        mode: Mode | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The weights and offsets, with those of an agreeing commit far from both of a split's levels restored (a
+        third level; one near the other side's level, or where the second mode puts a launch of it, is evidence
+        against the split and keeps its outlier weight)."""
         ok, medians = agree
         if not ok.any():
-            return w
-        far = (np.abs(medians[None, :] - mu_l[:, None]) > OUTLIER_Z * sigma) & (
-            np.abs(medians[None, :] - mu_r[:, None]) > OUTLIER_Z * sigma
-        )
+            return w, shift
+        offsets = (0.0,) if mode is None else (0.0, mode.offset)
+        far = np.ones((len(mu_l), len(medians)), dtype=bool)
+        for level in (mu_l, mu_r):
+            for offset in offsets:
+                far &= np.abs(medians[None, :] - level[:, None] - offset) > OUTLIER_Z * sigma
         mean = np.add.reduceat(w, self.starts, axis=1) / np.maximum(self.counts, 1)
         restore = np.repeat((mean < OUTLIER_WEIGHT) & ok[None, :] & far, self.counts, axis=1)
-        return np.where(restore, 1.0, w)
+        return np.where(restore, 1.0, w), np.where(restore, 0.0, shift)
 
 
 @dataclass
 class SplitFit:
     """Every split's fit at once (rows: splits; columns: launches): the two levels and the drift, each launch's
-    residual and its weight (the responsibility of the mixture's Gaussian part), by EM from the sides' medians.
-    Each split is fitted on its own, so a launch is an outlier only where it is far from that split's levels."""
+    residual and its weight (the responsibility of the mixture's Gaussian parts), by EM from the sides' medians.
+    Each split is fitted on its own, so a launch is an outlier only where it is far from that split's levels.
+    With a second mode (``Mode``), a launch's ``shift`` is its expected offset from its level (the mode's offset
+    times the mode's share of its weight): the levels, the drift and the spread read ``resid - shift``."""
 
     mu_l: np.ndarray
     mu_r: np.ndarray
@@ -117,6 +155,13 @@ class SplitFit:
     resid: np.ndarray
     weights: np.ndarray
     info: np.ndarray  # the drift's information per split (0 without drift)
+    shift: np.ndarray
+    mode: Mode | None = None
+
+    @property
+    def adjusted(self) -> np.ndarray:
+        """Each launch's residual from its level, a launch in the second mode moved back by the mode's offset."""
+        return self.resid - self.shift if self.mode is not None else self.resid
 
     @classmethod
     def start(cls, left: np.ndarray, x: np.ndarray, index: np.ndarray) -> SplitFit:
@@ -126,10 +171,17 @@ class SplitFit:
         mu_l = np.full(rows, float(np.median(x[index == 0])))
         mu_r = np.full(rows, float(np.median(x[index == index.max()])))
         zeros = np.zeros(rows)
-        return cls(mu_l, mu_r, zeros, np.zeros(left.shape), np.ones(left.shape), zeros)
+        return cls(mu_l, mu_r, zeros, np.zeros(left.shape), np.ones(left.shape), zeros, np.zeros(left.shape))
 
     def refine(
-        self, left: np.ndarray, x: np.ndarray, t: np.ndarray, sigma: float, drift: bool, groups: Groups
+        self,
+        left: np.ndarray,
+        x: np.ndarray,
+        t: np.ndarray,
+        sigma: float,
+        drift: bool,
+        groups: Groups,
+        mode: Mode | None = None,
     ) -> SplitFit:
         mu_l, mu_r, beta = self.mu_l, self.mu_r, self.beta
         med_l, med_r = mu_l, mu_r
@@ -137,13 +189,18 @@ class SplitFit:
         agree = groups.agreeing(x, sigma)
         for step in range(EM_STEPS):
             resid = x[None, :] - np.where(left, mu_l[:, None], mu_r[:, None]) - beta[:, None] * t[None, :]
-            w = groups.kept(responsibilities(resid, sigma), agree, mu_l, mu_r, sigma)
+            w, shift = groups.kept(*weigh(resid, sigma, mode), agree, mu_l, mu_r, sigma, mode)
             wl_all, wr_all = w * left, w * ~left
             wl, wr = wl_all.sum(axis=1), wr_all.sum(axis=1)
-            xl, xr = wl_all @ x, wr_all @ x
+            if mode is None:
+                xl, xr = wl_all @ x, wr_all @ x
+            else:  # a launch in the second mode tells its level once moved back by the mode's offset
+                y = x[None, :] - shift
+                xl, xr = (wl_all * y).sum(axis=1), (wr_all * y).sum(axis=1)
             if drift and step > 0:  # the drift once the first weights are in
                 tl, tr = wl_all @ t, wr_all @ t
-                tt, xt = w @ (t * t), w @ (t * x)
+                tt = w @ (t * t)
+                xt = w @ (t * x) if mode is None else (w * t[None, :] * (x[None, :] - shift)).sum(axis=1)
                 safe_l, safe_r = np.maximum(wl, 1e-9), np.maximum(wr, 1e-9)
                 info = tt - tl * tl / safe_l - tr * tr / safe_r
                 ok = info > 1e-9
@@ -154,13 +211,13 @@ class SplitFit:
             mu_l = np.where(wl > 0.5, xl / np.maximum(wl, 1e-9), med_l)
             mu_r = np.where(wr > 0.5, xr / np.maximum(wr, 1e-9), med_r)
         resid = x[None, :] - np.where(left, mu_l[:, None], mu_r[:, None]) - beta[:, None] * t[None, :]
-        weights = groups.kept(responsibilities(resid, sigma), agree, mu_l, mu_r, sigma)
-        return SplitFit(mu_l, mu_r, beta, resid, weights, info)
+        weights, shift = groups.kept(*weigh(resid, sigma, mode), agree, mu_l, mu_r, sigma, mode)
+        return SplitFit(mu_l, mu_r, beta, resid, weights, info, shift, mode)
 
     def drift_of(self, row: int, left: np.ndarray, t: np.ndarray, sigma: float) -> tuple[float, float]:
         """The drift of one split's residuals (per ``ORDER_SCALE`` launches, each side's mean order removed) and
         its standard error: the fitted drift when the term is in the fit, else what adding it would give."""
-        w, r, side = self.weights[row], self.resid[row], left[row]
+        w, r, side = self.weights[row], self.adjusted[row], left[row]
         centred = t.copy()
         for mask in (side, ~side):
             total = float(w[mask].sum())
@@ -175,8 +232,12 @@ class SplitFit:
     def logs(self, left: np.ndarray, prior: np.ndarray, sigma: float, sign: float) -> np.ndarray:
         """The log posterior of each split, unnormalised: the mixture likelihood at the split's fit, the Laplace
         term of its two levels, the split's log prior (``gap_log_prior``), and the direction of the step."""
-        z = self.resid / sigma
-        core = (1 - EPS) * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
+        if self.mode is None:
+            z = self.resid / sigma
+            core = (1 - EPS) * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
+        else:
+            main, second = densities(self.resid, sigma, self.mode)
+            core = main + second
         loglik = np.log(core + EPS / OUTLIER_WIDTH).sum(axis=1)
         wl = np.maximum((self.weights * left).sum(axis=1), 0.5)
         wr = np.maximum((self.weights * ~left).sum(axis=1), 0.5)

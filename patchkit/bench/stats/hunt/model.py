@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,8 +33,9 @@ from patchkit.bench.stats.hunt.likelihood import (
     marginal_logs,
     responsibilities,
 )
+from patchkit.bench.stats.hunt.modes import second_mode
 from patchkit.bench.stats.hunt.posterior import Posterior
-from patchkit.bench.stats.hunt.report import Drift, Spread
+from patchkit.bench.stats.hunt.report import Drift, Mode, Spread
 from patchkit.bench.stats.hunt.sigma import as_normal, fit_spread, rejects, start_sigma, widen
 from patchkit.bench.stats.verdict import Noise
 
@@ -78,6 +79,7 @@ class Model:
         self.drift_on = False  # the drift term is in the fit (its estimate was clear without it)
         self.noise: Noise | None = None
         self.floor = 0.0
+        self.mode: Mode | None = None  # the launch noise's second mode, where the repeated launches show one
 
     @property
     def drift_z(self) -> float:
@@ -121,27 +123,28 @@ class Model:
         groups = Groups.of(index, len(marks))
         sigma = start_sigma(noise, x, index, floor)
         start = SplitFit.start(left, x, index)
-        drift = False
-        while True:
-            fit, best, sigma, spread = _fit_all(start, left, x, m.t, prior, sigma, sign, noise, floor, drift, groups)
-            m.drift_beta, m.drift_se = fit.drift_of(best, left, m.t, sigma)
-            # The drift term is fitted only where the data asks for it: it costs the search precision (a level
-            # and a trend are told apart only by launches of one side at different times).
-            if drift or not can_drift or abs(m.drift_z) < DRIFT_Z:
-                break
-            drift = True
+        # The launch noise with one mode, and, where the repeated launches (and the prior's A/A run) hint at a
+        # second one, with that mode too: the posterior is the two models' posteriors weighed by the evidence
+        # for the mode (``modes``), so that a hint of a mode already keeps a boundary from reading as certain.
+        plain = _fit_drift(start, left, x, m.t, prior, sigma, sign, noise, floor, groups, can_drift, None)
+        mode = second_mode(x - plain.fit.beta[plain.best] * m.t, groups, plain.sigma, noise, plain.spread.hunt)
+        chosen, probs = plain, plain.probs(left, prior, sign, noise, floor, fixed)
+        if mode is not None:
+            bimodal = _fit_drift(start, left, x, m.t, prior, sigma, sign, noise, floor, groups, can_drift, mode)
+            probs = (1 - mode.weight) * probs + mode.weight * bimodal.probs(left, prior, sign, noise, floor, fixed)
+            if mode.weight >= 0.5:
+                chosen = bimodal
+        fit, best = chosen.fit, chosen.best
+        m.drift_beta, m.drift_se = chosen.drift_beta, chosen.drift_se
         m.split = best
         m.split_at = int(marks[best])
-        m.spread = spread
+        m.spread = chosen.spread
+        if mode is not None:
+            m.spread = replace(m.spread, source=f"{m.spread.source}; {mode.describe()}", mode=mode)
         m.weights = fit.weights[best]
         m.mu_left, m.mu_right = float(fit.mu_l[best]), float(fit.mu_r[best])
-        m.drift_on = drift
-        if fixed is not None:  # the same fit, its posterior at a wider spread (the confirmation's spread check)
-            logs = fit.logs(left, prior, sigma * fixed, sign)
-        else:
-            logs = marginal_logs(fit, left, prior, sigma, sign, noise, floor)
-        probs = np.exp(logs - logs.max())
-        probs /= probs.sum()
+        m.drift_on = chosen.drift
+        m.mode = mode
         ranks = () if rank is None else tuple(int(v) for v in rank)
         m.posterior = Posterior(marks=tuple(int(v) for v in marks), masses=tuple(probs.tolist()), rank=ranks)
         return m
@@ -267,7 +270,32 @@ class Model:
         return Drift(total=total, z=z, launches=count, flagged=flagged, why=why)
 
 
-def _fit_all(
+@dataclass
+class _Fitted:
+    """One launch model's fit to every split (with or without a second mode): the split fit, the most likely
+    split, its spread and the drift."""
+
+    fit: SplitFit
+    best: int
+    sigma: float
+    spread: Spread
+    drift: bool
+    drift_beta: float
+    drift_se: float
+
+    def probs(
+        self, left: np.ndarray, prior: np.ndarray, sign: float, noise: Noise | None, floor: float, fixed: float | None
+    ) -> np.ndarray:
+        """The posterior mass of each split: the spread integrated out, or at ``fixed`` times the fitted one."""
+        if fixed is not None:  # the confirmation's check at the spread's upper bound
+            logs = self.fit.logs(left, prior, self.sigma * fixed, sign)
+        else:
+            logs = marginal_logs(self.fit, left, prior, self.sigma, sign, noise, floor)
+        probs = np.exp(logs - logs.max())
+        return probs / probs.sum()
+
+
+def _fit_drift(
     start: SplitFit,
     left: np.ndarray,
     x: np.ndarray,
@@ -277,18 +305,28 @@ def _fit_all(
     sign: float,
     noise: Noise | None,
     floor: float,
-    drift: bool,
     groups: Groups,
-) -> tuple[SplitFit, int, float, Spread]:
-    """Every split fitted with the spread of the most likely split, refitted while that spread moves."""
-    fit, best, spread = start, 0, Spread(sigma, 0.0, "")
-    for _ in range(3):
-        fit = start.refine(left, x, t, sigma, drift, groups)
-        logs = fit.logs(left, prior, sigma, sign)
-        best = int(np.argmax(logs))
-        new_sigma, spread = fit_spread(fit.resid[best], fit.weights[best], noise, floor, 3 if drift else 2, sigma)
-        moved = abs(new_sigma - sigma) > 0.05 * sigma
-        sigma = new_sigma
-        if not moved:
-            break
-    return fit, best, sigma, spread
+    can_drift: bool,
+    mode: Mode | None,
+) -> _Fitted:
+    """Every split fitted with the spread of the most likely split, refitted while that spread moves; without the
+    drift term and, where the data asks for it, with it."""
+    drift = False
+    while True:
+        fit, best = start, 0
+        for _ in range(3):
+            fit = start.refine(left, x, t, sigma, drift, groups, mode)
+            best = int(np.argmax(fit.logs(left, prior, sigma, sign)))
+            params = 3 if drift else 2
+            new_sigma, spread = fit_spread(fit.adjusted[best], fit.weights[best], noise, floor, params, sigma)
+            moved = abs(new_sigma - sigma) > 0.05 * sigma
+            sigma = new_sigma
+            if not moved:
+                break
+        beta, se = fit.drift_of(best, left, t, sigma)
+        z = beta / se if math.isfinite(se) and se > 0 else 0.0
+        # The drift term is fitted only where the data asks for it: it costs the search precision (a level
+        # and a trend are told apart only by launches of one side at different times).
+        if drift or not can_drift or abs(z) < DRIFT_Z:
+            return _Fitted(fit, best, sigma, spread, drift, beta, se)
+        drift = True

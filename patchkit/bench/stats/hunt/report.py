@@ -48,6 +48,25 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Mode:
+    """A second mode of the launch noise: a ``share`` of launches sits ``offset`` (log scale) from its commit's
+    level, at the same spread (an unlucky placement, a slow NUMA node: 20 % of launches 6 % slower); ``weight``:
+    how likely the launches make it that the noise has it (``modes.second_mode``)."""
+
+    share: float
+    offset: float
+    weight: float = 1.0
+
+    def as_json(self) -> dict[str, float]:
+        return {"share": self.share, "offset": self.offset, "weight": self.weight}
+
+    def describe(self) -> str:
+        way = "lower" if self.offset < 0 else "higher"
+        return (f"a second mode, {self.share:.0%} of launches {abs(self.offset):.1%} {way} "
+                f"(weighed at {self.weight:.2g})")  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Spread:
     """The launch spread the posterior used, and where it came from."""
 
@@ -57,6 +76,7 @@ class Spread:
     prior: float | None = None  # the prior's sigma, when one was given
     hunt: float | None = None  # the hunt's own estimate, when it had degrees of freedom
     stale: bool = False  # the variance-ratio test said the prior is too small
+    mode: Mode | None = None  # the second mode the posterior weighed in, where the launches hint at one
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -66,6 +86,7 @@ class Spread:
             "prior": self.prior,
             "hunt": self.hunt,
             "stale": self.stale,
+            "mode": None if self.mode is None else self.mode.as_json(),
         }
 
 
