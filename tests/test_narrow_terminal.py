@@ -291,3 +291,21 @@ def paragraphs(lines: list[str]) -> list[list[str]]:
         elif line.strip():
             out.append([line])
     return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_show_code_keeps_each_process_command_line_whole_in_its_parts(monkeypatch, width):
+    """``show --code``'s process table: a server's command line (long paths) goes under its row where the table is
+    narrow, so no path part, option or number is cut in two."""
+    from patchkit.commands.show import show_code
+
+    argv = (
+        "/work/main/patchkit/demo/standin/server.py --port 40407 --tree "
+        "/tmp/dk2/sglang/.git/patchkit/worktrees/e32339868eb0 --noise 0.01 --noise-state /tmp/dk2/noise-state"
+    )
+    data = {"recorded": True, "granularity": "file", "tree": [], "outside": [], "reads": [], "blind": [],
+            "processes": [{"pid": 16538, "core": "file", "granularity": "file", "functions": 0, "modules": 107,
+                           "reads": 2, "label": argv, "why": None}]}  # fmt: skip
+    lines = render(monkeypatch, width, lambda console: show_code(console, data))
+    assert_whole(lines, [word for word in argv.split() if cell_width(word) <= width - 12])  # each path whole
+    assert_whole(lines, ["16538", "file (files)", "107"])

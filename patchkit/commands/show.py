@@ -465,7 +465,7 @@ def show_code(console: Console, data: Mapping[str, Any]) -> None:
     table.add_column("functions", justify="right", whole=True)
     table.add_column("modules", justify="right", whole=True)
     table.add_column("read", justify="right", whole=True)
-    table.add_column("process")
+    table.add_column("process", prose=True)  # a command line: under its row where the table is narrow
     whys: dict[str, None] = {}
     for p in processes:
         function = p.get("granularity") == "function"
