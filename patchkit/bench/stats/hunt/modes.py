@@ -11,11 +11,14 @@ The evidence for a second mode must not depend on where the step is, or every wr
 by one: it comes from the launches of one commit, which share a level (the drift removed).  A mode is a share
 ``pi`` of launches at an offset ``delta`` from the level, at the launch spread; it is kept when it explains the
 repeated launches better than the outlier term does by ``MODE_LR`` in log likelihood (each commit at its best
-level, the launches farther than ``OUTLIER_Z`` spreads apart the candidate offsets), with at least
-``MODE_LAUNCHES`` launches in it.  One launch far from its commit's others is an outlier; two at the same offset,
-in two commits, are a mode.  The spread the candidates are judged at is the larger of the model's and the
-repeated launches' own robust one (the lower quartile of their differences), so that a prior from a quieter day
-does not make ordinary scatter a mode.
+level, the launches farther than ``OUTLIER_Z`` spreads apart the candidate offsets).  One launch far from its
+commit's others is an outlier; two at the same offset, in two commits, are a mode.  The spread the candidates are
+judged at is the larger of the model's and the repeated launches' own robust one (the lower quartile of their
+differences), so that a prior from a quieter day does not make ordinary scatter a mode.
+
+The mode is read one way, the better of below the main mode and above it.  Weighing both readings was tried and
+left out, as was counting launches of commits launched once at the nearer side's level: neither named fewer wrong
+commits over the ``bimodal-wide`` cells, and both cost launches (docs/hunt.md, "The stress cells").
 """
 
 from __future__ import annotations
