@@ -145,13 +145,16 @@ def noise_of(launches: Sequence[float]) -> Noise | None:
     kept = [x for x, out in zip(logs, flags, strict=True) if not out]
     if len(kept) < 2:
         return None
-    return Noise(sigma=_sd(kept), df=len(kept) - 1, offsets=offsets(launches))
+    return Noise(sigma=_sd(kept), df=len(kept) - 1, offsets=_offsets(logs))
 
 
 def offsets(launches: Sequence[float]) -> tuple[float, ...]:
     """Each launch's log offset from the launches' median, in order (none for values that are not all positive):
     what the prior keeps of an A/A run besides its spread, so that the hunt can see a second mode in it."""
-    logs = _logs(launches)
+    return _offsets(_logs(launches))
+
+
+def _offsets(logs: Sequence[float] | None) -> tuple[float, ...]:
     if not logs:
         return ()
     mid = _median(sorted(logs))

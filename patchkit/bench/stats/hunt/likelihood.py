@@ -52,23 +52,19 @@ def densities(resid: np.ndarray, sigma: float, mode: Mode | None) -> tuple[np.nd
 
 def responsibilities(resid: np.ndarray, sigma: float, mode: Mode | None = None) -> np.ndarray:
     """Each launch's posterior weight of the Gaussian parts of the mixture (the main mode and any second one)."""
-    if mode is None:
-        core = (1 - EPS) * np.exp(-0.5 * (resid / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi))
-        return core / (core + EPS / OUTLIER_WIDTH)
-    main, second = densities(resid, sigma, mode)
-    return (main + second) / (main + second + EPS / OUTLIER_WIDTH)
+    return weigh(resid, sigma, mode)[0]
 
 
 def weigh(resid: np.ndarray, sigma: float, mode: Mode | None) -> tuple[np.ndarray, np.ndarray]:
     """Each launch's Gaussian weight and its expected offset from its level (the second mode's offset times the
     share of that weight the second mode holds; zero without one): a launch in the second mode still says where
     its commit's level is, once moved back by the offset."""
-    if mode is None:
-        return responsibilities(resid, sigma), np.zeros_like(resid)
     main, second = densities(resid, sigma, mode)
     total = main + second
-    shift = mode.offset * second / np.maximum(total, 1e-300)
-    return total / (total + EPS / OUTLIER_WIDTH), shift
+    weight = total / (total + EPS / OUTLIER_WIDTH)
+    if mode is None:
+        return weight, np.zeros_like(resid)
+    return weight, mode.offset * second / np.maximum(total, 1e-300)
 
 
 NO_MASS = -1e9  # the log prior of a gap that holds no relevant commit: finite, so that sums stay numbers, exp() 0
@@ -232,12 +228,8 @@ class SplitFit:
     def logs(self, left: np.ndarray, prior: np.ndarray, sigma: float, sign: float) -> np.ndarray:
         """The log posterior of each split, unnormalised: the mixture likelihood at the split's fit, the Laplace
         term of its two levels, the split's log prior (``gap_log_prior``), and the direction of the step."""
-        if self.mode is None:
-            z = self.resid / sigma
-            core = (1 - EPS) * np.exp(-0.5 * z * z) / (sigma * math.sqrt(2 * math.pi))
-        else:
-            main, second = densities(self.resid, sigma, self.mode)
-            core = main + second
+        main, second = densities(self.resid, sigma, self.mode)
+        core = main + second
         loglik = np.log(core + EPS / OUTLIER_WIDTH).sum(axis=1)
         wl = np.maximum((self.weights * left).sum(axis=1), 0.5)
         wr = np.maximum((self.weights * ~left).sum(axis=1), 0.5)
