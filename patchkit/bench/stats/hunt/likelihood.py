@@ -240,6 +240,12 @@ class SplitFit:
         return logs
 
 
+def spread_grid(center: float, floor: float) -> list[float]:
+    """The spreads a posterior or an evidence integrates over: ``MARGINAL_POINTS`` of them, evenly spaced in log
+    from 0.3 to 5 times ``center``, none below ``floor``."""
+    return np.maximum(center * np.exp(np.linspace(-1.2, 1.6, MARGINAL_POINTS)), max(floor, FLOOR)).tolist()
+
+
 def marginal_logs(
     fit: SplitFit, left: np.ndarray, prior: np.ndarray, center: float, sign: float, noise: Noise | None, floor: float
 ) -> np.ndarray:
@@ -252,9 +258,8 @@ def marginal_logs(
     read as 99.9 % certain.  Integrated, the launches and the prior weigh each spread by how well it explains
     them, and a boundary must hold across the spreads they allow (400 seeds, prior at half the truth, 512
     commits, d = 1.5 sigma: 1.5 % wrong hunts at the fitted spread, 0.5 % integrated)."""
-    grid = np.maximum(center * np.exp(np.linspace(-1.2, 1.6, MARGINAL_POINTS)), max(floor, FLOOR))
     rows = []
-    for spread in grid.tolist():
+    for spread in spread_grid(center, floor):
         if noise is not None:
             weight = -(noise.df + 1) * math.log(spread) - noise.df * noise.sigma**2 / (2 * spread * spread)
         else:

@@ -32,8 +32,9 @@ from patchkit.bench.stats.hunt.likelihood import (
     gap_log_prior,
     marginal_logs,
     responsibilities,
+    spread_grid,
 )
-from patchkit.bench.stats.hunt.modes import second_mode
+from patchkit.bench.stats.hunt.modes import READ_SHARES, aa_evidence, prior_without, second_mode
 from patchkit.bench.stats.hunt.posterior import Posterior
 from patchkit.bench.stats.hunt.report import Drift, Mode, Spread
 from patchkit.bench.stats.hunt.sigma import as_normal, fit_spread, rejects, start_sigma, widen
@@ -124,16 +125,35 @@ class Model:
         sigma = start_sigma(noise, x, index, floor)
         start = SplitFit.start(left, x, index)
         # The launch noise with one mode, and, where the repeated launches (and the prior's A/A run) hint at a
-        # second one, with that mode too: the posterior is the two models' posteriors weighed by the evidence
-        # for the mode (``modes``), so that a hint of a mode already keeps a boundary from reading as certain.
+        # second one, with that mode too: the posterior is the one-mode model's and the second mode's readings'
+        # posteriors, weighed by the evidence for the mode (``modes``), so that a hint of a mode already keeps a
+        # boundary from reading as certain.
         plain = _fit_drift(start, left, x, m.t, prior, sigma, sign, noise, floor, groups, can_drift, None)
-        mode = second_mode(x - plain.fit.beta[plain.best] * m.t, groups, plain.sigma, noise, plain.spread.hunt)
+        readings = second_mode(x - plain.fit.beta[plain.best] * m.t, groups, plain.sigma, noise, plain.spread.hunt)
         chosen, probs = plain, plain.probs(left, prior, sign, noise, floor, fixed)
-        if mode is not None:
-            bimodal = _fit_drift(start, left, x, m.t, prior, sigma, sign, noise, floor, groups, can_drift, mode)
-            probs = (1 - mode.weight) * probs + mode.weight * bimodal.probs(left, prior, sign, noise, floor, fixed)
-            if mode.weight >= 0.5:
-                chosen = bimodal
+        mode = None
+        if readings:
+            # Which way round the mode is, and its share, are weighed by every launch of the hunt and of the A/A
+            # run, each reading at each of ``READ_SHARES``, the split and the spread integrated out.  Not by the
+            # repeated launches that found the mode: the hunt launched those commits again because their launches
+            # disagreed, so they over-represent the small mode, and each at its own best level keeps its larger
+            # cluster as the main mode, so their share comes out too small (docs/hunt.md, "The stress cells").
+            weight = readings[0].weight
+            readings = tuple(replace(r, share=v) for r in readings for v in READ_SHARES)
+            priors = [prior_without(noise, r) for r in readings]
+            fits = [_fit_drift(start, left, x, m.t, prior, sigma, sign, n, floor, groups, can_drift, r)
+                    for r, n in zip(readings, priors, strict=True)]  # fmt: skip
+            offsets = noise.offsets if noise is not None else ()
+            evidence = np.array([f.evidence(left, prior, sign, offsets, floor) for f in fits])
+            odds = np.exp(evidence - evidence.max())
+            odds = odds / odds.sum()
+            probs = (1 - weight) * probs
+            for each, n, share in zip(fits, priors, odds.tolist(), strict=True):
+                probs = probs + weight * share * each.probs(left, prior, sign, n, floor, fixed)
+            top = int(odds.argmax())
+            mode = readings[top]
+            if weight >= 0.5:
+                chosen = fits[top]
         fit, best = chosen.fit, chosen.best
         m.drift_beta, m.drift_se = chosen.drift_beta, chosen.drift_se
         m.split = best
@@ -282,6 +302,21 @@ class _Fitted:
     drift: bool
     drift_beta: float
     drift_se: float
+
+    def evidence(
+        self, left: np.ndarray, prior: np.ndarray, sign: float, offsets: tuple[float, ...], floor: float
+    ) -> float:
+        """The log likelihood of every launch of the hunt and of the A/A run (``offsets``) under this launch
+        model, the split and the spread integrated out (Jeffreys' prior on the spread; up to a constant shared by
+        every model of the same launches): how readings of a mode are weighed.  The A/A run's launches are
+        data here, not the prior on the spread: each reading of the mode explains them its own way."""
+        rows = []
+        for spread in spread_grid(self.sigma, floor):  # d sigma / sigma = d log sigma: the grid's even steps
+            aa = aa_evidence(offsets, spread, self.fit.mode) if self.fit.mode is not None else 0.0
+            rows.append(self.fit.logs(left, prior, spread, sign) + aa)
+        stack = np.array(rows)
+        top = float(stack.max())
+        return top + math.log(float(np.exp(stack - top).sum()))
 
     def probs(
         self, left: np.ndarray, prior: np.ndarray, sign: float, noise: Noise | None, floor: float, fixed: float | None
