@@ -14,7 +14,9 @@ import pytest
 
 from patchkit.bench.stats.hunt.likelihood import EPS, OUTLIER_WIDTH
 from patchkit.bench.stats.hunt.model import Model
+from patchkit.bench.stats.hunt.modes import aa_evidence, prior_without
 from patchkit.bench.stats.hunt.posterior import Posterior
+from patchkit.bench.stats.hunt.report import Mode
 from patchkit.bench.stats.verdict import Noise
 
 SIGMA = 0.01
@@ -231,3 +233,21 @@ def test_a_mode_is_read_from_every_launch_not_from_the_ones_launched_again() -> 
     model = Model.fit(pos[order], x[order], order.astype(float), 64, -1.0, Noise(0.0185, 9, offsets=aa), 0.0)
     assert model.mode is not None and model.mode.offset < 0  # below the main level: the slow launches are the mode
     assert model.posterior.single(22) < 0.999
+
+
+def test_under_a_reading_of_the_mode_the_prior_leaves_its_a_a_launches_in_the_mode_out() -> None:
+    """An A/A run with two launches 6 % slow and one 30 % fast: under a mode 6 % below, its spread is the other
+    seven's (the fast one is farther from the main level than the mode is: an outlier, not the main level's
+    scatter); under a mode above, the slow one within the mode's distance is the main level's scatter and stays
+    in.  And the A/A run says which way round the mode is."""
+    fast = (0.3, -0.6, 0.9, -0.2, 0.5, -1.1, 0.0)
+    aa = (*(o * SIGMA for o in fast), SLOW + 0.4 * SIGMA, SLOW - 0.5 * SIGMA, 0.30)
+    given = Noise(sigma=3 * SIGMA, df=8, offsets=aa)
+    below = prior_without(given, Mode(0.2, SLOW))
+    assert below is not None and below.df == 6
+    assert below.sigma == pytest.approx(float(np.std(np.array(fast) * SIGMA, ddof=1)))
+    above = prior_without(given, Mode(0.2, -SLOW))
+    assert above is not None and above.df == 7
+    assert above.sigma == pytest.approx(float(np.std(np.array(aa[:-2]), ddof=1)))
+    assert prior_without(Noise(sigma=SIGMA, df=6, offsets=tuple(o * SIGMA for o in fast)), Mode(0.2, SLOW)).df == 6
+    assert aa_evidence(aa, SIGMA, Mode(0.2, SLOW)) > aa_evidence(aa, SIGMA, Mode(0.2, -SLOW)) + 3
