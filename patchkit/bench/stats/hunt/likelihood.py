@@ -246,25 +246,43 @@ def spread_grid(center: float, floor: float) -> list[float]:
     return np.maximum(center * np.exp(np.linspace(-1.2, 1.6, MARGINAL_POINTS)), max(floor, FLOOR)).tolist()
 
 
+def spread_logs(
+    fit: SplitFit, left: np.ndarray, prior: np.ndarray, center: float, sign: float, floor: float
+) -> tuple[list[float], np.ndarray]:
+    """Each split's log posterior at each spread of ``spread_grid`` (rows: spreads), unweighed: what
+    ``marginal_logs`` integrates, and what a reading of a second mode is weighed by (``Model.fit``)."""
+    spreads = spread_grid(center, floor)
+    return spreads, np.array([fit.logs(left, prior, spread, sign) for spread in spreads])
+
+
 def marginal_logs(
-    fit: SplitFit, left: np.ndarray, prior: np.ndarray, center: float, sign: float, noise: Noise | None, floor: float
+    fit: SplitFit,
+    left: np.ndarray,
+    prior: np.ndarray,
+    center: float,
+    sign: float,
+    noise: Noise | None,
+    floor: float,
+    grid: tuple[list[float], np.ndarray] | None = None,
 ) -> np.ndarray:
     """Each split's log posterior with the spread integrated out rather than fixed at its estimate: the mixture
     likelihood of every launch on a grid of spreads around the fitted one, weighed by the noise prior's scaled
-    inverse chi-square (its sigma and degrees of freedom; Jeffreys' 1 / sigma without a prior).
+    inverse chi-square (its sigma and degrees of freedom; Jeffreys' 1 / sigma without a prior).  ``grid``: the
+    unweighed logs (``spread_logs``), where they were taken already.
 
     Why: a posterior at one spread is as sure as that spread is right, and the spread is an estimate.  A prior
     from a quieter day, or a hunt whose launches happened to scatter little, made a boundary on a few launches
     read as 99.9 % certain.  Integrated, the launches and the prior weigh each spread by how well it explains
     them, and a boundary must hold across the spreads they allow (400 seeds, prior at half the truth, 512
     commits, d = 1.5 sigma: 1.5 % wrong hunts at the fitted spread, 0.5 % integrated)."""
+    spreads, logs = grid if grid is not None else spread_logs(fit, left, prior, center, sign, floor)
     rows = []
-    for spread in spread_grid(center, floor):
+    for spread, row in zip(spreads, logs, strict=True):
         if noise is not None:
             weight = -(noise.df + 1) * math.log(spread) - noise.df * noise.sigma**2 / (2 * spread * spread)
         else:
             weight = -math.log(spread)
-        rows.append(fit.logs(left, prior, spread, sign) + weight + math.log(spread))  # d sigma = sigma d log sigma
+        rows.append(row + weight + math.log(spread))  # d sigma = sigma d log sigma
     stack = np.array(rows)
     top = stack.max(axis=0)
     return top + np.log(np.exp(stack - top).sum(axis=0))

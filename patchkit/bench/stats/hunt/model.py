@@ -32,7 +32,7 @@ from patchkit.bench.stats.hunt.likelihood import (
     gap_log_prior,
     marginal_logs,
     responsibilities,
-    spread_grid,
+    spread_logs,
 )
 from patchkit.bench.stats.hunt.modes import READ_SHARES, aa_evidence, prior_without, second_mode
 from patchkit.bench.stats.hunt.posterior import Posterior
@@ -138,22 +138,27 @@ class Model:
             # repeated launches that found the mode: the hunt launched those commits again because their launches
             # disagreed, so they over-represent the small mode, and each at its own best level keeps its larger
             # cluster as the main mode, so their share comes out too small (docs/hunt.md, "The stress cells").
+            # Each reading is fitted once, at the share the repeated launches gave; its levels barely move with
+            # the share, so the other shares are weighed at the same fit.
             weight = readings[0].weight
-            readings = tuple(replace(r, share=v) for r in readings for v in READ_SHARES)
-            priors = [prior_without(noise, r) for r in readings]
-            fits = [_fit_drift(start, left, x, m.t, prior, sigma, sign, n, floor, groups, can_drift, r)
-                    for r, n in zip(readings, priors, strict=True)]  # fmt: skip
             offsets = noise.offsets if noise is not None else ()
-            evidence = np.array([f.evidence(left, prior, sign, offsets, floor) for f in fits])
-            odds = np.exp(evidence - evidence.max())
+            weighed: list[tuple[Mode, _Fitted, float, np.ndarray]] = []
+            for reading in readings:
+                own = prior_without(noise, reading)
+                fitted = _fit_drift(start, left, x, m.t, prior, sigma, sign, own, floor, groups, can_drift, reading)
+                for share in READ_SHARES:
+                    each = fitted.at_share(share)
+                    evidence, posterior = each.weigh(left, prior, sign, own, floor, fixed, offsets)
+                    weighed.append((replace(reading, share=share), each, evidence, posterior))
+            evidences = np.array([w[2] for w in weighed])
+            odds = np.exp(evidences - evidences.max())
             odds = odds / odds.sum()
             probs = (1 - weight) * probs
-            for each, n, share in zip(fits, priors, odds.tolist(), strict=True):
-                probs = probs + weight * share * each.probs(left, prior, sign, n, floor, fixed)
-            top = int(odds.argmax())
-            mode = readings[top]
+            for (_, _, _, posterior), share in zip(weighed, odds.tolist(), strict=True):
+                probs = probs + weight * share * posterior
+            mode, top, _, _ = weighed[int(odds.argmax())]
             if weight >= 0.5:
-                chosen = fits[top]
+                chosen = top
         fit, best = chosen.fit, chosen.best
         m.drift_beta, m.drift_se = chosen.drift_beta, chosen.drift_se
         m.split = best
@@ -303,20 +308,41 @@ class _Fitted:
     drift_beta: float
     drift_se: float
 
-    def evidence(
-        self, left: np.ndarray, prior: np.ndarray, sign: float, offsets: tuple[float, ...], floor: float
-    ) -> float:
-        """The log likelihood of every launch of the hunt and of the A/A run (``offsets``) under this launch
-        model, the split and the spread integrated out (Jeffreys' prior on the spread; up to a constant shared by
-        every model of the same launches): how readings of a mode are weighed.  The A/A run's launches are
-        data here, not the prior on the spread: each reading of the mode explains them its own way."""
-        rows = []
-        for spread in spread_grid(self.sigma, floor):  # d sigma / sigma = d log sigma: the grid's even steps
-            aa = aa_evidence(offsets, spread, self.fit.mode) if self.fit.mode is not None else 0.0
-            rows.append(self.fit.logs(left, prior, spread, sign) + aa)
-        stack = np.array(rows)
+    def at_share(self, share: float) -> _Fitted:
+        """This fit with its second mode at another share, the levels, the weights and the spread kept."""
+        assert self.fit.mode is not None
+        if share == self.fit.mode.share:
+            return self
+        return replace(self, fit=replace(self.fit, mode=replace(self.fit.mode, share=share)))
+
+    def weigh(
+        self,
+        left: np.ndarray,
+        prior: np.ndarray,
+        sign: float,
+        noise: Noise | None,
+        floor: float,
+        fixed: float | None,
+        offsets: tuple[float, ...],
+    ) -> tuple[float, np.ndarray]:
+        """The evidence of this model with a second mode, and its posterior mass of each split (``probs``).
+
+        The evidence is the log likelihood of every launch of the hunt and of the A/A run (``offsets``), the split
+        and the spread integrated out (Jeffreys' prior on the spread, up to a constant shared by every model of the
+        same launches): how the readings of a mode are weighed.  The A/A run's launches are data here, not the
+        prior on the spread, since each reading explains them its own way."""
+        assert self.fit.mode is not None
+        grid = spread_logs(self.fit, left, prior, self.sigma, sign, floor)
+        aa = np.array([aa_evidence(offsets, spread, self.fit.mode) for spread in grid[0]])
+        stack = grid[1] + aa[:, None]  # d sigma / sigma = d log sigma: the grid's even steps
         top = float(stack.max())
-        return top + math.log(float(np.exp(stack - top).sum()))
+        evidence = top + math.log(float(np.exp(stack - top).sum()))
+        if fixed is not None:
+            logs = self.fit.logs(left, prior, self.sigma * fixed, sign)
+        else:
+            logs = marginal_logs(self.fit, left, prior, self.sigma, sign, noise, floor, grid)
+        probs = np.exp(logs - logs.max())
+        return evidence, probs / probs.sum()
 
     def probs(
         self, left: np.ndarray, prior: np.ndarray, sign: float, noise: Noise | None, floor: float, fixed: float | None
