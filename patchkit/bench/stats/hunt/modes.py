@@ -119,12 +119,13 @@ def aa_evidence(offsets: tuple[float, ...], sigma: float, mode: Mode) -> float:
 
 def prior_without(noise: Noise | None, mode: Mode) -> Noise | None:
     """The noise prior with the A/A launches of the second mode left out of its spread (those nearer the mode's
-    offset than the main level): a prior whose spread took in a 6 % mode is wider than the launches are under the
-    model that has the mode, and at that spread the mode's launches look like ordinary scatter."""
+    offset than the main level, and any farther from the main level than the mode is: an outlier, not scatter): a
+    prior whose spread took in a 6 % mode is wider than the launches are under the model that has the mode, and at
+    that spread the mode's launches look like ordinary scatter.  The prior as given where none is left out."""
     if noise is None or len(noise.offsets) < 3:
         return noise
     x = np.array(noise.offsets)
-    main = np.abs(x) < np.minimum(np.abs(x - mode.offset), abs(mode.offset))  # (an outlier past it is no main)
+    main = np.abs(x) < np.minimum(np.abs(x - mode.offset), abs(mode.offset))
     kept = x[main]
     if main.all() or len(kept) < 2:
         return noise
