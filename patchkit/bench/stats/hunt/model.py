@@ -337,21 +337,24 @@ class _Fitted:
         stack = grid[1] + aa[:, None]  # d sigma / sigma = d log sigma: the grid's even steps
         top = float(stack.max())
         evidence = top + math.log(float(np.exp(stack - top).sum()))
-        if fixed is not None:
-            logs = self.fit.logs(left, prior, self.sigma * fixed, sign)
-        else:
-            logs = marginal_logs(self.fit, left, prior, self.sigma, sign, noise, floor, grid)
-        probs = np.exp(logs - logs.max())
-        return evidence, probs / probs.sum()
+        return evidence, self.probs(left, prior, sign, noise, floor, fixed, grid)
 
     def probs(
-        self, left: np.ndarray, prior: np.ndarray, sign: float, noise: Noise | None, floor: float, fixed: float | None
+        self,
+        left: np.ndarray,
+        prior: np.ndarray,
+        sign: float,
+        noise: Noise | None,
+        floor: float,
+        fixed: float | None,
+        grid: tuple[list[float], np.ndarray] | None = None,
     ) -> np.ndarray:
-        """The posterior mass of each split: the spread integrated out, or at ``fixed`` times the fitted one."""
+        """The posterior mass of each split: the spread integrated out, or at ``fixed`` times the fitted one
+        (``grid``: the split's logs on the spread grid, where they were taken already)."""
         if fixed is not None:  # the confirmation's check at the spread's upper bound
             logs = self.fit.logs(left, prior, self.sigma * fixed, sign)
         else:
-            logs = marginal_logs(self.fit, left, prior, self.sigma, sign, noise, floor)
+            logs = marginal_logs(self.fit, left, prior, self.sigma, sign, noise, floor, grid)
         probs = np.exp(logs - logs.max())
         return probs / probs.sum()
 
