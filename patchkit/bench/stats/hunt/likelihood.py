@@ -23,7 +23,7 @@ across every spread the launches and the prior allow.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import special
@@ -162,12 +162,39 @@ class SplitFit:
     @classmethod
     def start(cls, left: np.ndarray, x: np.ndarray, index: np.ndarray) -> SplitFit:
         """Every split starts from GOOD's and BAD's medians: GOOD is on the left of every split and BAD on the
-        right, so EM climbs to the levels the endpoints anchor, and a launch far from them is an outlier."""
+        right, so EM climbs to the levels the endpoints anchor, and a launch far from them is an outlier.  Under a
+        second mode, also from those medians with the mode's offset taken back (``moved``)."""
         rows = left.shape[0]
         mu_l = np.full(rows, float(np.median(x[index == 0])))
         mu_r = np.full(rows, float(np.median(x[index == index.max()])))
         zeros = np.zeros(rows)
         return cls(mu_l, mu_r, zeros, np.zeros(left.shape), np.ones(left.shape), zeros, np.zeros(left.shape))
+
+    def moved(self, mode: Mode) -> list[SplitFit]:
+        """The starts EM climbs from under a second mode: the endpoints' medians as they are, and each with the
+        mode's offset taken back, so that an endpoint whose launches sit in the mode (BAD on one slow launch)
+        still starts one run of EM at its level.  EM climbs to the nearest level: started from a BAD median in
+        the slow mode, it reads the commits at BAD's real level as outliers of a split that then looks unlikely."""
+        out = []
+        for dl in (0.0, -mode.offset):
+            for dr in (0.0, -mode.offset):
+                out.append(replace(self, mu_l=self.mu_l + dl, mu_r=self.mu_r + dr))
+        return out
+
+    @staticmethod
+    def best_of(fits: list[SplitFit], left: np.ndarray, prior: np.ndarray, sigma: float, sign: float) -> SplitFit:
+        """Per split, the fit of ``fits`` (the same launches, EM from different starts) under which it is most
+        likely."""
+        if len(fits) == 1:
+            return fits[0]
+        pick = np.array([f.logs(left, prior, sigma, sign) for f in fits]).argmax(axis=0)
+
+        def rows(name: str) -> np.ndarray:
+            stack = np.array([getattr(f, name) for f in fits])
+            return stack[pick, np.arange(len(pick))]
+
+        return SplitFit(rows("mu_l"), rows("mu_r"), rows("beta"), rows("resid"), rows("weights"), rows("info"),
+                        rows("shift"), fits[0].mode)  # fmt: skip
 
     def refine(
         self,

@@ -374,12 +374,16 @@ def _fit_drift(
     mode: Mode | None,
 ) -> _Fitted:
     """Every split fitted with the spread of the most likely split, refitted while that spread moves; without the
-    drift term and, where the data asks for it, with it."""
+    drift term and, where the data asks for it, with it.  Under a second mode EM runs from each of
+    ``SplitFit.moved``'s starts and each split keeps the fit it is likeliest under: the likelihood has a level
+    in each mode, and EM climbs to the nearest."""
     drift = False
+    starts = [start] if mode is None else start.moved(mode)
     while True:
         fit, best = start, 0
         for _ in range(3):
-            fit = start.refine(left, x, t, sigma, drift, groups, mode)
+            fit = SplitFit.best_of([s.refine(left, x, t, sigma, drift, groups, mode) for s in starts],
+                                   left, prior, sigma, sign)  # fmt: skip
             best = int(np.argmax(fit.logs(left, prior, sigma, sign)))
             params = 3 if drift else 2
             new_sigma, spread = fit_spread(fit.adjusted[best], fit.weights[best], noise, floor, params, sigma)
