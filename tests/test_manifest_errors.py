@@ -227,6 +227,13 @@ CASES = [
         message=("nope.py", "does not exist"),
     ),
     Case(
+        "inline-payload",
+        "patch[1].source",
+        10,
+        patches=[good(source="def get_embed(self):\n    return 1\n")],
+        message=("source holds code with line breaks", "'def get_embed(self):'"),
+    ),
+    Case(
         "payload-without-class",
         "patch[1].class",
         9,

@@ -189,9 +189,20 @@ class LoadContext:
         path = self.key if key is None else f"{self.key}.{key}"
         raise ManifestError(message, file=self.display, key_path=path, line=self.line_of(key), hint=hint)
 
-    def payload(self, table: Mapping[str, object], key: str = "source") -> Payload:
+    def payload_path(self, table: Mapping[str, object], key: str) -> tuple[str, Path]:
+        """A payload's path as written and as resolved; code written inline (a line break in the path) is an error
+        that says so, rather than a file name with line breaks in it."""
         written = str(table[key])  # the schema has checked it is a string
-        path = self.manifest_path.parent / written
+        if "\n" in written or "\r" in written:
+            self.error(
+                key,
+                f"{key} holds code with line breaks, not a payload file's path: {written.splitlines()[0]!r}...",
+                hint="put the code in a .py file under patches/ and give its path, relative to the manifest file",
+            )
+        return written, self.manifest_path.parent / written
+
+    def payload(self, table: Mapping[str, object], key: str = "source") -> Payload:
+        written, path = self.payload_path(table, key)
         try:
             return self.payloads.load(path, written)
         except FileNotFoundError:
@@ -207,8 +218,7 @@ class LoadContext:
 
     def raw_payload(self, table: Mapping[str, object], key: str = "source") -> bytes:
         """A payload's bytes, not parsed (it still counts in the manifest digest)."""
-        written = str(table[key])  # the schema has checked it is a string
-        path = self.manifest_path.parent / written
+        written, path = self.payload_path(table, key)
         try:
             return self.payloads.load_raw(path)
         except FileNotFoundError:
