@@ -102,7 +102,15 @@ CASES = [
         "schema",
         None,
         text='name = "test"\n\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n',
-        message=("missing required key",),
+        message=("missing required key 'schema'; add `schema = 1` at the top of the file",),
+    ),
+    Case(
+        "name-under-a-table",
+        "name",
+        4,
+        text='schema = 1\n\n[manifest]\nname = "test"\n\n[[patch]]\nid = "a"\nop = "ensure-import"\n'
+        'file = "pkg/mod.py"\nimport = "import os"\n',
+        message=("missing required key 'name'; 'name' is under [manifest]: top-level keys go at the top",),
     ),
     Case(
         "missing-name",
@@ -111,7 +119,13 @@ CASES = [
         text='schema = 1\n\n[[patch]]\nid = "a"\nop = "ensure-import"\nfile = "pkg/mod.py"\nimport = "import os"\n',
         message=("missing required key",),
     ),
-    Case("missing-patch", "patch", None, text=header(), message=("missing required key",)),
+    Case(
+        "missing-patch",
+        "patch",
+        None,
+        text=header(),
+        message=("missing required key 'patch'; add at least one [[patch]]",),
+    ),
     Case("empty-patch-list", "patch", 3, text=header("patch = []\n"), message=("empty",)),
     Case("wrong-schema", "schema", 1, patches=[imp()], top={"schema": 2}, message=("schema 1", "2")),
     Case("schema-as-string", "schema", 1, patches=[imp()], top={"schema": "1"}),

@@ -62,6 +62,11 @@ class Lines:
         end = next((i for i in range(start + 1, len(self.lines)) if self._TABLE.match(self.lines[i])), len(self.lines))
         return start + 1, end
 
+    def nested_line_of(self, table: str, key: str) -> int | None:
+        """The line of ``key`` in the plain table ``[table]``, or of its header where the key is not found."""
+        section = self._section(self._header(table))
+        return None if section is None else self._find_key(*section, key) or section[0]
+
     @staticmethod
     def _header(*names: str, array: bool = False) -> re.Pattern[str]:
         dotted = r"\s*\.\s*".join(f'(?:{re.escape(n)}|"{re.escape(n)}")' for n in names)

@@ -88,6 +88,8 @@ def validate_schema(data: Mapping[str, Any], display: str, lines: Lines) -> None
         line = lines.bench_line_of(path)
     else:
         line = lines.top_line_of(leaf)
+        if line is None and line_key is not None and "." in line_key:  # a top-level key written under a table
+            line = lines.nested_line_of(*line_key.split(".", 1))
     raise ManifestError(message, file=display, key_path=key_path(path) or None, line=line, hint=hint)
 
 
@@ -129,7 +131,24 @@ def _required(error: ValidationError) -> Worded:
         typo = close_matches(name, [k for k in instance if k not in known])
         if typo:
             hint = f"the table has {typo[0]!r}: did you mean {name!r}?"
-    return f"missing required key {name!r}{what}", name, hint, typo[0] if typo else None
+    line_key = typo[0] if typo else None
+    if not typo and not list(error.absolute_path) and isinstance(instance, dict):
+        # A top-level key: a new user's likeliest slip is to put it under a table of their own ([manifest]),
+        # or to leave out the format's version, which no other tool asks for.
+        nested = [t for t, v in instance.items() if isinstance(v, dict) and name in v]
+        if nested:
+            hint = f"{name!r} is under [{nested[0]}]: top-level keys go at the top of the file, before any [table]"
+            line_key = f"{nested[0]}.{name}"
+        else:
+            hint = _TOP_LEVEL_HINTS.get(name)
+    return f"missing required key {name!r}{what}", name, hint, line_key
+
+
+_TOP_LEVEL_HINTS = {
+    "schema": "add `schema = 1` at the top of the file, before any [table]: the manifest format's version",
+    "name": "add `name = \"...\"` at the top of the file, before any [table]: the name `-m` takes",
+    "patch": "add at least one [[patch]] table with id, op, file and the op's keys (docs/manifest.md)",
+}
 
 
 def _unknown_key(error: ValidationError) -> Worded:
