@@ -146,7 +146,7 @@ def _required(error: ValidationError) -> Worded:
 
 _TOP_LEVEL_HINTS = {
     "schema": "add `schema = 1` at the top of the file, before any [table]: the manifest format's version",
-    "name": 'add `name = "..."` at the top of the file, before any [table]: the name `-m` takes',
+    "name": 'add `name = "..."` at the top of the file, before any [table]: it names the record `apply` keeps',
     "patch": "add at least one [[patch]] table with id, op, file and the op's keys (docs/manifest.md)",
 }
 
