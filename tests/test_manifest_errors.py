@@ -487,3 +487,33 @@ def test_missing_key_next_to_a_typo_points_at_the_typo(tmp_path):
     line = next(i for i, text in enumerate(kit.manifest.read_text().splitlines(), start=1) if text.startswith("clas"))
     assert f".toml:{line}: patch[1].class" in result.err
     assert repo.exists()
+
+
+@pytest.mark.parametrize(
+    ("encoded", "where", "message"),
+    [
+        (
+            header().encode("utf-16"),
+            "",
+            "the manifest is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8",
+        ),
+        (b"\xef\xbb\xbf" + header().encode(), ":1", "the manifest starts with a UTF-8 byte-order mark"),
+        (
+            'schema = 1\nname = "café"\n'.encode("latin-1"),
+            ":2",
+            "not UTF-8: byte 0xe9 at column 12; save the manifest as UTF-8",
+        ),
+    ],
+    ids=["utf-16", "utf-8-bom", "latin-1"],
+)
+def test_a_manifest_in_another_encoding_says_which_and_where(tmp_path, capsys, monkeypatch, encoded, where, message):
+    """A manifest saved by an editor in another encoding: one line that says which, and the line of the first
+    byte that is not UTF-8, instead of a byte offset."""
+    kit = Kit(tmp_path / "kit")
+    kit.write(text=header(), payloads={})
+    kit.manifest.write_bytes(encoded)
+    monkeypatch.chdir(kit.root)
+    r = run_cli(capsys, "validate", "-m", DISPLAY)
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert r.err.startswith(f"{ERROR_PREFIX}{DISPLAY}{where}: {message}"), r.err

@@ -7,6 +7,7 @@ counting ``[[patch]]`` tables from 1) and, where it can be found, the line.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -52,9 +53,16 @@ def load_manifest(
         raise UsageError(f"cannot read manifest {display}: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8")
-        data = tomllib.loads(text)
     except UnicodeDecodeError as exc:
-        raise ManifestError(f"not UTF-8 (byte {exc.start})", file=display) from None
+        message, line = _not_utf8(raw, exc.start)
+        raise ManifestError(message, file=display, line=line) from None
+    if raw.startswith(codecs.BOM_UTF8):  # some Windows editors write one; Python's TOML reader, and so pip's, refuse it
+        message = (
+            "the manifest starts with a UTF-8 byte-order mark, which Python's TOML reader refuses; save it without one"
+        )
+        raise ManifestError(message, file=display, line=1)
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         line = int(match.group(1)) if match else None
@@ -186,3 +194,12 @@ def remember_checked(marker: Path | None) -> None:
         marker.touch()
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+def _not_utf8(raw: bytes, start: int) -> tuple[str, int | None]:
+    """What a manifest that is not UTF-8 is instead, and the line of its first bad byte (None: the whole file)."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "the manifest is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8", None
+    line = raw.count(b"\n", 0, start) + 1
+    column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+    return f"not UTF-8: byte 0x{raw[start]:02x} at column {column}; save the manifest as UTF-8", line
