@@ -56,7 +56,7 @@ def load_manifest(
     except UnicodeDecodeError as exc:
         message, line = _not_utf8(raw, exc.start)
         raise ManifestError(message, file=display, line=line) from None
-    if raw.startswith(codecs.BOM_UTF8):  # some Windows editors write one; Python's TOML reader, and so pip's, refuse it
+    if raw.startswith(codecs.BOM_UTF8):  # some Windows editors write one; Python's TOML reader refuses it
         message = (
             "the manifest starts with a UTF-8 byte-order mark, which Python's TOML reader refuses; save it without one"
         )
