@@ -184,10 +184,27 @@ def test_bisect_says_how_many_commits_it_skipped_and_why(kept):
     """The commits that change neither file (pynccl.py, eagle_worker.py, model_runner.py, llama_eagle3.py) are
     skipped as inert, and the report counts them (needs the search to use the pruning)."""
     _work, _out, steps = kept
+    said = [line for line in steps[6].splitlines() if line.startswith(("pruning", "FIRST BAD", "  run "))]
     assert (
         "pruning: skipped 5 commits as inert, whose changes touch only what no launch ran: a module no launch "
         "imported nor read (5)" in steps[6]
-    )
+    ), "\n".join(said)  # the launches, the answer and what pruning did, where a failure is read
+
+
+def test_the_same_demo_gives_the_same_numbers(kept, tmp_path):
+    """The stand-in server reports its modelled decoding time, so a second demo's bisect launches the same
+    commits in the same order and reads the same numbers, however loaded the machine (a timer read around the
+    server's sleep once made a loaded CI machine's hunt take another path)."""
+    _work, _out, steps = kept
+    again = run_script("demo", "--keep", tmp_path / "again")
+    assert again.code == 0, again.out + again.err
+    second = re.split(r"^== ", again.out, flags=re.M)[6]
+
+    def launches(step: str) -> list[str]:
+        return [re.sub(r"^\s*run \d+ ", "", line) for line in step.splitlines() if line.startswith("  run ")]
+
+    assert launches(second) == launches(steps[6])
+    assert len(launches(second)) >= 6
 
 
 def test_every_suggested_command_runs_as_printed_from_anywhere(kept, tmp_path):

@@ -4,12 +4,12 @@ Sends ``--num-prompts`` requests of ``--output-len`` tokens one after the
 other, prints ``Output token throughput (tok/s):`` as bench_serving does and
 appends one JSON line with ``output_throughput`` to ``--output-file``.
 
-The throughput is the tokens over the decoding time the server measured and
-reports with each reply, not over the client's wall time: a run is about
-170 ms, and on a loaded two-core machine what lies around the decoding (the
-HTTP round trips, a busy scheduler) once made a launch read 74 tok/s where
-its server decoded at about 90, and the demo's compare failed.  The server's
-own timer measures what the stand-in models, its decoding.
+The throughput is the tokens over the decoding time the server reports with
+each reply, not over the client's wall time: a run is about 170 ms, and on a
+loaded two-core machine what lies around the decoding (the HTTP round trips,
+a busy scheduler) once made a launch read 74 tok/s where its server decoded
+at about 90, and the demo's compare failed.  The server reports its modelled
+decoding time (see server.py for why no timer is read there either).
 """
 
 from __future__ import annotations

@@ -4,7 +4,16 @@ Endpoints: ``/health`` (200 once listening), ``/get_server_info`` (the
 version in the tree's generated ``sglang/_version.py``, as SGLang reports
 it, and the model's architectures) and ``/generate?tokens=N`` (sleeps as long
 as decoding N tokens takes, then answers ``{"tokens": N, "decode_s": S}``, S
-the decoding time it measured around that sleep).
+that decoding time as the model below gives it).
+
+S is the modelled time, not a timer read around the sleep.  On a GPU server
+the decoding runs on the device, and a busy host CPU hardly moves it; here
+the sleep stands in for the device, and a loaded two-core machine wakes a
+sleeper late (a 170 ms launch once read tens of milliseconds slower under a
+full test run), which would time the host's scheduler instead of the tree's
+code.  With S modelled, a demo's numbers depend only on the tree and the
+seeded noise below, so the same launches give the same numbers on any
+machine and the demo's hunt takes the same path.
 
 How long a token takes comes from the benchmarked tree, not from a table of
 commits: the server parses ``python/sglang/srt/distributed/parallel_state.py``
@@ -122,9 +131,9 @@ def main() -> int:
                 body = info
             elif url.path == "/generate":
                 tokens = int(parse_qs(url.query).get("tokens", ["8"])[0])
-                start = time.perf_counter()
-                time.sleep(tokens * per_token / 1000)
-                body = json.dumps({"tokens": tokens, "decode_s": time.perf_counter() - start}).encode()
+                decode_s = tokens * per_token / 1000
+                time.sleep(decode_s)  # the request takes as long as the decoding would
+                body = json.dumps({"tokens": tokens, "decode_s": decode_s}).encode()
             else:
                 self.send_error(404)
                 return
