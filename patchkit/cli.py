@@ -404,7 +404,8 @@ def guard(**kwargs: Any) -> int:
     "--probe",
     is_flag=True,
     help="Run the probe in every Python process CMD starts and sample the NCCL/CUDA libraries they map; "
-    "when CMD exits, account for every file that ran and check the manifest's [bench].env at "
+    "when CMD exits (and the processes it left running, up to 5 s more), account for every file that ran "
+    "and check the manifest's [bench].env at "
     "init_process_group (a STRAY or a wrong value exits 1); with NCCL_DEBUG=INFO, CMD's output passes "
     "through patchkit and NCCL's own lines are read.",
 )

@@ -378,3 +378,98 @@ def accounting_diff(a: Accounting, b: Accounting) -> str:
     if [v.path for v in a.verdicts] != [v.path for v in b.verdicts]:
         lines.append("the verdicts' order differs")
     return "\n".join(lines)
+
+
+LEAVES = """import subprocess
+import sys
+
+# a probed child that outlives this process by SECONDS, as multiprocessing's resource tracker does by a moment
+subprocess.Popen(
+    [sys.executable, "-c", "import time; time.sleep(SECONDS)"],
+    start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+)
+print("main done")
+"""
+
+
+def _leave_a_child(venv: Path, tmp_path: Path, seconds: float) -> tuple[Path, Path]:
+    repo = make_repo(
+        tmp_path / "repo",
+        {"README.md": "upstream\n", "pkg/__init__.py": "", "pkg/model.py": MODEL_V1,
+         "bench.py": LEAVES.replace("SECONDS", str(seconds))},
+    )  # fmt: skip
+    return repo, write_manifest(tmp_path / "kit")
+
+
+@pytest.mark.slow
+def test_run_probe_waits_for_a_process_cmd_left_running_before_it_proves(
+    venv: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proof is made on final files: a probed process that outlives CMD by a second has written its exit
+    record by then, so a proof made again on the same files is the same (it once differed under load)."""
+    from patchkit.bench.execution.probed import ProbeOptions, run_probed
+    from patchkit.git import Repo
+    from patchkit.proof.account import TreeFacts
+    from patchkit.proof.records import read_probe_dir
+    from patchkit.proof.runproof import prove
+
+    repo, _manifest = _leave_a_child(venv, tmp_path, 1.0)
+    monkeypatch.chdir(repo)
+    probe_dir = tmp_path / "probe"
+    with Repo.discover(repo) as git_repo:
+        commit = git_repo.commit("HEAD").sha
+        done = run_probed([str(venv), "bench.py"], dict(os.environ), git_repo=git_repo, commit=commit,
+                          probe=ProbeOptions(str(probe_dir), ()))  # fmt: skip
+        again = prove(probe_dir, live=[], tree=TreeFacts.of(git_repo, repo, commit), allow_stray=(), expected={},
+                      when="stop")  # fmt: skip
+    assert done.code == 0 and done.outlived == ()
+    assert len(done.proof.processes) == 2 and all(p.exited for p in done.proof.processes)
+    assert done.proof.processes == tuple(read_probe_dir(probe_dir))
+    assert done.proof.accounting == again.accounting, accounting_diff(done.proof.accounting, again.accounting)
+
+
+@pytest.mark.slow
+def test_run_probe_names_a_process_still_running_after_the_wait_and_is_not_proven(venv: Path, tmp_path: Path) -> None:
+    repo, manifest = _leave_a_child(venv, tmp_path, 60.0)
+    started = time.monotonic()
+    result = run_probe(repo, manifest, venv)
+    waited = time.monotonic() - started
+    lines = result.stderr.splitlines()
+    [left] = [x for x in lines if " was still running 5 s after CMD exited" in x]
+    pid = int(left.split()[1])
+    try:
+        assert result.returncode == 0 and result.stdout == "main done\n", result.stderr
+        assert (
+            left.endswith(": what it ran after the proof is not in it")
+            and " -c 'import time; time.sleep(60.0)')" in left
+        )
+        assert (
+            "patchkit run --probe: not proven: 1 process of CMD still ran when the proof was made, so what ran after "
+            "it is not in it; stop them before CMD exits (join or wait for them)" in lines
+        )
+        assert waited >= 5.0
+    finally:
+        os.kill(pid, 9)
+
+
+def test_started_under_finds_a_runs_processes_by_their_probe_dir_and_leaves_out_zombies(tmp_path: Path) -> None:
+    """What ``outliving`` waits for: a process (Python or not) started with this run's PATCHKIT_PROBE_DIR, still
+    running; not one of another run's directory, nor one that has ended but is not reaped yet (a zombie)."""
+    from patchkit.proof.unprobed import started_under
+
+    ours, other = tmp_path / "probe", tmp_path / "other"
+    env = {**os.environ, "PATCHKIT_PROBE_DIR": str(ours)}
+    live = subprocess.Popen(["sleep", "30"], env=env)
+    elsewhere = subprocess.Popen(["sleep", "30"], env={**os.environ, "PATCHKIT_PROBE_DIR": str(other)})
+    ended = subprocess.Popen(["true"], env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while ended.pid in {p.pid for p in started_under(ours)} and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [(p.pid, p.argv) for p in started_under(ours)] == [(live.pid, ("sleep", "30"))]
+        assert ended.poll() is not None  # reaped only now: until then it was a zombie, and left out
+    finally:
+        for proc in (live, elsewhere):
+            proc.kill()
+            proc.wait()
+    assert started_under(ours) == []

@@ -159,7 +159,8 @@ def _run_probed(
 
     A STRAY, or a ``[bench].env`` value a process lacked at ``init_process_group`` (``Proof.reasons``), makes
     the exit code 1 (128 under --bisect: the setup is wrong), whatever CMD's own; otherwise CMD's exit code
-    passes through.  The probe's own failures (``Proof.doubts``) leave it not proven, not refused.
+    passes through.  The probe's own failures (``Proof.doubts``), and a process CMD started still running once the
+    wait for CMD's processes to end is over (``ProbedRun.outlived``), leave it not proven, not refused.
     """
     refused = ExitCode.BISECT_ABORT if bisect else ExitCode.REFUSED
     done = run_probed(command, env, cwd=where, git_repo=git_repo, commit=commit, probe=probe, bench=bench)
@@ -180,8 +181,17 @@ def _run_probed(
     lacking = [line for line in proof.reasons if line not in tabled]
     for line in lacking:
         console.print(line, markup=False, style="bold red")
+    for line in done.outlived:
+        console.print(line, markup=False, style="yellow")
     if not processes:
         console.print("patchkit run --probe: no Python process ran the probe: nothing is proven", markup=False)
+    elif done.outlived and not proof.reasons:
+        left = plural(len(done.outlived), "process", "processes")
+        console.print(
+            f"patchkit run --probe: not proven: {left} of CMD still ran when the proof was made, so what ran "
+            "after it is not in it; stop them before CMD exits (join or wait for them)",
+            markup=False,
+        )
     elif proof.doubts and not proof.reasons:
         failed = plural(len(proof.doubts), "process", "processes")
         console.print(

@@ -33,12 +33,13 @@ from patchkit.proof.jitcache import JitCache
 from patchkit.proof.libs import MappedLibrary, mapped_libraries
 from patchkit.proof.nccllog import parse_nccl_log
 from patchkit.proof.records import LocalKey, ProcessFacts, local_key, read_probe_dir, same_host
-from patchkit.proof.unprobed import LiveProcess, Unprobed, has_probe_file
+from patchkit.proof.unprobed import LiveProcess, Unprobed, has_probe_file, started_under
 from patchkit.proof.unprobed import unprobed as find_unprobed
 from patchkit.wording import plural
 
 NOT_PROVEN = "not proven"
 PENDING_WAIT = 5.0  # seconds to wait for the probe file of a process that has the probe's environment
+OUTLIVE_WAIT = 5.0  # seconds run --probe waits for a probed process its command left running to end
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,25 @@ def prove(
     return Proof(
         when, processes, libraries, unprobed, accounting, tuple(reasons), tuple(doubts(processes)), tuple(missing)
     )
+
+
+def outliving(probe_dir: Path, wait: float = OUTLIVE_WAIT) -> tuple[LiveProcess, ...]:
+    """Once a command has exited: the processes it started (``started_under``: their start environment names
+    ``probe_dir``) still running after waiting up to ``wait`` seconds for them to end.
+
+    A command's processes do not all end with it.  multiprocessing's resource tracker, started with the first
+    spawned worker, sees its parent's pipe close and ends a moment later, writing its exit record then; on a
+    loaded machine that moment is long enough for a proof made at once to read the tracker's file before its
+    last records, and a proof made again on the same files can differ.  A child started just before the
+    command exits may not have written its file at all.  Once they are gone their files are final, so the
+    proof waits for them.  What still runs after the wait (a daemon the command started) is returned, to be
+    named: what it runs after the proof is not in it."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = tuple(started_under(probe_dir))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
 
 
 def doubts(processes: Iterable[ProcessFacts]) -> list[str]:

@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from patchkit.proof.document import UnaccountedJson
 
@@ -92,6 +93,27 @@ def live_processes(root: int) -> list[LiveProcess]:
         except (psutil.Error, OSError):
             env = "unreadable"
         out.append(LiveProcess(proc.pid, start_ticks(proc.pid), argv, exe, env))
+    return out
+
+
+def started_under(probe_dir: Path) -> list[LiveProcess]:
+    """The processes running here now whose start environment names ``probe_dir`` as its PATCHKIT_PROBE_DIR:
+    what a probed command started, Python or not, wherever it was reparented once the command ended (the
+    directory is this run's own, so no other process names it).  Zombies are left out: they run no more code.
+    A process of another user, whose environment cannot be read, is not among them."""
+    import psutil
+
+    wanted = str(probe_dir)
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("PATCHKIT_PROBE_DIR") != wanted or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            argv = tuple(proc.cmdline())
+            exe = proc.exe() or None
+        except (psutil.Error, OSError):
+            continue
+        out.append(LiveProcess(proc.pid, start_ticks(proc.pid), argv, exe, "probe"))
     return out
 
 

@@ -7,12 +7,16 @@ is ``prove``'s, the one bench's server gets, so the two cannot drift apart: the 
 STRAY, every ``[bench].env`` value a process lacked at ``init_process_group``), the same doubts (the
 probe's own failures) and the same cache of digests.  What differs is only what a command that has
 exited allows: no process is alive to match with the probe's files (``live=()``, so none is named
-unprobed), and the libraries are the ones ``LibrarySampler`` saw mapped while it ran.
+unprobed), the libraries are the ones ``LibrarySampler`` saw mapped while it ran, and a process ``CMD``
+left running (multiprocessing's resource tracker ends a moment after it; a child started as it exits may not
+have written its file yet) is waited for (``outliving``) before the files are read, then named if it
+outlives the wait.
 ``run_probed`` returns a frozen ``ProbedRun``; nothing is printed here.
 """
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -27,7 +31,7 @@ from patchkit.proof.account import TreeFacts
 from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.libs import LibrarySampler
 from patchkit.proof.nccllog import NcclLines, wants_nccl_lines
-from patchkit.proof.runproof import Proof, proof_cache, prove
+from patchkit.proof.runproof import OUTLIVE_WAIT, Proof, outliving, proof_cache, prove
 from patchkit.redact import is_secret
 
 
@@ -49,6 +53,7 @@ class ProbedRun:
     proof: Proof
     nccl: NcclLines | None
     skipped: tuple[str, ...]
+    outlived: tuple[str, ...] = ()  # one line per process CMD started still running OUTLIVE_WAIT s after it exited
 
 
 def expected_env(bench: BenchConfig | None, tree: Path) -> tuple[dict[str, str], list[str]]:
@@ -96,6 +101,7 @@ def run_probed(
     try:
         out.mkdir(parents=True, exist_ok=True)
         code = run_passthrough(command, probed_env(env, out, expected), cwd=cwd, lines=nccl, sampler=sampler)
+        left = outliving(out)  # CMD's processes that have not ended yet (the resource tracker): their files final
         tree = TreeFacts.of(git_repo, git_repo.root, commit)
         cache = proof_cache(tree, out)
         proof = prove(
@@ -113,4 +119,9 @@ def run_probed(
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
-    return ProbedRun(code, proof, nccl, tuple(skipped))
+    outlived = tuple(
+        f"pid {p.pid} ({shlex.join(p.argv) or '?'}) was still running {OUTLIVE_WAIT:g} s after CMD exited: what it "
+        "ran after the proof is not in it"
+        for p in left
+    )
+    return ProbedRun(code, proof, nccl, tuple(skipped), outlived)
