@@ -380,12 +380,14 @@ def accounting_diff(a: Accounting, b: Accounting) -> str:
     return "\n".join(lines)
 
 
-LEAVES = """import subprocess
+LEAVES = """import os
+import subprocess
 import sys
 
 # a probed child that outlives this process by SECONDS, as multiprocessing's resource tracker does by a moment
+token = [os.environ["HF_TOKEN"]] if "HF_TOKEN" in os.environ else []  # a secret on its command line
 subprocess.Popen(
-    [sys.executable, "-c", "import time; time.sleep(SECONDS)"],
+    [sys.executable, "-c", "import time; time.sleep(SECONDS)", *token],
     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
 )
 print("main done")
@@ -432,7 +434,7 @@ def test_run_probe_waits_for_a_process_cmd_left_running_before_it_proves(
 def test_run_probe_names_a_process_still_running_after_the_wait_and_is_not_proven(venv: Path, tmp_path: Path) -> None:
     repo, manifest = _leave_a_child(venv, tmp_path, 60.0)
     started = time.monotonic()
-    result = run_probe(repo, manifest, venv)
+    result = run_probe(repo, manifest, venv, env={"HF_TOKEN": "hf_left_child_4242"})
     waited = time.monotonic() - started
     lines = result.stderr.splitlines()
     [left] = [x for x in lines if " was still running 5 s after CMD exited" in x]
@@ -441,13 +443,13 @@ def test_run_probe_names_a_process_still_running_after_the_wait_and_is_not_prove
         assert result.returncode == 0 and result.stdout == "main done\n", result.stderr
         assert (
             left.endswith(": what it ran after the proof is not in it")
-            and " -c 'import time; time.sleep(60.0)')" in left
+            and " -c 'import time; time.sleep(60.0)' <redacted>)" in left
         )
         assert (
             "patchkit run --probe: not proven: 1 process of CMD still ran when the proof was made, so what ran after "
             "it is not in it; stop them before CMD exits (join or wait for them)" in lines
         )
-        assert waited >= 5.0
+        assert waited >= 5.0 and "hf_left_child_4242" not in result.stdout + result.stderr
     finally:
         os.kill(pid, 9)
 

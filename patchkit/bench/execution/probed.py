@@ -32,7 +32,7 @@ from patchkit.proof.jitcache import jit_caches
 from patchkit.proof.libs import LibrarySampler
 from patchkit.proof.nccllog import NcclLines, wants_nccl_lines
 from patchkit.proof.runproof import OUTLIVE_WAIT, Proof, outliving, proof_cache, prove
-from patchkit.redact import is_secret
+from patchkit.redact import is_secret, scrub, secret_values
 
 
 @dataclass(frozen=True)
@@ -119,9 +119,10 @@ def run_probed(
     finally:
         if not keep:
             shutil.rmtree(out, ignore_errors=True)
+    secrets = secret_values(env)  # a token on a left child's command line is not printed
     outlived = tuple(
-        f"pid {p.pid} ({shlex.join(p.argv) or '?'}) was still running {OUTLIVE_WAIT:g} s after CMD exited: what it "
-        "ran after the proof is not in it"
+        scrub(f"pid {p.pid} ({shlex.join(p.argv) or '?'}) was still running {OUTLIVE_WAIT:g} s after CMD exited: "
+              "what it ran after the proof is not in it", secrets)
         for p in left
-    )
+    )  # fmt: skip
     return ProbedRun(code, proof, nccl, tuple(skipped), outlived)
