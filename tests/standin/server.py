@@ -11,7 +11,8 @@ It starts ``--workers`` child processes (so the environment check has a tree
 to read) and has failure modes: ``--exit-during-startup``, ``--never-healthy``,
 ``--die-after N`` (/generate requests), ``--drop-env NAME`` (the last worker
 starts without NAME; ``--worker-title T`` gives it one more argument), ``--report-version V``, ``--ignore-sigterm``.
-``--worker-exec``: each worker execs another Python once (same process, a second image); ``--worker-flag -I``
+``--worker-exec``: each worker execs another Python once (same process, a second image), and /health waits for
+each second image to run; ``--worker-flag -I``
 and ``--worker-empty-env``: the last worker runs Python with that flag, or with no environment at all.
 ``--read-file PATH`` (tree-relative or absolute): each spawn worker reads that JSON file before init.
 ``--marker FILE`` gets a line when it starts; ``--pid-file`` lists the pids of the server and its workers, one a line.
@@ -57,10 +58,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-def worker(exec_once: bool = False) -> None:
+def worker(exec_once: bool = False, ready_fd: int | None = None) -> None:
     if exec_once:  # a worker that execs another Python: the same process (pid, start time), a second image
         argv = [a for a in sys.argv if a != "--worker-exec"]
         os.execv(sys.executable, [sys.executable, *argv])
+    if ready_fd is not None:  # the image that serves is up (its probe file written): the server may be healthy
+        os.write(ready_fd, b".")
+        os.close(ready_fd)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(0.2)
@@ -148,6 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--worker", action="store_true")
     parser.add_argument("--worker-exec", action="store_true", help="each --workers child execs itself once")
+    parser.add_argument("--ready-fd", type=int, default=None, help="a worker: say on this pipe once it serves")
     parser.add_argument(
         "--worker-flag", action="append", default=[], help="a Python flag of the last worker (-I, -S, -E)"
     )
@@ -190,7 +195,7 @@ def main() -> None:
     parser.add_argument("--speed-from-child", default=None, metavar="PATH", help="a cost a non-Python child reads")
     args, _unknown = parser.parse_known_args()
     if args.worker:
-        worker(exec_once=args.worker_exec)
+        worker(exec_once=args.worker_exec, ready_fd=args.ready_fd)
         return
     if args.marker:
         with open(args.marker, "a", encoding="utf-8") as fh:
@@ -200,6 +205,9 @@ def main() -> None:
     print(f"stand-in server starting on 127.0.0.1:{args.port} (pid {os.getpid()})", flush=True)
 
     workers = []
+    # An exec'ing worker is up once its second image runs; the server is healthy only then, as SGLang's is once
+    # its schedulers are, so a short run cannot stop a worker between its two images.
+    ready_r, ready_w = os.pipe() if args.worker_exec else (None, None)
     for index in range(args.workers):
         env = dict(os.environ)
         if index == args.workers - 1:
@@ -209,12 +217,22 @@ def main() -> None:
         flags = args.worker_flag if last else []
         argv = [sys.executable, *flags, __file__, "--worker", f"--rank={index}"]
         if args.worker_exec:
-            argv.append("--worker-exec")
+            argv += ["--worker-exec", f"--ready-fd={ready_w}"]
         if args.worker_title and last:
             argv.append(args.worker_title)
         if args.worker_empty_env and last:
             env = {}
-        workers.append(subprocess.Popen(argv, env=env))
+        fds = (ready_w,) if ready_w is not None else ()
+        workers.append(subprocess.Popen(argv, env=env, pass_fds=fds))
+    if ready_r is not None and ready_w is not None:
+        os.close(ready_w)
+        got = b""
+        while len(got) < args.workers:
+            chunk = os.read(ready_r, args.workers)
+            if not chunk:  # every worker closed it: one died before it served
+                break
+            got += chunk
+        os.close(ready_r)
     gpu_jobs: list = []
     gpu_done = None
     if args.torch_workers:
